@@ -1,0 +1,99 @@
+"""Typed catalog records: accelerators and cloud offers (model presets are ``estimate.model.ModelArch``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator with its peak figures. Compute peaks are DENSE tensor figures in FLOP/s."""
+
+    id: str
+    vendor: str
+    name: str
+    kind: str  # consumer | workstation | datacenter | tpu | aws-custom
+    memory_bytes: int
+    memory_type: str
+    mem_bandwidth_bps: float  # bytes per second (decimal)
+    fp32_flops: float | None
+    tf32_flops: float | None
+    bf16_flops: float | None
+    fp16_flops: float | None
+    fp8_flops: float | None
+    int8_ops: float | None
+    tdp_w: float | None
+    interconnect: str = ""
+    interconnect_bps: float | None = None  # per direction, bytes/s
+    pcie_gen: int | None = None
+    launch_year: int | None = None
+    launch_price_usd: float | None = None
+    street_price_usd: float | None = None
+    street_price_date: str = ""
+    data_date: str = ""
+    source: str = ""
+    notes: str = ""
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / 2**30
+
+    @property
+    def price_usd(self) -> float | None:
+        """Purchase price: street price where known, else the launch price."""
+        return self.street_price_usd or self.launch_price_usd
+
+    def supports(self, precision: str) -> bool:
+        """Whether the accelerator has a native matrix path for the precision."""
+        if precision == "fp8":
+            return bool(self.fp8_flops)
+        if precision == "bf16":
+            return bool(self.bf16_flops)
+        return self.peak_flops(precision) is not None
+
+    def peak_flops(self, precision: str) -> float | None:
+        """Dense peak FLOP/s for a precision, falling back to the nearest slower path the part has.
+
+        fp8 without support runs at the bf16/fp16 rate; tf32 falls back to fp32; int4 uses the int8 rate.
+        """
+        chain = {
+            "fp32": ("fp32_flops",),
+            "tf32": ("tf32_flops", "fp32_flops"),
+            "bf16": ("bf16_flops", "fp16_flops", "fp32_flops"),
+            "fp16": ("fp16_flops", "bf16_flops", "fp32_flops"),
+            "fp8": ("fp8_flops", "bf16_flops", "fp16_flops"),
+            "int8": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
+            "int4": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
+        }[precision]
+        for name in chain:
+            value = getattr(self, name)
+            if value:
+                return value
+        return None
+
+
+@dataclass(frozen=True)
+class CloudOffer:
+    """One rentable instance (or per-accelerator rate). Prices are for the whole row per hour."""
+
+    id: str  # "<provider>:<instance>", lower case
+    provider: str
+    instance: str
+    accelerator_id: str
+    accelerator_count: int
+    vcpus: float | None
+    memory_gib: float | None
+    region: str
+    on_demand_usd_per_h: float | None
+    spot_usd_per_h: float | None
+    reserved_1y_usd_per_h: float | None
+    price_date: str
+    source: str = ""
+    notes: str = ""
+
+    def usd_per_device_hour(self, spot: bool = False) -> float | None:
+        """Instance price / accelerators per instance (an 8-GPU instance is billed once, not eight times)."""
+        price = self.spot_usd_per_h if spot else self.on_demand_usd_per_h
+        return None if price is None else price / self.accelerator_count

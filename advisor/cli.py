@@ -1,0 +1,81 @@
+"""The ``advisor`` command line: argparse subcommands, the desktop app when none is given.
+
+Each subcommand lives in ``advisor.commands.<name>`` with ``register(subparsers)`` and ``run(args)``.
+Those modules import heavy libraries (Qt, torch, NVML) only inside ``run``, so ``advisor --version``
+and ``import advisor.cli`` stay light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from advisor import __version__
+
+COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "catalog", "fleet")
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line on stderr with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="advisor", description="Hardware Advisor: know the machine, watch it, measure it, "
+                     "plan an LLM job and price it. Without a command, opens the desktop app.")
+    parser.add_argument("--version", action="version", version=f"advisor {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    for name in COMMANDS:
+        module = _command_module(name)
+        if module is not None:
+            module.register(sub)
+    return parser
+
+
+def _command_module(name: str):
+    try:
+        return importlib.import_module(f"advisor.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"advisor.commands.{name}":
+            return None
+        raise
+
+
+def add_fake_gpu(parser: argparse.ArgumentParser) -> None:
+    """The shared ``--fake-gpu SCENARIO`` flag (also read from ``ADVISOR_FAKE_GPU``)."""
+    parser.add_argument("--fake-gpu", metavar="SCENARIO", default=None,
+                        help="simulate GPUs from a named scenario (2x4090, 8xh100-sxm, laptop-4060, no-driver, "
+                             "gpu-lost, not-supported); also ADVISOR_FAKE_GPU")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (2 for bad input)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            args = parser.parse_args(["gui", *argv])
+        return int(args.run(args) or 0)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def gui_main() -> int:
+    """Entry point of the ``advisor-gui`` launcher."""
+    return main(["gui", *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

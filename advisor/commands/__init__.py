@@ -1,0 +1,1 @@
+"""Subcommands of the ``advisor`` CLI, one module each."""

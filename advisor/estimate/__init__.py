@@ -1,0 +1,1 @@
+"""The planning engine: memory, FLOPs, time and inference speed (pure functions, no I/O)."""

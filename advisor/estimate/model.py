@@ -1,0 +1,176 @@
+"""Model architecture records and parameter counting.
+
+Sources: the dense GQA/SwiGLU count of ESTIMATES.md
+(``P = L*(2*h*h + 2*h*n_kv*d_h + 3*h*f + 2*h) + V*h*(1 if tied else 2) + h``),
+generalised to plain MLP blocks with biases (GPT-2, BLOOM), learned positions, mixture-of-experts
+(Mixtral, DeepSeek) and multi-head latent attention (DeepSeek-V2/V3 papers, section 2.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+FFN_KINDS = ("gated", "mlp")
+BIAS_KINDS = ("none", "qkv", "all")
+NORM_KINDS = ("rms", "layernorm", "layernorm-nobias")
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """A decoder-only transformer, described by the sizes the planner needs."""
+
+    id: str
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    tied: bool = False
+    head_dim: int = 0  # 0 means hidden // heads
+    ffn_kind: str = "gated"
+    bias: str = "none"
+    norm: str = "rms"
+    norms_per_layer: int = 2
+    positions: int = 0
+    embed_norm: bool = False
+    experts: int = 0
+    experts_per_token: int = 0
+    shared_experts: int = 0
+    moe_ffn: int = 0
+    dense_layers: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    nope_dim: int = 0
+    v_head_dim: int = 0
+    max_context: int = 0
+    published_params: float = 0.0
+    published_active_params: float = 0.0
+    source: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "heads", "kv_heads", "vocab"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.ffn < 0 or self.ffn_kind not in FFN_KINDS or self.bias not in BIAS_KINDS or self.norm not in NORM_KINDS:
+            raise ValueError(f"invalid architecture fields for {self.id}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.experts and not 0 < self.experts_per_token <= self.experts:
+            raise ValueError("experts_per_token must be between 1 and experts")
+
+    @property
+    def d_head(self) -> int:
+        """Head dimension d_h (hidden/heads unless set)."""
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def with_name(self, name: str) -> "ModelArch":
+        return replace(self, name=name)
+
+
+def _norm_params(arch: ModelArch) -> int:
+    return arch.hidden * (2 if arch.norm == "layernorm" else 1)
+
+
+def attention_params(arch: ModelArch) -> int:
+    """Parameters of one attention block (q, k, v, o projections, biases; MLA low-rank factors)."""
+    h, a = arch.hidden, arch.heads
+    if arch.is_mla:
+        qk_dim = arch.nope_dim + arch.rope_dim
+        q = (h * arch.q_lora_rank + arch.q_lora_rank + arch.q_lora_rank * a * qk_dim) if arch.q_lora_rank else h * a * qk_dim
+        kv = h * (arch.kv_lora_rank + arch.rope_dim) + arch.kv_lora_rank + arch.kv_lora_rank * a * (arch.nope_dim + arch.v_head_dim)
+        return q + kv + a * arch.v_head_dim * h
+    d = arch.d_head
+    q_out, kv_out = a * d, arch.kv_heads * d
+    weights = h * q_out + 2 * h * kv_out + q_out * h
+    bias = 0
+    if arch.bias in ("qkv", "all"):
+        bias += q_out + 2 * kv_out
+    if arch.bias == "all":
+        bias += h
+    return weights + bias
+
+
+def mlp_params(arch: ModelArch, width: int) -> int:
+    """Parameters of one feed-forward network of the given width (gated: 3 matrices, MLP: 2)."""
+    mats = 3 if arch.ffn_kind == "gated" else 2
+    bias = (width + arch.hidden) if arch.bias == "all" else 0
+    return mats * arch.hidden * width + bias
+
+
+def _moe_layers(arch: ModelArch) -> int:
+    return arch.layers - arch.dense_layers if arch.is_moe else 0
+
+
+def _expert_width(arch: ModelArch) -> int:
+    return arch.moe_ffn or arch.ffn
+
+
+def embedding_params(arch: ModelArch) -> int:
+    """Token embedding, output head (unless tied), learned positions and final/embedding norms."""
+    emb = arch.vocab * arch.hidden * (1 if arch.tied else 2)
+    emb += arch.positions * arch.hidden
+    emb += _norm_params(arch) * (2 if arch.embed_norm else 1)
+    return emb
+
+
+def param_count(arch: ModelArch) -> int:
+    """Total parameters (memory is set by this figure).
+
+    Returns:
+        The count, exact for the presets' architectures (tested against published counts within 1%).
+    """
+    per_layer_fixed = attention_params(arch) + arch.norms_per_layer * _norm_params(arch)
+    moe_layers = _moe_layers(arch)
+    dense_layers = arch.layers - moe_layers
+    total = arch.layers * per_layer_fixed + dense_layers * mlp_params(arch, arch.ffn)
+    if moe_layers:
+        experts = (arch.experts + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
+        router = arch.hidden * arch.experts
+        total += moe_layers * (experts + router)
+    return total + embedding_params(arch)
+
+
+def active_param_count(arch: ModelArch) -> int:
+    """Parameters that touch each token (FLOPs are set by this figure); equals the total for dense models."""
+    if not arch.is_moe:
+        return param_count(arch)
+    moe_layers = _moe_layers(arch)
+    per_layer_fixed = attention_params(arch) + arch.norms_per_layer * _norm_params(arch)
+    active = arch.layers * per_layer_fixed + (arch.layers - moe_layers) * mlp_params(arch, arch.ffn)
+    active += moe_layers * ((arch.experts_per_token + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
+                            + arch.hidden * arch.experts)
+    return active + embedding_params(arch)
+
+
+def kv_values_per_token(arch: ModelArch) -> int:
+    """Values stored in the KV cache per token over all layers.
+
+    GQA: ``2 * L * n_kv * d_h`` (K and V, counted with the KV heads, not all heads).
+    MLA (DeepSeek): ``L * (kv_lora_rank + rope_dim)``.
+    """
+    if arch.is_mla:
+        return arch.layers * (arch.kv_lora_rank + arch.rope_dim)
+    return 2 * arch.layers * arch.kv_heads * arch.d_head
+
+
+def generic_arch(params: float, name: str | None = None) -> ModelArch:
+    """A Llama-like architecture of about ``params`` parameters, for activations and KV cache when only
+    the parameter count is known. Shapes follow the Llama/Chinchilla ratios (h ~ 128 * L, f = 8/3 h)."""
+    # Fit h from P ~ 12*L*h^2 with L = h/128  ->  P ~ 12*h^3/128.
+    h = max(256, int(round((params * 128 / 12) ** (1 / 3) / 128)) * 128)
+    layers = max(2, int(round(h / 128)))
+    heads = max(1, h // 128)
+    return ModelArch(id="custom", name=name or "custom", layers=layers, hidden=h, heads=heads,
+                     kv_heads=heads, ffn=int(round(8 * h / 3 / 64)) * 64, vocab=32000)

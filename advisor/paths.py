@@ -1,0 +1,52 @@
+"""The one place that decides where the advisor keeps its files.
+
+``ADVISOR_HOME`` overrides every directory (tests point it at a temporary directory).
+Importing this module creates nothing; directories are created when asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+APP_NAME = "hardware-advisor"
+
+
+def _base(kind: str) -> Path:
+    home = os.environ.get("ADVISOR_HOME")
+    if home:
+        return Path(home) / kind
+    import platformdirs
+
+    getter = {
+        "config": platformdirs.user_config_dir,
+        "data": platformdirs.user_data_dir,
+        "cache": platformdirs.user_cache_dir,
+    }[kind]
+    return Path(getter(APP_NAME, appauthor=False))
+
+
+def config_dir(create: bool = False) -> Path:
+    """Directory of settings and the user catalog."""
+    return _ensure(_base("config"), create)
+
+
+def data_dir(create: bool = False) -> Path:
+    """Directory of the probe history database and recordings."""
+    return _ensure(_base("data"), create)
+
+
+def cache_dir(create: bool = False) -> Path:
+    """Directory of disposable files (probe scratch files, downloads)."""
+    return _ensure(_base("cache"), create)
+
+
+def user_catalog_file() -> Path:
+    """The user's catalog file that adds or overrides bundled entries."""
+    return config_dir() / "catalog.toml"
+
+
+def _ensure(path: Path, create: bool) -> Path:
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path

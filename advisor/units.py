@@ -1,0 +1,117 @@
+"""Units: constants, parsing of human numbers and formatting at the edge.
+
+Inside the code every quantity stays in SI base units (bytes, seconds, FLOPs, USD).
+GB means 1e9 bytes and GiB means 2**30 bytes; both are labelled where shown.
+"""
+
+from __future__ import annotations
+
+import math
+
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+TFLOPS = 1e12
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_DAY = 24.0
+DAYS_PER_MONTH = 365.25 / 12
+HOURS_PER_YEAR = 365.25 * 24
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def parse_quantity(text: str | float | int) -> float:
+    """Parse a count such as ``7e9``, ``7B``, ``1.5T``, ``200M`` or ``2,000``.
+
+    Args:
+        text: the number, optionally with a k/M/B/G/T/P suffix (case-insensitive).
+    Returns:
+        The value as a float.
+    Raises:
+        ValueError: when the text is not a finite number.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        s = str(text).strip().replace(",", "").replace("_", "")
+        if not s:
+            raise ValueError("empty number")
+        mult = 1.0
+        if s[-1].lower() in _SUFFIXES and not s[-1].isdigit():
+            mult = _SUFFIXES[s[-1].lower()]
+            s = s[:-1]
+        try:
+            value = float(s) * mult
+        except ValueError:
+            raise ValueError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def fmt_bytes(n: float, binary: bool = False) -> str:
+    """Format bytes as GB (1e9) or, with ``binary``, GiB (2**30), choosing a readable prefix."""
+    if n is None:
+        return "n/a"
+    base, units = (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (
+        1000.0, ["B", "kB", "MB", "GB", "TB", "PB"])
+    value = float(n)
+    i = 0
+    while abs(value) >= base and i < len(units) - 1:
+        value /= base
+        i += 1
+    return f"{value:.0f} {units[i]}" if i == 0 else f"{value:.2f} {units[i]}"
+
+
+def fmt_count(n: float) -> str:
+    """Format a count with a k/M/B/T suffix: 8.03B, 124.4M."""
+    if n is None:
+        return "n/a"
+    for mult, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= mult:
+            return f"{n / mult:.3g}{suffix}"
+    return f"{n:.3g}"
+
+
+def fmt_hours(hours: float) -> str:
+    """Format a duration given in hours as minutes, hours, days or years."""
+    if hours is None or not math.isfinite(hours):
+        return "n/a"
+    if hours < 1 / 60:
+        return f"{hours * 3600:.0f} s"
+    if hours < 1:
+        return f"{hours * 60:.0f} min"
+    if hours < 48:
+        return f"{hours:.1f} h"
+    if hours < 24 * 365:
+        return f"{hours / 24:.1f} days"
+    return f"{hours / HOURS_PER_YEAR:.1f} years"
+
+
+def fmt_usd(usd: float) -> str:
+    """Format money in US dollars with sensible precision."""
+    if usd is None or not math.isfinite(usd):
+        return "n/a"
+    if abs(usd) >= 1e6:
+        return f"${usd / 1e6:,.2f}M"
+    if abs(usd) >= 100:
+        return f"${usd:,.0f}"
+    if abs(usd) >= 1:
+        return f"${usd:,.2f}"
+    return f"${usd:.4f}"
+
+
+def fmt_flops(flops: float) -> str:
+    """Format a FLOP count in scientific notation."""
+    return "n/a" if flops is None else f"{flops:.3e} FLOPs"
+
+
+def fmt_rate(value: float, unit: str) -> str:
+    """Format a rate with three significant figures and its unit."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:,.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"

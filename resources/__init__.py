@@ -1,0 +1,1 @@
+"""Bundled catalog data and icons, installed as the ``advisor.resources`` package."""
