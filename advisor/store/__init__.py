@@ -1,1 +1,1 @@
-"""Package."""
+"""Saved state: settings, scenarios, probe history and calibration, written atomically."""

@@ -1,0 +1,51 @@
+"""Atomic file writes and keeping broken files aside.
+
+A save writes a temporary file in the same directory, flushes and fsyncs it, then ``os.replace``s
+the target: a crash midway leaves the old file intact.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace).
+
+    Returns:
+        The path written.
+    Raises:
+        OSError: when the directory cannot be written; the old file is then untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode(encoding) if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def keep_aside(path: str | os.PathLike) -> Path:
+    """Move a broken file to ``<name>.broken-<timestamp>`` beside it and return the new path."""
+    path = Path(path)
+    target = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+        n += 1
+    os.replace(path, target)
+    return target
