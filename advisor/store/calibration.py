@@ -1,0 +1,111 @@
+"""The planner's calibrated values for this machine, measured by the probes.
+
+The training-step probe measures an MFU and the device-bandwidth probe a bandwidth efficiency
+(``eta_mem``: achieved / peak memory bandwidth, used for decoding speed). Saved here, they replace the
+planner's priors for this machine until cleared. The file is JSON in ``paths.config_dir()``, written
+atomically, with a schema version; a broken file is kept aside and treated as no calibration.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from advisor import paths
+from advisor.store.atomic import keep_aside, write_atomic
+
+SCHEMA = "advisor.calibration/1"
+FILE_NAME = "calibration.json"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured utilisation figures for this machine.
+
+    Attributes:
+        mfu: model FLOPs utilisation of a training step (0..1], or None when not measured.
+        eta_mem: achieved / peak memory bandwidth (0..1], or None when not measured.
+        device: the device measured, e.g. ``"cpu"`` or ``"cuda:0"``.
+        accelerator_id: catalog id of the accelerator, or None (CPU, or not in the catalog).
+        measured_at: ISO 8601 time of the measurement (UTC).
+        source: what produced the values, e.g. ``"probe:train-step"``.
+    """
+
+    mfu: float | None
+    eta_mem: float | None
+    device: str
+    accelerator_id: str | None
+    measured_at: str
+    source: str
+
+
+def calibration_file() -> Path:
+    """Path of the calibration file (it may not exist)."""
+    return paths.config_dir() / FILE_NAME
+
+
+def _fraction(value, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number or null")
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 < value <= 1.0:
+        raise ValueError(f"{name} out of range: {value}")
+    return value
+
+
+def _from_dict(doc: dict) -> Calibration:
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ValueError("not an advisor calibration file")
+    for key in ("device", "measured_at", "source"):
+        if not isinstance(doc.get(key), str):
+            raise ValueError(f"{key} must be a string")
+    acc = doc.get("accelerator_id")
+    if acc is not None and not isinstance(acc, str):
+        raise ValueError("accelerator_id must be a string or null")
+    return Calibration(mfu=_fraction(doc.get("mfu"), "mfu"), eta_mem=_fraction(doc.get("eta_mem"), "eta_mem"),
+                       device=doc["device"], accelerator_id=acc, measured_at=doc["measured_at"],
+                       source=doc["source"])
+
+
+def load_calibration() -> Calibration | None:
+    """The saved calibration, or None when there is none.
+
+    A file that cannot be read as a calibration is moved aside (``<name>.broken-<time>``), reported on
+    stderr, and treated as none.
+    """
+    path = calibration_file()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        return _from_dict(json.loads(text))
+    except (ValueError, TypeError, KeyError) as exc:
+        aside = keep_aside(path)
+        print(f"warning: broken calibration file kept aside as {aside} ({exc})", file=sys.stderr)
+        return None
+
+
+def save_calibration(c: Calibration) -> None:
+    """Save ``c`` atomically, replacing any previous calibration.
+
+    Raises:
+        ValueError: when mfu or eta_mem is not a fraction in (0, 1].
+    """
+    _fraction(c.mfu, "mfu")
+    _fraction(c.eta_mem, "eta_mem")
+    doc = {"schema": SCHEMA, **asdict(c)}
+    write_atomic(calibration_file(), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def clear_calibration() -> None:
+    """Remove the saved calibration so the planner returns to its priors (no error if none)."""
+    try:
+        calibration_file().unlink()
+    except FileNotFoundError:
+        pass
