@@ -1,0 +1,137 @@
+"""Scenario files: round trip, migration, bad files with one-line messages, atomic saves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.store import scenario as sc
+from advisor.store.scenario import Scenario, ScenarioError, load_scenario, save_scenario
+
+GOOD = Scenario(plan={"model": "llama-3-8b", "workload": "lora", "tokens": 2e8, "gpus": 8,
+                      "accelerator": ["h100-sxm", "a100-80gb-sxm"], "mfu": 0.4},
+                assumptions={"electricity_usd_per_kwh": 0.3,
+                             "utilisation": {"value": 0.5, "unit": "", "origin": "user"}},
+                notes={"text": "team A"})
+
+
+def test_save_and_reopen_gives_the_same_scenario(tmp_path):
+    path = save_scenario(tmp_path / "a.toml", GOOD)
+    assert load_scenario(path) == GOOD
+    assert 'schema = "advisor.scenario/1"' in path.read_text()
+
+
+def test_unknown_tables_survive_a_save(tmp_path):
+    path = tmp_path / "a.toml"
+    path.write_text('schema = "advisor.scenario/1"\n[plan]\ngpus = 2\n[gui]\nwindow = "wide"\n')
+    save_scenario(path, load_scenario(path))
+    assert load_scenario(path).extra == {"gui": {"window": "wide"}}
+
+
+def test_legacy_schema_is_migrated(tmp_path):
+    path = tmp_path / "old.toml"
+    path.write_text('schema = "advisor.scenario/0"\n[job]\nn_gpus = 4\nsequence_length = 4096\n'
+                    'accelerator = "rtx-4090"\n')
+    s = load_scenario(path)
+    assert s.plan == {"gpus": 4, "seq_len": 4096, "accelerator": ["rtx-4090"]}
+    assert s.schema == sc.SCHEMA
+
+
+@pytest.mark.parametrize("content, field", [
+    (os.urandom(64) + b"\x00", "binary"),
+    (b"\xff\xfe\xfa not utf8", "UTF-8"),
+    (b"schema = \"advisor.scenario/1\"\n[plan\n", "TOML"),
+    (b"[plan]\ngpus = 1\n", "schema"),
+    (b"schema = \"advisor.plan/1\"\n[plan]\n", "schema"),
+    (b"schema = \"advisor.scenario/9\"\n[plan]\n", "newer"),
+    (b"schema = \"advisor.scenario/1\"\nplan = 3\n", "plan"),
+    (b"schema = \"advisor.scenario/1\"\n", "plan"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\ngpuz = 1\n", "plan.gpuz"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\ngpus = \"eight\"\n", "plan.gpus"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\ngpus = 2.5\n", "plan.gpus"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\nmfu = true\n", "plan.mfu"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\ntokens = nan\n", "plan.tokens"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\naccelerator = [1]\n", "plan.accelerator"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\n[assumptions]\nx = [1]\n", "assumptions.x"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\nmodel = \"llama", "TOML"),  # truncated mid-write
+])
+def test_bad_files_give_one_line_naming_the_field(tmp_path, content, field):
+    path = tmp_path / "bad.toml"
+    path.write_bytes(content)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg and field in msg
+    assert path.read_bytes() == content  # nothing lost
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300))
+def test_random_bytes_never_raise_anything_but_scenario_error(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("r") / "r.toml"
+    path.write_bytes(data)
+    try:
+        load_scenario(path)
+    except ScenarioError as exc:
+        assert "\n" not in str(exc)
+
+
+def test_invalid_scenario_is_not_written(tmp_path):
+    path = save_scenario(tmp_path / "a.toml", GOOD)
+    before = path.read_bytes()
+    with pytest.raises(ScenarioError):
+        save_scenario(path, Scenario(plan={"gpus": "many"}))
+    assert path.read_bytes() == before
+
+
+def test_failed_replace_keeps_the_old_file(tmp_path, monkeypatch):
+    path = save_scenario(tmp_path / "a.toml", GOOD)
+    before = path.read_bytes()
+
+    def boom(*_a, **_k):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        save_scenario(path, Scenario(plan={"gpus": 1}))
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["a.toml"]  # no temp file left behind
+
+
+def test_process_killed_during_save_leaves_old_file_intact(tmp_path):
+    """A child process starts a save, is SIGKILLed while writing, and the old file still loads."""
+    path = save_scenario(tmp_path / "a.toml", GOOD)
+    before = path.read_bytes()
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        import advisor.store.atomic as atomic
+        from advisor.store.scenario import Scenario, save_scenario
+        real_fsync = os.fsync
+        def slow_fsync(fd):
+            print("writing", flush=True)
+            time.sleep(30)
+        atomic.os.fsync = slow_fsync
+        save_scenario({str(path)!r}, Scenario(plan={{"gpus": 1}}, notes={{"big": "x" * 100000}}))
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "writing"
+        child.kill()
+    finally:
+        child.wait(timeout=10)
+    assert path.read_bytes() == before
+    assert load_scenario(path) == GOOD
+
+
+def test_plan_keys_from_args():
+    import argparse
+
+    ns = argparse.Namespace(gpus=4, model=None, accelerator=["h100-sxm"], tokens=1e9, json=True)
+    assert sc.plan_keys_from_args(ns) == {"gpus": 4, "accelerator": ["h100-sxm"], "tokens": 1e9}
