@@ -1,0 +1,55 @@
+"""A cost made of named parts, so every figure can show what it is made of."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Part names used by the cost model, in display order. Other names are allowed.
+PART_NAMES = (
+    "rent", "spot_rework", "storage", "egress",
+    "capex_share", "depreciation", "energy", "colocation", "support",
+)
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    """A total cost in USD as a tuple of ``(part name, usd)`` pairs; the total is their sum.
+
+    Parts keep their order; a name appears at most once. Zero parts are kept so that every option of a
+    kind shows the same columns.
+    """
+
+    parts: tuple[tuple[str, float], ...]
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.parts]
+        if len(set(names)) != len(names):
+            raise ValueError(f"cost parts repeat a name: {names}")
+        for name, usd in self.parts:
+            if not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+                raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
+
+    @classmethod
+    def of(cls, **parts: float) -> CostBreakdown:
+        """Build a breakdown from keyword parts, in the order given."""
+        return cls(tuple((name, float(usd)) for name, usd in parts.items()))
+
+    @property
+    def total_usd(self) -> float:
+        """The sum of the parts (``math.fsum``, so the sum matches the parts to the last digit)."""
+        return math.fsum(usd for _, usd in self.parts)
+
+    def as_dict(self) -> dict[str, float]:
+        """The parts as a plain ``{name: usd}`` dict (for JSON ``cost_breakdown_usd``)."""
+        return dict(self.parts)
+
+    def get(self, name: str) -> float:
+        """One part in USD, 0.0 when the breakdown has no such part."""
+        return dict(self.parts).get(name, 0.0)
+
+    def scaled(self, factor: float) -> CostBreakdown:
+        """Every part multiplied by ``factor`` (for example the cost of several runs)."""
+        if not math.isfinite(factor) or factor < 0:
+            raise ValueError(f"scale factor must be finite and zero or more, got {factor!r}")
+        return CostBreakdown(tuple((name, usd * factor) for name, usd in self.parts))

@@ -1,0 +1,264 @@
+"""What one job costs on a cloud offer, a home rig or on-prem servers (ESTIMATES.md, "Cost of a job").
+
+Every quote carries a :class:`CostBreakdown` whose parts sum to its total, the energy used, and the
+effective price per device-hour. ``hours`` is the wall-clock time of the job on ``devices`` devices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from advisor.catalog.records import Accelerator, CloudOffer
+from advisor.cost.assumptions import CostAssumptions
+from advisor.cost.breakdown import CostBreakdown
+
+DAYS_PER_YEAR = 365.0
+HOURS_PER_MONTH = 365.0 * 24 / 12
+
+
+@dataclass(frozen=True)
+class CloudQuote:
+    """The price of one job on a cloud offer.
+
+    ``usd_per_device_hour`` is the billed rate per accelerator (instance price / accelerators per instance,
+    less any reserved discount), before spot rework. ``billed_device_hours`` counts every accelerator of every
+    instance paid for, rework included.
+    """
+
+    offer_id: str
+    accelerator_id: str
+    devices: int
+    hours: float
+    spot: bool
+    reserved_years: int
+    instances: int
+    usd_per_instance_hour: float
+    usd_per_device_hour: float
+    billed_device_hours: float
+    energy_kwh: float
+    breakdown: CostBreakdown
+
+    @property
+    def option_id(self) -> str:
+        """``cloud:<provider>:<instance>``, with ``:spot`` for a spot price and ``:reserved-<n>y`` for a term."""
+        suffix = ":spot" if self.spot else (f":reserved-{self.reserved_years}y" if self.reserved_years else "")
+        return f"cloud:{self.offer_id}{suffix}"
+
+    @property
+    def device_hours(self) -> float:
+        """Device-hours the job uses (devices x hours), not the billed ones."""
+        return self.devices * self.hours
+
+    @property
+    def total_usd(self) -> float:
+        return self.breakdown.total_usd
+
+
+@dataclass(frozen=True)
+class OwnedQuote:
+    """The price of one job on owned hardware (``kind`` is ``"home"`` or ``"onprem"``).
+
+    ``fixed_usd_per_device`` and ``variable_usd_per_device_hour`` describe the cost of owning for break-even:
+    money sunk per device whatever the use (purchase less resale), and money per device-hour of use.
+    """
+
+    kind: str
+    accelerator_id: str
+    devices: int
+    hours: float
+    hardware_usd: float
+    fixed_usd_per_device: float
+    variable_usd_per_device_hour: float
+    energy_kwh: float
+    breakdown: CostBreakdown
+
+    @property
+    def option_id(self) -> str:
+        """``home:<accelerator>`` or ``onprem:<accelerator>``."""
+        return f"{self.kind}:{self.accelerator_id}"
+
+    @property
+    def device_hours(self) -> float:
+        return self.devices * self.hours
+
+    @property
+    def total_usd(self) -> float:
+        return self.breakdown.total_usd
+
+    @property
+    def usd_per_device_hour(self) -> float | None:
+        """Total cost over device-hours (None for a zero-hour job)."""
+        dh = self.device_hours
+        return self.total_usd / dh if dh > 0 else None
+
+
+def _check_job(devices: int, hours: float) -> None:
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise ValueError(f"devices: must be a whole number, 1 or more, got {devices!r}")
+    if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not math.isfinite(hours) or hours < 0:
+        raise ValueError(f"hours: must be a finite number of zero or more, got {hours!r}")
+
+
+def can_own(accel: Accelerator) -> bool:
+    """Whether an accelerator can be priced as owned hardware: it needs a purchase price and a TDP."""
+    return bool(accel.price_usd) and bool(accel.tdp_w)
+
+
+def _own_inputs(accel: Accelerator) -> tuple[float, float]:
+    if not accel.price_usd:
+        raise ValueError(f"{accel.id}: no purchase price in the catalog, cannot price owning it")
+    if not accel.tdp_w:
+        raise ValueError(f"{accel.id}: no TDP in the catalog, cannot price its energy")
+    return float(accel.price_usd), float(accel.tdp_w)
+
+
+def datacenter_kw_per_device(tdp_w: float, a: CostAssumptions) -> float:
+    """Facility power per device while running: TDP * power factor * load * PUE, in kW (ESTIMATES.md)."""
+    return tdp_w * a.onprem_power_factor * a.onprem_load * a.pue / 1000.0
+
+
+def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: CostAssumptions,
+                   spot: bool = False, reserved_years: int = 0,
+                   accel: Accelerator | None = None) -> CloudQuote:
+    """Price a job of ``devices`` accelerators for ``hours`` on a cloud offer.
+
+    Whole instances are billed: ``instances = ceil(devices / accelerator_count)``, so an 8-GPU instance is billed
+    once, not once per GPU, and a 1-GPU job on an 8-GPU instance pays for all eight. Spot pays the spot price for
+    ``hours * (1 + spot_rework_factor)`` (part ``spot_rework``); a reserved term takes the provider's published
+    discount off on-demand. Storage is per instance-hour, egress once per job (ESTIMATES.md, "Cost of a job").
+
+    Args:
+        offer: the cloud offer; its prices are for the whole instance.
+        devices: accelerators the job uses.
+        hours: wall-clock hours of the job.
+        assumptions: spot rework, discounts, storage and egress, datacenter power for the energy figure.
+        spot: price at the spot rate.
+        reserved_years: 0, 1 or 3; the reserved/committed discount of the provider.
+        accel: the offer's accelerator, for the energy figure (TDP-based, information only, zero cost).
+    Returns:
+        A :class:`CloudQuote`.
+    Raises:
+        ValueError: bad devices/hours, a missing price, spot with a reserved term, or a term the provider has no
+            published discount for.
+    """
+    _check_job(devices, hours)
+    if spot and reserved_years:
+        raise ValueError("reserved_years: spot prices cannot be reserved")
+    price = offer.spot_usd_per_h if spot else offer.on_demand_usd_per_h
+    if price is None:
+        raise ValueError(f"{offer.id}: no {'spot' if spot else 'on-demand'} price")
+    discount = assumptions.reserved_discount(offer.provider, reserved_years)
+    if discount is None:
+        raise ValueError(f"reserved_years: no published reserved discount for {offer.provider}")
+    instance_rate = price * (1.0 - discount)
+    instances = math.ceil(devices / offer.accelerator_count)
+    rework = assumptions.spot_rework_factor if spot else 0.0
+    rent = instances * instance_rate * hours
+    parts = CostBreakdown.of(
+        rent=rent,
+        spot_rework=rent * rework,
+        storage=assumptions.storage_usd_per_h * instances * hours * (1.0 + rework),
+        egress=assumptions.egress_usd,
+    )
+    energy = 0.0
+    if accel is not None and accel.tdp_w:
+        energy = datacenter_kw_per_device(accel.tdp_w, assumptions) * devices * hours * (1.0 + rework)
+    return CloudQuote(
+        offer_id=offer.id, accelerator_id=offer.accelerator_id, devices=devices, hours=float(hours),
+        spot=spot, reserved_years=reserved_years, instances=instances, usd_per_instance_hour=instance_rate,
+        usd_per_device_hour=instance_rate / offer.accelerator_count,
+        billed_device_hours=instances * offer.accelerator_count * hours * (1.0 + rework),
+        energy_kwh=energy, breakdown=parts)
+
+
+def home_rigs(devices: int, a: CostAssumptions) -> int:
+    """Rigs needed for ``devices`` GPUs at ``home_gpus_per_rig`` each."""
+    return math.ceil(devices / a.home_gpus_per_rig)
+
+
+def home_system_usd(devices: int, a: CostAssumptions) -> float:
+    """Rest-of-system price: one base system per rig plus the extra per GPU beyond the first in each rig."""
+    rigs = home_rigs(devices, a)
+    return rigs * a.home_system_price_usd + (devices - rigs) * a.home_system_extra_gpu_usd
+
+
+def home_lifetime_hours(a: CostAssumptions) -> float:
+    """Hours of use over the lifetime: lifetime_years * 365 * hours_per_day * utilisation."""
+    return a.lifetime_years * DAYS_PER_YEAR * a.hours_per_day * a.utilisation
+
+
+def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions) -> OwnedQuote:
+    """Price a job on a home rig of ``devices`` GPUs (ESTIMATES.md, "Cost of a job", home rig).
+
+    Depreciation: (hardware - resale) / lifetime hours of use * hours, where hardware = GPUs + rest of the system
+    and resale = ``resale_fraction`` * hardware. Energy: ``(gpu_w * load * devices + system_w) * hours *
+    usd_per_kwh / 1000`` with system_w summed over rigs.
+
+    Raises:
+        ValueError: bad devices/hours, or an accelerator without a purchase price or TDP.
+    """
+    _check_job(devices, hours)
+    a = assumptions
+    price, tdp = _own_inputs(accel)
+    hardware = price * devices + home_system_usd(devices, a)
+    net = hardware * (1.0 - a.resale_fraction)
+    watts = tdp * a.home_load_factor * devices + a.home_system_power_w * home_rigs(devices, a)
+    kwh_per_h = watts / 1000.0
+    parts = CostBreakdown.of(
+        depreciation=net / home_lifetime_hours(a) * hours,
+        energy=kwh_per_h * hours * a.electricity_usd_per_kwh,
+    )
+    return OwnedQuote(
+        kind="home", accelerator_id=accel.id, devices=devices, hours=float(hours), hardware_usd=hardware,
+        fixed_usd_per_device=net / devices,
+        variable_usd_per_device_hour=kwh_per_h * a.electricity_usd_per_kwh / devices,
+        energy_kwh=kwh_per_h * hours, breakdown=parts)
+
+
+def onprem_capex_per_device(price_usd: float, a: CostAssumptions) -> float:
+    """Capex per GPU: price * server overhead, grossed up so the interconnect is its share of the total capex.
+
+    ESTIMATES.md: server overhead x1.54-1.69 over GPU cost (8-GPU servers), cluster interconnect about 19 percent
+    of capex; so capex = price * overhead / (1 - share).
+    """
+    return price_usd * a.onprem_server_overhead / (1.0 - a.onprem_interconnect_share)
+
+
+def onprem_lifetime_hours(a: CostAssumptions) -> float:
+    """Hours of use over the amortisation period: years * 365 * hours_per_day * utilisation."""
+    return a.onprem_amortisation_years * DAYS_PER_YEAR * a.onprem_hours_per_day * a.onprem_utilisation
+
+
+def onprem_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions) -> OwnedQuote:
+    """Price a job on on-prem servers (ESTIMATES.md, "Cost of a job", on-prem).
+
+    Capex share: capex per GPU (:func:`onprem_capex_per_device`) straight-line over the hours of use of the
+    amortisation period. Energy: ``TDP * power_factor * load * PUE * usd_per_kwh``. Colocation (per kW of server
+    power, ``TDP * power_factor``, per month) and staff (per GPU-year) are calendar costs, spread over the
+    hours of use at the stated hours per day and utilisation.
+
+    Raises:
+        ValueError: bad devices/hours, or an accelerator without a purchase price or TDP.
+    """
+    _check_job(devices, hours)
+    a = assumptions
+    price, tdp = _own_inputs(accel)
+    capex = onprem_capex_per_device(price, a)
+    use_fraction = a.onprem_hours_per_day / 24.0 * a.onprem_utilisation
+    kw = datacenter_kw_per_device(tdp, a)
+    it_kw = tdp * a.onprem_power_factor / 1000.0
+    energy_h = kw * a.onprem_electricity_usd_per_kwh
+    colo_h = it_kw * a.colocation_usd_per_kw_month / (HOURS_PER_MONTH * use_fraction)
+    staff_h = a.staff_usd_per_gpu_year / (DAYS_PER_YEAR * 24.0 * use_fraction)
+    dh = devices * hours
+    parts = CostBreakdown.of(
+        capex_share=capex / onprem_lifetime_hours(a) * dh,
+        energy=energy_h * dh,
+        colocation=colo_h * dh,
+        support=staff_h * dh,
+    )
+    return OwnedQuote(
+        kind="onprem", accelerator_id=accel.id, devices=devices, hours=float(hours), hardware_usd=capex * devices,
+        fixed_usd_per_device=capex, variable_usd_per_device_hour=energy_h + colo_h + staff_h,
+        energy_kwh=kw * dh, breakdown=parts)
