@@ -1,0 +1,167 @@
+"""Pick the hardware backends (in this one place) and build the machine profile.
+
+``select_backend`` honours ``--fake-gpu`` and ``ADVISOR_FAKE_GPU``, otherwise opens NVML and falls back
+to the null backend with the reason. ``detect_machine`` composes the GPU backend, the host backend and
+the framework queries into a ``MachineProfile``; ``profile_to_json`` writes the ``advisor.detect/1``
+document of ``../shared/CONTRACT.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from advisor.hw.base import GpuBackend, HostBackend
+from advisor.hw.match import match_catalog_id
+from advisor.hw.records import FrameworkInfo, GpuProfile, MachineProfile
+
+FAKE_ENV = "ADVISOR_FAKE_GPU"
+SCHEMA = "advisor.detect/1"
+
+
+class UnknownScenario(ValueError):
+    """The fake-GPU scenario name is not one of ``advisor.hw.fake.SCENARIOS``."""
+
+
+def select_backend(fake: str | None = None, *, env: Mapping[str, str] | None = None) -> GpuBackend:
+    """The GPU backend for this run: fake when asked, else NVML, else the null backend.
+
+    Args:
+        fake: a fake scenario name (the ``--fake-gpu`` value); when None, ``ADVISOR_FAKE_GPU`` is read.
+        env: environment to read (``os.environ`` by default).
+    Returns:
+        An open backend; the caller closes it.
+    Raises:
+        UnknownScenario: the scenario name is unknown (the message lists the known ones).
+    """
+    env = os.environ if env is None else env
+    name = fake if fake is not None else (env.get(FAKE_ENV) or None)
+    if name is not None:
+        from advisor.hw.fake import SCENARIOS, FakeGpuBackend
+
+        if name not in SCENARIOS:
+            raise UnknownScenario(f"unknown fake GPU scenario {name!r} (known: {', '.join(SCENARIOS)})")
+        return FakeGpuBackend(name)
+    from advisor.hw.nvml import NvmlBackend, NvmlUnavailable
+    from advisor.hw.null import NullGpuBackend
+
+    try:
+        return NvmlBackend.open()
+    except NvmlUnavailable as exc:
+        return NullGpuBackend(str(exc))
+
+
+def select_host_backend() -> HostBackend:
+    """The host backend (psutil)."""
+    from advisor.hw.host import PsutilHostBackend
+
+    return PsutilHostBackend()
+
+
+def detect_machine(gpu: GpuBackend, host: HostBackend, *, frameworks: bool = True,
+                   catalog=None) -> MachineProfile:
+    """Describe the machine: host, GPUs matched to the catalog, torch and JAX devices.
+
+    Args:
+        gpu: the GPU backend from ``select_backend``.
+        host: the host backend from ``select_host_backend``.
+        frameworks: query torch and JAX (slow imports); skipped, with a status that says so, when False
+            or when the GPUs are simulated (the real framework devices would not match them).
+        catalog: a ``Catalog`` (``load_catalog()`` when None).
+    Returns:
+        A frozen ``MachineProfile``; never raises for missing hardware.
+    """
+    from advisor.catalog import load_catalog
+    from advisor.hw.jaxdev import jax_info
+    from advisor.hw.torchdev import torch_info
+
+    catalog = load_catalog() if catalog is None else catalog
+    names = {a.id: a.name for a in catalog.accelerators.values()}
+    if gpu.simulated:
+        torch = FrameworkInfo("torch", False, "not queried: the GPUs are simulated")
+        jax = FrameworkInfo("jax", False, "not queried: the GPUs are simulated")
+    elif not frameworks:
+        torch = FrameworkInfo("torch", False, "not queried")
+        jax = FrameworkInfo("jax", False, "not queried")
+    else:
+        torch, jax = torch_info(), jax_info()
+    torch_by_uuid = {_norm_uuid(d.uuid): f"{d.kind if d.kind != 'rocm' else 'cuda'}:{d.index}"
+                     for d in torch.devices if d.uuid}
+    gpus = []
+    for i in range(gpu.device_count()):
+        info = gpu.gpu_info(i)
+        acc_id = match_catalog_id(info.name, info.memory_total_bytes, names)
+        acc = catalog.accelerators.get(acc_id) if acc_id else None
+        gpus.append(GpuProfile(
+            info=info, catalog_id=acc_id, catalog_name=acc.name if acc else None,
+            catalog_mem_bandwidth_bps=acc.mem_bandwidth_bps if acc else None,
+            torch_device=torch_by_uuid.get(_norm_uuid(info.uuid)),
+        ))
+    notes = ("simulated hardware: the GPUs come from a fake scenario",) if gpu.simulated else ()
+    return MachineProfile(host=host.info(), gpus=tuple(gpus), gpu_backend=gpu.status(), torch=torch, jax=jax,
+                          notes=notes)
+
+
+def _norm_uuid(uuid: str | None) -> str:
+    """NVML says "GPU-8f3c...", torch prints the bare UUID: compare the hex digits only."""
+    if not uuid:
+        return ""
+    text = uuid.lower()
+    for prefix in ("gpu-", "mig-"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return text.replace("-", "")
+
+
+def _hz(mhz: float | None) -> float | None:
+    return None if mhz is None else float(mhz) * 1e6
+
+
+def profile_to_json(profile: MachineProfile) -> dict:
+    """The ``advisor.detect/1`` document (CONTRACT.md): SI units, clocks in Hz, bandwidths in bytes/s."""
+    h = profile.host
+    b = profile.gpu_backend
+    gpus = []
+    for g in profile.gpus:
+        i = g.info
+        gpus.append({
+            "index": i.index, "name": i.name, "uuid": i.uuid, "memory_total_bytes": i.memory_total_bytes,
+            "catalog_id": g.catalog_id, "catalog_name": g.catalog_name, "state": i.state,
+            "pci_bus_id": i.pci_bus_id,
+            "compute_capability": None if i.compute_capability is None else "%d.%d" % i.compute_capability,
+            "power_limit_w": i.power_limit_w,
+            "max_sm_clock_hz": _hz(i.max_sm_clock_mhz), "max_mem_clock_hz": _hz(i.max_mem_clock_mhz),
+            "mem_bus_width_bits": i.mem_bus_width_bits,
+            "mem_bandwidth_nvml_bytes_per_s": g.nvml_mem_bandwidth_bps,
+            "mem_bandwidth_catalog_bytes_per_s": g.catalog_mem_bandwidth_bps,
+            "pcie": {"gen_max": i.pcie_gen_max, "width_max": i.pcie_width_max,
+                     "gen_current": i.pcie_gen_current, "width_current": i.pcie_width_current},
+            "nvlink_links_active": i.nvlink_links_active, "mig_enabled": i.mig_enabled,
+            "ecc_enabled": i.ecc_enabled, "fan_count": i.fan_count, "torch_device": g.torch_device,
+        })
+
+    def framework(f: FrameworkInfo) -> dict:
+        return {"installed": f.installed, "version": f.version, "status": f.status, "devices": [
+            {"kind": d.kind, "index": d.index, "name": d.name, "uuid": d.uuid,
+             "memory_total_bytes": d.memory_total_bytes,
+             "compute_capability": None if d.compute_capability is None else "%d.%d" % d.compute_capability}
+            for d in f.devices]}
+
+    return {
+        "schema": SCHEMA,
+        "simulated": profile.simulated,
+        "host": {"hostname": h.hostname, "os": h.os, "python": h.python},
+        "cpu": {"model": h.cpu.model, "physical_cores": h.cpu.physical_cores, "logical_cores": h.cpu.logical_cores,
+                "arch": h.cpu.arch, "min_freq_hz": _hz(h.cpu.min_freq_mhz), "max_freq_hz": _hz(h.cpu.max_freq_mhz)},
+        "memory": {"total_bytes": h.memory.total_bytes, "available_bytes": h.memory.available_bytes,
+                   "swap_total_bytes": h.memory.swap_total_bytes, "swap_used_bytes": h.memory.swap_used_bytes},
+        "disks": [{"mountpoint": d.mountpoint, "device": d.device, "fstype": d.fstype,
+                   "total_bytes": d.total_bytes, "free_bytes": d.free_bytes} for d in h.disks],
+        "gpus": gpus,
+        "gpu_backend": {"name": b.name, "status": b.status, "simulated": b.simulated, "scenario": b.scenario,
+                        "driver_version": b.driver_version, "cuda_driver_version": b.cuda_driver_version,
+                        "nvml_version": b.nvml_version},
+        "torch": framework(profile.torch),
+        "jax": framework(profile.jax),
+        "notes": list(profile.notes),
+    }

@@ -1,0 +1,84 @@
+"""Match a GPU's driver name (``nvmlDeviceGetName``) to a catalog accelerator id.
+
+Driver names do not follow the catalog's: an H100 SXM reports "NVIDIA H100 80GB HBM3", an A100
+"NVIDIA A100-SXM4-80GB", a laptop part "... Laptop GPU". Known names go through an ordered rule table
+(first match wins, optionally constrained by memory size); anything else is compared with the catalog
+names after normalisation. A laptop part never matches a desktop entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+GIB = 2**30
+
+# (pattern on the normalised name, catalog id, (min_gib, max_gib) memory constraint or None)
+_RULES: tuple[tuple[str, str, tuple[float, float] | None], ...] = (
+    (r"\bgh200\b", "gh200-96gb", None),
+    (r"\bh200\b", "h200", None),
+    (r"\bh100\b.*\bnvl\b", "h100-nvl", None),
+    (r"\bh100\b.*\bpcie\b", "h100-pcie", None),
+    (r"\bh100\b", "h100-sxm", None),
+    (r"\bb200\b", "b200", None),
+    (r"\ba100\b.*\bpcie\b", "a100-80gb-pcie", (60, 90)),
+    (r"\ba100\b", "a100-80gb-sxm", (60, 90)),
+    (r"\ba100\b", "a100-40gb-sxm", (30, 50)),
+    (r"\bv100\b.*\bpcie\b", "v100-pcie-16gb", (12, 20)),
+    (r"\bv100\b", "v100-sxm2-32gb", (24, 40)),
+    (r"\bv100\b", "v100-sxm2-16gb", (12, 20)),
+    (r"\bl40s\b", "l40s", None),
+    (r"\bl4\b", "l4", None),
+    (r"\ba10g\b", "a10g", None),
+    (r"\ba10\b", "a10", None),
+    (r"\bt4\b", "t4", None),
+    (r"\brtx pro 6000\b.*\bblackwell\b", "rtx-pro-6000-blackwell", None),
+    (r"\brtx 6000 ada\b", "rtx-6000-ada", None),
+    (r"\brtx a6000\b", "rtx-a6000", None),
+    (r"\brtx 5090\b", "rtx-5090", None),
+    (r"\brtx 5080\b", "rtx-5080", None),
+    (r"\brtx 4090\b", "rtx-4090", None),
+    (r"\brtx 4080 super\b", "rtx-4080-super", None),
+    (r"\brtx 4070 ti super\b", "rtx-4070-ti-super", None),
+    (r"\brtx 4060 ti\b", "rtx-4060-ti-16gb", (12, 20)),
+    (r"\brtx 3090 ti\b", "rtx-3090-ti", None),
+    (r"\brtx 3090\b", "rtx-3090", None),
+    (r"\brtx 3060\b", "rtx-3060-12gb", (10, 14)),
+)
+
+_DROP = re.compile(r"\b(nvidia|geforce|tesla|quadro|amd|radeon|instinct|intel|generation)\b")
+
+
+def normalise_name(name: str) -> str:
+    """Lower case, vendor words dropped, punctuation turned into single spaces ("NVIDIA A100-SXM4-80GB" -> "a100 sxm4 80gb")."""
+    text = re.sub(r"[^a-z0-9]+", " ", name.lower())
+    text = _DROP.sub(" ", text)
+    return " ".join(text.split())
+
+
+def match_catalog_id(name: str, memory_total_bytes: int | None = None,
+                     catalog_names: Mapping[str, str] | None = None) -> str | None:
+    """The catalog id of a GPU from its driver name, or None when the catalog has no such part.
+
+    Args:
+        name: the device name as the driver reports it.
+        memory_total_bytes: the device memory, used to tell memory variants apart (A100 40/80 GB ...).
+        catalog_names: ``{id: name}`` of the catalog, for parts the rule table does not know
+            (user-added entries); matched on the normalised name.
+    Returns:
+        A catalog id such as ``"rtx-4090"`` or ``"h100-sxm"``, or None.
+    """
+    norm = normalise_name(name)
+    if not norm or "laptop" in norm or "mobile" in norm or norm.endswith(" max q"):
+        return None
+    gib = None if not memory_total_bytes else memory_total_bytes / GIB
+    for pattern, acc_id, mem in _RULES:
+        if not re.search(pattern, norm):
+            continue
+        if mem is not None and (gib is None or not mem[0] <= gib <= mem[1]):
+            continue
+        return acc_id
+    for acc_id, acc_name in (catalog_names or {}).items():
+        if normalise_name(acc_name) == norm or acc_id == norm.replace(" ", "-"):
+            return acc_id
+    return None

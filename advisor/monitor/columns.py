@@ -1,0 +1,46 @@
+"""Metric names shared by the history, the CSV recording and the GUI.
+
+A metric name is also its CSV column (``../shared/CONTRACT.md``): host metrics first, then per GPU
+``gpu<i>_<metric>``. Per-core CPU load (``cpu<k>_util_pct``) is kept in the history for charts but not
+written to the CSV, whose width should not depend on the core count.
+"""
+
+from __future__ import annotations
+
+from advisor.hw.records import GpuSample, HostSample
+
+HOST_METRICS = ("cpu_util_pct", "cpu_freq_mhz", "mem_used_bytes", "mem_total_bytes", "swap_used_bytes",
+                "disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps")
+GPU_METRICS = ("util_pct", "mem_util_pct", "mem_used_bytes", "mem_total_bytes", "power_w", "power_limit_w",
+               "temp_c", "sm_clock_mhz", "mem_clock_mhz", "fan_pct", "pcie_rx_bps", "pcie_tx_bps", "energy_j")
+
+
+def gpu_metric(index: int, metric: str) -> str:
+    """``gpu_metric(0, "power_w") == "gpu0_power_w"``."""
+    return f"gpu{index}_{metric}"
+
+
+def metric_names(gpu_count: int, core_count: int = 0) -> tuple[str, ...]:
+    """Every history metric: host, per-core CPU (``cpu<k>_util_pct``), then per GPU."""
+    cores = tuple(f"cpu{k}_util_pct" for k in range(core_count))
+    gpus = tuple(gpu_metric(i, m) for i in range(gpu_count) for m in GPU_METRICS)
+    return HOST_METRICS + cores + gpus
+
+
+def csv_columns(gpu_count: int) -> tuple[str, ...]:
+    """The CSV header: ``time_s``, host metrics, then per-GPU metrics."""
+    return ("time_s",) + HOST_METRICS + tuple(gpu_metric(i, m) for i in range(gpu_count) for m in GPU_METRICS)
+
+
+def host_values(host: HostSample) -> tuple:
+    return tuple(getattr(host, m) for m in HOST_METRICS)
+
+
+def gpu_values(gpus: tuple[GpuSample, ...]) -> tuple:
+    return tuple(getattr(g, m) for g in gpus for m in GPU_METRICS)
+
+
+def history_values(host: HostSample, gpus: tuple[GpuSample, ...], core_count: int) -> tuple:
+    """Values in ``metric_names(len(gpus), core_count)`` order (missing cores are None)."""
+    cores = tuple(host.per_core_util_pct[:core_count]) + (None,) * max(0, core_count - len(host.per_core_util_pct))
+    return host_values(host) + cores + gpu_values(gpus)

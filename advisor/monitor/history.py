@@ -1,0 +1,101 @@
+"""Bounded ring buffers of monitor metrics, one per metric, with windows by time.
+
+One ``History`` holds a time column and one float column per metric (NaN where a figure was not
+available), each a preallocated numpy array of ``capacity`` slots: memory is fixed at creation, so a
+monitor left running for days stays flat. Reads copy under a lock, so the GUI thread never sees a
+half-written row.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+DEFAULT_CAPACITY = 3600  # an hour at 1 Hz
+
+
+class History:
+    """Fixed-size history of named metrics.
+
+    Args:
+        metrics: metric names in the order ``append`` receives their values.
+        capacity: slots per metric; the oldest rows are overwritten once full.
+    """
+
+    def __init__(self, metrics: Sequence[str], capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._metrics = tuple(metrics)
+        self._index = {m: i for i, m in enumerate(self._metrics)}
+        self._capacity = int(capacity)
+        self._times = np.full(self._capacity, np.nan)
+        self._values = np.full((len(self._metrics), self._capacity), np.nan)
+        self._count = 0  # rows ever appended
+        self._lock = threading.Lock()
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return self._metrics
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def __len__(self) -> int:
+        return min(self._count, self._capacity)
+
+    def __contains__(self, metric: object) -> bool:
+        return metric in self._index
+
+    def append(self, time_s: float, values: Iterable[float | None]) -> None:
+        """Add one row; ``values`` follow ``metrics`` (None becomes NaN). Times must not go backwards."""
+        row = [math.nan if v is None else float(v) for v in values]
+        if len(row) != len(self._metrics):
+            raise ValueError(f"expected {len(self._metrics)} values, got {len(row)}")
+        with self._lock:
+            slot = self._count % self._capacity
+            self._times[slot] = time_s
+            self._values[:, slot] = row
+            self._count += 1
+
+    def clear(self) -> None:
+        """Forget every row (capacity and metrics stay)."""
+        with self._lock:
+            self._count = 0
+            self._times.fill(np.nan)
+            self._values.fill(np.nan)
+
+    def _ordered(self, arr: np.ndarray) -> np.ndarray:
+        n = len(self)
+        if self._count <= self._capacity:
+            return arr[..., :n].copy()
+        start = self._count % self._capacity
+        return np.concatenate((arr[..., start:], arr[..., :start]), axis=-1)
+
+    def window(self, metric: str, seconds: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Times and values of one metric, oldest first, for the last ``seconds`` (all kept rows when None).
+
+        The window ends at the newest row and includes rows exactly ``seconds`` older.
+        Raises:
+            KeyError: unknown metric.
+        """
+        row = self._index[metric]
+        with self._lock:
+            times = self._ordered(self._times)
+            values = self._ordered(self._values[row])
+        if seconds is not None and len(times):
+            first = int(np.searchsorted(times, times[-1] - seconds - 1e-9, side="left"))
+            times, values = times[first:], values[first:]
+        return times, values
+
+    def latest(self, metric: str) -> float | None:
+        """The newest value of a metric, None when there is none or it was not available."""
+        row = self._index[metric]
+        with self._lock:
+            if self._count == 0:
+                return None
+            value = self._values[row, (self._count - 1) % self._capacity]
+        return None if math.isnan(value) else float(value)

@@ -1,0 +1,247 @@
+"""The sampler: a background thread that reads the backends on a drift-free schedule.
+
+Tick ``k`` is due at ``start + k * interval`` whatever each read cost, so the interval does not creep;
+a tick missed because a read ran long is skipped, not bunched. The clock and the wait are injectable,
+so tests drive the schedule with a fake clock and no sleeping. The sampler knows nothing of Qt: the GUI
+drains new samples with ``drain()`` from a QTimer (or registers a listener and emits a signal).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from advisor.hw.base import GpuBackend, HostBackend
+from advisor.hw.records import GPU_LOST, GPU_SUSPENDED, GpuSample, HostSample, ProcessSample
+from advisor.monitor.columns import history_values, metric_names
+from advisor.monitor.history import DEFAULT_CAPACITY, History
+
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 10.0
+DEFAULT_INTERVAL_S = 1.0
+
+Listener = Callable[["MonitorSample"], None]
+
+
+@dataclass(frozen=True)
+class MonitorSample:
+    """One tick: the host and every GPU at ``time_s`` seconds after the sampler started."""
+
+    seq: int
+    time_s: float
+    wall_time_s: float
+    host: HostSample
+    gpus: tuple[GpuSample, ...]
+
+
+def check_interval(interval_s: float) -> float:
+    """The interval as a float. Raises ValueError outside 0.1 to 10 s (or not a finite number)."""
+    try:
+        value = float(interval_s)
+    except (TypeError, ValueError):
+        raise ValueError(f"interval must be a number of seconds, got {interval_s!r}") from None
+    if not math.isfinite(value) or not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise ValueError(f"interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} s, got {interval_s!r}")
+    return value
+
+
+class Sampler:
+    """Samples the host and every GPU into a ``History`` on its own thread.
+
+    Args:
+        gpu: GPU backend (``advisor.hw.select_backend``).
+        host: host backend (``advisor.hw.select_host_backend``).
+        interval_s: seconds between ticks, 0.1 to 10.
+        capacity: rows kept per metric (default an hour at 1 Hz); also bounds the ``drain`` queue.
+        laptop_safe: read each GPU's PCI runtime power state first and do not poll a suspended GPU
+            (polling would wake a laptop's discrete GPU and drain the battery).
+        process_interval_s: how often the per-process snapshot is refreshed (it costs more than a tick).
+        clock: monotonic seconds (inject a fake clock in tests).
+        wall_clock: epoch seconds, for ``MonitorSample.wall_time_s``.
+        wait: ``wait(seconds)`` sleeps until the next tick; the default is interruptible by ``stop``.
+
+    Use ``start()``/``stop()`` (or ``with Sampler(...) as s:``), ``pause()``/``resume()``, read
+    ``history.window(metric, seconds)``, take new samples with ``drain()`` or ``add_listener(fn)``
+    (listeners run on the sampler thread and must be quick), and ``processes()`` for the latest
+    per-process snapshot. ``tick()`` takes one sample synchronously.
+    """
+
+    def __init__(self, gpu: GpuBackend, host: HostBackend, *, interval_s: float = DEFAULT_INTERVAL_S,
+                 capacity: int = DEFAULT_CAPACITY, laptop_safe: bool = True, process_interval_s: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
+                 wait: Callable[[float], object] | None = None) -> None:
+        self.gpu = gpu
+        self.host = host
+        self._interval_s = check_interval(interval_s)
+        self.laptop_safe = laptop_safe
+        self.process_interval_s = float(process_interval_s)
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._wait = wait if wait is not None else self._wake.wait
+        self._gpu_count = gpu.device_count()
+        self._core_count = len(host.sample().per_core_util_pct)  # also primes psutil's rate counters
+        self.history = History(metric_names(self._gpu_count, self._core_count), capacity)
+        self._queue: collections.deque[MonitorSample] = collections.deque(maxlen=capacity)
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._paused = False
+        self._reschedule = False
+        self._t0: float | None = None
+        self._seq = 0
+        self._latest: MonitorSample | None = None
+        self._processes: tuple[ProcessSample, ...] = ()
+        self._processes_at: float | None = None
+        self.last_error: str | None = None
+
+    # ------------------------------------------------------------------ state
+    @property
+    def gpu_count(self) -> int:
+        return self._gpu_count
+
+    @property
+    def interval_s(self) -> float:
+        return self._interval_s
+
+    def set_interval(self, interval_s: float) -> None:
+        """Change the interval (0.1 to 10 s, else ValueError); the schedule restarts from now."""
+        value = check_interval(interval_s)
+        with self._lock:
+            self._interval_s = value
+            self._reschedule = True
+        self._wake.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def pause(self) -> None:
+        """Stop taking samples (the thread keeps its schedule; history stays)."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """Take samples again from the next scheduled tick."""
+        self._paused = False
+        self._wake.set()
+
+    # ---------------------------------------------------------------- thread
+    def start(self) -> None:
+        """Start the sampler thread (the first tick is immediate). Raises RuntimeError if already running."""
+        if self.running:
+            raise RuntimeError("sampler already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="advisor-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread and wait for it (idempotent). The backends stay open: their owner closes them."""
+        self._stop.set()
+        self._wake.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def __enter__(self) -> Sampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        start = self._clock()
+        k = 0
+        while not self._stop.is_set():
+            with self._lock:
+                interval = self._interval_s
+                if self._reschedule:
+                    self._reschedule = False
+                    start, k = self._clock(), 0
+            now = self._clock()
+            due = start + k * interval
+            if now < due:
+                self._wait(due - now)
+                self._wake.clear()
+                continue
+            if not self._paused:
+                self.tick(now)
+            # The next tick on the grid after now: never the same one twice, never a burst of missed ones.
+            k = max(k + 1, int((now - start) // interval) + 1)
+
+    # ---------------------------------------------------------------- sampling
+    def tick(self, now: float | None = None) -> MonitorSample:
+        """Take one sample now, store it in the history and the drain queue, and call the listeners."""
+        now = self._clock() if now is None else now
+        if self._t0 is None:
+            self._t0 = now
+        host = self.host.sample()
+        gpus = tuple(self._sample_gpu(i) for i in range(self._gpu_count))
+        sample = MonitorSample(seq=self._seq, time_s=now - self._t0, wall_time_s=self._wall_clock(),
+                               host=host, gpus=gpus)
+        self._seq += 1
+        self.history.append(sample.time_s, history_values(host, gpus, self._core_count))
+        with self._lock:
+            self._queue.append(sample)
+            self._latest = sample
+            listeners = list(self._listeners)
+        if self._processes_at is None or now - self._processes_at >= self.process_interval_s:
+            self._processes_at = now
+            self._processes = self._snapshot_processes(gpus)
+        for fn in listeners:
+            try:
+                fn(sample)
+            except Exception as exc:  # a broken listener must not stop the monitor
+                self.last_error = f"listener {getattr(fn, '__name__', fn)!r} failed: {exc}"
+        return sample
+
+    def _sample_gpu(self, index: int) -> GpuSample:
+        if self.laptop_safe and self.gpu.runtime_status(index) == "suspended":
+            return GpuSample(index=index, state=GPU_SUSPENDED)
+        return self.gpu.sample(index)
+
+    def _snapshot_processes(self, gpus: tuple[GpuSample, ...]) -> tuple[ProcessSample, ...]:
+        out = []
+        for g in gpus:
+            if g.state in (GPU_LOST, GPU_SUSPENDED):
+                continue
+            for p in self.gpu.processes(g.index):
+                name, user, cpu_pct, rss = self.host.process_details(p.pid)
+                out.append(ProcessSample(pid=p.pid, gpu_index=p.gpu_index, gpu_mem_bytes=p.gpu_mem_bytes,
+                                         kind=p.kind, name=name, user=user, cpu_pct=cpu_pct, host_mem_bytes=rss))
+        return tuple(out)
+
+    # ---------------------------------------------------------------- reading
+    def drain(self, max_items: int | None = None) -> list[MonitorSample]:
+        """New samples since the last drain, oldest first (at most ``capacity`` are kept between drains)."""
+        with self._lock:
+            n = len(self._queue) if max_items is None else min(max_items, len(self._queue))
+            return [self._queue.popleft() for _ in range(n)]
+
+    def latest(self) -> MonitorSample | None:
+        """The newest sample, or None before the first tick."""
+        return self._latest
+
+    def processes(self) -> tuple[ProcessSample, ...]:
+        """The latest per-process snapshot (GPU memory, name, user), refreshed every ``process_interval_s``."""
+        return self._processes
+
+    def add_listener(self, fn: Listener) -> None:
+        """Call ``fn(sample)`` on the sampler thread after each tick."""
+        with self._lock:
+            self._listeners.append(fn)
+
+    def remove_listener(self, fn: Listener) -> None:
+        """Stop calling ``fn`` (no error if it was not registered)."""
+        with self._lock:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
