@@ -31,7 +31,7 @@ PLAN_KEYS: dict[str, str] = {
     "seq_len": "int", "micro_batch": "int", "checkpointing": "str",
     "tokens": "number", "epochs": "number", "dataset_tokens": "number", "hours": "number",
     "context": "int", "batch": "int", "output_tokens": "int",
-    "accelerator": "ids", "mfu": "number",
+    "accelerator": "ids", "mfu": "number", "lora_rank": "int", "quant": "str",
 }
 
 _KNOWN_TABLES = ("plan", "assumptions", "notes")

@@ -1,0 +1,194 @@
+"""Memory per device for training and inference.
+
+Sources (cited per function): ZeRO paper (Rajbhandari et al. 2020, sections 3 and 5) for model states,
+Korthikanti et al. 2022 for activations, QLoRA paper (Dettmers et al. 2023) for 4-bit bases,
+ESTIMATES.md for the KV cache (GQA and MLA) and the overhead term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.estimate.model import ModelArch, kv_values_per_token
+
+GIB = 2**30
+CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # CUDA context and library workspaces: 0.3 to 2 GiB (ESTIMATES.md)
+FRAGMENTATION = 0.07  # allocator fragmentation: 5 to 10 percent (ESTIMATES.md)
+
+WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "inference")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
+CHECKPOINTING = ("none", "selective", "full")
+MIXED = ("bf16", "fp16", "fp8")
+WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+# Effective bits per weight of common GGUF quantisations (ESTIMATES.md).
+QUANT_BITS = {"q8_0": 8.5, "q6_k": 6.6, "q4_k_m": 4.8, "q4_0": 4.5, "nf4": 4.13}
+QLORA_BITS = 4.13  # NF4 with double quantisation (QLoRA paper, section 3)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per device, by named part. ``total_bytes`` is the sum of the parts."""
+
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    kv_cache_bytes: int
+    overhead_bytes: int
+    host_offload_bytes: int = 0  # host RAM needed by CPU offload (not counted on the device)
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
+                + self.kv_cache_bytes + self.overhead_bytes)
+
+    @property
+    def model_states_bytes(self) -> int:
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+
+    def as_dict(self) -> dict[str, int]:
+        return {"weights": self.weights_bytes, "gradients": self.gradients_bytes,
+                "optimizer": self.optimizer_bytes, "activations": self.activations_bytes,
+                "kv_cache": self.kv_cache_bytes, "overhead": self.overhead_bytes, "total": self.total_bytes}
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter of weights, gradients and optimizer state (the fp32 master copy counts as optimizer)."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+
+def state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096) -> StateBytes:
+    """Bytes per trained parameter (ZeRO paper, section 3: 2 + 2 + 12 = 16 for mixed-precision Adam).
+
+    Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients and an fp32 master copy (4 bytes)
+    inside the optimizer state. Optimizer moments: AdamW 8 (two fp32), 8-bit AdamW 2, SGD with momentum 4,
+    Adafactor only factored row/column statistics, about 8/hidden bytes per parameter.
+    Pure fp32/tf32: 4 + 4 + moments (Adam: 16 in all).
+    """
+    moments = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
+    if precision in MIXED:
+        return StateBytes(2.0, 2.0, 4.0 + moments)
+    if precision in ("fp32", "tf32"):
+        return StateBytes(4.0, 4.0, moments)
+    raise ValueError(f"precision {precision} cannot train full weights (use qlora for 4-bit bases)")
+
+
+def shard_model_states(states: StateBytes, params: float, zero: int, dp: int, tp: int = 1, pp: int = 1,
+                       ) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer bytes per device under ZeRO stage ``zero``.
+
+    ZeRO paper, section 5 (FSDP FULL_SHARD = stage 3), with tensor and pipeline parallelism dividing
+    everything by ``tp*pp`` first: stage 0 keeps all; 1 shards the optimizer; 2 also the gradients;
+    3 also the weights, each over the data-parallel size ``dp``.
+    """
+    p = params / (tp * pp)
+    w, g, k = states.weights * p, states.gradients * p, states.optimizer * p
+    if zero >= 1:
+        k /= dp
+    if zero >= 2:
+        g /= dp
+    if zero >= 3:
+        w /= dp
+    return w, g, k
+
+
+def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpointing: str, tp: int = 1,
+                     bytes_per_value: float = 2.0) -> float:
+    """Activation memory of the whole layer stack for one micro-batch in flight on the first stage.
+
+    Korthikanti et al. 2022, eq. 1-6, with sequence parallelism under tensor parallelism:
+    per layer ``s*b*h*(34 + 5*a*s/h)/t`` bytes at 16 bits; selective recomputation (or FlashAttention/SDPA)
+    drops the ``5*a*s/h`` term; full recomputation keeps only the layer input ``2*s*b*h`` per layer plus
+    one layer's working set while it is recomputed. With 1F1B pipelining the first stage holds ``pp``
+    micro-batches of ``L/pp`` layers: ``L`` layers' worth, so pipelining does not reduce it.
+    The fp32 logits ``4*s*b*V`` are added (dominant for large vocabularies).
+    """
+    s, b, h, a, L = seq_len, micro_batch, arch.hidden, arch.heads, arch.layers
+    scale = bytes_per_value / 2.0
+    full_layer = s * b * h * (34 + 5 * a * s / h) / tp * scale
+    selective_layer = s * b * h * 34 / tp * scale
+    if checkpointing == "none":
+        stack = L * full_layer
+    elif checkpointing == "selective":
+        stack = L * selective_layer
+    else:
+        stack = L * 2 * s * b * h / tp * scale + selective_layer
+    logits = 4 * s * b * arch.vocab / tp
+    return stack + logits
+
+
+def overhead_bytes(other_bytes: float) -> int:
+    """The named overhead term: CUDA context plus allocator fragmentation (ESTIMATES.md)."""
+    return int(CUDA_CONTEXT_BYTES + FRAGMENTATION * other_bytes)
+
+
+def lora_trainable_params(arch: ModelArch, rank: int) -> int:
+    """Adapter parameters ``r*(d_in + d_out)`` for every attention and FFN matrix (QLoRA's all-linear setting).
+
+    For MoE models the adapters go on attention and every expert's matrices.
+    """
+    h, d = arch.hidden, arch.d_head
+    q_out, kv_out = arch.heads * d, arch.kv_heads * d
+    attn = rank * ((h + q_out) + 2 * (h + kv_out) + (q_out + h))
+    mats = 3 if arch.ffn_kind == "gated" else 2
+    dense_ffn = mats * rank * (h + arch.ffn)
+    moe_layers = arch.layers - arch.dense_layers if arch.is_moe else 0
+    expert_ffn = mats * rank * (h + (arch.moe_ffn or arch.ffn)) * (arch.experts + arch.shared_experts)
+    return arch.layers * attn + (arch.layers - moe_layers) * dense_ffn + moe_layers * expert_ffn
+
+
+def training_memory(arch: ModelArch, params: float, *, workload: str, precision: str, optimizer: str,
+                    zero: int, devices: int, tp: int, pp: int, seq_len: int, micro_batch: int,
+                    checkpointing: str, lora_rank: int = 16, embedding_params: float = 0.0) -> MemoryBreakdown:
+    """Training memory per device (model states, activations, logits, overhead).
+
+    Full training (pretrain, finetune): ``state_bytes_per_param`` sharded by ``shard_model_states``.
+    LoRA: frozen 16-bit base (2 bytes per parameter); QLoRA: NF4 base at 4.13 bits with the embeddings and
+    head in 16 bits; adapters carry 16 bytes per parameter (weights 2, gradients 2, Adam states 12).
+    Activations are as for full training of the same model (Korthikanti).
+    """
+    dp = max(1, devices // (tp * pp))
+    act_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
+    if workload in ("lora", "qlora"):
+        adapters = lora_trainable_params(arch, lora_rank)
+        if workload == "qlora":
+            base = (params - embedding_params) * QLORA_BITS / 8 + embedding_params * 2
+        else:
+            base = params * 2.0
+        base /= tp * pp
+        if zero >= 3:
+            base /= dp
+        aw, ag, ak = shard_model_states(StateBytes(2.0, 2.0, 12.0), adapters, zero, dp, tp, pp)
+        weights, grads, opt = base + aw, ag, ak
+    else:
+        states = state_bytes_per_param(precision, optimizer, arch.hidden)
+        weights, grads, opt = shard_model_states(states, params, zero, dp, tp, pp)
+    acts = activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes)
+    other = weights + grads + opt + acts
+    return MemoryBreakdown(int(weights), int(grads), int(opt), int(acts), 0, overhead_bytes(other))
+
+
+def weight_bits(precision: str, quant: str | None = None) -> float:
+    """Bits per weight for inference: the precision's width or a named quantisation's effective bits."""
+    if quant:
+        return QUANT_BITS[quant]
+    return WEIGHT_BITS[precision]
+
+
+def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: float = 2.0) -> float:
+    """KV cache bytes ``2 * L * n_kv * d_h * bytes * context * batch`` (GQA counts KV heads, not all heads);
+    MLA stores ``L*(kv_lora_rank + rope_dim)`` values per token (ESTIMATES.md)."""
+    return kv_values_per_token(arch) * bytes_per_value * context * batch
+
+
+def inference_memory(arch: ModelArch, params: float, *, precision: str, devices: int, context: int, batch: int,
+                     quant: str | None = None) -> MemoryBreakdown:
+    """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel)."""
+    weights = params * weight_bits(precision, quant) / 8 / devices
+    kv_value_bytes = 1.0 if precision == "fp8" else 2.0
+    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes) / devices
+    return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv))
