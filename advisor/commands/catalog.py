@@ -1,0 +1,207 @@
+"""``advisor catalog``: list and show catalog entries, import and export cloud prices, check for updates.
+
+``import`` shows what would change and applies it only with ``--apply``; a bad file changes nothing.
+``check-updates`` is the only command that uses the network, and only over HTTPS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("catalog", help="list, import and export the accelerator and price catalog",
+                              description="The catalog: accelerators, cloud offers and model presets.")
+    sub = p.add_subparsers(dest="catalog_command", metavar="ACTION", parser_class=type(p))
+    sub.required = True
+
+    ls = sub.add_parser("list", help="list accelerators, cloud offers or models")
+    ls.add_argument("what", nargs="?", choices=("accelerators", "offers", "models"), default="accelerators")
+    ls.add_argument("--json", action="store_true", help="print one JSON document")
+
+    show = sub.add_parser("show", help="show one accelerator, cloud offer or model preset")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+
+    imp = sub.add_parser("import", help="import cloud prices (skypilot-catalog CSV, advisor CSV or TOML)")
+    _import_flags(imp)
+    imp.add_argument("file")
+
+    exp = sub.add_parser("export", help="export the cloud offers as the advisor's CSV (or TOML by suffix)")
+    exp.add_argument("file")
+
+    chk = sub.add_parser("check-updates", help="download newer prices from the configured HTTPS URL and "
+                                              "show what would change")
+    chk.add_argument("--url", help="price list URL (https:// only); default ADVISOR_PRICES_URL or "
+                                   "[updates] prices_url in the user catalog")
+    _import_flags(chk)
+    p.set_defaults(run=run)
+
+
+def _import_flags(p) -> None:
+    p.add_argument("--apply", action="store_true", help="write the changes into the user catalog")
+    p.add_argument("--provider", help="cloud name for a skypilot-catalog file (default: its folder name)")
+    p.add_argument("--region", help="take skypilot prices of this region (default: the cheapest region)")
+    p.add_argument("--price-date", help="date recorded on skypilot rows (default: today)")
+    p.add_argument("--replace", action="store_true",
+                   help="the file is the full price list of its providers: offers missing from it are removed")
+    p.add_argument("--json", action="store_true", help="print the diff as one JSON document")
+
+
+def run(args) -> int:
+    from advisor.catalog.load import CatalogError
+    from advisor.cli import UsageError
+
+    try:
+        return {"list": _list, "show": _show, "import": _import, "export": _export,
+                "check-updates": _check}[args.catalog_command](args)
+    except CatalogError as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+
+
+def _list(args) -> int:
+    from advisor.catalog import load_catalog
+
+    cat = load_catalog()
+    for w in cat.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.what == "accelerators":
+        rows = [(a.id, a.name, f"{a.memory_gib:.0f} GiB", _tf(a.bf16_flops), a.kind) for a in cat.accelerators.values()]
+        head = ("id", "name", "memory", "bf16 TFLOP/s", "kind")
+        data = [dict(zip(("id", "name", "memory_bytes", "bf16_flops", "kind"),
+                         (a.id, a.name, a.memory_bytes, a.bf16_flops, a.kind))) for a in cat.accelerators.values()]
+    elif args.what == "offers":
+        rows = [(o.id, f"{o.accelerator_count}x {o.accelerator_id}", _usd(o.on_demand_usd_per_h),
+                 _usd(o.spot_usd_per_h), o.region, o.price_date[:24]) for o in cat.offers]
+        head = ("id", "accelerators", "on-demand $/h", "spot $/h", "region", "price date")
+        from advisor.catalog.load import offer_row
+
+        data = [offer_row(o) for o in cat.offers]
+    else:
+        rows = [(m.id, m.name) for m in cat.models.values()]
+        head = ("id", "name")
+        data = [{"id": m.id, "name": m.name} for m in cat.models.values()]
+    if args.json:
+        print(json.dumps({"schema": "advisor.catalog-list/1", "what": args.what, "catalog_date": cat.date,
+                          "prices_as_of": cat.prices_as_of, "items": data}))
+        return 0
+    _table(head, rows)
+    print(f"catalog {cat.date}, prices as of {cat.prices_as_of}" + (f", user file {cat.user_file}" if cat.user_file else ""))
+    return 0
+
+
+def _show(args) -> int:
+    from dataclasses import asdict
+
+    from advisor.catalog import load_catalog
+    from advisor.cli import UsageError
+
+    cat = load_catalog()
+    key = args.id.lower()
+    if args.id in cat.accelerators:
+        item, kind = asdict(cat.accelerators[args.id]), "accelerator"
+    elif args.id in cat.models:
+        item, kind = {k: v for k, v in asdict(cat.models[args.id]).items()}, "model"
+    else:
+        offers = [o for o in cat.offers if o.id == key]
+        if not offers:
+            raise UsageError(f"catalog show: id: unknown id {args.id!r} (see 'advisor catalog list')")
+        item, kind = asdict(offers[0]), "cloud_offer"
+    if args.json:
+        print(json.dumps({"schema": "advisor.catalog-item/1", "kind": kind, "item": item}, default=str))
+    else:
+        print(f"{kind} {args.id}")
+        for k, v in item.items():
+            print(f"  {k:28} {'' if v is None else v}")
+    return 0
+
+
+def _import(args) -> int:
+    from advisor.catalog.importer import read_offers_file
+
+    result = read_offers_file(args.file, provider=args.provider, price_date=args.price_date, region=args.region)
+    return _preview_and_apply(result, args)
+
+
+def _preview_and_apply(result, args) -> int:
+    from advisor.catalog import load_catalog
+    from advisor.catalog.importer import apply_import, diff_offers, format_diff
+
+    cat = load_catalog()
+    diff = diff_offers(cat.offers, result.offers, replace_providers=args.replace)
+    user_ids = cat.user_ids
+    bundled_removed = [o for o in diff.removed if o.id not in user_ids]
+    written = aside = None
+    if args.apply and not diff.empty:
+        removable = [o for o in diff.removed if o.id in user_ids]
+        written, aside = apply_import([*diff.added, *(c.new for c in diff.changed)], removed=removable)
+    if args.json:
+        from advisor.catalog.load import offer_row
+
+        print(json.dumps({
+            "schema": "advisor.catalog-import/1", "source": result.source, "format": result.format,
+            "added": [offer_row(o) for o in diff.added],
+            "changed": [{"id": c.new.id, "fields": {f: {"old": getattr(c.old, f), "new": getattr(c.new, f)}
+                                                    for f in c.fields}} for c in diff.changed],
+            "removed": [o.id for o in diff.removed], "unchanged": diff.unchanged, "skipped": list(result.skipped),
+            "applied": written is not None, "file": None if written is None else str(written)}))
+    else:
+        for line in format_diff(diff):
+            print(line)
+        for s in result.skipped:
+            print(f"skipped: {s}")
+        if written is not None:
+            print(f"applied to {written}")
+        elif not diff.empty:
+            print("nothing applied (run again with --apply to write these changes)")
+    for o in bundled_removed:
+        if args.apply:
+            print(f"warning: {o.id} is a bundled offer and stays in the catalog", file=sys.stderr)
+    if aside:
+        print(f"warning: the old user catalog could not be read and was kept as {aside}", file=sys.stderr)
+    return 0
+
+
+def _export(args) -> int:
+    from pathlib import Path
+
+    from advisor.catalog import load_catalog
+    from advisor.catalog.importer import export_offers_csv, export_offers_toml
+    from advisor.store.atomic import write_atomic
+
+    cat = load_catalog()
+    path = Path(args.file)
+    text = export_offers_toml(cat.offers) if path.suffix.lower() == ".toml" else export_offers_csv(cat.offers)
+    write_atomic(path, text)
+    print(f"{len(cat.offers)} offers written to {path}", file=sys.stderr)
+    return 0
+
+
+def _check(args) -> int:
+    from advisor.catalog.importer import configured_update_url, download_prices, read_offers_file
+    from advisor.cli import UsageError
+
+    url = args.url or configured_update_url()
+    if not url:
+        raise UsageError("catalog check-updates: url: no price list URL configured (give --url https://..., set "
+                         "ADVISOR_PRICES_URL, or [updates] prices_url in the user catalog)")
+    path = download_prices(url)
+    result = read_offers_file(path, provider=args.provider, price_date=args.price_date, region=args.region)
+    return _preview_and_apply(result, args)
+
+
+def _tf(v):
+    return "-" if v is None else f"{v / 1e12:g}"
+
+
+def _usd(v):
+    return "-" if v is None else f"{v:g}"
+
+
+def _table(head, rows) -> None:
+    rows = [tuple("" if c is None else str(c) for c in r) for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
