@@ -1,0 +1,109 @@
+"""Build the QApplication, pick the theme and backends, show the main window (or render screenshots).
+
+Importing this module imports Qt; ``advisor.cli`` imports it only inside ``advisor gui``.
+torch is never imported here: only a running probe imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication
+
+APP_NAME = "Hardware Advisor"
+
+
+def app_icon() -> QIcon:
+    """The app icon from ``advisor.resources/icons`` (an empty icon when the files are missing)."""
+    from importlib import resources
+
+    icon = QIcon()
+    try:
+        folder = resources.files("advisor.resources").joinpath("icons")
+        for size in (16, 24, 32, 48, 64, 128, 256):
+            f = folder.joinpath(f"advisor-{size}.png")
+            if f.is_file():
+                icon.addFile(str(f))
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        pass
+    return icon
+
+
+def get_app(argv: list[str] | None = None) -> QApplication:
+    """The process's QApplication, created with the app's name, icon and theme when there is none."""
+    from advisor.gui.compat import guard_none_refcount
+
+    guard_none_refcount()
+    app = QApplication.instance()
+    if app is None:
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+        app = QApplication(argv or [sys.argv[0]])
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName("hardware-advisor")
+    app.setDesktopFileName("hardware-advisor")
+    app.setWindowIcon(app_icon())
+    apply_theme(app)
+    return app
+
+
+def apply_theme(app) -> None:
+    """Palette and chart colours for the system scheme; followed again whenever the scheme changes."""
+    from advisor.gui import theme
+    from advisor.gui.widgets import plots
+
+    t = theme.apply(app)
+    plots.configure(t)
+    if not hasattr(app, "_advisor_scheme_follower"):
+        follower = _SchemeFollower(app)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(follower.on_scheme_changed)
+        app._advisor_scheme_follower = follower
+
+
+class _SchemeFollower(QObject):
+    """Re-applies the palette when the desktop switches between light and dark."""
+
+    @Slot(Qt.ColorScheme)
+    def on_scheme_changed(self, _scheme) -> None:
+        apply_theme(QApplication.instance())
+
+
+def build_window(fake_gpu: str | None = None, catalog=None):
+    """A main window with its context, settings and backends (the caller shows it).
+
+    Args:
+        fake_gpu: fake scenario name, or None to use ``ADVISOR_FAKE_GPU`` / the real hardware.
+        catalog: a catalog to use instead of loading one (tests).
+    """
+    from advisor.gui.context import AppContext
+    from advisor.gui.main_window import MainWindow
+    from advisor.gui.settings import open_settings
+
+    ctx = AppContext(fake_gpu, open_settings(), catalog=catalog)
+    return MainWindow(ctx)
+
+
+def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = None) -> int:
+    """Start the desktop app; with ``screenshot_dir`` render every page to PNG files and return.
+
+    Returns:
+        The exit status (0 on success).
+    """
+    app = get_app()
+    window = build_window(fake_gpu)
+    if screenshot_dir is not None:
+        window.resize(1440, 900)
+        window.show()
+        try:
+            files = window.render_screenshots(Path(screenshot_dir))
+        finally:
+            window.close()
+            app.processEvents()
+        for f in files:
+            print(f)
+        return 0
+    window.show()
+    return int(app.exec())

@@ -1,0 +1,45 @@
+"""Work around a PySide6 reference-count bug that kills the process on Python before 3.12.
+
+PySide6 6.12.0 returns ``None`` from every void C++ method without taking a reference to it
+(``label.setText``, ``timer.start``, ``processEvents``...). Since Python 3.12 ``None`` is immortal
+(PEP 683), so nothing happens; on 3.11 each call lowers ``None``'s count by one and after a few
+thousand calls the interpreter aborts with "none_dealloc: deallocating None".
+
+:func:`guard_none_refcount` detects the bug by calling one void method and, only when the count
+dropped, gives ``None`` the same very large count 3.12 gives immortal objects, so it can never reach
+zero. The fix belongs in PySide6 (or in requiring Python 3.12); this keeps the app alive meanwhile.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+_HEADROOM = 1 << 40  # ~1e12 leaked references: centuries of calls
+
+
+def _none_refcount_leaks() -> bool:
+    from PySide6.QtCore import QTimer
+
+    timer = QTimer()
+    before = sys.getrefcount(None)
+    for _ in range(16):
+        timer.stop()
+    return sys.getrefcount(None) < before
+
+
+def guard_none_refcount() -> bool:
+    """Make ``None`` effectively immortal when PySide6 leaks references to it.
+
+    Returns:
+        True when the bug was found and the guard applied (False on Python >= 3.12 or a fixed PySide6).
+    """
+    if sys.version_info >= (3, 12) or getattr(guard_none_refcount, "applied", False):
+        return False
+    if not _none_refcount_leaks():
+        return False
+    # CPython layout: ob_refcnt is the first Py_ssize_t of every object, at its address (id()).
+    refcnt = ctypes.c_ssize_t.from_address(id(None))
+    refcnt.value += _HEADROOM
+    guard_none_refcount.applied = True
+    return True

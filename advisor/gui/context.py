@@ -1,0 +1,143 @@
+"""What the pages share: the catalog, the hardware backends, the current plan and the settings.
+
+Pages never call each other; they read :class:`AppContext` and listen to its signals
+(``plan_ready`` from the planner feeds the Compare page, ``calibration_changed`` from the probes
+re-plans, ``catalog_changed`` after the user edits overrides).
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QObject, QSettings, Signal, Slot
+
+from advisor.catalog import Catalog, load_catalog
+
+
+class AppContext(QObject):
+    """Shared state of one main window.
+
+    Args:
+        fake_gpu: a fake-hardware scenario name (``--fake-gpu`` or ``ADVISOR_FAKE_GPU``), or None.
+        settings: the app's QSettings.
+        catalog: a preloaded catalog (tests), or None to load bundled data plus the user's file.
+    """
+
+    plan_ready = Signal(object)  # the planner's PlanResult (or None when inputs are invalid)
+    request_changed = Signal(object)  # the planner's PlanRequest
+    assumptions_changed = Signal(dict)  # cost-assumption overrides edited on the Compare page
+    calibration_changed = Signal()
+    catalog_changed = Signal()
+    machine_ready = Signal(object)  # MachineProfile once detection finished
+    hardware_failed = Signal(str)  # detection could not run (the reason, one line)
+    probe_result = Signal(object)  # a ProbeResult finished on the Probes page
+
+    def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
+                 parent=None) -> None:
+        super().__init__(parent)
+        self.fake_gpu = fake_gpu if fake_gpu is not None else (os.environ.get("ADVISOR_FAKE_GPU") or None)
+        self.settings = settings
+        self.catalog = catalog if catalog is not None else load_catalog()
+        self.last_plan = None
+        self.last_request = None
+        self.assumptions: dict = {}
+        self.machine = None
+        self.gpu = None
+        self.host = None
+        self.sampler = None
+        self.hardware_error: str | None = None
+        self.probe_results: dict = {}  # (probe, device) -> the latest ProbeResult of this session
+        self.screenshot_mode = False
+        self._detect_worker = None
+
+    @property
+    def simulated(self) -> bool:
+        """True when the GPUs shown come from a fake scenario."""
+        return bool(self.fake_gpu)
+
+    def reload_catalog(self) -> None:
+        """Load the catalog again (after the user's overrides changed) and tell the pages."""
+        self.catalog = load_catalog()
+        self.catalog_changed.emit()
+
+    def publish_plan(self, request, result) -> None:
+        """The planner's latest result (None when the inputs are invalid)."""
+        self.last_request = request
+        self.last_plan = result
+        self.plan_ready.emit(result)
+
+    def set_assumptions(self, overrides: dict) -> None:
+        """New cost-assumption overrides from the Compare page; the planner re-plans with them."""
+        self.assumptions = dict(overrides)
+        self.assumptions_changed.emit(dict(overrides))
+
+    def add_probe_result(self, result) -> None:
+        """Keep a probe's result for the Machine page and tell the pages."""
+        self.probe_results[(result.probe, result.device)] = result
+        self.probe_result.emit(result)
+
+    # ------------------------------------------------------------ hardware
+    def start_hardware(self) -> None:
+        """Open the backends and detect the machine off the GUI thread (idempotent).
+
+        When done, ``machine_ready`` carries the ``MachineProfile`` and ``self.sampler`` is running.
+        torch and JAX are not queried here (that would import torch at start-up); the Machine page offers it.
+        """
+        if self._detect_worker is not None or self.machine is not None:
+            return
+        from advisor.gui.workers import GeneratorWorker
+
+        self._detect_worker = GeneratorWorker(open_hardware, self.fake_gpu, self.catalog, parent=self)
+        self._detect_worker.result_ready.connect(self._on_detect_result_ready)
+        self._detect_worker.failed.connect(self._on_detect_failed)
+        self._detect_worker.start()
+
+    @Slot(object)
+    def _on_detect_result_ready(self, result) -> None:
+        self.gpu, self.host, self.machine = result
+        from advisor.monitor import Sampler
+
+        interval = _float(self.settings.value("monitor/interval_s", 1.0), 1.0, 0.1, 10.0)
+        # Capacity for an hour at the fastest interval the window selector allows to show it all.
+        self.sampler = Sampler(self.gpu, self.host, interval_s=interval, capacity=36000)
+        self.sampler.start()
+        self.machine_ready.emit(self.machine)
+
+    @Slot(str)
+    def _on_detect_failed(self, reason: str) -> None:
+        self.hardware_error = reason
+        self.hardware_failed.emit(reason)
+
+    def shutdown(self) -> None:
+        """Stop the sampler and the detection, close the backends (idempotent)."""
+        if self._detect_worker is not None:
+            self._detect_worker.stop()
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler = None
+        if self.gpu is not None:
+            try:
+                self.gpu.close()
+            finally:
+                self.gpu = None
+
+
+def open_hardware(fake_gpu, catalog):
+    """Open the GPU and host backends and describe the machine (runs in a worker thread).
+
+    Returns:
+        ``(gpu_backend, host_backend, MachineProfile)``.
+    """
+    from advisor.hw import detect_machine, select_backend, select_host_backend
+
+    gpu = select_backend(fake_gpu)
+    host = select_host_backend()
+    profile = detect_machine(gpu, host, frameworks=False, catalog=catalog)
+    return gpu, host, profile
+
+
+def _float(value, default: float, lo: float, hi: float) -> float:
+    try:
+        return min(hi, max(lo, float(value)))
+    except (TypeError, ValueError):
+        return default

@@ -1,0 +1,253 @@
+"""Machine page: a card per CPU and GPU with detected figures, catalog peaks and measured results.
+
+Shown first at start-up: detection runs in a worker, the page says so while it runs, and each GPU card
+shows live readings (utilisation, memory, power, temperature) from the shared sampler once it starts.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from advisor.gui import theme as themes
+from advisor.gui.pages.base import Page
+from advisor.gui.widgets.cards import CardWidget, banner
+from advisor.units import fmt_bytes
+
+UTIL_TIP = ("NVML utilisation: the share of the last sample period (1/6 s to 1 s, set by the driver) in which at "
+            "least one kernel was running. It is time occupancy, not how busy the SMs were: a GPU at 100 % can "
+            "still be far from its peak FLOP/s.")
+PCIE_TIP = "PCIe link generation and lane count now / the most the card and slot support."
+
+
+def _tf(v):
+    return "—" if not v else f"{v / 1e12:,.1f} TFLOP/s"
+
+
+def peak_rows(acc) -> list[tuple[str, str, str]]:
+    """Catalog peak rows of an accelerator (dense tensor figures, as the catalog stores them)."""
+    rows = [("memory (catalog)", f"{acc.memory_bytes / 2**30:,.0f} GiB {acc.memory_type}", "device memory on paper"),
+            ("bandwidth (catalog)", f"{acc.mem_bandwidth_bps / 1e9:,.0f} GB/s", "peak memory bandwidth on paper")]
+    peaks = [f"{p} {_tf(getattr(acc, f'{p}_flops'))}" for p in ("fp32", "tf32", "bf16", "fp16", "fp8")
+             if getattr(acc, f"{p}_flops")]
+    if acc.int8_ops:
+        peaks.append(f"int8 {acc.int8_ops / 1e12:,.0f} TOP/s")
+    rows.append(("compute peaks", " · ".join(peaks), "dense tensor peaks per precision (no 2:4 sparsity)"))
+    if acc.tdp_w:
+        rows.append(("board power (catalog)", f"{acc.tdp_w:,.0f} W", "TDP / total board power"))
+    return rows
+
+
+class MachinePage(Page):
+    """Cards describing this machine; the first page people see."""
+
+    page_id = "machine"
+    title = "Machine"
+
+    def __init__(self, ctx, parent=None) -> None:
+        super().__init__(ctx, parent)
+        self._live: dict[int, dict[str, QLabel]] = {}
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        outer.addWidget(scroll)
+        body = QWidget()
+        scroll.setWidget(body)
+        self._layout = QVBoxLayout(body)
+        self._layout.setContentsMargins(16, 12, 16, 12)
+        self.heading = QLabel("<h2 style='margin:0'>This machine</h2>")
+        self._layout.addWidget(self.heading)
+        self.summary = QLabel("Detecting the CPU, memory and GPUs…")
+        self.summary.setWordWrap(True)
+        self.summary.setObjectName("machineSummary")
+        self._layout.addWidget(self.summary)
+        self._grid = QGridLayout()
+        self._grid.setSpacing(12)
+        self._grid.setColumnStretch(0, 1)
+        self._grid.setColumnStretch(1, 1)
+        self._layout.addLayout(self._grid)
+        self._layout.addStretch(1)
+        self._timer = QTimer(self)
+        self._timer.setInterval(1000)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.hardware_failed.connect(self._on_ctx_hardware_failed)
+        ctx.probe_result.connect(self._on_ctx_probe_result)
+        if ctx.machine is not None:
+            self._build(ctx.machine)
+
+    # ------------------------------------------------------------ building
+    @Slot(object)
+    def _on_ctx_machine_ready(self, profile) -> None:
+        self._build(profile)
+
+    @Slot(str)
+    def _on_ctx_hardware_failed(self, reason: str) -> None:
+        self.summary.setText(f"Detection failed: {reason}")
+
+    def _build(self, m) -> None:
+        while self._grid.count():
+            w = self._grid.takeAt(0).widget()
+            if w:
+                w.deleteLater()
+        self._live.clear()
+        cards = [self._host_card(m)] + [self._gpu_card(m, g) for g in m.gpus]
+        if not m.gpus:
+            cards.append(self._no_gpu_card(m))
+        cards.append(self._software_card(m))
+        for i, card in enumerate(cards):
+            self._grid.addWidget(card, i // 2, i % 2, Qt.AlignmentFlag.AlignTop)
+        self.summary.setText(self._summary_text(m))
+        self._timer.start()
+        self._on_timer_timeout()
+
+    def _summary_text(self, m) -> str:
+        host = m.host
+        parts = [f"<b>{host.cpu.model}</b>, {host.cpu.logical_cores} logical cores, "
+                 f"{fmt_bytes(host.memory.total_bytes, binary=True)} RAM"]
+        if m.gpus:
+            names: dict[str, int] = {}
+            for g in m.gpus:
+                names[g.catalog_name or g.info.name] = names.get(g.catalog_name or g.info.name, 0) + 1
+            total = sum(g.info.memory_total_bytes or 0 for g in m.gpus)
+            parts.append(", ".join(f"{n}× {k}" for k, n in names.items())
+                         + f" ({fmt_bytes(total, binary=True)} GPU memory in all)")
+        else:
+            parts.append("no GPU found: " + m.gpu_backend.status)
+        text = " · ".join(parts)
+        text += ("<br>Next: open <b>Planner</b> (Ctrl+4) to see which models fit here and how long a job takes, "
+                 "or <b>Monitor</b> (Ctrl+2) to watch the GPUs live.")
+        return text
+
+    def _host_card(self, m) -> CardWidget:
+        h = m.host
+        card = CardWidget(f"CPU · {h.cpu.model}", f"{h.hostname} · {h.os} · Python {h.python}")
+        cores = f"{h.cpu.physical_cores or '?'} physical / {h.cpu.logical_cores} logical"
+        card.add_row("cores", cores, "physical cores run the bandwidth probes; logical includes SMT threads")
+        if h.cpu.max_freq_mhz:
+            card.add_row("frequency", f"{(h.cpu.min_freq_mhz or 0):,.0f} – {h.cpu.max_freq_mhz:,.0f} MHz")
+        card.add_row("memory", f"{fmt_bytes(h.memory.total_bytes, binary=True)} total, "
+                     f"{fmt_bytes(h.memory.available_bytes, binary=True)} available at start",
+                     "host RAM; GiB = 2^30 bytes")
+        if h.memory.swap_total_bytes:
+            card.add_row("swap", fmt_bytes(h.memory.swap_total_bytes, binary=True))
+        for d in h.disks[:4]:
+            card.add_row(f"disk {d.mountpoint}", f"{fmt_bytes(d.free_bytes)} free of {fmt_bytes(d.total_bytes)} "
+                         f"({d.fstype})", "GB = 1e9 bytes")
+        self._live[-1] = {"cpu": card.add_row("CPU load now", "—", "mean over all logical cores, %"),
+                          "ram": card.add_row("RAM used now", "—", "host memory in use")}
+        self._add_probe_rows(card, "cpu")
+        return card
+
+    def _gpu_card(self, m, g) -> CardWidget:
+        info = g.info
+        t = themes.current()
+        match = g.catalog_name or "not in the catalog"
+        card = CardWidget(f"GPU {info.index} · {info.name}", f"catalog match: {match}"
+                          + (f" ({g.catalog_id})" if g.catalog_id else ""))
+        if not info.available:
+            card.add_row("state", info.state, "lost: fell off the bus or the driver lost it; suspended: a laptop GPU "
+                         "asleep, not woken by the app", color=t.bad)
+        if info.memory_total_bytes:
+            card.add_row("memory", fmt_bytes(info.memory_total_bytes, binary=True), "reported by the driver")
+        if info.compute_capability:
+            card.add_row("compute capability", "%d.%d" % info.compute_capability)
+        if g.nvml_mem_bandwidth_bps:
+            card.add_row("bandwidth (driver)", f"{g.nvml_mem_bandwidth_bps / 1e9:,.0f} GB/s",
+                         "max memory clock × bus width × 2 / 8, from the driver's figures")
+        if info.pcie_gen_max:
+            cur = f"Gen{info.pcie_gen_current or '?'} x{info.pcie_width_current or '?'}"
+            mx = f"Gen{info.pcie_gen_max} x{info.pcie_width_max or '?'}"
+            slow = ((info.pcie_gen_current or 0) < info.pcie_gen_max
+                    or (info.pcie_width_current or 0) < (info.pcie_width_max or 0))
+            text = f"{cur} (max {mx})" + ("  ⚠ trained below its maximum" if slow else "")
+            tip = PCIE_TIP + (" An idle GPU may lower its link to save power; check under load." if slow else "")
+            card.add_row("PCIe link", text, tip, color=t.warn if slow else None)
+        if info.power_limit_w:
+            card.add_row("power limit", f"{info.power_limit_w:,.0f} W")
+        if info.nvlink_links_active:
+            card.add_row("NVLink", f"{info.nvlink_links_active} links active")
+        acc = self.ctx.catalog.accelerators.get(g.catalog_id) if g.catalog_id else None
+        if acc is not None:
+            card.add_rows(peak_rows(acc))
+        self._live[info.index] = {
+            "util": card.add_row("utilisation now", "—", UTIL_TIP),
+            "mem": card.add_row("memory used now", "—", "memory allocated on the device"),
+            "power": card.add_row("power / temperature", "—", "board power draw and GPU temperature"),
+        }
+        self._add_probe_rows(card, f"cuda:{info.index}")
+        return card
+
+    def _no_gpu_card(self, m) -> CardWidget:
+        card = CardWidget("No GPU found", m.gpu_backend.status)
+        card.add_row("what still works", "Planner, Compare and Catalog work without a GPU; the CPU probes measure "
+                     "this machine's memory bandwidth and matmul speed.")
+        return card
+
+    def _software_card(self, m) -> CardWidget:
+        b = m.gpu_backend
+        card = CardWidget("Drivers and frameworks", f"GPU backend: {b.name} — {b.status}")
+        card.add_row("driver", b.driver_version or "—", "NVIDIA driver version")
+        card.add_row("CUDA (driver)", b.cuda_driver_version or "—", "highest CUDA version the driver supports")
+        card.add_row("NVML", b.nvml_version or "—")
+        card.add_row("torch", m.torch.status, "torch is imported only when a probe runs, to keep the app light")
+        card.add_row("JAX", m.jax.status)
+        for note in m.notes:
+            card.add_row("note", note)
+        return card
+
+    def _add_probe_rows(self, card: CardWidget, device: str) -> None:
+        results = [r for r in self.ctx.probe_results.values() if r.device == device and not r.skipped]
+        if not results:
+            card.add_row("measured", "no probe run yet: Probes page (Ctrl+3)",
+                         "probe results appear here beside the catalog peaks")
+            return
+        for r in results:
+            for name, k in list(r.results.items())[:4]:
+                frac = f" ({100 * k.fraction_of_peak:.0f} % of peak)" if k.fraction_of_peak else ""
+                card.add_row(f"measured {r.probe} {name}", f"{k.best:,.1f} {k.unit}{frac}", "best of the repetitions")
+
+    @Slot(object)
+    def _on_ctx_probe_result(self, _result) -> None:
+        if self.ctx.machine is not None:
+            self._build(self.ctx.machine)
+
+    # ------------------------------------------------------------ live readings
+    @Slot()
+    def _on_timer_timeout(self) -> None:
+        sampler = self.ctx.sampler
+        sample = sampler.latest() if sampler is not None else None
+        if sample is None:
+            return
+        host = self._live.get(-1)
+        if host:
+            h = sample.host
+            host["cpu"].setText("—" if h.cpu_util_pct is None else f"{h.cpu_util_pct:.0f} %")
+            host["ram"].setText("—" if h.mem_used_bytes is None else fmt_bytes(h.mem_used_bytes, binary=True))
+        for g in sample.gpus:
+            labels = self._live.get(g.index)
+            if not labels:
+                continue
+            if not g.available:
+                labels["util"].setText(f"{g.state}: no readings")
+                labels["mem"].setText("—")
+                labels["power"].setText("—")
+                continue
+            labels["util"].setText("—" if g.util_pct is None else f"{g.util_pct:.0f} %")
+            if g.mem_used_bytes is not None and g.mem_total_bytes:
+                labels["mem"].setText(f"{fmt_bytes(g.mem_used_bytes, binary=True)} of "
+                                      f"{fmt_bytes(g.mem_total_bytes, binary=True)}")
+            p = "—" if g.power_w is None else f"{g.power_w:,.0f} W"
+            tc = "—" if g.temp_c is None else f"{g.temp_c:.0f} °C"
+            labels["power"].setText(f"{p} · {tc}")
+
+    def on_shown(self) -> None:
+        self.ctx.start_hardware()
+
+    def is_ready(self) -> bool:
+        return self.ctx.machine is not None or self.ctx.hardware_error is not None
+
+    def shutdown(self) -> None:
+        self._timer.stop()

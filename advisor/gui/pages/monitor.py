@@ -1,0 +1,11 @@
+"""Placeholder."""
+from PySide6.QtWidgets import QLabel, QVBoxLayout
+from advisor.gui.pages.base import Page
+
+
+class MonitorPage(Page):
+    page_id = "monitor"
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(ctx, parent)
+        QVBoxLayout(self).addWidget(QLabel("monitor"))

@@ -1,0 +1,171 @@
+"""The one plot factory: every chart in the app gets the same axes, units, fonts and colours here.
+
+Charts are built once and updated with ``setData`` (STYLE.md rule 10): :func:`make_plot` turns on
+clip-to-view and automatic downsampling, so an hour of 10 Hz samples draws only what fits the pixels.
+Units go on every axis through pyqtgraph's label units; SI prefixes are automatic where they read
+naturally (B -> GB, FLOP/s -> TFLOP/s) and switched off where they do not (%, °C, USD, h).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Sequence
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+
+from advisor.gui import theme as themes
+
+# Units for which "k" or "M" prefixes would confuse rather than help.
+NO_PREFIX_UNITS = {"%", "°C", "USD", "h", "s", "min", "x", "devices", "RPM", "tokens/s"}
+
+_PLOTS: "weakref.WeakSet[pg.PlotWidget]" = weakref.WeakSet()
+_theme: themes.Theme = themes.LIGHT
+
+
+def configure(theme: themes.Theme) -> None:
+    """Set pyqtgraph's global look; call once before building charts, and again on a scheme change."""
+    global _theme
+    _theme = theme
+    pg.setConfigOptions(antialias=True, background=theme.background, foreground=theme.text)
+    for plot in list(_PLOTS):
+        _style(plot)
+
+
+def color(index: int) -> QColor:
+    """The series colour for an index (colour-blind-safe, wraps around)."""
+    return QColor(_theme.series[index % len(_theme.series)])
+
+
+def theme() -> themes.Theme:
+    """The theme charts are drawn with."""
+    return _theme
+
+
+def pen(index: int = 0, width: float = 2.0, style=Qt.PenStyle.SolidLine, color_override: str | None = None):
+    """A cosmetic pen in a series colour (or an explicit colour)."""
+    c = QColor(color_override) if color_override else color(index)
+    return pg.mkPen(c, width=width, style=style)
+
+
+def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time", x_unit: str = "s",
+              legend: bool = False, parent=None, min_height: int = 150) -> pg.PlotWidget:
+    """A chart with labelled axes and units, grid, clip-to-view and downsampling on.
+
+    Args:
+        title: shown above the chart.
+        y_label / y_unit: the vertical axis quantity and its unit (e.g. "memory", "B").
+        x_label / x_unit: the horizontal axis (time in seconds by default; "" unit for categories).
+        legend: add a legend for named series.
+    Returns:
+        A ``pg.PlotWidget``; add series with :func:`add_line` and update them with ``setData``.
+    """
+    plot = pg.PlotWidget(parent=parent)
+    plot.setMinimumHeight(min_height)
+    item = plot.getPlotItem()
+    item.setTitle(title)
+    item.setLabel("left", y_label, units=y_unit or None)
+    item.setLabel("bottom", x_label, units=x_unit or None)
+    for axis, unit in (("left", y_unit), ("bottom", x_unit)):
+        if unit in NO_PREFIX_UNITS or not unit:
+            item.getAxis(axis).enableAutoSIPrefix(False)
+    item.showGrid(x=True, y=True, alpha=0.25)
+    item.setClipToView(True)
+    item.setDownsampling(auto=True, mode="peak")
+    item.setMenuEnabled(False)
+    item.hideButtons()
+    if legend:
+        item.addLegend(offset=(8, 8), labelTextSize="8pt")
+    plot.setProperty("y_unit", y_unit)
+    _PLOTS.add(plot)
+    _style(plot)
+    return plot
+
+
+def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float = 2.0, dashed: bool = False,
+             fill: bool = False) -> pg.PlotDataItem:
+    """Add a named series in the shared colour order; returns the item to ``setData`` later."""
+    style = Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+    item = plot.plot([], [], name=name, pen=pen(index, width, style))
+    item.setClipToView(True)
+    item.setDownsampling(auto=True, method="peak")
+    if fill:
+        c = color(index)
+        c.setAlpha(40)
+        item.setFillLevel(0)
+        item.setBrush(pg.mkBrush(c))
+    return item
+
+
+def add_limit_line(plot: pg.PlotWidget, value: float | None, label: str, *, index: int | None = None,
+                   color_name: str | None = None, horizontal: bool = True) -> pg.InfiniteLine:
+    """A dashed reference line (a power limit, a peak, a device's capacity) with its label."""
+    c = color_name or (_theme.bad if index is None else _theme.series[index % len(_theme.series)])
+    line = pg.InfiniteLine(pos=value if value is not None else 0, angle=0 if horizontal else 90,
+                           pen=pg.mkPen(c, width=1.5, style=Qt.PenStyle.DashLine),
+                           label=label, labelOpts={"position": 0.97, "color": c, "anchors": [(1, 1), (1, 1)]})
+    line.setVisible(value is not None)
+    plot.addItem(line)
+    return line
+
+
+def set_categories(plot: pg.PlotWidget, labels: Sequence[str], axis: str = "bottom") -> None:
+    """Label integer positions 0..n-1 on an axis with category names (bar charts)."""
+    plot.getAxis(axis).setTicks([[(i, s) for i, s in enumerate(labels)], []])
+
+
+def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]]], *, width: float = 0.6,
+                 horizontal: bool = False) -> list[pg.BarGraphItem]:
+    """Draw stacked bars, one stack per category position, one colour per part.
+
+    Args:
+        parts: ``(part name, values per category)`` in stacking order; zero parts still get a legend entry.
+        horizontal: bars grow along x, categories on y.
+    Returns:
+        The bar items (replace them by calling again after :func:`clear_bars`).
+    """
+    items = []
+    n = max((len(v) for _, v in parts), default=0)
+    base = [0.0] * n
+    for i, (name, values) in enumerate(parts):
+        vals = [float(v or 0.0) for v in values]
+        brush = pg.mkBrush(color(i))
+        if horizontal:
+            bar = pg.BarGraphItem(x0=base, y=list(range(n)), height=width, width=vals, brush=brush,
+                                  pen=pg.mkPen(_theme.background, width=0.5), name=name)
+        else:
+            bar = pg.BarGraphItem(x=list(range(n)), y0=base, width=width, height=vals, brush=brush,
+                                  pen=pg.mkPen(_theme.background, width=0.5), name=name)
+        plot.addItem(bar)
+        items.append(bar)
+        legend = plot.getPlotItem().legend
+        if legend is not None:
+            legend.addItem(bar, name)
+        base = [b + v for b, v in zip(base, vals)]
+    return items
+
+
+def clear_bars(plot: pg.PlotWidget, items: list) -> None:
+    """Remove items made by :func:`stacked_bars` (and their legend entries)."""
+    legend = plot.getPlotItem().legend
+    for it in items:
+        plot.removeItem(it)
+        if legend is not None:
+            legend.removeItem(it)
+    items.clear()
+
+
+def _style(plot: pg.PlotWidget) -> None:
+    t = _theme
+    plot.setBackground(t.background)
+    item = plot.getPlotItem()
+    font = QFont()
+    font.setPointSize(8)
+    for name in ("left", "bottom"):
+        ax = item.getAxis(name)
+        ax.setPen(pg.mkPen(t.muted))
+        ax.setTextPen(pg.mkPen(t.text))
+        ax.setStyle(tickFont=font)
+    title = item.titleLabel.text
+    item.setTitle(title, color=t.text, size="10pt")

@@ -1,0 +1,117 @@
+"""A thin Qt worker that runs a plain generator off the GUI thread.
+
+The long work itself (a probe, a plan, a detection) is a plain generator or function without Qt:
+it yields progress values and returns its result (STYLE.md rule 8). :class:`GeneratorWorker` runs
+it in its own ``QThread`` and turns each step into a signal; only signals cross threads.
+Cancellation is cooperative: :meth:`GeneratorWorker.cancel` sets a flag that the run loop checks
+between yields and then closes the generator, so its ``finally`` blocks free what it allocated.
+
+Modelled on superqt ``utils/_qthreading.py::GeneratorWorker``.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+import weakref
+from typing import Any, Callable, Generator, Iterable
+
+from PySide6.QtCore import QThread, Signal
+
+_LIVE: "weakref.WeakSet[GeneratorWorker]" = weakref.WeakSet()
+
+
+class WorkerCancelled(Exception):
+    """Raised inside a work function that calls :func:`check_cancelled` after a cancel request."""
+
+
+class GeneratorWorker(QThread):
+    """Run ``fn(*args, **kwargs)`` in a thread; a generator's yields become ``progressed`` signals.
+
+    Signals:
+        progressed(object): one per value the generator yields.
+        result_ready(object): the generator's return value (or the function's result).
+        failed(str): a one-line reason when the work raised.
+        cancelled(): the work stopped because :meth:`cancel` was called.
+        done(): always last, whichever of the three above came first.
+    """
+
+    progressed = Signal(object)
+    result_ready = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal()
+    done = Signal()
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, parent=None, **kwargs: Any) -> None:
+        super().__init__(parent)
+        self._fn = fn
+        self._args = args
+        self._kwargs = kwargs
+        self._cancel = threading.Event()
+        self.error_detail = ""
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------ control
+    def cancel(self) -> None:
+        """Ask the work to stop at its next yield (cooperative; returns at once)."""
+        self._cancel.set()
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def stop(self, timeout_ms: int = 5000) -> bool:
+        """Cancel and wait for the thread to end. Returns True when it ended in time."""
+        self.cancel()
+        if self.isRunning():
+            return self.wait(timeout_ms)
+        return True
+
+    # ------------------------------------------------------------ thread body
+    def run(self) -> None:  # runs in the worker thread
+        try:
+            out = self._fn(*self._args, **self._kwargs)
+            if isinstance(out, Generator):
+                result = self._drain(out)
+            elif isinstance(out, Iterable) and hasattr(out, "__next__"):
+                result = self._drain(iter(out))
+            else:
+                result = out
+            if self._cancel.is_set():
+                self.cancelled.emit()
+            else:
+                self.result_ready.emit(result)
+        except WorkerCancelled:
+            self.cancelled.emit()
+        except Exception as exc:  # reported to the GUI as one line; the thread never dies silently
+            self.error_detail = traceback.format_exc()
+            self.failed.emit(f"{type(exc).__name__}: {exc}")
+        finally:
+            self.done.emit()
+
+    def _drain(self, gen) -> Any:
+        try:
+            while True:
+                if self._cancel.is_set():
+                    gen.close()  # GeneratorExit inside the work: its finally blocks run
+                    return None
+                try:
+                    value = next(gen)
+                except StopIteration as stop:
+                    return stop.value
+                self.progressed.emit(value)
+        finally:
+            if self._cancel.is_set():
+                gen.close()
+
+
+def live_workers() -> list[GeneratorWorker]:
+    """Workers whose thread is still running (tests assert none is left)."""
+    out = []
+    for w in list(_LIVE):
+        try:
+            if w.isRunning():
+                out.append(w)
+        except RuntimeError:  # the C++ object is gone
+            continue
+    return out
