@@ -352,6 +352,8 @@ class _MemoryModel:
         self.req, self.arch, self.params, self.seq_len, self.context = req, arch, params, seq_len, context
         self.embedding = embedding_params(arch) if req.model or req.vocab else 0
         self._cache: dict[Parallelism, MemoryBreakdown] = {}
+        self._layouts: dict[int, list[Parallelism]] = {}
+        self._fewest: dict[int, tuple[Parallelism, MemoryBreakdown, bool]] = {}
 
     def at(self, layout: Parallelism) -> MemoryBreakdown:
         hit = self._cache.get(layout)
@@ -371,6 +373,12 @@ class _MemoryModel:
 
     def layouts(self, devices: int) -> list[Parallelism]:
         """Candidate layouts for a device count, preferred first (least tensor parallelism)."""
+        hit = self._layouts.get(devices)
+        if hit is None:
+            hit = self._layouts[devices] = self._make_layouts(devices)
+        return hit
+
+    def _make_layouts(self, devices: int) -> list[Parallelism]:
         r = self.req
         if r.workload == "inference":
             return [Parallelism(devices, devices, 1, 0)]
@@ -380,6 +388,12 @@ class _MemoryModel:
 
     def fewest_devices(self, capacity: int) -> tuple[Parallelism, MemoryBreakdown, bool]:
         """The smallest layout that fits ``capacity`` bytes, or the largest tried when none fits."""
+        hit = self._fewest.get(capacity)
+        if hit is None:
+            hit = self._fewest[capacity] = self._search(capacity)
+        return hit
+
+    def _search(self, capacity: int) -> tuple[Parallelism, MemoryBreakdown, bool]:
         counts = (self.req.gpus,) if self.req.gpus else DEVICE_COUNTS
         last = None
         for n in counts:

@@ -1,0 +1,101 @@
+"""``advisor plan`` as scripts use it: JSON on stdout, scenario files, exit 2 with one line for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from advisor.cli import main
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_contract_fields(capsys):
+    code, out, err = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "advisor.plan/1"
+    assert set(doc["memory"]["per_device_bytes"]) >= {"weights", "gradients", "optimizer", "activations",
+                                                       "kv_cache", "overhead", "total"}
+    opt = doc["options"][0]
+    for key in ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "device_hours", "energy_kwh",
+                "usd_per_device_hour", "cost_usd", "cost_breakdown_usd", "tokens_per_s"):
+        assert key in opt
+    owned = [o for o in doc["options"] if o["kind"] in ("home", "onprem")]
+    assert owned and all("vs" in o["break_even"] and "device_hours" in o["break_even"] for o in owned)
+
+
+def test_scenario_file_and_flags_give_the_same_json(capsys, tmp_path):
+    f = tmp_path / "job.toml"
+    f.write_text('schema = "advisor.scenario/1"\n[plan]\nmodel = "llama-3-8b"\nworkload = "lora"\ntokens = 2e8\n'
+                 'accelerator = ["rtx-4090", "h100-sxm"]\n[assumptions]\nelectricity_usd_per_kwh = 0.30\n')
+    _, from_file, _ = run(capsys, "plan", str(f), "--json")
+    _, from_flags, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8",
+                           "--accelerator", "rtx-4090", "--accelerator", "h100-sxm",
+                           "--electricity-usd-per-kwh", "0.30", "--json")
+    assert json.loads(from_file) == json.loads(from_flags)
+    assert json.loads(from_file)["assumptions"]["electricity_usd_per_kwh"]["value"] == 0.30
+
+
+def test_flags_override_the_scenario(capsys, tmp_path):
+    f = tmp_path / "job.toml"
+    f.write_text('schema = "advisor.scenario/1"\n[plan]\nmodel = "gpt2"\ngpus = 4\n')
+    _, out, _ = run(capsys, "plan", str(f), "--gpus", "2", "--json", "--accelerator", "a100-80gb-sxm")
+    assert json.loads(out)["memory"]["devices"] == 2
+
+
+def test_electricity_price_moves_the_home_cost(capsys):
+    costs = []
+    for price in ("0.10", "0.40"):
+        _, out, _ = run(capsys, "plan", "--model", "gpt2", "--tokens", "1e9", "--accelerator", "rtx-4090",
+                        "--electricity-usd-per-kwh", price, "--json")
+        home = next(o for o in json.loads(out)["options"] if o["id"] == "home:rtx-4090")
+        costs.append(home["cost_breakdown_usd"]["energy"])
+    assert costs[1] == pytest.approx(4 * costs[0])
+
+
+def test_no_spot_removes_spot_options(capsys):
+    _, out, _ = run(capsys, "plan", "--model", "gpt2", "--accelerator", "rtx-4090", "--no-spot", "--json")
+    assert not any(o["id"].endswith(":spot") for o in json.loads(out)["options"])
+
+
+def test_set_assumption(capsys):
+    _, out, _ = run(capsys, "plan", "--model", "gpt2", "--accelerator", "rtx-4090", "--set", "lifetime_years=5",
+                    "--json")
+    assert json.loads(out)["assumptions"]["lifetime_years"]["value"] == 5
+
+
+def test_table_shows_assumptions_with_origin(capsys):
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--accelerator", "rtx-4090")
+    assert code == 0
+    assert "Memory per device" in out and "home:rtx-4090" in out
+    assert "electricity_usd_per_kwh = 0.17 USD/kWh  [" in out
+    assert "Break-even home:rtx-4090" in out
+
+
+@pytest.mark.parametrize("args", [
+    ["--params", "-5"], ["--params", "abc"], ["--params", "7e9", "--gpus", "0"], ["--params", "7e9", "--precision", "fp3"],
+    ["--params", "7e9", "--tokens", "nan"], ["--model", "nope"], ["--params", "7e9", "--accelerator", "nope"],
+    ["--params", "7e9", "--set", "pue"], ["--params", "7e9", "--set", "pue=-1"], ["--params", "7e9", "--bogus"],
+])
+def test_bad_input_exits_2_with_one_line(capsys, args):
+    code, out, err = run(capsys, "plan", *args, "--json")
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bad_scenario_files_exit_2(capsys, tmp_path):
+    junk = tmp_path / "junk.toml"
+    junk.write_bytes(os.urandom(2048))
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('schema = "advisor.scenario/1"\n[plan]\nmodel = 7\n')
+    for path in (junk, wrong, tmp_path / "missing.toml"):
+        code, out, err = run(capsys, "plan", str(path), "--json")
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1

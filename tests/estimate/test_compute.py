@@ -1,0 +1,87 @@
+"""FLOPs, time and the decode roofline against published figures (tolerances stated per test)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.estimate import compute
+from advisor.estimate.priors import mfu_prior
+
+A100_BF16 = 312e12
+
+
+def test_gpt3_and_chinchilla_flops():
+    assert compute.training_flops(175e9, 300e9) == pytest.approx(3.14e23, rel=0.01)  # paper: 3.14e23
+    assert compute.training_flops(70e9, 1.4e12) == pytest.approx(5.76e23, rel=0.03)  # paper: 5.76e23
+
+
+def test_lora_skips_weight_gradients():
+    assert compute.training_flops(7e9, 1e9, "lora") == pytest.approx(4 * 7e9 * 1e9)
+
+
+@pytest.mark.parametrize("params, tokens, published_gpu_hours", [
+    (6.7e9, 1.0e12, 82_432), (13.0e9, 1.0e12, 135_168), (32.5e9, 1.4e12, 530_432), (65.2e9, 1.4e12, 1_022_362)])
+def test_llama1_gpu_hours_on_a100(params, tokens, published_gpu_hours):
+    """Touvron et al. 2023, table 15, with the A100 prior; published hours include restarts, so +-20 percent."""
+    mfu = mfu_prior("a100-80gb-sxm", "datacenter", "bf16").mfu
+    seconds = compute.training_seconds(compute.training_flops(params, tokens), 2048, A100_BF16, mfu)
+    assert seconds * 2048 / 3600 == pytest.approx(published_gpu_hours, rel=0.20)
+
+
+def test_llama65b_throughput_prior_matches_380_tokens_per_gpu():
+    # 380 tokens/s/GPU published on 2048 A100s; the prior should land within 10 percent.
+    tps = compute.training_tokens_per_s(65.2e9, 1, A100_BF16, 0.45, "pretrain")
+    assert tps == pytest.approx(380, rel=0.10)
+
+
+def test_full_recomputation_adds_a_forward():
+    base = compute.training_seconds(1e20, 8, 1e15, 0.4, "selective")
+    assert compute.training_seconds(1e20, 8, 1e15, 0.4, "full") == pytest.approx(base * 8 / 6)
+
+
+def test_decode_matches_llama_cpp_on_m2_ultra():
+    """llama.cpp, Llama-2-7B F16 on an M2 Ultra (800 GB/s): 41.4 tokens/s, about 70 percent of peak."""
+    weights = 6.738e9 * 2
+    d = compute.decode_estimate(weight_bytes_read=weights, kv_bytes_read=0, active_params=6.738e9, batch=1,
+                                devices=1, mem_bandwidth_bps=800e9, peak_flops=27e12, prompt_tokens=512,
+                                output_tokens=128, eta_mem=0.70, eta_compute=0.6)
+    assert d.tokens_per_s == pytest.approx(41.4, rel=0.05)
+    assert d.bound == "memory"
+
+
+def test_prefill_is_compute_bound():
+    d = compute.decode_estimate(weight_bytes_read=16e9, kv_bytes_read=0, active_params=8e9, batch=1, devices=1,
+                                mem_bandwidth_bps=1008e9, peak_flops=165.2e12, prompt_tokens=1000,
+                                output_tokens=100, eta_mem=0.7, eta_compute=0.6)
+    assert d.prefill_s == pytest.approx(2 * 8e9 * 1000 / (165.2e12 * 0.6))
+    assert d.request_s == pytest.approx(d.prefill_s + 100 * d.step_s)
+
+
+@settings(max_examples=80, deadline=None)
+@given(params=st.floats(1e8, 1e12), batch=st.integers(1, 256), bw=st.floats(1e11, 1e13),
+       eta=st.floats(0.3, 1.0), kv=st.floats(0, 1e11))
+def test_decode_never_beats_the_bandwidth_bound(params, batch, bw, eta, kv):
+    weights = params * 2
+    d = compute.decode_estimate(weight_bytes_read=weights, kv_bytes_read=kv, active_params=params, batch=batch,
+                                devices=1, mem_bandwidth_bps=bw, peak_flops=1e15, prompt_tokens=100,
+                                output_tokens=10, eta_mem=eta, eta_compute=0.6)
+    assert d.tokens_per_s / batch <= bw / weights * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tokens=st.floats(1e6, 1e13), more=st.floats(1.0, 100.0), devices=st.integers(1, 4096))
+def test_more_tokens_never_take_less_time(tokens, more, devices):
+    t1 = compute.training_seconds(compute.training_flops(7e9, tokens), devices, 1e15, 0.4)
+    t2 = compute.training_seconds(compute.training_flops(7e9, tokens * more), devices, 1e15, 0.4)
+    assert t2 >= t1
+
+
+def test_priors_by_class():
+    assert mfu_prior("h100-sxm", "datacenter", "bf16").mfu == 0.40
+    assert mfu_prior("h100-sxm", "datacenter", "fp8").mfu == 0.25
+    assert mfu_prior("rtx-4090", "consumer", "bf16").mfu == 0.30
+    assert mfu_prior("v100-sxm2-16gb", "datacenter", "fp16").mfu == 0.20
+    assert mfu_prior("h100-sxm", "datacenter", "bf16", moe=True).mfu == 0.20
+    assert "Llama 3.1" in mfu_prior("h200", "datacenter", "bf16").origin

@@ -1,0 +1,144 @@
+"""Memory per device against hand-worked figures and published checks (tolerances stated per test)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.catalog.load import bundled_catalog
+from advisor.estimate import memory
+from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_token, param_count
+
+GIB = 2**30
+CAT = bundled_catalog()
+
+
+def test_mixed_precision_adam_is_16_bytes_per_param():
+    s = memory.state_bytes_per_param("bf16", "adamw")
+    assert (s.weights, s.gradients, s.optimizer) == (2, 2, 12)
+    # ZeRO paper, section 3: GPT-2 1.5B needs 24 GB of model states.
+    w, g, k = memory.shard_model_states(s, 1.5e9, zero=0, dp=1)
+    assert w + g + k == pytest.approx(24e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("precision, optimizer, total", [
+    ("fp32", "adamw", 16), ("bf16", "adamw-8bit", 10), ("bf16", "sgd", 12), ("fp32", "sgd", 12)])
+def test_bytes_per_param_by_optimizer(precision, optimizer, total):
+    s = memory.state_bytes_per_param(precision, optimizer)
+    assert s.weights + s.gradients + s.optimizer == total
+
+
+def test_zero_stages_by_hand():
+    # P = 13e9 on d = 16, K = 12 (ZeRO paper, section 5): stage 0 16P, 1 4P + 12P/16, 2 2P + 14P/16, 3 16P/16.
+    s, p = memory.state_bytes_per_param("bf16", "adamw"), 13e9
+    expected = [16 * p, 4 * p + 12 * p / 16, 2 * p + 14 * p / 16, p]
+    for stage, want in enumerate(expected):
+        assert sum(memory.shard_model_states(s, p, stage, dp=16)) == pytest.approx(want)
+    # tensor and pipeline parallelism divide everything first
+    assert sum(memory.shard_model_states(s, p, 0, dp=1, tp=4, pp=2)) == pytest.approx(16 * p / 8)
+
+
+def test_activations_korthikanti_by_hand():
+    arch = CAT.model("llama-2-7b")  # h 4096, a 32, L 32, V 32000
+    s, b = 2048, 1
+    per_layer_full = s * b * 4096 * (34 + 5 * 32 * s / 4096)  # 16-bit, no recomputation
+    logits = 4 * s * b * 32000
+    assert memory.activation_bytes(arch, s, b, "none") == pytest.approx(32 * per_layer_full + logits)
+    assert memory.activation_bytes(arch, s, b, "selective") == pytest.approx(32 * s * b * 4096 * 34 + logits)
+    full = 32 * 2 * s * b * 4096 + s * b * 4096 * 34 + logits
+    assert memory.activation_bytes(arch, s, b, "full") == pytest.approx(full)
+    # tensor (and sequence) parallelism divides the activations
+    assert memory.activation_bytes(arch, s, b, "selective", tp=8) == pytest.approx((32 * s * b * 4096 * 34 + logits) / 8)
+
+
+def test_kv_cache_llama3_8b_published():
+    arch = CAT.model("llama-3-8b")
+    assert kv_values_per_token(arch) * 2 == 128 * 1024  # 128 KiB per token at 16 bits
+    assert memory.kv_cache_bytes(arch, 8192, 1) == GIB  # 1 GiB at 8k context
+
+
+def test_kv_cache_counts_kv_heads_not_all_heads():
+    gqa = CAT.model("llama-2-70b")  # 64 heads, 8 KV heads
+    mha = ModelArch(**{**gqa.__dict__, "kv_heads": 64})
+    assert memory.kv_cache_bytes(mha, 4096, 1) == 8 * memory.kv_cache_bytes(gqa, 4096, 1)
+
+
+def test_kv_cache_mla_deepseek():
+    arch = CAT.model("deepseek-v3")
+    assert kv_values_per_token(arch) == 61 * (512 + 64)  # L * (kv_lora_rank + rope_dim)
+
+
+def test_lora_adapter_count_by_hand():
+    arch = ModelArch(id="t", name="t", layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=100)
+    r = 8
+    d = 16  # head dim
+    attn = r * ((64 + 64) + 2 * (64 + 2 * d) + (64 + 64))
+    ffn = 3 * r * (64 + 128)
+    assert memory.lora_trainable_params(arch, r) == 2 * (attn + ffn)
+
+
+def test_qlora_65b_fits_one_48gb_gpu():
+    """QLoRA paper abstract: a 65B model fine-tunes on one 48 GB GPU (with checkpointing).
+
+    The abstract names no rank; at r=16 on every matrix with 16 bytes per adapter parameter it fits
+    (about 41 GB). At r=64 the Adam states alone are 9.6 GB and the paper relies on paged optimizers.
+    """
+    arch = ModelArch(id="llama-65b", name="LLaMA 65B", layers=80, hidden=8192, heads=64, kv_heads=64,
+                     ffn=22016, vocab=32000)
+    params = param_count(arch)
+    assert params == pytest.approx(65.2e9, rel=0.01)
+    m = memory.training_memory(arch, params, workload="qlora", precision="bf16", optimizer="adamw", zero=0,
+                               devices=1, tp=1, pp=1, seq_len=512, micro_batch=1, checkpointing="full",
+                               lora_rank=16, embedding_params=embedding_params(arch))
+    assert m.total_bytes < 48e9
+    assert m.weights_bytes == pytest.approx(0.52 * params, rel=0.03)  # about 4.13 bits plus 16-bit embeddings
+    full = memory.training_memory(arch, params, workload="lora", precision="bf16", optimizer="adamw", zero=0,
+                                  devices=1, tp=1, pp=1, seq_len=512, micro_batch=1, checkpointing="full")
+    assert full.total_bytes > 130e9  # a 16-bit base does not fit
+
+
+def test_inference_weights_by_precision_and_quant():
+    arch = CAT.model("llama-2-7b")
+    p = param_count(arch)
+    bf16 = memory.inference_memory(arch, p, precision="bf16", devices=1, context=1, batch=1)
+    q4 = memory.inference_memory(arch, p, precision="bf16", devices=1, context=1, batch=1, quant="q4_k_m")
+    assert bf16.weights_bytes == int(p * 2)
+    assert q4.weights_bytes == int(p * 4.8 / 8)
+    split = memory.inference_memory(arch, p, precision="bf16", devices=4, context=4096, batch=2)
+    assert split.weights_bytes == int(p * 2 / 4)
+
+
+def test_int4_cannot_train_full_weights():
+    with pytest.raises(ValueError, match="qlora"):
+        memory.state_bytes_per_param("int4", "adamw")
+
+
+def test_overhead_is_context_plus_fragmentation():
+    assert memory.overhead_bytes(10e9) == int(0.5 * GIB + 0.07 * 10e9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(params=st.floats(1e8, 1e12), zero=st.integers(0, 3), dp=st.sampled_from([1, 2, 8, 64]),
+       precision=st.sampled_from(["fp32", "bf16", "fp16", "fp8"]),
+       optimizer=st.sampled_from(["adamw", "adamw-8bit", "sgd", "adafactor"]))
+def test_sharding_never_raises_memory(params, zero, dp, precision, optimizer):
+    s = memory.state_bytes_per_param(precision, optimizer)
+    here = sum(memory.shard_model_states(s, params, zero, dp))
+    assert all(x >= 0 for x in memory.shard_model_states(s, params, zero, dp))
+    assert sum(memory.shard_model_states(s, params, zero, dp * 2)) <= here + 1e-6
+    if zero < 3:
+        assert sum(memory.shard_model_states(s, params, zero + 1, dp)) <= here + 1e-6
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(sorted(CAT.models)), workload=st.sampled_from(["pretrain", "finetune", "lora", "qlora"]),
+       seq=st.sampled_from([128, 1024, 4096]), mb=st.integers(1, 8),
+       ckpt=st.sampled_from(["none", "selective", "full"]), tp=st.sampled_from([1, 2, 8]))
+def test_training_memory_terms_never_negative(model, workload, seq, mb, ckpt, tp):
+    arch = CAT.model(model)
+    m = memory.training_memory(arch, param_count(arch), workload=workload, precision="bf16", optimizer="adamw",
+                               zero=3, devices=8 * tp, tp=tp, pp=1, seq_len=seq, micro_batch=mb, checkpointing=ckpt)
+    parts = m.as_dict()
+    assert all(v >= 0 for v in parts.values())
+    assert parts["total"] == sum(v for k, v in parts.items() if k != "total")
