@@ -1,1 +1,95 @@
-"""Package."""
+"""Reports and launch specs from ``advisor.plan/1`` documents (plain dicts, see ``CONTRACT.md``).
+
+``write_report(docs, path)`` exports a comparison of one or more plans as HTML (self-contained, charts as
+inline SVG), PDF (Qt's printing support), Markdown or CSV; every report lists each option's total, the
+assumptions, the catalog date and the probes used. ``advisor.report.launch.render_launch`` writes a
+torchrun command, a Slurm sbatch script or a SkyPilot task for a chosen option.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from advisor.report.content import ReportError, plan_docs, sections
+
+FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf", ".md": "md", ".markdown": "md", ".csv": "csv"}
+
+__all__ = ["FORMATS", "ReportError", "plan_docs", "render_report", "write_report"]
+
+
+def report_format(path, fmt: str | None = None) -> str:
+    """The format named by ``fmt`` or by the file's suffix.
+
+    Raises:
+        ReportError: for an unknown format or suffix.
+    """
+    if fmt:
+        fmt = fmt.lower().lstrip(".")
+        fmt = {"markdown": "md", "htm": "html"}.get(fmt, fmt)
+        if fmt not in set(FORMATS.values()):
+            raise ReportError(f"report format: unknown {fmt!r} (html, pdf, md, csv)")
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ReportError(f"report: cannot tell the format of {Path(path).name!r} from its suffix "
+                          "(use .html, .pdf, .md or .csv)")
+    return FORMATS[suffix]
+
+
+def render_report(docs, fmt: str) -> str:
+    """The report text in ``html``, ``md`` or ``csv`` (PDF is binary: use ``write_report``)."""
+    secs = sections(docs)
+    if fmt == "html":
+        from advisor.report.html import render_html
+
+        return render_html(secs)
+    if fmt == "md":
+        from advisor.report.markdown import render_markdown
+
+        return render_markdown(secs)
+    if fmt == "csv":
+        from advisor.report.csv_report import render_csv
+
+        return render_csv(secs)
+    raise ReportError(f"report format: {fmt!r} is not a text format")
+
+
+def write_report(docs, path, fmt: str | None = None) -> Path:
+    """Write a report of one or more plan documents, atomically.
+
+    Args:
+        docs: ``advisor.plan/1`` documents (dicts), a list of them, or ``advisor.plan-set/1`` documents.
+        path: the file to write; the format comes from its suffix unless ``fmt`` is given.
+        fmt: ``html``, ``pdf``, ``md`` or ``csv``.
+    Returns:
+        The path written.
+    Raises:
+        ReportError: for documents that are not plans or an unknown format (nothing is written).
+        OSError: when the file cannot be written (an old file is left intact).
+    """
+    from advisor.store.atomic import write_atomic
+
+    path = Path(path)
+    fmt = report_format(path, fmt)
+    if fmt != "pdf":
+        return write_atomic(path, render_report(docs, fmt))
+    from advisor.report.pdf import render_pdf
+
+    secs = sections(docs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        render_pdf(secs, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path

@@ -1,0 +1,89 @@
+"""A cost chart as inline SVG: the cheapest options as horizontal bars stacked by cost part.
+
+Plain SVG text (no plotting library), so HTML reports stay self-contained and the PDF export can render
+the same drawing with QtSvg.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+# One colour per cost part, stable across charts (colour-blind-safe Okabe-Ito palette).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+           "#7F7F7F", "#8C564B", "#17BECF", "#BCBD22")
+
+
+def _nice_max(v: float) -> float:
+    if v <= 0:
+        return 1.0
+    exp = 10 ** math.floor(math.log10(v))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * exp >= v:
+            return m * exp
+    return 10 * exp
+
+
+def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: str = "Total job cost") -> str:
+    """SVG of the ``limit`` cheapest fitting options' ``cost_usd``, stacked by ``cost_breakdown_usd`` part.
+
+    Args:
+        options: option dicts (``advisor.plan/1``), any order.
+        parts: cost part names in legend order.
+    Returns:
+        An ``<svg>`` element (text); a short note instead of bars when no option fits.
+    """
+    fitting = [o for o in options if o.get("fits") and isinstance(o.get("cost_usd"), (int, float))
+               and math.isfinite(o["cost_usd"])]
+    fitting.sort(key=lambda o: o["cost_usd"])
+    rows = fitting[:limit]
+    label_w, bar_h, gap, top, legend_h = 300, 18, 6, 34, 26
+    height = top + max(len(rows), 1) * (bar_h + gap) + 30 + legend_h
+    plot_w = width - label_w - 90
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img" '
+           f'aria-label="{escape(title)}">',
+           f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+           f'<text x="8" y="20" font-size="14" font-weight="bold">{escape(title)}</text>']
+    if not rows:
+        out.append(f'<text x="8" y="{top + 14}">No option fits in memory: nothing to chart.</text></svg>')
+        return "".join(out)
+    vmax = _nice_max(max(o["cost_usd"] for o in rows))
+    colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(parts)}
+    for tick in range(5):
+        x = label_w + plot_w * tick / 4
+        out.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(rows) * (bar_h + gap)}" '
+                   f'stroke="#dddddd"/>')
+        out.append(f'<text x="{x:.1f}" y="{top + len(rows) * (bar_h + gap) + 14}" text-anchor="middle" '
+                   f'fill="#555555">{escape(_usd(vmax * tick / 4))}</text>')
+    for i, o in enumerate(rows):
+        y = top + i * (bar_h + gap)
+        label = o["id"] if len(o["id"]) <= 40 else o["id"][:39] + "\u2026"
+        out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 5}" text-anchor="end">{escape(label)}</text>')
+        x = float(label_w)
+        breakdown = o.get("cost_breakdown_usd") or {"total": o["cost_usd"]}
+        for part, value in breakdown.items():
+            if not isinstance(value, (int, float)) or value <= 0:
+                continue
+            w = plot_w * value / vmax
+            colour = colours.get(part, "#888888")
+            out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}">'
+                       f'<title>{escape(part)}: {escape(_usd(value))}</title></rect>')
+            x += w
+        out.append(f'<text x="{x + 4:.1f}" y="{y + bar_h - 5}">{escape(_usd(o["cost_usd"]))}</text>')
+    ly = height - legend_h + 12
+    lx = 8.0
+    for part, colour in colours.items():
+        out.append(f'<rect x="{lx:.1f}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 16:.1f}" y="{ly}">{escape(part)}</text>')
+        lx += 24 + 7 * len(part)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _usd(v: float) -> str:
+    if v >= 1e6:
+        return f"${v / 1e6:.3g}M"
+    if v >= 1e4:
+        return f"${v / 1e3:.3g}k"
+    return f"${v:,.2f}" if v < 100 else f"${v:,.0f}"

@@ -1,0 +1,217 @@
+"""What every report says, taken from ``advisor.plan/1`` documents (plain dicts, ``CONTRACT.md``).
+
+Reports work on the JSON documents, not on the planner's classes, so a saved ``--json`` output can be
+turned into a report later. Each report states the options with their totals, the assumptions, the
+catalog date and the probes (calibration) the plan used.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+
+OPTION_COLUMNS = ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "device_hours", "energy_kwh",
+                  "usd_per_device_hour", "cost_usd", "tokens_per_s")
+
+
+class ReportError(ValueError):
+    """The documents cannot be reported on (not plan documents, unknown format); one line."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measured figure a plan used instead of a prior."""
+
+    name: str
+    value: str
+    source: str
+    measured_at: str
+
+
+@dataclass(frozen=True)
+class PlanSection:
+    """One plan of the comparison, ready to be written in any format."""
+
+    title: str
+    doc: dict
+    options: tuple[dict, ...]
+    assumptions: tuple[tuple[str, object, str, str], ...]  # (name, value, unit, origin)
+    catalog_date: str
+    prices_as_of: str
+    probes: tuple[Probe, ...]
+    summary: tuple[tuple[str, str], ...]
+    breakdown_parts: tuple[str, ...] = field(default_factory=tuple)
+
+
+def plan_docs(docs) -> list[dict]:
+    """Plan documents from a list that may hold ``advisor.plan/1`` and ``advisor.plan-set/1`` documents.
+
+    Raises:
+        ReportError: for anything else.
+    """
+    if isinstance(docs, dict):
+        docs = [docs]
+    out = []
+    for i, d in enumerate(docs):
+        if isinstance(d, dict) and d.get("schema") == "advisor.plan-set/1":
+            out.extend(plan_docs(d.get("plans") or []))
+        elif isinstance(d, dict) and d.get("schema") == "advisor.plan/1" and isinstance(d.get("options"), list):
+            out.append(d)
+        else:
+            schema = d.get("schema") if isinstance(d, dict) else type(d).__name__
+            raise ReportError(f"document {i + 1}: schema: expected 'advisor.plan/1', got {schema!r}")
+    if not out:
+        raise ReportError("no plan to report on")
+    return out
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "" if v is None else str(v)
+
+
+def _calibration_probes(doc: dict) -> tuple[Probe, ...]:
+    cal = doc.get("calibration")
+    if not isinstance(cal, dict):
+        cal = _saved_calibration()
+    if not cal:
+        return ()
+    probes = []
+    for key, label in (("mfu", "MFU of a training step"), ("eta_mem", "memory bandwidth efficiency")):
+        value = cal.get(key)
+        if value is not None:
+            probes.append(Probe(name=label, value=_fmt_value(value),
+                                source=f"{cal.get('source', '')} on {cal.get('device', '?')}"
+                                       + (f" ({cal['accelerator_id']})" if cal.get("accelerator_id") else ""),
+                                measured_at=str(cal.get("measured_at", ""))))
+    return tuple(probes)
+
+
+def _saved_calibration() -> dict | None:
+    """The machine's saved calibration (``advisor.store.calibration``), when that module and a file exist."""
+    try:
+        from advisor.store.calibration import load_calibration
+    except ImportError:
+        return None
+    try:
+        cal = load_calibration()
+    except Exception:  # noqa: BLE001 - a report never fails for want of calibration
+        return None
+    if cal is None:
+        return None
+    from dataclasses import asdict, is_dataclass
+
+    return asdict(cal) if is_dataclass(cal) else dict(cal) if isinstance(cal, dict) else None
+
+
+def _title(doc: dict, i: int) -> str:
+    if doc.get("title"):
+        return str(doc["title"])
+    model = doc.get("model") or {}
+    name = model.get("name") or (f"{model['params'] / 1e9:.3g}B-parameter model" if model.get("params") else "model")
+    base = f"{name}, {doc.get('workload', '?')}, {doc.get('precision', '?')}"
+    return f"{doc['scenario']}: {base}" if doc.get("scenario") else base
+
+
+def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
+    model = doc.get("model") or {}
+    mem = doc.get("memory") or {}
+    per = mem.get("per_device_bytes") or {}
+    rows = [("model", str(model.get("name") or "custom")),
+            ("parameters", f"{model.get('params', 0):,}" + (f" ({model['active_params']:,} active)"
+                                                           if model.get("active_params") not in (None, model.get("params"))
+                                                           else "")),
+            ("workload", str(doc.get("workload"))), ("precision", str(doc.get("precision")))]
+    if doc.get("tokens") is not None:
+        rows.append(("tokens", f"{doc['tokens']:.4g}"))
+    if doc.get("flops_total") is not None:
+        label = "FLOPs per generated token" if doc.get("workload") == "inference" else "FLOPs (whole job)"
+        rows.append((label, f"{doc['flops_total']:.4g}"))
+    if per.get("total") is not None:
+        rows.append((f"memory per device on {mem.get('devices', 1)} device(s)", f"{per['total'] / 1e9:.2f} GB"))
+    return tuple(rows)
+
+
+def sections(docs) -> list[PlanSection]:
+    """One ``PlanSection`` per plan document (see ``plan_docs``)."""
+    out = []
+    for i, doc in enumerate(plan_docs(docs)):
+        options = tuple(sorted((o for o in doc["options"] if isinstance(o, dict)),
+                               key=lambda o: (not o.get("fits", False), _num(o.get("cost_usd")))))
+        assumptions = []
+        for name, a in (doc.get("assumptions") or {}).items():
+            if isinstance(a, dict):
+                assumptions.append((name, a.get("value"), str(a.get("unit", "")), str(a.get("origin", ""))))
+            else:
+                assumptions.append((name, a, "", ""))
+        cat = doc.get("catalog") or {}
+        date, as_of = cat.get("date"), cat.get("prices_as_of")
+        if not date:
+            try:
+                from advisor.catalog import load_catalog
+
+                c = load_catalog()
+                date, as_of = c.date, as_of or c.prices_as_of
+            except Exception:  # noqa: BLE001
+                date = "unknown"
+        parts: list[str] = []
+        for o in options:
+            for k in (o.get("cost_breakdown_usd") or {}):
+                if k not in parts:
+                    parts.append(k)
+        out.append(PlanSection(title=_title(doc, i), doc=doc, options=options, assumptions=tuple(assumptions),
+                               catalog_date=str(date), prices_as_of=str(as_of or date), probes=_calibration_probes(doc),
+                               summary=_summary(doc), breakdown_parts=tuple(parts)))
+    return out
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else math.inf
+
+
+def generated_at() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def money(v) -> str:
+    """``$1,234.56`` (cents below $100), ``-`` for missing."""
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    return f"${v:,.2f}" if abs(v) < 1e6 else f"${v:,.0f}"
+
+
+def hours(v) -> str:
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    if v < 1:
+        return f"{v * 60:.0f} min"
+    if v < 48:
+        return f"{v:.1f} h"
+    return f"{v / 24:.1f} days"
+
+
+def cell(column: str, o: dict) -> str:
+    """Text of one option column, as people read it."""
+    v = o.get(column)
+    if column in ("cost_usd",):
+        return money(v)
+    if column == "usd_per_device_hour":
+        return "-" if v is None else f"{v:.2f}"
+    if column == "hours":
+        return hours(v)
+    if column == "fits":
+        return "yes" if v else "NO"
+    if column in ("device_hours", "energy_kwh", "tokens_per_s"):
+        return "-" if v is None else f"{v:,.1f}"
+    if column == "mfu":
+        return "-" if v is None else f"{v:.2f}"
+    return _fmt_value(v)
+
+
+COLUMN_TITLES = {"id": "option", "kind": "kind", "accelerator": "accelerator", "devices": "devices", "fits": "fits",
+                 "mfu": "MFU", "hours": "time", "device_hours": "device-hours", "energy_kwh": "energy kWh",
+                 "usd_per_device_hour": "$/device-h", "cost_usd": "total cost", "tokens_per_s": "tokens/s"}

@@ -1,0 +1,55 @@
+"""CSV report: one table, one row per record.
+
+The first column, ``record``, says what a row is: ``option`` (one hardware option of a plan, with its
+figures and ``cost_<part>_usd`` columns), ``assumption`` (name in ``id``, ``value``, ``unit``, ``origin``),
+``catalog`` (``catalog_date`` / ``prices_as_of`` in ``id``, the date in ``value``) or ``probe``. Numbers
+are unformatted (SI units, USD) so spreadsheets and scripts can use them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from advisor.report.content import OPTION_COLUMNS, PlanSection
+
+
+def render_csv(secs: list[PlanSection]) -> str:
+    parts: list[str] = []
+    for s in secs:
+        parts += [p for p in s.breakdown_parts if p not in parts]
+    head = ["record", "plan", *OPTION_COLUMNS, "break_even_vs", "break_even_device_hours",
+            *(f"cost_{p}_usd" for p in parts), "value", "unit", "origin"]
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=head, lineterminator="\n")
+    w.writeheader()
+    for s in secs:
+        for o in s.options:
+            row = {"record": "option", "plan": s.title, **{c: _raw(o.get(c)) for c in OPTION_COLUMNS}}
+            be = o.get("break_even") or {}
+            row["break_even_vs"] = _raw(be.get("vs"))
+            row["break_even_device_hours"] = _raw(be.get("device_hours"))
+            for p, v in (o.get("cost_breakdown_usd") or {}).items():
+                row[f"cost_{p}_usd"] = _raw(v)
+            w.writerow(row)
+        for name, value, unit, origin in s.assumptions:
+            w.writerow({"record": "assumption", "plan": s.title, "id": name, "value": _raw(value), "unit": unit,
+                        "origin": origin})
+        w.writerow({"record": "catalog", "plan": s.title, "id": "catalog_date", "value": s.catalog_date})
+        w.writerow({"record": "catalog", "plan": s.title, "id": "prices_as_of", "value": s.prices_as_of})
+        if s.probes:
+            for p in s.probes:
+                w.writerow({"record": "probe", "plan": s.title, "id": p.name, "value": p.value, "origin": p.source,
+                            "unit": p.measured_at})
+        else:
+            w.writerow({"record": "probe", "plan": s.title, "id": "none",
+                        "origin": "no calibration saved: planner priors used"})
+    return out.getvalue()
+
+
+def _raw(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, float) else v

@@ -1,0 +1,254 @@
+"""Launch specs for a chosen plan option: a torchrun command, a Slurm sbatch script, a SkyPilot task.
+
+Each spec carries the planned resources: the accelerator, devices per node, nodes, and a time limit of
+the estimated hours times ``margin`` plus ``extra_hours`` (start-up, checkpoints), rounded up to 15 minutes.
+The training script is a placeholder (``train.py``) to replace with your own; the plan's parallelism and
+precision are passed to it as ``ADVISOR_*`` environment variables.
+
+Works on the ``advisor.plan/1`` JSON document (a dict), not on the planner's classes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass
+
+KINDS = ("torchrun", "sbatch", "skypilot")
+MASTER_PORT = 29500
+
+# Catalog id -> SkyPilot accelerator name.
+SKYPILOT_ACCELERATORS = {
+    "h100-sxm": "H100", "h100-pcie": "H100", "h100-nvl": "H100-NVL", "h200": "H200", "gh200-96gb": "GH200",
+    "b200": "B200", "a100-40gb-sxm": "A100", "a100-80gb-sxm": "A100-80GB", "a100-80gb-pcie": "A100-80GB",
+    "v100-sxm2-16gb": "V100", "v100-pcie-16gb": "V100", "v100-sxm2-32gb": "V100-32GB", "t4": "T4", "l4": "L4",
+    "l40s": "L40S", "a10g": "A10G", "a10": "A10", "rtx-a6000": "A6000", "rtx-6000-ada": "RTX6000-Ada",
+    "rtx-3090": "RTX3090", "rtx-4090": "RTX4090", "rtx-5090": "RTX5090", "mi300x": "MI300X", "mi325x": "MI325X",
+    "gaudi2": "Gaudi2", "gaudi3": "Gaudi3", "trainium1": "Trainium", "trainium2": "Trainium2",
+    "inferentia2": "Inferentia2", "tpu-v4": "tpu-v4-8", "tpu-v5e": "tpu-v5litepod-1", "tpu-v5p": "tpu-v5p-8",
+    "tpu-v6e": "tpu-v6e-1",
+}
+# Provider names (lower case) in option ids -> SkyPilot cloud names; others are left for SkyPilot to choose.
+SKYPILOT_CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure", "lambda": "lambda", "runpod": "runpod",
+                   "vast.ai": "vast", "vast": "vast", "oci": "oci", "paperspace": "paperspace", "nebius": "nebius",
+                   "fluidstack": "fluidstack", "cudo": "cudo", "digitalocean": "do", "coreweave": "kubernetes"}
+_INSTANCE_TYPE_CLOUDS = ("aws", "gcp", "azure")
+_MAX_PER_NODE = {"home": 4, "onprem": 8, "cloud": 8}
+
+
+class LaunchError(ValueError):
+    """The option cannot be launched as asked (unknown id, no time estimate, unknown kind); one line."""
+
+
+@dataclass(frozen=True)
+class LaunchResources:
+    """What a launch spec asks for."""
+
+    option_id: str
+    kind: str
+    accelerator: str
+    devices: int
+    nodes: int
+    gpus_per_node: int
+    hours: float
+    time_limit_s: int
+    spot: bool
+    provider: str | None
+    instance: str | None
+    job_name: str
+    env: tuple[tuple[str, str], ...]
+
+
+def _option(doc: dict, option_id: str) -> dict:
+    if not isinstance(doc, dict) or doc.get("schema") != "advisor.plan/1":
+        raise LaunchError("launch: the document is not an advisor.plan/1 plan")
+    for o in doc.get("options") or []:
+        if isinstance(o, dict) and o.get("id") == option_id:
+            return o
+    raise LaunchError(f"launch: option: no option {option_id!r} in the plan (see the ids in 'advisor plan --json')")
+
+
+def best_option_id(doc: dict) -> str:
+    """Id of the cheapest option that fits (the default choice). Raises LaunchError when none fits."""
+    fitting = [o for o in doc.get("options") or [] if o.get("fits") and isinstance(o.get("cost_usd"), (int, float))]
+    if not fitting:
+        raise LaunchError("launch: option: no option fits in memory, nothing to launch")
+    return min(fitting, key=lambda o: o["cost_usd"])["id"]
+
+
+def _split_nodes(devices: int, max_per_node: int) -> tuple[int, int]:
+    """(nodes, devices per node) with the same count on every node (torchrun needs that)."""
+    nodes = max(1, math.ceil(devices / max_per_node))
+    while devices % nodes:
+        nodes += 1
+    return nodes, devices // nodes
+
+
+def time_limit_s(hours: float, margin: float = 1.2, extra_hours: float = 0.5) -> int:
+    """Estimated hours x ``margin`` + ``extra_hours``, in seconds, rounded up to 15 minutes."""
+    seconds = (hours * margin + extra_hours) * 3600
+    return int(math.ceil(seconds / 900) * 900)
+
+
+def slurm_time(seconds: int) -> str:
+    """Slurm ``--time`` text: ``HH:MM:SS`` or ``D-HH:MM:SS``."""
+    days, rest = divmod(int(seconds), 86400)
+    h, rest = divmod(rest, 3600)
+    m, s = divmod(rest, 60)
+    return f"{days}-{h:02d}:{m:02d}:{s:02d}" if days else f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def launch_resources(doc: dict, option_id: str, *, gpus_per_node: int | None = None, margin: float = 1.2,
+                     extra_hours: float = 0.5) -> LaunchResources:
+    """The resources of one option of a plan document.
+
+    Nodes: the option's cloud ``instances`` when given; else at most ``gpus_per_node`` devices per node
+    (default: the rig size assumption for home options, 8 otherwise).
+    Raises:
+        LaunchError: unknown option, an option that does not fit, or no time estimate.
+    """
+    o = _option(doc, option_id)
+    if not o.get("fits", False):
+        raise LaunchError(f"launch: option {option_id!r} does not fit in memory; choose one that fits")
+    devices = o.get("devices")
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise LaunchError(f"launch: option {option_id!r}: field 'devices' must be a positive integer")
+    hours = o.get("hours")
+    if not isinstance(hours, (int, float)) or not math.isfinite(hours) or hours <= 0:
+        raise LaunchError(f"launch: option {option_id!r}: field 'hours' has no finite estimate")
+    kind = str(o.get("kind", "cloud"))
+    instances = o.get("instances")
+    if gpus_per_node is not None:
+        nodes, per_node = _split_nodes(devices, gpus_per_node)
+    elif isinstance(instances, int) and instances >= 1 and devices % instances == 0:
+        nodes, per_node = instances, devices // instances
+    else:
+        cap = _MAX_PER_NODE.get(kind, 8)
+        if kind == "home":
+            rig = ((doc.get("assumptions") or {}).get("home_gpus_per_rig") or {})
+            value = rig.get("value") if isinstance(rig, dict) else rig
+            cap = int(value) if isinstance(value, (int, float)) and value >= 1 else cap
+        nodes, per_node = _split_nodes(devices, cap)
+    parts = option_id.split(":")
+    provider = str(o.get("provider") or (parts[1] if kind == "cloud" and len(parts) > 2 else "")) or None
+    spot = bool(o.get("spot", option_id.endswith(":spot")))
+    model = (doc.get("model") or {}).get("name") or "model"
+    job = re.sub(r"[^a-z0-9-]+", "-", f"advisor-{model}-{doc.get('workload', 'job')}".lower()).strip("-")[:60]
+    par = o.get("parallelism") or (doc.get("memory") or {}).get("parallelism") or {}
+    env = [("ADVISOR_OPTION", option_id), ("ADVISOR_MODEL", str(model)),
+           ("ADVISOR_WORKLOAD", str(doc.get("workload", ""))), ("ADVISOR_PRECISION", str(doc.get("precision", "")))]
+    for key in ("tp", "pp", "dp", "zero"):
+        if par.get(key) is not None:
+            env.append((f"ADVISOR_{key.upper()}", str(par[key])))
+    for key in ("seq_len", "tokens"):
+        if doc.get(key) is not None:
+            value = doc[key]
+            env.append((f"ADVISOR_{key.upper()}", str(int(value)) if float(value).is_integer() else str(value)))
+    limit = time_limit_s(float(hours), margin, extra_hours)
+    env.append(("ADVISOR_TIME_LIMIT_S", str(limit)))
+    return LaunchResources(option_id=option_id, kind=kind, accelerator=str(o.get("accelerator", "")), devices=devices,
+                           nodes=nodes, gpus_per_node=per_node, hours=float(hours), time_limit_s=limit, spot=spot,
+                           provider=provider, instance=o.get("instance"), job_name=job or "advisor-job",
+                           env=tuple(env))
+
+
+def _header(r: LaunchResources, doc: dict, comment: str = "#") -> list[str]:
+    model = (doc.get("model") or {}).get("name") or "custom model"
+    return [f"{comment} Generated by the Hardware Advisor for option {r.option_id}",
+            f"{comment} {model}, {doc.get('workload')}, {doc.get('precision')}: {r.devices} x {r.accelerator} "
+            f"on {r.nodes} node(s) of {r.gpus_per_node}",
+            f"{comment} estimated {r.hours:.2f} h; time limit {slurm_time(r.time_limit_s)} "
+            "(estimate x 1.2 + 30 min, rounded up to 15 min)",
+            f"{comment} replace train.py with your training script",
+            f"{comment} advisor-resources: accelerator={r.accelerator} devices={r.devices} nodes={r.nodes} "
+            f"gpus_per_node={r.gpus_per_node} time_limit_s={r.time_limit_s}"]
+
+
+def _script(script: str, script_args) -> str:
+    return " ".join(shlex.quote(a) for a in (script, *script_args))
+
+
+def render_torchrun(doc: dict, option_id: str, *, script: str = "train.py", script_args=(), **kw) -> str:
+    """A bash script running torchrun on one node, or on each node of a multi-node job."""
+    r = launch_resources(doc, option_id, **kw)
+    lines = ["#!/usr/bin/env bash", *_header(r, doc), "set -euo pipefail"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in r.env]
+    if r.nodes == 1:
+        lines.append(f"timeout {r.time_limit_s}s torchrun --standalone --nnodes=1 --nproc-per-node={r.gpus_per_node} "
+                     f"{_script(script, script_args)}")
+    else:
+        lines += [f"# run this on each of the {r.nodes} nodes with NODE_RANK=0..{r.nodes - 1} and MASTER_ADDR "
+                  "set to node 0's address",
+                  ': "${MASTER_ADDR:?set MASTER_ADDR to the address of node 0}"',
+                  f': "${{NODE_RANK:?set NODE_RANK to the rank of this node, 0..{r.nodes - 1}}}"',
+                  f"timeout {r.time_limit_s}s torchrun --nnodes={r.nodes} --nproc-per-node={r.gpus_per_node} "
+                  f'--node-rank="$NODE_RANK" --master-addr="$MASTER_ADDR" --master-port={MASTER_PORT} '
+                  f"{_script(script, script_args)}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_sbatch(doc: dict, option_id: str, *, script: str = "train.py", script_args=(), **kw) -> str:
+    """A Slurm batch script: one task per node, each starting torchrun with the node's GPUs."""
+    r = launch_resources(doc, option_id, **kw)
+    lines = ["#!/bin/bash",
+             f"#SBATCH --job-name={r.job_name}",
+             f"#SBATCH --nodes={r.nodes}",
+             "#SBATCH --ntasks-per-node=1",
+             f"#SBATCH --gpus-per-node={r.gpus_per_node}",
+             f"#SBATCH --time={slurm_time(r.time_limit_s)}",
+             "#SBATCH --output=%x-%j.out",
+             *_header(r, doc),
+             "set -euo pipefail"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in r.env]
+    lines += ['head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+              f"srun torchrun --nnodes=\"$SLURM_NNODES\" --nproc-per-node={r.gpus_per_node} "
+              f'--rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$head_node:{MASTER_PORT}" '
+              f"{_script(script, script_args)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_str(v: str) -> str:
+    return json.dumps(v)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def render_skypilot(doc: dict, option_id: str, *, script: str = "train.py", script_args=(),
+                    setup: str = "pip install torch", **kw) -> str:
+    """A SkyPilot task YAML (``sky launch task.yaml``, or ``sky jobs launch`` for spot)."""
+    r = launch_resources(doc, option_id, **kw)
+    accel = SKYPILOT_ACCELERATORS.get(r.accelerator, r.accelerator.upper())
+    lines = [*_header(r, doc), f"name: {r.job_name}", "resources:",
+             f"  accelerators: {_yaml_str(f'{accel}:{r.gpus_per_node}')}"]
+    cloud = SKYPILOT_CLOUDS.get((r.provider or "").lower()) if r.kind == "cloud" else None
+    if cloud:
+        lines.append(f"  cloud: {cloud}")
+        if cloud in _INSTANCE_TYPE_CLOUDS and r.instance and re.fullmatch(r"[A-Za-z0-9._-]+", r.instance):
+            lines.append(f"  instance_type: {_yaml_str(r.instance)}")
+    lines.append(f"  use_spot: {'true' if r.spot else 'false'}")
+    lines.append(f"num_nodes: {r.nodes}")
+    lines.append("envs:")
+    lines += [f"  {k}: {_yaml_str(v)}" for k, v in r.env]
+    lines += ["setup: |", f"  {setup}", "run: |", "  set -euo pipefail",
+              '  MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n 1)',
+              f'  timeout "$ADVISOR_TIME_LIMIT_S"s torchrun --nnodes="$SKYPILOT_NUM_NODES" '
+              f'--nproc-per-node="$SKYPILOT_NUM_GPUS_PER_NODE" --node-rank="$SKYPILOT_NODE_RANK" '
+              f'--master-addr="$MASTER_ADDR" --master-port={MASTER_PORT} {_script(script, script_args)}']
+    return "\n".join(lines) + "\n"
+
+
+def render_launch(kind: str, doc: dict, option_id: str | None = None, **kw) -> str:
+    """A launch spec for one option of a plan document.
+
+    Args:
+        kind: ``torchrun``, ``sbatch`` or ``skypilot``.
+        doc: the ``advisor.plan/1`` document.
+        option_id: the option to launch; the cheapest option that fits when None.
+        kw: ``script``, ``script_args``, ``gpus_per_node``, ``margin``, ``extra_hours`` (``setup`` for skypilot).
+    Raises:
+        LaunchError: unknown kind or option, an option that does not fit, no time estimate.
+    """
+    renderers = {"torchrun": render_torchrun, "sbatch": render_sbatch, "skypilot": render_skypilot}
+    if kind not in renderers:
+        raise LaunchError(f"launch: kind: unknown {kind!r} (torchrun, sbatch, skypilot)")
+    return renderers[kind](doc, option_id or best_option_id(doc), **kw)

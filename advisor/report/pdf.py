@@ -1,0 +1,72 @@
+"""PDF report through Qt's printing support: the HTML report laid out by ``QTextDocument`` on a
+``QPdfWriter``, charts rendered from the same SVG with QtSvg. Runs offscreen (no display needed)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from advisor.report.content import PlanSection
+from advisor.report.html import render_html
+
+_app = None  # the QApplication this module had to create, kept alive for the process
+
+
+def _ensure_app():
+    global _app
+    if not (sys.platform.startswith("linux") and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # a server without a display can still print
+    from PySide6.QtGui import QGuiApplication
+
+    app = QGuiApplication.instance()
+    if app is None:
+        from PySide6.QtWidgets import QApplication  # a QApplication, so the GUI can share it later
+
+        app = _app = QApplication(["advisor-report"])
+    return app
+
+
+def _svg_image(svg: str, scale: float = 2.0):
+    from PySide6.QtCore import QByteArray, QSize
+    from PySide6.QtGui import QColor, QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
+    size = renderer.defaultSize()
+    image = QImage(QSize(int(size.width() * scale), int(size.height() * scale)), QImage.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    renderer.render(painter)
+    painter.end()
+    return image, size
+
+
+def render_pdf(secs: list[PlanSection], path: str, *, title: str = "Hardware Advisor: plan comparison") -> None:
+    """Write the report as a PDF file at ``path`` (the caller makes the write atomic)."""
+    _ensure_app()
+    from PySide6.QtCore import QMarginsF, QSizeF, QUrl
+    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
+
+    doc = QTextDocument()
+    images = {}
+
+    def chart(i: int, svg: str) -> str:
+        name = f"chart-{i}.png"
+        images[name] = _svg_image(svg)
+        width = images[name][1].width()
+        return f'<p><img src="{name}" width="{width}"></p>'
+
+    html = render_html(secs, chart=chart, title=title)
+    for name, (image, _size) in images.items():
+        doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
+    doc.setHtml(html)
+    writer = QPdfWriter(path)
+    writer.setTitle(title)
+    writer.setCreator("Hardware Advisor")
+    writer.setPageLayout(QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Landscape, QMarginsF(12, 12, 12, 12),
+                                     QPageLayout.Millimeter))
+    writer.setResolution(96)
+    rect = writer.pageLayout().paintRectPixels(writer.resolution())
+    doc.setPageSize(QSizeF(rect.width(), rect.height()))
+    doc.print_(writer)
+    del writer  # finishes the file
