@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Build the frozen one-folder app with PyInstaller into dist/advisor/, then smoke-test it.
+#
+#   packaging/build_frozen.sh            build, then run tests/packaging/test_frozen.py against the build
+#   packaging/build_frozen.sh --clean    rebuild from scratch (drops PyInstaller's analysis cache)
+#   packaging/build_frozen.sh --no-test  build only
+#
+# Needs PyInstaller in the Python environment:  .venv/bin/pip install -e '.[freeze]'
+# PYTHON picks the interpreter (default .venv/bin/python); ADVISOR_FREEZE_TORCH=1 bundles torch.
+# The result runs on machines with the same or a newer glibc than the build machine.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-.venv/bin/python}
+clean=() run_tests=1
+for arg in "$@"; do
+    case $arg in
+        --clean) clean=(--clean) ;;
+        --no-test) run_tests=0 ;;
+        *) echo "usage: $0 [--clean] [--no-test]" >&2; exit 2 ;;
+    esac
+done
+
+if ! "$PYTHON" -c "import PyInstaller" 2>/dev/null; then
+    echo "PyInstaller is not installed for $PYTHON: run  $PYTHON -m pip install -e '.[freeze]'" >&2
+    exit 2
+fi
+
+start=$(date +%s)
+"$PYTHON" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
+    --distpath dist --workpath build/pyinstaller packaging/advisor.spec
+app=dist/advisor/advisor
+echo "built $app in $(( $(date +%s) - start )) s; folder size $(du -sh dist/advisor | cut -f1)"
+"$app" --version
+
+if [[ $run_tests == 1 ]]; then
+    ADVISOR_FROZEN_APP="$PWD/$app" "$PYTHON" -m pytest -q -p no:cacheprovider -rs tests/packaging/test_frozen.py
+fi
