@@ -138,10 +138,13 @@ def test_failed_write_leaves_the_user_catalog_intact(tmp_path, monkeypatch):
     offers = im.parse_skypilot_csv(SKY, "aws", price_date="2026-11-30").offers
     path, _ = im.apply_import(offers[:1])
     before = path.read_bytes()
-    monkeypatch.setattr(os, "replace", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
-    with pytest.raises(OSError):
-        im.apply_import(offers)
-    monkeypatch.undo()
+    def boom(*_a, **_k):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", boom)
+        with pytest.raises(OSError):
+            im.apply_import(offers)
     assert path.read_bytes() == before
 
 

@@ -97,10 +97,10 @@ def test_failed_replace_keeps_the_old_file(tmp_path, monkeypatch):
     def boom(*_a, **_k):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
-        save_scenario(path, Scenario(plan={"gpus": 1}))
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", boom)
+        with pytest.raises(OSError):
+            save_scenario(path, Scenario(plan={"gpus": 1}))
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["a.toml"]  # no temp file left behind
 
