@@ -37,10 +37,8 @@ def breakeven_days(hardware_usd: float, cloud_usd_per_h: float, kw: float, usd_p
             raise ValueError(f"{name}: must be a finite number of zero or more, got {v!r}")
     if not (math.isfinite(utilisation) and 0 < utilisation <= 1):
         raise ValueError(f"utilisation: must be more than 0 and at most 1, got {utilisation!r}")
-    margin = cloud_usd_per_h - kw * usd_per_kwh
-    if margin <= 0:
-        return None
-    return hardware_usd / (24.0 * utilisation * margin)
+    denominator = 24.0 * utilisation * (cloud_usd_per_h - kw * usd_per_kwh)
+    return _finite_or_none(hardware_usd, denominator)
 
 
 def break_even_device_hours(owned_fixed_usd_per_device: float, owned_variable_usd_per_device_hour: float,
@@ -60,9 +58,16 @@ def break_even_device_hours(owned_fixed_usd_per_device: float, owned_variable_us
         if not math.isfinite(v) or v < 0:
             raise ValueError(f"{name}: must be a finite number of zero or more, got {v!r}")
     margin = cloud_usd_per_device_hour - owned_variable_usd_per_device_hour
-    if margin <= 0:
+    return _finite_or_none(owned_fixed_usd_per_device, margin)
+
+
+def _finite_or_none(numerator: float, denominator: float) -> float | None:
+    """numerator / denominator, or None ("never") when the saving per hour is nil, negative or too small to
+    reach the outlay in any representable time."""
+    if denominator <= 0:
         return None
-    return owned_fixed_usd_per_device / margin
+    result = numerator / denominator
+    return result if math.isfinite(result) else None
 
 
 def months_of_use(device_hours: float | None, hours_per_day: float) -> float | None:

@@ -119,7 +119,7 @@ def datacenter_kw_per_device(tdp_w: float, a: CostAssumptions) -> float:
 
 
 def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: CostAssumptions,
-                   spot: bool = False, reserved_years: int = 0,
+                   spot: bool = False, reserved_years: int | None = None,
                    accel: Accelerator | None = None) -> CloudQuote:
     """Price a job of ``devices`` accelerators for ``hours`` on a cloud offer.
 
@@ -134,7 +134,9 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
         hours: wall-clock hours of the job.
         assumptions: spot rework, discounts, storage and egress, datacenter power for the energy figure.
         spot: price at the spot rate.
-        reserved_years: 0, 1 or 3; the reserved/committed discount of the provider.
+        reserved_years: 0, 1 or 3: the reserved/committed discount of the provider. None (the default) takes
+            ``assumptions.reserved_years`` for an on-demand quote, where the provider publishes a discount, and
+            no term for a spot quote or a provider without one.
         accel: the offer's accelerator, for the energy figure (TDP-based, information only, zero cost).
     Returns:
         A :class:`CloudQuote`.
@@ -143,6 +145,10 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
             published discount for.
     """
     _check_job(devices, hours)
+    if reserved_years is None:
+        reserved_years = assumptions.reserved_years
+        if spot or assumptions.reserved_discount(offer.provider, reserved_years) is None:
+            reserved_years = 0
     if spot and reserved_years:
         raise ValueError("reserved_years: spot prices cannot be reserved")
     price = offer.spot_usd_per_h if spot else offer.on_demand_usd_per_h

@@ -21,6 +21,9 @@ def test_dettmers_none_when_electricity_costs_more_than_renting():
     # 0.5 kW at 0.20 = 0.10 USD/h of electricity against 0.08 USD/h of cloud: renting always wins.
     assert breakeven_days(2000, 0.08, 0.5, 0.20, 1.0) is None
     assert breakeven_days(2000, 0.10, 0.5, 0.20, 1.0) is None  # equal: never
+    # A saving per hour so small that the outlay is never reached in any representable time: never, not inf.
+    assert breakeven_days(0.0, 5e-324, 0.0, 0.0, 0.01) is None
+    assert break_even_device_hours(1e300, 0.0, 1e-300) is None
 
 
 @pytest.mark.parametrize("args, match", [

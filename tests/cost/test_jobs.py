@@ -178,3 +178,17 @@ def test_owning_needs_price_and_tdp(fn):
             fn(accel, 1, 1, A)
     with pytest.raises(ValueError, match="devices"):
         fn(make_accel(), 0, 1, A)
+
+
+def test_reserved_term_from_the_assumptions():
+    # reserved_years=1 in the assumptions: AWS on-demand 10 USD/h -> 5.9 (41 percent off); spot keeps its price;
+    # RunPod publishes no discount and keeps on-demand. An explicit 0 overrides the assumption.
+    a = A.with_overrides(reserved_years=1)
+    aws = make_offer("aws:r", od=10.0, spot=3.0)
+    q = cloud_job_cost(aws, 1, 1, a)
+    assert (q.total_usd, q.reserved_years, q.option_id) == (pytest.approx(5.9), 1, "cloud:aws:r:reserved-1y")
+    s = cloud_job_cost(aws, 1, 1, a, spot=True)
+    assert (s.usd_per_device_hour, s.reserved_years) == (pytest.approx(3.0), 0)
+    rp = cloud_job_cost(make_offer("runpod:r", provider="RunPod", od=2.0), 1, 1, a)
+    assert (rp.total_usd, rp.reserved_years, rp.option_id) == (pytest.approx(2.0), 0, "cloud:runpod:r")
+    assert cloud_job_cost(aws, 1, 1, a, reserved_years=0).total_usd == pytest.approx(10.0)
