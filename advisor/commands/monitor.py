@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import threading
 from pathlib import Path
 
 
@@ -41,7 +40,7 @@ def format_line(sample, simulated: bool) -> str:
     def num(v, fmt, unit=""):
         return "n/a" if v is None else f"{v:{fmt}}{unit}"
 
-    parts = [f"{sample.time_s:7.1f}s", f"cpu {num(h.cpu_util_pct, '5.1f', '%')}",
+    parts = [f"{sample.time_s:8.2f}s", f"cpu {num(h.cpu_util_pct, '5.1f', '%')}",
              f"mem {num(None if h.mem_used_bytes is None else h.mem_used_bytes / 2**30, '.1f')}"
              f"/{num(None if h.mem_total_bytes is None else h.mem_total_bytes / 2**30, '.1f', ' GiB')}"]
     for g in sample.gpus:
@@ -74,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--fake-gpu: {exc}") from None
 
     recorder = None
-    sampler = None
-    done = threading.Event()
     try:
         sampler = Sampler(gpu, select_host_backend(), interval_s=interval, laptop_safe=not args.no_laptop_safe)
         status = gpu.status()
@@ -91,22 +88,16 @@ def run(args: argparse.Namespace) -> int:
             print(banner, file=sys.stderr, flush=True)
         else:
             print(banner, flush=True)
-        if args.duration is not None:
-            duration = args.duration
+            simulated = gpu.simulated
 
-            def _until_duration(sample) -> None:
-                if sample.time_s >= duration - 1e-6:
-                    done.set()
+            def _print_line(sample) -> None:
+                print(format_line(sample, simulated), flush=True)
 
-            sampler.add_listener(_until_duration)
-        sampler.start()
+            sampler.add_listener(_print_line)
         try:
-            while not done.wait(min(interval, 0.25)):
-                _print_new(sampler, recorder is None, gpu.simulated)
+            sampler.run(duration_s=args.duration)  # in this thread: Ctrl-C ends it
         except KeyboardInterrupt:
             pass
-        sampler.stop()
-        _print_new(sampler, recorder is None, gpu.simulated)
         if recorder is not None:
             note = " (simulated hardware)" if gpu.simulated else ""
             print(f"recorded {recorder.rows} samples of {sampler.gpu_count} GPU(s) to {args.csv}{note}")
@@ -114,14 +105,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {sampler.last_error}", file=sys.stderr)
         return 0
     finally:
-        if sampler is not None:
-            sampler.stop()
         if recorder is not None:
             recorder.close()
         gpu.close()
-
-
-def _print_new(sampler, live: bool, simulated: bool) -> None:
-    for sample in sampler.drain():
-        if live:
-            print(format_line(sample, simulated), flush=True)

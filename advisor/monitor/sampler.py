@@ -110,7 +110,7 @@ class Sampler:
         return self._interval_s
 
     def set_interval(self, interval_s: float) -> None:
-        """Change the interval (0.1 to 10 s, else ValueError); the schedule restarts from now."""
+        """Change the interval (0.1 to 10 s, else ValueError); the next tick is one new interval from now."""
         value = check_interval(interval_s)
         with self._lock:
             self._interval_s = value
@@ -136,20 +136,28 @@ class Sampler:
 
     # ---------------------------------------------------------------- thread
     def start(self) -> None:
-        """Start the sampler thread (the first tick is immediate). Raises RuntimeError if already running."""
+        """Run the schedule on a background thread (the first tick is immediate).
+
+        Raises:
+            RuntimeError: already running.
+        """
         if self.running:
             raise RuntimeError("sampler already running")
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="advisor-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="advisor-sampler", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the thread and wait for it (idempotent). The backends stay open: their owner closes them."""
+        """Stop the schedule and wait for the thread (idempotent; callable from a listener).
+
+        The backends stay open: their owner closes them.
+        """
         self._stop.set()
         self._wake.set()
-        thread, self._thread = self._thread, None
+        thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+            self._thread = None
 
     def __enter__(self) -> Sampler:
         self.start()
@@ -158,25 +166,43 @@ class Sampler:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _run(self) -> None:
+    def run(self, *, max_ticks: int | None = None, duration_s: float | None = None) -> None:
+        """Run the schedule in the calling thread until ``stop()``, ``max_ticks`` samples, or ``duration_s``.
+
+        Tick k is due at ``start + k * interval``; with ``duration_s`` the tick due at exactly that time is
+        the last one. ``start()`` runs the same loop on a thread; the CLI and the tests call this directly.
+        """
+        self._stop.clear()
+        self._loop(max_ticks=max_ticks, duration_s=duration_s)
+
+    def _loop(self, max_ticks: int | None = None, duration_s: float | None = None) -> None:
         start = self._clock()
+        end = None if duration_s is None else start + duration_s + 1e-9
+        if self._t0 is None:
+            self._t0 = start
         k = 0
+        taken = 0
         while not self._stop.is_set():
             with self._lock:
                 interval = self._interval_s
                 if self._reschedule:
                     self._reschedule = False
-                    start, k = self._clock(), 0
-            now = self._clock()
+                    start, k = self._clock(), 1
             due = start + k * interval
+            if end is not None and due > end:
+                break
+            now = self._clock()
             if now < due:
                 self._wait(due - now)
                 self._wake.clear()
                 continue
             if not self._paused:
                 self.tick(now)
-            # The next tick on the grid after now: never the same one twice, never a burst of missed ones.
-            k = max(k + 1, int((now - start) // interval) + 1)
+                taken += 1
+                if max_ticks is not None and taken >= max_ticks:
+                    break
+            # Next tick on the grid after the read finished: never the same tick twice, no burst of missed ones.
+            k = max(k + 1, int((self._clock() - start) // interval) + 1)
 
     # ---------------------------------------------------------------- sampling
     def tick(self, now: float | None = None) -> MonitorSample:
