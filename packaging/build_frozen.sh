@@ -30,6 +30,9 @@ start=$(date +%s)
 "$PYTHON" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
     --distpath dist --workpath build/pyinstaller packaging/advisor.spec
 app=dist/advisor/advisor
+# Desktop integration travels with the app: dist/advisor/linux/install-desktop-entry.sh adds it to the menu.
+mkdir -p dist/advisor/linux
+cp packaging/linux/*.desktop packaging/linux/*.metainfo.xml packaging/linux/install-desktop-entry.sh dist/advisor/linux/
 echo "built $app in $(( $(date +%s) - start )) s; folder size $(du -sh dist/advisor | cut -f1)"
 "$app" --version
 

@@ -88,3 +88,29 @@ def test_metainfo_screenshots_exist_in_docs():
     assert not missing, (f"screenshots named in the metainfo but missing from docs/screenshots/: {missing} "
                          "(run packaging/update_screenshots.sh)")
 
+
+
+def test_install_script_puts_entry_metainfo_and_icons_in_place(tmp_path):
+    """packaging/linux/install-desktop-entry.sh installs into PREFIX/share and uninstalls cleanly."""
+    script = DESKTOP_FILE.parent / "install-desktop-entry.sh"
+    program = tmp_path / "bin dir" / "advisor-gui"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    proc = subprocess.run(["bash", str(script), "--prefix", str(tmp_path / "prefix"), "--exec", str(program)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    share = tmp_path / "prefix" / "share"
+    desktop = share / "applications" / DESKTOP_FILE.name
+    assert f'Exec="{program}"' in desktop.read_text().splitlines()
+    assert (share / "metainfo" / METAINFO_FILE.name).is_file()
+    assert (share / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg").is_file()
+    assert (share / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png").is_file()
+    if shutil.which("desktop-file-validate"):
+        check = subprocess.run(["desktop-file-validate", str(desktop)], capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+    proc = subprocess.run(["bash", str(script), "--prefix", str(tmp_path / "prefix"), "--uninstall"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not desktop.exists() and not list(share.rglob(f"{APP_ID}*"))
