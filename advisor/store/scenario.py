@@ -22,7 +22,7 @@ from advisor.store.atomic import write_atomic
 SCHEMA = "advisor.scenario/1"
 SCHEMA_PREFIX = "advisor.scenario/"
 
-# Type of each [plan] key: "int", "number" (int or float), "str" or "ids" (list of strings).
+# Type of each [plan] key: "int", "number" (int or float), "str", "bool" or "ids" (list of strings).
 PLAN_KEYS: dict[str, str] = {
     "model": "str", "params": "number", "active_params": "number",
     "layers": "int", "hidden": "int", "heads": "int", "kv_heads": "int", "ffn": "int", "vocab": "int",
@@ -31,7 +31,7 @@ PLAN_KEYS: dict[str, str] = {
     "seq_len": "int", "micro_batch": "int", "checkpointing": "str",
     "tokens": "number", "epochs": "number", "dataset_tokens": "number", "hours": "number",
     "context": "int", "batch": "int", "output_tokens": "int",
-    "accelerator": "ids", "mfu": "number", "lora_rank": "int", "quant": "str",
+    "accelerator": "ids", "mfu": "number", "lora_rank": "int", "quant": "str", "spot_offers": "bool",
 }
 
 _KNOWN_TABLES = ("plan", "assumptions", "notes")
@@ -122,6 +122,10 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
     if kind == "str":
         if not isinstance(value, str):
             raise ScenarioError(f"{label}: must be a string, got {value!r}")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{label}: must be true or false, got {value!r}")
         return value
     if kind == "ids":
         if isinstance(value, str):

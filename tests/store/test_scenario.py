@@ -56,6 +56,7 @@ def test_legacy_schema_is_migrated(tmp_path):
     (b"schema = \"advisor.scenario/1\"\n[plan]\ngpus = \"eight\"\n", "plan.gpus"),
     (b"schema = \"advisor.scenario/1\"\n[plan]\ngpus = 2.5\n", "plan.gpus"),
     (b"schema = \"advisor.scenario/1\"\n[plan]\nmfu = true\n", "plan.mfu"),
+    (b"schema = \"advisor.scenario/1\"\n[plan]\nspot_offers = 1\n", "plan.spot_offers"),
     (b"schema = \"advisor.scenario/1\"\n[plan]\ntokens = nan\n", "plan.tokens"),
     (b"schema = \"advisor.scenario/1\"\n[plan]\naccelerator = [1]\n", "plan.accelerator"),
     (b"schema = \"advisor.scenario/1\"\n[plan]\n[assumptions]\nx = [1]\n", "assumptions.x"),
@@ -135,3 +136,39 @@ def test_plan_keys_from_args():
 
     ns = argparse.Namespace(gpus=4, model=None, accelerator=["h100-sxm"], tokens=1e9, json=True)
     assert sc.plan_keys_from_args(ns) == {"gpus": 4, "accelerator": ["h100-sxm"], "tokens": 1e9}
+
+
+def test_plan_keys_match_the_planner_request_fields():
+    """Every [plan] key is a field of the planner's request and every request field can be saved."""
+    from dataclasses import fields
+
+    planner = pytest.importorskip("advisor.planner")
+    names = {f.name for f in fields(planner.PlanRequest)} - {"assumptions"}
+    assert set(sc.PLAN_KEYS) == names
+
+
+def _plan_json(capsys, argv):
+    import json
+
+    from advisor.cli import main
+
+    capsys.readouterr()
+    assert main(["plan", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_scenario_saved_and_reopened_gives_the_same_plan_json(tmp_path, capsys):
+    pytest.importorskip("advisor.planner")
+    flags = ["--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8", "--gpus", "2",
+             "--accelerator", "rtx-4090", "--accelerator", "h100-sxm", "--seq-len", "4096",
+             "--electricity-usd-per-kwh", "0.3"]
+    by_flags = _plan_json(capsys, flags)
+    scenario = Scenario(plan={"model": "llama-3-8b", "workload": "lora", "tokens": 2e8, "gpus": 2,
+                              "accelerator": ["rtx-4090", "h100-sxm"], "seq_len": 4096},
+                        assumptions={"electricity_usd_per_kwh": 0.3}, notes={"why": "compare a home rig"})
+    path = save_scenario(tmp_path / "a.toml", scenario)
+    by_file = _plan_json(capsys, [str(path)])
+    assert by_file == by_flags
+    resaved = save_scenario(tmp_path / "b.toml", load_scenario(path))
+    assert resaved.read_bytes() == path.read_bytes()
+    assert _plan_json(capsys, [str(resaved)]) == by_flags
