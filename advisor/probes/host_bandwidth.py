@@ -1,0 +1,99 @@
+"""Host memory bandwidth: STREAM-style copy, scale, add and triad on all physical cores.
+
+Method (PROBES.md, after McCalpin's STREAM): three preallocated arrays of random data, each at least
+4x the last-level cache and 256 MB; every kernel writes into a preallocated output (``out=``), so no
+allocation is timed; warm-up by time; many repetitions; the best and median in decimal GB/s.
+Bytes counted per element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
+"""
+
+from __future__ import annotations
+
+import time
+
+from advisor.probes._common import (GB, Timer, available_memory_bytes, last_level_cache_bytes, physical_cores,
+                                    probe, rate_result, require_torch, time_reps, torch_threads)
+from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
+
+NAME = "host-bandwidth"
+#: bytes counted per element, in units of the element size (PROBES.md table)
+STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
+SCALAR = 3.0
+
+
+def kernels(torch, a, b, c):
+    """The timed kernels over preallocated arrays: each writes into an existing tensor."""
+    return {
+        "copy": lambda: c.copy_(a),
+        "scale": lambda: torch.mul(c, SCALAR, out=b),
+        "add": lambda: torch.add(a, b, out=c),
+        "triad": lambda: torch.add(b, c, alpha=SCALAR, out=a),
+    }
+
+
+def default_elements(quick: bool, itemsize: int) -> int:
+    """Elements per array: >= 4x the last-level cache and >= 256 MB (quick) or 640 MB (full)."""
+    floor = 256 * 10**6 if quick else 640 * 10**6
+    per_array = max(4 * last_level_cache_bytes(), floor)
+    return per_array // itemsize
+
+
+@probe(NAME)
+def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = None, *,
+        elements: int | None = None, reps: int | None = None, warmup_s: float | None = None,
+        dtype: str = "float64", threads: int | None = None, trials: int | None = None,
+        timer: Timer = time.perf_counter):
+    """Measure host memory bandwidth.
+
+    Args:
+        device: must be ``"cpu"`` (device memory is the device-bandwidth probe).
+        elements: elements per array (default from the cache size, see :func:`default_elements`).
+        reps: timed repetitions per kernel per trial (default 10 quick, 20 full).
+        warmup_s: warm-up time per kernel.
+        dtype: ``float64`` (as STREAM) or ``float32``.
+        threads: torch threads (default: all physical cores).
+        trials: rounds over all kernels; the best over all rounds is kept (default 1 quick, 3 full).
+        timer: clock for the timed calls (tests inject a fake one).
+    Returns:
+        ProbeResult with kernels copy, scale, add, triad in GB/s.
+    """
+    if device != "cpu":
+        raise ProbeSkipped("host-bandwidth measures host memory: use --device cpu "
+                           "(the device-bandwidth probe measures GPU memory)")
+    torch = require_torch()
+    tdtype = {"float64": torch.float64, "float32": torch.float32}[dtype]
+    itemsize = torch.empty((), dtype=tdtype).element_size()
+    n = int(elements or default_elements(quick, itemsize))
+    need = 3 * n * itemsize
+    avail = available_memory_bytes()
+    if avail is not None and need > 0.6 * avail:
+        n = int(0.6 * avail / 3 / itemsize)
+        if n * itemsize < 64 * 10**6:
+            raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
+    reps = int(reps or (10 if quick else 20))
+    trials = int(trials or (1 if quick else 3))
+    warmup_s = 0.1 if quick and warmup_s is None else (0.3 if warmup_s is None else warmup_s)
+    nthreads = int(threads or physical_cores())
+
+    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of random {dtype}")
+    times: dict[str, list[float]] = {k: [] for k in STREAMS}
+    with torch_threads(torch, nthreads):
+        a = torch.rand(n, dtype=tdtype)
+        b = torch.rand(n, dtype=tdtype)
+        c = torch.rand(n, dtype=tdtype)
+        try:
+            calls = kernels(torch, a, b, c)
+            steps = trials * len(calls)
+            for t in range(trials):
+                for i, (name, fn) in enumerate(calls.items()):
+                    yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
+                    times[name] += time_reps(fn, reps=reps, warmup_s=warmup_s, cancel=cancel, timer=timer)
+        finally:
+            del a, b, c
+    results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s",
+                                 bytes_per_call=STREAMS[name] * itemsize * n)
+               for name, ts in times.items()}
+    return ProbeResult(
+        probe=NAME, device=device, results=results, peak=None,
+        params={"quick": quick, "elements": n, "array_bytes": n * itemsize, "dtype": dtype, "reps": reps,
+                "trials": trials, "threads": nthreads, "warmup_s": warmup_s},
+        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of all repetitions",))

@@ -1,0 +1,193 @@
+"""Probe history: every result with the machine's fingerprint, parameters, time and clock/power samples.
+
+An SQLite database ``probe_history.sqlite3`` in ``paths.data_dir()``. The schema version is SQLite's
+``user_version``; a file that is not a readable database is kept aside and a fresh one started.
+
+    from advisor.store.probe_history import ProbeHistory
+    with ProbeHistory() as h:
+        run_id = h.add(result_doc, fingerprint, samples)
+        for entry in h.list(probe="host-bandwidth", limit=20): ...
+        h.compare(a_id, b_id)    # kernel -> (best a, best b, ratio)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sqlite3
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor import paths
+from advisor.store.atomic import keep_aside
+
+SCHEMA_VERSION = 1
+FILE_NAME = "probe_history.sqlite3"
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    probe TEXT NOT NULL,
+    device TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    duration_s REAL,
+    fingerprint_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    params TEXT NOT NULL,
+    result TEXT NOT NULL,
+    samples TEXT NOT NULL,
+    skipped TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_probe ON runs (probe, started_at);
+CREATE INDEX IF NOT EXISTS runs_machine ON runs (fingerprint_id, started_at);
+"""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One stored probe run.
+
+    Attributes:
+        id: row id (use it to compare or delete).
+        probe, device: what was measured.
+        started_at: ISO time the probe started; recorded_at: when it was stored.
+        duration_s: the probe's wall time.
+        fingerprint: the machine description (``fingerprint["id"]`` is its short hash).
+        params: the probe's parameters.
+        result: the ``advisor.probe/1`` document.
+        samples: clock/power/temperature readings taken during the run.
+        skipped: the skip reason, or None.
+    """
+
+    id: int
+    probe: str
+    device: str
+    started_at: str
+    recorded_at: str
+    duration_s: float | None
+    fingerprint: Mapping[str, Any]
+    params: Mapping[str, Any]
+    result: Mapping[str, Any]
+    samples: Sequence[Mapping[str, Any]]
+    skipped: str | None
+
+    def best(self) -> dict[str, tuple[float, str]]:
+        """Kernel -> (best figure, unit)."""
+        return {k: (v["best"], v["unit"]) for k, v in (self.result.get("results") or {}).items()}
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "probe": self.probe, "device": self.device, "started_at": self.started_at,
+                "recorded_at": self.recorded_at, "duration_s": self.duration_s, "fingerprint": dict(self.fingerprint),
+                "params": dict(self.params), "result": dict(self.result), "samples": list(self.samples),
+                "skipped": self.skipped}
+
+
+def history_file() -> Path:
+    """Path of the history database (it may not exist yet)."""
+    return paths.data_dir() / FILE_NAME
+
+
+class ProbeHistory:
+    """The probe history database. Open, use, close (or use as a context manager)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else history_file()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            aside = keep_aside(self.path)
+            print(f"warning: unreadable probe history kept aside as {aside} ({exc})", file=sys.stderr)
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=10)
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"history schema {version} is newer than this advisor ({SCHEMA_VERSION})")
+            db.executescript(_DDL)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.commit()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ProbeHistory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def add(self, result: Mapping[str, Any], fingerprint: Mapping[str, Any],
+            samples: Sequence[Mapping[str, Any]] = ()) -> int:
+        """Store one ``advisor.probe/1`` document; returns its id."""
+        recorded = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        with self._db:
+            cur = self._db.execute(
+                "INSERT INTO runs (probe, device, started_at, recorded_at, duration_s, fingerprint_id, fingerprint,"
+                " params, result, samples, skipped) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (result["probe"], result["device"], result.get("started_at") or recorded, recorded,
+                 result.get("duration_s"), str(fingerprint.get("id", "")), json.dumps(dict(fingerprint)),
+                 json.dumps(result.get("params") or {}), json.dumps(dict(result)), json.dumps(list(samples)),
+                 result.get("skipped")))
+        return int(cur.lastrowid)
+
+    def list(self, probe: str | None = None, device: str | None = None, fingerprint_id: str | None = None,
+             limit: int = 50) -> list[HistoryEntry]:
+        """Stored runs, newest first, optionally filtered."""
+        where, args = [], []
+        for col, val in (("probe", probe), ("device", device), ("fingerprint_id", fingerprint_id)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
+        return [self._entry(row) for row in self._db.execute(sql, (*args, int(limit)))]
+
+    def get(self, run_id: int) -> HistoryEntry | None:
+        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+        return None if row is None else self._entry(row)
+
+    def delete(self, run_id: int) -> bool:
+        with self._db:
+            return self._db.execute("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
+
+    def clear(self) -> int:
+        """Delete every run; returns how many."""
+        with self._db:
+            return self._db.execute("DELETE FROM runs").rowcount
+
+    def compare(self, a_id: int, b_id: int) -> dict[str, dict[str, Any]]:
+        """Kernel -> {"a", "b", "unit", "ratio" (b/a)} for the kernels both runs measured.
+
+        Raises:
+            KeyError: either run does not exist.
+        """
+        a, b = self.get(a_id), self.get(b_id)
+        if a is None or b is None:
+            raise KeyError(f"no such run: {a_id if a is None else b_id}")
+        ka, kb = a.best(), b.best()
+        out = {}
+        for kernel in ka.keys() & kb.keys():
+            (va, unit), (vb, _) = ka[kernel], kb[kernel]
+            out[kernel] = {"a": va, "b": vb, "unit": unit, "ratio": vb / va if va else None}
+        return dict(sorted(out.items()))
+
+    @staticmethod
+    def _entry(row) -> HistoryEntry:
+        (rid, probe, device, started, recorded, duration, _fid, fp, params, result, samples, skipped) = row
+        return HistoryEntry(id=rid, probe=probe, device=device, started_at=started, recorded_at=recorded,
+                            duration_s=duration, fingerprint=json.loads(fp), params=json.loads(params),
+                            result=json.loads(result), samples=json.loads(samples), skipped=skipped)
