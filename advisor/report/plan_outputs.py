@@ -1,0 +1,141 @@
+"""The extra outputs of ``advisor plan``: ``--report``, ``--launch``, ``--save-scenario`` and ``--fleet``.
+
+Kept here so ``advisor/commands/plan.py`` needs three calls only: ``add_output_flags`` when the parser is
+built, ``prepare_values`` for each plan's merged values, and ``write_outputs`` once the plans are made.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+LAUNCH_KINDS = ("torchrun", "sbatch", "skypilot")
+
+
+def add_output_flags(group) -> None:
+    """Add the flags to an argparse parser or argument group."""
+    group.add_argument("--report", metavar="FILE", action="append", default=[],
+                       help="write a report of the plan(s): .html, .pdf, .md or .csv (repeatable)")
+    group.add_argument("--launch", choices=LAUNCH_KINDS, help="print a launch spec for one option "
+                       "(with --json: needs --launch-file)")
+    group.add_argument("--option", metavar="ID", help="option for --launch (default: the cheapest that fits)")
+    group.add_argument("--launch-file", metavar="FILE", help="write the --launch spec to FILE instead of stdout")
+    group.add_argument("--save-scenario", metavar="FILE", help="save this plan's inputs as a scenario file (TOML)")
+    group.add_argument("--fleet", action="store_true",
+                       help="plan against the GPUs of the imported fleet (advisor fleet import)")
+
+
+def prepare_values(args, values: dict) -> dict:
+    """Apply ``--fleet`` to one plan's merged values: restrict the accelerators to the fleet's.
+
+    Raises:
+        UsageError: when the fleet is empty or shares no accelerator with ``--accelerator``.
+    """
+    if not getattr(args, "fleet", False):
+        return values
+    from advisor.cli import UsageError
+    from advisor.store.fleet import fleet_accelerators, load_fleet
+
+    available = fleet_accelerators(load_fleet())
+    if not available:
+        raise UsageError("fleet: the fleet has no GPU from the catalog (import machines with "
+                         "'advisor fleet import FILE')")
+    wanted = values.get("accelerator") or list(available)
+    chosen = [a for a in wanted if a in available]
+    if not chosen:
+        raise UsageError(f"accelerator: none of {', '.join(wanted)} is in the fleet "
+                         f"({', '.join(available)})")
+    return {**values, "accelerator": chosen}
+
+
+def scenario_from_values(values: dict, notes: dict | None = None):
+    """The ``Scenario`` of one plan's merged values (what ``--save-scenario`` writes)."""
+    from advisor.store.scenario import PLAN_KEYS, Scenario
+
+    plan = {}
+    for key, value in values.items():
+        if key in PLAN_KEYS and value is not None:
+            plan[key] = list(value) if isinstance(value, (list, tuple)) else value
+    if plan.get("accelerator") == []:
+        del plan["accelerator"]
+    assumptions = {k: v for k, v in (values.get("assumptions") or {}).items() if v is not None}
+    return Scenario(plan=plan, assumptions=assumptions, notes=dict(notes or {}))
+
+
+def write_outputs(args, results, values_list, scenarios=None) -> None:
+    """Write what the output flags ask for, after the plans are made.
+
+    Args:
+        results: the plans (objects with ``to_json()``) or their ``advisor.plan/1`` documents.
+        values_list: the merged values each plan was made from (same order).
+        scenarios: the ``Scenario`` each plan came from, or None entries.
+    Raises:
+        UsageError: a flag that cannot be honoured (one line naming it); files already written stay.
+    """
+    from advisor.cli import UsageError
+
+    docs = [r if isinstance(r, dict) else r.to_json() for r in results]
+    if getattr(args, "fleet", False):
+        _fleet_notes(docs)
+    if getattr(args, "save_scenario", None):
+        if len(docs) != 1:
+            raise UsageError("--save-scenario: give one scenario file (or none), not several")
+        from advisor.store.scenario import ScenarioError, save_scenario
+
+        notes = getattr((scenarios or [None])[0], "notes", None)
+        try:
+            path = save_scenario(args.save_scenario, scenario_from_values(values_list[0], notes))
+        except ScenarioError as exc:
+            raise UsageError(f"--save-scenario: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"--save-scenario: cannot write {args.save_scenario}: {exc.strerror or exc}") from None
+        print(f"scenario saved to {path}", file=sys.stderr)
+    for target in getattr(args, "report", None) or []:
+        from advisor.report import ReportError, write_report
+
+        try:
+            path = write_report(docs, target)
+        except ReportError as exc:
+            raise UsageError(f"--report: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"--report: cannot write {target}: {exc.strerror or exc}") from None
+        print(f"report written to {path}", file=sys.stderr)
+    if getattr(args, "launch", None):
+        _launch(args, docs)
+    elif getattr(args, "option", None) or getattr(args, "launch_file", None):
+        raise UsageError("--option/--launch-file: only with --launch torchrun|sbatch|skypilot")
+
+
+def _launch(args, docs) -> None:
+    from advisor.cli import UsageError
+    from advisor.report.launch import LaunchError, render_launch
+
+    if len(docs) != 1:
+        raise UsageError("--launch: needs a single plan, not a comparison of several")
+    if getattr(args, "json", False) and not args.launch_file:
+        raise UsageError("--launch: with --json, give --launch-file FILE (stdout holds the JSON document)")
+    try:
+        text = render_launch(args.launch, docs[0], args.option)
+    except LaunchError as exc:
+        raise UsageError(str(exc)) from None
+    if args.launch_file:
+        from advisor.store.atomic import write_atomic
+
+        path = write_atomic(args.launch_file, text)
+        if args.launch in ("torchrun", "sbatch"):
+            path.chmod(path.stat().st_mode | 0o100)  # a script the owner can run
+        print(f"{args.launch} spec written to {Path(path)}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def _fleet_notes(docs) -> None:
+    """Warn when an owned option needs more devices than the fleet has."""
+    from advisor.store.fleet import fleet_accelerators, load_fleet
+
+    available = fleet_accelerators(load_fleet())
+    for doc in docs:
+        for o in doc.get("options") or []:
+            have = available.get(o.get("accelerator"), 0)
+            if o.get("kind") != "cloud" and o.get("fits") and o.get("devices", 0) > have:
+                print(f"warning: {o['id']} needs {o['devices']} devices; the fleet has {have}", file=sys.stderr)

@@ -1,0 +1,80 @@
+"""The --report / --launch / --save-scenario / --fleet outputs of advisor plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import yaml
+
+from advisor.cli import UsageError
+from advisor.report import plan_outputs as po
+from advisor.store.scenario import load_scenario
+
+
+def ns(**kw):
+    base = {"report": [], "launch": None, "option": None, "launch_file": None, "save_scenario": None,
+            "fleet": False, "json": False}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_flags_are_added():
+    p = argparse.ArgumentParser()
+    po.add_output_flags(p)
+    args = p.parse_args(["--report", "a.html", "--report", "a.csv", "--launch", "sbatch", "--option", "x",
+                         "--save-scenario", "s.toml", "--fleet"])
+    assert args.report == ["a.html", "a.csv"] and args.launch == "sbatch" and args.fleet
+
+
+def test_reports_launch_file_and_scenario(plan_doc, tmp_path, capsys):
+    values = {"model": "llama-3-70b", "workload": "pretrain", "tokens": 1e10, "gpus": 16,
+              "accelerator": ("h100-sxm",), "mfu": None, "assumptions": {"electricity_usd_per_kwh": 0.3}}
+    args = ns(report=[str(tmp_path / "r.html"), str(tmp_path / "r.md")], launch="skypilot",
+              option="cloud:aws:p5.48xlarge", launch_file=str(tmp_path / "task.yaml"),
+              save_scenario=str(tmp_path / "s.toml"), json=True)
+    po.write_outputs(args, [plan_doc], [values], [None])
+    assert "cloud:aws:p5.48xlarge" in (tmp_path / "r.html").read_text()
+    assert (tmp_path / "r.md").exists()
+    assert yaml.safe_load((tmp_path / "task.yaml").read_text())["num_nodes"] == 2
+    s = load_scenario(tmp_path / "s.toml")
+    assert s.plan == {"model": "llama-3-70b", "workload": "pretrain", "tokens": 1e10, "gpus": 16,
+                      "accelerator": ["h100-sxm"]}
+    assert s.assumptions == {"electricity_usd_per_kwh": 0.3}
+    assert capsys.readouterr().out == ""  # stdout stays free for the JSON document
+
+
+def test_launch_to_stdout_without_json(plan_doc, capsys):
+    po.write_outputs(ns(launch="sbatch"), [plan_doc], [{}])
+    assert capsys.readouterr().out.startswith("#!/bin/bash\n#SBATCH")
+
+
+@pytest.mark.parametrize("kw, n, message", [
+    ({"launch": "sbatch", "json": True}, 1, "--launch-file"),
+    ({"launch": "sbatch"}, 2, "single plan"),
+    ({"launch": "sbatch", "option": "cloud:nope"}, 1, "no option"),
+    ({"option": "x"}, 1, "only with --launch"),
+    ({"save_scenario": "x.toml"}, 2, "one scenario"),
+    ({"report": ["x.docx"]}, 1, "suffix"),
+])
+def test_flags_that_cannot_be_honoured(plan_doc, tmp_path, monkeypatch, kw, n, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=message):
+        po.write_outputs(ns(**kw), [plan_doc] * n, [{}] * n)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fleet_restricts_the_accelerators(tmp_path):
+    from advisor.store import fleet as fl
+
+    with pytest.raises(UsageError, match="fleet"):
+        po.prepare_values(ns(fleet=True), {"model": "x"})
+    doc = {"schema": "advisor.detect/1", "host": {"hostname": "n1"}, "cpu": {"logical_cores": 8},
+           "memory": {"total_bytes": 1}, "gpus": [{"index": i, "name": "H100", "memory_total_bytes": 1,
+                                                   "catalog_id": "h100-sxm"} for i in range(8)]}
+    (tmp_path / "n1.json").write_text(json.dumps(doc))
+    fl.import_detect_files([tmp_path / "n1.json"])
+    assert po.prepare_values(ns(fleet=True), {"model": "x"})["accelerator"] == ["h100-sxm"]
+    assert po.prepare_values(ns(), {"model": "x"}) == {"model": "x"}
+    with pytest.raises(UsageError, match="none of rtx-4090"):
+        po.prepare_values(ns(fleet=True), {"accelerator": ["rtx-4090"]})
