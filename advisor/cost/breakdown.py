@@ -5,11 +5,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Part names used by the cost model, in display order. Other names are allowed.
-PART_NAMES = (
-    "rent", "spot_rework", "storage", "egress",
-    "capex_share", "depreciation", "energy", "colocation", "support",
-)
+# Part names used by the cost model, in display order, with what each one is (for tables and tooltips).
+PART_HELP = {
+    "rent": "cloud instances billed for the job's hours (whole instances, after any reserved discount)",
+    "spot_rework": "extra spot hours paid to redo work lost to preemption",
+    "storage": "storage billed per instance-hour",
+    "egress": "data transfer out, once per job",
+    "capex_share": "on-prem capex (servers and network) written off over the hours of use",
+    "depreciation": "home hardware price less resale, spread over its hours of use",
+    "energy": "electricity for the job's hours",
+    "colocation": "data-centre space, cooling and network per kW, spread over the hours of use",
+    "support": "staff and support per GPU-year, spread over the hours of use",
+}
+PART_NAMES = tuple(PART_HELP)
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,9 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     instance_rate = price * (1.0 - discount)
     instances = math.ceil(devices / offer.accelerator_count)
     rework = assumptions.spot_rework_factor if spot else 0.0
-    rent = instances * instance_rate * hours
+    per_device = instance_rate / offer.accelerator_count
+    # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
+    rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
     parts = CostBreakdown.of(
         rent=rent,
         spot_rework=rent * rework,
@@ -173,7 +175,7 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     return CloudQuote(
         offer_id=offer.id, accelerator_id=offer.accelerator_id, devices=devices, hours=float(hours),
         spot=spot, reserved_years=reserved_years, instances=instances, usd_per_instance_hour=instance_rate,
-        usd_per_device_hour=instance_rate / offer.accelerator_count,
+        usd_per_device_hour=per_device,
         billed_device_hours=instances * offer.accelerator_count * hours * (1.0 + rework),
         energy_kwh=energy, breakdown=parts)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.cost import CostBreakdown
+from advisor.cost.breakdown import PART_HELP, PART_NAMES
 
 
 def test_parts_total_and_order():
@@ -31,3 +32,10 @@ def test_invalid_parts(parts, match):
 def test_bad_scale():
     with pytest.raises(ValueError, match="scale"):
         CostBreakdown.of(rent=1.0).scaled(-1)
+
+
+def test_every_part_the_model_uses_is_explained():
+    # The parts cloud, home and on-prem quotes produce (see test_jobs) all have a help text.
+    used = {"rent", "spot_rework", "storage", "egress", "depreciation", "energy", "capex_share", "colocation",
+            "support"}
+    assert used == set(PART_NAMES) and all(PART_HELP[n].strip() for n in used)
