@@ -177,7 +177,10 @@ def parse_skypilot_csv(text: str, provider: str, *, where: str = "skypilot csv",
     missing = [c for c in SKYPILOT_COLUMNS if c not in header]
     if missing:
         raise CatalogError(f"{where}: missing column(s) {', '.join(missing)}")
-    known = accelerators if accelerators is not None else load_catalog().accelerators
+    catalog = load_catalog()
+    known = accelerators if accelerators is not None else catalog.accelerators
+    spelling = {o.provider.lower(): o.provider for o in catalog.offers}
+    provider = spelling.get(provider.lower(), provider)  # "aws" -> "AWS", as the catalog writes it
     price_date = price_date or _today()
     skipped: list[str] = []
     by_instance: dict[str, list[tuple[str, dict, str]]] = {}
@@ -304,8 +307,15 @@ def read_offers_file(path: str | os.PathLike, *, provider: str | None = None, pr
     return parse_advisor_csv(text, where=where, accelerators=accelerators)
 
 
-def _provider_from_path(path: Path) -> str | None:
-    parent = path.resolve().parent.name.lower()
+def provider_from_url(url: str) -> str | None:
+    """The provider folder of a skypilot-catalog URL (``.../catalogs/v7/aws/vms.csv`` -> ``aws``), or None."""
+    from urllib.parse import urlparse
+
+    return _provider_from_path(Path(urlparse(url).path), resolve=False)
+
+
+def _provider_from_path(path: Path, resolve: bool = True) -> str | None:
+    parent = (path.resolve() if resolve else path).parent.name.lower()
     if not parent or parent in ("tmp", "catalogs", "cache") or re.fullmatch(r"v\d+", parent):
         return None
     return parent

@@ -179,7 +179,7 @@ def _export(args) -> int:
 
 
 def _check(args) -> int:
-    from advisor.catalog.importer import configured_update_url, download_prices, read_offers_file
+    from advisor.catalog.importer import configured_update_url, download_prices, provider_from_url, read_offers_file
     from advisor.cli import UsageError
 
     url = args.url or configured_update_url()
@@ -187,7 +187,8 @@ def _check(args) -> int:
         raise UsageError("catalog check-updates: url: no price list URL configured (give --url https://..., set "
                          "ADVISOR_PRICES_URL, or [updates] prices_url in the user catalog)")
     path = download_prices(url)
-    result = read_offers_file(path, provider=args.provider, price_date=args.price_date, region=args.region)
+    result = read_offers_file(path, provider=args.provider or provider_from_url(url), price_date=args.price_date,
+                              region=args.region)
     return _preview_and_apply(result, args)
 
 

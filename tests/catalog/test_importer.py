@@ -74,6 +74,7 @@ def test_skypilot_csv_one_offer_per_instance_cheapest_region():
     r = im.parse_skypilot_csv(SKY, "aws", price_date="2026-11-30", where="vms.csv")
     by_id = {o.id: o for o in r.offers}
     assert set(by_id) == {"aws:g5.xlarge", "aws:p5.48xlarge", "aws:p4de.24xlarge", "aws:box.4090"}
+    assert {o.provider for o in r.offers} == {"AWS"}  # the catalog's spelling of the provider
     g5 = by_id["aws:g5.xlarge"]
     assert (g5.region, g5.on_demand_usd_per_h, g5.spot_usd_per_h) == ("us-east-1", 0.9, 0.31)
     assert by_id["aws:p4de.24xlarge"].accelerator_id == "a100-80gb-sxm"
@@ -245,7 +246,7 @@ def test_update_check_downloads_over_https_only_when_asked(capsys, monkeypatch):
     doc = json.loads(capsys.readouterr().out)
     assert not doc["applied"] and any(o["id"] == "aws:p5.48xlarge" for o in doc["added"])
     assert "aws:p5.48xlarge" not in {o.id for o in load_catalog().offers}
-    assert main(["catalog", "check-updates", "--provider", "aws", "--apply"]) == 0
+    assert main(["catalog", "check-updates", "--apply"]) == 0  # provider from the URL's folder
     assert "aws:p5.48xlarge" in {o.id for o in load_catalog().offers}
     assert 'prices_url = "https://prices.example/aws/vms.csv"' in user.read_text()
 

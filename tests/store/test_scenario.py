@@ -172,3 +172,17 @@ def test_scenario_saved_and_reopened_gives_the_same_plan_json(tmp_path, capsys):
     resaved = save_scenario(tmp_path / "b.toml", load_scenario(path))
     assert resaved.read_bytes() == path.read_bytes()
     assert _plan_json(capsys, [str(resaved)]) == by_flags
+
+
+def test_recent_scenarios_newest_first_and_broken_list_kept_aside(tmp_path):
+    files = [save_scenario(tmp_path / f"s{i}.toml", GOOD) for i in range(12)]
+    for f in files:
+        sc.add_recent_scenario(f)
+    sc.add_recent_scenario(files[3])
+    recent = sc.recent_scenarios()
+    assert recent[0] == files[3].resolve() and len(recent) == sc.RECENT_MAX
+    files[11].unlink()
+    assert files[11].resolve() not in sc.recent_scenarios()
+    sc._recent_path().write_bytes(b"\xff garbage")
+    assert sc.recent_scenarios() == []
+    assert any(".broken-" in p.name for p in sc._recent_path().parent.iterdir())
