@@ -1,9 +1,10 @@
 """Work around a PySide6 reference-count bug that kills the process on Python before 3.12.
 
 PySide6 6.12.0 returns ``None`` from every void C++ method without taking a reference to it
-(``label.setText``, ``timer.start``, ``processEvents``...). Since Python 3.12 ``None`` is immortal
-(PEP 683), so nothing happens; on 3.11 each call lowers ``None``'s count by one and after a few
-thousand calls the interpreter aborts with "none_dealloc: deallocating None".
+(``label.setText``, ``timer.start``, ``processEvents``...), and passes ``True`` to Python slots the
+same way (a ``toggled(True)`` signal, pyqtgraph's ``setData``). Since Python 3.12 ``None``, ``True``
+and ``False`` are immortal (PEP 683), so nothing happens; on 3.11 each call lowers a count by one and
+after a few thousand calls the interpreter aborts with "none_dealloc: deallocating None".
 
 :func:`guard_none_refcount` detects the bug by calling one void method and, only when the count
 dropped, gives ``None`` the same very large count 3.12 gives immortal objects, so it can never reach
@@ -29,7 +30,7 @@ def _none_refcount_leaks() -> bool:
 
 
 def guard_none_refcount() -> bool:
-    """Make ``None`` effectively immortal when PySide6 leaks references to it.
+    """Make ``None``, ``True`` and ``False`` effectively immortal when PySide6 leaks references to them.
 
     Returns:
         True when the bug was found and the guard applied (False on Python >= 3.12 or a fixed PySide6).
@@ -39,7 +40,8 @@ def guard_none_refcount() -> bool:
     if not _none_refcount_leaks():
         return False
     # CPython layout: ob_refcnt is the first Py_ssize_t of every object, at its address (id()).
-    refcnt = ctypes.c_ssize_t.from_address(id(None))
-    refcnt.value += _HEADROOM
+    for singleton in (None, True, False):
+        refcnt = ctypes.c_ssize_t.from_address(id(singleton))
+        refcnt.value += _HEADROOM
     guard_none_refcount.applied = True
     return True

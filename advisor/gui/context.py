@@ -98,9 +98,13 @@ class AppContext(QObject):
         from advisor.monitor import Sampler
 
         interval = _float(self.settings.value("monitor/interval_s", 1.0), 1.0, 0.1, 10.0)
-        # Capacity for an hour at the fastest interval the window selector allows to show it all.
-        self.sampler = Sampler(self.gpu, self.host, interval_s=interval, capacity=36000)
-        self.sampler.start()
+        if self.screenshot_mode and self.simulated:
+            self.sampler = demo_sampler(self.fake_gpu, seconds=300)
+        else:
+            # Capacity for an hour at 0.1 s, so the 1 h window shows all of it at any interval.
+            self.sampler = Sampler(self.gpu, self.host, interval_s=0.2 if self.screenshot_mode else interval,
+                                   capacity=36000)
+            self.sampler.start()
         self.machine_ready.emit(self.machine)
 
     @Slot(str)
@@ -134,6 +138,27 @@ def open_hardware(fake_gpu, catalog):
     host = select_host_backend()
     profile = detect_machine(gpu, host, frameworks=False, catalog=catalog)
     return gpu, host, profile
+
+
+def demo_sampler(scenario: str, seconds: int = 300):
+    """A sampler already holding ``seconds`` of a fake scenario at 1 Hz, on a virtual clock (screenshots).
+
+    Its thread is not started: the history is complete when this returns.
+    """
+    from advisor.hw.fake import FakeGpuBackend, FakeHostBackend
+    from advisor.monitor import Sampler
+
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    sampler = Sampler(FakeGpuBackend(scenario, clock=clock), FakeHostBackend(clock=clock), interval_s=1.0,
+                      capacity=36000, clock=clock, wall_clock=lambda: 1.7e9 + now[0], process_interval_s=0.0)
+    for _ in range(seconds):
+        sampler.tick()
+        now[0] += 1.0
+    return sampler
 
 
 def _float(value, default: float, lo: float, hi: float) -> float:

@@ -103,6 +103,8 @@ class MainWindow(QMainWindow):
             self.stack.removeWidget(old)
             old.deleteLater()
             self._pages[page_id] = page
+            if page_id == "compare":  # Compare prices the Planner's plan: make sure there is one
+                self.page("planner").ensure_plan()
         return self._pages[page_id]
 
     def show_page(self, page_id: str) -> None:

@@ -1,11 +1,324 @@
-"""Placeholder."""
-from PySide6.QtWidgets import QLabel, QVBoxLayout
+"""Compare page: what the planned job costs at home, on-prem and in the cloud, and why.
+
+Charts: stacked bars of each option's job cost by part, time against cost with the Pareto front,
+and cumulative cost of owning against renting over hours of use (break-even). The cost assumptions
+sit beside the charts; editing one re-plans through the Planner (``AppContext.set_assumptions``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QFormLayout, QGridLayout, QLabel, QPushButton, QScrollArea,
+                               QSpinBox, QSplitter, QVBoxLayout, QWidget)
+
+from advisor.cost.assumptions import CostAssumptions
+from advisor.gui import settings as settings_mod
+from advisor.gui import theme as themes
+from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label
 from advisor.gui.pages.base import Page
+from advisor.gui.widgets import plots
+from advisor.units import fmt_hours, fmt_usd
+
+MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
+KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2}
+
+
+class AssumptionsWidget(QWidget):
+    """Editable cost assumptions with their units and sources as tooltips; ``overrides()`` differ from defaults."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.defaults = CostAssumptions()
+        described = self.defaults.describe()
+        self.form = QFormLayout(self)
+        self.form.setContentsMargins(0, 0, 0, 0)
+        self.widgets: dict[str, QWidget] = {}
+        names = [n for n in MAIN_ASSUMPTIONS if n in described]
+        names += [n for n in described if n not in names and hasattr(self.defaults, n)]
+        for i, name in enumerate(names):
+            if i == len(MAIN_ASSUMPTIONS):
+                self.form.addRow(QLabel("<b>More assumptions</b>"))
+            info = described[name]
+            value = getattr(self.defaults, name)
+            if isinstance(value, bool):
+                w = QCheckBox()
+                w.setChecked(value)
+                w.toggled.connect(self._on_edited)
+            elif isinstance(value, int):
+                w = QSpinBox()
+                w.setRange(0, 100)
+                w.setValue(value)
+                w.valueChanged.connect(self._on_edited)
+            elif isinstance(value, float):
+                w = QDoubleSpinBox()
+                w.setDecimals(2 if abs(value) < 100 else 0)
+                w.setRange(0.0, 1e7)
+                w.setSingleStep(max(0.01, abs(value) / 10))
+                w.setValue(value)
+                w.valueChanged.connect(self._on_edited)
+            else:
+                continue
+            w.setObjectName(f"assumption_{name}")
+            w.setToolTip(f"{info.get('help', '')}\nUnit: {info.get('unit', '')}\nDefault: {value} — "
+                         f"{info.get('origin', '')}")
+            label = QLabel(_label(name))
+            label.setToolTip(w.toolTip())
+            self.form.addRow(label, w)
+            self.widgets[name] = w
+        self.changed_callback = None
+
+    @Slot()
+    def _on_edited(self, *_args) -> None:
+        if self.changed_callback is not None:
+            self.changed_callback()
+
+    def overrides(self) -> dict:
+        """Assumptions whose value differs from the default."""
+        out = {}
+        for name, w in self.widgets.items():
+            value = w.isChecked() if isinstance(w, QCheckBox) else w.value()
+            if value != getattr(self.defaults, name):
+                out[name] = value
+        return out
+
+    def set_overrides(self, values: dict) -> None:
+        """Show saved overrides (others return to their defaults)."""
+        for name, w in self.widgets.items():
+            value = values.get(name, getattr(self.defaults, name))
+            w.blockSignals(True)
+            try:
+                if isinstance(w, QCheckBox):
+                    w.setChecked(bool(value))
+                elif isinstance(value, (int, float)):
+                    w.setValue(value)
+            finally:
+                w.blockSignals(False)
+
+
+def _label(name: str) -> str:
+    """A readable label from an assumption's field name (its unit is in the tooltip)."""
+    words = name.replace("_usd_per_kwh", " price").replace("_usd", "").replace("_w", "").replace("_", " ")
+    return words.replace("onprem", "on-prem").replace("pue", "PUE").capitalize()
 
 
 class ComparePage(Page):
-    page_id = "compare"
+    """Cost of the current plan across home, on-prem and cloud options."""
 
-    def __init__(self, ctx, parent=None):
+    page_id = "compare"
+    title = "Compare"
+
+    def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
-        QVBoxLayout(self).addWidget(QLabel("compare"))
+        self._items: list = []
+        self._scatter_items: list = []
+        self._be_items: list = []
+        self.result = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        layout.addWidget(split)
+
+        body = QWidget()
+        bl = QVBoxLayout(body)
+        bl.setContentsMargins(16, 12, 8, 8)
+        self.heading = QLabel("<h2 style='margin:0'>Compare: what the job costs</h2>")
+        bl.addWidget(self.heading)
+        self.summary = QLabel("Waiting for a plan from the Planner…")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setObjectName("compareSummary")
+        bl.addWidget(self.summary)
+        grid = QGridLayout()
+        grid.setSpacing(8)
+        self.cost_chart = plots.make_plot("Job cost by part (cheapest first)", "option", "", x_label="job cost",
+                                          x_unit="USD", legend=True, legend_columns=4, legend_offset=(-10, 4),
+                                          min_height=250)
+        self.cost_chart.setToolTip("Total cost of the whole job for each option, split into its parts: rent, "
+                                   "depreciation, energy, capex share, colocation, support, spot rework…")
+        self.cost_chart.getAxis("left").setWidth(215)
+        self.cost_chart.getAxis("left").setLabel("")
+        self.scatter = plots.make_plot("Time against cost (Pareto front highlighted)", "job cost", "USD",
+                                       x_label="job time", x_unit="h", legend=True, min_height=250)
+        self.scatter.setLogMode(x=True, y=True)
+        self.scatter.setToolTip("Every option that fits. The front joins the options no other beats on both time "
+                                "and cost: pick along it by how much a faster result is worth to you. Log axes.")
+        self.breakeven = plots.make_plot("Break-even: cost per device-hour against hours of use", "cost per "
+                                         "device-hour", "USD", x_label="hours of use per device over its life",
+                                         x_unit="h", legend=True, min_height=250)
+        self.breakeven.setLogMode(x=True, y=False)
+        self.breakeven.setToolTip("Owning (solid): net price spread over the hours you use it, plus power. Renting "
+                                  "(dashed): the cheapest cloud rate for the same device. Where they cross, owning "
+                                  "starts to pay off. Log time axis.")
+        for p in (self.cost_chart, self.scatter, self.breakeven):
+            p.setMouseEnabled(x=False, y=False)
+        grid.addWidget(self.cost_chart, 0, 0, 1, 2)
+        grid.addWidget(self.scatter, 1, 0)
+        grid.addWidget(self.breakeven, 1, 1)
+        grid.setRowStretch(0, 1)
+        grid.setRowStretch(1, 1)
+        bl.addLayout(grid, 1)
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet(f"color: {themes.current().muted}")
+        bl.addWidget(self.note)
+        split.addWidget(body)
+
+        side = QScrollArea()
+        side.setWidgetResizable(True)
+        side.setMinimumWidth(380)
+        side_body = QWidget()
+        sl = QVBoxLayout(side_body)
+        sl.setContentsMargins(8, 12, 16, 12)
+        sl.addWidget(QLabel("<h3 style='margin:0'>Assumptions</h3>"))
+        hint = QLabel("Change a figure to re-price every option. Hover one for its source.")
+        hint.setWordWrap(True)
+        sl.addWidget(hint)
+        self.assumptions = AssumptionsWidget()
+        self.assumptions.changed_callback = self._on_assumptions_edited
+        sl.addWidget(self.assumptions)
+        reset = QPushButton("Reset to defaults")
+        reset.clicked.connect(self._on_reset_clicked)
+        sl.addWidget(reset)
+        sl.addStretch(1)
+        side.setWidget(side_body)
+        split.addWidget(side)
+        split.setStretchFactor(0, 1)
+        split.setSizes([1000, 400])
+
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(250)
+        self._debounce.timeout.connect(self._on_debounce_timeout)
+        ctx.plan_ready.connect(self._on_ctx_plan_ready)
+        if ctx.last_plan is not None:
+            self._show(ctx.last_plan)
+
+    # ------------------------------------------------------------ assumptions
+    def _on_assumptions_edited(self) -> None:
+        self._debounce.start()
+
+    @Slot()
+    def _on_debounce_timeout(self) -> None:
+        self.ctx.set_assumptions(self.assumptions.overrides())
+
+    @Slot()
+    def _on_reset_clicked(self) -> None:
+        self.assumptions.set_overrides({})
+        self.ctx.set_assumptions({})
+
+    # ------------------------------------------------------------ drawing
+    @Slot(object)
+    def _on_ctx_plan_ready(self, result) -> None:
+        if result is None:
+            self.summary.setText("The Planner's inputs are not valid yet: fix them on the Planner page (Ctrl+4).")
+            return
+        self._show(result)
+
+    def _machine_ids(self) -> list[str]:
+        m = self.ctx.machine
+        return [g.catalog_id for g in m.gpus if g.catalog_id] if m is not None else []
+
+    def _show(self, result) -> None:
+        self.result = result
+        mine = self._machine_ids()
+        chosen = chart_selection(result, mine)
+        r = result.request
+        name = result.model_name or "custom model"
+        text = f"For <b>{r.workload} {name}</b> ({len(result.options)} options priced). "
+        best = result.best()
+        if best is not None:
+            text += (f"Cheapest: <b>{option_label(best)}</b>, {fmt_usd(best.cost_usd)} in {fmt_hours(best.hours)}. ")
+        example = dearer_hour_example(result)
+        if example:
+            text += "<br>" + example
+        self.summary.setText(text)
+        self._draw_costs(chosen)
+        self._draw_scatter(result)
+        self._draw_break_even(result, mine)
+        self.note.setText(f"Cloud prices as of {result.prices_as_of}; owned hardware is priced by depreciation over "
+                          f"its hours of use plus energy. Spot prices include rework for interruptions.")
+
+    def _draw_costs(self, chosen) -> None:
+        plots.clear_bars(self.cost_chart, self._items)
+        parts: list[str] = []
+        for o in chosen:
+            for k in o.cost_breakdown_usd:
+                if k not in parts and any(x.cost_breakdown_usd.get(k) for x in chosen):
+                    parts.append(k)
+        rows = list(reversed(chosen))  # cheapest at the top
+        series = [(p.replace("_", " "), [o.cost_breakdown_usd.get(p, 0.0) for o in rows]) for p in parts]
+        self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6)
+        plots.set_categories(self.cost_chart, [option_label(o) for o in rows], axis="left")
+        top = max((o.cost_usd for o in rows), default=1.0)
+        self.cost_chart.setXRange(0, top * 1.15, padding=0)
+        self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
+
+    def _draw_scatter(self, result) -> None:
+        for it in self._scatter_items:
+            self.scatter.removeItem(it)
+        self._scatter_items.clear()
+        fitting = [o for o in result.options if o.fits and o.hours > 0 and o.cost_usd > 0]
+        front = set(result.pareto_ids())
+        for kind, idx in KIND_INDEX.items():
+            pts = [o for o in fitting if o.kind == kind]
+            if not pts:
+                continue
+            # PlotDataItem, not ScatterPlotItem: only the former follows the plot's log axes.
+            item = pg.PlotDataItem([o.hours for o in pts], [o.cost_usd for o in pts], pen=None, symbol="o",
+                                   symbolSize=7, symbolBrush=pg.mkBrush(plots.color(idx)), symbolPen=None,
+                                   name=kind.replace("onprem", "on-prem"))
+            self.scatter.addItem(item)
+            self._scatter_items.append(item)
+        on_front = sorted((o for o in fitting if o.id in front), key=lambda o: o.hours)
+        if on_front:
+            t = themes.current()
+            line = pg.PlotDataItem([o.hours for o in on_front], [o.cost_usd for o in on_front], name="Pareto front",
+                                   pen=pg.mkPen(t.text, width=2), symbol="o", symbolSize=11,
+                                   symbolBrush=None, symbolPen=pg.mkPen(t.text, width=2))
+            self.scatter.addItem(line)
+            self._scatter_items.append(line)
+            ends = [(on_front[0], (0, -0.3))] + ([(on_front[-1], (0, 1.3))] if len(on_front) > 1 else [])
+            for o, anchor in ends:
+                label = pg.TextItem(option_label(o), color=t.text, anchor=anchor)
+                label.setPos(np.log10(o.hours), np.log10(o.cost_usd))
+                self.scatter.addItem(label)
+                self._scatter_items.append(label)
+
+    def _draw_break_even(self, result, mine) -> None:
+        for it in self._be_items:
+            self.breakeven.removeItem(it)
+        self._be_items.clear()
+        lines = break_even_lines(result, self.ctx.catalog, mine)
+        x = np.logspace(2, 5, 120)  # 100 h to 100,000 h of use
+        for i, b in enumerate(lines):
+            own = pg.PlotDataItem(x, b.fixed_usd / x + b.variable_usd_per_h, pen=plots.pen(i), name=b.label)
+            rent = pg.PlotDataItem(x[[0, -1]], [b.rent_usd_per_h] * 2, pen=plots.pen(i, style=Qt.PenStyle.DashLine))
+            self.breakeven.addItem(own)
+            self.breakeven.addItem(rent)
+            self._be_items += [own, rent]
+            if b.break_even_h:
+                text = f"{b.break_even_h:,.0f} h"
+                mark = plots.add_limit_line(self.breakeven, np.log10(b.break_even_h), text, index=i,
+                                            horizontal=False, label_position=0.55 - 0.12 * i, label_anchor=(0, 0))
+                self._be_items.append(mark)
+        top = max((b.rent_usd_per_h for b in lines), default=1.0)
+        self.breakeven.setYRange(0, 2.5 * top, padding=0)
+        self.breakeven.setXRange(2, 5, padding=0)
+
+    # ------------------------------------------------------------ page hooks
+    def save_state(self, s) -> None:
+        settings_mod.write_json(s, "compare/assumptions", self.assumptions.overrides())
+
+    def restore_state(self, s) -> None:
+        saved = settings_mod.read_json(s, "compare/assumptions", {})
+        self.assumptions.set_overrides(saved)
+        if saved != self.ctx.assumptions:
+            self.ctx.set_assumptions(self.assumptions.overrides())
+
+    def is_ready(self) -> bool:
+        return self.result is not None
+
+    def shutdown(self) -> None:
+        self._debounce.stop()

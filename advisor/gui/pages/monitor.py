@@ -1,11 +1,377 @@
-"""Placeholder."""
-from PySide6.QtWidgets import QLabel, QVBoxLayout
+"""Monitor page: live plots of every GPU and the host, events, processes, CSV export.
+
+Sampling and drawing are separate loops (STYLE.md rule 9): the shared ``Sampler`` thread fills a
+bounded history; a QTimer here drains it at the drawing rate (at most 4 redraws a second) and
+updates plots that were built once, with ``setData`` (rule 10). A hidden page drains but does not draw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
+                               QPushButton, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+
+from advisor.gui.monitor_data import EventTracker, export_csv
 from advisor.gui.pages.base import Page
+from advisor.gui.pages.machine import UTIL_TIP
+from advisor.gui.widgets import plots
+from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.gui.workers import GeneratorWorker
+from advisor.units import fmt_bytes
+
+WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
+MIN_DRAW_MS = 250
+
+# (key, title, y label, unit, metrics per GPU [(metric, dashed)], scale, tooltip)
+GPU_CHARTS = (
+    ("util", "GPU utilisation", "utilisation", "%", (("util_pct", False),), 1.0, UTIL_TIP),
+    ("mem", "GPU memory used", "memory", "B", (("mem_used_bytes", False),), 1.0,
+     "memory allocated on each device; the dashed line is the device's total"),
+    ("power", "GPU power", "power", "W", (("power_w", False),), 1.0,
+     "board power draw; the dashed line is the power limit"),
+    ("temp", "GPU temperature", "temperature", "°C", (("temp_c", False),), 1.0, "GPU core temperature"),
+    ("clock", "GPU clocks (SM solid, memory dashed)", "clock", "Hz", (("sm_clock_mhz", False), ("mem_clock_mhz", True)), 1e6,
+     "SM clock (solid) and memory clock (dashed); clocks drop when the GPU throttles"),
+    ("pcie", "PCIe traffic (rx solid, tx dashed)", "throughput", "B/s", (("pcie_rx_bps", False), ("pcie_tx_bps", True)), 1.0,
+     "host-to-device (rx, solid) and device-to-host (tx, dashed) PCIe throughput, bytes per second"),
+)
+HOST_CHARTS = (
+    ("cpu", "CPU load", "load", "%", (("cpu_util_pct", False, "all cores"),),
+     "mean load over all logical cores (tick 'per core' for each core)"),
+    ("ram", "Host memory", "memory", "B", (("mem_used_bytes", False, "used"), ("swap_used_bytes", True, "swap")),
+     "host RAM in use (solid) and swap in use (dashed)"),
+    ("disk", "Disk I/O", "throughput", "B/s", (("disk_read_bps", False, "read"), ("disk_write_bps", True, "write")),
+     "all disks, bytes per second"),
+    ("net", "Network", "throughput", "B/s", (("net_rx_bps", False, "received"), ("net_tx_bps", True, "sent")),
+     "all interfaces, bytes per second"),
+)
+
+
+def _process_columns() -> list[Column]:
+    return [
+        Column("PID", lambda p: p.pid, align_right=True),
+        Column("name", lambda p: p.name, tip="— when the PID is in another namespace (a container)"),
+        Column("user", lambda p: p.user),
+        Column("GPU", lambda p: p.gpu_index, align_right=True),
+        Column("GPU memory (MiB)", lambda p: p.gpu_mem_bytes, lambda v: f"{v / 2**20:,.0f}", align_right=True,
+               tip="memory the process holds on the GPU; — where the driver cannot tell (Windows WDDM)"),
+        Column("CPU (%)", lambda p: p.cpu_pct, lambda v: f"{v:.0f}", align_right=True),
+        Column("host memory", lambda p: p.host_mem_bytes, lambda v: fmt_bytes(v, binary=True), align_right=True),
+        Column("kind", lambda p: p.kind),
+    ]
+
+
+def _event_columns() -> list[Column]:
+    return [Column("time", lambda e: e.clock), Column("GPU", lambda e: e.gpu_index, align_right=True),
+            Column("kind", lambda e: e.kind), Column("what happened", lambda e: e.text, cell_tip=lambda e: e.text)]
 
 
 class MonitorPage(Page):
-    page_id = "monitor"
+    """Live charts over a chosen time window, with pause, interval, events, processes and CSV export."""
 
-    def __init__(self, ctx, parent=None):
+    page_id = "monitor"
+    title = "Monitor"
+
+    def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
-        QVBoxLayout(self).addWidget(QLabel("monitor"))
+        self._curves: list[tuple[str, float, object]] = []  # (metric, scale, PlotDataItem)
+        self._core_curves: list[tuple[str, object]] = []
+        self._limit_lines: list[tuple[str, object]] = []  # (metric, InfiniteLine)
+        self._plots: dict[str, object] = {}
+        self._events = EventTracker()
+        self._event_rows: list = []
+        self._dirty = False
+        self._samples_seen = 0
+        self._export_worker: GeneratorWorker | None = None
+        self._visible = False
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 8)
+        layout.addLayout(self._toolbar())
+        self.note = QLabel("Waiting for the hardware detection…")
+        self.note.setWordWrap(True)
+        layout.addWidget(self.note)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self._chart_host = QWidget()
+        self._grid = QGridLayout(self._chart_host)
+        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._grid.setSpacing(6)
+        scroll.setWidget(self._chart_host)
+        split.addWidget(scroll)
+        self.tabs = QTabWidget()
+        self.process_model = RecordTableModel(_process_columns(), [], self)
+        self.process_view = make_view(make_proxy(self.process_model, self))
+        self.process_view.setObjectName("processTable")
+        self.event_model = RecordTableModel(_event_columns(), [], self)
+        self.event_view = make_view(self.event_model)
+        self.event_view.setObjectName("eventTable")
+        self.tabs.addTab(self.process_view, "GPU processes")
+        self.tabs.addTab(self.event_view, "Events (throttling, lost GPUs)")
+        self.tabs.setTabToolTip(1, "Throttle reasons reported by the driver and GPUs that disappear, as they happen")
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 4)
+        split.setStretchFactor(1, 1)
+        split.setCollapsible(0, False)
+        split.setSizes([1000, 170])
+        self.tabs.setMinimumHeight(110)
+        layout.addWidget(split, 1)
+
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        if ctx.sampler is not None:
+            self._on_ctx_machine_ready(ctx.machine)
+
+    def _toolbar(self) -> QHBoxLayout:
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("<h2 style='margin:0'>Monitor</h2>"))
+        bar.addSpacing(16)
+        bar.addWidget(QLabel("Window"))
+        self.window_box = QComboBox()
+        for label, seconds in WINDOWS_S:
+            self.window_box.addItem(label, seconds)
+        self.window_box.setToolTip("How much history the charts show (the last hour is kept)")
+        self.window_box.currentIndexChanged.connect(self._on_window_box_current_index_changed)
+        bar.addWidget(self.window_box)
+        bar.addWidget(QLabel("Interval"))
+        self.interval_box = QDoubleSpinBox()
+        self.interval_box.setRange(0.1, 10.0)
+        self.interval_box.setSingleStep(0.1)
+        self.interval_box.setDecimals(1)
+        self.interval_box.setSuffix(" s")
+        self.interval_box.setValue(1.0)
+        self.interval_box.setToolTip("Seconds between samples (0.1 to 10). NVML refreshes utilisation every 1/6 to "
+                                     "1 s depending on the GPU, so faster sampling repeats values.")
+        self.interval_box.valueChanged.connect(self._on_interval_box_value_changed)
+        bar.addWidget(self.interval_box)
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.setCheckable(True)
+        self.pause_button.setToolTip("Stop taking samples; the charts keep what they have (Ctrl+P)")
+        self.pause_button.toggled.connect(self._on_pause_button_toggled)
+        bar.addWidget(self.pause_button)
+        pause_key = QShortcut(QKeySequence("Ctrl+P"), self, self.pause_button.toggle)
+        pause_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.per_core = QCheckBox("per core")
+        self.per_core.setToolTip("Draw each logical core on the CPU chart")
+        self.per_core.toggled.connect(self._on_per_core_toggled)
+        bar.addWidget(self.per_core)
+        bar.addStretch(1)
+        self.status = QLabel()
+        bar.addWidget(self.status)
+        self.export_button = QPushButton("Export CSV…")
+        self.export_button.setToolTip("Save the window shown to a CSV file (columns of `advisor monitor --csv`)")
+        self.export_button.clicked.connect(self._on_export_clicked)
+        bar.addWidget(self.export_button)
+        return bar
+
+    # ------------------------------------------------------------ building (once)
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        sampler = self.ctx.sampler
+        if sampler is None or self._plots:
+            return
+        self.interval_box.blockSignals(True)
+        self.interval_box.setValue(sampler.interval_s)
+        self.interval_box.blockSignals(False)
+        n = sampler.gpu_count
+        names = [f"GPU {i}" for i in range(n)]
+        charts = []
+        if n:
+            for key, title, ylabel, unit, metrics, scale, tip in GPU_CHARTS:
+                p = plots.make_plot(title, ylabel, unit, legend=(key == "util" and n > 1))
+                p.setToolTip(tip)
+                for i in range(n):
+                    for metric, dashed in metrics:
+                        item = plots.add_line(p, names[i] if not dashed and key == "util" else None, i, dashed=dashed)
+                        self._curves.append((f"gpu{i}_{metric}", scale, item))
+                    if key == "power":
+                        self._limit_lines.append((f"gpu{i}_power_limit_w", plots.add_limit_line(
+                            p, None, f"GPU {i} limit", index=i)))
+                    if key == "mem":
+                        self._limit_lines.append((f"gpu{i}_mem_total_bytes", plots.add_limit_line(
+                            p, None, f"GPU {i} total", index=i)))
+                if key == "util":
+                    p.setYRange(0, 100)
+                charts.append((key, p))
+            self.note.setText(self._note_text(n))
+        else:
+            self.note.setText("No GPU to monitor (" + (self.ctx.machine.gpu_backend.status if self.ctx.machine
+                              else "no backend") + "); the host charts below are live.")
+        for key, title, ylabel, unit, metrics, tip in HOST_CHARTS:
+            p = plots.make_plot(title, ylabel, unit, legend=True)
+            p.setToolTip(tip)
+            for j, (metric, dashed, label) in enumerate(metrics):
+                self._curves.append((metric, 1.0, plots.add_line(p, label, 0, dashed=dashed)))
+            if key == "cpu":
+                p.setYRange(0, 100)
+            charts.append((key, p))
+        cols = 3
+        for k, (key, p) in enumerate(charts):
+            self._plots[key] = p
+            p.setMouseEnabled(x=False, y=False)
+            self._grid.addWidget(p, k // cols, k % cols)
+        for r in range((len(charts) + cols - 1) // cols):
+            self._grid.setRowMinimumHeight(r, 190)
+        self._apply_draw_rate()
+        self._timer.start()
+        self._redraw()
+
+    def _note_text(self, n: int) -> str:
+        return (f"{n} GPU{'s' if n > 1 else ''}: colours follow the GPU index. Hover a chart for what it shows. "
+                "Utilisation is the share of time a kernel was running, not how much of the GPU it used.")
+
+    # ------------------------------------------------------------ loop
+    def _apply_draw_rate(self) -> None:
+        sampler = self.ctx.sampler
+        interval_ms = int(1000 * (sampler.interval_s if sampler else 1.0))
+        self._timer.setInterval(max(MIN_DRAW_MS, min(1000, interval_ms)))
+
+    @Slot()
+    def _on_timer_timeout(self) -> None:
+        sampler = self.ctx.sampler
+        if sampler is None:
+            return
+        new = sampler.drain()
+        if new:
+            self._samples_seen += len(new)
+            events = [e for s in new for e in self._events.feed(s)]
+            if events:
+                self._event_rows = (events[::-1] + self._event_rows)[:500]
+                self.event_model.set_rows(self._event_rows)
+                self.tabs.setTabText(1, f"Events ({len(self._event_rows)})")
+            self._dirty = True
+        if self._dirty and self.isVisible():
+            self._redraw()
+
+    def _redraw(self) -> None:
+        sampler = self.ctx.sampler
+        if sampler is None:
+            return
+        self._dirty = False
+        history = sampler.history
+        window = float(self.window_box.currentData())
+        for metric, scale, item in self._curves + [(m, 1.0, i) for m, i in self._core_curves]:
+            times, values = history.window(metric, window)
+            if not len(times):
+                continue
+            x = times - times[-1]
+            y = values * scale if scale != 1.0 else values
+            item.setData(x, y, connect="finite")
+        for metric, line in self._limit_lines:
+            value = history.latest(metric)
+            line.setVisible(value is not None)
+            if value is not None:
+                line.setValue(value)
+        for p in self._plots.values():
+            p.setXRange(-window, 0, padding=0)
+        rows = list(sampler.processes())
+        if rows != self.process_model.rows():
+            self.process_model.set_rows(rows)
+            fit_columns(self.process_view)
+        state = "paused" if sampler.paused else f"every {sampler.interval_s:g} s"
+        self.status.setText(f"{len(history)} samples kept · sampling {state}")
+
+    # ------------------------------------------------------------ controls
+    @Slot(int)
+    def _on_window_box_current_index_changed(self, _i: int) -> None:
+        self._redraw()
+
+    @Slot(float)
+    def _on_interval_box_value_changed(self, value: float) -> None:
+        if self.ctx.sampler is not None:
+            self.ctx.sampler.set_interval(round(value, 1))
+            self._apply_draw_rate()
+
+    @Slot(bool)
+    def _on_pause_button_toggled(self, paused: bool) -> None:
+        sampler = self.ctx.sampler
+        self.pause_button.setText("Resume" if paused else "Pause")
+        if sampler is None:
+            return
+        sampler.pause() if paused else sampler.resume()
+        self._redraw()
+
+    @Slot(bool)
+    def _on_per_core_toggled(self, on: bool) -> None:
+        sampler = self.ctx.sampler
+        cpu = self._plots.get("cpu")
+        if sampler is None or cpu is None:
+            return
+        if not self._core_curves:
+            cores = [m for m in sampler.history.metrics if m.startswith("cpu") and m[3:4].isdigit()]
+            for k, metric in enumerate(cores):
+                item = plots.add_line(cpu, None, k + 1, width=1.0)
+                item.setOpacity(0.5)
+                self._core_curves.append((metric, item))
+        for _m, item in self._core_curves:
+            item.setVisible(on)
+        self._redraw()
+
+    @Slot()
+    def _on_export_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the recorded window", "monitor.csv", "CSV files (*.csv)")
+        if path:
+            self.export(path)
+
+    def export(self, path: str) -> GeneratorWorker | None:
+        """Write the window shown to ``path`` in a worker; returns the worker (None without a sampler)."""
+        sampler = self.ctx.sampler
+        if sampler is None or self._export_worker is not None:
+            return None
+        window = float(self.window_box.currentData())
+        w = GeneratorWorker(export_csv, sampler.history, sampler.gpu_count, window, path, parent=self)
+        w.result_ready.connect(self._on_export_result_ready)
+        w.failed.connect(self._on_export_failed)
+        w.done.connect(self._on_export_done)
+        self._export_worker = w
+        self.export_button.setEnabled(False)
+        w.start()
+        return w
+
+    @Slot(object)
+    def _on_export_result_ready(self, rows) -> None:
+        self.status.setText(f"exported {rows} rows")
+
+    @Slot(str)
+    def _on_export_failed(self, reason: str) -> None:
+        self.status.setText(f"export failed: {reason}")
+
+    @Slot()
+    def _on_export_done(self) -> None:
+        self._export_worker = None
+        self.export_button.setEnabled(True)
+
+    # ------------------------------------------------------------ page hooks
+    def on_shown(self) -> None:
+        self._redraw()
+
+    def save_state(self, s) -> None:
+        s.setValue("monitor/window_s", self.window_box.currentData())
+        s.setValue("monitor/interval_s", self.interval_box.value())
+        s.setValue("monitor/per_core", self.per_core.isChecked())
+
+    def restore_state(self, s) -> None:
+        try:
+            window = int(s.value("monitor/window_s", 60))
+        except (TypeError, ValueError):
+            window = 60
+        i = self.window_box.findData(window)
+        self.window_box.setCurrentIndex(max(0, i))
+        self.per_core.setChecked(str(s.value("monitor/per_core", "false")).lower() == "true")
+
+    def is_ready(self) -> bool:
+        return bool(self._plots) and self.ctx.sampler is not None and len(self.ctx.sampler.history) >= 5
+
+    def prepare_screenshot(self) -> None:
+        self.window_box.setCurrentIndex(0)
+
+    def shutdown(self) -> None:
+        self._timer.stop()
+        if self._export_worker is not None:
+            self._export_worker.stop()

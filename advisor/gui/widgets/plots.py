@@ -49,15 +49,17 @@ def pen(index: int = 0, width: float = 2.0, style=Qt.PenStyle.SolidLine, color_o
     return pg.mkPen(c, width=width, style=style)
 
 
-def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time", x_unit: str = "s",
-              legend: bool = False, parent=None, min_height: int = 150) -> pg.PlotWidget:
+def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time before now", x_unit: str = "s",
+              legend: bool = False, parent=None, min_height: int = 150, legend_columns: int = 1,
+              legend_offset: tuple[int, int] = (8, 8)) -> pg.PlotWidget:
     """A chart with labelled axes and units, grid, clip-to-view and downsampling on.
 
     Args:
         title: shown above the chart.
         y_label / y_unit: the vertical axis quantity and its unit (e.g. "memory", "B").
         x_label / x_unit: the horizontal axis (time in seconds by default; "" unit for categories).
-        legend: add a legend for named series.
+        legend: add a legend for named series (``legend_columns`` wide, at ``legend_offset``; a negative
+            offset counts from the right or bottom edge).
     Returns:
         A ``pg.PlotWidget``; add series with :func:`add_line` and update them with ``setData``.
     """
@@ -76,7 +78,7 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time", x
     item.setMenuEnabled(False)
     item.hideButtons()
     if legend:
-        item.addLegend(offset=(8, 8), labelTextSize="8pt")
+        item.addLegend(offset=legend_offset, labelTextSize="8pt", colCount=legend_columns)
     plot.setProperty("y_unit", y_unit)
     _PLOTS.add(plot)
     _style(plot)
@@ -99,12 +101,18 @@ def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float 
 
 
 def add_limit_line(plot: pg.PlotWidget, value: float | None, label: str, *, index: int | None = None,
-                   color_name: str | None = None, horizontal: bool = True) -> pg.InfiniteLine:
-    """A dashed reference line (a power limit, a peak, a device's capacity) with its label."""
+                   color_name: str | None = None, horizontal: bool = True, label_position: float = 0.97,
+                   label_anchor: tuple[float, float] = (1, 0)) -> pg.InfiniteLine:
+    """A dashed reference line (a power limit, a peak, a device's capacity) with its label.
+
+    ``label_position`` is the fraction along the line; ``label_anchor`` the label's corner at that point
+    (``(1, 0)``: its top-right corner, so the label sits below the line, to the left).
+    """
     c = color_name or (_theme.bad if index is None else _theme.series[index % len(_theme.series)])
     line = pg.InfiniteLine(pos=value if value is not None else 0, angle=0 if horizontal else 90,
                            pen=pg.mkPen(c, width=1.5, style=Qt.PenStyle.DashLine),
-                           label=label, labelOpts={"position": 0.97, "color": c, "anchors": [(1, 1), (1, 1)]})
+                           label=label, labelOpts={"position": label_position, "color": c,
+                                                           "anchors": [label_anchor, label_anchor]})
     line.setVisible(value is not None)
     plot.addItem(line)
     return line
@@ -137,11 +145,8 @@ def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]
         else:
             bar = pg.BarGraphItem(x=list(range(n)), y0=base, width=width, height=vals, brush=brush,
                                   pen=pg.mkPen(_theme.background, width=0.5), name=name)
-        plot.addItem(bar)
+        plot.addItem(bar)  # a named item joins the legend by itself
         items.append(bar)
-        legend = plot.getPlotItem().legend
-        if legend is not None:
-            legend.addItem(bar, name)
         base = [b + v for b, v in zip(base, vals)]
     return items
 

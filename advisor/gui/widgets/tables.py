@@ -116,6 +116,7 @@ def make_view(model, parent=None, *, stretch_last: bool = True) -> QTableView:
     """A table view with the app's defaults: sortable, row selection, alternating rows, compact."""
     view = QTableView(parent)
     view.setModel(model)
+    view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # keep the model's order at first
     view.setSortingEnabled(True)
     view.setAlternatingRowColors(True)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

@@ -1,0 +1,129 @@
+"""Qt-free data for the Compare page: which options to chart, the "dearer hour" example, break-even lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.cost.breakeven import cheapest_offer
+from advisor.cost.jobs import home_job_cost, onprem_job_cost
+from advisor.units import fmt_hours, fmt_usd
+
+KIND_WORDS = {"home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
+
+
+def option_label(o) -> str:
+    """Short label of an option for chart axes: ``home 2× RTX 4090``, ``Lambda 1× H100 SXM spot``."""
+    if o.kind == "cloud":
+        return f"{_provider(o.provider)} {o.devices}× {_short(o.accelerator_name)}" + (" spot" if o.spot else "")
+    return f"{KIND_WORDS[o.kind]} {o.devices}× {_short(o.accelerator_name)}"
+
+
+def _provider(name: str) -> str:
+    return name.split(" (")[0][:16]
+
+
+def _short(name: str) -> str:
+    import re
+
+    name = re.sub(r"\s*\(.*?\)", "", name)
+    for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Cloud ", "Instinct "):
+        name = name.replace(prefix, "")
+    return name[:18]
+
+
+def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
+    """Options for the stacked cost bars: this machine's, the cheapest of each kind, then the cheapest others.
+
+    Returns:
+        At most ``limit`` fitting options, cheapest first.
+    """
+    fitting = [o for o in result.options if o.fits]
+    chosen: dict[str, object] = {}
+    for o in fitting:
+        if o.kind == "home" and o.accelerator in machine_ids:
+            chosen[o.id] = o
+            break
+    for kind in ("home", "onprem", "cloud"):
+        best = next((o for o in fitting if o.kind == kind), None)
+        if best is not None:
+            chosen.setdefault(best.id, best)
+    for o in fitting:
+        if len(chosen) >= limit:
+            break
+        chosen.setdefault(o.id, o)
+    return sorted(chosen.values(), key=lambda o: o.cost_usd)
+
+
+def dearer_hour_example(result) -> str | None:
+    """A sentence showing a dearer hour that makes a cheaper job, from this plan's own options (or None).
+
+    Picks the pair of fitting options with the largest ratio of hourly price (dearer) to job cost (cheaper).
+    """
+    cheapest: dict[tuple[str, str], object] = {}
+    for o in result.options:  # options are sorted cheapest first: keep one per accelerator and kind
+        if o.fits and o.hours > 0 and o.cost_usd > 0:
+            cheapest.setdefault((o.accelerator, o.kind), o)
+    priced = list(cheapest.values())
+    best, score = None, 1.0
+    for a in priced:
+        rate_a = a.cost_usd / a.hours
+        for b in priced:
+            rate_b = b.cost_usd / b.hours
+            if rate_a > rate_b * 1.2 and a.cost_usd < b.cost_usd:
+                s = (rate_a / rate_b) * (b.cost_usd / a.cost_usd)
+                if s > score:
+                    best, score = (a, b), s
+    if best is None:
+        return None
+    a, b = best
+    return (f"<b>A dearer hour is often the cheaper job.</b> {option_label(a)} costs "
+            f"{fmt_usd(a.cost_usd / a.hours)} per hour, {a.cost_usd / a.hours / (b.cost_usd / b.hours):.1f}× "
+            f"{option_label(b)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
+            f"{fmt_hours(a.hours)} instead of {fmt_hours(b.hours)}, so the whole job costs "
+            f"<b>{fmt_usd(a.cost_usd)}</b> instead of <b>{fmt_usd(b.cost_usd)}</b>. Compare jobs, not hourly prices.")
+
+
+@dataclass(frozen=True)
+class BreakEvenLine:
+    """Cumulative cost per device of owning (fixed + variable × hours) against renting (rate × hours).
+
+    Attributes:
+        label: what is owned and what it is compared with.
+        fixed_usd: outlay per device (net of resale).
+        variable_usd_per_h: running cost per device-hour (electricity, ...).
+        rent_usd_per_h: the cheapest cloud rate for the same accelerator per device-hour.
+        break_even_h: hours of use per device after which owning is cheaper, or None (renting always wins).
+    """
+
+    label: str
+    fixed_usd: float
+    variable_usd_per_h: float
+    rent_usd_per_h: float
+    break_even_h: float | None
+
+
+def break_even_lines(result, catalog, machine_ids=(), limit: int = 3) -> list[BreakEvenLine]:
+    """Break-even lines for this machine's GPU and the cheapest owned options that have a cloud twin."""
+    a = result.assumptions
+    owned = [o for o in result.options if o.kind in ("home", "onprem") and o.fits]
+    owned.sort(key=lambda o: (o.accelerator not in machine_ids, o.cost_usd))
+    out, seen = [], set()
+    for o in owned:
+        key = (o.kind, o.accelerator)
+        if key in seen:
+            continue
+        acc = catalog.accelerators.get(o.accelerator)
+        offer = cheapest_offer(catalog.offers, o.accelerator, spot=a.spot)
+        if acc is None or offer is None:
+            continue
+        seen.add(key)
+        quote = (home_job_cost if o.kind == "home" else onprem_job_cost)(acc, 1, 1.0, a)
+        rate = offer.usd_per_device_hour(a.spot) * ((1.0 + a.spot_rework_factor) if a.spot else 1.0)
+        margin = rate - quote.variable_usd_per_device_hour
+        be = quote.fixed_usd_per_device / margin if margin > 0 else None
+        out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {_short(acc.name)} vs {_provider(offer.provider)} "
+                                 f"{fmt_usd(rate)}/h", quote.fixed_usd_per_device,
+                                 quote.variable_usd_per_device_hour, rate, be))
+        if len(out) >= limit:
+            break
+    return out
