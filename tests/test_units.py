@@ -1,0 +1,66 @@
+"""Parsing human numbers and formatting quantities at the edge, with decimal and binary units labelled."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor import units
+
+
+@pytest.mark.parametrize("text, value", [
+    ("7e9", 7e9), ("7B", 7e9), ("70b", 70e9), ("1.5T", 1.5e12), ("200M", 2e8), ("2,000", 2000.0), ("12k", 12e3),
+    ("1_000", 1000.0), (3, 3.0), (2.5, 2.5), (" 8G ", 8e9)])
+def test_parse_quantity(text, value):
+    assert units.parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "abc", "nan", "inf", "-inf", "1e999", "B", "7X"])
+def test_parse_quantity_rejects(text):
+    with pytest.raises(ValueError):
+        units.parse_quantity(text)
+
+
+def test_parse_rejects_non_finite_numbers():
+    with pytest.raises(ValueError):
+        units.parse_quantity(math.nan)
+
+
+@given(st.floats(0, 1e15, allow_nan=False))
+def test_parse_round_trips_repr(x):
+    assert units.parse_quantity(repr(x)) == x
+
+
+def test_fmt_bytes_decimal_and_binary():
+    assert units.fmt_bytes(999) == "999 B"
+    assert units.fmt_bytes(24e9) == "24.00 GB"
+    assert units.fmt_bytes(2**30, binary=True) == "1.00 GiB"
+    assert units.fmt_bytes(80 * 2**30) == "85.90 GB"  # 80 GiB is 85.9 GB: the 7.4 percent gap
+    assert units.fmt_bytes(None) == "n/a"
+
+
+def test_fmt_count_hours_usd_rate():
+    assert units.fmt_count(8.03e9) == "8.03B"
+    assert units.fmt_count(124.4e6) == "124M"
+    assert units.fmt_count(1.5e12) == "1.5T"
+    assert units.fmt_count(12) == "12"
+    assert units.fmt_count(None) == "n/a"
+    assert units.fmt_hours(0.001) == "4 s"
+    assert units.fmt_hours(0.5) == "30 min"
+    assert units.fmt_hours(10) == "10.0 h"
+    assert units.fmt_hours(72) == "3.0 days"
+    assert units.fmt_hours(2 * units.HOURS_PER_YEAR) == "2.0 years"
+    assert units.fmt_hours(math.inf) == "n/a"
+    assert units.fmt_usd(5.576e6) == "$5.58M"
+    assert units.fmt_usd(1234.4) == "$1,234"
+    assert units.fmt_usd(3.5) == "$3.50"
+    assert units.fmt_usd(0.0123) == "$0.0123"
+    assert units.fmt_usd(None) == "n/a"
+    assert units.fmt_flops(3.15e23) == "3.150e+23 FLOPs"
+    assert units.fmt_flops(None) == "n/a"
+    assert units.fmt_rate(41.44, "tokens/s") == "41.4 tokens/s"
+    assert units.fmt_rate(12861.3, "tokens/s") == "12,861 tokens/s"
+    assert units.fmt_rate(None, "x") == "n/a"
