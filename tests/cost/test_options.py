@@ -1,0 +1,53 @@
+"""Pricing a job on every option and re-pricing it for sensitivity plots."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.cost import CostAssumptions
+from advisor.cost.options import Job, assumption_job_sensitivity, job_points, quote_job, tokens_sensitivity
+from tests.cost.conftest import make_accel, make_offer
+
+A = CostAssumptions()
+CARD = make_accel()  # 1600 USD, 450 W
+OFFERS = [make_offer("aws:one", accel="card", od=1.0, spot=0.4), make_offer("x:nospot", accel="card", od=0.8),
+          make_offer("x:spotonly", accel="card", od=None, spot=0.3), make_offer("x:other", accel="other", od=0.1)]
+
+
+def test_quote_job_lists_every_option():
+    ids = [q.option_id for q in quote_job(Job(CARD, 1, 10.0), OFFERS, A)]
+    assert ids == ["home:card", "onprem:card", "cloud:aws:one", "cloud:aws:one:spot", "cloud:x:nospot",
+                   "cloud:x:spotonly:spot"]
+    ids = [q.option_id for q in quote_job(Job(CARD, 1, 10.0, kinds=("home", "cloud")), OFFERS, A,
+                                          spot_offers=False)]
+    assert ids == ["home:card", "cloud:aws:one", "cloud:x:nospot"]
+    assert [q.option_id for q in quote_job(Job(make_accel(price=None), 1, 1.0), OFFERS, A)][:1] == ["cloud:aws:one"]
+    with pytest.raises(ValueError, match="kinds"):
+        quote_job(Job(CARD, 1, 1.0, kinds=("garage",)), OFFERS, A)
+
+
+def test_job_points_match_quotes():
+    # cloud:aws:one on-demand, 2 devices x 5 h at 1 USD/h per 1-GPU instance = 10 USD.
+    pts = {pid: (h, c) for h, c, pid in job_points([Job(CARD, 2, 5.0)], OFFERS, A)}
+    assert pts["cloud:aws:one"] == (5.0, pytest.approx(10.0))
+
+
+def test_tokens_sensitivity_scales_hours():
+    # Double the tokens: every cost doubles (no per-job charges by default); egress 5 USD stays fixed, so with it
+    # the 1 USD/h offer (10 h: 10 + 5 = 15) and at 2x (20 + 5 = 25).
+    jobs = [Job(CARD, 1, 10.0, kinds=("cloud",))]
+    s = tokens_sensitivity(jobs, OFFERS[:1], A.with_overrides(egress_usd=5.0), 1e8, [1e8, 2e8], spot_offers=False)
+    assert s.parameter == "tokens" and s.values == (1e8, 2e8)
+    assert s.costs_for("cloud:aws:one") == pytest.approx((15.0, 25.0))
+    with pytest.raises(ValueError, match="base_tokens"):
+        tokens_sensitivity(jobs, OFFERS, A, 0, [1.0])
+
+
+def test_electricity_sensitivity_can_flip_the_ranking():
+    # Home job of the worked case for 100 h: 24.77169 USD depreciation + 55.5 kWh * price.
+    # Cloud x:nospot 0.8 USD/h x 100 h = 80 USD. Home is cheaper until 55.5 * p > 55.228, p > 0.9951 USD/kWh.
+    jobs = [Job(CARD, 1, 100.0, kinds=("home", "cloud"))]
+    s = assumption_job_sensitivity(jobs, OFFERS[1:2], A, "electricity_usd_per_kwh", [0.17, 2.0])
+    assert s.unit == "USD/kWh"
+    assert s.costs_for("home:card") == pytest.approx((34.206689, 24.771689 + 111.0))
+    assert s.cheapest == ("home:card", "cloud:x:nospot")
