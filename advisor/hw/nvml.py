@@ -36,7 +36,9 @@ ERROR_GPU_IS_LOST = 15
 ERROR_RESET_REQUIRED = 16
 ERROR_LIB_RM_VERSION_MISMATCH = 18
 ERROR_GPU_NOT_FOUND = 28
+ERROR_NOT_SUPPORTED = 3
 LOST_CODES = frozenset({ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED, ERROR_GPU_NOT_FOUND})
+_PERMANENT_CODES = frozenset({ERROR_NOT_SUPPORTED, ERROR_FUNCTION_NOT_FOUND})
 
 _INIT_REASONS = {
     ERROR_LIBRARY_NOT_FOUND: "NVIDIA driver not found (libnvidia-ml is not installed)",
@@ -174,6 +176,7 @@ class NvmlBackend:
         sysfs = pcipower.nvidia_display_devices(sysfs_root)
         self._bus_ids: list[str | None] = list(sysfs) if len(sysfs) == count else [None] * count
         self._info: dict[int, GpuInfo] = {}
+        self._never: set[tuple] = set()  # (function, device, args) answered "not supported": not asked again
         self._calls = 0  # sample() calls, to take turns on the slow PCIe query
         self._pcie_cache: dict[int, tuple[float | None, float | None]] = {}
         self._closed = False
@@ -289,8 +292,23 @@ class NvmlBackend:
                 self._lost.add(index)
                 return GpuSample(index=index, state=GPU_LOST)
 
+    def _device_query(self, index: int, fn: str, handle, *args):
+        """``nvml_query`` for a per-sample figure, remembering the ones this device will never give."""
+        key = (fn, index, args)
+        if key in self._never:
+            return None
+        errors: list[int] = []
+        value = nvml_query(self._nvml, fn, handle, *args, errors=errors)
+        if errors and errors[0] in _PERMANENT_CODES:
+            self._never.add(key)
+        return value
+
     def _read_sample(self, index: int) -> GpuSample:
-        q, h, n = self._q, self._handles[index], self._nvml
+        h, n = self._handles[index], self._nvml
+
+        def q(fn: str, handle, *args):
+            return self._device_query(index, fn, handle, *args)
+
         util = q("nvmlDeviceGetUtilizationRates", h)
         mem = q("nvmlDeviceGetMemoryInfo", h)
         power = q("nvmlDeviceGetPowerUsage", h)

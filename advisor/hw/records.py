@@ -63,10 +63,10 @@ class HostInfo:
 
 @dataclass(frozen=True)
 class GpuInfo:
-    """Static facts about one GPU, read once at detection.
+    """Static facts about one GPU, read once at detection (a one-shot read that may briefly wake a
+    sleeping laptop GPU; the monitor's polling never does, see ``GpuBackend.runtime_status``).
 
-    ``state`` is ``GPU_OK``, ``GPU_LOST`` or ``GPU_SUSPENDED``; a suspended laptop GPU is described from
-    what can be read without waking it (name and bus id), everything else ``None``.
+    ``state`` is ``GPU_OK`` or ``GPU_LOST`` (then only index, and name/uuid when known, are filled).
     """
 
     index: int

@@ -253,3 +253,15 @@ def test_suspended_dgpu_is_not_polled(tmp_path):
     (dev / "power" / "runtime_status").write_text("active\n")
     assert sampler.tick().gpus[0].state == "ok"
     assert nvml.device_calls(0) > before
+
+
+def test_not_supported_figures_are_not_asked_again():
+    backend, nvml = open_stub(rtx4090())  # no ECC on a GeForce card
+    for _ in range(3):
+        assert backend.sample(0).ecc_corrected is None
+    asked = [args for fn, args in nvml.calls if fn == "nvmlDeviceGetTotalEccErrors"]
+    assert len(asked) == 2  # corrected and uncorrected, once each
+    nvml.fail("nvmlDeviceGetPowerUsage", stub.NO_PERMISSION)  # may change (permissions): asked every time
+    backend.sample(0)
+    backend.sample(0)
+    assert [fn for fn, _ in nvml.calls].count("nvmlDeviceGetPowerUsage") == 5
