@@ -7,10 +7,12 @@ for this tool, not a published one: change it to your own figure.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 ESTIMATES = "ESTIMATES.md, Cost of a job"
+_RESERVED_NAME = re.compile(r"reserved_discount_(?P<provider>[a-z0-9.\-]+)_(?P<years>[13])y")
 
 
 @dataclass(frozen=True)
@@ -138,20 +140,44 @@ class CostAssumptions:
         0.0, "USD per job", "assumption: not priced unless given", "data transfer out, once per job")
 
     def __post_init__(self) -> None:
+        # Scenario files give lists and whole-number floats; store the canonical forms.
+        if isinstance(self.reserved_discounts, list):
+            object.__setattr__(self, "reserved_discounts", tuple(
+                tuple(r) if isinstance(r, list) else r for r in self.reserved_discounts))
         for f in fields(self):
             _check(f.name, getattr(self, f.name), f.metadata["check"])
+        for name in ("home_gpus_per_rig", "reserved_years"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        object.__setattr__(self, "reserved_discounts", tuple(
+            (p.strip().lower(), float(one), float(three)) for p, one, three in self.reserved_discounts))
 
     def with_overrides(self, **overrides: Any) -> CostAssumptions:
         """A copy with some fields changed.
+
+        Besides the field names, the flattened names of :meth:`describe` (``reserved_discount_aws_1y`` ...) are
+        accepted, so a saved ``describe()`` table can be read back; a new provider name adds a row (its other term
+        starts at 0).
 
         Raises:
             ValueError: for an unknown field or an invalid value; the message names the field.
         """
         known = {f.name for f in fields(self)}
-        for name in overrides:
-            if name not in known:
+        plain: dict[str, Any] = {}
+        table = {p: [one, three] for p, one, three in self.reserved_discounts}
+        touched = False
+        for name, value in overrides.items():
+            if name in known:
+                plain[name] = value
+                continue
+            m = _RESERVED_NAME.fullmatch(name)
+            if not m:
                 raise ValueError(f"{name}: unknown cost assumption")
-        return replace(self, **overrides)
+            _check(name, value, "share")
+            table.setdefault(m["provider"], [0.0, 0.0])[0 if m["years"] == "1" else 1] = value
+            touched = True
+        if touched and "reserved_discounts" not in plain:
+            plain["reserved_discounts"] = tuple((p, one, three) for p, (one, three) in table.items())
+        return replace(self, **plain)
 
     def assumption(self, name: str) -> Assumption:
         """One field as an :class:`Assumption` (value with its unit, origin and help)."""
@@ -224,10 +250,10 @@ def _check(name: str, value: Any, rule: str) -> None:
 
 
 def _check_discounts(name: str, value: Any) -> None:
-    if not isinstance(value, tuple):
+    if not isinstance(value, (tuple, list)):
         raise ValueError(f"{name}: must be a tuple of (provider, 1-year, 3-year) discounts, got {value!r}")
     for row in value:
-        if not (isinstance(row, tuple) and len(row) == 3 and isinstance(row[0], str)):
+        if not (isinstance(row, (tuple, list)) and len(row) == 3 and isinstance(row[0], str)):
             raise ValueError(f"{name}: each entry must be (provider, 1-year, 3-year), got {row!r}")
         for d in row[1:]:
             if isinstance(d, bool) or not isinstance(d, (int, float)) or not (math.isfinite(d) and 0 <= d < 1):

@@ -63,9 +63,10 @@ def test_overrides_return_a_copy():
     ("pue", 0.9), ("onprem_server_overhead", 0.5), ("hours_per_day", 25), ("hours_per_day", 0),
     ("lifetime_years", 0), ("home_gpus_per_rig", 0), ("home_gpus_per_rig", 2.5), ("reserved_years", 2),
     ("spot", 1), ("spot_rework_factor", -1), ("onprem_amortisation_years", -3),
-    ("reserved_discounts", [("aws", 0.1, 0.2)]), ("reserved_discounts", (("aws", 0.1),)),
+    ("reserved_discounts", "aws"), ("reserved_discounts", (("aws", 0.1),)),
     ("reserved_discounts", (("aws", 0.1, 1.0),)), ("reserved_discounts", ((1, 0.1, 0.2),)),
-    ("no_such_field", 1.0),
+    ("no_such_field", 1.0), ("reserved_discount_aws_2y", 0.1), ("reserved_discount_aws_1y", 1.0),
+    ("reserved_discount_aws_3y", "x"),
 ])
 def test_bad_overrides_name_the_field(name, value):
     with pytest.raises(ValueError, match=name):
@@ -78,3 +79,24 @@ def test_reserved_discounts_can_be_replaced():
     assert b.reserved_discount("AWS", 1) is None
     with pytest.raises(ValueError, match="reserved_years"):
         A.reserved_discount("aws", 5)
+
+
+def test_scenario_forms_are_normalised():
+    # TOML gives lists and floats such as 2.0; they are stored as tuples, ints and lower-case provider names.
+    b = A.with_overrides(home_gpus_per_rig=2.0, reserved_years=1.0, reserved_discounts=[["AWS", 0.5, 0.6]])
+    assert b.home_gpus_per_rig == 2 and isinstance(b.home_gpus_per_rig, int)
+    assert b.reserved_years == 1 and isinstance(b.reserved_years, int)
+    assert b.reserved_discounts == (("aws", 0.5, 0.6),)
+    hash(b)  # still a frozen, hashable record
+
+
+def test_describe_table_reads_back():
+    # A saved describe() table (names and values) gives the same assumptions back.
+    b = A.with_overrides(electricity_usd_per_kwh=0.3, reserved_discount_aws_1y=0.5, reserved_discount_oci_3y=0.2)
+    assert b.reserved_discount("AWS", 1) == 0.5 and b.reserved_discount("AWS", 3) == 0.64
+    assert b.reserved_discount("OCI", 3) == 0.2 and b.reserved_discount("OCI", 1) == 0.0
+    values = {name: entry["value"] for name, entry in b.describe().items()}
+    assert A.with_overrides(**values) == b
+    # An explicit table wins over flattened names given with it.
+    c = A.with_overrides(reserved_discounts=(("gcp", 0.1, 0.2),), reserved_discount_aws_1y=0.5)
+    assert c.reserved_discounts == (("gcp", 0.1, 0.2),)

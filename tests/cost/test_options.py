@@ -22,6 +22,7 @@ def test_quote_job_lists_every_option():
                                           spot_offers=False)]
     assert ids == ["home:card", "cloud:aws:one", "cloud:x:nospot"]
     assert [q.option_id for q in quote_job(Job(make_accel(price=None), 1, 1.0), OFFERS, A)][:1] == ["cloud:aws:one"]
+    assert [q.option_id for q in quote_job(Job(CARD, 1, 1.0, kinds=("onprem",)), OFFERS, A)] == ["onprem:card"]
     with pytest.raises(ValueError, match="kinds"):
         quote_job(Job(CARD, 1, 1.0, kinds=("garage",)), OFFERS, A)
 
