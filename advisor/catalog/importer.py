@@ -96,15 +96,8 @@ def skypilot_accelerator_id(name: str, known_ids=()) -> str | None:
     key = re.sub(r"[\s_]+", "", name.strip().upper())
     if key in SKYPILOT_NAMES:
         return SKYPILOT_NAMES[key]
-    lowered = name.strip().lower()
-    if lowered in known_ids:
-        return lowered
-    from advisor.hw.match import match_catalog_id  # driver-name rules cover more spellings
-
-    try:
-        return match_catalog_id(name)
-    except Exception:  # noqa: BLE001 - an unknown name is simply not mapped
-        return None
+    lowered = re.sub(r"[\s_]+", "-", name.strip().lower())
+    return lowered if lowered in known_ids else None
 
 
 # ---------------------------------------------------------------------------------------------- reading

@@ -186,3 +186,24 @@ def test_recent_scenarios_newest_first_and_broken_list_kept_aside(tmp_path):
     sc._recent_path().write_bytes(b"\xff garbage")
     assert sc.recent_scenarios() == []
     assert any(".broken-" in p.name for p in sc._recent_path().parent.iterdir())
+
+
+def test_several_scenarios_give_a_plan_set(tmp_path, capsys):
+    pytest.importorskip("advisor.planner")
+    a = save_scenario(tmp_path / "a.toml", Scenario(plan={"model": "llama-3-8b", "workload": "lora",
+                                                          "tokens": 1e8, "accelerator": ["rtx-4090"]}))
+    b = save_scenario(tmp_path / "b.toml", Scenario(plan={"model": "llama-3-8b", "workload": "inference",
+                                                          "accelerator": ["h100-sxm"]}))
+    both = _plan_json(capsys, [str(a), str(b)])
+    assert both["schema"] == "advisor.plan-set/1"
+    assert both["plans"] == [_plan_json(capsys, [str(a)]), _plan_json(capsys, [str(b)])]
+
+
+def test_cli_rejects_a_bad_scenario_with_one_line(tmp_path, capsys):
+    from advisor.cli import main
+
+    path = tmp_path / "bad.toml"
+    path.write_bytes(os.urandom(300) + b"\x00")
+    assert main(["plan", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "bad.toml" in captured.err
