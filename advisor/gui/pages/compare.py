@@ -100,7 +100,8 @@ class AssumptionsWidget(QWidget):
 def _label(name: str) -> str:
     """A readable label from an assumption's field name (its unit is in the tooltip)."""
     words = name.replace("_usd_per_kwh", " price").replace("_usd", "").replace("_w", "").replace("_", " ")
-    return words.replace("onprem", "on-prem").replace("pue", "PUE").capitalize()
+    words = words.replace("onprem", "on-prem").replace("pue", "PUE")
+    return words[:1].upper() + words[1:]
 
 
 class ComparePage(Page):
@@ -137,7 +138,7 @@ class ComparePage(Page):
                                           min_height=250)
         self.cost_chart.setToolTip("Total cost of the whole job for each option, split into its parts: rent, "
                                    "depreciation, energy, capex share, colocation, support, spot rework…")
-        self.cost_chart.getAxis("left").setWidth(215)
+        self.cost_chart.getAxis("left").setWidth(265)  # pyqtgraph drops a tick label wider than its axis
         self.cost_chart.getAxis("left").setLabel("")
         self.scatter = plots.make_plot("Time against cost (Pareto front highlighted)", "job cost", "USD",
                                        x_label="job time", x_unit="h", legend=True, min_height=250)
@@ -279,7 +280,7 @@ class ComparePage(Page):
                                    symbolBrush=None, symbolPen=pg.mkPen(t.text, width=2))
             self.scatter.addItem(line)
             self._scatter_items.append(line)
-            ends = [(on_front[0], (0, -0.3))] + ([(on_front[-1], (0, 1.3))] if len(on_front) > 1 else [])
+            ends = [(on_front[0], (0, 1.0))] + ([(on_front[-1], (-0.04, 0.5))] if len(on_front) > 1 else [])
             for o, anchor in ends:
                 label = pg.TextItem(option_label(o), color=t.text, anchor=anchor)
                 label.setPos(np.log10(o.hours), np.log10(o.cost_usd))
