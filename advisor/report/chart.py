@@ -15,8 +15,8 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 
 
 def _nice_max(v: float) -> float:
-    if v <= 0:
-        return 1.0
+    if v < 0.01:  # nothing below a cent is worth an axis (and avoids 10**-324 == 0)
+        return 0.01 if v > 0 else 1.0
     exp = 10 ** math.floor(math.log10(v))
     for m in (1, 2, 2.5, 5, 10):
         if m * exp >= v:

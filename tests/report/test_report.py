@@ -7,7 +7,11 @@ import io
 import os
 import re
 
+import xml.etree.ElementTree as ET
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.report import ReportError, render_report, write_report
 from advisor.report.content import money
@@ -130,3 +134,33 @@ def test_report_of_a_real_plan_lists_every_option():
     md = render_report([doc], "md")
     assert all(o["id"] in md and money(o["cost_usd"]) in md for o in doc["options"])
     assert all(name in md for name in doc["assumptions"])
+
+
+_option = st.fixed_dictionaries({
+    "id": st.from_regex(r"(home|onprem|cloud):[a-z0-9.|<>&\"'-]{1,20}", fullmatch=True),
+    "kind": st.sampled_from(["home", "onprem", "cloud"]),
+    "accelerator": st.sampled_from(["h100-sxm", "rtx-4090"]),
+    "devices": st.integers(1, 64), "fits": st.booleans(),
+    "hours": st.floats(0.001, 1e5), "cost_usd": st.floats(0, 1e8),
+    "cost_breakdown_usd": st.dictionaries(st.sampled_from(["rent", "energy", "capex_share"]), st.floats(0, 1e7)),
+    "usd_per_device_hour": st.none() | st.floats(0, 100),
+})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_option, min_size=0, max_size=8, unique_by=lambda o: o["id"]))
+def test_any_options_appear_with_their_totals_in_every_text_format(options):
+    doc = {"schema": "advisor.plan/1", "model": {"name": "m", "params": 1}, "workload": "pretrain",
+           "precision": "bf16", "options": options, "assumptions": {"a": {"value": 1, "unit": "u", "origin": "o"}},
+           "catalog": {"date": "2026-11-29", "prices_as_of": "2026-03-15"}, "calibration": None}
+    rows = list(csv.DictReader(io.StringIO(render_report([doc], "csv"))))
+    got = {r["id"]: float(r["cost_usd"]) for r in rows if r["record"] == "option"}
+    assert got == {o["id"]: o["cost_usd"] for o in options}
+    md = render_report([doc], "md")
+    html = render_report([doc], "html")
+    from html import escape
+
+    for o in options:
+        assert money(o["cost_usd"]) in md and money(o["cost_usd"]) in html
+        assert o["id"].replace("|", "\\|") in md and escape(o["id"]) in html
+    ET.fromstring(cost_chart_svg(options, ["rent", "energy", "capex_share"]))
