@@ -395,8 +395,8 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
         table.pop(lower.get(offer.id, offer.id), None)
     for offer in imported:
         table.pop(lower.get(offer.id, offer.id), None)
-        row = {k: v for k, v in offer_row(offer).items() if k != "id" and v is not None and v != ""}
-        table[offer.id] = row
+        # "" (not omission) for a missing value, so it also clears a bundled value of the same offer
+        table[offer.id] = {k: "" if v is None else v for k, v in offer_row(offer).items() if k != "id"}
     write_atomic(path, tomli_w.dumps(doc))
     return path, kept_aside
 

@@ -123,6 +123,18 @@ def test_import_previews_then_applies(tmp_path, capsys):
     assert doc["added"] == doc["changed"] == [] and doc["unchanged"] == 4
 
 
+def test_a_price_missing_from_the_import_clears_the_bundled_one():
+    sky = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n" \
+          "g5.xlarge,A10G,1,4,16,0.95,,us-east-1\n"
+    offers = im.parse_skypilot_csv(sky, "aws", price_date="2026-11-30").offers
+    change = im.diff_offers(bundled_catalog().offers, offers).changed[0]
+    assert change.old.spot_usd_per_h == 0.397 and change.new.spot_usd_per_h is None
+    im.apply_import(offers)
+    offer = next(o for o in load_catalog().offers if o.id == "aws:g5.xlarge")
+    assert (offer.on_demand_usd_per_h, offer.spot_usd_per_h) == (0.95, None)
+    assert im.diff_offers(load_catalog().offers, offers).unchanged == 1
+
+
 def test_apply_keeps_other_user_tables_and_a_broken_file_aside(tmp_path):
     user = paths.user_catalog_file()
     user.parent.mkdir(parents=True)
