@@ -368,7 +368,10 @@ def _show(v) -> str:
 def apply_import(imported, *, path: str | os.PathLike | None = None, removed=()) -> tuple[Path, str | None]:
     """Merge offers into the user catalog file atomically.
 
+    The previous file is kept beside it as ``<name>.prev`` (TOML comments do not survive the rewrite);
+    one that cannot be read is moved aside (``<name>.broken-<time>``) instead.
     Offers named in ``removed`` are dropped from the user file (bundled offers cannot be removed there).
+
     Returns:
         (the file written, the path a broken previous file was moved to, or None).
     Raises:
@@ -381,15 +384,15 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
     path = Path(path) if path is not None else paths.user_catalog_file()
     doc: dict = {}
     kept_aside = None
-    if path.exists():
+    old = path.read_bytes() if path.exists() else None
+    if old is not None:
         try:
-            doc = tomllib.loads(path.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-            kept_aside = str(keep_aside(path))
-            doc = {}
+            doc = tomllib.loads(old.decode("utf-8"))
+            if not isinstance(doc.get("cloud_offers", {}), dict):
+                raise ValueError("cloud_offers is not a table")
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
+            kept_aside, old, doc = str(keep_aside(path)), None, {}
     table = doc.setdefault("cloud_offers", {})
-    if not isinstance(table, dict):
-        doc["cloud_offers"] = table = {}
     lower = {k.lower(): k for k in table}
     for offer in removed:
         table.pop(lower.get(offer.id, offer.id), None)
@@ -397,7 +400,10 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
         table.pop(lower.get(offer.id, offer.id), None)
         # "" (not omission) for a missing value, so it also clears a bundled value of the same offer
         table[offer.id] = {k: "" if v is None else v for k, v in offer_row(offer).items() if k != "id"}
-    write_atomic(path, tomli_w.dumps(doc))
+    text = tomli_w.dumps(doc)
+    if old is not None:
+        write_atomic(path.with_name(path.name + ".prev"), old)
+    write_atomic(path, text)
     return path, kept_aside
 
 

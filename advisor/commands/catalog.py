@@ -152,7 +152,8 @@ def _preview_and_apply(result, args) -> int:
         for s in result.skipped:
             print(f"skipped: {s}")
         if written is not None:
-            print(f"applied to {written}")
+            prev = written.with_name(written.name + ".prev")
+            print(f"applied to {written}" + (f" (previous version kept as {prev})" if prev.exists() else ""))
         elif not diff.empty:
             print("nothing applied (run again with --apply to write these changes)")
     for o in bundled_removed:

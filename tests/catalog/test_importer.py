@@ -140,8 +140,10 @@ def test_apply_keeps_other_user_tables_and_a_broken_file_aside(tmp_path):
     user.parent.mkdir(parents=True)
     user.write_text('[models.tiny]\nlayers = 2\nhidden = 64\nheads = 2\nvocab = 100\nffn = 128\n')
     offers = im.parse_skypilot_csv(SKY, "aws", price_date="2026-11-30").offers
+    first = user.read_bytes()
     im.apply_import(offers)
     assert "tiny" in load_catalog().models and "aws:box.4090" in {o.id for o in load_catalog().offers}
+    assert user.with_name("catalog.toml.prev").read_bytes() == first  # the previous version, comments and all
     user.write_bytes(b"\xff\xfe broken")
     _, aside = im.apply_import(offers)
     assert aside and open(aside, "rb").read() == b"\xff\xfe broken"  # nothing lost
