@@ -39,8 +39,8 @@ def render_csv(secs: list[PlanSection]) -> str:
         w.writerow({"record": "catalog", "plan": s.title, "id": "prices_as_of", "value": s.prices_as_of})
         if s.probes:
             for p in s.probes:
-                w.writerow({"record": "probe", "plan": s.title, "id": p.name, "value": p.value, "origin": p.source,
-                            "unit": p.measured_at})
+                w.writerow({"record": "probe", "plan": s.title, "id": p.name, "value": p.value,
+                            "origin": f"{p.source}, measured {p.measured_at}"})
         else:
             w.writerow({"record": "probe", "plan": s.title, "id": "none",
                         "origin": "no calibration saved: planner priors used"})

@@ -164,3 +164,11 @@ def test_any_options_appear_with_their_totals_in_every_text_format(options):
         assert money(o["cost_usd"]) in md and money(o["cost_usd"]) in html
         assert o["id"].replace("|", "\\|") in md and escape(o["id"]) in html
     ET.fromstring(cost_chart_svg(options, ["rent", "energy", "capex_share"]))
+
+
+def test_csv_probe_rows_name_the_probe(plan_doc):
+    plan_doc["calibration"] = {"mfu": 0.42, "eta_mem": None, "device": "cuda:0", "measured_at": "2026-11-29T10:00Z",
+                               "source": "probe:train-step"}
+    rows = [r for r in csv.DictReader(io.StringIO(render_report([plan_doc], "csv"))) if r["record"] == "probe"]
+    assert [(r["id"], r["value"]) for r in rows] == [("MFU of a training step", "0.42")]
+    assert "probe:train-step" in rows[0]["origin"] and "2026-11-29T10:00Z" in rows[0]["origin"]
