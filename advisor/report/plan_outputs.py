@@ -1,7 +1,8 @@
 """The extra outputs of ``advisor plan``: ``--report``, ``--launch``, ``--save-scenario`` and ``--fleet``.
 
 Kept here so ``advisor/commands/plan.py`` needs three calls only: ``add_output_flags`` when the parser is
-built, ``prepare_values`` for each plan's merged values, and ``write_outputs`` once the plans are made.
+built, ``prepare_values`` for each plan's merged values, and ``write_outputs`` once the plans are made
+(it returns the launch spec to print instead of the table, when one goes to stdout).
 """
 
 from __future__ import annotations
@@ -62,71 +63,104 @@ def scenario_from_values(values: dict, notes: dict | None = None):
     return Scenario(plan=plan, assumptions=assumptions, notes=dict(notes or {}))
 
 
-def write_outputs(args, results, values_list, scenarios=None) -> None:
-    """Write what the output flags ask for, after the plans are made.
+def write_outputs(args, results, values_list, scenarios=None) -> str | None:
+    """Write what the output flags ask for, once the plans are made and before anything is printed.
+
+    Every flag is checked (and the launch spec rendered) before any file is written, so a flag that
+    cannot be honoured leaves nothing behind.
 
     Args:
         results: the plans (objects with ``to_json()``) or their ``advisor.plan/1`` documents.
         values_list: the merged values each plan was made from (same order).
         scenarios: the ``Scenario`` each plan came from, or None entries.
+    Returns:
+        The launch spec to print on stdout instead of the table (``--launch`` without ``--launch-file``
+        and without ``--json``), else None.
     Raises:
-        UsageError: a flag that cannot be honoured (one line naming it); files already written stay.
+        UsageError: a flag that cannot be honoured (one line naming it).
     """
     from advisor.cli import UsageError
 
     docs = [r if isinstance(r, dict) else r.to_json() for r in results]
     if getattr(args, "fleet", False):
         _fleet_notes(docs)
+    launch_text = _launch_text(args, docs)
+    scenario = None
     if getattr(args, "save_scenario", None):
         if len(docs) != 1:
             raise UsageError("--save-scenario: give one scenario file (or none), not several")
-        from advisor.store.scenario import ScenarioError, save_scenario
+        from advisor.store.scenario import ScenarioError, scenario_to_dict
 
-        notes = getattr((scenarios or [None])[0], "notes", None)
+        scenario = scenario_from_values(values_list[0], getattr((scenarios or [None])[0], "notes", None))
         try:
-            path = save_scenario(args.save_scenario, scenario_from_values(values_list[0], notes))
+            scenario_to_dict(scenario)
         except ScenarioError as exc:
             raise UsageError(f"--save-scenario: {exc}") from None
+    reports = list(getattr(args, "report", None) or [])
+    if reports:
+        from advisor.report import ReportError, report_format
+
+        for target in reports:
+            try:
+                report_format(target)
+            except ReportError as exc:
+                raise UsageError(f"--report: {exc}") from None
+    _write_files(args, docs, scenario, reports, launch_text)
+    if launch_text is not None and not args.launch_file:
+        return launch_text
+    return None
+
+
+def _write_files(args, docs, scenario, reports, launch_text) -> None:
+    from advisor.cli import UsageError
+
+    def failed(flag, target, exc):
+        return UsageError(f"{flag}: cannot write {target}: {exc.strerror or exc}")
+
+    if scenario is not None:
+        from advisor.store.scenario import save_scenario
+
+        try:
+            path = save_scenario(args.save_scenario, scenario)
         except OSError as exc:
-            raise UsageError(f"--save-scenario: cannot write {args.save_scenario}: {exc.strerror or exc}") from None
+            raise failed("--save-scenario", args.save_scenario, exc) from None
         print(f"scenario saved to {path}", file=sys.stderr)
-    for target in getattr(args, "report", None) or []:
-        from advisor.report import ReportError, write_report
+    for target in reports:
+        from advisor.report import write_report
 
         try:
             path = write_report(docs, target)
-        except ReportError as exc:
-            raise UsageError(f"--report: {exc}") from None
         except OSError as exc:
-            raise UsageError(f"--report: cannot write {target}: {exc.strerror or exc}") from None
+            raise failed("--report", target, exc) from None
         print(f"report written to {path}", file=sys.stderr)
-    if getattr(args, "launch", None):
-        _launch(args, docs)
-    elif getattr(args, "option", None) or getattr(args, "launch_file", None):
-        raise UsageError("--option/--launch-file: only with --launch torchrun|sbatch|skypilot")
+    if launch_text is not None and args.launch_file:
+        from advisor.store.atomic import write_atomic
+
+        try:
+            path = write_atomic(args.launch_file, launch_text)
+        except OSError as exc:
+            raise failed("--launch-file", args.launch_file, exc) from None
+        if args.launch in ("torchrun", "sbatch"):
+            path.chmod(path.stat().st_mode | 0o100)  # a script the owner can run
+        print(f"{args.launch} spec written to {Path(path)}", file=sys.stderr)
 
 
-def _launch(args, docs) -> None:
+def _launch_text(args, docs) -> str | None:
     from advisor.cli import UsageError
     from advisor.report.launch import LaunchError, render_launch
 
+    if not getattr(args, "launch", None):
+        if getattr(args, "option", None) or getattr(args, "launch_file", None):
+            raise UsageError("--option/--launch-file: only with --launch torchrun|sbatch|skypilot")
+        return None
     if len(docs) != 1:
         raise UsageError("--launch: needs a single plan, not a comparison of several")
     if getattr(args, "json", False) and not args.launch_file:
         raise UsageError("--launch: with --json, give --launch-file FILE (stdout holds the JSON document)")
     try:
-        text = render_launch(args.launch, docs[0], args.option)
+        return render_launch(args.launch, docs[0], args.option)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
-    if args.launch_file:
-        from advisor.store.atomic import write_atomic
-
-        path = write_atomic(args.launch_file, text)
-        if args.launch in ("torchrun", "sbatch"):
-            path.chmod(path.stat().st_mode | 0o100)  # a script the owner can run
-        print(f"{args.launch} spec written to {Path(path)}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
 
 
 def _fleet_notes(docs) -> None:

@@ -33,7 +33,7 @@ def test_reports_launch_file_and_scenario(plan_doc, tmp_path, capsys):
     args = ns(report=[str(tmp_path / "r.html"), str(tmp_path / "r.md")], launch="skypilot",
               option="cloud:aws:p5.48xlarge", launch_file=str(tmp_path / "task.yaml"),
               save_scenario=str(tmp_path / "s.toml"), json=True)
-    po.write_outputs(args, [plan_doc], [values], [None])
+    assert po.write_outputs(args, [plan_doc], [values], [None]) is None
     assert "cloud:aws:p5.48xlarge" in (tmp_path / "r.html").read_text()
     assert (tmp_path / "r.md").exists()
     assert yaml.safe_load((tmp_path / "task.yaml").read_text())["num_nodes"] == 2
@@ -44,9 +44,8 @@ def test_reports_launch_file_and_scenario(plan_doc, tmp_path, capsys):
     assert capsys.readouterr().out == ""  # stdout stays free for the JSON document
 
 
-def test_launch_to_stdout_without_json(plan_doc, capsys):
-    po.write_outputs(ns(launch="sbatch"), [plan_doc], [{}])
-    assert capsys.readouterr().out.startswith("#!/bin/bash\n#SBATCH")
+def test_launch_to_stdout_without_json(plan_doc):
+    assert po.write_outputs(ns(launch="sbatch"), [plan_doc], [{}]).startswith("#!/bin/bash\n#SBATCH")
 
 
 @pytest.mark.parametrize("kw, n, message", [
@@ -56,11 +55,16 @@ def test_launch_to_stdout_without_json(plan_doc, capsys):
     ({"option": "x"}, 1, "only with --launch"),
     ({"save_scenario": "x.toml"}, 2, "one scenario"),
     ({"report": ["x.docx"]}, 1, "suffix"),
+    ({"report": ["x.html"], "save_scenario": "s.toml", "launch": "sbatch", "option": "home:rtx-4090"}, 1,
+     "does not fit"),  # checked before anything is written
+    ({"report": ["x.html", "y.doc"]}, 1, "suffix"),
+    ({"save_scenario": "s.toml", "report": ["x.md"]}, 1, "plan.gpus"),
 ])
 def test_flags_that_cannot_be_honoured(plan_doc, tmp_path, monkeypatch, kw, n, message):
     monkeypatch.chdir(tmp_path)
+    values = {"gpus": "many"} if "plan.gpus" in message else {}
     with pytest.raises(UsageError, match=message):
-        po.write_outputs(ns(**kw), [plan_doc] * n, [{}] * n)
+        po.write_outputs(ns(**kw), [plan_doc] * n, [values] * n)
     assert list(tmp_path.iterdir()) == []
 
 
