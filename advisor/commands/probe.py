@@ -1,0 +1,237 @@
+"""``advisor probe NAME|all [--device cpu|cuda:N] [--quick] [--json] [--calibrate]``: measure this machine.
+
+Also ``advisor probe --history [NAME]`` (past runs), ``--compare A B`` (two runs side by side) and
+``--reset-calibration`` (the planner returns to its priors). torch is imported only when a probe runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+from advisor.cli import UsageError
+
+HISTORY_SCHEMA = "advisor.probe-history/1"
+SET_SCHEMA = "advisor.probe-set/1"
+
+
+def register(subparsers) -> None:
+    """Add the ``probe`` subcommand."""
+    from advisor.probes import PROBES
+
+    names = ", ".join(PROBES)
+    p = subparsers.add_parser(
+        "probe", help="measure this machine (bandwidth, matmul, transfer, all-reduce, a training step)",
+        description=f"Run a probe ({names}) or all of them; results are kept in the probe history. "
+                    "With --calibrate, the training-step MFU and the decode bandwidth efficiency become the "
+                    "planner's values for this machine.")
+    p.add_argument("name", nargs="?", metavar="NAME|all", help=f"probe to run: {names}, or all")
+    p.add_argument("--device", default="cpu", help="cpu or cuda:N (default cpu)")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions (seconds)")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--precision", default=None, help="train-step precision: fp32, bf16 or fp16")
+    p.add_argument("--calibrate", action="store_true",
+                   help="save the measured MFU / bandwidth efficiency as the planner's calibration")
+    p.add_argument("--yes", action="store_true", help="measure a GPU even when other processes use it")
+    p.add_argument("--no-save", action="store_true", help="do not store the results in the probe history")
+    p.add_argument("--history", action="store_true", help="list past runs (of NAME when given)")
+    p.add_argument("--limit", type=int, default=20, help="runs listed by --history (default 20)")
+    p.add_argument("--compare", nargs=2, type=int, metavar=("A", "B"), help="compare two runs of the history")
+    p.add_argument("--reset-calibration", action="store_true",
+                   help="remove the saved calibration: the planner returns to its priors")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    """Dispatch to the probe runner, the history listing or the calibration reset."""
+    from advisor.probes import PROBES
+    from advisor.probes._common import parse_device
+
+    if args.reset_calibration:
+        return _reset_calibration(args)
+    if args.history:
+        if args.name is not None and args.name not in PROBES:
+            raise UsageError(f"unknown probe {args.name!r} (known: {', '.join(PROBES)})")
+        if args.limit < 1:
+            raise UsageError(f"--limit must be at least 1, not {args.limit}")
+        return _history(args)
+    if args.compare:
+        return _compare(args)
+    if args.name is None:
+        raise UsageError(f"probe: name a probe ({', '.join(PROBES)}) or all, or use --history")
+    if args.name != "all" and args.name not in PROBES:
+        raise UsageError(f"unknown probe {args.name!r} (known: {', '.join(PROBES)}, all)")
+    try:
+        parse_device(args.device)
+    except ValueError as exc:
+        raise UsageError(f"--device: {exc}") from None
+    if args.precision is not None and args.precision not in ("fp32", "bf16", "fp16"):
+        raise UsageError(f"--precision must be fp32, bf16 or fp16, not {args.precision!r}")
+    return _run_probes(args)
+
+
+def _run_probes(args) -> int:
+    from advisor.probes import PROBES
+    from advisor.probes.session import calibration_from, record
+    from advisor.store.calibration import load_calibration, save_calibration
+
+    names = list(PROBES) if args.name == "all" else [args.name]
+    bar = _Bar(sys.stderr) if sys.stderr.isatty() else None
+    results = []
+    for i, name in enumerate(names):
+        device = "cpu" if (args.name == "all" and PROBES[name].devices == ("cpu",)) else args.device
+        params = _params_for(name, args, results)
+        gen = record(name, device=device, quick=args.quick, store=not args.no_save, **params)
+        while True:
+            try:
+                event = next(gen)
+            except StopIteration as stop:
+                recorded = stop.value
+                break
+            if bar is not None:
+                bar.show((i + event.fraction) / len(names), f"{name}: {event.message}")
+        results.append(recorded.result)
+        if bar is not None:
+            bar.clear()
+        if not args.json:
+            _print_result(recorded.result)
+    offer = calibration_from(results, previous=load_calibration())
+    if args.calibrate:
+        if offer is None:
+            print("no calibration measured: run train-step (MFU) or device-bandwidth on a GPU (eta_mem)",
+                  file=sys.stderr)
+        else:
+            save_calibration(offer)
+            print(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} on {offer.device} "
+                  f"({offer.source}, {offer.measured_at})", file=sys.stderr)
+    elif offer is not None and not args.json:
+        print("these results can calibrate the planner: rerun with --calibrate to use them", file=sys.stderr)
+    if args.json:
+        docs = [r.to_dict() for r in results]
+        doc = docs[0] if args.name != "all" else {"schema": SET_SCHEMA, "device": args.device, "quick": args.quick,
+                                                  "probes": docs}
+        print(json.dumps(doc, indent=2))
+    return 0
+
+
+def _params_for(name: str, args, previous) -> dict:
+    params: dict = {}
+    if name == "capacity" and args.yes:
+        params["allow_busy"] = True
+    if name == "train-step":
+        if args.precision:
+            params["precision"] = args.precision
+        # on a CPU, MFU is relative to the fp32 matmul rate measured in the same run
+        mm = next((r for r in previous if r.probe == "matmul" and not r.skipped and "fp32" in r.results), None)
+        if mm is not None and mm.device == args.device == "cpu":
+            params["peak_tflops"] = mm.results["fp32"].best
+    return params
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _num(x: float) -> str:
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}"
+    return f"{x:.4g}"
+
+
+def _print_result(r) -> None:
+    out = sys.stdout
+    if r.skipped:
+        print(f"{r.probe} on {r.device}: skipped: {r.skipped}", file=out)
+        return
+    print(f"{r.probe} on {r.device} ({r.duration_s:.1f} s)", file=out)
+    for kernel, k in r.results.items():
+        frac = f"  {100 * k.fraction_of_peak:5.1f} % of peak" if k.fraction_of_peak is not None else ""
+        print(f"  {kernel:14s} best {_num(k.best):>10s}  median {_num(k.median):>10s} {k.unit}{frac}", file=out)
+    if r.peak:
+        print(f"  peak: {json.dumps(dict(r.peak))}", file=out)
+    unsupported = (r.details or {}).get("unsupported") or {}
+    for prec, why in unsupported.items():
+        print(f"  {prec}: not measured: {why}", file=out)
+    for note in r.notes:
+        print(f"  note: {note}", file=out)
+
+
+def _history(args) -> int:
+    from advisor.store.probe_history import ProbeHistory
+
+    with ProbeHistory() as h:
+        entries = h.list(probe=args.name, limit=args.limit)
+    if args.json:
+        print(json.dumps({"schema": HISTORY_SCHEMA, "runs": [e.to_dict() for e in entries]}, indent=2))
+        return 0
+    if not entries:
+        print("no probe runs recorded yet")
+        return 0
+    print(f"{'id':>5}  {'started (UTC)':25s} {'probe':17s} {'device':8s} {'machine':16s} headline")
+    for e in entries:
+        if e.skipped:
+            head = f"skipped: {e.skipped}"
+        else:
+            best = e.best()
+            kernel = next(iter(best), None)
+            head = f"{kernel} {_num(best[kernel][0])} {best[kernel][1]}" if kernel else "-"
+        print(f"{e.id:>5}  {e.started_at:25s} {e.probe:17s} {e.device:8s} {str(e.fingerprint.get('id', ''))[:16]:16s} "
+              f"{head}")
+    return 0
+
+
+def _compare(args) -> int:
+    from advisor.store.probe_history import ProbeHistory
+
+    a, b = args.compare
+    with ProbeHistory() as h:
+        try:
+            rows = h.compare(a, b)
+        except KeyError as exc:
+            raise UsageError(f"--compare: {exc.args[0]}") from None
+    if args.json:
+        print(json.dumps({"schema": "advisor.probe-compare/1", "a": a, "b": b, "kernels": rows}, indent=2))
+        return 0
+    print(f"{'kernel':14s} {'run ' + str(a):>12s} {'run ' + str(b):>12s}  unit      b/a")
+    for kernel, row in rows.items():
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.3f}"
+        print(f"{kernel:14s} {_num(row['a']):>12s} {_num(row['b']):>12s}  {row['unit']:8s} {ratio}")
+    return 0
+
+
+def _reset_calibration(args) -> int:
+    from advisor.store.calibration import clear_calibration, load_calibration
+
+    had = load_calibration()
+    clear_calibration()
+    if args.json:
+        print(json.dumps({"schema": "advisor.calibration-reset/1", "removed": had is not None}))
+    else:
+        print("calibration removed: the planner uses its priors" if had else "no calibration was saved")
+    return 0
+
+
+class _Bar:
+    """A one-line progress bar redrawn in place on a terminal."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def show(self, fraction: float, message: str) -> None:
+        width = shutil.get_terminal_size((80, 20)).columns
+        fraction = min(max(fraction, 0.0), 1.0)
+        cells = 20
+        done = int(round(fraction * cells))
+        line = f"[{'#' * done}{'.' * (cells - done)}] {100 * fraction:3.0f}% {message}"
+        self.stream.write("\r" + line[: width - 1].ljust(width - 1))
+        self.stream.flush()
+
+    def clear(self) -> None:
+        width = shutil.get_terminal_size((80, 20)).columns
+        self.stream.write("\r" + " " * (width - 1) + "\r")
+        self.stream.flush()

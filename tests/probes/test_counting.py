@@ -1,0 +1,75 @@
+"""Bytes and FLOPs counted per kernel, checked with a fake clock that makes every call last exactly DT."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from advisor.probes import drive, open_probe
+
+DT = 1e-3
+
+
+def fake_timer(step=DT):
+    counter = itertools.count()
+    return lambda: next(counter) * step
+
+
+def test_host_bandwidth_counts_two_and_three_arrays():
+    n = 4096
+    r = drive(open_probe("host-bandwidth", elements=n, reps=5, trials=1, warmup_s=0.0, timer=fake_timer()))
+    assert r.skipped is None
+    for kernel, arrays in {"copy": 2, "scale": 2, "add": 3, "triad": 3}.items():
+        k = r.results[kernel]
+        assert k.unit == "GB/s"
+        assert k.best == pytest.approx(arrays * 8 * n / DT / 1e9)
+        assert k.median == pytest.approx(k.best) and k.repetitions == 5
+        assert k.extra["bytes_per_call"] == arrays * 8 * n
+
+
+def test_host_bandwidth_float32_counts_four_bytes():
+    n = 4096
+    r = drive(open_probe("host-bandwidth", elements=n, reps=3, trials=1, warmup_s=0.0, dtype="float32",
+                         timer=fake_timer()))
+    assert r.results["triad"].best == pytest.approx(3 * 4 * n / DT / 1e9)
+
+
+def test_device_bandwidth_on_cpu_counts_read_once():
+    size = 1 << 20
+    r = drive(open_probe("device-bandwidth", largest_bytes=size, points=1, reps=3, warmup_s=0.0,
+                         timer=fake_timer()))
+    assert r.skipped is None
+    expected = {"copy": 2, "add": 3, "triad": 3, "read": 1}
+    for kernel, arrays in expected.items():
+        assert r.results[kernel].best == pytest.approx(arrays * size / DT / 1e9)
+    assert r.details["sweep"]["read"] == [[size, pytest.approx(size / DT / 1e9)]]
+    assert r.peak is None and r.calibration is None
+
+
+def test_matmul_counts_two_mnk():
+    n = 64
+    r = drive(open_probe("matmul", precisions=["fp32"], sizes=[n], reps=3, warmup_s=0.0, timer=fake_timer()))
+    k = r.results["fp32"]
+    assert k.unit == "TFLOP/s"
+    assert k.best == pytest.approx(2 * n**3 / DT / 1e12)
+    assert r.details["unsupported"] == {}
+
+
+def test_matmul_reports_why_a_precision_is_not_measured_on_cpu():
+    r = drive(open_probe("matmul", precisions=["tf32", "fp8"], sizes=[64], reps=1, warmup_s=0.0))
+    assert r.results == {}
+    assert "GPU" in r.details["unsupported"]["tf32"] and "8.9" in r.details["unsupported"]["fp8"]
+
+
+def test_matmul_rejects_unknown_precision():
+    with pytest.raises(ValueError, match="fp3"):
+        drive(open_probe("matmul", precisions=["fp3"]))
+
+
+def test_real_timing_gives_plausible_triad():
+    """Not a benchmark: a tiny real run must give a positive rate with best >= median >= worst."""
+    r = drive(open_probe("host-bandwidth", elements=1 << 18, reps=5, trials=1, warmup_s=0.01))
+    k = r.results["triad"]
+    assert k.best >= k.median >= k.worst > 0
+    assert r.params["threads"] >= 1
