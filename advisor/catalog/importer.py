@@ -174,6 +174,11 @@ def parse_skypilot_csv(text: str, provider: str, *, where: str = "skypilot csv",
     known = accelerators if accelerators is not None else catalog.accelerators
     spelling = {o.provider.lower(): o.provider for o in catalog.offers}
     provider = spelling.get(provider.lower(), provider)  # "aws" -> "AWS", as the catalog writes it
+    if price_date:
+        try:
+            _dt.date.fromisoformat(price_date)
+        except ValueError:
+            raise CatalogError(f"price date: expected YYYY-MM-DD, got {price_date!r}") from None
     price_date = price_date or _today()
     skipped: list[str] = []
     by_instance: dict[str, list[tuple[str, dict, str]]] = {}

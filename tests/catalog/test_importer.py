@@ -83,6 +83,11 @@ def test_skypilot_csv_one_offer_per_instance_cheapest_region():
     assert any("K80" in s for s in r.skipped)
 
 
+def test_skypilot_price_date_must_be_a_date():
+    with pytest.raises(CatalogError, match="price date: expected YYYY-MM-DD"):
+        im.parse_skypilot_csv(SKY, "aws", price_date="last tuesday")
+
+
 def test_skypilot_region_choice_and_provider_from_folder(tmp_path):
     folder = tmp_path / "v7" / "lambda"
     folder.mkdir(parents=True)
