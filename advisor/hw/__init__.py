@@ -23,6 +23,9 @@ Public API (stable; the GUI and the CLI use only this):
     doc = profile_to_json(profile)         # the ``advisor.detect/1`` JSON document (a dict)
     gpu.close()
 
+Simulation: ``advisor.hw.fake.SCENARIOS`` lists the scenario names; ``FakeGpuBackend(name, clock=...)`` and
+``FakeHostBackend(clock=...)`` give deterministic readings for tests and screenshots.
+
 Records (``advisor.hw.records``, frozen dataclasses, units in the field names, None = not available):
 ``MachineProfile(host: HostInfo, gpus: tuple[GpuProfile], gpu_backend: BackendStatus, torch, jax)``,
 ``GpuProfile(info: GpuInfo, catalog_id, catalog_name, catalog_mem_bandwidth_bps, torch_device)``

@@ -15,6 +15,8 @@ Public API (stable; the GUI's monitor page and ``advisor monitor`` use only this
     sampler.history.latest("cpu_util_pct")         # float | None
     sampler.processes()                             # tuple[ProcessSample]: GPU memory + process name/user
     sampler.stop(); gpu.close()
+    sampler.run(max_ticks=None, duration_s=None)   # the same schedule in the calling thread (CLI, tests)
+    sampler.tick()                                  # one sample now, synchronously
 
 ``MonitorSample(seq, time_s, wall_time_s, host: HostSample, gpus: tuple[GpuSample, ...])``; a GPU that
 is lost or suspended has ``state`` "lost" / "suspended" and every figure None. Metric names (history and
@@ -22,6 +24,7 @@ CSV columns) come from ``advisor.monitor.columns``: host ``cpu_util_pct``, ``mem
 ``cpu<k>_util_pct`` (history only) and per GPU ``gpu<i>_util_pct``, ``gpu<i>_mem_used_bytes``,
 ``gpu<i>_power_w``, ``gpu<i>_temp_c``, ``gpu<i>_sm_clock_mhz``, ``gpu<i>_pcie_rx_bps`` ...
 ``CsvRecorder(path, gpu_count)`` is a listener that writes the ``advisor monitor --csv`` file.
+Tests drive the schedule without sleeping: ``Sampler(..., clock=fake_clock, wait=fake_clock.advance)``.
 Laptop-safe mode (default on) reads the PCI runtime power state first and never polls a suspended GPU.
 """
 
