@@ -594,3 +594,63 @@ def _options_for(req, acc: Accelerator, catalog, offers, mem_model: _MemoryModel
                                   instance=offer.instance, spot=spot, instances=q.instances,
                                   price_date=offer.price_date, **serving(per_h), **common))
     return out
+
+
+SENSITIVITY_PARAMETERS = {
+    "tokens": "tokens",
+    "mfu": "fraction of dense peak",
+    "electricity_usd_per_kwh": "USD/kWh",
+    "utilisation": "fraction of owned hours used",
+}
+
+
+def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Catalog | None = None,
+                calibration=None, top: int = 10):
+    """How the total job costs and the ranking of the best options move with one parameter.
+
+    Args:
+        request: the base plan's request.
+        parameter: ``tokens`` (the budget), ``mfu`` (utilisation of the devices), or a cost assumption such as
+            ``electricity_usd_per_kwh`` or ``utilisation`` (fraction of owned hours in use).
+        values: the parameter values; by default a grid around the base value (a quarter to four times).
+        top: follow the ``top`` cheapest fitting options of the base plan.
+    Returns:
+        A ``cost.compare.SensitivitySeries`` (plain data via ``as_dict()``) for plotting.
+    Raises:
+        PlanInputError: an unknown parameter or a bad value.
+    """
+    from advisor.cost.compare import scaled_grid
+    from advisor.cost.compare import sensitivity as _series
+
+    catalog = catalog or load_catalog()
+    base = plan(request, catalog, calibration)
+    follow = [o.id for o in base.options if o.fits][:top]
+    if parameter == "tokens":
+        if base.tokens is None:
+            raise PlanInputError("tokens", "a plan with an --hours budget has no token budget to vary")
+        grid = values or scaled_grid(base.tokens)
+    elif parameter == "mfu":
+        best = base.best()
+        grid = values or scaled_grid(best.mfu if best else 0.3, (0.5, 0.75, 1.0, 1.25, 1.5))
+    elif parameter in base.assumptions.describe():
+        current = getattr(base.assumptions, parameter)
+        factors = (0.5, 0.75, 1.0, 1.25, 1.5) if parameter != "utilisation" else (0.25, 0.5, 0.75, 1.0)
+        grid = values or tuple(min(current * f, 1.0) if parameter == "utilisation" else current * f for f in factors)
+        grid = tuple(dict.fromkeys(grid))
+    else:
+        raise PlanInputError("sensitivity", f"cannot vary {parameter!r}; choose tokens, mfu or a cost assumption")
+
+    def evaluate(value: float):
+        if parameter in ("tokens", "mfu"):
+            changed = replace(request, **{parameter: value, **({"hours": None, "epochs": None, "dataset_tokens": None}
+                                                                 if parameter == "tokens" else {})})
+        else:
+            changed = replace(request, assumptions={**dict(request.assumptions), parameter: value})
+        try:
+            result = plan(changed, catalog, calibration)
+        except (PlanInputError, ValueError) as exc:
+            raise PlanInputError(parameter, str(exc)) from None
+        return [(o.hours, o.cost_usd, o.id) for o in result.options if o.id in follow]
+
+    return _series(evaluate, parameter, grid, SENSITIVITY_PARAMETERS.get(parameter, base.assumptions.assumption(parameter).unit
+                                                                          if parameter in base.assumptions.describe() else ""))

@@ -137,3 +137,27 @@ def test_more_tokens_never_cost_less(tokens, factor):
     for o in b.options:
         assert o.hours >= cost_a[o.id][0] * (1 - 1e-12)
         assert o.cost_usd >= cost_a[o.id][1] * (1 - 1e-12)
+
+
+def test_sensitivity_to_electricity_moves_home_only():
+    from advisor.planner import sensitivity
+
+    req = PlanRequest.from_mapping(dict(model="gpt2", tokens=5e9, accelerator=["rtx-4090"], spot_offers=False))
+    s = sensitivity(req, "electricity_usd_per_kwh", values=(0.1, 0.2, 0.4))
+    home = s.costs_for("home:rtx-4090")
+    cloud = s.costs_for("cloud:vast.ai:1x-rtx-4090")
+    assert home[0] < home[1] < home[2]
+    # energy is linear in the price: the step from 0.2 to 0.4 is twice the step from 0.1 to 0.2
+    assert home[2] - home[1] == pytest.approx(2 * (home[1] - home[0]))
+    assert cloud[0] == cloud[1] == cloud[2]
+
+
+def test_sensitivity_to_tokens_scales_costs_and_rejects_unknown_parameters():
+    from advisor.planner import sensitivity
+
+    req = PlanRequest.from_mapping(dict(model="gpt2", tokens=1e9, accelerator=["a100-80gb-sxm"]))
+    s = sensitivity(req, "tokens", values=(1e9, 2e9))
+    for _, costs in s.costs_usd:
+        assert costs[1] == pytest.approx(2 * costs[0])
+    with pytest.raises(PlanInputError):
+        sensitivity(req, "colour")

@@ -82,6 +82,9 @@ def register(sub) -> None:
                    help="set any cost assumption (see the assumptions listed in the output)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document on stdout (schema advisor.plan/1)")
+    o.add_argument("--sensitivity", action="store_true",
+                   help="add how costs and the ranking move with tokens, MFU, electricity price and utilisation "
+                        "(JSON key 'sensitivity')")
     o.add_argument("--top", type=_integer, default=12, help="options shown in the table (default 12)")
     o.add_argument("--all", action="store_true", help="show every option in the table")
     p.set_defaults(run=run)
@@ -180,6 +183,9 @@ def run(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         docs = [r.to_json() for r in results]
+        if args.sensitivity:
+            for r, doc in zip(results, docs):
+                doc["sensitivity"] = _sensitivity(r)
         doc = docs[0] if len(docs) == 1 else {"schema": "advisor.plan-set/1", "plans": docs}
         json.dump(doc, sys.stdout, indent=1, allow_nan=False, default=_json_default)
         sys.stdout.write("\n")
@@ -187,6 +193,21 @@ def run(args) -> int:
         for r in results:
             sys.stdout.write(render_table(r, top=None if args.all else args.top))
     return 0
+
+
+def _sensitivity(result) -> dict:
+    from advisor.cli import UsageError
+    from advisor.planner import PlanInputError, SENSITIVITY_PARAMETERS, sensitivity
+
+    out = {}
+    for name in SENSITIVITY_PARAMETERS:
+        if name == "tokens" and result.tokens is None:
+            continue
+        try:
+            out[name] = sensitivity(result.request, name, calibration=_calibration()).as_dict()
+        except PlanInputError as exc:
+            raise UsageError(f"plan: {exc}") from None
+    return out
 
 
 def _json_default(value):
