@@ -26,6 +26,15 @@ if ! "$PYTHON" -c "import PyInstaller" 2>/dev/null; then
     exit 2
 fi
 
+# Qt's X11 platform plugin needs a few xcb libraries that minimal systems lack; PyInstaller can only bundle
+# what it finds here, so without them the app would open no window on desktops that miss them too.
+qt=$("$PYTHON" -c "import PySide6, pathlib; print(pathlib.Path(PySide6.__file__).parent / 'Qt')")
+if ldd "$qt/plugins/platforms/libqxcb.so" 2>/dev/null | grep -q 'not found'; then
+    echo "warning: Qt's xcb plugin misses libraries here, so the build will not bundle them:" >&2
+    ldd "$qt/plugins/platforms/libqxcb.so" | grep 'not found' >&2
+    echo "  on Debian/Ubuntu: apt-get install libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0" >&2
+fi
+
 start=$(date +%s)
 "$PYTHON" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
     --distpath dist --workpath build/pyinstaller packaging/advisor.spec
