@@ -85,3 +85,9 @@ def test_cli_monitor_bad_input_exit_2(args, capsys, tmp_path):
 def test_cli_monitor_csv_is_a_directory(tmp_path, capsys):
     assert main(["monitor", "--csv", str(tmp_path), "--duration", "0.1"]) == 2
     assert "--csv" in capsys.readouterr().err
+
+
+def test_cli_monitor_leaves_a_suspended_laptop_gpu_asleep(capsys):
+    assert main(["monitor", "--duration", "0.1", "--interval", "0.1", "--fake-gpu", "laptop-4060"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all("gpu0 suspended" in line for line in lines[1:])
