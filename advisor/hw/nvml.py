@@ -220,6 +220,11 @@ class NvmlBackend:
         return len(self._handles)
 
     def _bus_id(self, index: int) -> str | None:
+        """The device's sysfs PCI address: from NVML once the device was described, before that from the
+        sysfs list of NVIDIA display devices in bus order (NVML's order), so a sleeping GPU is not asked."""
+        info = self._info.get(index)
+        if info is not None and info.pci_bus_id:
+            return pcipower.sysfs_bus_id(info.pci_bus_id)
         if self._bus_ids[index] is None and index not in self._lost:
             try:
                 pci = self._q("nvmlDeviceGetPciInfo", self._handles[index])
