@@ -51,6 +51,8 @@ def test_installed_wheel_runs_from_its_own_environment(installed_wheel, tmp_path
     from advisor import __version__
 
     assert proc.stdout.strip() == f"advisor {__version__}"
+    gui_launcher = installed_wheel.bin_dir / ("advisor-gui.exe" if installed_wheel.python.suffix else "advisor-gui")
+    assert gui_launcher.is_file(), "the wheel installs no advisor-gui launcher (the desktop entry runs it)"
 
     script = r"""
 import importlib.util, json, sys
