@@ -7,7 +7,8 @@ updates plots that were built once, with ``setData`` (rule 10). A hidden page dr
 
 from __future__ import annotations
 
-import numpy as np
+import time
+
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
@@ -22,7 +23,9 @@ from advisor.gui.workers import GeneratorWorker
 from advisor.units import fmt_bytes
 
 WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
-MIN_DRAW_MS = 250
+MIN_TICK_MS = 40
+CHART_PERIOD_S = 0.5  # each chart is redrawn at most this often (or once per sample when slower)
+DRAW_BUDGET_S = 0.0  # one chart per tick: its data update and repaint stay well under 50 ms
 
 # (key, title, y label, unit, metrics per GPU [(metric, dashed)], scale, tooltip)
 GPU_CHARTS = (
@@ -79,6 +82,9 @@ class MonitorPage(Page):
         self._curves: list[tuple[str, float, object]] = []  # (metric, scale, PlotDataItem)
         self._core_curves: list[tuple[str, object]] = []
         self._limit_lines: list[tuple[str, object]] = []  # (metric, InfiniteLine)
+        self._chart_curves: dict[str, list] = {}  # chart key -> [(metric, scale, item)]
+        self._chart_lines: dict[str, list] = {}  # chart key -> [(metric, InfiniteLine)]
+        self._stale: list[str] = []  # charts still to redraw, in round-robin order
         self._plots: dict[str, object] = {}
         self._events = EventTracker()
         self._event_rows: list = []
@@ -188,14 +194,15 @@ class MonitorPage(Page):
                 p.setToolTip(tip)
                 for i in range(n):
                     for metric, dashed in metrics:
-                        item = plots.add_line(p, names[i] if not dashed and key == "util" else None, i, dashed=dashed)
+                        item = plots.add_line(p, names[i] if not dashed and key == "util" else None, i, dashed=dashed,
+                                              live=True)
                         self._curves.append((f"gpu{i}_{metric}", scale, item))
-                    if key == "power":
-                        self._limit_lines.append((f"gpu{i}_power_limit_w", plots.add_limit_line(
-                            p, None, f"GPU {i} limit", index=i)))
-                    if key == "mem":
-                        self._limit_lines.append((f"gpu{i}_mem_total_bytes", plots.add_limit_line(
-                            p, None, f"GPU {i} total", index=i)))
+                        self._chart_curves.setdefault(key, []).append((f"gpu{i}_{metric}", scale, item))
+                    limit = {"power": ("power_limit_w", "limit"), "mem": ("mem_total_bytes", "total")}.get(key)
+                    if limit:
+                        line = plots.add_limit_line(p, None, f"GPU {i} {limit[1]}", index=i)
+                        self._limit_lines.append((f"gpu{i}_{limit[0]}", line))
+                        self._chart_lines.setdefault(key, []).append((f"gpu{i}_{limit[0]}", line))
                 if key == "util":
                     p.setYRange(0, 100)
                 charts.append((key, p))
@@ -207,7 +214,9 @@ class MonitorPage(Page):
             p = plots.make_plot(title, ylabel, unit, legend=True)
             p.setToolTip(tip)
             for j, (metric, dashed, label) in enumerate(metrics):
-                self._curves.append((metric, 1.0, plots.add_line(p, label, 0, dashed=dashed)))
+                item = plots.add_line(p, label, 0, dashed=dashed, live=True)
+                self._curves.append((metric, 1.0, item))
+                self._chart_curves.setdefault(key, []).append((metric, 1.0, item))
             if key == "cpu":
                 p.setYRange(0, 100)
             charts.append((key, p))
@@ -228,9 +237,11 @@ class MonitorPage(Page):
 
     # ------------------------------------------------------------ loop
     def _apply_draw_rate(self) -> None:
+        """One chart per tick, so that every chart is redrawn once per ``CHART_PERIOD_S`` or per sample."""
         sampler = self.ctx.sampler
-        interval_ms = int(1000 * (sampler.interval_s if sampler else 1.0))
-        self._timer.setInterval(max(MIN_DRAW_MS, min(1000, interval_ms)))
+        period_s = max(CHART_PERIOD_S, sampler.interval_s if sampler else 1.0)
+        charts = max(1, len(self._plots))
+        self._timer.setInterval(max(MIN_TICK_MS, int(1000 * period_s / charts)))
 
     @Slot()
     def _on_timer_timeout(self) -> None:
@@ -247,35 +258,52 @@ class MonitorPage(Page):
                 self.tabs.setTabText(1, f"Events ({len(self._event_rows)})")
             self._dirty = True
         if self._dirty and self.isVisible():
-            self._redraw()
+            self._redraw(DRAW_BUDGET_S)
 
-    def _redraw(self) -> None:
+    def _redraw(self, budget_s: float | None = None) -> None:
+        """Redraw the charts; with a budget, only as many as fit in it (the rest on the next ticks).
+
+        Spreading the charts over ticks keeps each pass of the GUI thread short even with eight GPUs.
+        """
         sampler = self.ctx.sampler
         if sampler is None:
             return
-        self._dirty = False
-        history = sampler.history
+        if not self._stale:
+            self._stale = list(self._plots)
+        start = time.perf_counter()
         window = float(self.window_box.currentData())
-        for metric, scale, item in self._curves + [(m, 1.0, i) for m, i in self._core_curves]:
+        while self._stale:
+            self._redraw_chart(self._stale.pop(0), sampler.history, window)
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                break
+        self._dirty = bool(self._stale)
+        self._update_tables(sampler)
+
+    def _redraw_chart(self, key: str, history, window: float) -> None:
+        curves = list(self._chart_curves.get(key, ()))
+        if key == "cpu":
+            curves += [(m, 1.0, i) for m, i in self._core_curves if i.isVisible()]
+        for metric, scale, item in curves:
             times, values = history.window(metric, window)
             if not len(times):
                 continue
             x = times - times[-1]
             y = values * scale if scale != 1.0 else values
             item.setData(x, y, connect="finite")
-        for metric, line in self._limit_lines:
+        for metric, line in self._chart_lines.get(key, ()):
             value = history.latest(metric)
             line.setVisible(value is not None)
             if value is not None:
                 line.setValue(value)
-        for p in self._plots.values():
-            p.setXRange(-window, 0, padding=0)
+        self._plots[key].setXRange(-window, 0, padding=0)
+
+    def _update_tables(self, sampler) -> None:
         rows = list(sampler.processes())
         if rows != self.process_model.rows():
             self.process_model.set_rows(rows)
             fit_columns(self.process_view)
         state = "paused" if sampler.paused else f"every {sampler.interval_s:g} s"
-        self.status.setText(f"{len(history)} samples kept · sampling {state}")
+        self.status.setText(f"{len(sampler.history)} samples kept · sampling {state}")
 
     # ------------------------------------------------------------ controls
     @Slot(int)
@@ -306,7 +334,7 @@ class MonitorPage(Page):
         if not self._core_curves:
             cores = [m for m in sampler.history.metrics if m.startswith("cpu") and m[3:4].isdigit()]
             for k, metric in enumerate(cores):
-                item = plots.add_line(cpu, None, k + 1, width=1.0)
+                item = plots.add_line(cpu, None, k + 1, width=1.0, live=True)
                 item.setOpacity(0.5)
                 self._core_curves.append((metric, item))
         for _m, item in self._core_curves:

@@ -67,6 +67,8 @@ class PlannerPage(Page):
         self._cap_lines: list = []
         self.bundle = None
         self.plans_done = 0
+        self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
+        self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
         self._calibration = _load_calibration()
 
         layout = QHBoxLayout(self)
@@ -176,7 +178,8 @@ class PlannerPage(Page):
             return
         self.bundle = bundle
         self.plans_done += 1
-        self._show(bundle)
+        if self.isVisible():
+            self._show(bundle)
         self.ctx.publish_plan(bundle.request, bundle.result)
 
     @Slot(str)
@@ -201,12 +204,18 @@ class PlannerPage(Page):
         return [g.catalog_id for g in m.gpus if g.catalog_id] if m is not None else []
 
     def _show(self, bundle) -> None:
+        self._drawn = bundle
         result = bundle.result
         mine = self._machine_ids()
         rows = per_accelerator(result)
-        self.model = RecordTableModel(_table_columns(set(mine)), rows, self)
-        self.proxy.setSourceModel(self.model)
-        fit_columns(self.table)
+        if self._columns_for != tuple(mine):  # first plan, or the machine was detected since
+            self._columns_for = tuple(mine)
+            self.model = RecordTableModel(_table_columns(set(mine)), rows, self)
+            self.proxy.setSourceModel(self.model)
+            fit_columns(self.table)
+            self._draw_capacities(mine)
+        else:
+            self.model.set_rows(rows)
         self.answer.setText(self._answer_text(result, rows, mine))
         self._draw_memory(bundle, mine)
         self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
@@ -247,30 +256,34 @@ class PlannerPage(Page):
                          "more.</span>")
         return "<br>".join(lines)
 
-    def _draw_memory(self, bundle, mine) -> None:
-        plots.clear_bars(self.chart, self._bars)
+    def _draw_capacities(self, mine) -> None:
+        """Dashed capacity lines of this machine's GPUs and the common sizes (they do not depend on the plan)."""
         for line in self._cap_lines:
             self.chart.removeItem(line)
         self._cap_lines.clear()
-        counts = [n for n, _ in bundle.memory_by_devices]
-        parts = [(label, [getattr(m, attr) for _, m in bundle.memory_by_devices]) for label, attr in MEMORY_PARTS]
-        self._bars = plots.stacked_bars(self.chart, parts, width=0.55)
-        plots.set_categories(self.chart, [f"{n} device{'s' if n > 1 else ''}" for n in counts])
         cat = self.ctx.catalog.accelerators
-        seen: dict[int, str] = {}
+        seen: set[int] = set()
         for acc_id in list(dict.fromkeys(mine)) + list(CAPACITY_CANDIDATES):
             acc = cat.get(acc_id)
-            if acc is None:
+            if acc is None or round(acc.memory_bytes / 2**30) in seen:
                 continue
             gib = round(acc.memory_bytes / 2**30)
-            if gib in seen:
-                continue
-            seen[gib] = acc.name
+            seen.add(gib)
             colour = themes.current().good if acc_id in mine else themes.current().muted
             label = f"{acc.name} ({gib} GiB)" + (" — this machine" if acc_id in mine else "")
-            line = plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
-                                        label_position=0.99, label_anchor=(1, 1))
-            self._cap_lines.append(line)
+            self._cap_lines.append(plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
+                                                        label_position=0.99, label_anchor=(1, 1)))
+
+    def _draw_memory(self, bundle, mine) -> None:
+        counts = [n for n, _ in bundle.memory_by_devices]
+        parts = [(label, [getattr(m, attr) for _, m in bundle.memory_by_devices]) for label, attr in MEMORY_PARTS]
+        if len(self._bars) != len(parts):
+            plots.clear_bars(self.chart, self._bars)
+            self._bars = plots.stacked_bars(self.chart, parts, width=0.55)
+        else:  # move the bars built once: cheaper than new items on every plan
+            plots.update_stacked_bars(self._bars, parts)
+        plots.set_categories(self.chart, [f"{n} device{'s' if n > 1 else ''}" for n in counts])
+        cat = self.ctx.catalog.accelerators
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
         top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
         self.chart.setYRange(0, max(top, min(top_cap, 2.5 * top)) * 1.08, padding=0)
@@ -278,6 +291,8 @@ class PlannerPage(Page):
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
+        if self.bundle is not None and self._drawn is not self.bundle:
+            self._show(self.bundle)
         self.ensure_plan()
 
     def ensure_plan(self) -> None:
