@@ -29,8 +29,13 @@ def configure(theme: themes.Theme) -> None:
     global _theme
     _theme = theme
     pg.setConfigOptions(antialias=True, background=theme.background, foreground=theme.text)
+    import shiboken6
+
     for plot in list(_PLOTS):
-        _style(plot)
+        if shiboken6.isValid(plot):  # a closed window's charts linger as wrappers until collected
+            _style(plot)
+        else:
+            _PLOTS.discard(plot)
 
 
 def color(index: int) -> QColor:
