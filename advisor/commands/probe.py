@@ -126,6 +126,7 @@ def _params_for(name: str, args, previous) -> dict:
         mm = next((r for r in previous if r.probe == "matmul" and not r.skipped and "fp32" in r.results), None)
         if mm is not None and mm.device == args.device == "cpu":
             params["peak_tflops"] = mm.results["fp32"].best
+            params["peak_origin"] = "measured fp32 matmul on this CPU (matmul probe, same run)"
     return params
 
 

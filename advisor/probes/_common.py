@@ -38,6 +38,7 @@ def probe(name: str):
             started, t0 = now_iso(), time.perf_counter()
             try:
                 cancel.check()
+                yield Progress(0.0, f"starting on {device}")
                 result = yield from body(device=device, quick=quick, cancel=cancel, **params)
             except ProbeSkipped as exc:
                 result = ProbeResult(probe=name, device=device, skipped=str(exc),
@@ -50,7 +51,7 @@ def probe(name: str):
             finally:
                 gc.collect()
                 _empty_cuda_cache()
-            yield Progress(1.0, f"{name}: done")
+            yield Progress(1.0, "done")
             return replace(result, started_at=started, duration_s=round(time.perf_counter() - t0, 3))
         run.probe_name = name
         return run

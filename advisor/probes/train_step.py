@@ -57,7 +57,8 @@ def _rss_peak_bytes() -> int:
 def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = None, *,
         precision: str | None = None, batch: int | None = None, seq_len: int | None = None,
         hidden: int | None = None, layers: int | None = None, heads: int | None = None, vocab: int | None = None,
-        steps: int | None = None, warmup_s: float | None = None, peak_tflops: float | None = None):
+        steps: int | None = None, warmup_s: float | None = None, peak_tflops: float | None = None,
+        peak_origin: str | None = None):
     """Time training steps of a small transformer.
 
     Args:
@@ -66,6 +67,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         steps: timed steps (default 5 quick, 20 full).
         peak_tflops: the peak to compute MFU against (default: the catalog's dense peak on a GPU, a
             measured fp32 matmul rate on a CPU).
+        peak_origin: where ``peak_tflops`` comes from, shown next to the MFU (default ``"given"``).
     Returns:
         ProbeResult with ``tokens_per_s`` (tokens/s), ``achieved`` (TFLOP/s) and ``mfu`` (fraction),
         ``details`` with the parameter count and peak memory, and an ``mfu`` calibration offer.
@@ -135,9 +137,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
             peak_mem = torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None
         finally:
             del model, opt, tokens, inputs, targets
-        peak_origin = None
         if peak_tflops:
-            peak_origin = "given"
+            peak_origin = peak_origin or "given"
         elif acc is not None and acc.peak_flops(precision):
             peak_tflops = acc.peak_flops(precision) / TFLOP
             peak_origin = f"catalog:{acc.id} dense {precision}"
