@@ -83,3 +83,35 @@ def per_accelerator(result: PlanResult) -> list[dict]:
                 "cost_usd": o.cost_usd, "where": o.id, "kind": o.kind,
             }
     return sorted(rows.values(), key=lambda r: (not r["fits"], r["hours"], r["accelerator"]))
+
+
+FIT_WORKLOADS = (("inference", "serve (bf16)"), ("qlora", "QLoRA fine-tune"), ("lora", "LoRA fine-tune"),
+                 ("finetune", "full fine-tune"))
+
+
+def what_fits(accelerator_id: str, devices: int, catalog, calibration=None) -> list[dict]:
+    """The largest preset that fits this machine's GPUs for each workload (runs in a worker, ~70 small plans).
+
+    Returns:
+        Dicts with ``workload`` (label), ``model`` (preset id or None when none fits), ``params``,
+        ``hours`` (default budget) and ``tokens_per_s``.
+    """
+    from advisor.estimate.model import param_count
+
+    models = sorted(catalog.models.values(), key=param_count, reverse=True)
+    out = []
+    for workload, label in FIT_WORKLOADS:
+        found = {"workload": label, "model": None, "params": None, "hours": None, "tokens_per_s": None}
+        for m in models:
+            try:
+                req = PlanRequest.from_mapping({"model": m.id, "workload": workload, "gpus": devices,
+                                                "accelerator": [accelerator_id]})
+                result = plan(req, catalog, calibration)
+            except PlanInputError:
+                continue
+            option = next((o for o in result.options if o.fits), None)
+            if option is not None:
+                found.update(model=m.id, params=result.params, hours=option.hours, tokens_per_s=option.tokens_per_s)
+                break
+        out.append(found)
+    return out

@@ -54,24 +54,24 @@ def accelerator_columns(user_ids) -> list[Column]:
     return [
         Column("id", lambda a: a.id, tip="catalog id used by `advisor plan --accelerator`", color=mark),
         Column("name", lambda a: a.name),
-        Column("vendor", lambda a: a.vendor),
-        Column("kind", lambda a: a.kind),
-        Column("memory (GiB)", lambda a: a.memory_bytes / 2**30, lambda v: _num(v), align_right=True,
+        Column("memory\n(GiB)", lambda a: a.memory_bytes / 2**30, lambda v: _num(v), align_right=True,
                tip="device memory, GiB = 2^30 bytes"),
-        Column("bandwidth (GB/s)", lambda a: a.mem_bandwidth_bps / 1e9, lambda v: _num(v), align_right=True,
+        Column("bandwidth\n(GB/s)", lambda a: a.mem_bandwidth_bps / 1e9, lambda v: _num(v), align_right=True,
                tip="peak memory bandwidth on paper, GB/s = 1e9 bytes per second"),
-        Column("bf16 (TFLOP/s)", lambda a: _tflops(a.bf16_flops), lambda v: _num(v, 1), align_right=True,
+        Column("bf16\n(TFLOP/s)", lambda a: _tflops(a.bf16_flops), lambda v: _num(v, 1), align_right=True,
                tip="dense bf16 tensor peak (no sparsity), 1e12 FLOP per second"),
-        Column("fp8 (TFLOP/s)", lambda a: _tflops(a.fp8_flops), lambda v: _num(v, 1), align_right=True,
+        Column("fp8\n(TFLOP/s)", lambda a: _tflops(a.fp8_flops), lambda v: _num(v, 1), align_right=True,
                tip="dense fp8 tensor peak; — where the part has no fp8 path"),
-        Column("fp32 (TFLOP/s)", lambda a: _tflops(a.fp32_flops), lambda v: _num(v, 1), align_right=True,
+        Column("fp32\n(TFLOP/s)", lambda a: _tflops(a.fp32_flops), lambda v: _num(v, 1), align_right=True,
                tip="fp32 (non-tensor) peak"),
-        Column("power (W)", lambda a: a.tdp_w, lambda v: _num(v), align_right=True, tip="board power / TDP"),
-        Column("price (USD)", lambda a: a.price_usd, lambda v: "$" + _num(v), align_right=True,
+        Column("power\n(W)", lambda a: a.tdp_w, lambda v: _num(v), align_right=True, tip="board power / TDP"),
+        Column("price\n(USD)", lambda a: a.price_usd, lambda v: "$" + _num(v), align_right=True,
                tip="street price where known, else the launch price"),
         Column("date", lambda a: a.street_price_date or a.data_date, tip="date of the price or of the data"),
         Column("source", lambda a: _first_source(a.source), cell_tip=lambda a: (a.source + "\n\n" + a.notes).strip(),
                tip="where the figures come from (hover a cell for the full list and notes)"),
+        Column("vendor", lambda a: a.vendor),
+        Column("kind", lambda a: a.kind),
     ]
 
 
@@ -85,11 +85,11 @@ def offer_columns(user_ids) -> list[Column]:
         Column("accelerator", lambda o: o.accelerator_id),
         Column("devices", lambda o: o.accelerator_count, align_right=True, tip="accelerators per instance"),
         Column("region", lambda o: o.region),
-        Column("on demand (USD/h)", lambda o: o.on_demand_usd_per_h, lambda v: f"${v:,.3f}", align_right=True,
+        Column("on demand\n(USD/h)", lambda o: o.on_demand_usd_per_h, lambda v: f"${v:,.3f}", align_right=True,
                tip="price of the whole instance per hour"),
-        Column("per device (USD/h)", lambda o: o.usd_per_device_hour(), lambda v: f"${v:,.3f}", align_right=True,
+        Column("per device\n(USD/h)", lambda o: o.usd_per_device_hour(), lambda v: f"${v:,.3f}", align_right=True,
                tip="instance price / accelerators per instance"),
-        Column("spot (USD/h)", lambda o: o.spot_usd_per_h, lambda v: f"${v:,.3f}", align_right=True,
+        Column("spot\n(USD/h)", lambda o: o.spot_usd_per_h, lambda v: f"${v:,.3f}", align_right=True,
                tip="spot/preemptible price of the whole instance; can be interrupted"),
         Column("price date", lambda o: o.price_date, cell_tip=lambda o: o.price_date),
         Column("source", lambda o: _first_source(o.source), cell_tip=lambda o: (o.source + "\n\n" + o.notes).strip()),
@@ -112,7 +112,7 @@ def model_columns(user_ids) -> list[Column]:
         Column("kv heads", lambda m: m.kv_heads, align_right=True, tip="key/value heads (GQA); sets the KV cache"),
         Column("ffn", lambda m: m.ffn, align_right=True),
         Column("vocab", lambda m: m.vocab, align_right=True),
-        Column("context (tokens)", lambda m: m.max_context or None, lambda v: f"{v:,}", align_right=True),
+        Column("context\n(tokens)", lambda m: m.max_context or None, lambda v: f"{v:,}", align_right=True),
         Column("source", lambda m: _first_source(m.source), cell_tip=lambda m: m.source),
     ]
 
@@ -138,7 +138,8 @@ class CatalogPage(Page):
         top.addWidget(self.as_of)
         top.addStretch(1)
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Search (id, name, vendor, provider, source…)   Ctrl+F")
+        self.search.setPlaceholderText("Search… (Ctrl+F)")
+        self.search.setToolTip("Filters every column of every table: id, name, vendor, provider, source…")
         self.search.setClearButtonEnabled(True)
         self.search.setMinimumWidth(320)
         self.search.textChanged.connect(self._on_search_text_changed)
@@ -186,7 +187,7 @@ class CatalogPage(Page):
             model = RecordTableModel(columns, rows, self)
             self.proxies[key].setSourceModel(model)
             self.models[key] = model
-            fit_columns(self.views[key])
+            fit_columns(self.views[key], max_width=190)
         counts = (f"{len(cat.accelerators)} accelerators, {len(cat.offers)} cloud offers, {len(cat.models)} model "
                   f"presets. Click a header to sort; hover a source for the full reference.")
         extra = ""
@@ -233,7 +234,7 @@ class CatalogPage(Page):
         self.search.clear()
         self.tabs.setCurrentIndex(0)
         view = self.views["accelerators"]
-        view.sortByColumn(6, Qt.SortOrder.DescendingOrder)
+        view.sortByColumn(4, Qt.SortOrder.DescendingOrder)  # bf16 TFLOP/s
 
 
 class OverridesDialog(QDialog):

@@ -47,6 +47,9 @@ class MachinePage(Page):
     def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
         self._live: dict[int, dict[str, QLabel]] = {}
+        self._fits_worker = None
+        self._fits_card: CardWidget | None = None
+        self.fits: list | None = None
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         scroll = QScrollArea()
@@ -96,6 +99,11 @@ class MachinePage(Page):
         cards = [self._host_card(m)] + [self._gpu_card(m, g) for g in m.gpus]
         if not m.gpus:
             cards.append(self._no_gpu_card(m))
+        else:
+            self._fits_card = CardWidget("What fits on this machine", "the largest model preset per workload, on "
+                                         "all its GPUs, with the planner's default budget")
+            cards.insert(1, self._fits_card)
+            self._start_fits(m)
         cards.append(self._software_card(m))
         for i, card in enumerate(cards):
             self._grid.addWidget(card, i // 2, i % 2, Qt.AlignmentFlag.AlignTop)
@@ -180,6 +188,53 @@ class MachinePage(Page):
         self._add_probe_rows(card, f"cuda:{info.index}")
         return card
 
+    def _start_fits(self, m) -> None:
+        from advisor.gui.plan_service import what_fits
+        from advisor.gui.workers import GeneratorWorker
+
+        ids = [g.catalog_id for g in m.gpus if g.catalog_id]
+        if not ids or self._fits_worker is not None:
+            if not ids:
+                self._fits_card.add_row("unknown GPU", "this GPU is not in the catalog: add it on the Catalog page")
+            return
+        if self.fits is not None:
+            self._show_fits()
+            return
+        count = sum(1 for g in m.gpus if g.catalog_id == ids[0])
+        self._fits_card.add_row("planning…", f"{count}× {ids[0]}")
+        self._fits_worker = GeneratorWorker(what_fits, ids[0], count, self.ctx.catalog, parent=self)
+        self._fits_worker.result_ready.connect(self._on_fits_result_ready)
+        self._fits_worker.done.connect(self._on_fits_done)
+        self._fits_worker.start()
+
+    @Slot(object)
+    def _on_fits_result_ready(self, rows) -> None:
+        self.fits = rows
+        self._show_fits()
+
+    @Slot()
+    def _on_fits_done(self) -> None:
+        worker, self._fits_worker = self._fits_worker, None
+        if worker is not None:
+            worker.wait()
+            worker.deleteLater()
+
+    def _show_fits(self) -> None:
+        from advisor.units import fmt_count, fmt_hours
+
+        card = self._fits_card
+        if card is None:
+            return
+        card.clear_rows()
+        for r in self.fits or []:
+            if r["model"] is None:
+                card.add_row(r["workload"], "no preset fits", color=themes.current().bad)
+                continue
+            card.add_row(r["workload"], f"{r['model']} ({fmt_count(r['params'])} parameters) · "
+                         f"{r['tokens_per_s']:,.0f} tokens/s" + (f" · {fmt_hours(r['hours'])} for the default "
+                                                                 "budget" if "serve" not in r["workload"] else ""),
+                         "planner estimate with published utilisation priors; see the Planner for details")
+
     def _no_gpu_card(self, m) -> CardWidget:
         card = CardWidget("No GPU found", m.gpu_backend.status)
         card.add_row("what still works", "Planner, Compare and Catalog work without a GPU; the CPU probes measure "
@@ -223,7 +278,8 @@ class MachinePage(Page):
             return
         host = self._live.get(-1)
         if host:
-            h = sample.host
+            # A screenshot's demo sampler simulates the host too; this card describes the real one.
+            h = sample.host if sampler.host is self.ctx.host or self.ctx.host is None else self.ctx.host.sample()
             host["cpu"].setText("—" if h.cpu_util_pct is None else f"{h.cpu_util_pct:.0f} %")
             host["ram"].setText("—" if h.mem_used_bytes is None else fmt_bytes(h.mem_used_bytes, binary=True))
         for g in sample.gpus:
@@ -247,7 +303,9 @@ class MachinePage(Page):
         self.ctx.start_hardware()
 
     def is_ready(self) -> bool:
-        return self.ctx.machine is not None or self.ctx.hardware_error is not None
+        return (self.ctx.machine is not None and self._fits_worker is None) or self.ctx.hardware_error is not None
 
     def shutdown(self) -> None:
         self._timer.stop()
+        if self._fits_worker is not None:
+            self._fits_worker.stop()

@@ -47,9 +47,10 @@ def _table_columns(machine_ids) -> list[Column]:
                tip="training: tokens trained per second; inference: tokens generated per second for the batch"),
         Column("MFU", lambda r: r["mfu"], lambda v: f"{100 * v:.0f} %", align_right=True,
                cell_tip=lambda r: r["mfu_origin"], tip="model FLOPs utilisation assumed (hover a cell for its source)"),
-        Column("cheapest (USD)", lambda r: r["cost_usd"], fmt_usd, align_right=True,
-               cell_tip=lambda r: r["where"], tip="cheapest way to run it on this accelerator: home, on-prem or cloud"),
-        Column("where", lambda r: r["where"], tip="the cheapest option: home rig, on-prem or a cloud offer"),
+        Column("cheapest job", lambda r: r["cost_usd"], fmt_usd, align_right=True,
+               cell_tip=lambda r: f"{r['where']} ({r['kind']})",
+               tip="cost of the whole job the cheapest way on this accelerator (home, on-prem or cloud; hover a "
+                   "cell for which), USD"),
     ]
 
 
@@ -212,7 +213,7 @@ class PlannerPage(Page):
             self._columns_for = tuple(mine)
             self.model = RecordTableModel(_table_columns(set(mine)), rows, self)
             self.proxy.setSourceModel(self.model)
-            fit_columns(self.table)
+            fit_columns(self.table, max_width=230)
             self._draw_capacities(mine)
         else:
             self.model.set_rows(rows)
