@@ -109,6 +109,30 @@ def cuda_facts(torch, dev) -> CudaFacts:
     return CudaFacts(**facts)
 
 
+def other_processes_bytes(nvml_index: int | None) -> int | None:
+    """GPU memory held by other processes on a device, from the driver's process list; None when unknown.
+
+    Processes in other PID namespaces (containers) are counted; ours is not.
+    """
+    if nvml_index is None:
+        return None
+    backend = open_gpu_backend()
+    if backend is None:
+        return None
+    try:
+        procs = backend.processes(nvml_index)
+        if not procs:
+            return None if not getattr(backend, "processes_supported", True) else 0
+        return sum(p.gpu_mem_bytes or 0 for p in procs if p.pid != os.getpid())
+    except Exception:  # noqa: BLE001 - unknown, the caller falls back to free/total
+        return None
+    finally:
+        try:
+            backend.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def catalog_accelerator(acc_id: str | None):
     """The catalog Accelerator for an id, or None."""
     if not acc_id:

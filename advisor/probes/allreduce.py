@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
 import threading
-import queue
+import time
 
 from advisor.probes._common import GB, parse_device, physical_cores, probe, rate_result, require_torch
 from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
@@ -130,8 +131,6 @@ def _spawn(ranks, backend, sizes, iters, warmup, cancel, env):
         reader = threading.Thread(target=_pump, args=(procs[0].stdout, lines), name="allreduce-reader", daemon=True)
         reader.start()
         done = False
-        import time
-
         deadline = time.monotonic() + START_TIMEOUT_S + 10.0 * len(sizes)
         while not done:
             cancel.check()
@@ -158,9 +157,13 @@ def _spawn(ranks, backend, sizes, iters, warmup, cancel, env):
                 yield Progress(len(rows) / len(sizes), f"{doc['size_bytes']} bytes: busbw "
                                f"{bus_bandwidth(alg, ranks):.2f} GB/s",
                                point={"series": "busbw", "x": doc["size_bytes"], "y": bus_bandwidth(alg, ranks)})
+        grace = time.monotonic() + 1.0  # rows are complete: let the ranks leave cleanly, briefly
         for p in procs:
-            p.wait(timeout=30)
-        reader.join(timeout=2)
+            try:
+                p.wait(timeout=max(0.05, grace - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        reader.join(timeout=1)
     finally:
         for p in procs:
             if p.poll() is None:

@@ -16,7 +16,8 @@ from advisor.probes._common import (GB, available_memory_bytes, parse_device, pr
 from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeResult, ProbeSkipped
 
 NAME = "capacity"
-BUSY_BYTES = 1 << 30  # memory in use by others above which the device counts as busy
+BUSY_BYTES = 1 << 30  # memory other processes hold (driver's list) above which the device counts as busy
+BUSY_UNATTRIBUTED_BYTES = 2 << 30  # without a process list: used - ours, which includes our CUDA context
 MIN_CHUNK = 2 << 20
 UNIFIED_HOST_SHARE = 0.75
 
@@ -52,9 +53,13 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     dev = resolve_device(torch, device)
     torch.cuda.synchronize(dev)
     free, total = torch.cuda.mem_get_info(dev)
-    ours = torch.cuda.memory_reserved(dev)
-    others = total - free - ours
-    if others > BUSY_BYTES and not allow_busy:
+    from advisor.probes._device_info import cuda_facts, other_processes_bytes
+
+    others = other_processes_bytes(cuda_facts(torch, dev).nvml_index)
+    limit = BUSY_BYTES
+    if others is None:
+        others, limit = total - free - torch.cuda.memory_reserved(dev), BUSY_UNATTRIBUTED_BYTES
+    if others > limit and not allow_busy:
         raise ProbeSkipped(f"{device} is busy: {others / GB:.1f} GB used by other processes; "
                            "allow it explicitly (--yes) to measure anyway")
     cap = total

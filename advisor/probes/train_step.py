@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import resource
 import sys
-import time
 
 from advisor.probes._common import (TFLOP, physical_cores, probe, require_torch, resolve_device, time_reps,
                                     torch_threads)

@@ -38,10 +38,10 @@ def test_skipped_probe_json(capsys):
     assert code == 0 and doc["skipped"].startswith("host-device transfer needs a GPU") and doc["results"] == {}
 
 
-@pytest.mark.parametrize("args", [["probe"], ["probe", "bogus"], ["probe", "matmul", "--device", "tpu"],
-                                  ["probe", "matmul", "--device", "cuda:x"], ["probe", "train-step", "--precision", "fp3"],
-                                  ["probe", "--history", "--limit", "0"], ["probe", "--history", "nope"],
-                                  ["probe", "--compare", "1", "2"]])
+@pytest.mark.parametrize("args", [
+    ["probe"], ["probe", "bogus"], ["probe", "matmul", "--device", "tpu"], ["probe", "matmul", "--device", "cuda:x"],
+    ["probe", "train-step", "--precision", "fp3"], ["probe", "--history", "--limit", "0"],
+    ["probe", "--history", "nope"], ["probe", "--compare", "1", "2"], ["probe", "--compare", "1", "x"]])
 def test_bad_input_exits_2_with_one_line(capsys, args):
     code, out, err = cli(capsys, *args)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
