@@ -7,6 +7,7 @@ Also ``advisor probe --history [NAME]`` (past runs), ``--compare A B`` (two runs
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 
@@ -77,12 +78,14 @@ def _run_probes(args) -> int:
     from advisor.store.calibration import load_calibration, save_calibration
 
     names = list(PROBES) if args.name == "all" else [args.name]
-    bar = _Bar(sys.stderr) if sys.stderr.isatty() else None
+    # under torchrun every rank runs this command: only rank 0 reports and stores
+    follower = os.environ.get("RANK", "0") != "0" and int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+    bar = _Bar(sys.stderr) if sys.stderr.isatty() and not follower else None
     results = []
     for i, name in enumerate(names):
         device = "cpu" if (args.name == "all" and PROBES[name].devices == ("cpu",)) else args.device
         params = _params_for(name, args, results)
-        gen = record(name, device=device, quick=args.quick, store=not args.no_save, **params)
+        gen = record(name, device=device, quick=args.quick, store=not (args.no_save or follower), **params)
         while True:
             try:
                 event = next(gen)
@@ -94,8 +97,10 @@ def _run_probes(args) -> int:
         results.append(recorded.result)
         if bar is not None:
             bar.clear()
-        if not args.json:
+        if not args.json and not follower:
             _print_result(recorded.result)
+    if follower:
+        return 0
     offer = calibration_from(results, previous=load_calibration())
     if args.calibrate:
         if offer is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,3 +58,33 @@ def test_a_failing_rank_gives_its_message(monkeypatch, tmp_path):
     monkeypatch.setattr(ar.sys, "executable", str(fake))
     r = drive(open_probe("allreduce", sizes=[4096], iters=1))
     assert r.skipped == "an all-reduce rank failed: RuntimeError: rendezvous failed"
+
+
+RANK_SCRIPT = """
+import json, sys
+from advisor.probes import drive, open_probe
+r = drive(open_probe("allreduce", sizes=[4096, 65536], iters=2, warmup=1))
+print(json.dumps({"skipped": r.skipped, "launch": r.params.get("launch"), "ranks": r.params.get("ranks"),
+                  "sizes": [row["size_bytes"] for row in r.details.get("sweep", [])]}))
+"""
+
+
+@pytest.mark.slow
+def test_under_torchrun_each_process_is_a_rank(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from advisor.probes.allreduce import free_port
+
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(script)],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    docs = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert len(docs) == 2
+    for doc in docs:
+        assert doc == {"skipped": None, "launch": "torchrun", "ranks": 2, "sizes": [4096, 65536]}
