@@ -11,7 +11,14 @@ Every probe is started the same way::
 
 The generator returns a :class:`ProbeResult` (``StopIteration.value``; :func:`drive` does this for you).
 A probe that cannot run here returns a result with ``skipped`` set to a plain reason, never an exception.
-``ProbeResult.to_dict()`` is the ``advisor.probe/1`` JSON document of the CLI contract.
+``ProbeResult.to_dict()`` is the ``advisor.probe/1`` JSON document of the CLI contract. Progress events
+may carry a curve ``point`` (``{"series", "x", "y"}``) for live plots of size sweeps.
+
+To also record clocks/power during the run and store it in the history (what the CLI and the GUI do):
+``advisor.probes.session.record(name, device=, quick=, cancel=)`` is the same kind of generator and
+returns a ``RecordedRun(result, run_id, samples, fingerprint)``; ``session.calibration_from(results)``
+gives the planner's ``Calibration`` (save it with ``advisor.store.calibration.save_calibration``).
+History: ``advisor.store.probe_history.ProbeHistory`` (``list``, ``get``, ``compare``, ``delete``, ``clear``).
 
 Importing this package imports no torch: a probe imports it when it runs.
 """

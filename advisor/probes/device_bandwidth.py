@@ -65,7 +65,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
 
         facts = cuda_facts(torch, dev)
         free, _total = torch.cuda.mem_get_info(dev)
-        default_top = (256 if quick else 1024) * 10**6
+        l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 96 * 2**20)
+        default_top = max(4 * l2, (256 if quick else 1024) * 10**6)
         cap = int(free * 0.5 / 3)
         smallest = 1 << 20
     else:
@@ -78,7 +79,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         raise ProbeSkipped(f"not enough free memory on {device} for the arrays ({free / GB:.2f} GB free)")
     sizes = sweep_sizes(top, min(smallest, top), int(points or (4 if quick else 8)))
     reps = int(reps or (10 if quick else 30))
-    warmup_s = warmup_s if warmup_s is not None else (0.05 if quick else 0.3)
+    if warmup_s is None:  # an idle GPU needs time to reach full clocks
+        warmup_s = (0.1 if quick else 0.3) if dev.type == "cuda" else (0.05 if quick else 0.2)
     sweep: dict[str, list[list[float]]] = {k: [] for k in STREAMS}
     final = {}
     nthreads = physical_cores()
