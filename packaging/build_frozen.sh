@@ -4,6 +4,7 @@
 #   packaging/build_frozen.sh            build, then run tests/packaging/test_frozen.py against the build
 #   packaging/build_frozen.sh --clean    rebuild from scratch (drops PyInstaller's analysis cache)
 #   packaging/build_frozen.sh --no-test  build only
+#   packaging/build_frozen.sh --archive  also pack dist/hardware-advisor-<version>-linux-<arch>.tar.gz to ship
 #
 # Needs PyInstaller in the Python environment:  .venv/bin/pip install -e '.[freeze]'
 # PYTHON picks the interpreter (default .venv/bin/python); ADVISOR_FREEZE_TORCH=1 bundles torch.
@@ -12,12 +13,13 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
-clean=() run_tests=1
+clean=() run_tests=1 archive=0
 for arg in "$@"; do
     case $arg in
         --clean) clean=(--clean) ;;
         --no-test) run_tests=0 ;;
-        *) echo "usage: $0 [--clean] [--no-test]" >&2; exit 2 ;;
+        --archive) archive=1 ;;
+        *) echo "usage: $0 [--clean] [--no-test] [--archive]" >&2; exit 2 ;;
     esac
 done
 
@@ -39,12 +41,16 @@ start=$(date +%s)
 "$PYTHON" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
     --distpath dist --workpath build/pyinstaller packaging/advisor.spec
 app=dist/advisor/advisor
-# Desktop integration travels with the app: dist/advisor/linux/install-desktop-entry.sh adds it to the menu.
-mkdir -p dist/advisor/linux
-cp packaging/linux/*.desktop packaging/linux/*.metainfo.xml packaging/linux/install-desktop-entry.sh dist/advisor/linux/
 echo "built $app in $(( $(date +%s) - start )) s; folder size $(du -sh dist/advisor | cut -f1)"
 "$app" --version
 
 if [[ $run_tests == 1 ]]; then
     ADVISOR_FROZEN_APP="$PWD/$app" "$PYTHON" -m pytest -q -p no:cacheprovider -rs tests/packaging/test_frozen.py
+fi
+
+if [[ $archive == 1 ]]; then
+    version=$("$app" --version | cut -d' ' -f2)
+    tarball=dist/hardware-advisor-$version-$(uname -s | tr A-Z a-z)-$(uname -m).tar.gz
+    tar -C dist -czf "$tarball" advisor
+    echo "packed $tarball ($(du -h "$tarball" | cut -f1))"
 fi

@@ -77,3 +77,15 @@ def test_gui_screenshot(tmp_path):
     assert pngs, f"no page rendered\n{_detail(proc)}"
     small = [p.name for p in pngs if p.stat().st_size < 2000]
     assert not small, f"nearly empty pages: {small}"
+
+
+def test_desktop_entry_installs_from_the_folder(tmp_path):
+    """linux/install-desktop-entry.sh in the frozen folder finds the bundled icons and runs this build's GUI."""
+    script = APP.parent / "linux" / "install-desktop-entry.sh"
+    assert script.is_file(), "the frozen folder lacks linux/install-desktop-entry.sh"
+    proc = subprocess.run(["bash", str(script), "--prefix", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, _detail(proc)
+    desktop = next((tmp_path / "share" / "applications").glob("*.desktop"))
+    assert f"Exec={APP.parent / 'advisor-gui'}" in desktop.read_text().splitlines()
+    assert list((tmp_path / "share" / "icons" / "hicolor").rglob("*.svg"))
