@@ -105,7 +105,8 @@ class ProbeResult:
         results: kernel name -> figures; empty when skipped.
         peak: the reference peak with its origin, e.g. ``{"GB/s": 1008.0, "origin": "nvml"}``, or None.
         params: the parameters the probe ran with (sizes, repetitions, dtype, threads).
-        details: curves and other figures (size sweeps, per-size points).
+        details: other figures; where there is a curve, ``details["sweep"]`` is always
+            ``{series: [[x, y], ...]}`` (y in the kernel's unit) and ``details["sweep_x"]`` names x.
         skipped: the plain reason the probe could not run, or None.
         calibration: values this run offers to the planner (``{"mfu": ..}`` / ``{"eta_mem": ..}``), or None.
         notes: short remarks for the reader (method caveats).

@@ -67,7 +67,9 @@ def _rows_to_result(rows, ranks, device, backend, params, launch) -> ProbeResult
     return ProbeResult(
         probe=NAME, device=device, results={"algbw": alg, "busbw": bus}, peak=None,
         params={**params, "ranks": ranks, "backend": backend, "launch": launch},
-        details={"sweep": sweep},
+        details={"sweep": {"algbw": [[r["size_bytes"], r["algbw_best"]] for r in sweep],
+                           "busbw": [[r["size_bytes"], r["busbw_best"]] for r in sweep]},
+                 "sweep_x": "bytes per all-reduce", "table": sweep},
         notes=(f"{backend} all-reduce (sum, float32) on {ranks} ranks; algbw = S/t, busbw = algbw*2(n-1)/n; "
                "figures at the largest size, t = the slowest rank's time",))
 
@@ -84,7 +86,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         iters: timed iterations per size (default 5 quick, 20 full).
         env: environment to read the torchrun variables from (default ``os.environ``).
     Returns:
-        ProbeResult with ``algbw`` and ``busbw`` at the largest size, and ``details["sweep"]`` per size.
+        ProbeResult with ``algbw`` and ``busbw`` at the largest size; ``details["sweep"]`` gives the curves
+        (``{"algbw"|"busbw": [[bytes, best GB/s], ...]}``) and ``details["table"]`` every figure per size.
     """
     kind, index = parse_device(device)
     env = dict(os.environ if env is None else env)

@@ -130,7 +130,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         probe=NAME, device=device, results=final, peak=peak, calibration=calibration,
         params={"quick": quick, "largest_bytes": top, "sizes": sizes, "reps": reps, "dtype": "float32",
                 "threads": nthreads, "warmup_s": warmup_s},
-        details={"sweep": sweep, "device": facts.to_dict() if facts else None}, notes=tuple(notes))
+        details={"sweep": sweep, "sweep_x": "bytes per array", "device": facts.to_dict() if facts else None}, notes=tuple(notes))
 
 
 def _with_peak(k, peak):

@@ -158,7 +158,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     return ProbeResult(probe=NAME, device=device, results=results, peak=peak,
                        params={"quick": quick, "sizes": sizes, "precisions": list(precisions), "reps": reps,
                                "threads": nthreads, "warmup_s": warmup_s},
-                       details={"per_size": per_size, "unsupported": unsupported,
+                       details={"sweep": per_size, "sweep_x": "matrix size n", "unsupported": unsupported,
                                 "device": facts.to_dict() if facts else None}, notes=tuple(notes))
 
 

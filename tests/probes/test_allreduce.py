@@ -39,8 +39,9 @@ def test_two_gloo_ranks_on_loopback():
     r = drive(open_probe("allreduce", sizes=sizes, iters=3, warmup=1))
     assert r.skipped is None, r.skipped
     assert r.params["backend"] == "gloo" and r.params["ranks"] == 2 and r.params["launch"] == "local-loopback"
-    sweep = r.details["sweep"]
+    sweep = r.details["table"]
     assert [row["size_bytes"] for row in sweep] == sizes
+    assert [x for x, _ in r.details["sweep"]["busbw"]] == sizes
     for row in sweep:
         assert row["algbw_best"] >= row["algbw_median"] > 0
         assert row["busbw_best"] == pytest.approx(row["algbw_best"])  # 2(n-1)/n = 1 for n = 2
@@ -65,7 +66,7 @@ import json, sys
 from advisor.probes import drive, open_probe
 r = drive(open_probe("allreduce", sizes=[4096, 65536], iters=2, warmup=1))
 print(json.dumps({"skipped": r.skipped, "launch": r.params.get("launch"), "ranks": r.params.get("ranks"),
-                  "sizes": [row["size_bytes"] for row in r.details.get("sweep", [])]}))
+                  "sizes": [row["size_bytes"] for row in r.details.get("table", [])]}))
 """
 
 

@@ -54,6 +54,7 @@ def test_matmul_counts_two_mnk():
     k = r.results["fp32"]
     assert k.unit == "TFLOP/s"
     assert k.best == pytest.approx(2 * n**3 / DT / 1e12)
+    assert r.details["sweep"] == {"fp32": [[n, pytest.approx(k.best)]]} and r.details["sweep_x"] == "matrix size n"
     assert r.details["unsupported"] == {}
 
 

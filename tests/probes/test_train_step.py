@@ -43,6 +43,8 @@ def test_figures_follow_six_p_and_the_given_peak():
     assert r.peak == {"TFLOP/s": 2.0, "precision": "fp32", "origin": "given"}
     assert r.calibration["mfu"] == pytest.approx(r.results["mfu"].median)
     assert r.details["peak_memory_bytes"] > 0
+    assert [x for x, _ in r.details["sweep"]["tokens_per_s"]] == [1, 2, 3]
+    assert max(y for _, y in r.details["sweep"]["tokens_per_s"]) == pytest.approx(tps.best)
 
 
 def test_cpu_peak_is_a_measured_matmul_and_said_so():
