@@ -17,9 +17,21 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Start the app (Qt is imported only here)."""
+    """Start the app (Qt is imported only here).
+
+    Raises:
+        UsageError: an unknown ``--fake-gpu`` scenario (exit status 2, one line).
+    """
     import os
 
+    from advisor.cli import UsageError
+
+    scenario = args.fake_gpu if args.fake_gpu is not None else (os.environ.get("ADVISOR_FAKE_GPU") or None)
+    if scenario is not None:
+        from advisor.hw.fake import SCENARIOS
+
+        if scenario not in SCENARIOS:
+            raise UsageError(f"--fake-gpu: unknown scenario {scenario!r} (known: {', '.join(SCENARIOS)})")
     if args.screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from advisor import app

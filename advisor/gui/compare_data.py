@@ -26,9 +26,9 @@ def _short(name: str) -> str:
     import re
 
     name = re.sub(r"\s*\(.*?\)", "", name)
-    for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Cloud ", "Instinct "):
+    for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Cloud ", "Instinct ", "Tesla "):
         name = name.replace(prefix, "")
-    return name[:18]
+    return name[:20]
 
 
 def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
@@ -122,8 +122,25 @@ def break_even_lines(result, catalog, machine_ids=(), limit: int = 3) -> list[Br
         margin = rate - quote.variable_usd_per_device_hour
         be = quote.fixed_usd_per_device / margin if margin > 0 else None
         out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {_short(acc.name)} vs {_provider(offer.provider)} "
-                                 f"{fmt_usd(rate)}/h", quote.fixed_usd_per_device,
+                                 f"${rate:,.2f}/h", quote.fixed_usd_per_device,
                                  quote.variable_usd_per_device_hour, rate, be))
         if len(out) >= limit:
             break
     return out
+
+
+def options_csv(result) -> str:
+    """Every option of a plan as CSV: id, kind, accelerator, devices, fits, hours, cost and its parts (USD)."""
+    import csv
+    import io
+
+    parts = sorted({k for o in result.options for k in o.cost_breakdown_usd})
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "kind", "accelerator", "devices", "fits", "hours", "device_hours", "tokens_per_s",
+                "usd_per_device_hour", "cost_usd"] + [f"cost_{p}_usd" for p in parts])
+    for o in result.options:
+        w.writerow([o.id, o.kind, o.accelerator, o.devices, int(o.fits), f"{o.hours:.6g}", f"{o.device_hours:.6g}",
+                    f"{o.tokens_per_s:.6g}", "" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.6g}",
+                    f"{o.cost_usd:.6g}"] + [f"{o.cost_breakdown_usd.get(p, 0.0):.6g}" for p in parts])
+    return buf.getvalue()

@@ -74,3 +74,19 @@ def test_compare_reprices_when_an_assumption_changes(make_window, qtbot):
                     timeout=10000)
     assert home_cost(page.result) > 2.5 * before
     assert w.ctx.assumptions == {"electricity_usd_per_kwh": 0.5}
+
+
+def test_compare_exports_every_option(make_window, qtbot, tmp_path):
+    import csv
+
+    w = make_window()
+    w.show_page("compare")
+    page = w.page("compare")
+    qtbot.waitUntil(lambda: page.result is not None, timeout=10000)
+    out = tmp_path / "options.csv"
+    assert page.export(str(out))
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == len(page.result.options)
+    first = rows[0]
+    parts = sum(float(v) for k, v in first.items() if k.startswith("cost_") and k != "cost_usd")
+    assert abs(parts - float(first["cost_usd"])) < 1e-3 * float(first["cost_usd"])

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QFormLayout, QGridLayo
 from advisor.cost.assumptions import CostAssumptions
 from advisor.gui import settings as settings_mod
 from advisor.gui import theme as themes
-from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label
+from advisor.gui.compare_data import (break_even_lines, chart_selection, dearer_hour_example, option_label,
+                                      options_csv)
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
 from advisor.units import fmt_hours, fmt_usd
@@ -182,6 +183,10 @@ class ComparePage(Page):
         reset = QPushButton("Reset to defaults")
         reset.clicked.connect(self._on_reset_clicked)
         sl.addWidget(reset)
+        self.export_button = QPushButton("Export options to CSV…")
+        self.export_button.setToolTip("Every option of this plan with its time, cost and cost parts, for a spreadsheet")
+        self.export_button.clicked.connect(self._on_export_clicked)
+        sl.addWidget(self.export_button)
         sl.addStretch(1)
         side.setWidget(side_body)
         split.addWidget(side)
@@ -209,6 +214,23 @@ class ComparePage(Page):
         self.assumptions.set_overrides({})
         self.ctx.set_assumptions({})
 
+    @Slot()
+    def _on_export_clicked(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        path, _ = QFileDialog.getSaveFileName(self, "Export the options", "options.csv", "CSV files (*.csv)")
+        if path:
+            self.export(path)
+
+    def export(self, path: str) -> bool:
+        """Write every option of the current plan to ``path`` (atomically). Returns False without a plan."""
+        from advisor.store.atomic import write_atomic
+
+        if self.result is None:
+            return False
+        write_atomic(path, options_csv(self.result))
+        return True
+
     # ------------------------------------------------------------ drawing
     @Slot(object)
     def _on_ctx_plan_ready(self, result) -> None:
@@ -227,7 +249,9 @@ class ComparePage(Page):
         chosen = chart_selection(result, mine)
         r = result.request
         name = result.model_name or "custom model"
-        text = f"For <b>{r.workload} {name}</b> ({len(result.options)} options priced). "
+        from advisor.gui.pages.planner import WORKLOAD_WORDS
+
+        text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b> ({len(result.options)} options priced). "
         best = result.best()
         if best is not None:
             text += (f"Cheapest: <b>{option_label(best)}</b>, {fmt_usd(best.cost_usd)} in {fmt_hours(best.hours)}. ")
