@@ -7,6 +7,7 @@ re-plans, ``catalog_changed`` after the user edits overrides).
 
 from __future__ import annotations
 
+import gc
 import os
 
 from PySide6.QtCore import QObject, QSettings, Signal, Slot
@@ -105,6 +106,7 @@ class AppContext(QObject):
             self.sampler = Sampler(self.gpu, self.host, interval_s=0.2 if self.screenshot_mode else interval,
                                    capacity=36000)
             self.sampler.start()
+        gc.freeze()  # start-up objects are long-lived: keep them out of full collections (see MainWindow.page)
         self.machine_ready.emit(self.machine)
 
     @Slot(str)

@@ -6,6 +6,7 @@ paint fast; ``--screenshot`` builds and renders them all.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from pathlib import Path
 
@@ -103,6 +104,9 @@ class MainWindow(QMainWindow):
             self.stack.removeWidget(old)
             old.deleteLater()
             self._pages[page_id] = page
+            # The page's thousands of long-lived objects go to the permanent GC generation: a full
+            # collection then scans only new objects (100+ ms saved per pass, on the GUI thread).
+            gc.freeze()
             if page_id == "compare":  # Compare prices the Planner's plan: make sure there is one
                 self.page("planner").ensure_plan()
         return self._pages[page_id]
