@@ -25,7 +25,8 @@ TIMEOUT_S = 60.0
 
 
 def _start_xvfb(display: str) -> subprocess.Popen:
-    proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
+    # -noreset: by default Xvfb resets when its last client leaves, and refuses connections meanwhile
+    proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "-noreset"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("Xvfb", "xdotool", "xdpyinfo"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is missing (Debian: apt-get install xvfb xdotool x11-utils)")
-    display = f":{90 + os.getpid() % 100}"
+    display = next(f":{n}" for n in range(90, 200) if not Path(f"/tmp/.X11-unix/X{n}").exists()
+                   and not Path(f"/tmp/.X{n}-lock").exists())
     xvfb = _start_xvfb(display)
     try:
         windows: dict[Path, list[float]] = {p: [] for p in args.programs}
