@@ -55,14 +55,25 @@ def test_resources_are_mapped_into_the_package():
     assert (REPO / "resources" / "__init__.py").is_file()
 
 
+def _shipped_by_package_data(rel: str, package_data: dict[str, list[str]]) -> bool:
+    """Whether a file at ``resources/<rel>`` matches a package-data glob of ``advisor.resources`` or a sub-package."""
+    parts = rel.split("/")
+    for depth in range(len(parts)):
+        package = ".".join(["advisor", "resources", *parts[:depth]])
+        inner = "/".join(parts[depth:])
+        patterns = package_data.get(package, []) + package_data.get("*", []) + package_data.get("", [])
+        if any(fnmatch.fnmatch(inner, pat) and inner.count("/") == pat.count("/") for pat in patterns):
+            return True
+    return False
+
+
 def test_every_resource_file_matches_package_data():
-    patterns = _setuptools()["package-data"]["advisor.resources"]
+    package_data = _setuptools()["package-data"]
     root = REPO / "resources"
     unmatched = sorted(rel for rel in (p.relative_to(root).as_posix() for p in root.rglob("*")
                                        if p.is_file() and "__pycache__" not in p.parts)
-                       if rel != "__init__.py" and not any(fnmatch.fnmatch(rel, pat) and
-                                                           rel.count("/") == pat.count("/") for pat in patterns))
-    assert not unmatched, (f"files under resources/ that no package-data pattern {patterns} ships: {unmatched}")
+                       if not rel.endswith("__init__.py") and not _shipped_by_package_data(rel, package_data))
+    assert not unmatched, f"files under resources/ that no [tool.setuptools.package-data] glob ships: {unmatched}"
 
 
 def test_resource_subdirectories_are_listed_packages():
