@@ -203,10 +203,11 @@ def time_reps(fn: Callable[[], object], *, reps: int, warmup_s: float, cancel: C
     """Warm ``fn`` up by time, then time ``reps`` calls one by one (seconds each).
 
     The cancel token is checked between calls, so a call must take well under a second.
-    ``budget_s`` stops the timed loop early (after ``min_reps``) when a slow device would run too long.
+    ``warmup_s <= 0`` skips the warm-up. ``budget_s`` stops the timed loop early (after ``min_reps``)
+    when a slow device would run too long.
     """
     start = timer()
-    while True:
+    while warmup_s > 0:
         cancel.check()
         fn()
         if sync:

@@ -21,6 +21,7 @@ from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeResu
 
 NAME = "disk"
 BLOCK = 1 << 20
+SYNC_EVERY = 64 << 20
 
 
 def _write_file(path: Path, size: int, cancel: CancelToken):
@@ -28,11 +29,14 @@ def _write_file(path: Path, size: int, cancel: CancelToken):
     chunk = os.urandom(BLOCK) * 8  # 8 MiB of incompressible data, reused
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        done = 0
+        done = synced = 0
         while done < size:
             cancel.check()
             n = os.write(fd, chunk[:min(len(chunk), size - done)])
             done += n
+            if done - synced >= SYNC_EVERY:  # short flushes keep each step (and a cancel) well under a second
+                getattr(os, "fdatasync", os.fsync)(fd)
+                synced = done
             yield done / size
         os.fsync(fd)
         _drop_cache(fd, size)
