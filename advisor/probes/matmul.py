@@ -72,7 +72,8 @@ def _operands(torch, dev, precision: str, n: int):
     if precision == "int8":
         a = torch.randint(-128, 127, (n, n), device=dev, dtype=torch.int8)
         b = torch.randint(-128, 127, (n, n), device=dev, dtype=torch.int8)
-        return (lambda: torch._int_mm(a, b)), [a, b]
+        out = torch.empty(n, n, device=dev, dtype=torch.int32)
+        return (lambda: torch._int_mm(a, b, out=out)), [a, b, out]
     if precision == "fp8":
         a = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
         b = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn).t()  # column-major second operand
@@ -133,8 +134,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                 except RuntimeError as exc:
                     if "out of memory" in str(exc).lower():
                         raise
-                    unsupported[prec] = f"failed on this device: {str(exc).splitlines()[0][:120]}"
-                    best = None
+                    unsupported[prec] = f"failed at {n}x{n} on this device: {str(exc).splitlines()[0][:120]}"
                     break
                 finally:
                     del fn, tensors
