@@ -20,7 +20,8 @@ import sys
 import threading
 import time
 
-from advisor.probes._common import GB, parse_device, physical_cores, probe, rate_result, require_torch
+from advisor.probes._common import (GB, parse_device, physical_cores, probe, rate_result, require_torch,
+                                    resolve_device)
 from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
 
 NAME = "allreduce"
@@ -103,8 +104,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     if ranks < 2:
         raise ValueError("ranks must be at least 2")
     if kind == "cuda":
-        if not torch.cuda.is_available():
-            raise ProbeSkipped("no CUDA GPU is visible: NCCL all-reduce needs GPUs (use --device cpu for gloo)")
+        resolve_device(torch, device)  # the plain reason when torch has no CUDA or no GPU is visible
         count = torch.cuda.device_count()
         if count < ranks:
             raise ProbeSkipped(f"NCCL all-reduce needs {ranks} GPUs on this node, {count} visible "
