@@ -7,12 +7,15 @@ in the worker one after the other.
 
 The CPU-time bound always holds: no single pass of the event loop does 50 ms of work. The wall-clock
 bound is asserted only when the machine has a free core: on an overloaded machine the OS alone can
-deschedule the process for longer than that, which no code of ours can prevent.
+deschedule the process for longer than that, which no code of ours can prevent; there, a second
+window is watched when the first failed (a real stall shows in both).
 """
 
 from __future__ import annotations
 
+import gc
 import os
+import threading
 import time
 
 from PySide6.QtCore import QObject, QTimer, Slot
@@ -48,6 +51,23 @@ class GapWatchdog(QObject):
         self.ticks += 1
 
 
+class GcTimer:
+    """Longest garbage collection on the GUI thread while active (to tell GC pauses from our own work)."""
+
+    def __init__(self) -> None:
+        self.longest_s = 0.0
+        self._start = 0.0
+        self._thread = threading.get_ident()
+
+    def __call__(self, phase, info) -> None:
+        if threading.get_ident() != self._thread:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.longest_s = max(self.longest_s, time.perf_counter() - self._start)
+
+
 class InputWiggler(QObject):
     """Changes a planner input every 200 ms (past the debounce, so each change is planned)."""
 
@@ -73,25 +93,43 @@ def test_gui_thread_never_blocked_while_monitoring_and_replanning(make_window, q
     qtbot.waitUntil(lambda: len(w.ctx.sampler.history) >= 10, timeout=10000)
     qtbot.wait(300)  # first full redraw of the freshly shown page
 
-    dog = GapWatchdog()
     wiggle = InputWiggler(planner.form.w["micro_batch"])
+    reports = []
+    for attempt in range(2):
+        dog, gc_timer = _watch(qtbot, wiggle, planner, monitor)
+        report = (f"longest gap {1000 * dog.max_gap_s:.0f} ms, longest busy stretch {1000 * dog.max_busy_s:.0f} ms, "
+                  f"longest GC on the GUI thread {1000 * gc_timer.longest_s:.0f} ms")
+        reports.append(report)
+        print(report)
+        free = _has_free_core()
+        ok = dog.max_busy_s < LIMIT_S and (dog.max_gap_s < LIMIT_S or not free)
+        # A second window only when the machine is overloaded: a real stall (work done on the GUI thread)
+        # shows in every window, a descheduled process only now and then.
+        if ok or free:
+            break
+    assert ok, "; ".join(reports)
+
+
+def _watch(qtbot, wiggle, planner, monitor):
+    """One 2.5 s window of monitoring at 10 Hz and re-planning every 200 ms under the watchdog."""
+    dog = GapWatchdog()
     plans_before = planner.plans_done
     samples_before = monitor._samples_seen
-    dog.start()
-    wiggle.timer.start()
-    qtbot.wait(2500)
-    wiggle.timer.stop()
-    qtbot.waitUntil(planner.is_ready, timeout=5000)
-    dog.timer.stop()
-
+    gc_timer = GcTimer()
+    gc.callbacks.append(gc_timer)
+    try:
+        dog.start()
+        wiggle.timer.start()
+        qtbot.wait(2500)
+        wiggle.timer.stop()
+        qtbot.waitUntil(planner.is_ready, timeout=5000)
+        dog.timer.stop()
+    finally:
+        gc.callbacks.remove(gc_timer)
     assert monitor._samples_seen - samples_before >= 15, "the monitor kept drawing"
     assert planner.plans_done > plans_before, "the planner re-planned"
     assert dog.ticks > 100
-    report = f"longest gap {1000 * dog.max_gap_s:.0f} ms, longest busy stretch {1000 * dog.max_busy_s:.0f} ms"
-    print(report)
-    assert dog.max_busy_s < LIMIT_S, report
-    if _has_free_core():
-        assert dog.max_gap_s < LIMIT_S, report
+    return dog, gc_timer
 
 
 def _has_free_core() -> bool:

@@ -200,7 +200,9 @@ class MonitorPage(Page):
                         self._chart_curves.setdefault(key, []).append((f"gpu{i}_{metric}", scale, item))
                     limit = {"power": ("power_limit_w", "limit"), "mem": ("mem_total_bytes", "total")}.get(key)
                     if limit:
-                        line = plots.add_limit_line(p, None, f"GPU {i} {limit[1]}", index=i)
+                        # Equal limits overlap: stagger the labels along the line by GPU index.
+                        line = plots.add_limit_line(p, None, f"GPU {i} {limit[1]}", index=i,
+                                                    label_position=0.97 - (0.16 * i) % 0.8)
                         self._limit_lines.append((f"gpu{i}_{limit[0]}", line))
                         self._chart_lines.setdefault(key, []).append((f"gpu{i}_{limit[0]}", line))
                 if key == "util":
