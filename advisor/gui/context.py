@@ -72,6 +72,23 @@ class AppContext(QObject):
         self.assumptions = dict(overrides)
         self.assumptions_changed.emit(dict(overrides))
 
+    def load_probe_results(self) -> None:
+        """Seed ``probe_results`` with the newest stored result per probe and device (once; cheap SQLite read)."""
+        if getattr(self, "_history_loaded", False):
+            return
+        self._history_loaded = True
+        from advisor.gui.probe_runner import history_entries
+        from advisor.probes import ProbeResult
+
+        for entry in reversed(history_entries(limit=200)):  # oldest first, so the newest wins
+            if entry.skipped:
+                continue
+            try:
+                result = ProbeResult.from_dict(entry.result)
+            except (KeyError, TypeError, ValueError):
+                continue
+            self.probe_results[(result.probe, result.device)] = result
+
     def add_probe_result(self, result) -> None:
         """Keep a probe's result for the Machine page and tell the pages."""
         self.probe_results[(result.probe, result.device)] = result

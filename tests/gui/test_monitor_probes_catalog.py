@@ -63,6 +63,11 @@ def test_probe_runs_and_shows_results(make_window, qtbot):
     assert page.result_model.rowCount() == 4
     assert page.history_model.rowCount() == 1
     assert ("host-bandwidth", "cpu") in w.ctx.probe_results
+    page.start(["host-bandwidth"], {"host-bandwidth": {"elements": 300_000, "reps": 2, "trials": 1, "warmup_s": 0.0}})
+    qtbot.waitUntil(lambda: page._worker is None, timeout=30000)
+    assert page.history_model.rowCount() == 2
+    page.history_view.selectAll()
+    assert "later run against earlier run" in page.message.text() and "×" in page.message.text()
 
 
 def test_probe_cancels_within_a_second(make_window, qtbot):

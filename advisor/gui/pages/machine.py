@@ -91,6 +91,7 @@ class MachinePage(Page):
         self.summary.setText(f"Detection failed: {reason}")
 
     def _build(self, m) -> None:
+        self.ctx.load_probe_results()
         while self._grid.count():
             w = self._grid.takeAt(0).widget()
             if w:
@@ -262,7 +263,9 @@ class MachinePage(Page):
         for r in results:
             for name, k in list(r.results.items())[:4]:
                 frac = f" ({100 * k.fraction_of_peak:.0f} % of peak)" if k.fraction_of_peak else ""
-                card.add_row(f"measured {r.probe} {name}", f"{k.best:,.1f} {k.unit}{frac}", "best of the repetitions")
+                when = f" · {r.started_at[:10]}" if r.started_at else ""
+                card.add_row(f"measured {r.probe} {name}", f"{k.best:,.1f} {k.unit}{frac}{when}",
+                             "best of the repetitions; the date of the run")
 
     @Slot(object)
     def _on_ctx_probe_result(self, _result) -> None:

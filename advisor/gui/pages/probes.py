@@ -143,7 +143,8 @@ class ProbesPage(Page):
         self.history_model = RecordTableModel(_history_columns(), [], self)
         self.history_view = make_view(self.history_model)
         self.history_view.setObjectName("historyTable")
-        self.history_view.setToolTip("Select a run to show it in the chart")
+        self.history_view.setToolTip("Select a run to show it in the chart; select two runs of one probe "
+                                     "(Ctrl+click) to compare them")
         self.history_view.selectionModel().selectionChanged.connect(self._on_history_selection_changed)
         self.tabs.addTab(self.result_view, "Results")
         self.tabs.addTab(self.history_view, "History")
@@ -320,6 +321,11 @@ class ProbesPage(Page):
         rows = self.history_view.selectionModel().selectedRows()
         if not rows:
             return
+        if len(rows) == 2:
+            a, b = sorted((self.history_model.rows()[r.row()] for r in rows), key=lambda e: (e.started_at, e.id))
+            if a.probe == b.probe and not a.skipped and not b.skipped:
+                self._compare_runs(a, b)
+                return
         entry = self.history_model.rows()[rows[0].row()]
         from advisor.probes import ProbeResult
 
@@ -331,6 +337,26 @@ class ProbesPage(Page):
         self.runs = []
         self._show_result(result)
         self.tabs.setCurrentIndex(1)
+
+    def _compare_runs(self, a, b) -> None:
+        """Two stored runs of one probe side by side: grouped bars of each kernel's best and the ratios."""
+        self._clear_chart()
+        best_a, best_b = a.best(), b.best()
+        kernels = [k for k in best_a if k in best_b]
+        if not kernels:
+            return
+        for i, (entry, best, shift) in enumerate(((a, best_a, -0.2), (b, best_b, 0.2))):
+            bars = pg.BarGraphItem(x=[j + shift for j in range(len(kernels))], height=[best[k][0] for k in kernels],
+                                   width=0.38, brush=pg.mkBrush(plots.color(i)),
+                                   name=f"{entry.started_at[:16].replace('T', ' ')} {entry.device}")
+            self.chart.addItem(bars)
+        plots.set_categories(self.chart, kernels)
+        unit = best_a[kernels[0]][1]
+        self.chart.getPlotItem().setLabel("left", "rate", units=unit)
+        self.chart.getPlotItem().setLabel("bottom", f"{a.probe}: two runs compared", units="")
+        self.chart.setXRange(-0.6, len(kernels) - 0.4, padding=0)
+        ratios = ", ".join(f"{k} {best_b[k][0] / best_a[k][0]:.2f}×" for k in kernels if best_a[k][0])
+        self.message.setText(f"later run against earlier run: {ratios}")
 
     # ------------------------------------------------------------ calibration
     @Slot()
