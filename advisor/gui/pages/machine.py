@@ -196,7 +196,8 @@ class MachinePage(Page):
         ids = [g.catalog_id for g in m.gpus if g.catalog_id]
         if not ids or self._fits_worker is not None:
             if not ids:
-                self._fits_card.add_row("unknown GPU", "this GPU is not in the catalog: add it on the Catalog page")
+                self._fits_card.add_row("unknown GPU", "this GPU is not in the catalog: add it with Edit overrides… "
+                                        "on the Catalog page (Ctrl+6) to plan for it")
             return
         if self.fits is not None:
             self._show_fits()
@@ -290,7 +291,9 @@ class MachinePage(Page):
             if not labels:
                 continue
             if not g.available:
-                labels["util"].setText(f"{g.state}: no readings")
+                labels["util"].setText({"suspended": "asleep (power saving): not polled, so not woken",
+                                        "lost": "lost: the GPU fell off the bus or the driver lost it"}
+                                       .get(g.state, f"{g.state}: no readings"))
                 labels["mem"].setText("—")
                 labels["power"].setText("—")
                 continue
