@@ -23,6 +23,7 @@ from advisor.gui.workers import GeneratorWorker
 from advisor.units import fmt_bytes
 
 WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
+MIN_Y_RANGE = {"B": 1e9, "B/s": 1e3, "W": 10.0, "°C": 10.0, "Hz": 1e8, "%": 10.0}
 MIN_TICK_MS = 40
 CHART_PERIOD_S = 0.5  # each chart is redrawn at most this often (or once per sample when slower)
 DRAW_BUDGET_S = 0.0  # one chart per tick: its data update and repaint stay well under 50 ms
@@ -114,6 +115,7 @@ class MonitorPage(Page):
         self.process_model = RecordTableModel(_process_columns(), [], self)
         self.process_view = make_view(make_proxy(self.process_model, self))
         self.process_view.setObjectName("processTable")
+        fit_columns(self.process_view)  # headers readable before the first process shows up
         self.event_model = RecordTableModel(_event_columns(), [], self)
         self.event_view = make_view(self.event_model)
         self.event_view.setObjectName("eventTable")
@@ -226,6 +228,9 @@ class MonitorPage(Page):
         for k, (key, p) in enumerate(charts):
             self._plots[key] = p
             p.setMouseEnabled(x=False, y=False)
+            # Never below zero, and never so narrow that a flat line at 0 gets "mB/s" ticks.
+            unit = p.property("y_unit")
+            p.getViewBox().setLimits(yMin=0, minYRange=MIN_Y_RANGE.get(unit, 1.0))
             self._grid.addWidget(p, k // cols, k % cols)
         for r in range((len(charts) + cols - 1) // cols):
             self._grid.setRowMinimumHeight(r, 190)
@@ -297,7 +302,12 @@ class MonitorPage(Page):
             line.setVisible(value is not None)
             if value is not None:
                 line.setValue(value)
-        self._plots[key].setXRange(-window, 0, padding=0)
+        left = -window
+        if self.ctx.screenshot_mode and len(history):  # a fresh recording fills the picture, not its last 5 %
+            times, _ = history.window(curves[0][0], window) if curves else ((), ())
+            if len(times) > 1:
+                left = -max(5.0, float(times[-1] - times[0]))
+        self._plots[key].setXRange(left, 0, padding=0)
 
     def _update_tables(self, sampler) -> None:
         rows = list(sampler.processes())
@@ -396,7 +406,8 @@ class MonitorPage(Page):
         self.per_core.setChecked(str(s.value("monitor/per_core", "false")).lower() == "true")
 
     def is_ready(self) -> bool:
-        return bool(self._plots) and self.ctx.sampler is not None and len(self.ctx.sampler.history) >= 5
+        need = 25 if self.ctx.screenshot_mode else 5  # a screenshot of live data waits for a few seconds of it
+        return bool(self._plots) and self.ctx.sampler is not None and len(self.ctx.sampler.history) >= need
 
     def prepare_screenshot(self) -> None:
         self.window_box.setCurrentIndex(0)
