@@ -83,7 +83,8 @@ def replan_times_s(changes: int) -> tuple[list[float], list[float]]:
             QCoreApplication.processEvents()
         return pred()
 
-    wait(lambda: page.bundle is not None and page.is_ready())
+    machine = window.page("machine")
+    wait(lambda: page.bundle is not None and page.is_ready() and machine.is_ready())  # start-up work done
     shown, planned = [], []
     spin = page.form.w["micro_batch"]
     loop = QEventLoop()
