@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWi
 
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
-from advisor.gui.widgets.cards import CardWidget, banner
+from advisor.gui.widgets.cards import CardWidget
 from advisor.units import fmt_bytes
 
 UTIL_TIP = ("NVML utilisation: the share of the last sample period (1/6 s to 1 s, set by the driver) in which at "
