@@ -87,6 +87,9 @@ def register(sub) -> None:
                         "(JSON key 'sensitivity')")
     o.add_argument("--top", type=_integer, default=12, help="options shown in the table (default 12)")
     o.add_argument("--all", action="store_true", help="show every option in the table")
+    from advisor.report.plan_outputs import add_output_flags  # --report, --launch, --save-scenario, --fleet
+
+    add_output_flags(o)
     p.set_defaults(run=run)
 
 
@@ -175,12 +178,19 @@ def _load_scenarios(paths: list[str]):
 
 def run(args) -> int:
     scenarios = _load_scenarios(args.scenario) if args.scenario else [None]
-    results = []
+    from advisor.report.plan_outputs import prepare_values, write_outputs
+
+    results, values_list = [], []
     for sc in scenarios:
-        values = request_values(args, sc.plan if sc else None, sc.assumptions if sc else None)
+        values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None))
+        values_list.append(values)
         results.append(build_plan(values))
     for warning in results[0].warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    launch_text = write_outputs(args, results, values_list, scenarios)
+    if launch_text is not None:  # --launch without --launch-file: the spec alone, ready to redirect
+        sys.stdout.write(launch_text)
+        return 0
     if args.json:
         docs = [r.to_json() for r in results]
         if args.sensitivity:
