@@ -70,11 +70,24 @@ def _option(doc: dict, option_id: str) -> dict:
     raise LaunchError(f"launch: option: no option {option_id!r} in the plan (see the ids in 'advisor plan --json')")
 
 
-def best_option_id(doc: dict) -> str:
-    """Id of the cheapest option that fits (the default choice). Raises LaunchError when none fits."""
+# Which kinds of option each spec suits best: Slurm runs on owned clusters, SkyPilot rents clouds.
+_PREFERRED_KINDS = {"sbatch": ("onprem", "home"), "skypilot": ("cloud",), "torchrun": ()}
+
+
+def best_option_id(doc: dict, kind: str | None = None) -> str:
+    """Id of the cheapest option that fits, among the option kinds that suit the spec ``kind`` when there
+    are any (sbatch: on-prem, then home; skypilot: cloud), else among all.
+
+    Raises:
+        LaunchError: when no option fits.
+    """
     fitting = [o for o in doc.get("options") or [] if o.get("fits") and isinstance(o.get("cost_usd"), (int, float))]
     if not fitting:
         raise LaunchError("launch: option: no option fits in memory, nothing to launch")
+    for preferred in _PREFERRED_KINDS.get(kind or "", ()):
+        suited = [o for o in fitting if o.get("kind") == preferred]
+        if suited:
+            return min(suited, key=lambda o: o["cost_usd"])["id"]
     return min(fitting, key=lambda o: o["cost_usd"])["id"]
 
 
@@ -243,7 +256,8 @@ def render_launch(kind: str, doc: dict, option_id: str | None = None, **kw) -> s
     Args:
         kind: ``torchrun``, ``sbatch`` or ``skypilot``.
         doc: the ``advisor.plan/1`` document.
-        option_id: the option to launch; the cheapest option that fits when None.
+        option_id: the option to launch; when None, the cheapest that fits of the kind the spec suits
+            (see ``best_option_id``).
         kw: ``script``, ``script_args``, ``gpus_per_node``, ``margin``, ``extra_hours`` (``setup`` for skypilot).
     Raises:
         LaunchError: unknown kind or option, an option that does not fit, no time estimate.
@@ -251,4 +265,4 @@ def render_launch(kind: str, doc: dict, option_id: str | None = None, **kw) -> s
     renderers = {"torchrun": render_torchrun, "sbatch": render_sbatch, "skypilot": render_skypilot}
     if kind not in renderers:
         raise LaunchError(f"launch: kind: unknown {kind!r} (torchrun, sbatch, skypilot)")
-    return renderers[kind](doc, option_id or best_option_id(doc), **kw)
+    return renderers[kind](doc, option_id or best_option_id(doc, kind), **kw)

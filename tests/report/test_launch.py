@@ -79,8 +79,12 @@ def test_home_rigs_follow_the_rig_size_assumption(plan_doc):
     assert launch_resources(plan_doc, "home:rtx-4090", gpus_per_node=16).nodes == 1
 
 
-def test_default_option_is_the_cheapest_that_fits(plan_doc):
-    assert "option onprem:h100-sxm" in render_launch("sbatch", plan_doc)
+def test_default_option_is_the_cheapest_that_fits_of_the_suited_kind(plan_doc):
+    assert "option onprem:h100-sxm" in render_launch("sbatch", plan_doc)  # Slurm: owned clusters first
+    assert "option cloud:lambda:gpu-1x-h100:spot" in render_launch("skypilot", plan_doc)  # cheapest cloud
+    assert "option onprem:h100-sxm" in render_launch("torchrun", plan_doc)  # cheapest of all
+    plan_doc["options"] = [o for o in plan_doc["options"] if o["kind"] == "cloud"]
+    assert "option cloud:lambda:gpu-1x-h100:spot" in render_launch("sbatch", plan_doc)
 
 
 @pytest.mark.parametrize("kind, option, message", [

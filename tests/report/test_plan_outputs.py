@@ -82,3 +82,25 @@ def test_fleet_restricts_the_accelerators(tmp_path):
     assert po.prepare_values(ns(), {"model": "x"}) == {"model": "x"}
     with pytest.raises(UsageError, match="none of rtx-4090"):
         po.prepare_values(ns(fleet=True), {"accelerator": ["rtx-4090"]})
+
+
+def test_plan_command_end_to_end(tmp_path, capsys):
+    """advisor plan with --report/--save-scenario/--launch: the files appear, stdout holds only the spec."""
+    from advisor.cli import main
+
+    pytest.importorskip("advisor.planner")
+    flags = ["--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8", "--accelerator", "h100-sxm",
+             "--gpus", "8"]
+    assert main(["plan", *flags, "--report", str(tmp_path / "r.md"), "--save-scenario", str(tmp_path / "s.toml"),
+                 "--launch", "sbatch"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#!/bin/bash\n#SBATCH") and "--gpus-per-node=8" in out  # on-prem: one node of 8
+    assert "onprem:h100-sxm" in (tmp_path / "r.md").read_text()
+    assert main(["plan", str(tmp_path / "s.toml"), "--json", "--launch", "skypilot",
+                 "--launch-file", str(tmp_path / "t.yaml")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    task = yaml.safe_load((tmp_path / "t.yaml").read_text())
+    assert task["resources"]["accelerators"].startswith("H100:")
+    assert doc["options"][0]["accelerator"] == "h100-sxm"
+    assert main(["plan", *flags, "--json", "--launch", "sbatch"]) == 2
+    assert capsys.readouterr().out == ""
