@@ -7,8 +7,8 @@ in the worker one after the other.
 
 The CPU-time bound always holds: no single pass of the event loop does 50 ms of work. The wall-clock
 bound is asserted only when the machine has a free core: on an overloaded machine the OS alone can
-deschedule the process for longer than that, which no code of ours can prevent; there, a second
-window is watched when the first failed (a real stall shows in both).
+deschedule the process for longer than that, which no code of ours can prevent. A second window is
+watched when the first fails: a stall caused by our code shows in both.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class GapWatchdog(QObject):
         super().__init__()
         self.max_gap_s = 0.0
         self.max_busy_s = 0.0
+        self.busiest = (0.0, 0.0)  # (start, end) of the longest busy stretch
         self.ticks = 0
         self._last = None
         self._last_cpu = None
@@ -46,9 +47,46 @@ class GapWatchdog(QObject):
     def _on_timer_timeout(self) -> None:
         now, cpu = time.perf_counter(), time.thread_time()
         self.max_gap_s = max(self.max_gap_s, now - self._last)
-        self.max_busy_s = max(self.max_busy_s, cpu - self._last_cpu)
+        if cpu - self._last_cpu > self.max_busy_s:
+            self.max_busy_s = cpu - self._last_cpu
+            self.busiest = (self._last, now)
         self._last, self._last_cpu = now, cpu
         self.ticks += 1
+
+
+class StackSampler:
+    """Samples the GUI thread's Python stack every 2 ms, to name what it was doing in the longest stretch."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, str]] = []
+        self._target = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="watchdog-stack-sampler", daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import sys
+        import traceback
+
+        while not self._stop.wait(0.002):
+            frame = sys._current_frames().get(self._target)
+            if frame is not None:
+                stack = [f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_code.co_name}"
+                         for f, _ in traceback.walk_stack(frame)][:5]
+                self.samples.append((time.perf_counter(), " < ".join(stack)))
+
+    def during(self, start: float, end: float) -> str:
+        from collections import Counter
+
+        counts = Counter(s for t, s in self.samples if start <= t <= end)
+        return "; ".join(f"{n}× {s}" for s, n in counts.most_common(3)) or "no Python frame (inside Qt)"
 
 
 class GcTimer:
@@ -96,17 +134,18 @@ def test_gui_thread_never_blocked_while_monitoring_and_replanning(make_window, q
     wiggle = InputWiggler(planner.form.w["micro_batch"])
     reports = []
     for attempt in range(2):
-        dog, gc_timer = _watch(qtbot, wiggle, planner, monitor)
-        report = (f"longest gap {1000 * dog.max_gap_s:.0f} ms, longest busy stretch {1000 * dog.max_busy_s:.0f} ms, "
+        with StackSampler() as stacks:
+            dog, gc_timer = _watch(qtbot, wiggle, planner, monitor)
+        report = (f"longest gap {1000 * dog.max_gap_s:.0f} ms, longest busy stretch {1000 * dog.max_busy_s:.0f} ms "
+                  f"(GUI thread in: {stacks.during(*dog.busiest)}), "
                   f"longest GC on the GUI thread {1000 * gc_timer.longest_s:.0f} ms")
         reports.append(report)
         print(report)
-        free = _has_free_core()
-        ok = dog.max_busy_s < LIMIT_S and (dog.max_gap_s < LIMIT_S or not free)
-        # A second window only when the machine is overloaded: a real stall (work done on the GUI thread)
-        # shows in every window, a descheduled process only now and then.
-        if ok or free:
+        ok = dog.max_busy_s < LIMIT_S and (dog.max_gap_s < LIMIT_S or not _has_free_core())
+        if ok:
             break
+        # One more window: a stall our code causes shows in every window; a hiccup of a shared machine
+        # (another process on our core, the page cache) only now and then.
     assert ok, "; ".join(reports)
 
 

@@ -276,6 +276,8 @@ class MachinePage(Page):
     # ------------------------------------------------------------ live readings
     @Slot()
     def _on_timer_timeout(self) -> None:
+        if not self.isVisible():  # hidden labels changing size would re-lay out the whole window
+            return
         sampler = self.ctx.sampler
         sample = sampler.latest() if sampler is not None else None
         if sample is None:
@@ -307,6 +309,7 @@ class MachinePage(Page):
 
     def on_shown(self) -> None:
         self.ctx.start_hardware()
+        self._on_timer_timeout()
 
     def is_ready(self) -> bool:
         return (self.ctx.machine is not None and self._fits_worker is None) or self.ctx.hardware_error is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
@@ -24,6 +25,7 @@ from advisor.units import fmt_bytes
 
 WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
 MIN_Y_RANGE = {"B": 1e9, "B/s": 1e3, "W": 10.0, "°C": 10.0, "Hz": 1e8, "%": 10.0}
+FIXED_Y = ("util", "temp", "cpu")  # charts in percent or °C keep 0..100
 MIN_TICK_MS = 40
 CHART_PERIOD_S = 0.5  # each chart is redrawn at most this often (or once per sample when slower)
 DRAW_BUDGET_S = 0.0  # one chart per tick: its data update and repaint stay well under 50 ms
@@ -86,6 +88,7 @@ class MonitorPage(Page):
         self._chart_curves: dict[str, list] = {}  # chart key -> [(metric, scale, item)]
         self._chart_lines: dict[str, list] = {}  # chart key -> [(metric, InfiniteLine)]
         self._stale: list[str] = []  # charts still to redraw, in round-robin order
+        self._y_top: dict[str, float] = {}  # current top of each chart's vertical range
         self._plots: dict[str, object] = {}
         self._events = EventTracker()
         self._event_rows: list = []
@@ -171,6 +174,10 @@ class MonitorPage(Page):
         bar.addWidget(self.per_core)
         bar.addStretch(1)
         self.status = QLabel()
+        # A fixed size keeps its changing text from asking the whole window for a new layout (and a repaint
+        # of every chart) several times a second.
+        self.status.setFixedSize(300, self.status.sizeHint().height())
+        self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         bar.addWidget(self.status)
         self.export_button = QPushButton("Export CSV…")
         self.export_button.setToolTip("Save the window shown to a CSV file (columns of `advisor monitor --csv`)")
@@ -207,7 +214,7 @@ class MonitorPage(Page):
                                                     label_position=0.97 - (0.16 * i) % 0.8)
                         self._limit_lines.append((f"gpu{i}_{limit[0]}", line))
                         self._chart_lines.setdefault(key, []).append((f"gpu{i}_{limit[0]}", line))
-                if key == "util":
+                if key in ("util", "temp"):
                     p.setYRange(0, 100)
                 charts.append((key, p))
             self.note.setText(self._note_text(n))
@@ -262,7 +269,6 @@ class MonitorPage(Page):
             if events:
                 self._event_rows = (events[::-1] + self._event_rows)[:500]
                 self.event_model.set_rows(self._event_rows)
-                self.tabs.setTabText(1, f"Events ({len(self._event_rows)})")
             self._dirty = True
         if self._dirty and self.isVisible():
             self._redraw(DRAW_BUDGET_S)
@@ -290,6 +296,7 @@ class MonitorPage(Page):
         curves = list(self._chart_curves.get(key, ()))
         if key == "cpu":
             curves += [(m, 1.0, i) for m, i in self._core_curves if i.isVisible()]
+        top = 0.0
         for metric, scale, item in curves:
             times, values = history.window(metric, window)
             if not len(times):
@@ -297,11 +304,15 @@ class MonitorPage(Page):
             x = times - times[-1]
             y = values * scale if scale != 1.0 else values
             item.setData(x, y, connect="finite")
+            if np.isfinite(y).any():
+                top = max(top, float(np.nanmax(y)))
         for metric, line in self._chart_lines.get(key, ()):
             value = history.latest(metric)
             line.setVisible(value is not None)
             if value is not None:
                 line.setValue(value)
+                top = max(top, value)
+        self._grow_y(key, top)
         left = -window
         if self.ctx.screenshot_mode and len(history):  # a fresh recording fills the picture, not its last 5 %
             times, _ = history.window(curves[0][0], window) if curves else ((), ())
@@ -309,17 +320,34 @@ class MonitorPage(Page):
                 left = -max(5.0, float(times[-1] - times[0]))
         self._plots[key].setXRange(left, 0, padding=0)
 
+    def _grow_y(self, key: str, top: float) -> None:
+        """A vertical range that only grows (and restarts with the window): auto-ranging every redraw would
+        re-lay out the axis and re-clip every curve, the most expensive part of a redraw."""
+        if key in FIXED_Y:
+            return
+        current = self._y_top.get(key, 0.0)
+        if top > current or top < 0.3 * current:
+            new = max(top * 1.2, MIN_Y_RANGE.get(self._plots[key].property("y_unit"), 1.0))
+            self._y_top[key] = new
+            self._plots[key].setYRange(0, new, padding=0)
+
     def _update_tables(self, sampler) -> None:
         rows = list(sampler.processes())
         if rows != self.process_model.rows():
+            same_processes = [(p.pid, p.gpu_index) for p in rows] == [(p.pid, p.gpu_index)
+                                                                      for p in self.process_model.rows()]
             self.process_model.set_rows(rows)
-            fit_columns(self.process_view)
+            if not same_processes:  # sizing columns costs a pass over every cell: only for new processes
+                fit_columns(self.process_view)
         state = "paused" if sampler.paused else f"every {sampler.interval_s:g} s"
-        self.status.setText(f"{len(sampler.history)} samples kept · sampling {state}")
+        text = f"{len(sampler.history)} samples kept · sampling {state}"
+        if text != self.status.text():
+            self.status.setText(text)
 
     # ------------------------------------------------------------ controls
     @Slot(int)
     def _on_window_box_current_index_changed(self, _i: int) -> None:
+        self._y_top.clear()
         self._redraw()
 
     @Slot(float)

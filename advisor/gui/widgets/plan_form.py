@@ -58,6 +58,7 @@ class PlanFormWidget(QWidget):
         self.form.setContentsMargins(0, 0, 0, 0)
         self.form.setVerticalSpacing(6)
         self.w: dict[str, QWidget] = {}
+        self._row_visible: dict[str, bool] = {}
 
         model = QComboBox()
         for mid in model_ids:
@@ -160,7 +161,9 @@ class PlanFormWidget(QWidget):
                 "dataset_tokens": not inference and budget == "epochs", "hours": not inference and budget == "hours",
                 "context": inference, "batch": inference, "output_tokens": inference}
         for key, visible in show.items():
-            self.form.setRowVisible(self.w[key], visible)
+            if self._row_visible.get(key) != visible:  # an unchanged row must not re-lay out the window
+                self._row_visible[key] = visible
+                self.form.setRowVisible(self.w[key], visible)
 
     # ------------------------------------------------------------ values
     def values(self) -> dict:
