@@ -199,7 +199,8 @@ class MonitorPage(Page):
         charts = []
         if n:
             for key, title, ylabel, unit, metrics, scale, tip in GPU_CHARTS:
-                p = plots.make_plot(title, ylabel, unit, legend=(key == "util" and n > 1))
+                p = plots.make_plot(title, ylabel, unit, legend=(key == "util" and n > 1),
+                                    legend_columns=4 if n > 4 else 1)
                 p.setToolTip(tip)
                 for i in range(n):
                     for metric, dashed in metrics:
@@ -210,8 +211,8 @@ class MonitorPage(Page):
                     limit = {"power": ("power_limit_w", "limit"), "mem": ("mem_total_bytes", "total")}.get(key)
                     if limit:
                         # Equal limits overlap: stagger the labels along the line by GPU index.
-                        line = plots.add_limit_line(p, None, f"GPU {i} {limit[1]}", index=i,
-                                                    label_position=0.97 - (0.16 * i) % 0.8)
+                        line = plots.add_limit_line(p, None, f"GPU {i} {limit[1]}" if i else f"{limit[1]}",
+                                                    index=i, label_position=0.97 - (0.16 * i) % 0.8)
                         self._limit_lines.append((f"gpu{i}_{limit[0]}", line))
                         self._chart_lines.setdefault(key, []).append((f"gpu{i}_{limit[0]}", line))
                 if key in ("util", "temp"):
@@ -306,12 +307,16 @@ class MonitorPage(Page):
             item.setData(x, y, connect="finite")
             if np.isfinite(y).any():
                 top = max(top, float(np.nanmax(y)))
-        for metric, line in self._chart_lines.get(key, ()):
+        first = None
+        for i, (metric, line) in enumerate(self._chart_lines.get(key, ())):
             value = history.latest(metric)
             line.setVisible(value is not None)
             if value is not None:
                 line.setValue(value)
                 top = max(top, value)
+                first = value if i == 0 else first
+                # One label when every GPU has the same limit; a label per GPU only where it differs.
+                line.label.setVisible(i == 0 or value != first)
         self._grow_y(key, top)
         left = -window
         if self.ctx.screenshot_mode and len(history):  # a fresh recording fills the picture, not its last 5 %
