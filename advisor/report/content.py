@@ -75,10 +75,10 @@ def _fmt_value(v) -> str:
 
 
 def _calibration_probes(doc: dict) -> tuple[Probe, ...]:
-    cal = doc.get("calibration")
-    if not isinstance(cal, dict):
-        cal = _saved_calibration()
-    if not cal:
+    # A plan that records its calibration (null: none used) is taken at its word; older documents
+    # without the key are reported against this machine's saved calibration.
+    cal = doc["calibration"] if "calibration" in doc else _saved_calibration()
+    if not isinstance(cal, dict) or not cal:
         return ()
     probes = []
     for key, label in (("mfu", "MFU of a training step"), ("eta_mem", "memory bandwidth efficiency")):

@@ -82,6 +82,8 @@ def test_probes_from_saved_calibration_are_stated(plan_doc):
 
     save_calibration(Calibration(mfu=0.37, eta_mem=0.81, device="cuda:0", accelerator_id="h100-sxm",
                                  measured_at="2026-11-29T10:00:00Z", source="probe:train-step"))
+    assert "MFU of a training step" not in render_report([plan_doc], "md")  # the plan says it used none
+    del plan_doc["calibration"]  # a document that does not say: the machine's saved calibration
     md = render_report([plan_doc], "md")
     assert "MFU of a training step | 0.37 | probe:train-step on cuda:0 (h100-sxm)" in md
     assert "memory bandwidth efficiency | 0.81" in md
