@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 
 import pytest
@@ -104,3 +105,18 @@ def test_plan_command_end_to_end(tmp_path, capsys):
     assert doc["options"][0]["accelerator"] == "h100-sxm"
     assert main(["plan", *flags, "--json", "--launch", "sbatch"]) == 2
     assert capsys.readouterr().out == ""
+
+
+def test_report_of_a_calibrated_plan_names_the_probe(tmp_path, capsys):
+    from advisor.cli import main
+    from advisor.store.calibration import Calibration, save_calibration
+
+    pytest.importorskip("advisor.planner")
+    save_calibration(Calibration(mfu=0.33, eta_mem=None, device="cuda:0", accelerator_id="rtx-4090",
+                                 measured_at="2026-11-29T22:00:00Z", source="probe:train-step"))
+    assert main(["plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "1e8", "--accelerator",
+                 "rtx-4090", "--report", str(tmp_path / "r.csv"), "--report", str(tmp_path / "r.html")]) == 0
+    rows = [r for r in csv.DictReader(open(tmp_path / "r.csv")) if r["record"] == "probe"]
+    assert [(r["id"], r["value"]) for r in rows] == [("MFU of a training step", "0.33")]
+    html = (tmp_path / "r.html").read_text()
+    assert "probe:train-step on cuda:0 (rtx-4090)" in html and "2026-11-29T22:00:00Z" in html
