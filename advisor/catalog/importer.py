@@ -375,7 +375,7 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
 
     The previous file is kept beside it as ``<name>.prev`` (TOML comments do not survive the rewrite);
     one that cannot be read is moved aside (``<name>.broken-<time>``) instead.
-    Offers named in ``removed`` are dropped from the user file (bundled offers cannot be removed there).
+    Offers named in ``removed`` are dropped from the user file; a bundled one is marked ``withdrawn = true``.
 
     Returns:
         (the file written, the path a broken previous file was moved to, or None).
@@ -399,8 +399,13 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
             kept_aside, old, doc = str(keep_aside(path)), None, {}
     table = doc.setdefault("cloud_offers", {})
     lower = {k.lower(): k for k in table}
+    from advisor.catalog.load import bundled_catalog
+
+    bundled = {o.id for o in bundled_catalog().offers}
     for offer in removed:
         table.pop(lower.get(offer.id, offer.id), None)
+        if offer.id in bundled:
+            table[offer.id] = {"withdrawn": True}
     for offer in imported:
         table.pop(lower.get(offer.id, offer.id), None)
         # "" (not omission) for a missing value, so it also clears a bundled value of the same offer

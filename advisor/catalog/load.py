@@ -2,7 +2,8 @@
 
 The user file (``paths.user_catalog_file()``, TOML) has tables ``[accelerators.<id>]``,
 ``[cloud_offers."<provider>:<instance>"]`` and ``[models.<id>]`` with the same field names as the
-bundled files. A field given for an existing id overrides the bundled value; a new id adds an entry.
+bundled files. A field given for an existing id overrides the bundled value; a new id adds an entry;
+``withdrawn = true`` in a cloud offer's table removes that offer.
 A malformed file or entry is reported in ``Catalog.warnings`` and ignored; it never raises.
 """
 
@@ -255,6 +256,10 @@ def _merge_user(base: Catalog, path: Path) -> Catalog:
         try:
             if not isinstance(table, dict):
                 raise CatalogError(f"cloud offer {offer_id!r}: expected a table")
+            if table.get("withdrawn") is True:  # the user removes an offer, bundled or not
+                offers.pop(offer_id.lower(), None)
+                user_ids.add(offer_id.lower())
+                continue
             old = offers.get(offer_id.lower())
             row = (_offer_row(old) if old else {}) | table | {"id": offer_id}
             offers[offer_id.lower()] = offer_from_row(row, "user cloud offer", accelerators)

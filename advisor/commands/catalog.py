@@ -130,12 +130,9 @@ def _preview_and_apply(result, args) -> int:
 
     cat = load_catalog()
     diff = diff_offers(cat.offers, result.offers, replace_providers=args.replace)
-    user_ids = cat.user_ids
-    bundled_removed = [o for o in diff.removed if o.id not in user_ids]
     written = aside = None
     if args.apply and not diff.empty:
-        removable = [o for o in diff.removed if o.id in user_ids]
-        written, aside = apply_import([*diff.added, *(c.new for c in diff.changed)], removed=removable)
+        written, aside = apply_import([*diff.added, *(c.new for c in diff.changed)], removed=diff.removed)
     if args.json:
         from advisor.catalog.load import offer_row
 
@@ -156,9 +153,6 @@ def _preview_and_apply(result, args) -> int:
             print(f"applied to {written}" + (f" (previous version kept as {prev})" if prev.exists() else ""))
         elif not diff.empty:
             print("nothing applied (run again with --apply to write these changes)")
-    for o in bundled_removed:
-        if args.apply:
-            print(f"warning: {o.id} is a bundled offer and stays in the catalog", file=sys.stderr)
     if aside:
         print(f"warning: the old user catalog could not be read and was kept as {aside}", file=sys.stderr)
     return 0

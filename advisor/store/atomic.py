@@ -25,6 +25,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
     raw = data.encode(encoding) if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
@@ -37,6 +38,16 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
             pass
         raise
     return path
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions a replaced file keeps, or those a new file gets under the umask (mkstemp uses 0600)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def keep_aside(path: str | os.PathLike) -> Path:

@@ -132,3 +132,10 @@ def test_broken_user_file_is_ignored_not_fatal(content):
     assert len(c.accelerators) == 43
     assert len(c.warnings) == 1 and "ignored" in c.warnings[0]
     assert f.read_bytes() == content  # the user's file is never rewritten
+
+
+def test_user_file_withdraws_a_bundled_offer():
+    _write_user('[cloud_offers."aws:g4dn.xlarge"]\nwithdrawn = true\n')
+    c = load_catalog()
+    assert "aws:g4dn.xlarge" not in {o.id for o in c.offers}
+    assert len(c.offers) == 127 and c.warnings == ()

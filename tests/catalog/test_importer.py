@@ -128,6 +128,16 @@ def test_import_previews_then_applies(tmp_path, capsys):
     assert doc["added"] == doc["changed"] == [] and doc["unchanged"] == 4
 
 
+def test_replace_withdraws_bundled_offers_missing_from_the_import(tmp_path, capsys):
+    path = _write(tmp_path, "vms.csv", SKY)
+    args = ["catalog", "import", str(path), "--provider", "aws", "--price-date", "2026-11-30", "--replace", "--apply"]
+    assert main(args) == 0
+    ids = {o.id for o in load_catalog().offers}
+    assert "aws:p4d.24xlarge-snapshot" not in ids  # a bundled AWS offer the new list does not have
+    assert "aws:g5.xlarge" in ids and "lambda:gpu-1x-a10" in ids  # imported, and another provider untouched
+    assert "withdrawn = true" in paths.user_catalog_file().read_text()
+
+
 def test_a_price_missing_from_the_import_clears_the_bundled_one():
     sky = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region\n" \
           "g5.xlarge,A10G,1,4,16,0.95,,us-east-1\n"
