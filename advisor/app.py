@@ -44,7 +44,7 @@ def get_app(argv: list[str] | None = None) -> QApplication:
         app = QApplication(argv or [sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName("hardware-advisor")
-    app.setDesktopFileName("hardware-advisor")
+    app.setDesktopFileName("org.hardwareadvisor.HardwareAdvisor")  # the .desktop entry in packaging/linux
     app.setWindowIcon(app_icon())
     apply_theme(app)
     return app

@@ -8,6 +8,7 @@ import functools
 import gc
 import os
 import re
+import sys
 import statistics
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -85,6 +86,10 @@ def require_torch():
     try:
         import torch
     except ImportError:
+        if getattr(sys, "frozen", False):
+            raise ProbeSkipped("this packaged app is built without torch, so probes cannot run here: install the "
+                               "Python package with probes (pip install 'hardware-advisor[probes]') or rebuild the "
+                               "app with ADVISOR_FREEZE_TORCH=1 packaging/build_frozen.sh") from None
         raise ProbeSkipped("torch is not installed: install the probes extra "
                            "(pip install 'hardware-advisor[probes]')") from None
     return torch
