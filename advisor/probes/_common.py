@@ -8,8 +8,8 @@ import functools
 import gc
 import os
 import re
-import sys
 import statistics
+import sys
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
