@@ -8,7 +8,7 @@ generalised to plain MLP blocks with biases (GPT-2, BLOOM), learned positions, m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 FFN_KINDS = ("gated", "mlp")
 BIAS_KINDS = ("none", "qkv", "all")
@@ -74,9 +74,6 @@ class ModelArch:
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
-
-    def with_name(self, name: str) -> "ModelArch":
-        return replace(self, name=name)
 
 
 def _norm_params(arch: ModelArch) -> int:

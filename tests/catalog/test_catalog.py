@@ -139,3 +139,84 @@ def test_user_file_withdraws_a_bundled_offer():
     c = load_catalog()
     assert "aws:g4dn.xlarge" not in {o.id for o in c.offers}
     assert len(c.offers) == 127 and c.warnings == ()
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"memory_gb": "24", "mem_bandwidth_gbs": "1"}, "'id' is required"),
+    ({"id": "x", "mem_bandwidth_gbs": "1"}, "'memory_gb' is required"),
+    ({"id": "x", "memory_gb": "abc", "mem_bandwidth_gbs": "1"}, "not a number"),
+    ({"id": "x", "memory_gb": "0", "mem_bandwidth_gbs": "1"}, "must be positive"),
+    ({"id": "x", "memory_gb": "8", "mem_bandwidth_gbs": "1", "tdp_w": "-5"}, "zero or more"),
+])
+def test_accelerator_rows_name_the_bad_field(row, message):
+    from advisor.catalog.load import CatalogError, accelerator_from_row
+
+    with pytest.raises(CatalogError, match=message):
+        accelerator_from_row(row, "row 7")
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"provider": "", "instance": "i", "accelerator_id": "t4", "accelerator_count": "1", "on_demand_usd_per_hour": "1"},
+     "'provider' and 'instance'"),
+    ({"provider": "p", "instance": "i", "accelerator_count": "1", "on_demand_usd_per_hour": "1"}, "'accelerator_id'"),
+    ({"provider": "p", "instance": "i", "accelerator_id": "t4", "accelerator_count": "1"}, "on-demand or a spot"),
+    ({"provider": "p", "instance": "i", "accelerator_id": "t4", "accelerator_count": "0", "on_demand_usd_per_hour": "1"},
+     "must be positive"),
+])
+def test_offer_rows_name_the_bad_field(row, message):
+    from advisor.catalog.load import CatalogError, offer_from_row
+
+    with pytest.raises(CatalogError, match=message):
+        offer_from_row(row, "row 3", bundled_catalog().accelerators)
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"layers": 2, "hidden": 64, "heads": 4, "vocab": 10}, "'ffn' is required"),
+    ({"layers": 2.5, "hidden": 64, "heads": 4, "ffn": 8, "vocab": 10}, "'layers'"),
+    ({"layers": 2, "hidden": 64, "heads": 4, "ffn": 8, "vocab": 10, "tied": "yes"}, "'tied'"),
+    ({"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 3, "ffn": 8, "vocab": 10}, "multiple of kv_heads"),
+    ({"layers": 0, "hidden": 64, "heads": 4, "ffn": 8, "vocab": 10}, "layers must be positive"),
+    ({"layers": 2, "hidden": 64, "heads": 4, "ffn": 8, "vocab": 10, "ffn_kind": "odd"}, "invalid architecture"),
+    ({"layers": 2, "hidden": 64, "heads": 4, "ffn": 8, "vocab": 10, "experts": 4, "experts_per_token": 5},
+     "experts_per_token"),
+])
+def test_model_tables_name_the_bad_field(table, message):
+    from advisor.catalog.load import CatalogError, model_from_table
+
+    with pytest.raises(CatalogError, match=message):
+        model_from_table("m", table)
+
+
+def test_model_table_keeps_unknown_keys_as_extra():
+    from advisor.catalog.load import model_from_table
+
+    m = model_from_table("m", {"layers": 2, "hidden": 64, "heads": 4, "ffn": 8, "vocab": 10, "licence": "MIT"})
+    assert m.extra == {"licence": "MIT"} and m.kv_heads == 4
+
+
+def test_supports_and_offers_for():
+    c = bundled_catalog()
+    assert c.accelerator("h100-sxm").supports("fp8") and c.accelerator("h100-sxm").supports("bf16")
+    assert not c.accelerator("t4").supports("bf16")
+    assert c.accelerator("rtx-4090").supports("int8")
+    assert c.accelerator("tpu-v5e").peak_flops("fp32") is None  # no fp32 figure for this TPU
+    assert {o.accelerator_id for o in c.offers_for("h100-sxm")} == {"h100-sxm"}
+    assert len(c.offers_for("h100-sxm")) >= 10
+    with pytest.raises(Exception, match="unknown accelerator"):
+        c.accelerator("nope")
+    with pytest.raises(Exception, match="unknown model preset"):
+        c.model("nope")
+
+
+def test_user_file_edits_a_preset_and_rejects_non_tables():
+    _write_user('accelerators = { rtx-4090 = 5 }\n[models.gpt2]\nname = "GPT-2 renamed"\n')
+    c = load_catalog()
+    assert c.model("gpt2").name == "GPT-2 renamed" and c.model("gpt2").layers == 12
+    assert len(c.warnings) == 1 and "expected a table" in c.warnings[0]
+
+
+def test_bundled_only_and_explicit_file(tmp_path):
+    f = tmp_path / "other.toml"
+    f.write_text("[models.tiny]\nlayers = 1\nhidden = 8\nheads = 1\nffn = 8\nvocab = 4\n")
+    assert "tiny" in load_catalog(user_file=f).models
+    assert "tiny" not in load_catalog(user_file=f, use_user_file=False).models

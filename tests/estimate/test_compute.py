@@ -85,3 +85,6 @@ def test_priors_by_class():
     assert mfu_prior("v100-sxm2-16gb", "datacenter", "fp16").mfu == 0.20
     assert mfu_prior("h100-sxm", "datacenter", "bf16", moe=True).mfu == 0.20
     assert "Llama 3.1" in mfu_prior("h200", "datacenter", "bf16").origin
+    assert mfu_prior("rtx-4090", "consumer", "bf16", workload="qlora").mfu == pytest.approx(0.21)
+    assert mfu_prior("tpu-v4", "tpu", "bf16").mfu == 0.45
+    assert "assumption" in mfu_prior("gaudi3", "datacenter", "bf16").origin

@@ -92,6 +92,7 @@ def test_qlora_65b_fits_one_48gb_gpu():
                                devices=1, tp=1, pp=1, seq_len=512, micro_batch=1, checkpointing="full",
                                lora_rank=16, embedding_params=embedding_params(arch))
     assert m.total_bytes < 48e9
+    assert m.model_states_bytes == m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
     assert m.weights_bytes == pytest.approx(0.52 * params, rel=0.03)  # about 4.13 bits plus 16-bit embeddings
     full = memory.training_memory(arch, params, workload="lora", precision="bf16", optimizer="adamw", zero=0,
                                   devices=1, tp=1, pp=1, seq_len=512, micro_batch=1, checkpointing="full")
