@@ -115,3 +115,10 @@ def live_workers() -> list[GeneratorWorker]:
         except RuntimeError:  # the C++ object is gone
             continue
     return out
+
+
+def release(worker: GeneratorWorker | None) -> None:
+    """Let go of a finished worker: join its thread (already ending) and delete it from the event loop."""
+    if worker is not None:
+        worker.wait()
+        worker.deleteLater()

@@ -8,8 +8,6 @@ torchrun command, a Slurm sbatch script or a SkyPilot task for a chosen option.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from advisor.report.content import ReportError, plan_docs, sections
@@ -69,7 +67,7 @@ def write_report(docs, path, fmt: str | None = None) -> Path:
         ReportError: for documents that are not plans or an unknown format (nothing is written).
         OSError: when the file cannot be written (an old file is left intact).
     """
-    from advisor.store.atomic import write_atomic
+    from advisor.store.atomic import atomic_path, write_atomic
 
     path = Path(path)
     fmt = report_format(path, fmt)
@@ -78,18 +76,6 @@ def write_report(docs, path, fmt: str | None = None) -> Path:
     from advisor.report.pdf import render_pdf
 
     secs = sections(docs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        render_pdf(secs, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_path(path) as tmp:
+        render_pdf(secs, str(tmp))
     return path

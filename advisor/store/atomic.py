@@ -6,10 +6,37 @@ the target: a crash midway leaves the old file intact.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside ``path`` for a writer that wants a file name (Qt's PDF writer, say);
+    when the block ends without an error the file is fsynced and moved over ``path``, otherwise removed.
+
+    Raises:
+        OSError: when the directory cannot be written; the old file is then untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, _mode_for(path))
+        yield Path(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "utf-8") -> Path:
@@ -20,24 +47,10 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
     Raises:
         OSError: when the directory cannot be written; the old file is then untouched.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode(encoding) if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, _mode_for(path))
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(raw)
+    return Path(path)
 
 
 def _mode_for(path: Path) -> int:

@@ -216,10 +216,10 @@ class MachinePage(Page):
 
     @Slot()
     def _on_fits_done(self) -> None:
+        from advisor.gui.workers import release
+
         worker, self._fits_worker = self._fits_worker, None
-        if worker is not None:
-            worker.wait()
-            worker.deleteLater()
+        release(worker)
 
     def _show_fits(self) -> None:
         from advisor.units import fmt_count, fmt_hours

@@ -17,7 +17,7 @@ from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.gui.workers import GeneratorWorker
+from advisor.gui.workers import GeneratorWorker, release
 from advisor.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
 DEBOUNCE_MS = 120
@@ -127,6 +127,7 @@ class PlannerPage(Page):
         ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
         ctx.catalog_changed.connect(self._on_form_inputs_changed)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.scenario_loaded.connect(self._on_ctx_scenario_loaded)
 
     # ------------------------------------------------------------ re-planning
     @Slot()
@@ -146,6 +147,10 @@ class PlannerPage(Page):
     def _on_ctx_machine_ready(self, _profile) -> None:
         if self.bundle is not None:
             self._show(self.bundle)
+
+    @Slot(dict)
+    def _on_ctx_scenario_loaded(self, values: dict) -> None:
+        self.form.set_values(values)
 
     @Slot()
     def _on_debounce_timeout(self) -> None:
@@ -192,9 +197,7 @@ class PlannerPage(Page):
     @Slot()
     def _on_worker_done(self) -> None:
         worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.wait()
-            worker.deleteLater()
+        release(worker)
         if self._pending:
             self._pending = False
             self.replan()

@@ -18,7 +18,7 @@ from advisor.gui.pages.base import Page
 from advisor.gui.probe_runner import ProbeFinished, ProbeStarted, history_entries, run_probes
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_view
-from advisor.gui.workers import GeneratorWorker
+from advisor.gui.workers import GeneratorWorker, release
 
 SCREENSHOT_PARAMS = {"host-bandwidth": {"elements": 8_000_000, "reps": 4, "trials": 1}}
 
@@ -255,9 +255,7 @@ class ProbesPage(Page):
     @Slot()
     def _on_worker_done(self) -> None:
         worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.wait()
-            worker.deleteLater()
+        release(worker)
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self._refresh_history()
