@@ -32,6 +32,7 @@ class AppContext(QObject):
     machine_ready = Signal(object)  # MachineProfile once detection finished
     hardware_failed = Signal(str)  # detection could not run (the reason, one line)
     probe_result = Signal(object)  # a ProbeResult finished on the Probes page
+    scenario_loaded = Signal(dict)  # an opened scenario's [plan] values for the Planner form (File > Open)
 
     def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
                  parent=None) -> None:

@@ -88,6 +88,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(
             f"Catalog {cat.date} · cloud prices as of {cat.prices_as_of}"
             + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
+        from advisor.gui.scenario_actions import ScenarioController
+
+        self.scenarios = ScenarioController(self)  # the File menu: scenario files and reports
         self._restore_window()
         ctx.start_hardware()
 
@@ -171,6 +174,9 @@ class MainWindow(QMainWindow):
         self.ctx.shutdown()
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if not self.scenarios.confirm_close():  # unsaved scenario changes: the user chose Cancel
+            event.ignore()
+            return
         if not self.ctx.screenshot_mode:
             self.save_state()
         self.shutdown()

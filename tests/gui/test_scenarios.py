@@ -1,0 +1,248 @@
+"""File menu: scenario files saved and reopened, the unsaved-changes prompt, bad files, reports, comparing."""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import pytest
+
+from advisor.planner import PlanRequest, plan
+from advisor.store.scenario import Scenario, load_scenario, recent_scenarios, save_scenario
+
+
+def _planned(page):
+    return page.is_ready() and page.bundle is not None
+
+
+def _open_planner(make_window, qtbot):
+    w = make_window()
+    w.show_page("planner")
+    page = w.page("planner")
+    qtbot.waitUntil(lambda: _planned(page), timeout=10000)
+    return w, page
+
+
+def _wait_replanned(qtbot, page, done):
+    qtbot.waitUntil(lambda: _planned(page) and page.plans_done > done, timeout=10000)
+
+
+class Answers:
+    """Stands in for the modal dialogs: records each question and gives the prepared answer."""
+
+    def __init__(self, unsaved="cancel", save_path=None):
+        self.unsaved = unsaved
+        self.save_path = save_path
+        self.asked: list[str] = []
+        self.errors: list[str] = []
+
+    def install(self, controller):
+        controller.ask_unsaved = self._ask_unsaved
+        controller.ask_save_path = self._ask_save_path
+        controller.show_error = self._show_error
+        return self
+
+    def _ask_unsaved(self, _parent, name):
+        self.asked.append(name)
+        return self.unsaved
+
+    def _ask_save_path(self, _parent):
+        return self.save_path
+
+    def _show_error(self, _parent, _title, message):
+        self.errors.append(message)
+
+
+def _edit_micro_batch(qtbot, page, value):
+    done = page.plans_done
+    page.form.w["micro_batch"].setValue(value)
+    _wait_replanned(qtbot, page, done)
+
+
+def test_save_and_reopen_give_the_same_plan(make_window, qtbot, tmp_path):
+    w, page = _open_planner(make_window, qtbot)
+    ctl = w.scenarios
+    answers = Answers(save_path=str(tmp_path / "job")).install(ctl)
+    done = page.plans_done
+    page.form.set_values({"model": "llama-3-70b", "workload": "finetune", "gpus": 8, "tokens": 3e8})
+    w.ctx.set_assumptions({"electricity_usd_per_kwh": 0.4})
+    _wait_replanned(qtbot, page, done)
+    before = w.ctx.last_plan.to_json()
+
+    assert ctl.save() and not answers.errors  # no file yet: Save asks for a name, adds .toml
+    path = tmp_path / "job.toml"
+    assert ctl.path == path and path.exists()
+    assert w.windowTitle().startswith("job.toml — ") and "*" not in w.windowTitle()
+    saved = load_scenario(path)
+    assert saved.plan["model"] == "llama-3-70b" and saved.plan["gpus"] == 8
+    assert saved.assumptions == {"electricity_usd_per_kwh": 0.4}
+
+    # Planned headlessly, the file gives the plan the window showed.
+    mapping = {**saved.plan, "assumptions": dict(saved.assumptions)}
+    assert plan(PlanRequest.from_mapping(mapping), w.ctx.catalog).to_json() == before
+
+    # Elsewhere entirely, then reopen: the same plan again, and not dirty.
+    done = page.plans_done
+    page.form.set_values({"model": "llama-3-8b", "workload": "inference", "gpus": 1})
+    w.ctx.set_assumptions({})
+    _wait_replanned(qtbot, page, done)
+    assert ctl.dirty and w.windowTitle().startswith("job.toml* — ")
+    answers.unsaved = "discard"
+    done = page.plans_done
+    assert ctl.open_path(path)
+    _wait_replanned(qtbot, page, done)
+    assert w.ctx.last_plan.to_json() == before
+    assert w.ctx.assumptions == {"electricity_usd_per_kwh": 0.4}
+    assert not ctl.dirty and "*" not in w.windowTitle()
+    assert answers.asked == ["job.toml"]
+
+
+def test_opening_applies_plan_and_assumptions_and_resets_other_fields(make_window, qtbot, tmp_path):
+    w, page = _open_planner(make_window, qtbot)
+    _edit_micro_batch(qtbot, page, 4)
+    path = tmp_path / "a.toml"
+    save_scenario(path, Scenario(plan={"model": "llama-3-8b", "workload": "lora", "tokens": 2e8,
+                                       "accelerator": ["h100-sxm"]},
+                                 assumptions={"utilisation": {"value": 0.5, "unit": "share", "origin": "team"}},
+                                 notes={"why": "kept"}))
+    done = page.plans_done
+    assert w.scenarios.open_path(path)
+    _wait_replanned(qtbot, page, done)
+    assert page.bundle.request.micro_batch == 1 and page.bundle.request.tokens == 2e8
+    assert w.ctx.assumptions == {"utilisation": 0.5}
+    assert "accelerator" in w.statusBar().currentMessage()  # the form cannot apply it: said, and kept
+    assert w.scenarios.save()
+    again = load_scenario(path)
+    assert again.plan["accelerator"] == ["h100-sxm"] and again.notes == {"why": "kept"}
+    assert again.assumptions == {"utilisation": {"value": 0.5, "unit": "share", "origin": "team"}}
+
+
+@pytest.mark.parametrize("answer", ["save", "discard", "cancel"])
+def test_closing_with_unsaved_changes_asks(make_window, qtbot, tmp_path, answer):
+    w, page = _open_planner(make_window, qtbot)
+    ctl = w.scenarios
+    path = tmp_path / "s.toml"
+    assert ctl.save_to(path)
+    original = path.read_bytes()
+    answers = Answers(unsaved=answer).install(ctl)
+    _edit_micro_batch(qtbot, page, 3)
+    assert ctl.dirty
+
+    w.close()
+    assert answers.asked == ["s.toml"]
+    assert w.isVisible() == (answer == "cancel")
+    if answer == "save":
+        assert load_scenario(path).plan["micro_batch"] == 3
+    else:
+        assert path.read_bytes() == original
+    if answer == "cancel":
+        answers.unsaved = "discard"  # let the fixture close it
+
+
+def test_no_prompt_without_changes_or_without_a_file(make_window, qtbot, tmp_path):
+    w, page = _open_planner(make_window, qtbot)
+    answers = Answers(unsaved="cancel").install(w.scenarios)
+    _edit_micro_batch(qtbot, page, 2)  # no file yet: nothing to lose (the inputs persist in the settings)
+    assert not w.scenarios.dirty and w.scenarios.confirm_close()
+    assert w.scenarios.save_to(tmp_path / "x.toml")
+    _edit_micro_batch(qtbot, page, 5)
+    _edit_micro_batch(qtbot, page, 2)  # back to what the file says: clean again
+    assert not w.scenarios.dirty and w.scenarios.confirm_close()
+    assert answers.asked == []
+
+
+def test_open_with_unsaved_changes_cancel_keeps_everything(make_window, qtbot, tmp_path):
+    w, page = _open_planner(make_window, qtbot)
+    ctl = w.scenarios
+    assert ctl.save_to(tmp_path / "first.toml")
+    other = tmp_path / "second.toml"
+    save_scenario(other, Scenario(plan={"model": "llama-3-70b", "workload": "inference"}))
+    answers = Answers(unsaved="cancel").install(ctl)
+    _edit_micro_batch(qtbot, page, 6)
+    assert not ctl.open_path(other)
+    assert answers.asked == ["first.toml"] and ctl.path == tmp_path / "first.toml" and ctl.dirty
+    assert page.form.values()["micro_batch"] == 6
+    answers.unsaved = "discard"
+
+
+@pytest.mark.parametrize("content", [os.urandom(600), b"schema = 'advisor.scenario/1'\n[plan]\ngpus = 'eight'\n",
+                                     b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'no-such-model'\n",
+                                     b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'llama-3-8b'\n"
+                                     b"[assumptions]\nno_such_assumption = 1\n"])
+def test_a_bad_file_gives_a_message_and_changes_nothing(make_window, qtbot, tmp_path, content):
+    w, page = _open_planner(make_window, qtbot)
+    ctl = w.scenarios
+    answers = Answers().install(ctl)
+    before_values, before_plan, title = page.form.values(), w.ctx.last_plan, w.windowTitle()
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(content)
+    assert not ctl.open_path(bad)
+    assert len(answers.errors) == 1 and "\n" not in answers.errors[0] and str(bad) in answers.errors[0]
+    qtbot.wait(250)  # a replan would have started by now
+    assert page.form.values() == before_values and w.ctx.last_plan is before_plan
+    assert ctl.path is None and w.windowTitle() == title and recent_scenarios() == []
+    assert bad.read_bytes() == content
+
+
+def test_recent_files_menu(make_window, qtbot, tmp_path):
+    w, _page = _open_planner(make_window, qtbot)
+    ctl = w.scenarios
+    for name in ("one.toml", "two.toml"):
+        assert ctl.save_to(tmp_path / name)
+    assert [p.name for p in recent_scenarios()] == ["two.toml", "one.toml"]
+    ctl.recent_menu.aboutToShow.emit()
+    actions = [a for a in ctl.recent_menu.actions() if a.data()]
+    assert [a.text() for a in actions] == ["two.toml", "one.toml"]
+    actions[1].trigger()  # open "one" from the menu
+    assert ctl.path == tmp_path / "one.toml"
+    assert [p.name for p in recent_scenarios()] == ["one.toml", "two.toml"]
+    menu_titles = [a.text() for a in ctl.menu.actions()]
+    assert "&Open scenario…" in menu_titles and "Open &recent" in menu_titles
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md", ".csv", ".pdf"])
+def test_export_report_has_every_option_total(make_window, qtbot, tmp_path, suffix):
+    w, _page = _open_planner(make_window, qtbot)
+    result = w.ctx.last_plan
+    out = w.scenarios.export_report(tmp_path / f"report{suffix}")
+    assert out is not None and out.stat().st_size > 0
+    if suffix == ".pdf":
+        assert out.read_bytes().startswith(b"%PDF")
+        return
+    text = out.read_text(encoding="utf-8")
+    if suffix == ".csv":
+        rows = list(csv.reader(text.splitlines()))
+        cells = {c for r in rows for c in r}
+        ids = [o.id for o in result.options]
+        assert all(i in cells for i in ids)
+    else:
+        from advisor.units import fmt_usd
+
+        for o in result.options:
+            assert o.id in text or o.accelerator_name in text
+        assert fmt_usd(result.best().cost_usd) in text or f"{result.best().cost_usd:,.2f}" in text
+
+
+def test_compare_dialog_shows_both_scenarios(make_window, qtbot, tmp_path):
+    w, _page = _open_planner(make_window, qtbot)
+    a, b, bad = tmp_path / "small.toml", tmp_path / "big.toml", tmp_path / "broken.toml"
+    save_scenario(a, Scenario(plan={"model": "llama-3-8b", "workload": "lora"}))
+    save_scenario(b, Scenario(plan={"model": "llama-3-70b", "workload": "finetune", "tokens": 1e9}))
+    dialog = w.scenarios.open_compare([a, b], show=False)  # shown offscreen, Qt warns about size hints
+    qtbot.waitUntil(dialog.is_ready, timeout=10000)
+    names = [s.name for s in dialog.summaries]
+    assert names == ["small", "big"] and dialog.model.rowCount() == 2
+    small, big = dialog.summaries
+    assert not small.error and not big.error
+    assert big.cost_usd > small.cost_usd > 0 and big.devices >= small.devices
+    assert small.usd_per_device_h == pytest.approx(small.cost_usd / (small.devices * small.hours), rel=0.05)
+    assert len(dialog._bars) == 3  # one bar series per option kind, grouped by scenario
+
+    bad.write_bytes(os.urandom(100))
+    dialog.add_paths([bad])
+    qtbot.waitUntil(dialog.is_ready, timeout=10000)
+    assert dialog.model.rowCount() == 3 and dialog.summaries[2].error
+    out = dialog.export(tmp_path / "comparison.md")
+    text = out.read_text(encoding="utf-8")
+    assert "small" in text and "big" in text
+    dialog.close()
