@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
@@ -85,6 +85,60 @@ def saved_calibration():
         return None
 
 
+class ReportWriter(QObject):
+    """Writes one report at a time in a worker thread (laying out a PDF takes seconds).
+
+    Signals:
+        written(str): the path written.
+        failed(str): one line saying why nothing was written.
+    """
+
+    written = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._worker = None
+
+    def busy(self) -> bool:
+        """True while a report is being written."""
+        return self._worker is not None
+
+    def start(self, docs: list, path) -> bool:
+        """Write ``docs`` to ``path`` (format by suffix) off the GUI thread. False when one is already running."""
+        from advisor.gui.workers import GeneratorWorker
+        from advisor.report import write_report
+
+        if self._worker is not None:
+            return False
+        self._worker = GeneratorWorker(write_report, docs, str(path), parent=self)
+        self._worker.result_ready.connect(self._on_worker_result_ready)
+        self._worker.failed.connect(self._on_worker_failed)
+        self._worker.done.connect(self._on_worker_done)
+        self._worker.start()
+        return True
+
+    def stop(self) -> None:
+        """Wait for a running report to finish (the write is atomic; it cannot be interrupted midway)."""
+        if self._worker is not None:
+            self._worker.stop(15000)
+
+    @Slot(object)
+    def _on_worker_result_ready(self, path) -> None:
+        self.written.emit(str(path))
+
+    @Slot(str)
+    def _on_worker_failed(self, reason: str) -> None:
+        self.failed.emit(reason.split(": ", 1)[-1])  # drop the exception's type name
+
+    @Slot()
+    def _on_worker_done(self) -> None:
+        from advisor.gui.workers import release
+
+        worker, self._worker = self._worker, None
+        release(worker)
+
+
 class ScenarioController(QObject):
     """The File menu of a main window and the state of the open scenario file.
 
@@ -112,6 +166,9 @@ class ScenarioController(QObject):
         self.ask_report_path = _ask_report_path
         self.show_error = _show_error
         self.compare_dialog = None
+        self.reports = ReportWriter(self)
+        self.reports.written.connect(self._on_reports_written)
+        self.reports.failed.connect(self._on_reports_failed)
         self._build_menu()
         self.ctx.plan_ready.connect(self._on_ctx_plan_ready)
         self.ctx.request_changed.connect(self._on_ctx_request_changed)
@@ -358,8 +415,9 @@ class ScenarioController(QObject):
         """Called by the window's ``closeEvent``: False means keep the window open."""
         if not self.ctx.screenshot_mode and not self.confirm_discard():
             return False
-        if self.compare_dialog is not None:  # its planning thread must not outlive the window
+        if self.compare_dialog is not None:  # its threads must not outlive the window
             self.compare_dialog.close()
+        self.reports.stop()
         return True
 
     # ------------------------------------------------------------ compare, export, quit
@@ -390,29 +448,36 @@ class ScenarioController(QObject):
         if path:
             self.export_report(path)
 
-    def export_report(self, path) -> Path | None:
-        """Write the current plan (every option's total, assumptions, catalog date, probes) as a report.
+    def export_report(self, path) -> bool:
+        """Write the current plan (every option's total, assumptions, catalog date, probes) as a report, in a
+        worker; ``reports.written`` or ``reports.failed`` follows.
 
         Returns:
-            The path written, or None (a message box says why).
+            True when the writing started; False without a plan or while another report is written
+            (a message box says why).
         """
-        from advisor.report import ReportError, write_report
-
         result = self.ctx.last_plan
         if result is None:
             self.show_error(self.window, "Export report", "There is no plan to export yet: open the Planner "
                                                           "and give it inputs it can plan.")
-            return None
+            return False
         doc = result.to_json()
         if self.path is not None:
             doc["scenario"] = self.path.stem
-        try:
-            written = write_report([doc], path)
-        except (ReportError, OSError) as exc:
-            self.show_error(self.window, "Export report", f"{path}: {exc}")
-            return None
-        self.window.statusBar().showMessage(f"Report written to {written}", 8000)
-        return written
+        if not self.reports.start([doc], path):
+            self.show_error(self.window, "Export report", "A report is still being written; try again when it is done.")
+            return False
+        self.window.statusBar().showMessage(f"Writing {Path(path).name}…")
+        return True
+
+    @Slot(str)
+    def _on_reports_written(self, path: str) -> None:
+        self.window.statusBar().showMessage(f"Report written to {path}", 8000)
+
+    @Slot(str)
+    def _on_reports_failed(self, reason: str) -> None:
+        self.window.statusBar().clearMessage()
+        self.show_error(self.window, "Export report", f"Could not write the report: {reason}")
 
     @Slot()
     def _on_quit_triggered(self) -> None:

@@ -204,8 +204,11 @@ def test_recent_files_menu(make_window, qtbot, tmp_path):
 def test_export_report_has_every_option_total(make_window, qtbot, tmp_path, suffix):
     w, _page = _open_planner(make_window, qtbot)
     result = w.ctx.last_plan
-    out = w.scenarios.export_report(tmp_path / f"report{suffix}")
-    assert out is not None and out.stat().st_size > 0
+    out = tmp_path / f"report{suffix}"
+    with qtbot.waitSignal(w.scenarios.reports.written, timeout=20000) as written:
+        assert w.scenarios.export_report(out)  # in a worker: a PDF takes seconds to lay out
+    assert written.args == [str(out)] and out.stat().st_size > 0
+    assert "Report written" in w.statusBar().currentMessage()
     if suffix == ".pdf":
         assert out.read_bytes().startswith(b"%PDF")
         return
@@ -221,6 +224,17 @@ def test_export_report_has_every_option_total(make_window, qtbot, tmp_path, suff
         for o in result.options:
             assert o.id in text or o.accelerator_name in text
         assert fmt_usd(result.best().cost_usd) in text or f"{result.best().cost_usd:,.2f}" in text
+
+
+def test_a_failed_export_says_why(make_window, qtbot, tmp_path):
+    w, _page = _open_planner(make_window, qtbot)
+    answers = Answers().install(w.scenarios)
+    (tmp_path / "a-file").write_text("not a folder")
+    for target in (tmp_path / "a-file" / "r.html", tmp_path / "r.txt"):
+        with qtbot.waitSignal(w.scenarios.reports.failed, timeout=10000):
+            assert w.scenarios.export_report(target)
+    assert len(answers.errors) == 2 and all("Could not write the report" in e for e in answers.errors)
+    assert ".txt" in answers.errors[1] and not (tmp_path / "r.txt").exists()
 
 
 def test_compare_dialog_shows_both_scenarios(make_window, qtbot, tmp_path):
@@ -242,7 +256,9 @@ def test_compare_dialog_shows_both_scenarios(make_window, qtbot, tmp_path):
     dialog.add_paths([bad])
     qtbot.waitUntil(dialog.is_ready, timeout=10000)
     assert dialog.model.rowCount() == 3 and dialog.summaries[2].error
-    out = dialog.export(tmp_path / "comparison.md")
+    out = tmp_path / "comparison.md"
+    with qtbot.waitSignal(dialog.reports.written, timeout=20000):
+        assert dialog.export(out)
     text = out.read_text(encoding="utf-8")
     assert "small" in text and "big" in text
     dialog.close()

@@ -130,6 +130,11 @@ class ScenarioCompareDialog(QDialog):
         self._pending = False
         self.ask_open_paths = _ask_open_paths
         self.ask_report_path = _ask_report_path
+        from advisor.gui.scenario_actions import ReportWriter
+
+        self.reports = ReportWriter(self)
+        self.reports.written.connect(self._on_reports_written)
+        self.reports.failed.connect(self._on_reports_failed)
 
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
@@ -269,27 +274,32 @@ class ScenarioCompareDialog(QDialog):
         if path:
             self.export(path)
 
-    def export(self, path) -> Path | None:
-        """Write the planned scenarios as one report (format by suffix). Returns the path, or None on failure."""
-        from advisor.report import ReportError, write_report
-
+    def export(self, path) -> bool:
+        """Write the planned scenarios as one report (format by suffix) in a worker. False when nothing started."""
         docs = [s.doc for s in self.summaries if s.doc is not None]
         if not docs:
             QMessageBox.information(self, "Export report", "No scenario could be planned: nothing to export.")
-            return None
-        try:
-            written = write_report(docs, path)
-        except (ReportError, OSError) as exc:
-            QMessageBox.warning(self, "Export report", f"Could not write the report: {exc}")
-            return None
-        self.status.setText(f"Report written to {written}")
-        return written
+            return False
+        if not self.reports.start(docs, path):
+            return False
+        self.status.setText(f"Writing {Path(path).name}…")
+        return True
+
+    @Slot(str)
+    def _on_reports_written(self, path: str) -> None:
+        self.status.setText(f"Report written to {path}")
+
+    @Slot(str)
+    def _on_reports_failed(self, reason: str) -> None:
+        self.status.setText("")
+        QMessageBox.warning(self, "Export report", f"Could not write the report: {reason}")
 
     # ------------------------------------------------------------ closing
     def done(self, result: int) -> None:  # every way out of the dialog (Close, Esc, window close)
         if self._worker is not None:
             self._pending = False
             self._worker.stop()
+        self.reports.stop()
         super().done(result)
 
 
