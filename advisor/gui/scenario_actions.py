@@ -192,7 +192,7 @@ class ScenarioController(QObject):
                  "Several scenario files side by side: cheapest option, time and total cost"),
                 ("export", "&Export report…", QKeySequence("Ctrl+E"), self._on_export_triggered,
                  "Write the current plan's options as HTML, PDF, Markdown or CSV (by the file's suffix)"),
-                ("quit", "&Quit", QKeySequence.StandardKey.Quit, self._on_quit_triggered, "Close the window")):
+                ("quit", "&Quit", QKeySequence("Ctrl+Q"), self._on_quit_triggered, "Close the window")):
             if key is None:
                 self.recent_menu = QMenu(text, menu)
                 self.recent_menu.setObjectName("recentMenu")

@@ -24,6 +24,7 @@ from advisor.units import fmt_hours, fmt_usd
 
 KINDS = (("home", "home rig"), ("onprem", "on-prem"), ("cloud", "cloud"))
 SCENARIO_FILTER = "Scenario files (*.toml);;All files (*)"
+MAX_LABELLED = 6  # scenarios up to which each bar carries its total as text
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ class ScenarioCompareDialog(QDialog):
         self.paths: list[Path] = []
         self.summaries: list[ScenarioSummary] = []
         self._bars: list = []
+        self._labels: list = []
         self._worker: GeneratorWorker | None = None
         self._pending = False
         self.ask_open_paths = _ask_open_paths
@@ -249,6 +251,9 @@ class ScenarioCompareDialog(QDialog):
     def _draw(self, summaries) -> None:
         """Grouped bars: one group per scenario, one bar per option kind (its cheapest fitting total)."""
         plots.clear_bars(self.chart, self._bars)
+        for label in self._labels:
+            self.chart.removeItem(label)
+        self._labels.clear()
         width = 0.8 / len(KINDS)
         top = 0.0
         for k, (kind, label) in enumerate(KINDS):
@@ -259,13 +264,18 @@ class ScenarioCompareDialog(QDialog):
                     xs.append(i - 0.4 + width * (k + 0.5))
                     heights.append(cost)
                     top = max(top, cost)
+                    if len(summaries) <= MAX_LABELLED:  # a cheap scenario's bar is too short to see beside a dear one
+                        text = pg.TextItem(fmt_usd(cost), color=plots.theme().text, anchor=(0.5, 1))
+                        text.setPos(xs[-1], cost)
+                        self.chart.addItem(text)
+                        self._labels.append(text)
             bar = pg.BarGraphItem(x=xs, height=heights, width=width * 0.9, brush=pg.mkBrush(plots.color(k)),
                                   pen=pg.mkPen(plots.theme().background, width=0.5), name=label)
             self.chart.addItem(bar)
             self._bars.append(bar)
         plots.set_categories(self.chart, [s.name for s in summaries])
         self.chart.setXRange(-0.6, max(len(summaries), 1) - 0.4, padding=0)
-        self.chart.setYRange(0, (top or 1.0) * 1.1, padding=0)
+        self.chart.setYRange(0, (top or 1.0) * 1.15, padding=0)
 
     # ------------------------------------------------------------ report
     @Slot()
