@@ -11,6 +11,17 @@ from advisor.planner import PlanRequest, plan
 from advisor.store.scenario import Scenario, load_scenario, recent_scenarios, save_scenario
 
 
+@pytest.fixture(autouse=True)
+def _no_modal_dialogs(monkeypatch):
+    """A failing test must fail, not hang in a real modal dialog when its window closes at teardown."""
+    from advisor.gui import scenario_actions
+
+    monkeypatch.setattr(scenario_actions, "_ask_unsaved", lambda _parent, _name: "discard")
+    monkeypatch.setattr(scenario_actions, "_show_error", lambda _parent, _title, _message: None)
+    for name in ("_ask_open_path", "_ask_save_path", "_ask_report_path"):
+        monkeypatch.setattr(scenario_actions, name, lambda _parent: None)
+
+
 def _planned(page):
     return page.is_ready() and page.bundle is not None
 
@@ -262,3 +273,25 @@ def test_compare_dialog_shows_both_scenarios(make_window, qtbot, tmp_path):
     text = out.read_text(encoding="utf-8")
     assert "small" in text and "big" in text
     dialog.close()
+
+
+def test_opened_assumptions_reach_the_compare_page_built_before_or_after(make_window, qtbot, tmp_path):
+    path = tmp_path / "cheap-power.toml"
+    save_scenario(path, Scenario(plan={"model": "llama-3-8b", "workload": "lora"},
+                                 assumptions={"electricity_usd_per_kwh": 0.05}))
+    for build_compare_first in (False, True):  # this order: the first window starts without a Compare page
+        w, _page = _open_planner(make_window, qtbot)
+        assert ("compare" in w._pages) == build_compare_first or build_compare_first
+        if build_compare_first:
+            w.show_page("compare")
+        else:  # the last session left other values for the Compare page to restore
+            from advisor.gui import settings as settings_mod
+
+            settings_mod.write_json(w.ctx.settings, "compare/assumptions", {"electricity_usd_per_kwh": 0.9})
+        assert w.scenarios.open_path(path, confirmed=True)
+        w.show_page("compare")  # built now in the second round: it must not bring back the last session's values
+        editor = w.page("compare").assumptions.widgets["electricity_usd_per_kwh"]
+        assert editor.value() == 0.05 and w.ctx.assumptions == {"electricity_usd_per_kwh": 0.05}
+        qtbot.waitUntil(lambda: w.ctx.last_plan is not None
+                        and w.ctx.last_plan.assumptions.electricity_usd_per_kwh == 0.05, timeout=10000)
+        w.close()
