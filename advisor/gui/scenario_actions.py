@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
+from advisor.gui.report_export import ReportWriter, ask_report_path
+
 SCENARIO_FILTER = "Scenario files (*.toml);;All files (*)"
-REPORT_FILTERS = "HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;CSV (*.csv)"
 # Values that return every Planner field to its default or "auto" before a scenario's own values are shown
 # (set_values leaves keys it is not given alone). Spin boxes clamp 0 to their minimum, which is "auto".
 FORM_RESET = {"workload": "pretrain", "precision": "bf16", "optimizer": "adamw", "zero": None, "gpus": 0,
@@ -63,18 +64,6 @@ def check_scenario(scenario, catalog) -> None:
             raise ValueError(f"plan.accelerator: unknown accelerator {acc!r}")
 
 
-def with_report_suffix(path: str, chosen_filter: str) -> str:
-    """``path`` with the suffix of the chosen filter when it has none of the report formats."""
-    from advisor.report import FORMATS
-
-    if Path(path).suffix.lower() in FORMATS:
-        return path
-    for name, suffix in (("PDF", ".pdf"), ("Markdown", ".md"), ("CSV", ".csv")):
-        if chosen_filter.startswith(name):
-            return path + suffix
-    return path + ".html"
-
-
 def saved_calibration():
     """This machine's saved calibration, or None (a broken file is set aside by the store)."""
     from advisor.store.calibration import load_calibration
@@ -83,60 +72,6 @@ def saved_calibration():
         return load_calibration()
     except Exception:  # noqa: BLE001 - plan with the priors rather than fail
         return None
-
-
-class ReportWriter(QObject):
-    """Writes one report at a time in a worker thread (laying out a PDF takes seconds).
-
-    Signals:
-        written(str): the path written.
-        failed(str): one line saying why nothing was written.
-    """
-
-    written = Signal(str)
-    failed = Signal(str)
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self._worker = None
-
-    def busy(self) -> bool:
-        """True while a report is being written."""
-        return self._worker is not None
-
-    def start(self, docs: list, path) -> bool:
-        """Write ``docs`` to ``path`` (format by suffix) off the GUI thread. False when one is already running."""
-        from advisor.gui.workers import GeneratorWorker
-        from advisor.report import write_report
-
-        if self._worker is not None:
-            return False
-        self._worker = GeneratorWorker(write_report, docs, str(path), parent=self)
-        self._worker.result_ready.connect(self._on_worker_result_ready)
-        self._worker.failed.connect(self._on_worker_failed)
-        self._worker.done.connect(self._on_worker_done)
-        self._worker.start()
-        return True
-
-    def stop(self) -> None:
-        """Wait for a running report to finish (the write is atomic; it cannot be interrupted midway)."""
-        if self._worker is not None:
-            self._worker.stop(15000)
-
-    @Slot(object)
-    def _on_worker_result_ready(self, path) -> None:
-        self.written.emit(str(path))
-
-    @Slot(str)
-    def _on_worker_failed(self, reason: str) -> None:
-        self.failed.emit(reason.split(": ", 1)[-1])  # drop the exception's type name
-
-    @Slot()
-    def _on_worker_done(self) -> None:
-        from advisor.gui.workers import release
-
-        worker, self._worker = self._worker, None
-        release(worker)
 
 
 class ScenarioController(QObject):
@@ -163,7 +98,7 @@ class ScenarioController(QObject):
         self.ask_unsaved = _ask_unsaved
         self.ask_open_path = _ask_open_path
         self.ask_save_path = _ask_save_path
-        self.ask_report_path = _ask_report_path
+        self.ask_report_path = ask_report_path
         self.show_error = _show_error
         self.compare_dialog = None
         self.reports = ReportWriter(self)
@@ -505,11 +440,6 @@ def _ask_open_path(parent: QWidget) -> str | None:
 def _ask_save_path(parent: QWidget) -> str | None:
     path, _ = QFileDialog.getSaveFileName(parent, "Save scenario as", "scenario.toml", SCENARIO_FILTER)
     return path or None
-
-
-def _ask_report_path(parent: QWidget) -> str | None:
-    path, chosen = QFileDialog.getSaveFileName(parent, "Export report", "report.html", REPORT_FILTERS)
-    return with_report_suffix(path, chosen) if path else None
 
 
 def _show_error(parent: QWidget, title: str, message: str) -> None:

@@ -18,7 +18,7 @@ def _no_modal_dialogs(monkeypatch):
 
     monkeypatch.setattr(scenario_actions, "_ask_unsaved", lambda _parent, _name: "discard")
     monkeypatch.setattr(scenario_actions, "_show_error", lambda _parent, _title, _message: None)
-    for name in ("_ask_open_path", "_ask_save_path", "_ask_report_path"):
+    for name in ("_ask_open_path", "_ask_save_path", "ask_report_path"):
         monkeypatch.setattr(scenario_actions, name, lambda _parent: None)
 
 
@@ -295,3 +295,11 @@ def test_opened_assumptions_reach_the_compare_page_built_before_or_after(make_wi
         qtbot.waitUntil(lambda: w.ctx.last_plan is not None
                         and w.ctx.last_plan.assumptions.electricity_usd_per_kwh == 0.05, timeout=10000)
         w.close()
+
+
+def test_report_suffix_follows_the_chosen_format():
+    from advisor.gui.report_export import REPORT_FILTERS, with_report_suffix
+
+    filters = REPORT_FILTERS.split(";;")
+    assert [with_report_suffix("/tmp/r", f) for f in filters] == ["/tmp/r.html", "/tmp/r.pdf", "/tmp/r.md", "/tmp/r.csv"]
+    assert with_report_suffix("/tmp/r.PDF", filters[0]) == "/tmp/r.PDF"  # a name with a known suffix wins

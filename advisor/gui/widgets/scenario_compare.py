@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QLabel, QListW
                                QSplitter, QVBoxLayout, QWidget)
 
 from advisor.gui import theme as themes
+from advisor.gui.report_export import ReportWriter, ask_report_path
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
@@ -131,9 +132,7 @@ class ScenarioCompareDialog(QDialog):
         self._worker: GeneratorWorker | None = None
         self._pending = False
         self.ask_open_paths = _ask_open_paths
-        self.ask_report_path = _ask_report_path
-        from advisor.gui.scenario_actions import ReportWriter
-
+        self.ask_report_path = _ask_comparison_path
         self.reports = ReportWriter(self)
         self.reports.written.connect(self._on_reports_written)
         self.reports.failed.connect(self._on_reports_failed)
@@ -318,8 +317,5 @@ def _ask_open_paths(parent: QWidget) -> list[str]:
     return paths
 
 
-def _ask_report_path(parent: QWidget) -> str | None:
-    from advisor.gui.scenario_actions import REPORT_FILTERS, with_report_suffix
-
-    path, chosen = QFileDialog.getSaveFileName(parent, "Export the comparison", "comparison.html", REPORT_FILTERS)
-    return with_report_suffix(path, chosen) if path else None
+def _ask_comparison_path(parent: QWidget) -> str | None:
+    return ask_report_path(parent, "Export the comparison", "comparison.html")

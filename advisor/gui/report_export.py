@@ -1,0 +1,86 @@
+"""Reports from the GUI: where to write one, and writing it in a worker thread.
+
+``write_report`` (``advisor.report``) picks the format by the file's suffix; laying out a PDF takes a few
+seconds, so :class:`ReportWriter` runs it off the GUI thread and signals when the file is there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+REPORT_FILTERS = "HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;CSV (*.csv)"
+
+
+def with_report_suffix(path: str, chosen_filter: str) -> str:
+    """``path`` with the suffix of the chosen filter when it has none of the report formats."""
+    from advisor.report import FORMATS
+
+    if Path(path).suffix.lower() in FORMATS:
+        return path
+    for name, suffix in (("PDF", ".pdf"), ("Markdown", ".md"), ("CSV", ".csv")):
+        if chosen_filter.startswith(name):
+            return path + suffix
+    return path + ".html"
+
+
+def ask_report_path(parent: QWidget, title: str = "Export report", default: str = "report.html") -> str | None:
+    """Ask where to write a report; the suffix of the chosen format is added when the name has none."""
+    path, chosen = QFileDialog.getSaveFileName(parent, title, default, REPORT_FILTERS)
+    return with_report_suffix(path, chosen) if path else None
+
+
+class ReportWriter(QObject):
+    """Writes one report at a time in a worker thread (laying out a PDF takes seconds).
+
+    Signals:
+        written(str): the path written.
+        failed(str): one line saying why nothing was written.
+    """
+
+    written = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._worker = None
+
+    def busy(self) -> bool:
+        """True while a report is being written."""
+        return self._worker is not None
+
+    def start(self, docs: list, path) -> bool:
+        """Write ``docs`` to ``path`` (format by suffix) off the GUI thread. False when one is already running."""
+        from advisor.gui.workers import GeneratorWorker
+        from advisor.report import write_report
+
+        if self._worker is not None:
+            return False
+        self._worker = GeneratorWorker(write_report, docs, str(path), parent=self)
+        self._worker.result_ready.connect(self._on_worker_result_ready)
+        self._worker.failed.connect(self._on_worker_failed)
+        self._worker.done.connect(self._on_worker_done)
+        self._worker.start()
+        return True
+
+    def stop(self) -> None:
+        """Wait for a running report to finish (the write is atomic; it cannot be interrupted midway)."""
+        if self._worker is not None:
+            self._worker.stop(15000)
+
+    @Slot(object)
+    def _on_worker_result_ready(self, path) -> None:
+        self.written.emit(str(path))
+
+    @Slot(str)
+    def _on_worker_failed(self, reason: str) -> None:
+        self.failed.emit(reason.split(": ", 1)[-1])  # drop the exception's type name
+
+    @Slot()
+    def _on_worker_done(self) -> None:
+        from advisor.gui.workers import release
+
+        worker, self._worker = self._worker, None
+        release(worker)
