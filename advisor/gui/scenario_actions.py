@@ -52,8 +52,11 @@ def check_scenario(scenario, catalog) -> None:
     try:
         PlanRequest.from_mapping(request_mapping(scenario))
         CostAssumptions().with_overrides(**plain_assumptions(scenario.assumptions))
-    except (PlanInputError, TypeError) as exc:
-        raise ValueError(" ".join(str(exc).split())) from None
+    except PlanInputError as exc:
+        prefix = "" if exc.field == "assumptions" else "plan."  # the file's table, as load_scenario names it
+        raise ValueError(prefix + " ".join(str(exc).split())) from None
+    except TypeError as exc:
+        raise ValueError(f"plan: {' '.join(str(exc).split())}") from None
     except ValueError as exc:
         raise ValueError(f"assumptions.{' '.join(str(exc).split())}") from None
     model = scenario.plan.get("model")

@@ -178,6 +178,7 @@ def test_open_with_unsaved_changes_cancel_keeps_everything(make_window, qtbot, t
 
 @pytest.mark.parametrize("content", [os.urandom(600), b"schema = 'advisor.scenario/1'\n[plan]\ngpus = 'eight'\n",
                                      b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'no-such-model'\n",
+                                     b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'llama-3-8b'\ngpus = -3\n",
                                      b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'llama-3-8b'\n"
                                      b"[assumptions]\nno_such_assumption = 1\n"])
 def test_a_bad_file_gives_a_message_and_changes_nothing(make_window, qtbot, tmp_path, content):
