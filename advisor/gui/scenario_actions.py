@@ -273,7 +273,7 @@ class ScenarioController(QObject):
         self._mark_clean(Path(path), scenario)
         not_shown = self._not_shown(scenario)
         self.window.statusBar().showMessage(
-            f"Opened {Path(path).name}" + (f" · kept in the file but not applied by the Planner page: "
+            f"Opened {Path(path).name}" + (f" · the Planner page does not apply as written: "
                                            f"{', '.join(not_shown)}" if not_shown else ""), 15000)
         return True
 
