@@ -15,6 +15,9 @@ from PySide6.QtCore import QObject, QSettings, Signal, Slot
 from advisor.catalog import Catalog, load_catalog
 
 
+ASSUMPTIONS_KEY = "compare/assumptions"
+
+
 class AppContext(QObject):
     """Shared state of one main window.
 
@@ -42,7 +45,10 @@ class AppContext(QObject):
         self.catalog = catalog if catalog is not None else load_catalog()
         self.last_plan = None
         self.last_request = None
-        self.assumptions: dict = {}
+        from advisor.gui import settings as settings_mod
+
+        # The cost-assumption overrides of the last session (edited on Compare, or from an opened scenario).
+        self.assumptions: dict = settings_mod.read_json(settings, ASSUMPTIONS_KEY, {})
         self.machine = None
         self.gpu = None
         self.host = None
@@ -69,8 +75,12 @@ class AppContext(QObject):
         self.plan_ready.emit(result)
 
     def set_assumptions(self, overrides: dict) -> None:
-        """New cost-assumption overrides from the Compare page; the planner re-plans with them."""
+        """New cost-assumption overrides (Compare page or a scenario): kept for the next session, and every
+        page that shows or uses them hears ``assumptions_changed``."""
+        from advisor.gui import settings as settings_mod
+
         self.assumptions = dict(overrides)
+        settings_mod.write_json(self.settings, ASSUMPTIONS_KEY, self.assumptions)
         self.assumptions_changed.emit(dict(overrides))
 
     def load_probe_results(self) -> None:

@@ -283,15 +283,7 @@ class ScenarioController(QObject):
         form_keys = set(planner.form.w)
         self._kept = {k: v for k, v in scenario.plan.items() if k not in form_keys}
         self.ctx.scenario_loaded.emit({**FORM_RESET, **scenario.plan})
-        overrides = plain_assumptions(scenario.assumptions)
-        compare = getattr(self.window, "_pages", {}).get("compare")
-        if compare is not None:  # its editors show the assumptions; they would send stale ones on the next edit
-            compare.assumptions.set_overrides(overrides)
-        from advisor.gui import settings as settings_mod
-
-        # A Compare page built later restores this key; it must agree with the scenario, not the last session.
-        settings_mod.write_json(self.ctx.settings, "compare/assumptions", overrides)
-        self.ctx.set_assumptions(overrides)
+        self.ctx.set_assumptions(plain_assumptions(scenario.assumptions))
 
     def _not_shown(self, scenario) -> list[str]:
         """Plan keys the Planner does not apply as written (no field for them, or a value it shows otherwise)."""

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QFormLayout, QGridLayo
                                QSpinBox, QSplitter, QVBoxLayout, QWidget)
 
 from advisor.cost.assumptions import CostAssumptions
-from advisor.gui import settings as settings_mod
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import (break_even_lines, chart_selection, dearer_hour_example, option_label,
                                       options_csv)
@@ -198,6 +197,7 @@ class ComparePage(Page):
         self._debounce.setInterval(250)
         self._debounce.timeout.connect(self._on_debounce_timeout)
         ctx.plan_ready.connect(self._on_ctx_plan_ready)
+        ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
         if ctx.last_plan is not None:
             self._show(ctx.last_plan)
 
@@ -333,14 +333,13 @@ class ComparePage(Page):
         self.breakeven.setXRange(2, 5, padding=0)
 
     # ------------------------------------------------------------ page hooks
-    def save_state(self, s) -> None:
-        settings_mod.write_json(s, "compare/assumptions", self.assumptions.overrides())
-
     def restore_state(self, s) -> None:
-        saved = settings_mod.read_json(s, "compare/assumptions", {})
-        self.assumptions.set_overrides(saved)
-        if saved != self.ctx.assumptions:
-            self.ctx.set_assumptions(self.assumptions.overrides())
+        self.assumptions.set_overrides(self.ctx.assumptions)  # the context keeps them across sessions
+
+    @Slot(dict)
+    def _on_ctx_assumptions_changed(self, overrides: dict) -> None:
+        if overrides != self.assumptions.overrides():  # a scenario opened elsewhere: show its figures
+            self.assumptions.set_overrides(overrides)
 
     def is_ready(self) -> bool:
         return self.result is not None
