@@ -28,7 +28,6 @@ class AppContext(QObject):
     """
 
     plan_ready = Signal(object)  # the planner's PlanResult (or None when inputs are invalid)
-    request_changed = Signal(object)  # the planner's PlanRequest
     assumptions_changed = Signal(dict)  # cost-assumption overrides edited on the Compare page
     calibration_changed = Signal()
     catalog_changed = Signal()

@@ -109,7 +109,6 @@ class ScenarioController(QObject):
         self.reports.failed.connect(self._on_reports_failed)
         self._build_menu()
         self.ctx.plan_ready.connect(self._on_ctx_plan_ready)
-        self.ctx.request_changed.connect(self._on_ctx_request_changed)
         self.ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
 
     # ------------------------------------------------------------ menu
@@ -230,10 +229,6 @@ class ScenarioController(QObject):
 
     @Slot(object)
     def _on_ctx_plan_ready(self, _result) -> None:
-        self._update_dirty()
-
-    @Slot(object)
-    def _on_ctx_request_changed(self, _request) -> None:
         self._update_dirty()
 
     @Slot(dict)

@@ -19,3 +19,12 @@ def test_compare_page_shows_assumptions_set_elsewhere(make_window):
     assert page.assumptions.overrides() == {"pue": 1.5}
     window.ctx.set_assumptions({})
     assert page.assumptions.overrides() == {}
+
+
+def test_plan_form_keeps_every_digit_of_an_odd_token_budget(make_window):
+    window = make_window()
+    form = window.page("planner").form
+    form.set_values({"model": "gpt2", "tokens": 123456789})
+    assert form.values()["tokens"] == 123456789
+    form.set_values({"model": "gpt2", "tokens": 2e8})
+    assert form.values()["tokens"] == 2e8

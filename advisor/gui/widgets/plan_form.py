@@ -233,7 +233,7 @@ class PlanFormWidget(QWidget):
                     if i >= 0:
                         widget.setCurrentIndex(i)
                 elif isinstance(widget, QLineEdit):
-                    widget.setText(f"{value:.6g}" if isinstance(value, (int, float)) else str(value))
+                    widget.setText(_number_text(value) if isinstance(value, (int, float)) else str(value))
                 elif isinstance(value, (int, float)) and not isinstance(value, bool):
                     widget.setValue(value)
             if "params" in values and "model" not in values:
@@ -249,3 +249,9 @@ class PlanFormWidget(QWidget):
     def show_error(self, message: str, color: str) -> None:
         """Show (or clear, with an empty message) the reason the inputs cannot be planned."""
         self.error.setText(f"<span style='color:{color}'>{message}</span>" if message else "")
+
+
+def _number_text(value: float) -> str:
+    """Short when that is exact (2e+08), every digit otherwise (123456789), so a saved value comes back unchanged."""
+    short = f"{value:.6g}"
+    return short if float(short) == value else f"{value:.17g}"
