@@ -5,8 +5,8 @@ and reports the probe's best triad as a fraction of the reference's best. Target
 Also prints the naive tutorial method (``z = x + y`` once, two streams counted, allocation timed)
 so the difference is visible.
 
-    python benchmarks/bench_probe_host.py ../shared/checks/triad.c
-    python benchmarks/bench_probe_host.py ../shared/checks/triad.c --rounds 3 --json
+    python benchmarks/bench_probe_host.py PATH/TO/triad.c
+    python benchmarks/bench_probe_host.py PATH/TO/triad.c --rounds 3 --json
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def naive_gbps(n: int = 80_000_000) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("triad_c", type=Path, help="path of the reference triad.c (e.g. ../shared/checks/triad.c)")
+    parser.add_argument("triad_c", type=Path, help="path of the reference triad.c (the OpenMP STREAM-style triad the acceptance checks compile)")
     parser.add_argument("--rounds", type=int, default=1, help="probe runs (each against fresh reference runs)")
     parser.add_argument("--quick", action="store_true", help="run the probe in quick mode")
     parser.add_argument("--json", action="store_true")

@@ -268,13 +268,14 @@ def render_table(result, top: int | None = 12) -> str:
                  f"prices as of {result.prices_as_of}, catalog {result.catalog_date}):")
     inference = r.workload == "inference"
     rate_head = "$/M tokens" if inference else "tokens/s"
-    header = f"  {'option':<44} {'dev':>4} {'fits':>4} {'time':>10} {'$/dev-h':>8} {'total':>11} {rate_head:>10}  cost parts"
+    width = min(60, max([len(o.id) for o in shown] + [6]))
+    header = f"  {'option':<{width}} {'dev':>4} {'fits':>4} {'time':>10} {'$/dev-h':>8} {'total':>11} {rate_head:>10}  cost parts"
     lines.append(header)
     for o in shown:
         rate = units.fmt_usd(o.usd_per_million_tokens) if inference else f"{o.tokens_per_s:,.0f}"
         per_h = "-" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.2f}"
         parts = ", ".join(f"{k} {units.fmt_usd(v)}" for k, v in o.cost_breakdown_usd.items() if v)
-        lines.append(f"  {o.id[:44]:<44} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "
+        lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "
                      f"{per_h:>8} {units.fmt_usd(o.cost_usd):>11} {rate:>10}  {parts}")
     if top is not None and len(result.options) > top:
         lines.append(f"  ... {len(result.options) - top} more (--all to list them, --json for scripts)")
@@ -297,6 +298,11 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"Utilisation of the cheapest option: {best.mfu:.2f} ({best.mfu_origin})")
     lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _clip(text: str, width: int) -> str:
+    """Shorten in the middle so the end (``:spot``, the instance) stays visible."""
+    return text if len(text) <= width else text[: width - 13] + "~" + text[-12:]
 
 
 def _dearer_hour_note(result) -> list[str]:

@@ -3,7 +3,7 @@
 ``select_backend`` honours ``--fake-gpu`` and ``ADVISOR_FAKE_GPU``, otherwise opens NVML and falls back
 to the null backend with the reason. ``detect_machine`` composes the GPU backend, the host backend and
 the framework queries into a ``MachineProfile``; ``profile_to_json`` writes the ``advisor.detect/1``
-document of ``../shared/CONTRACT.md``.
+document of the CLI contract (CONTRACT.md).
 """
 
 from __future__ import annotations
