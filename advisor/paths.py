@@ -16,14 +16,22 @@ def _base(kind: str) -> Path:
     home = os.environ.get("ADVISOR_HOME")
     if home:
         return Path(home) / kind
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a bare interpreter (the package not installed): the XDG layout
+        return _xdg(kind)
     getter = {
         "config": platformdirs.user_config_dir,
         "data": platformdirs.user_data_dir,
         "cache": platformdirs.user_cache_dir,
     }[kind]
     return Path(getter(APP_NAME, appauthor=False))
+
+
+def _xdg(kind: str) -> Path:
+    env, default = {"config": ("XDG_CONFIG_HOME", ".config"), "data": ("XDG_DATA_HOME", ".local/share"),
+                    "cache": ("XDG_CACHE_HOME", ".cache")}[kind]
+    return Path(os.environ.get(env) or Path.home() / default) / APP_NAME
 
 
 def config_dir(create: bool = False) -> Path:

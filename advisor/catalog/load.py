@@ -203,7 +203,16 @@ def model_from_table(model_id: str, table: dict, where: str = "model") -> ModelA
 
 # ---------------------------------------------------------------- files
 def _resource_text(name: str) -> str:
-    return resources.files("advisor.resources").joinpath(name).read_text(encoding="utf-8")
+    """A bundled data file, read through ``importlib.resources`` from the installed package.
+
+    Run from a source checkout that was never installed, ``advisor.resources`` does not exist (the
+    top-level ``resources/`` folder is mapped into the package at install time): read the folder itself.
+    """
+    try:
+        folder = resources.files("advisor.resources")
+    except ModuleNotFoundError:
+        folder = Path(__file__).resolve().parents[2] / "resources"
+    return folder.joinpath(name).read_text(encoding="utf-8")
 
 
 def parse_accelerators_csv(text: str, where: str = "accelerators.csv") -> dict[str, Accelerator]:

@@ -220,3 +220,20 @@ def test_bundled_only_and_explicit_file(tmp_path):
     f.write_text("[models.tiny]\nlayers = 1\nhidden = 8\nheads = 1\nffn = 8\nvocab = 4\n")
     assert "tiny" in load_catalog(user_file=f).models
     assert "tiny" not in load_catalog(user_file=f, use_user_file=False).models
+
+
+def test_source_checkout_without_install_reads_the_resources_folder(monkeypatch):
+    """``python -m advisor`` from a fresh clone, before ``pip install``, still finds the catalog."""
+    import importlib.resources
+
+    from advisor.catalog import load as load_mod
+
+    real = importlib.resources.files
+
+    def files(package):
+        if package == "advisor.resources":
+            raise ModuleNotFoundError(package)
+        return real(package)
+
+    monkeypatch.setattr(load_mod.resources, "files", files)
+    assert "rtx-4090," in load_mod._resource_text("accelerators.csv")
