@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from advisor.catalog import Accelerator, Catalog, CatalogError, PRECISIONS, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakeven import break_even
+from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
 from advisor.cost.jobs import can_own, cloud_job_cost, home_job_cost, onprem_job_cost
 from advisor.estimate import compute, memory
 from advisor.estimate.memory import MemoryBreakdown
@@ -475,14 +476,13 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
     tokens, budget_origin = _budget(request, params)
     per_token = compute.flops_per_token(active, request.workload)
-    calib = calibration
     options: list[PlanOption] = []
     offers_by_accel: dict[str, list] = {}
     for offer in catalog.offers:
         offers_by_accel.setdefault(offer.accelerator_id, []).append(offer)
     for acc in accels:
         options.extend(_options_for(request, acc, catalog, offers_by_accel.get(acc.id, []), mem_model, arch, params,
-                                    active, tokens, context, assumptions, calib))
+                                    active, tokens, context, assumptions, calibration))
     options.sort(key=lambda o: (not o.fits, o.cost_usd, o.hours, o.id))
 
     if tokens is not None:
@@ -497,9 +497,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         tokens=tokens, budget_origin=budget_origin, seq_len=seq_len, context=context, parallelism=layout0,
         memory=mem0, options=tuple(options), assumptions=assumptions, catalog_date=catalog.date,
         prices_as_of=catalog.prices_as_of,
-        calibration=None if calib is None else {
-            "mfu": calib.mfu, "eta_mem": calib.eta_mem, "accelerator_id": calib.accelerator_id,
-            "device": calib.device, "measured_at": calib.measured_at, "source": calib.source},
+        calibration=None if calibration is None else {
+            "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
+            "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
         warnings=tuple(warnings))
 
 
@@ -508,13 +508,12 @@ def trains(acc: Accelerator) -> bool:
     return not acc.id.startswith("inferentia")
 
 
-def _utilisation(req: PlanRequest, acc: Accelerator, arch: ModelArch, calib, devices: int) -> tuple[float, str]:
+def _utilisation(req: PlanRequest, acc: Accelerator, arch: ModelArch, calib) -> tuple[float, str]:
     if req.mfu is not None:
         return req.mfu, "set by the user (--mfu)"
     if calib is not None and calib.mfu and calib.accelerator_id == acc.id:
         return calib.mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})"
-    prior = mfu_prior(acc.id, acc.kind, _compute_precision(req), moe=arch.is_moe, workload=req.workload,
-                      devices=devices)
+    prior = mfu_prior(acc.id, acc.kind, _compute_precision(req), moe=arch.is_moe, workload=req.workload)
     return prior.mfu, f"prior: {prior.origin}"
 
 
@@ -526,7 +525,7 @@ def _options_for(req, acc: Accelerator, catalog, offers, mem_model: _MemoryModel
         return []
     layout, mem, fits = mem_model.fewest_devices(acc.memory_bytes)
     n = layout.devices
-    mfu, mfu_origin = _utilisation(req, acc, arch, calib, n)
+    mfu, mfu_origin = _utilisation(req, acc, arch, calib)
     extra: dict[str, Any] = {}
     if req.workload == "inference":
         eta_mem = ETA_MEM_PRIOR
@@ -563,8 +562,9 @@ def _options_for(req, acc: Accelerator, catalog, offers, mem_model: _MemoryModel
     def serving(total_usd_per_h: float) -> dict:
         if req.workload != "inference":
             return {}
-        return {"usd_per_million_tokens": total_usd_per_h / (3600.0 * tps) * 1e6,
-                "usd_per_million_requests": total_usd_per_h / (3600.0 * extra["requests_per_s"]) * 1e6, **extra}
+        return {"usd_per_million_tokens": usd_per_million_tokens(total_usd_per_h, tps),
+                "usd_per_million_requests": usd_per_million_requests(total_usd_per_h, extra["requests_per_s"]),
+                **extra}
 
     if can_own(acc):
         quotes = []

@@ -27,7 +27,7 @@ _OLD = ("v100", "t4", "p100")
 
 
 def mfu_prior(accel_id: str, kind: str, precision: str, *, moe: bool = False, workload: str = "pretrain",
-              devices: int = 1) -> Utilisation:
+              ) -> Utilisation:
     """The default MFU for an accelerator class, precision and workload (ESTIMATES.md table)."""
     if kind in ("consumer", "workstation"):
         u = Utilisation(0.30, "single consumer GPU fine-tuning, HF Trainer: 0.25 to 0.40 (ESTIMATES.md)")
