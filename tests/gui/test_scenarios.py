@@ -121,7 +121,7 @@ def test_opening_applies_plan_and_assumptions_and_resets_other_fields(make_windo
     _wait_replanned(qtbot, page, done)
     assert page.bundle.request.micro_batch == 1 and page.bundle.request.tokens == 2e8
     assert w.ctx.assumptions == {"utilisation": 0.5}
-    assert "accelerator" in w.statusBar().currentMessage()  # the form cannot apply it: said, and kept
+    assert w.statusBar().currentMessage() == "Opened a.toml"  # the form shows every key, accelerator too
     assert w.scenarios.save()
     again = load_scenario(path)
     assert again.plan["accelerator"] == ["h100-sxm"] and again.notes == {"why": "kept"}

@@ -15,7 +15,7 @@ from advisor.gui import theme as themes
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, per_accelerator, plan_bundle
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
-from advisor.gui.widgets.plan_form import PlanFormWidget
+from advisor.gui.widgets.plan_form import RESET, PlanFormWidget
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
 from advisor.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
@@ -84,7 +84,7 @@ class PlannerPage(Page):
         form_layout = QVBoxLayout(form_host)
         form_layout.setContentsMargins(16, 12, 8, 12)
         form_layout.addWidget(QLabel("<h2 style='margin:0'>Plan a job</h2>"))
-        self.form = PlanFormWidget(sorted(ctx.catalog.models), form_host)
+        self.form = PlanFormWidget(sorted(ctx.catalog.models), form_host, accelerators=_accelerators(ctx.catalog))
         form_layout.addWidget(self.form)
         form_layout.addStretch(1)
         left.setWidget(form_host)
@@ -125,13 +125,18 @@ class PlannerPage(Page):
         self.form.inputs_changed.connect(self._on_form_inputs_changed)
         ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
         ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
-        ctx.catalog_changed.connect(self._on_form_inputs_changed)
+        ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
         ctx.scenario_loaded.connect(self._on_ctx_scenario_loaded)
 
     # ------------------------------------------------------------ re-planning
     @Slot()
     def _on_form_inputs_changed(self) -> None:
+        self._debounce.start()
+
+    @Slot()
+    def _on_ctx_catalog_changed(self) -> None:
+        self.form.w["accelerator"].set_accelerators(_accelerators(self.ctx.catalog))
         self._debounce.start()
 
     @Slot(dict)
@@ -150,7 +155,7 @@ class PlannerPage(Page):
 
     @Slot(dict)
     def _on_ctx_scenario_loaded(self, values: dict) -> None:
-        self.form.set_values(values)
+        self.form.set_values({**RESET, **values})  # a key the scenario leaves out goes back to its default
 
     @Slot()
     def _on_debounce_timeout(self) -> None:
@@ -317,7 +322,7 @@ class PlannerPage(Page):
         return self.bundle is not None and self._worker is None and not self._debounce.isActive()
 
     def prepare_screenshot(self) -> None:
-        self.form.set_values(dict(DEFAULT_INPUTS))
+        self.form.set_values({**RESET, **DEFAULT_INPUTS})
         self._debounce.stop()
         self.replan()
 
@@ -329,6 +334,12 @@ class PlannerPage(Page):
 
 WORKLOAD_WORDS = (("pretrain", "Pretrain"), ("finetune", "Fine-tune"), ("lora", "LoRA fine-tune"),
                   ("qlora", "QLoRA fine-tune"), ("inference", "Serve"))
+
+
+def _accelerators(catalog) -> list[tuple]:
+    """``(id, name, memory_bytes)`` of every catalog accelerator, by name, for the form's picker."""
+    return sorted(((a.id, a.name, a.memory_bytes) for a in catalog.accelerators.values()),
+                  key=lambda t: t[1].lower())
 
 
 def _load_calibration():

@@ -7,8 +7,10 @@ what is on "auto", so the planner's own defaults apply. Any edit emits ``inputs_
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QSpinBox,
+                               QWidget)
 
+from advisor.gui.widgets.accelerator_picker import AcceleratorPicker
 from advisor.units import parse_quantity
 
 CUSTOM = "custom"
@@ -16,6 +18,11 @@ WORKLOADS = (("pretrain", "pretrain from scratch"), ("finetune", "full fine-tune
              ("qlora", "QLoRA (4-bit base)"), ("inference", "inference (serving)"))
 BUDGETS = (("default", "planner's default"), ("tokens", "tokens"), ("epochs", "epochs of a dataset"),
            ("hours", "hours of compute"))
+QUANTS = ((None, "none (weights at the precision)"), ("q8_0", "q8_0 (8.5 bits)"), ("q6_k", "q6_k (6.6 bits)"),
+          ("q4_k_m", "q4_k_m (4.8 bits)"), ("q4_0", "q4_0 (4.5 bits)"), ("nf4", "nf4 (4.1 bits)"))
+LORA_RANK = 16
+# The planner's defaults of the fields values() leaves out when unchanged: set_values(RESET) shows them.
+RESET = {"accelerator": [], "lora_rank": LORA_RANK, "quant": None, "spot_offers": True}
 TIPS = {
     "model": "A preset with its exact architecture, or 'custom' to give a parameter count",
     "params": "Total parameters, e.g. 7B, 350M, 1.2T",
@@ -34,6 +41,9 @@ TIPS = {
     "context": "Prompt plus generated tokens per request; sets the KV cache",
     "batch": "Concurrent requests decoded together",
     "output_tokens": "Tokens generated per request",
+    "lora_rank": "LoRA/QLoRA adapter rank: trainable weights, their gradients and optimizer state grow with it",
+    "quant": "Serve quantised weights (llama.cpp/bitsandbytes formats, by effective bits per weight)",
+    "spot_offers": "List cloud spot instances (cheaper, can be interrupted) besides on-demand ones",
     "mfu": "Model FLOPs utilisation to assume (0 = the planner's prior or this machine's measurement)",
 }
 
@@ -52,7 +62,8 @@ class PlanFormWidget(QWidget):
 
     inputs_changed = Signal()
 
-    def __init__(self, model_ids, parent=None) -> None:
+    def __init__(self, model_ids, parent=None, accelerators=()) -> None:
+        """``accelerators``: ``(id, name, memory_bytes)`` tuples for the accelerator picker."""
         super().__init__(parent)
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
@@ -72,11 +83,17 @@ class PlanFormWidget(QWidget):
                                 ("ffn", "FFN size", 1000000), ("vocab", "Vocabulary", 2000000)):
             self._add(name, label, _auto_spin(1, hi), tip="architecture for activations and KV cache; auto = typical")
         self._add("workload", "Workload", self._combo(WORKLOADS))
+        rank = QSpinBox()
+        rank.setRange(1, 4096)
+        rank.setValue(LORA_RANK)
+        self._add("lora_rank", "LoRA rank", rank)
         self._add("precision", "Precision", self._combo([(p, p) for p in
                                                           ("bf16", "fp16", "fp8", "fp32", "tf32", "int8", "int4")]))
+        self._add("quant", "Quantisation", self._combo(QUANTS))
         self._add("optimizer", "Optimizer", self._combo([(o, o) for o in ("adamw", "adamw-8bit", "sgd", "adafactor")]))
         self._add("zero", "ZeRO stage", self._combo([(None, "auto"), (0, "0 (none)"), (1, "1"), (2, "2"), (3, "3")]))
         self._add("gpus", "Devices", _auto_spin(1, 16384, "auto (fewest that fit)"))
+        self._add("accelerator", "Accelerators", AcceleratorPicker(accelerators))
         self._add("tp", "Tensor parallel", self._combo([(None, "auto"), (1, "1"), (2, "2"), (4, "4"), (8, "8")]))
         pp = QSpinBox()
         pp.setRange(1, 256)
@@ -117,6 +134,9 @@ class PlanFormWidget(QWidget):
         mfu.setDecimals(2)
         mfu.setSpecialValueText("prior / measured")
         self._add("mfu", "MFU", mfu)
+        spot = QCheckBox("List spot offers")
+        spot.setChecked(True)
+        self._add("spot_offers", "Cloud", spot)
         self.error = QLabel()
         self.error.setWordWrap(True)
         self.error.setObjectName("planError")
@@ -132,11 +152,16 @@ class PlanFormWidget(QWidget):
 
     def _add(self, key: str, label: str, widget: QWidget, *, tip: str = "", placeholder: str = "") -> None:
         widget.setObjectName(f"plan_{key}")
-        widget.setToolTip(TIPS.get(key, tip))
+        if TIPS.get(key, tip):  # the accelerator picker keeps its own tip
+            widget.setToolTip(TIPS.get(key, tip))
         if placeholder:
             widget.setPlaceholderText(placeholder)
         if isinstance(widget, QComboBox):
             widget.currentIndexChanged.connect(self._on_widget_edited)
+        elif isinstance(widget, AcceleratorPicker):
+            widget.selection_changed.connect(self._on_widget_edited)
+        elif isinstance(widget, QCheckBox):
+            widget.toggled.connect(self._on_widget_edited)
         elif isinstance(widget, QLineEdit):
             widget.textEdited.connect(self._on_widget_edited)
         else:
@@ -155,6 +180,7 @@ class PlanFormWidget(QWidget):
         inference = workload == "inference"
         budget = self.w["budget"].currentData()
         show = {"params": custom, **{k: custom for k in self.arch_fields},
+                "lora_rank": workload in ("lora", "qlora"), "quant": inference,
                 "optimizer": not inference, "zero": not inference, "seq_len": not inference,
                 "micro_batch": not inference, "checkpointing": not inference, "budget": not inference,
                 "tokens": not inference and budget == "tokens", "epochs": not inference and budget == "epochs",
@@ -188,10 +214,14 @@ class PlanFormWidget(QWidget):
                 out["context"] = w["context"].value()
             out["batch"] = w["batch"].value()
             out["output_tokens"] = w["output_tokens"].value()
+            if w["quant"].currentData() is not None:
+                out["quant"] = w["quant"].currentData()
         else:
             out["optimizer"] = w["optimizer"].currentData()
             out["checkpointing"] = w["checkpointing"].currentData()
             out["micro_batch"] = w["micro_batch"].value()
+            if out["workload"] in ("lora", "qlora") and w["lora_rank"].value() != LORA_RANK:
+                out["lora_rank"] = w["lora_rank"].value()
             if w["zero"].currentData() is not None:
                 out["zero"] = w["zero"].currentData()
             if w["seq_len"].value() > w["seq_len"].minimum():
@@ -206,11 +236,15 @@ class PlanFormWidget(QWidget):
                 out["hours"] = w["hours"].value()
         if w["gpus"].value() > w["gpus"].minimum():
             out["gpus"] = w["gpus"].value()
+        if w["accelerator"].selection():
+            out["accelerator"] = w["accelerator"].selection()
         if w["tp"].currentData() is not None:
             out["tp"] = w["tp"].currentData()
         out["pp"] = w["pp"].value()
         if w["mfu"].value() > 0:
             out["mfu"] = w["mfu"].value()
+        if not w["spot_offers"].isChecked():
+            out["spot_offers"] = False
         return out
 
     def _number(self, key: str) -> float:
@@ -228,7 +262,12 @@ class PlanFormWidget(QWidget):
                 widget = self.w.get(key)
                 if widget is None:
                     continue
-                if isinstance(widget, QComboBox):
+                if isinstance(widget, AcceleratorPicker):
+                    widget.set_selection(value)
+                elif isinstance(widget, QCheckBox):
+                    if isinstance(value, bool):
+                        widget.setChecked(value)
+                elif isinstance(widget, QComboBox):
                     i = widget.findData(value)
                     if i >= 0:
                         widget.setCurrentIndex(i)
