@@ -8,7 +8,7 @@ in the worker one after the other.
 The CPU-time bound always holds: no single pass of the event loop does 50 ms of work. The wall-clock
 bound is asserted only when the machine has a free core: on an overloaded machine the OS alone can
 deschedule the process for longer than that, which no code of ours can prevent. A second window is
-watched when the first fails: a stall caused by our code shows in both.
+watched when one fails (three in all): a stall caused by our code shows in every one.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_gui_thread_never_blocked_while_monitoring_and_replanning(make_window, q
 
     wiggle = InputWiggler(planner.form.w["micro_batch"])
     reports = []
-    for attempt in range(2):
+    for attempt in range(3):
         with StackSampler() as stacks:
             dog, gc_timer = _watch(qtbot, wiggle, planner, monitor)
         report = (f"longest gap {1000 * dog.max_gap_s:.0f} ms, longest busy stretch {1000 * dog.max_busy_s:.0f} ms "
