@@ -21,12 +21,6 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 from advisor.gui.report_export import ReportWriter, ask_report_path
 
 SCENARIO_FILTER = "Scenario files (*.toml);;All files (*)"
-# Values that return every Planner field to its default or "auto" before a scenario's own values are shown
-# (set_values leaves keys it is not given alone). Spin boxes clamp 0 to their minimum, which is "auto".
-FORM_RESET = {"workload": "pretrain", "precision": "bf16", "optimizer": "adamw", "zero": None, "gpus": 0,
-              "tp": None, "pp": 1, "seq_len": 0, "micro_batch": 1, "checkpointing": "selective",
-              "budget": "default", "context": 0, "batch": 1, "output_tokens": 256, "mfu": 0,
-              "layers": 0, "hidden": 0, "heads": 0, "kv_heads": 0, "ffn": 0, "vocab": 0}
 UNSAVED_ANSWERS = ("save", "discard", "cancel")
 
 
@@ -277,7 +271,7 @@ class ScenarioController(QObject):
         planner = self._planner()  # built now if needed, so it hears scenario_loaded
         form_keys = set(planner.form.w)
         self._kept = {k: v for k, v in scenario.plan.items() if k not in form_keys}
-        self.ctx.scenario_loaded.emit({**FORM_RESET, **scenario.plan})
+        self.ctx.scenario_loaded.emit(dict(scenario.plan))  # the Planner resets what the plan leaves out
         self.ctx.set_assumptions(plain_assumptions(scenario.assumptions))
 
     def _not_shown(self, scenario) -> list[str]:

@@ -21,8 +21,13 @@ BUDGETS = (("default", "planner's default"), ("tokens", "tokens"), ("epochs", "e
 QUANTS = ((None, "none (weights at the precision)"), ("q8_0", "q8_0 (8.5 bits)"), ("q6_k", "q6_k (6.6 bits)"),
           ("q4_k_m", "q4_k_m (4.8 bits)"), ("q4_0", "q4_0 (4.5 bits)"), ("nf4", "nf4 (4.1 bits)"))
 LORA_RANK = 16
-# The planner's defaults of the fields values() leaves out when unchanged: set_values(RESET) shows them.
-RESET = {"accelerator": [], "lora_rank": LORA_RANK, "quant": None, "spot_offers": True}
+# Values that return every field to its default or "auto" (set_values leaves keys it is not given alone;
+# spin boxes clamp 0 to their minimum, which is "auto"): a scenario is shown as {**RESET, **its plan}.
+RESET = {"workload": "pretrain", "precision": "bf16", "optimizer": "adamw", "zero": None, "gpus": 0,
+         "tp": None, "pp": 1, "seq_len": 0, "micro_batch": 1, "checkpointing": "selective",
+         "budget": "default", "context": 0, "batch": 1, "output_tokens": 256, "mfu": 0,
+         "layers": 0, "hidden": 0, "heads": 0, "kv_heads": 0, "ffn": 0, "vocab": 0,
+         "accelerator": [], "lora_rank": LORA_RANK, "quant": None, "spot_offers": True}
 TIPS = {
     "model": "A preset with its exact architecture, or 'custom' to give a parameter count",
     "params": "Total parameters, e.g. 7B, 350M, 1.2T",
