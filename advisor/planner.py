@@ -213,6 +213,7 @@ class PlanOption:
     usd_per_million_requests: float | None = None
     requests_per_s: float | None = None
     decode_bound: str | None = None
+    note: str = ""
 
     def to_json(self) -> dict:
         doc = {
@@ -231,6 +232,8 @@ class PlanOption:
                        price_date=self.price_date)
         if self.break_even is not None:
             doc["break_even"] = dict(self.break_even)
+        if self.note:
+            doc["note"] = self.note
         if self.usd_per_million_tokens is not None:
             doc.update(usd_per_million_tokens=self.usd_per_million_tokens,
                        usd_per_million_requests=self.usd_per_million_requests,
@@ -503,6 +506,29 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         warnings=tuple(warnings))
 
 
+def _spread_note(offer, layout: Parallelism) -> str:
+    """A warning when a job's tensor-parallel group spans separate instances of an offer.
+
+    Tensor parallelism exchanges activations every layer and needs NVLink-class links inside one machine;
+    across instances it crawls, so the estimate's time does not hold. Data and pipeline parallelism
+    across instances are the usual multi-node layout and get no note. Per-GPU rates ("per GPU" rows)
+    are sold in multi-GPU machines and are not flagged.
+    """
+    per_gpu_rate = "per gpu" in offer.instance.lower() or "per chip" in offer.instance.lower()
+    if per_gpu_rate or layout.tp <= offer.accelerator_count:
+        return ""
+    return (f"tensor parallelism over {layout.tp} devices spans separate {offer.accelerator_count}-device "
+            f"instances: the time assumes a fast link inside one machine; pick a larger instance")
+
+
+def _rig_note(kind: str, layout: Parallelism, a: CostAssumptions) -> str:
+    """The home-rig counterpart of ``_spread_note``: a tensor-parallel group larger than one rig."""
+    if kind != "home" or layout.tp <= a.home_gpus_per_rig:
+        return ""
+    return (f"tensor parallelism over {layout.tp} GPUs spans {-(-layout.devices // a.home_gpus_per_rig)} rigs of "
+            f"{a.home_gpus_per_rig}: the time assumes a fast link inside one machine")
+
+
 def trains(acc: Accelerator) -> bool:
     """Whether an accelerator is meant for training (AWS Inferentia serves models only)."""
     return not acc.id.startswith("inferentia")
@@ -579,7 +605,7 @@ def _options_for(req, acc: Accelerator, catalog, offers, mem_model: _MemoryModel
                                   usd_per_device_hour=q.usd_per_device_hour, cost_usd=q.total_usd,
                                   cost_breakdown_usd=q.breakdown.as_dict(),
                                   break_even={"vs": be.vs, "device_hours": be.device_hours, "months": be.months},
-                                  **serving(per_h), **common))
+                                  note=_rig_note(q.kind, layout, a), **serving(per_h), **common))
     for offer in offers:
         for spot in (False, True):
             if (offer.spot_usd_per_h if spot else offer.on_demand_usd_per_h) is None:
@@ -592,7 +618,8 @@ def _options_for(req, acc: Accelerator, catalog, offers, mem_model: _MemoryModel
                                   usd_per_device_hour=q.usd_per_device_hour, cost_usd=q.total_usd,
                                   cost_breakdown_usd=q.breakdown.as_dict(), provider=offer.provider,
                                   instance=offer.instance, spot=spot, instances=q.instances,
-                                  price_date=offer.price_date, **serving(per_h), **common))
+                                  price_date=offer.price_date, note=_spread_note(offer, layout),
+                                  **serving(per_h), **common))
     return out
 
 

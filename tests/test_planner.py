@@ -161,3 +161,18 @@ def test_sensitivity_to_tokens_scales_costs_and_rejects_unknown_parameters():
         assert costs[1] == pytest.approx(2 * costs[0])
     with pytest.raises(PlanInputError):
         sensitivity(req, "colour")
+
+
+def test_tensor_parallel_across_single_gpu_instances_is_flagged():
+    # Llama 3 70B in bf16 needs 8 x 24 GiB cards with tensor parallelism 8 (inference splits the weights).
+    r = _plan(model="llama-3-70b", workload="inference", context=1024, accelerator=["rtx-4090"])
+    single = _opt(r, "cloud:vast.ai:1x-rtx-4090")
+    assert single.parallelism.tp == 8 and single.instances == 8
+    assert "tensor parallelism over 8 devices" in single.note and single.to_json()["note"] == single.note
+    assert "spans 2 rigs of 4" in _opt(r, "home:rtx-4090").note  # 8 cards, 4 per rig (an assumption)
+    big_rig = plan(PlanRequest.from_mapping(dict(model="llama-3-70b", workload="inference", context=1024,
+                                                 accelerator=["rtx-4090"], assumptions={"home_gpus_per_rig": 8})))
+    assert _opt(big_rig, "home:rtx-4090").note == ""
+    # data parallelism across instances is the normal multi-node layout: no note
+    dp = _plan(model="gpt2", workload="finetune", gpus=4, tp=1, accelerator=["rtx-4090"])
+    assert _opt(dp, "cloud:vast.ai:1x-rtx-4090").note == ""

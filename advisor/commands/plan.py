@@ -275,10 +275,15 @@ def render_table(result, top: int | None = 12) -> str:
         rate = units.fmt_usd(o.usd_per_million_tokens) if inference else f"{o.tokens_per_s:,.0f}"
         per_h = "-" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.2f}"
         parts = ", ".join(f"{k} {units.fmt_usd(v)}" for k, v in o.cost_breakdown_usd.items() if v)
+        if o.note:
+            parts += "  (*)"
         lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "
                      f"{per_h:>8} {units.fmt_usd(o.cost_usd):>11} {rate:>10}  {parts}")
     if top is not None and len(result.options) > top:
         lines.append(f"  ... {len(result.options) - top} more (--all to list them, --json for scripts)")
+    noted = [o for o in shown if o.note]
+    if noted:
+        lines.append(f"  (*) {noted[0].note} ({len(noted)} option(s) above)")
     lines.extend(_dearer_hour_note(result))
     for kind in ("home", "onprem"):
         best = result.best(kind)
