@@ -13,8 +13,8 @@ from typing import Any, Mapping
 from advisor.catalog import Accelerator, Catalog, CatalogError, PRECISIONS, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakeven import break_even
-from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
-from advisor.cost.jobs import can_own, cloud_job_cost, home_job_cost, onprem_job_cost
+from advisor.cost.compare import pareto_front, usd_per_million_requests, usd_per_million_tokens
+from advisor.cost.jobs import can_own, cloud_job_cost, home_job_cost, home_rigs, onprem_job_cost
 from advisor.estimate import compute, memory
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch, active_param_count, embedding_params, generic_arch, param_count
@@ -275,13 +275,7 @@ class PlanResult:
 
     def pareto_ids(self) -> list[str]:
         """Options no other option beats on both time and cost (fitting options only)."""
-        fitting = sorted((o for o in self.options if o.fits), key=lambda o: (o.hours, o.cost_usd))
-        front, best_cost = [], math.inf
-        for o in fitting:
-            if o.cost_usd < best_cost:
-                front.append(o.id)
-                best_cost = o.cost_usd
-        return front
+        return pareto_front((o.hours, o.cost_usd, o.id) for o in self.options if o.fits)
 
     def to_json(self) -> dict:
         r = self.request
@@ -525,7 +519,7 @@ def _rig_note(kind: str, layout: Parallelism, a: CostAssumptions) -> str:
     """The home-rig counterpart of ``_spread_note``: a tensor-parallel group larger than one rig."""
     if kind != "home" or layout.tp <= a.home_gpus_per_rig:
         return ""
-    return (f"tensor parallelism over {layout.tp} GPUs spans {-(-layout.devices // a.home_gpus_per_rig)} rigs of "
+    return (f"tensor parallelism over {layout.tp} GPUs spans {home_rigs(layout.devices, a)} rigs of "
             f"{a.home_gpus_per_rig}: the time assumes a fast link inside one machine")
 
 
@@ -632,7 +626,7 @@ SENSITIVITY_PARAMETERS = {
 
 
 def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Catalog | None = None,
-                calibration=None, top: int = 10):
+                calibration=None, top: int = 10, base: PlanResult | None = None):
     """How the total job costs and the ranking of the best options move with one parameter.
 
     Args:
@@ -641,6 +635,7 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
             ``electricity_usd_per_kwh`` or ``utilisation`` (fraction of owned hours in use).
         values: the parameter values; by default a grid around the base value (a quarter to four times).
         top: follow the ``top`` cheapest fitting options of the base plan.
+        base: the plan of ``request`` when the caller has it already (saves planning it again).
     Returns:
         A ``cost.compare.SensitivitySeries`` (plain data via ``as_dict()``) for plotting.
     Raises:
@@ -650,7 +645,7 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
     from advisor.cost.compare import sensitivity as _series
 
     catalog = catalog or load_catalog()
-    base = plan(request, catalog, calibration)
+    base = base or plan(request, catalog, calibration)
     follow = [o.id for o in base.options if o.fits][:top]
     if parameter == "tokens":
         if base.tokens is None:

@@ -141,26 +141,18 @@ def request_values(args, scenario_plan: dict | None = None, scenario_assumptions
     return values
 
 
-def build_plan(values: dict, catalog=None):
+def build_plan(values: dict, catalog=None, calibration=None):
     """Validate values and plan; bad input raises UsageError with one line naming the field."""
     from advisor.cli import UsageError
     from advisor.planner import PlanInputError, PlanRequest, plan
 
     try:
         request = PlanRequest.from_mapping(values)
-        return plan(request, catalog=catalog, calibration=_calibration())
+        return plan(request, catalog=catalog, calibration=calibration)
     except PlanInputError as exc:
         raise UsageError(f"plan: {exc}") from None
     except TypeError as exc:  # wrong type from a scenario file
         raise UsageError(f"plan: {exc}") from None
-
-
-def _calibration():
-    try:
-        from advisor.store.calibration import load_calibration
-    except ImportError:
-        return None
-    return load_calibration()
 
 
 def _load_scenarios(paths: list[str]):
@@ -180,11 +172,15 @@ def run(args) -> int:
     scenarios = _load_scenarios(args.scenario) if args.scenario else [None]
     from advisor.report.plan_outputs import prepare_values, write_outputs
 
+    from advisor.catalog import load_catalog
+    from advisor.store.calibration import load_calibration
+
+    catalog, calibration = load_catalog(), load_calibration()  # read once for every scenario and variation
     results, values_list = [], []
     for sc in scenarios:
         values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None))
         values_list.append(values)
-        results.append(build_plan(values))
+        results.append(build_plan(values, catalog, calibration))
     for warning in results[0].warnings:
         print(f"warning: {warning}", file=sys.stderr)
     launch_text = write_outputs(args, results, values_list, scenarios)
@@ -195,7 +191,7 @@ def run(args) -> int:
         docs = [r.to_json() for r in results]
         if args.sensitivity:
             for r, doc in zip(results, docs):
-                doc["sensitivity"] = _sensitivity(r)
+                doc["sensitivity"] = _sensitivity(r, catalog, calibration)
         doc = docs[0] if len(docs) == 1 else {"schema": "advisor.plan-set/1", "plans": docs}
         json.dump(doc, sys.stdout, indent=1, allow_nan=False, default=_json_default)
         sys.stdout.write("\n")
@@ -205,7 +201,7 @@ def run(args) -> int:
     return 0
 
 
-def _sensitivity(result) -> dict:
+def _sensitivity(result, catalog, calibration) -> dict:
     from advisor.cli import UsageError
     from advisor.planner import PlanInputError, SENSITIVITY_PARAMETERS, sensitivity
 
@@ -214,7 +210,8 @@ def _sensitivity(result) -> dict:
         if name == "tokens" and result.tokens is None:
             continue
         try:
-            out[name] = sensitivity(result.request, name, calibration=_calibration()).as_dict()
+            out[name] = sensitivity(result.request, name, catalog=catalog, calibration=calibration,
+                                    base=result).as_dict()
         except PlanInputError as exc:
             raise UsageError(f"plan: {exc}") from None
     return out

@@ -17,8 +17,21 @@ DAYS_PER_YEAR = 365.0
 HOURS_PER_MONTH = 365.0 * 24 / 12
 
 
+class _Quote:
+    """What every quote derives from its ``devices``, ``hours`` and ``breakdown``."""
+
+    @property
+    def device_hours(self) -> float:
+        """Device-hours the job uses (devices x hours), not the billed ones."""
+        return self.devices * self.hours
+
+    @property
+    def total_usd(self) -> float:
+        return self.breakdown.total_usd
+
+
 @dataclass(frozen=True)
-class CloudQuote:
+class CloudQuote(_Quote):
     """The price of one job on a cloud offer.
 
     ``usd_per_device_hour`` is the billed rate per accelerator (instance price / accelerators per instance,
@@ -45,18 +58,10 @@ class CloudQuote:
         suffix = ":spot" if self.spot else (f":reserved-{self.reserved_years}y" if self.reserved_years else "")
         return f"cloud:{self.offer_id}{suffix}"
 
-    @property
-    def device_hours(self) -> float:
-        """Device-hours the job uses (devices x hours), not the billed ones."""
-        return self.devices * self.hours
-
-    @property
-    def total_usd(self) -> float:
-        return self.breakdown.total_usd
 
 
 @dataclass(frozen=True)
-class OwnedQuote:
+class OwnedQuote(_Quote):
     """The price of one job on owned hardware (``kind`` is ``"home"`` or ``"onprem"``).
 
     ``fixed_usd_per_device`` and ``variable_usd_per_device_hour`` describe the cost of owning for break-even:
@@ -77,14 +82,6 @@ class OwnedQuote:
     def option_id(self) -> str:
         """``home:<accelerator>`` or ``onprem:<accelerator>``."""
         return f"{self.kind}:{self.accelerator_id}"
-
-    @property
-    def device_hours(self) -> float:
-        return self.devices * self.hours
-
-    @property
-    def total_usd(self) -> float:
-        return self.breakdown.total_usd
 
     @property
     def usd_per_device_hour(self) -> float | None:
