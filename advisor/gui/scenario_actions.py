@@ -61,16 +61,6 @@ def check_scenario(scenario, catalog) -> None:
             raise ValueError(f"plan.accelerator: unknown accelerator {acc!r}")
 
 
-def saved_calibration():
-    """This machine's saved calibration, or None (a broken file is set aside by the store)."""
-    from advisor.store.calibration import load_calibration
-
-    try:
-        return load_calibration()
-    except Exception:  # noqa: BLE001 - plan with the priors rather than fail
-        return None
-
-
 class ScenarioController(QObject):
     """The File menu of a main window and the state of the open scenario file.
 

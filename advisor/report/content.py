@@ -92,20 +92,13 @@ def _calibration_probes(doc: dict) -> tuple[Probe, ...]:
 
 
 def _saved_calibration() -> dict | None:
-    """The machine's saved calibration (``advisor.store.calibration``), when that module and a file exist."""
-    try:
-        from advisor.store.calibration import load_calibration
-    except ImportError:
-        return None
-    try:
-        cal = load_calibration()
-    except Exception:  # noqa: BLE001 - a report never fails for want of calibration
-        return None
-    if cal is None:
-        return None
-    from dataclasses import asdict, is_dataclass
+    """The machine's saved calibration (``advisor.store.calibration``) as plain data, or None."""
+    from dataclasses import asdict
 
-    return asdict(cal) if is_dataclass(cal) else dict(cal) if isinstance(cal, dict) else None
+    from advisor.store.calibration import load_calibration
+
+    cal = load_calibration()
+    return None if cal is None else asdict(cal)
 
 
 def _title(doc: dict, i: int) -> str:

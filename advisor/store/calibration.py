@@ -80,12 +80,15 @@ def load_calibration() -> Calibration | None:
     """
     path = calibration_file()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:  # unreadable (permissions): plan with the priors, leave the file alone
+        print(f"warning: calibration file {path} cannot be read ({exc}); using the priors", file=sys.stderr)
+        return None
     try:
-        return _from_dict(json.loads(text))
-    except (ValueError, TypeError, KeyError) as exc:
+        return _from_dict(json.loads(raw.decode("utf-8")))
+    except (ValueError, TypeError, KeyError) as exc:  # UnicodeDecodeError is a ValueError
         aside = keep_aside(path)
         print(f"warning: broken calibration file kept aside as {aside} ({exc})", file=sys.stderr)
         return None

@@ -38,6 +38,14 @@ def test_broken_file_is_kept_aside(capsys):
     assert "kept aside" in capsys.readouterr().err
 
 
+def test_non_utf8_file_is_kept_aside_not_raised(capsys):
+    path = calibration_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    assert load_calibration() is None
+    assert not path.exists() and "kept aside" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", [0.0, -0.1, 1.2, float("nan")])
 def test_rejects_out_of_range(bad):
     with pytest.raises(ValueError):

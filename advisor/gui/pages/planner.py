@@ -18,6 +18,7 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.plan_form import RESET, PlanFormWidget
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
+from advisor.store.calibration import load_calibration
 from advisor.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
 DEBOUNCE_MS = 120
@@ -70,7 +71,7 @@ class PlannerPage(Page):
         self.plans_done = 0
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
-        self._calibration = _load_calibration()
+        self._calibration = load_calibration()
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -145,7 +146,7 @@ class PlannerPage(Page):
 
     @Slot()
     def _on_ctx_calibration_changed(self) -> None:
-        self._calibration = _load_calibration()
+        self._calibration = load_calibration()
         self._debounce.start()
 
     @Slot(object)
@@ -340,12 +341,3 @@ def _accelerators(catalog) -> list[tuple]:
     """``(id, name, memory_bytes)`` of every catalog accelerator, by name, for the form's picker."""
     return sorted(((a.id, a.name, a.memory_bytes) for a in catalog.accelerators.values()),
                   key=lambda t: t[1].lower())
-
-
-def _load_calibration():
-    from advisor.store.calibration import load_calibration
-
-    try:
-        return load_calibration()
-    except Exception:  # a broken file is kept aside by the store; plan with the priors meanwhile
-        return None

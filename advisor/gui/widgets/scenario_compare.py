@@ -210,9 +210,9 @@ class ScenarioCompareDialog(QDialog):
             return
         self.status.setText(f"Planning {len(self.paths)} scenario(s)…" if self.paths else
                             "Add scenario files to compare them.")
-        from advisor.gui.scenario_actions import saved_calibration
+        from advisor.store.calibration import load_calibration
 
-        self._worker = GeneratorWorker(summarize_scenarios, list(self.paths), self.ctx.catalog, saved_calibration(),
+        self._worker = GeneratorWorker(summarize_scenarios, list(self.paths), self.ctx.catalog, load_calibration(),
                                        parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
