@@ -7,10 +7,11 @@ It joins the pure core (``estimate``, ``cost``) with the catalog and this machin
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
-from advisor.catalog import Accelerator, Catalog, CatalogError, PRECISIONS, load_catalog
+from advisor.catalog import PRECISIONS, Accelerator, Catalog, CatalogError, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakeven import break_even
 from advisor.cost.compare import pareto_front, usd_per_million_requests, usd_per_million_tokens
@@ -79,7 +80,7 @@ class PlanRequest:
     assumptions: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> "PlanRequest":
+    def from_mapping(cls, values: Mapping[str, Any]) -> PlanRequest:
         """Build and validate a request from flag/scenario values (unknown keys are an error).
 
         Raises:

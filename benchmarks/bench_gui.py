@@ -89,7 +89,7 @@ def replan_times_s(changes: int) -> tuple[list[float], list[float]]:
     spin = page.form.w["micro_batch"]
     loop = QEventLoop()
     window.ctx.plan_ready.connect(loop.quit)  # an idle event loop, as in the app (no busy polling)
-    for k in range(changes):
+    for _k in range(changes):
         spin.setValue(1 + (spin.value() % 8))
         page._debounce.stop()  # measure the plan, not the deliberate debounce delay
         t0 = time.perf_counter()

@@ -50,7 +50,8 @@ def naive_gbps(n: int = 80_000_000) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("triad_c", type=Path, help="path of the reference triad.c (the OpenMP STREAM-style triad the acceptance checks compile)")
+    parser.add_argument("triad_c", type=Path,
+                        help="path of the reference triad.c (the OpenMP STREAM-style triad the acceptance checks compile)")
     parser.add_argument("--rounds", type=int, default=1, help="probe runs (each against fresh reference runs)")
     parser.add_argument("--quick", action="store_true", help="run the probe in quick mode")
     parser.add_argument("--json", action="store_true")

@@ -22,9 +22,10 @@ import io
 import math
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from advisor.catalog.load import CatalogError, load_catalog, offer_from_row, offer_row
 from advisor.catalog.records import CloudOffer
@@ -215,7 +216,7 @@ def parse_skypilot_csv(text: str, provider: str, *, where: str = "skypilot csv",
                 continue
             chosen = region
         else:
-            def cheapest(reg):
+            def cheapest(reg, entries=entries):
                 ps = [float(r["Price"]) for _, r, _ in entries if (r["Region"] or "").strip() == reg
                       and (r["Price"] or "").strip()]
                 return (min(ps) if ps else math.inf, reg)

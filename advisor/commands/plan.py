@@ -170,9 +170,8 @@ def _load_scenarios(paths: list[str]):
 
 def run(args) -> int:
     scenarios = _load_scenarios(args.scenario) if args.scenario else [None]
-    from advisor.report.plan_outputs import prepare_values, write_outputs
-
     from advisor.catalog import load_catalog
+    from advisor.report.plan_outputs import prepare_values, write_outputs
     from advisor.store.calibration import load_calibration
 
     catalog, calibration = load_catalog(), load_calibration()  # read once for every scenario and variation
@@ -203,7 +202,7 @@ def run(args) -> int:
 
 def _sensitivity(result, catalog, calibration) -> dict:
     from advisor.cli import UsageError
-    from advisor.planner import PlanInputError, SENSITIVITY_PARAMETERS, sensitivity
+    from advisor.planner import SENSITIVITY_PARAMETERS, PlanInputError, sensitivity
 
     out = {}
     for name in SENSITIVITY_PARAMETERS:

@@ -5,11 +5,18 @@ The public names are re-exported here: ``from advisor.cost import CostAssumption
 
 from advisor.cost.assumptions import Assumption, CostAssumptions
 from advisor.cost.breakdown import CostBreakdown
-from advisor.cost.breakeven import (BreakEven, break_even, break_even_device_hours, breakeven_days,
-                                    cheapest_offer, months_of_use)
-from advisor.cost.compare import (SensitivitySeries, assumption_sensitivity, pareto_front, rank_by_cost,
-                                  requests_per_s, scaled_grid, sensitivity, usd_per_million_requests,
-                                  usd_per_million_tokens)
+from advisor.cost.breakeven import BreakEven, break_even, break_even_device_hours, breakeven_days, cheapest_offer, months_of_use
+from advisor.cost.compare import (
+                                    SensitivitySeries,
+                                    assumption_sensitivity,
+                                    pareto_front,
+                                    rank_by_cost,
+                                    requests_per_s,
+                                    scaled_grid,
+                                    sensitivity,
+                                    usd_per_million_requests,
+                                    usd_per_million_tokens,
+)
 from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost, home_job_cost, onprem_job_cost
 from advisor.cost.options import Job, assumption_job_sensitivity, job_points, quote_job, tokens_sensitivity
 

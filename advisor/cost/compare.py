@@ -27,7 +27,7 @@ def pareto_front(points: Iterable[Point]) -> list[str]:
     """
     front: list[str] = []
     best_cost = math.inf
-    for hours, cost, pid in sorted(points, key=lambda p: (p[0], p[1], p[2])):
+    for _hours, cost, pid in sorted(points, key=lambda p: (p[0], p[1], p[2])):
         if cost < best_cost:
             front.append(pid)
             best_cost = cost

@@ -14,7 +14,6 @@ from PySide6.QtCore import QObject, QSettings, Signal, Slot
 
 from advisor.catalog import Catalog, load_catalog
 
-
 ASSUMPTIONS_KEY = "compare/assumptions"
 
 

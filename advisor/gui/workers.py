@@ -14,11 +14,12 @@ from __future__ import annotations
 import threading
 import traceback
 import weakref
-from typing import Any, Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
+from typing import Any
 
 from PySide6.QtCore import QThread, Signal
 
-_LIVE: "weakref.WeakSet[GeneratorWorker]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[GeneratorWorker] = weakref.WeakSet()
 
 
 class WorkerCancelled(Exception):

@@ -42,8 +42,8 @@ def select_backend(fake: str | None = None, *, env: Mapping[str, str] | None = N
         if name not in SCENARIOS:
             raise UnknownScenario(f"unknown fake GPU scenario {name!r} (known: {', '.join(SCENARIOS)})")
         return FakeGpuBackend(name)
-    from advisor.hw.nvml import NvmlBackend, NvmlUnavailable
     from advisor.hw.null import NullGpuBackend
+    from advisor.hw.nvml import NvmlBackend, NvmlUnavailable
 
     try:
         return NvmlBackend.open()

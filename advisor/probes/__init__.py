@@ -29,7 +29,7 @@ import importlib
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 
-from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeCancelled, ProbeResult, ProbeSkipped
+from advisor.probes._types import CancelToken, KernelResult, ProbeCancelled, ProbeResult, ProbeSkipped, Progress
 
 __all__ = ["PROBES", "CancelToken", "KernelResult", "Progress", "ProbeCancelled", "ProbeResult", "ProbeSkipped",
            "ProbeInfo", "drive", "open_probe", "probe_info"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._types import CancelToken, KernelResult, ProbeResult, ProbeSkipped, Progress
 
 Timer = Callable[[], float]
 GB = 1e9

@@ -20,9 +20,8 @@ import sys
 import threading
 import time
 
-from advisor.probes._common import (GB, parse_device, physical_cores, probe, rate_result, require_torch,
-                                    resolve_device)
-from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._common import GB, parse_device, physical_cores, probe, rate_result, require_torch, resolve_device
+from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
 
 NAME = "allreduce"
 START_TIMEOUT_S = 120.0
@@ -143,11 +142,11 @@ def _spawn(ranks, backend, sizes, iters, warmup, cancel, env):
                 if any(p.poll() not in (None, 0) for p in procs):
                     err = next(p for p in procs if p.poll() not in (None, 0)).stderr.read()
                     tail = [x for x in (err or "").strip().splitlines() if x.strip()][-1:] or ["no message"]
-                    raise ProbeSkipped(f"an all-reduce rank failed: {tail[0][:200]}")
+                    raise ProbeSkipped(f"an all-reduce rank failed: {tail[0][:200]}") from None
                 if procs[0].poll() == 0 and lines.empty():
                     break
                 if time.monotonic() > deadline:
-                    raise ProbeSkipped("the all-reduce ranks did not finish in time (rendezvous on loopback failed?)")
+                    raise ProbeSkipped("the all-reduce ranks did not finish in time (rendezvous on loopback failed?)") from None
                 continue
             if line is None:
                 continue

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import time
 
-from advisor.probes._common import (GB, available_memory_bytes, parse_device, probe, require_torch, resolve_device,
-                                    total_memory_bytes)
-from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._common import GB, available_memory_bytes, parse_device, probe, require_torch, resolve_device, total_memory_bytes
+from advisor.probes._types import CancelToken, KernelResult, ProbeResult, ProbeSkipped, Progress
 
 NAME = "capacity"
 BUSY_BYTES = 1 << 30  # memory other processes hold (driver's list) above which the device counts as busy

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import time
 
-from advisor.probes._common import (GB, Timer, available_memory_bytes, cuda_time_reps, last_level_cache_bytes,
-                                    physical_cores, probe, rate_result, require_torch, resolve_device,
-                                    time_reps, torch_threads)
-from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._common import (
+    GB,
+    Timer,
+    available_memory_bytes,
+    cuda_time_reps,
+    last_level_cache_bytes,
+    physical_cores,
+    probe,
+    rate_result,
+    require_torch,
+    resolve_device,
+    time_reps,
+    torch_threads,
+)
+from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
 
 NAME = "device-bandwidth"
 STREAMS = {"copy": 2, "add": 3, "triad": 3, "read": 1}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from advisor import paths
 from advisor.probes._common import GB, probe
-from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._types import CancelToken, KernelResult, ProbeResult, ProbeSkipped, Progress
 
 NAME = "disk"
 BLOCK = 1 << 20

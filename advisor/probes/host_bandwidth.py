@@ -10,9 +10,19 @@ from __future__ import annotations
 
 import time
 
-from advisor.probes._common import (GB, Timer, available_memory_bytes, last_level_cache_bytes, physical_cores,
-                                    probe, rate_result, require_torch, time_reps, torch_threads)
-from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._common import (
+    GB,
+    Timer,
+    available_memory_bytes,
+    last_level_cache_bytes,
+    physical_cores,
+    probe,
+    rate_result,
+    require_torch,
+    time_reps,
+    torch_threads,
+)
+from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
 
 NAME = "host-bandwidth"
 #: bytes counted per element, in units of the element size (PROBES.md table)

@@ -12,9 +12,19 @@ from __future__ import annotations
 import contextlib
 import time
 
-from advisor.probes._common import (TFLOP, Timer, cuda_time_reps, physical_cores, probe, rate_result, require_torch,
-                                    resolve_device, time_reps, torch_threads)
-from advisor.probes._types import CancelToken, Progress, ProbeResult
+from advisor.probes._common import (
+    TFLOP,
+    Timer,
+    cuda_time_reps,
+    physical_cores,
+    probe,
+    rate_result,
+    require_torch,
+    resolve_device,
+    time_reps,
+    torch_threads,
+)
+from advisor.probes._types import CancelToken, ProbeResult, Progress
 
 NAME = "matmul"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")

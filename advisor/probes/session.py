@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.probes import CancelToken, Progress, ProbeResult, open_probe
+from advisor.probes import CancelToken, ProbeResult, Progress, open_probe
 from advisor.probes.sampling import ProbeSampler
 
 

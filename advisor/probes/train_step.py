@@ -14,10 +14,9 @@ import contextlib
 import resource
 import sys
 
-from advisor.probes._common import (TFLOP, physical_cores, probe, require_torch, resolve_device, time_reps,
-                                    torch_threads)
+from advisor.probes._common import TFLOP, physical_cores, probe, require_torch, resolve_device, time_reps, torch_threads
 from advisor.probes._transformer import TinyGptConfig, build_model
-from advisor.probes._types import CancelToken, KernelResult, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._types import CancelToken, KernelResult, ProbeResult, ProbeSkipped, Progress
 
 NAME = "train-step"
 PRECISIONS = ("fp32", "bf16", "fp16")

@@ -9,7 +9,7 @@ link's maximum generation and width (NVML); a link trained below its maximum is 
 from __future__ import annotations
 
 from advisor.probes._common import GB, probe, rate_result, require_cuda, require_torch, resolve_device
-from advisor.probes._types import CancelToken, Progress, ProbeResult, ProbeSkipped
+from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
 
 NAME = "transfer"
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.cost import (BreakEven, CostAssumptions, break_even, break_even_device_hours, breakeven_days,
-                          cheapest_offer, home_job_cost, months_of_use, onprem_job_cost)
+from advisor.cost import (
+    BreakEven,
+    CostAssumptions,
+    break_even,
+    break_even_device_hours,
+    breakeven_days,
+    cheapest_offer,
+    home_job_cost,
+    months_of_use,
+    onprem_job_cost,
+)
 from tests.cost.conftest import make_accel, make_offer
 
 A = CostAssumptions()

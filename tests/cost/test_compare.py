@@ -6,9 +6,18 @@ import math
 
 import pytest
 
-from advisor.cost import (CostAssumptions, assumption_sensitivity, home_job_cost, pareto_front, rank_by_cost,
-                          requests_per_s, scaled_grid, sensitivity, usd_per_million_requests,
-                          usd_per_million_tokens)
+from advisor.cost import (
+    CostAssumptions,
+    assumption_sensitivity,
+    home_job_cost,
+    pareto_front,
+    rank_by_cost,
+    requests_per_s,
+    scaled_grid,
+    sensitivity,
+    usd_per_million_requests,
+    usd_per_million_tokens,
+)
 from tests.cost.conftest import make_accel
 
 POINTS = [(10.0, 10.0, "slow-cheap"), (2.0, 30.0, "fast-dear"), (5.0, 12.0, "middle"),

@@ -8,8 +8,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from advisor.catalog.load import bundled_catalog
-from advisor.cost import (CostAssumptions, break_even_device_hours, breakeven_days, can_own, cloud_job_cost,
-                          home_job_cost, onprem_job_cost, pareto_front)
+from advisor.cost import (
+    CostAssumptions,
+    break_even_device_hours,
+    breakeven_days,
+    can_own,
+    cloud_job_cost,
+    home_job_cost,
+    onprem_job_cost,
+    pareto_front,
+)
 from tests.cost.conftest import make_accel, make_offer
 
 # Per-test settings: loading a profile here would change hypothesis for every other test module too.

@@ -293,7 +293,7 @@ def test_opened_assumptions_reach_the_compare_page_built_before_or_after(make_wi
         w.show_page("compare")  # built now in the second round: it must not bring back the last session's values
         editor = w.page("compare").assumptions.widgets["electricity_usd_per_kwh"]
         assert editor.value() == 0.05 and w.ctx.assumptions == {"electricity_usd_per_kwh": 0.05}
-        qtbot.waitUntil(lambda: w.ctx.last_plan is not None
+        qtbot.waitUntil(lambda w=w: w.ctx.last_plan is not None
                         and w.ctx.last_plan.assumptions.electricity_usd_per_kwh == 0.05, timeout=10000)
         w.close()
 

@@ -133,7 +133,7 @@ def test_gui_thread_never_blocked_while_monitoring_and_replanning(make_window, q
 
     wiggle = InputWiggler(planner.form.w["micro_batch"])
     reports = []
-    for attempt in range(3):
+    for _attempt in range(3):
         with StackSampler() as stacks:
             dog, gc_timer = _watch(qtbot, wiggle, planner, monitor)
         report = (f"longest gap {1000 * dog.max_gap_s:.0f} ms, longest busy stretch {1000 * dog.max_busy_s:.0f} ms "

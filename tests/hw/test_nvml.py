@@ -9,10 +9,10 @@ import pytest
 
 from advisor.hw import GPU_LOST, GPU_SUSPENDED
 from advisor.hw.detect import select_backend
-from advisor.hw.nvml import GpuLostError, NvmlBackend, NvmlUnavailable, bad_process_pair, nvml_query
-from advisor.hw.null import NullGpuBackend
-from advisor.monitor import Sampler
 from advisor.hw.fake import FakeHostBackend
+from advisor.hw.null import NullGpuBackend
+from advisor.hw.nvml import GpuLostError, NvmlBackend, NvmlUnavailable, bad_process_pair, nvml_query
+from advisor.monitor import Sampler
 from tests.hw import nvml_stub as stub
 from tests.hw.nvml_stub import StubNvml, h100, rtx4090
 

@@ -10,7 +10,7 @@ import pytest
 
 from advisor.probes import PROBES, CancelToken, KernelResult, ProbeCancelled, ProbeResult, drive, open_probe
 from advisor.probes._common import parse_device, probe, rate_result
-from advisor.probes._types import Progress, ProbeSkipped
+from advisor.probes._types import ProbeSkipped, Progress
 
 
 def test_registry_names_match_contract():

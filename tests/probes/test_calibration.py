@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.store.calibration import (Calibration, calibration_file, clear_calibration, load_calibration,
-                                       save_calibration)
+from advisor.store.calibration import Calibration, calibration_file, clear_calibration, load_calibration, save_calibration
 
 
 def _cal(**kw):

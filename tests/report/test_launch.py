@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from advisor.report.launch import (LaunchError, launch_resources, render_launch, slurm_time, time_limit_s)
+from advisor.report.launch import LaunchError, launch_resources, render_launch, slurm_time, time_limit_s
 
 
 def bash_n(tmp_path, text: str) -> None:

@@ -6,7 +6,6 @@ import csv
 import io
 import os
 import re
-
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -14,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.report import ReportError, render_report, write_report
-from advisor.report.content import money
 from advisor.report.chart import cost_chart_svg
+from advisor.report.content import money
 
 
 @pytest.mark.parametrize("fmt", ["html", "md"])
@@ -126,8 +125,8 @@ def test_failed_write_keeps_the_old_report(plan_doc, tmp_path, monkeypatch):
 
 
 def test_report_of_a_real_plan_lists_every_option():
-    from advisor.commands.plan import build_plan, request_values
     from advisor.cli import build_parser
+    from advisor.commands.plan import build_plan, request_values
 
     args = build_parser().parse_args(["plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8"])
     doc = build_plan(request_values(args)).to_json()

@@ -10,13 +10,23 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
-from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QFormLayout, QGridLayout, QLabel, QPushButton, QScrollArea,
-                               QSpinBox, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from advisor.cost.assumptions import CostAssumptions
 from advisor.gui import theme as themes
-from advisor.gui.compare_data import (break_even_lines, chart_selection, dearer_hour_example, option_label,
-                                      options_csv)
+from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
 from advisor.units import fmt_hours, fmt_usd

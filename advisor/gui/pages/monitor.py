@@ -12,8 +12,21 @@ import time
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
-                               QPushButton, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from advisor.gui.monitor_data import EventTracker, export_csv
 from advisor.gui.pages.base import Page
@@ -225,7 +238,7 @@ class MonitorPage(Page):
         for key, title, ylabel, unit, metrics, tip in HOST_CHARTS:
             p = plots.make_plot(title, ylabel, unit, legend=True)
             p.setToolTip(tip)
-            for j, (metric, dashed, label) in enumerate(metrics):
+            for _j, (metric, dashed, label) in enumerate(metrics):
                 item = plots.add_line(p, label, 0, dashed=dashed, live=True)
                 self._curves.append((metric, 1.0, item))
                 self._chart_curves.setdefault(key, []).append((metric, 1.0, item))

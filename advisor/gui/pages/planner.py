@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBox
 
 from advisor.gui import settings as settings_mod
 from advisor.gui import theme as themes
-from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, per_accelerator, plan_bundle
 from advisor.gui.pages.base import Page
+from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, per_accelerator, plan_bundle
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.plan_form import RESET, PlanFormWidget
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view

@@ -7,8 +7,7 @@ what is on "auto", so the planner's own defaults apply. Any edit emits ``inputs_
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QSpinBox,
-                               QWidget)
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
 
 from advisor.gui.widgets.accelerator_picker import AcceleratorPicker
 from advisor.units import parse_quantity

@@ -9,7 +9,7 @@ naturally (B -> GB, FLOP/s -> TFLOP/s) and switched off where they do not (%, °
 from __future__ import annotations
 
 import weakref
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -20,7 +20,7 @@ from advisor.gui import theme as themes
 # Units for which "k" or "M" prefixes would confuse rather than help.
 NO_PREFIX_UNITS = {"%", "°C", "USD", "h", "s", "min", "x", "devices", "RPM", "tokens/s"}
 
-_PLOTS: "weakref.WeakSet[pg.PlotWidget]" = weakref.WeakSet()
+_PLOTS: weakref.WeakSet[pg.PlotWidget] = weakref.WeakSet()
 _theme: themes.Theme = themes.LIGHT
 
 

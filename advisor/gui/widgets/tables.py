@@ -6,8 +6,9 @@ to sort it, so sorting through ``QSortFilterProxyModel`` orders numbers as numbe
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
@@ -57,10 +58,10 @@ class RecordTableModel(QAbstractTableModel):
     def rows(self) -> list[Any]:
         return list(self._rows)
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt API)
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802, B008 (Qt API; an invalid index is immutable)
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self._columns)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
