@@ -244,7 +244,7 @@ class PlanOption:
 
 @dataclass(frozen=True)
 class PlanResult:
-    """Everything a plan produces. ``to_json()`` is the ``advisor.plan/1`` document of CONTRACT.md."""
+    """Everything a plan produces. ``to_json()`` is the ``advisor.plan/1`` document of ``advisor plan --json``."""
 
     request: PlanRequest
     arch: ModelArch
@@ -566,7 +566,7 @@ def _options_for(req, acc: Accelerator, catalog, offers, mem_model: _MemoryModel
         tps = dec.tokens_per_s
         extra = {"requests_per_s": dec.requests_per_s, "decode_bound": dec.bound}
         mfu, mfu_origin = eta_mem, ("measured bandwidth efficiency" if eta_mem != ETA_MEM_PRIOR
-                                    else "prior: decode bandwidth efficiency 0.7 (ESTIMATES.md: 0.55 to 0.8)")
+                                    else "prior: decode bandwidth efficiency 0.7 (docs/method.md: 0.55 to 0.8)")
     else:
         tps = compute.training_tokens_per_s(active, n, peak, mfu, req.workload, req.checkpointing)
     if tokens is not None:

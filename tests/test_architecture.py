@@ -1,4 +1,4 @@
-"""The layering of STYLE.md, enforced: import-linter contracts in pyproject.toml and a light CLI import."""
+"""The layering of the README (Development), enforced: import-linter contracts in pyproject.toml and a light CLI import."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Editable cost assumptions, each with a default, a unit and the place the default comes from.
 
-Defaults follow ``ESTIMATES.md`` ("Cost of a job"). A default marked "assumption" is a round figure chosen
+Defaults follow the cost model of ``docs/method.md`` ("Cost of a job"), each citing its primary source.
+A default marked "assumption" is a round figure chosen
 for this tool, not a published one: change it to your own figure.
 """
 
@@ -11,7 +12,8 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-ESTIMATES = "ESTIMATES.md, Cost of a job"
+METHOD = "docs/method.md, Cost of a job"
+EPOCH = "Cottier et al. 2024, The rising costs of training frontier AI models (Epoch AI)"
 _RESERVED_NAME = re.compile(r"reserved_discount_(?P<provider>[a-z0-9.\-]+)_(?P<years>[13])y")
 
 
@@ -74,7 +76,7 @@ class CostAssumptions:
         4, "GPUs", "assumption: four cards is the practical limit of one desktop board and PSU",
         "most GPUs in one home rig", "count")
     lifetime_years: float = _a(
-        3.0, "years", ESTIMATES + ": straight-line depreciation over a lifetime",
+        3.0, "years", METHOD + ": straight-line depreciation over a lifetime",
         "years a home rig is used before it is sold or retired", "positive")
     resale_fraction: float = _a(
         0.3, "fraction of price", "assumption: used consumer cards sell for about a third of their price after 3 years",
@@ -88,22 +90,23 @@ class CostAssumptions:
         "hours_per_day * utilisation / 24)", "positive_fraction")
     # ---- on-prem
     onprem_server_overhead: float = _a(
-        1.6, "x GPU price", ESTIMATES + ": server overhead x1.54 to 1.69 over GPU cost for 8-GPU servers (midpoint)",
+        1.6, "x GPU price", EPOCH + ": server overhead x1.54 to 1.69 over GPU cost for 8-GPU servers (midpoint)",
         "server price over the price of its GPUs", "at_least_one")
     onprem_interconnect_share: float = _a(
-        0.19, "fraction of capex", ESTIMATES + ": cluster interconnect about 19 percent of capex",
+        0.19, "fraction of capex", EPOCH + ": cluster interconnect about 19 percent of capex",
         "share of the total capex spent on the cluster network", "share")
     onprem_amortisation_years: float = _a(
-        4.0, "years", ESTIMATES + ": straight line over 3 to 5 years (middle)",
+        4.0, "years", EPOCH + ": straight line over 3 to 5 years (middle)",
         "years over which on-prem capex is written off", "positive")
     onprem_power_factor: float = _a(
-        1.9, "x TDP", ESTIMATES + ": server power 1.8 to 2.0 x GPU TDP (midpoint)",
+        1.9, "x TDP", EPOCH + ": server power 1.8 to 2.0 x GPU TDP (midpoint)",
         "server power per GPU (CPU, memory, network, fans included) over the GPU TDP", "positive")
     onprem_load: float = _a(
-        0.75, "fraction", ESTIMATES + ": 0.75 load", "average power while running, as a fraction of the peak",
+        0.75, "fraction", EPOCH + ": 0.75 load", "average power while running, as a fraction of the peak",
         "fraction")
     pue: float = _a(
-        1.2, "ratio", ESTIMATES + ": PUE 1.1 to 1.25", "facility power over IT power (power usage effectiveness)",
+        1.2, "ratio", "PUE 1.1 to 1.25 for modern facilities (Google Environmental Report 2024: fleet 1.10; "
+        "Uptime Institute 2023 survey average 1.58)", "facility power over IT power (power usage effectiveness)",
         "at_least_one")
     onprem_electricity_usd_per_kwh: float = _a(
         0.10, "USD/kWh", "assumption: between the US industrial (~0.08) and commercial (~0.13) averages (EIA, 2024-25)",
@@ -125,14 +128,14 @@ class CostAssumptions:
         False, "on/off", "assumption: on-demand prices rank the options; spot options are listed as well",
         "rank options with spot (preemptible) prices", "bool")
     spot_rework_factor: float = _a(
-        0.1, "fraction of hours", ESTIMATES + ": spot price times (1 + expected rework); 0.1 is an assumption",
+        0.1, "fraction of hours", METHOD + ": spot price times (1 + expected rework); 0.1 is an assumption",
         "extra hours paid on spot instances to redo work lost to preemption")
     reserved_years: int = _a(
         0, "years (0, 1 or 3)", "assumption: no commitment", "reserved or committed-use term for cloud prices",
         "reserved_years")
     reserved_discounts: tuple[tuple[str, float, float], ...] = _a(
         DEFAULT_RESERVED_DISCOUNTS, "fraction off on-demand",
-        ESTIMATES + ": AWS 41/64 percent, GCP 37/56, Azure 25/49, Lambda 34/56 for 1/3 years",
+        "provider pricing pages, 1- and 3-year commitments: AWS 41/64 percent, GCP 37/56, Azure 25/49, Lambda 34/56 for 1/3 years",
         "reserved/committed-use discounts per provider, (provider, 1 year, 3 years)", "discounts")
     storage_usd_per_h: float = _a(
         0.0, "USD/hour", "assumption: not priced unless given", "storage billed per hour of the job, per instance")

@@ -17,7 +17,7 @@ def breakeven_days(hardware_usd: float, cloud_usd_per_h: float, kw: float, usd_p
                    utilisation: float) -> float | None:
     """Days of ownership after which buying beats renting.
 
-    Source: Tim Dettmers, "Which GPU(s) to Get for Deep Learning" (as quoted in ESTIMATES.md):
+    Source: Tim Dettmers, "Which GPU(s) to Get for Deep Learning" (2023):
     ``days = hardware_usd / (24 * utilisation * (cloud_usd_per_h - kw * usd_per_kwh))``.
 
     Args:

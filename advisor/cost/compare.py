@@ -105,7 +105,7 @@ def scaled_grid(base: float, factors: Sequence[float] = (0.25, 0.5, 1.0, 2.0, 4.
 
 
 def usd_per_million_tokens(hourly_price_total: float, tokens_per_s: float) -> float | None:
-    """Serving cost per million generated tokens: ``hourly / (3600 * tokens_per_s) * 1e6`` (ESTIMATES.md).
+    """Serving cost per million generated tokens: ``hourly / (3600 * tokens_per_s) * 1e6`` (docs/method.md).
 
     ``hourly_price_total`` is the price of all N devices (per-device price * N); ``tokens_per_s`` the aggregate
     rate. None when nothing is generated.
@@ -116,7 +116,7 @@ def usd_per_million_tokens(hourly_price_total: float, tokens_per_s: float) -> fl
 
 
 def usd_per_million_requests(hourly_price_total: float, requests_per_s: float) -> float | None:
-    """Serving cost per million requests: ``hourly / (3600 * requests_per_s) * 1e6`` (ESTIMATES.md)."""
+    """Serving cost per million requests: ``hourly / (3600 * requests_per_s) * 1e6`` (docs/method.md)."""
     _nonneg("hourly_price_total", hourly_price_total)
     _nonneg("requests_per_s", requests_per_s)
     return None if requests_per_s == 0 else hourly_price_total / (3600.0 * requests_per_s) * 1e6
@@ -126,7 +126,7 @@ def requests_per_s(tokens_per_s: float, output_tokens: float, batch: int = 1, pr
     """Requests completed per second by a batch: ``batch / (prefill_s + batch * output_tokens / tokens_per_s)``.
 
     ``tokens_per_s`` is the aggregate generation rate of the batch; each request produces ``output_tokens``;
-    ``prefill_s`` is the prompt processing time of one batch (ESTIMATES.md: output tokens plus prefill time).
+    ``prefill_s`` is the prompt processing time of one batch (docs/method.md: output tokens plus prefill time).
     """
     _nonneg("tokens_per_s", tokens_per_s)
     _nonneg("prefill_s", prefill_s)

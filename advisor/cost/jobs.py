@@ -1,4 +1,4 @@
-"""What one job costs on a cloud offer, a home rig or on-prem servers (ESTIMATES.md, "Cost of a job").
+"""What one job costs on a cloud offer, a home rig or on-prem servers (docs/method.md, "Cost of a job").
 
 Every quote carries a :class:`CostBreakdown` whose parts sum to its total, the energy used, and the
 effective price per device-hour. ``hours`` is the wall-clock time of the job on ``devices`` devices.
@@ -111,7 +111,7 @@ def _own_inputs(accel: Accelerator) -> tuple[float, float]:
 
 
 def datacenter_kw_per_device(tdp_w: float, a: CostAssumptions) -> float:
-    """Facility power per device while running: TDP * power factor * load * PUE, in kW (ESTIMATES.md)."""
+    """Facility power per device while running: TDP * power factor * load * PUE, in kW (docs/method.md)."""
     return tdp_w * a.onprem_power_factor * a.onprem_load * a.pue / 1000.0
 
 
@@ -123,7 +123,7 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     Whole instances are billed: ``instances = ceil(devices / accelerator_count)``, so an 8-GPU instance is billed
     once, not once per GPU, and a 1-GPU job on an 8-GPU instance pays for all eight. Spot pays the spot price for
     ``hours * (1 + spot_rework_factor)`` (part ``spot_rework``); a reserved term takes the provider's published
-    discount off on-demand. Storage is per instance-hour, egress once per job (ESTIMATES.md, "Cost of a job").
+    discount off on-demand. Storage is per instance-hour, egress once per job (docs/method.md, "Cost of a job").
 
     Args:
         offer: the cloud offer; its prices are for the whole instance.
@@ -194,7 +194,7 @@ def home_lifetime_hours(a: CostAssumptions) -> float:
 
 
 def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions) -> OwnedQuote:
-    """Price a job on a home rig of ``devices`` GPUs (ESTIMATES.md, "Cost of a job", home rig).
+    """Price a job on a home rig of ``devices`` GPUs (docs/method.md, "Cost of a job", home rig).
 
     Depreciation: (hardware - resale) / lifetime hours of use * hours, where hardware = GPUs + rest of the system
     and resale = ``resale_fraction`` * hardware. Energy: ``(gpu_w * load * devices + system_w) * hours *
@@ -224,7 +224,7 @@ def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: C
 def onprem_capex_per_device(price_usd: float, a: CostAssumptions) -> float:
     """Capex per GPU: price * server overhead, grossed up so the interconnect is its share of the total capex.
 
-    ESTIMATES.md: server overhead x1.54-1.69 over GPU cost (8-GPU servers), cluster interconnect about 19 percent
+    docs/method.md: server overhead x1.54-1.69 over GPU cost (8-GPU servers), cluster interconnect about 19 percent
     of capex; so capex = price * overhead / (1 - share).
     """
     return price_usd * a.onprem_server_overhead / (1.0 - a.onprem_interconnect_share)
@@ -236,7 +236,7 @@ def onprem_lifetime_hours(a: CostAssumptions) -> float:
 
 
 def onprem_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions) -> OwnedQuote:
-    """Price a job on on-prem servers (ESTIMATES.md, "Cost of a job", on-prem).
+    """Price a job on on-prem servers (docs/method.md, "Cost of a job", on-prem).
 
     Capex share: capex per GPU (:func:`onprem_capex_per_device`) straight-line over the hours of use of the
     amortisation period. Energy: ``TDP * power_factor * load * PUE * usd_per_kwh``. Colocation (per kW of server

@@ -1,7 +1,7 @@
 """FLOPs, wall time, training throughput and the inference roofline.
 
 Sources: Kaplan et al. 2020 / Chinchilla for ``C = 6*P*D``; Korthikanti et al. 2022 for the extra forward
-of full recomputation; ESTIMATES.md for the decode roofline and prefill.
+of full recomputation; docs/method.md for the decode roofline and prefill.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def flops_per_token(active_params: float, workload: str) -> float:
 
 
 def attention_flops_per_token(layers: int, seq_len: int, hidden: int) -> float:
-    """Attention score and value FLOPs per token for causal models, about ``6*L*s*h`` (ESTIMATES.md).
+    """Attention score and value FLOPs per token for causal models, about ``6*L*s*h`` (docs/method.md).
     Not included in ``training_flops``; reported beside it."""
     return 6.0 * layers * seq_len * hidden
 
@@ -66,7 +66,7 @@ class DecodeEstimate:
 def decode_estimate(*, weight_bytes_read: float, kv_bytes_read: float, active_params: float, batch: int,
                     devices: int, mem_bandwidth_bps: float, peak_flops: float, prompt_tokens: int,
                     output_tokens: int, eta_mem: float, eta_compute: float) -> DecodeEstimate:
-    """Decode and prefill speed from the roofline (ESTIMATES.md, "Inference speed").
+    """Decode and prefill speed from the roofline (docs/method.md, "Inference speed").
 
     ``t = max(W / (BW*eta_mem), 2*P_act*B / (peak*eta_c)) + KV / (BW*eta_mem)`` per step, with the weights
     and KV cache split over ``devices`` read in parallel; tokens/s = B/t. At batch 1 the bound is

@@ -2,7 +2,7 @@
 
 Sources (cited per function): ZeRO paper (Rajbhandari et al. 2020, sections 3 and 5) for model states,
 Korthikanti et al. 2022 for activations, QLoRA paper (Dettmers et al. 2023) for 4-bit bases,
-ESTIMATES.md for the KV cache (GQA and MLA) and the overhead term.
+docs/method.md for the KV cache (GQA and MLA) and the overhead term.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from advisor.estimate.model import ModelArch, kv_values_per_token
 
 GIB = 2**30
-CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # CUDA context and library workspaces: 0.3 to 2 GiB (ESTIMATES.md)
-FRAGMENTATION = 0.07  # allocator fragmentation: 5 to 10 percent (ESTIMATES.md)
+CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # CUDA context and library workspaces: 0.3 to 2 GiB (docs/method.md)
+FRAGMENTATION = 0.07  # allocator fragmentation: 5 to 10 percent (docs/method.md)
 
 WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "inference")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
 CHECKPOINTING = ("none", "selective", "full")
 MIXED = ("bf16", "fp16", "fp8")
 WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-# Effective bits per weight of common GGUF quantisations (ESTIMATES.md).
+# Effective bits per weight of common GGUF quantisations (docs/method.md).
 QUANT_BITS = {"q8_0": 8.5, "q6_k": 6.6, "q4_k_m": 4.8, "q4_0": 4.5, "nf4": 4.13}
 QLORA_BITS = 4.13  # NF4 with double quantisation (QLoRA paper, section 3)
 
@@ -122,7 +122,7 @@ def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpoint
 
 
 def overhead_bytes(other_bytes: float) -> int:
-    """The named overhead term: CUDA context plus allocator fragmentation (ESTIMATES.md)."""
+    """The named overhead term: CUDA context plus allocator fragmentation (docs/method.md)."""
     return int(CUDA_CONTEXT_BYTES + FRAGMENTATION * other_bytes)
 
 
@@ -181,7 +181,7 @@ def weight_bits(precision: str, quant: str | None = None) -> float:
 
 def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: float = 2.0) -> float:
     """KV cache bytes ``2 * L * n_kv * d_h * bytes * context * batch`` (GQA counts KV heads, not all heads);
-    MLA stores ``L*(kv_lora_rank + rope_dim)`` values per token (ESTIMATES.md)."""
+    MLA stores ``L*(kv_lora_rank + rope_dim)`` values per token (docs/method.md)."""
     return kv_values_per_token(arch) * bytes_per_value * context * batch
 
 

@@ -1,6 +1,6 @@
 """Model architecture records and parameter counting.
 
-Sources: the dense GQA/SwiGLU count of ESTIMATES.md
+Sources: the dense GQA/SwiGLU count of docs/method.md
 (``P = L*(2*h*h + 2*h*n_kv*d_h + 3*h*f + 2*h) + V*h*(1 if tied else 2) + h``),
 generalised to plain MLP blocks with biases (GPT-2, BLOOM), learned positions, mixture-of-experts
 (Mixtral, DeepSeek) and multi-head latent attention (DeepSeek-V2/V3 papers, section 2.1).

@@ -1,6 +1,6 @@
 """Utilisation priors per accelerator class, and the calibration a measured training step provides.
 
-Priors come from ESTIMATES.md ("MFU priors"); each carries its origin so the UI can say where a
+Priors come from docs/method.md ("MFU priors"); each carries its origin so the UI can say where a
 figure comes from. A calibration measured on this machine replaces the prior for its accelerator.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Bandwidth and compute efficiency for decoding (ESTIMATES.md, "Inference speed").
+# Bandwidth and compute efficiency for decoding (docs/method.md, "Inference speed").
 ETA_MEM_PRIOR = 0.70  # llama.cpp F16 on M2 Ultra reaches about 70 percent; range 0.55 to 0.8
 ETA_COMPUTE_PRIOR = 0.60  # range 0.5 to 0.7
 
@@ -28,12 +28,12 @@ _OLD = ("v100", "t4", "p100")
 
 def mfu_prior(accel_id: str, kind: str, precision: str, *, moe: bool = False, workload: str = "pretrain",
               ) -> Utilisation:
-    """The default MFU for an accelerator class, precision and workload (ESTIMATES.md table)."""
+    """The default MFU for an accelerator class, precision and workload (docs/method.md table)."""
     if kind in ("consumer", "workstation"):
-        u = Utilisation(0.30, "single consumer GPU fine-tuning, HF Trainer: 0.25 to 0.40 (ESTIMATES.md)")
+        u = Utilisation(0.30, "single consumer GPU fine-tuning, HF Trainer: 0.25 to 0.40 (docs/method.md)")
     elif any(accel_id.startswith(p) for p in _HOPPER_PLUS):
         if precision == "fp8":
-            u = Utilisation(0.25, "fp8 training on H100, fraction of the fp8 peak: 0.2 to 0.3 (ESTIMATES.md)")
+            u = Utilisation(0.25, "fp8 training on H100, fraction of the fp8 peak: 0.2 to 0.3 (docs/method.md)")
         else:
             u = Utilisation(0.40, "large dense pretraining, H100 bf16: 0.38 to 0.46; Llama 3.1 405B 0.38 to 0.43")
     elif any(accel_id.startswith(p) for p in _AMPERE_DC):

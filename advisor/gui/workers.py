@@ -1,7 +1,7 @@
 """A thin Qt worker that runs a plain generator off the GUI thread.
 
 The long work itself (a probe, a plan, a detection) is a plain generator or function without Qt:
-it yields progress values and returns its result (STYLE.md rule 8). :class:`GeneratorWorker` runs
+it yields progress values and returns its result. :class:`GeneratorWorker` runs
 it in its own ``QThread`` and turns each step into a signal; only signals cross threads.
 Cancellation is cooperative: :meth:`GeneratorWorker.cancel` sets a flag that the run loop checks
 between yields and then closes the generator, so its ``finally`` blocks free what it allocated.

@@ -3,7 +3,7 @@
 ``select_backend`` honours ``--fake-gpu`` and ``ADVISOR_FAKE_GPU``, otherwise opens NVML and falls back
 to the null backend with the reason. ``detect_machine`` composes the GPU backend, the host backend and
 the framework queries into a ``MachineProfile``; ``profile_to_json`` writes the ``advisor.detect/1``
-document of the CLI contract (CONTRACT.md).
+document of the CLI contract (README, command line).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _hz(mhz: float | None) -> float | None:
 
 
 def profile_to_json(profile: MachineProfile) -> dict:
-    """The ``advisor.detect/1`` document (CONTRACT.md): SI units, clocks in Hz, bandwidths in bytes/s."""
+    """The ``advisor.detect/1`` document (README, command line): SI units, clocks in Hz, bandwidths in bytes/s."""
     h = profile.host
     b = profile.gpu_backend
     gpus = []

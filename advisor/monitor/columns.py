@@ -1,6 +1,6 @@
 """Metric names shared by the history, the CSV recording and the GUI.
 
-A metric name is also its CSV column (the CLI contract (CONTRACT.md)): host metrics first, then per GPU
+A metric name is also its CSV column (the CLI contract (README, command line)): host metrics first, then per GPU
 ``gpu<i>_<metric>``. Per-core CPU load (``cpu<k>_util_pct``) is kept in the history for charts but not
 written to the CSV, whose width should not depend on the core count.
 """

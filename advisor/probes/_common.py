@@ -268,7 +268,7 @@ def rate_result(work: float, times: Sequence[float], unit_scale: float, unit: st
     """Figures of a kernel that does ``work`` (bytes or FLOPs) per call from its call times.
 
     Args:
-        work: bytes moved or FLOPs done by one call, as counted in PROBES.md.
+        work: bytes moved or FLOPs done by one call, as counted in docs/method.md.
         times: seconds per call.
         unit_scale: 1e9 for GB/s, 1e12 for TFLOP/s.
         peak: the peak in the same unit, for ``fraction_of_peak``.

@@ -1,6 +1,6 @@
 """Usable memory capacity: how much a job can really allocate.
 
-On a GPU (PROBES.md): read free/total (torch ``mem_get_info``), allocate in shrinking chunks until
+On a GPU (docs/method.md): read free/total (torch ``mem_get_info``), allocate in shrinking chunks until
 out-of-memory, then free everything and empty the cache. The total is capped at the driver's total
 (Windows drivers can silently spill into system RAM) and, on unified-memory devices, at a share of
 the free host RAM. A device already busy with other processes is not taken unless allowed.

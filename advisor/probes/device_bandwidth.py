@@ -1,6 +1,6 @@
 """Device memory bandwidth: copy, add, triad and read-only, with a size sweep drawn as a curve.
 
-Method (PROBES.md, after BabelStream): preallocated random arrays; kernels write into existing
+Method (docs/method.md, after BabelStream): preallocated random arrays; kernels write into existing
 tensors; warm-up by time; on a GPU, CUDA events around a loop of launches when one call is short.
 The sweep goes from cache-resident to DRAM-resident sizes; the reported figures are those of the
 largest size. Bytes counted: copy 2 arrays, add and triad 3, read-only (sum) 1. The peak is the

@@ -1,6 +1,6 @@
 """Disk read throughput that measures the disk, not the page cache.
 
-Method (PROBES.md, after fio): a scratch file is written once, flushed and dropped from the page cache;
+Method (docs/method.md, after fio): a scratch file is written once, flushed and dropped from the page cache;
 then it is read in 1 MiB blocks with direct I/O (``O_DIRECT``, aligned buffers) by one reader and by
 several readers on separate regions. Where direct I/O is refused (tmpfs, some file systems) the file's
 pages are evicted with ``posix_fadvise(DONTNEED)`` before each pass and the result says so.

@@ -1,6 +1,6 @@
 """Host memory bandwidth: STREAM-style copy, scale, add and triad on all physical cores.
 
-Method (PROBES.md, after McCalpin's STREAM): three preallocated arrays of random data, each at least
+Method (docs/method.md, after McCalpin's STREAM): three preallocated arrays of random data, each at least
 4x the last-level cache and 256 MB; every kernel writes into a preallocated output (``out=``), so no
 allocation is timed; warm-up by time; many repetitions; the best and median in decimal GB/s.
 Bytes counted per element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
@@ -25,7 +25,7 @@ from advisor.probes._common import (
 from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
 
 NAME = "host-bandwidth"
-#: bytes counted per element, in units of the element size (PROBES.md table)
+#: bytes counted per element, in units of the element size (docs/method.md table)
 STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0
 

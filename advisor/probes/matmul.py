@@ -1,6 +1,6 @@
 """Matmul throughput per precision, against the dense peak.
 
-Method (PROBES.md, after mamf-finder): random operands preallocated, output written in place
+Method (docs/method.md, after mamf-finder): random operands preallocated, output written in place
 (``out=``), warm-up by time, a small sweep of aligned sizes, the best over sizes reported.
 FLOPs counted: 2*M*N*K per matmul. fp32 is true fp32 (TF32 off); tf32 is fp32 operands with TF32 on
 (GPU only); fp8 uses ``torch._scaled_mm`` on compute capability 8.9+; int8 uses ``torch._int_mm``.

@@ -1,6 +1,6 @@
 """Host-device transfer: pinned and pageable memory, each direction and both at once, against the PCIe link.
 
-Method (PROBES.md, after nvbandwidth): preallocated buffers of 256 MB to 1 GB, random data, copies
+Method (docs/method.md, after nvbandwidth): preallocated buffers of 256 MB to 1 GB, random data, copies
 timed with CUDA events, the median and the best. Each copy counts the buffer once; "both" counts both
 buffers over the time both copies took on two streams. The link rate is the PCIe line rate of the
 link's maximum generation and width (NVML); a link trained below its maximum is flagged.

@@ -1,4 +1,4 @@
-"""Reports and launch specs from ``advisor.plan/1`` documents (plain dicts, see ``CONTRACT.md``).
+"""Reports and launch specs from ``advisor.plan/1`` documents (plain dicts; the JSON of ``advisor plan --json``).
 
 ``write_report(docs, path)`` exports a comparison of one or more plans as HTML (self-contained, charts as
 inline SVG), PDF (Qt's printing support), Markdown or CSV; every report lists each option's total, the

@@ -1,4 +1,4 @@
-"""What every report says, taken from ``advisor.plan/1`` documents (plain dicts, ``CONTRACT.md``).
+"""What every report says, taken from ``advisor.plan/1`` documents (plain dicts; the JSON of ``advisor plan --json``).
 
 Reports work on the JSON documents, not on the planner's classes, so a saved ``--json`` output can be
 turned into a report later. Each report states the options with their totals, the assumptions, the

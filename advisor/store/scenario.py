@@ -1,7 +1,7 @@
 """Scenario files: a plan's inputs saved as TOML so a team can share and reopen them.
 
 A scenario file carries ``schema = "advisor.scenario/1"`` and a ``[plan]`` table whose keys are the long
-flag names of ``advisor plan`` with ``-`` written as ``_`` (the CLI contract (CONTRACT.md)). ``[assumptions]``
+flag names of ``advisor plan`` with ``-`` written as ``_`` (the CLI contract (README, command line)). ``[assumptions]``
 (cost assumptions) and ``[notes]`` may follow; any other top-level table is kept as is and written back.
 
 This module checks structure and types only; value ranges and preset names are the planner's job.

@@ -39,7 +39,7 @@ def test_every_default_has_a_unit_and_an_origin_and_is_json():
         assert entry["origin"].strip() and entry["unit"].strip() and entry["help"].strip(), name
     json.dumps(d)
     assert "EIA" in d["electricity_usd_per_kwh"]["origin"]
-    assert "ESTIMATES.md" in d["pue"]["origin"]
+    assert "Google Environmental Report" in d["pue"]["origin"]
 
 
 def test_assumption_record():

@@ -1,5 +1,5 @@
 """On a real NVIDIA GPU (``pytest --run-gpu tests/probes/test_gpu_targets.py``): the probes reach the
-fractions of the peak that PROBES.md expects. Skipped everywhere else.
+fractions of the peak that docs/method.md expects. Skipped everywhere else.
 
 Targets (issue 5): memory bandwidth >= 80 % of the NVML-derived peak on HBM, >= 88 % on GDDR;
 bf16 matmul >= 75 % of the catalog's dense peak; pinned transfers >= 80 % of the PCIe link.

@@ -35,7 +35,7 @@ PLAN = {
     ],
     "assumptions": {
         "electricity_usd_per_kwh": {"value": 0.17, "unit": "USD/kWh", "origin": "EIA 2025 residential average"},
-        "lifetime_years": {"value": 3.0, "unit": "years", "origin": "ESTIMATES.md"},
+        "lifetime_years": {"value": 3.0, "unit": "years", "origin": "docs/method.md"},
         "spot_rework_fraction": {"value": 0.1, "unit": "fraction", "origin": "assumption"},
     },
     "catalog": {"date": "2026-11-29", "prices_as_of": "2026-03-15"},

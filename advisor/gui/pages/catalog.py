@@ -113,7 +113,7 @@ def model_columns(user_ids) -> list[Column]:
         Column("id", lambda m: m.id, color=mark, tip="preset name for `advisor plan --model`"),
         Column("name", lambda m: m.name),
         Column("params", lambda m: param_count(m), fmt_count, align_right=True,
-               tip="parameters counted from the architecture (ESTIMATES.md formula)"),
+               tip="parameters counted from the architecture (docs/method.md formula)"),
         Column("active", lambda m: active_param_count(m), fmt_count, align_right=True,
                tip="parameters used per token (differs from params for mixture-of-experts)"),
         Column("layers", lambda m: m.layers, align_right=True),

@@ -1,6 +1,6 @@
 """Monitor page: live plots of every GPU and the host, events, processes, CSV export.
 
-Sampling and drawing are separate loops (STYLE.md rule 9): the shared ``Sampler`` thread fills a
+Sampling and drawing are separate loops: the shared ``Sampler`` thread fills a
 bounded history; a QTimer here drains it at the drawing rate (at most 4 redraws a second) and
 updates plots that were built once, with ``setData`` (rule 10). A hidden page drains but does not draw.
 """

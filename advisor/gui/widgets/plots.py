@@ -1,6 +1,6 @@
 """The one plot factory: every chart in the app gets the same axes, units, fonts and colours here.
 
-Charts are built once and updated with ``setData`` (STYLE.md rule 10): :func:`make_plot` turns on
+Charts are built once and updated with ``setData``: :func:`make_plot` turns on
 clip-to-view and automatic downsampling, so an hour of 10 Hz samples draws only what fits the pixels.
 Units go on every axis through pyqtgraph's label units; SI prefixes are automatic where they read
 naturally (B -> GB, FLOP/s -> TFLOP/s) and switched off where they do not (%, °C, USD, h).
