@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     except UnknownScenario as exc:
         raise UsageError(f"--fake-gpu: {exc}") from None
     try:
-        profile = detect_machine(gpu, select_host_backend(), frameworks=not args.no_frameworks)
+        profile = detect_machine(gpu, select_host_backend(gpu), frameworks=not args.no_frameworks)
     finally:
         gpu.close()
     if args.json:

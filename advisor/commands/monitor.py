@@ -1,8 +1,13 @@
-"""``advisor monitor [--interval S] [--duration S] [--csv FILE] [--fake-gpu S]``: watch the machine live."""
+"""``advisor monitor [--interval S] [--duration S] [--csv FILE] [--once --json] [--fake-gpu S]``: watch the machine.
+
+On a terminal it shows a live table per GPU and per process (rich); piped, one line per sample; with
+``--csv`` it records; with ``--once --json`` it prints one ``advisor.monitor/1`` document and exits.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -22,11 +27,15 @@ def register(subparsers) -> None:
     from advisor.cli import add_fake_gpu
 
     p = subparsers.add_parser("monitor", help="watch CPU, memory and GPUs live, or record them to CSV",
-                              description="Sample the host and every GPU on a fixed schedule. Without --csv, "
-                                          "prints one line per sample; with --csv, records to FILE.")
+                              description="Sample the host and every GPU on a fixed schedule. On a terminal, a "
+                                          "live table per GPU and per process; piped, one line per sample; with "
+                                          "--csv, records to FILE; with --once --json, one advisor.monitor/1 "
+                                          "document.")
     p.add_argument("--interval", type=_seconds, default=1.0, metavar="S", help="seconds between samples, 0.1 to 10")
     p.add_argument("--duration", type=_seconds, default=None, metavar="S", help="stop after S seconds (default: Ctrl-C)")
     p.add_argument("--csv", metavar="FILE", default=None, help="record samples to FILE (header row, one row per sample)")
+    p.add_argument("--once", action="store_true", help="take one sample (with its processes) and exit")
+    p.add_argument("--json", action="store_true", help="with --once: print one advisor.monitor/1 JSON document")
     p.add_argument("--no-laptop-safe", action="store_true",
                    help="poll GPUs even when in runtime suspend (wakes a laptop's discrete GPU)")
     add_fake_gpu(p)
@@ -57,54 +66,124 @@ def run(args: argparse.Namespace) -> int:
     from advisor.cli import UsageError
     from advisor.hw import select_backend, select_host_backend
     from advisor.hw.detect import UnknownScenario
-    from advisor.monitor import CsvRecorder, Sampler, check_interval
+    from advisor.monitor import Sampler, check_interval
 
     try:
         interval = check_interval(args.interval)
     except ValueError as exc:
         raise UsageError(f"--interval: {exc}") from None
+    if args.json and not args.once:
+        raise UsageError("--json: only with --once (one advisor.monitor/1 document); use --csv to record")
+    if args.once and args.csv is not None:
+        raise UsageError("--once: not with --csv (a recording is a series of samples)")
     if args.csv is not None:
         target = Path(args.csv)
-        if target.is_dir() or not target.parent.is_dir():
+        if not target.is_symlink() and (target.is_dir() or not target.parent.is_dir()):
             raise UsageError(f"--csv: cannot write {args.csv!r} (not a file in an existing directory)")
     try:
         gpu = select_backend(args.fake_gpu)
     except UnknownScenario as exc:
         raise UsageError(f"--fake-gpu: {exc}") from None
-
-    recorder = None
     try:
-        sampler = Sampler(gpu, select_host_backend(), interval_s=interval, laptop_safe=not args.no_laptop_safe)
+        sampler = Sampler(gpu, select_host_backend(gpu), interval_s=interval, laptop_safe=not args.no_laptop_safe)
         status = gpu.status()
         banner = f"GPU backend [{status.name}]: {status.status}"
         if gpu.simulated:
             banner = "SIMULATED HARDWARE - " + banner
+        if args.once:
+            return _once(sampler, gpu, status, args.json)
         if args.csv is not None:
-            try:
-                recorder = CsvRecorder(args.csv, sampler.gpu_count)
-            except OSError as exc:
-                raise UsageError(f"--csv: cannot write {args.csv!r}: {exc.strerror or exc}") from None
-            sampler.add_listener(recorder)
-            print(banner, file=sys.stderr, flush=True)
-        else:
-            print(banner, flush=True)
-            simulated = gpu.simulated
+            return _record(sampler, gpu, banner, args)
+        if sys.stdout.isatty():
+            return _live(sampler, gpu, banner, args.duration)
+        print(banner, flush=True)
+        simulated = gpu.simulated
 
-            def _print_line(sample) -> None:
-                print(format_line(sample, simulated), flush=True)
+        def _print_line(sample) -> None:
+            print(format_line(sample, simulated), flush=True)
 
-            sampler.add_listener(_print_line)
-        try:
-            sampler.run(duration_s=args.duration)  # in this thread: Ctrl-C ends it
-        except KeyboardInterrupt:
-            pass
-        if recorder is not None:
-            note = " (simulated hardware)" if gpu.simulated else ""
-            print(f"recorded {recorder.rows} samples of {sampler.gpu_count} GPU(s) to {args.csv}{note}")
+        sampler.add_listener(_print_line)
+        _run(sampler, args.duration)
         if sampler.last_error:
             print(f"warning: {sampler.last_error}", file=sys.stderr)
         return 0
     finally:
-        if recorder is not None:
-            recorder.close()
         gpu.close()
+
+
+def _run(sampler, duration) -> None:
+    try:
+        sampler.run(duration_s=duration)  # in this thread: Ctrl-C ends it
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sampler.stop()
+
+
+def _once(sampler, gpu, status, as_json: bool) -> int:
+    from advisor.monitor.snapshot import monitor_document, read_infos
+
+    infos = read_infos(gpu)
+    sample = sampler.tick()
+    sampler.stop()
+    doc = monitor_document(infos, sample, sampler.processes(), backend=status.name, status=status.status,
+                           simulated=gpu.simulated)
+    if as_json:
+        print(json.dumps(doc, indent=2, allow_nan=False))
+    else:
+        from rich.console import Console
+
+        from advisor.commands.monitor_view import live_view
+
+        Console().print(live_view(sample, infos, sampler.processes(), status.status))
+    return 0
+
+
+def _record(sampler, gpu, banner: str, args) -> int:
+    from advisor.cli import UsageError
+    from advisor.monitor.recorder import CsvRecorder, CsvTargetError
+
+    failed: list[str] = []
+
+    def _on_error(reason: str) -> None:
+        failed.append(reason)
+        sampler.stop()
+
+    try:
+        recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error)
+    except CsvTargetError as exc:
+        raise UsageError(f"--csv: {exc}") from None
+    try:
+        sampler.add_listener(recorder)
+        print(banner, file=sys.stderr, flush=True)
+        _run(sampler, args.duration)
+    finally:
+        recorder.close()
+    if failed:
+        raise UsageError(f"--csv: {failed[0]}")
+    note = " (simulated hardware)" if gpu.simulated else ""
+    print(f"recorded {recorder.rows} samples of {sampler.gpu_count} GPU(s) to {args.csv}{note}")
+    if sampler.last_error:
+        print(f"warning: {sampler.last_error}", file=sys.stderr)
+    return 0
+
+
+def _live(sampler, gpu, banner: str, duration) -> int:
+    """The refreshing terminal table (rich ``Live``), redrawn after every sample."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from advisor.commands.monitor_view import live_view
+    from advisor.monitor.snapshot import read_infos
+
+    infos = read_infos(gpu)
+    console = Console()
+    with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
+        def _draw(sample) -> None:
+            live.update(live_view(sample, infos, sampler.processes(), banner), refresh=True)
+
+        sampler.add_listener(_draw)
+        _run(sampler, duration)
+    if sampler.last_error:
+        console.print(f"warning: {sampler.last_error}", style="yellow")
+    return 0

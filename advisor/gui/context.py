@@ -163,7 +163,7 @@ def open_hardware(fake_gpu, catalog):
     from advisor.hw import detect_machine, select_backend, select_host_backend
 
     gpu = select_backend(fake_gpu)
-    host = select_host_backend()
+    host = select_host_backend(gpu)
     profile = detect_machine(gpu, host, frameworks=False, catalog=catalog)
     return gpu, host, profile
 
@@ -181,7 +181,8 @@ def demo_sampler(scenario: str, seconds: int = 300):
     def clock() -> float:
         return now[0]
 
-    sampler = Sampler(FakeGpuBackend(scenario, clock=clock), FakeHostBackend(clock=clock), interval_s=1.0,
+    host = FakeHostBackend(clock=clock, wall_clock=lambda: 1.7e9 + now[0])
+    sampler = Sampler(FakeGpuBackend(scenario, clock=clock), host, interval_s=1.0,
                       capacity=36000, clock=clock, wall_clock=lambda: 1.7e9 + now[0], process_interval_s=0.0)
     for _ in range(seconds):
         sampler.tick()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from advisor.hw.records import BackendStatus, GpuInfo, GpuProcess, GpuSample, HostInfo, HostSample
+from advisor.hw.records import BackendStatus, GpuInfo, GpuProcess, GpuSample, HostInfo, HostProcess, HostSample
 
 
 @runtime_checkable
@@ -17,7 +17,8 @@ class GpuBackend(Protocol):
     """A source of GPU facts and readings.
 
     Attributes:
-        name: ``"nvml"``, ``"fake"`` or ``"none"`` (the ``gpu_backend.name`` of ``advisor detect --json``).
+        name: ``"nvml"``, ``"amdsmi"``, ``"intel"``, ``"apple"``, ``"fake"`` or ``"none"``
+            (the ``gpu_backend.name`` of ``advisor detect --json``).
         simulated: True for the fake backend; every output must then say the hardware is simulated.
     """
 
@@ -58,5 +59,12 @@ class HostBackend(Protocol):
     def sample(self) -> HostSample:
         """Read CPU, memory, swap, disk and network now; rates are since the previous call."""
 
-    def process_details(self, pid: int) -> tuple[str | None, str | None, float | None, int | None]:
-        """(name, user, cpu_pct, rss_bytes) of a PID, each None when unknown (gone, no access, other namespace)."""
+    def process_details(self, pid: int) -> HostProcess:
+        """What the host knows of a PID (name, user, CPU %, memory, command line, start, own); an empty
+        ``HostProcess`` when unknown (gone, no access, other namespace)."""
+
+    def signal_process(self, pid: int, kill: bool = False) -> str | None:
+        """Terminate (or kill) one of the current user's processes; None when sent, else why not."""
+
+    def process_alive(self, pid: int) -> bool:
+        """Whether ``pid`` still runs."""

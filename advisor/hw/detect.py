@@ -1,9 +1,11 @@
 """Pick the hardware backends (in this one place) and build the machine profile.
 
-``select_backend`` honours ``--fake-gpu`` and ``ADVISOR_FAKE_GPU``, otherwise opens NVML and falls back
-to the null backend with the reason. ``detect_machine`` composes the GPU backend, the host backend and
-the framework queries into a ``MachineProfile``; ``profile_to_json`` writes the ``advisor.detect/1``
-document of the CLI contract (README, command line).
+``select_backend`` honours ``--fake-gpu`` and ``ADVISOR_FAKE_GPU``, otherwise opens NVML, then AMD SMI
+(only when an AMD display device is on the PCI bus), Intel sysfs, Apple IOKit, and falls back to the null
+backend with the reasons. A GPU whose PCI runtime power state is "suspended" is never queried.
+``detect_machine`` composes the GPU backend, the host backend and the framework queries into a
+``MachineProfile``; ``profile_to_json`` writes the ``advisor.detect/1`` document of the CLI contract
+(README, command line).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 
 from advisor.hw.base import GpuBackend, HostBackend
 from advisor.hw.match import match_catalog_id
-from advisor.hw.records import FrameworkInfo, GpuProfile, MachineProfile
+from advisor.hw.records import GPU_SUSPENDED, FrameworkInfo, GpuInfo, GpuProfile, MachineProfile
 
 FAKE_ENV = "ADVISOR_FAKE_GPU"
 SCHEMA = "advisor.detect/1"
@@ -43,19 +45,75 @@ def select_backend(fake: str | None = None, *, env: Mapping[str, str] | None = N
             raise UnknownScenario(f"unknown fake GPU scenario {name!r} (known: {', '.join(SCENARIOS)})")
         return FakeGpuBackend(name)
     from advisor.hw.null import NullGpuBackend
+
+    reasons = []
+    for opener in (_open_nvml, _open_amd, _open_intel, _open_apple):
+        backend, reason = opener()
+        if backend is not None:
+            return backend
+        reasons.append(reason)
+    return NullGpuBackend(reasons[0] + "; " + "; ".join(r for r in reasons[1:] if r))
+
+
+def _open_nvml():
     from advisor.hw.nvml import NvmlBackend, NvmlUnavailable
 
     try:
-        return NvmlBackend.open()
+        return NvmlBackend.open(), ""
     except NvmlUnavailable as exc:
-        return NullGpuBackend(str(exc))
+        return None, str(exc)
 
 
-def select_host_backend() -> HostBackend:
-    """The host backend (psutil)."""
+def _open_amd():
+    from advisor.hw.amd import AmdSmiBackend, AmdUnavailable
+
+    if not _has_pci_vendor("0x1002"):
+        return None, ""  # no AMD display device: do not load ROCm's library at all
+    try:
+        return AmdSmiBackend.open(), ""
+    except AmdUnavailable as exc:
+        return None, str(exc)
+
+
+def _open_intel():
+    from advisor.hw.intel import IntelSysfsBackend, IntelUnavailable
+
+    try:
+        return IntelSysfsBackend.open(), ""
+    except IntelUnavailable:
+        return None, ""
+
+
+def _open_apple():
+    from advisor.hw.apple import AppleGpuBackend, AppleUnavailable
+
+    try:
+        return AppleGpuBackend.open(), ""
+    except AppleUnavailable:
+        return None, ""
+
+
+def _has_pci_vendor(vendor: str, root: str = "/sys/bus/pci/devices") -> bool:
+    from pathlib import Path
+
+    try:
+        return any((d / "vendor").read_text().strip().lower() == vendor and
+                   (d / "class").read_text().strip().startswith("0x03") for d in Path(root).iterdir())
+    except OSError:
+        return False
+
+
+def select_host_backend(gpu: GpuBackend | None = None) -> HostBackend:
+    """The host backend (psutil); with a simulated ``gpu``, the simulated GPU processes are described (and
+    "signalled") by the fake host, so no real process is ever touched for a fake one."""
     from advisor.hw.host import PsutilHostBackend
 
-    return PsutilHostBackend()
+    host = PsutilHostBackend()
+    if gpu is not None and gpu.simulated:
+        from advisor.hw.fake import SimulatedProcessHost
+
+        return SimulatedProcessHost(host)
+    return host
 
 
 def detect_machine(gpu: GpuBackend, host: HostBackend, *, frameworks: bool = True,
@@ -89,8 +147,14 @@ def detect_machine(gpu: GpuBackend, host: HostBackend, *, frameworks: bool = Tru
                      for d in torch.devices if d.uuid}
     gpus = []
     for i in range(gpu.device_count()):
+        if gpu.runtime_status(i) == "suspended":
+            # A driver query would wake it (and drain a laptop's battery): describe it from sysfs alone.
+            gpus.append(GpuProfile(info=GpuInfo(index=i, name=f"GPU {i} (asleep, not woken)", uuid="",
+                                                state=GPU_SUSPENDED), catalog_id=None))
+            continue
         info = gpu.gpu_info(i)
         acc_id = match_catalog_id(info.name, info.memory_total_bytes, names)
+        acc_id = acc_id if acc_id in catalog.accelerators else None  # a rule may name a row this catalog lacks
         acc = catalog.accelerators.get(acc_id) if acc_id else None
         gpus.append(GpuProfile(
             info=info, catalog_id=acc_id, catalog_name=acc.name if acc else None,
@@ -125,7 +189,7 @@ def profile_to_json(profile: MachineProfile) -> dict:
     for g in profile.gpus:
         i = g.info
         gpus.append({
-            "index": i.index, "name": i.name, "uuid": i.uuid, "memory_total_bytes": i.memory_total_bytes,
+            "index": i.index, "name": i.name, "vendor": i.vendor, "uuid": i.uuid, "memory_total_bytes": i.memory_total_bytes,
             "catalog_id": g.catalog_id, "catalog_name": g.catalog_name, "state": i.state,
             "pci_bus_id": i.pci_bus_id,
             "compute_capability": None if i.compute_capability is None else "%d.%d" % i.compute_capability,

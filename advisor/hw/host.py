@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import psutil
 
-from advisor.hw.records import CpuInfo, DiskInfo, HostInfo, HostSample, MemoryInfo
+from advisor.hw.records import CpuInfo, DiskInfo, HostInfo, HostProcess, HostSample, MemoryInfo
 
 _SKIP_FSTYPES = {"squashfs", "tmpfs", "devtmpfs", "overlay", "proc", "sysfs", "iso9660", "nsfs", "autofs"}
 
@@ -115,8 +115,9 @@ class PsutilHostBackend:
             disk_read_bps=rates["dr"], disk_write_bps=rates["dw"], net_rx_bps=rates["nr"], net_tx_bps=rates["nt"],
         )
 
-    def process_details(self, pid: int) -> tuple[str | None, str | None, float | None, int | None]:
-        """(name, user, cpu_pct, rss_bytes); all None when the PID is not visible here (gone, or a container's)."""
+    def process_details(self, pid: int) -> HostProcess:
+        """Name, user, CPU %, resident memory, command line and start time of a PID; an empty record when
+        the PID is not visible here (gone, or a container's)."""
         proc = self._procs.get(pid)
         try:
             if proc is None or not proc.is_running():
@@ -130,7 +131,43 @@ class PsutilHostBackend:
                 user = _guard(proc.username)
                 cpu = _guard(proc.cpu_percent, None)
                 mem = _guard(proc.memory_info)
-            return name, user, cpu, int(mem.rss) if mem else None
+                cmd = _guard(proc.cmdline)
+                started = _guard(proc.create_time)
+                uids = _guard(proc.uids)
+            own = _owned(uids)
+            return HostProcess(name=name, user=user, cpu_pct=cpu, rss_bytes=int(mem.rss) if mem else None,
+                               cmdline=" ".join(cmd) if cmd else None, started_s=started, own=own)
         except (psutil.Error, OSError):
             self._procs.pop(pid, None)
-            return None, None, None, None
+            return HostProcess()
+
+    def signal_process(self, pid: int, kill: bool = False) -> str | None:
+        """Ask the current user's process ``pid`` to end (SIGTERM), or end it (SIGKILL with ``kill``).
+
+        Returns:
+            None when the signal was sent, else one line saying why not (another user's process, gone,
+            no permission). Another user's process is refused here, whatever the caller offered.
+        """
+        try:
+            proc = psutil.Process(pid)
+            if not _owned(_guard(proc.uids)):
+                return f"PID {pid} belongs to another user: only your own processes can be stopped"
+            proc.kill() if kill else proc.terminate()
+            return None
+        except psutil.NoSuchProcess:
+            return f"PID {pid} has already ended"
+        except (psutil.Error, OSError) as exc:
+            return f"could not signal PID {pid}: {exc}"
+
+    def process_alive(self, pid: int) -> bool:
+        """True while ``pid`` exists and is not a zombie."""
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except (psutil.Error, OSError):
+            return False
+
+
+def _owned(uids) -> bool:
+    """True when the real user id of a process is this user's (POSIX); False when unknown."""
+    getuid = getattr(os, "getuid", None)
+    return uids is not None and getuid is not None and uids.real == getuid()

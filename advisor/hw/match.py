@@ -44,6 +44,15 @@ _RULES: tuple[tuple[str, str, tuple[float, float] | None], ...] = (
     (r"\brtx 3090 ti\b", "rtx-3090-ti", None),
     (r"\brtx 3090\b", "rtx-3090", None),
     (r"\brtx 3060\b", "rtx-3060-12gb", (10, 14)),
+    # AMD (amdsmi market names: "AMD Instinct MI300X", "AMD Radeon RX 7900 XTX"), Intel (xpu-smi or the
+    # PCI id table: "Intel Arc B580 Graphics"), Apple ("Apple M3 Max" from IOKit).
+    (r"\bmi325x\b", "mi325x", None),
+    (r"\bmi300x\b", "mi300x", None),
+    (r"\bmi250x\b", "mi250x", None),
+    (r"\brx 7900 xtx\b", "rx-7900-xtx", None),
+    (r"\barc b580\b", "arc-b580", None),
+    (r"\bapple m(\d) (max|pro|ultra)\b", r"m\1-\2", None),
+    (r"\bapple m(\d)\b", r"m\1", None),
 )
 
 _DROP = re.compile(r"\b(nvidia|geforce|tesla|quadro|amd|radeon|instinct|intel|generation)\b")
@@ -73,11 +82,12 @@ def match_catalog_id(name: str, memory_total_bytes: int | None = None,
         return None
     gib = None if not memory_total_bytes else memory_total_bytes / GIB
     for pattern, acc_id, mem in _RULES:
-        if not re.search(pattern, norm):
+        found = re.search(pattern, norm)
+        if not found:
             continue
         if mem is not None and (gib is None or not mem[0] <= gib <= mem[1]):
             continue
-        return acc_id
+        return found.expand(acc_id) if "\\" in acc_id else acc_id
     for acc_id, acc_name in (catalog_names or {}).items():
         if normalise_name(acc_name) == norm or acc_id == norm.replace(" ", "-"):
             return acc_id

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from advisor.hw import pcipower
 from advisor.hw.records import (
     GPU_LOST,
+    GPU_SUSPENDED,
     BackendStatus,
     GpuInfo,
     GpuProcess,
     GpuSample,
+    clean_sample,
 )
 
 # NVML return codes (stable ABI, nvml.h); read from the module when it has them.
@@ -59,6 +62,8 @@ _BAD_PAIR_BINDING = "12.535.77"
 _BAD_PAIR_DRIVERS = ((535, 43), (535, 86))
 _NVLINK_MAX_LINKS = 18
 _KIB = 1024
+EVENT_XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError (nvml.h)
+_U32_UNSET = 0xFFFFFFFF  # NVML's "no value" for an unsigned figure
 
 
 class NvmlUnavailable(Exception):
@@ -179,7 +184,14 @@ class NvmlBackend:
         self._never: set[tuple] = set()  # (function, device, args) answered "not supported": not asked again
         self._calls = 0  # sample() calls, to take turns on the slow PCIe query
         self._pcie_cache: dict[int, tuple[float | None, float | None]] = {}
+        # One lock per device: a call that hangs on one GPU does not hold the others' reads.
+        self._device_locks = [threading.Lock() for _ in range(count)]
+        self._xid: dict[int, int] = {}
+        self._xid_lock = threading.Lock()
+        self._events = None
+        self._process_seen_us = [0] * count
         self._closed = False
+        self._register_xid_events()
 
     @classmethod
     def open(cls, nvml=None, **kwargs) -> NvmlBackend:
@@ -236,6 +248,10 @@ class NvmlBackend:
 
     def gpu_info(self, index: int) -> GpuInfo:
         with self._lock:
+            if index not in self._info and self.runtime_status(index) == "suspended":
+                # Any NVML query would wake it: describe it from sysfs alone until it wakes by itself.
+                return GpuInfo(index=index, name="NVIDIA GPU (asleep, not woken)", uuid="",
+                               pci_bus_id=self._bus_ids[index], state=GPU_SUSPENDED)
             if index in self._lost:
                 old = self._info.get(index)
                 return GpuInfo(index=index, name=old.name if old else "unavailable GPU",
@@ -288,14 +304,51 @@ class NvmlBackend:
 
     # ------------------------------------------------------------ readings
     def sample(self, index: int) -> GpuSample:
-        with self._lock:
+        with self._device_locks[index]:
             if index in self._lost or self._closed:
-                return GpuSample(index=index, state=GPU_LOST)
+                return GpuSample(index=index, state=GPU_LOST, xid=self._take_xid(index))
             try:
-                return self._read_sample(index)
+                self._poll_xid()
+                return clean_sample(self._read_sample(index))
             except GpuLostError:
                 self._lost.add(index)
-                return GpuSample(index=index, state=GPU_LOST)
+                return GpuSample(index=index, state=GPU_LOST, xid=self._take_xid(index))
+
+    def _register_xid_events(self) -> None:
+        """Ask the driver to queue Xid critical errors of every device (once, at open; not supported: none)."""
+        self._events = False
+        evset = self._q("nvmlEventSetCreate")
+        if evset is None:
+            return
+        registered = False
+        for i, h in enumerate(self._handles):
+            if h is None or self.runtime_status(i) == "suspended":
+                continue  # registering is a driver call: a sleeping GPU would wake (and send no Xid then)
+            errors: list[int] = []
+            try:
+                nvml_query(self._nvml, "nvmlDeviceRegisterEvents", h, EVENT_XID_CRITICAL, evset, errors=errors)
+            except GpuLostError:
+                continue
+            registered = registered or not errors
+        self._events = evset if registered else False
+
+    def _poll_xid(self) -> None:
+        """Collect queued Xid critical errors without waiting (any device's, told apart by handle)."""
+        if not self._events or not self._xid_lock.acquire(blocking=False):
+            return  # another GPU's thread is collecting them
+        try:
+            for _ in range(16):  # bounded: a storm of errors does not hold the tick
+                data = nvml_query(self._nvml, "nvmlEventSetWait_v2", self._events, 0, errors=[])
+                if data is None:
+                    break  # NVML_ERROR_TIMEOUT: nothing queued
+                handle = getattr(data, "device", None)
+                if handle in self._handles and isinstance(getattr(data, "eventData", None), int):
+                    self._xid[self._handles.index(handle)] = int(data.eventData)
+        finally:
+            self._xid_lock.release()
+
+    def _take_xid(self, index: int) -> int | None:
+        return self._xid.pop(index, None)
 
     def _device_query(self, index: int, fn: str, handle, *args):
         """``nvml_query`` for a per-sample figure, remembering the ones this device will never give."""
@@ -332,6 +385,8 @@ class NvmlBackend:
             tx = q("nvmlDeviceGetPcieThroughput", h, getattr(n, "NVML_PCIE_UTIL_TX_BYTES", 0))
             self._pcie_cache[index] = (None if rx is None else rx * _KIB, None if tx is None else tx * _KIB)
         rx_bps, tx_bps = self._pcie_cache.get(index, (None, None))
+        sm_clock = q("nvmlDeviceGetClockInfo", h, getattr(n, "NVML_CLOCK_SM", 1))
+        mem_clock = q("nvmlDeviceGetClockInfo", h, getattr(n, "NVML_CLOCK_MEM", 2))
         return GpuSample(
             index=index,
             util_pct=float(util.gpu) if util is not None else None,
@@ -342,16 +397,30 @@ class NvmlBackend:
             power_w=power / 1000 if power is not None else None,
             power_limit_w=limit / 1000 if limit else None,
             energy_j=energy / 1000 if energy is not None else None,
-            sm_clock_mhz=q("nvmlDeviceGetClockInfo", h, getattr(n, "NVML_CLOCK_SM", 1)),
-            mem_clock_mhz=q("nvmlDeviceGetClockInfo", h, getattr(n, "NVML_CLOCK_MEM", 2)),
+            sm_clock_mhz=None if sm_clock == _U32_UNSET else sm_clock,
+            mem_clock_mhz=None if mem_clock == _U32_UNSET else mem_clock,
             fan_pct=q("nvmlDeviceGetFanSpeed", h),
+            xid=self._take_xid(index),
             pcie_rx_bps=rx_bps, pcie_tx_bps=tx_bps,
             throttle_reasons=None if reasons is None else tuple(name for bit, name in THROTTLE_REASONS if reasons & bit),
             ecc_corrected=corrected, ecc_uncorrected=uncorrected,
         )
 
+    def _process_util(self, index: int) -> dict[int, float]:
+        """Per-process SM utilisation since the last call (``nvmlDeviceGetProcessUtilization``), by PID."""
+        h = self._handles[index]
+        samples = self._device_query(index, "nvmlDeviceGetProcessUtilization", h, self._process_seen_us[index])
+        out: dict[int, float] = {}
+        for smp in samples or ():
+            pid, sm, stamp = getattr(smp, "pid", None), getattr(smp, "smUtil", None), getattr(smp, "timeStamp", 0)
+            if isinstance(pid, int) and isinstance(sm, (int, float)) and 0 <= sm <= 100:
+                out[pid] = max(out.get(pid, 0.0), float(sm))
+            if isinstance(stamp, int):
+                self._process_seen_us[index] = max(self._process_seen_us[index], stamp)
+        return out
+
     def processes(self, index: int) -> tuple[GpuProcess, ...]:
-        with self._lock:
+        with self._device_locks[index]:
             if index in self._lost or self._closed or not self.processes_supported:
                 return ()
             h = self._handles[index]
@@ -369,6 +438,9 @@ class NvmlBackend:
                             used = None
                         if pid not in out:
                             out[pid] = GpuProcess(pid=pid, gpu_index=index, gpu_mem_bytes=used, kind=kind)
+                if out:
+                    util = self._process_util(index)
+                    out = {pid: replace(p, gpu_util_pct=util.get(pid)) for pid, p in out.items()}
             except GpuLostError:
                 self._lost.add(index)
                 return ()
@@ -379,6 +451,8 @@ class NvmlBackend:
             if not self._closed:
                 self._closed = True
                 try:
+                    if self._events:
+                        nvml_query(self._nvml, "nvmlEventSetFree", self._events)
                     nvml_query(self._nvml, "nvmlShutdown")
                 except GpuLostError:
                     pass

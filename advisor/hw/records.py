@@ -8,12 +8,49 @@ it never means zero.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
 # Device states of a GPU as the monitor sees it.
 GPU_OK = "ok"
 GPU_LOST = "lost"  # fell off the bus or the driver lost it; stays lost until the backend is reopened
 GPU_SUSPENDED = "suspended"  # laptop dGPU in runtime suspend: not polled, so it is not woken
+GPU_NOT_RESPONDING = "not-responding"  # a driver call on it hung past the per-call timeout; the rest keep sampling
+
+# What each state is called where people read it (cards, terminal table, ``advisor monitor --once --json``).
+STATE_WORDS = {GPU_OK: "ok", GPU_LOST: "lost", GPU_SUSPENDED: "asleep, not woken",
+               GPU_NOT_RESPONDING: "not responding"}
+# The ``state`` values of the ``advisor.monitor/1`` document.
+STATE_JSON = {GPU_OK: "ok", GPU_LOST: "lost", GPU_SUSPENDED: "asleep", GPU_NOT_RESPONDING: "not-responding"}
+
+# Clock-event (throttle) reasons as every backend names them, in words for people. Names and meanings
+# follow NVML's nvmlClocksEventReason* (nvml.h, NVML API reference "Clocks Event Reasons").
+THROTTLE_WORDS = {
+    "gpu_idle": "idle",
+    "applications_clocks": "application clocks below maximum",
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "hardware slowdown",
+    "sync_boost": "sync boost",
+    "sw_thermal": "thermal (software)",
+    "hw_thermal": "thermal (hardware)",
+    "hw_power_brake": "power brake",
+    "display_clocks": "display clocks",
+}
+# Reasons that are faults (the banner): heat and the board's power brake. A power cap at full load is
+# normal operation and goes only to the event log.
+FAULT_THROTTLES = frozenset({"hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"})
+
+# NVIDIA Xid error codes in words (NVIDIA, "XID Errors", docs.nvidia.com/deploy/xid-errors, r555).
+XID_WORDS = {
+    13: "graphics engine exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
+    45: "preemptive cleanup after an earlier error", 48: "double-bit ECC error", 61: "internal micro-controller halt",
+    62: "internal micro-controller halt", 63: "ECC page retirement or row remapping", 64: "ECC page retirement failed",
+    74: "NVLink error", 79: "GPU has fallen off the bus", 92: "high single-bit ECC error rate",
+    94: "contained ECC error", 95: "uncontained ECC error", 119: "GSP RPC timeout", 120: "GSP error",
+}
+
+PCT_MAX = 100.0
+TEMP_RANGE_C = (-40.0, 150.0)  # a reading outside it is a sentinel or a broken sensor
 
 
 @dataclass(frozen=True)
@@ -88,6 +125,7 @@ class GpuInfo:
     ecc_enabled: bool | None = None
     fan_count: int | None = None
     state: str = GPU_OK
+    vendor: str = "nvidia"  # nvidia | amd | intel | apple
 
     @property
     def available(self) -> bool:
@@ -133,10 +171,50 @@ class GpuSample:
     throttle_reasons: tuple[str, ...] | None = None
     ecc_corrected: int | None = None
     ecc_uncorrected: int | None = None
+    xid: int | None = None  # the newest NVIDIA Xid error since the previous sample (None: none)
 
     @property
     def available(self) -> bool:
         return self.state == GPU_OK
+
+
+def _pct(value) -> float | None:
+    return value if value is not None and math.isfinite(value) and 0 <= value <= PCT_MAX else None
+
+
+def _nonneg(value):
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def clean_sample(s: GpuSample) -> GpuSample:
+    """The sample with driver sentinels and impossible figures turned into "not available" (None).
+
+    Drivers answer "no value" in-band: NVML returns 0xFFFFFFFF (4294967295) for an unreadable
+    utilisation or clock, sensors give NaN, and a broken memory counter reports more used than there is.
+    Rules: a percentage outside 0..100, a temperature outside -40..150 °C, any NaN, infinite or negative
+    figure, used memory above the total, and power more than twice the limit are None.
+    """
+    changes: dict = {}
+    for name in ("util_pct", "mem_util_pct", "fan_pct"):
+        value = getattr(s, name)
+        if value is not None and _pct(value) is None:
+            changes[name] = None
+    for name in ("mem_used_bytes", "mem_total_bytes", "power_w", "power_limit_w", "energy_j", "sm_clock_mhz",
+                 "mem_clock_mhz", "pcie_rx_bps", "pcie_tx_bps", "ecc_corrected", "ecc_uncorrected"):
+        value = getattr(s, name)
+        if value is not None and (_nonneg(value) is None or value >= 0xFFFFFFFF and name.endswith("_mhz")):
+            changes[name] = None
+    if s.temp_c is not None and not (math.isfinite(s.temp_c) and TEMP_RANGE_C[0] <= s.temp_c <= TEMP_RANGE_C[1]):
+        changes["temp_c"] = None
+    used = changes.get("mem_used_bytes", s.mem_used_bytes)
+    total = changes.get("mem_total_bytes", s.mem_total_bytes)
+    if used is not None and total is not None and used > total:
+        changes["mem_used_bytes"] = None
+    power = changes.get("power_w", s.power_w)
+    limit = changes.get("power_limit_w", s.power_limit_w)
+    if power is not None and limit and power > 2 * limit:
+        changes["power_w"] = None
+    return replace(s, **changes) if changes else s
 
 
 @dataclass(frozen=True)
@@ -147,6 +225,21 @@ class GpuProcess:
     gpu_index: int
     gpu_mem_bytes: int | None  # None on Windows WDDM, where the driver cannot attribute memory
     kind: str = "compute"  # compute | graphics
+    gpu_util_pct: float | None = None  # the process's share of the GPU's time, where the driver gives it
+
+
+@dataclass(frozen=True)
+class HostProcess:
+    """What the host knows about a PID; every field None when the PID is not visible here (gone, or in
+    another PID namespace such as a container). ``own`` is True only for the current user's processes."""
+
+    name: str | None = None
+    user: str | None = None
+    cpu_pct: float | None = None
+    rss_bytes: int | None = None
+    cmdline: str | None = None
+    started_s: float | None = None  # epoch seconds
+    own: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +255,10 @@ class ProcessSample:
     user: str | None
     cpu_pct: float | None = None
     host_mem_bytes: int | None = None
+    cmdline: str | None = None
+    started_s: float | None = None  # epoch seconds
+    gpu_util_pct: float | None = None
+    own: bool = False  # the current user's: the only processes the app offers to stop
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.hw.base import GpuBackend, HostBackend
-from advisor.hw.records import GPU_LOST, GPU_SUSPENDED, GpuSample, HostSample, ProcessSample
+from advisor.hw.records import (
+    GPU_LOST,
+    GPU_NOT_RESPONDING,
+    GPU_SUSPENDED,
+    GpuSample,
+    HostSample,
+    ProcessSample,
+    clean_sample,
+)
+from advisor.monitor.calls import DeviceCaller
 from advisor.monitor.columns import history_values, metric_names
 from advisor.monitor.history import DEFAULT_CAPACITY, History
 
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 10.0
 DEFAULT_INTERVAL_S = 1.0
+DEFAULT_CALL_TIMEOUT_S = 2.0
 
 Listener = Callable[["MonitorSample"], None]
 
@@ -63,6 +73,9 @@ class Sampler:
         clock: monotonic seconds (inject a fake clock in tests).
         wall_clock: epoch seconds, for ``MonitorSample.wall_time_s``.
         wait: ``wait(seconds)`` sleeps until the next tick; the default is interruptible by ``stop``.
+        call_timeout_s: the longest one GPU's reads may take in a tick; past it that GPU is "not
+            responding" (and is not asked again until the hung call returns) while the others keep
+            sampling. None reads every GPU in the sampler's own thread, without a deadline.
 
     Use ``start()``/``stop()`` (or ``with Sampler(...) as s:``), ``pause()``/``resume()``, read
     ``history.window(metric, seconds)``, take new samples with ``drain()`` or ``add_listener(fn)``
@@ -73,7 +86,8 @@ class Sampler:
     def __init__(self, gpu: GpuBackend, host: HostBackend, *, interval_s: float = DEFAULT_INTERVAL_S,
                  capacity: int = DEFAULT_CAPACITY, laptop_safe: bool = True, process_interval_s: float = 2.0,
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
-                 wait: Callable[[float], object] | None = None) -> None:
+                 wait: Callable[[float], object] | None = None,
+                 call_timeout_s: float | None = DEFAULT_CALL_TIMEOUT_S) -> None:
         self.gpu = gpu
         self.host = host
         self._interval_s = check_interval(interval_s)
@@ -85,6 +99,8 @@ class Sampler:
         self._stop = threading.Event()
         self._wait = wait if wait is not None else self._wake.wait
         self._gpu_count = gpu.device_count()
+        self.call_timeout_s = call_timeout_s
+        self._callers = [DeviceCaller(f"advisor-gpu{i}") for i in range(self._gpu_count)] if call_timeout_s else []
         self._core_count = len(host.sample().per_core_util_pct)  # also primes psutil's rate counters
         self.history = History(metric_names(self._gpu_count, self._core_count), capacity)
         self._queue: collections.deque[MonitorSample] = collections.deque(maxlen=capacity)
@@ -154,6 +170,8 @@ class Sampler:
         """
         self._stop.set()
         self._wake.set()
+        for caller in self._callers:
+            caller.close()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -211,7 +229,7 @@ class Sampler:
         if self._t0 is None:
             self._t0 = now
         host = self.host.sample()
-        gpus = tuple(self._sample_gpu(i) for i in range(self._gpu_count))
+        gpus = self._sample_gpus()
         sample = MonitorSample(seq=self._seq, time_s=now - self._t0, wall_time_s=self._wall_clock(),
                                host=host, gpus=gpus)
         self._seq += 1
@@ -230,20 +248,45 @@ class Sampler:
                 self.last_error = f"listener {getattr(fn, '__name__', fn)!r} failed: {exc}"
         return sample
 
-    def _sample_gpu(self, index: int) -> GpuSample:
-        if self.laptop_safe and self.gpu.runtime_status(index) == "suspended":
-            return GpuSample(index=index, state=GPU_SUSPENDED)
-        return self.gpu.sample(index)
+    def _asleep(self, index: int) -> bool:
+        return self.laptop_safe and self.gpu.runtime_status(index) == "suspended"
+
+    def _sample_gpus(self) -> tuple[GpuSample, ...]:
+        """Every GPU's reading; a sleeping GPU is not asked, a hung one does not hold up the others."""
+        asleep = [self._asleep(i) for i in range(self._gpu_count)]
+        out = self._per_gpu(self.gpu.sample, [i for i in range(self._gpu_count) if not asleep[i]])
+        return tuple(GpuSample(index=i, state=GPU_SUSPENDED) if asleep[i]
+                     else clean_sample(out[i]) if isinstance(out.get(i), GpuSample)
+                     else GpuSample(index=i, state=GPU_NOT_RESPONDING) for i in range(self._gpu_count))
+
+    def _per_gpu(self, fn, indices: list[int]) -> dict:
+        """``{i: fn(i)}``; through each GPU's caller with a deadline (missing: not responding)."""
+        if not self._callers:
+            return {i: fn(i) for i in indices}
+        pending = {i: self._callers[i].submit(fn, i) for i in indices if not self._callers[i].hung}
+        deadline = self._real_clock() + self.call_timeout_s
+        out = {}
+        for i, p in pending.items():
+            ok, value = DeviceCaller.result(p, max(0.0, deadline - self._real_clock()))
+            if ok:
+                out[i] = value
+        return out
+
+    @staticmethod
+    def _real_clock() -> float:
+        return time.monotonic()  # deadlines run on real time even when the schedule's clock is fake
 
     def _snapshot_processes(self, gpus: tuple[GpuSample, ...]) -> tuple[ProcessSample, ...]:
+        indices = [g.index for g in gpus if g.state not in (GPU_LOST, GPU_SUSPENDED, GPU_NOT_RESPONDING)]
+        found = self._per_gpu(self.gpu.processes, indices)
         out = []
-        for g in gpus:
-            if g.state in (GPU_LOST, GPU_SUSPENDED):
-                continue
-            for p in self.gpu.processes(g.index):
-                name, user, cpu_pct, rss = self.host.process_details(p.pid)
+        for i in indices:
+            for p in found.get(i, ()):
+                d = self.host.process_details(p.pid)
                 out.append(ProcessSample(pid=p.pid, gpu_index=p.gpu_index, gpu_mem_bytes=p.gpu_mem_bytes,
-                                         kind=p.kind, name=name, user=user, cpu_pct=cpu_pct, host_mem_bytes=rss))
+                                         kind=p.kind, name=d.name, user=d.user, cpu_pct=d.cpu_pct,
+                                         host_mem_bytes=d.rss_bytes, cmdline=d.cmdline, started_s=d.started_s,
+                                         gpu_util_pct=p.gpu_util_pct, own=d.own))
         return tuple(out)
 
     # ---------------------------------------------------------------- reading

@@ -108,6 +108,21 @@ class StubNvml:
         self.removed: set[str] = set()
         self.calls: list[tuple[str, tuple]] = []
         self.initialised = False
+        self.xids: list[tuple[int, int]] = []  # queued (device index, Xid code) events
+        self.hangs: dict[int, object] = {}  # device index -> threading.Event its calls wait on
+
+    # ---- events (Xid)
+    def nvmlEventSetCreate(self):
+        return "evset"
+
+    def nvmlDeviceRegisterEvents(self, handle, types, evset) -> None:
+        self._check("nvmlDeviceRegisterEvents", handle)
+
+    def nvmlEventSetWait_v2(self, evset, timeout_ms):
+        if not self.xids:
+            raise NVMLError(10)  # NVML_ERROR_TIMEOUT
+        index, code = self.xids.pop(0)
+        return SimpleNamespace(device=index, eventType=0x8, eventData=code)
 
     # ---- configuration
     def fail(self, fn: str, code: int, index: int | None = None) -> None:
@@ -122,6 +137,8 @@ class StubNvml:
     # ---- system calls
     def _check(self, fn: str, index: int | None = None) -> None:
         self.calls.append((fn, () if index is None else (index,)))
+        if index is not None and index in self.hangs:
+            self.hangs[index].wait(30.0)
         if index is not None and index in self.lost:
             raise NVMLError(GPU_IS_LOST)
         code = self.failures.get((fn, index), self.failures.get((fn, None)))

@@ -1,5 +1,6 @@
-"""One contract, every backend: the fake scenarios, the null backend, NVML over a stub, and real NVML
-(``--run-gpu``). Whatever the hardware, a backend answers with typed records and never raises."""
+"""One contract, every backend: the fake scenarios, the null backend, NVML over a stub, AMD SMI over a stub,
+Intel over a recorded sysfs tree, Apple over recorded ioreg output, and real NVML (``--run-gpu``).
+Whatever the hardware, a backend answers with typed records and never raises."""
 
 from __future__ import annotations
 
@@ -12,16 +13,39 @@ from advisor.hw import GPU_LOST, GPU_OK, GPU_SUSPENDED, BackendStatus, GpuBacken
 from advisor.hw.fake import SCENARIOS, FakeGpuBackend, FakeHostBackend
 from advisor.hw.host import PsutilHostBackend
 from advisor.hw.null import NullGpuBackend
-from advisor.hw.records import HostInfo, HostSample
+from advisor.hw.records import GPU_NOT_RESPONDING, HostInfo, HostProcess, HostSample
+from tests.hw.amdsmi_stub import StubAmdSmi, mi300x
 from tests.hw.nvml_stub import StubNvml, h100, rtx4090
+from tests.hw.vendor_fixtures import apple_run, intel_tree
 
-STATES = {GPU_OK, GPU_LOST, GPU_SUSPENDED}
+STATES = {GPU_OK, GPU_LOST, GPU_SUSPENDED, GPU_NOT_RESPONDING}
+NAMES = ("nvml", "amdsmi", "intel", "apple", "fake", "none")
+VENDORS = ("nvidia", "amd", "intel", "apple")
 
 
 def _nvml_stub():
     from advisor.hw.nvml import NvmlBackend
 
     return NvmlBackend.open(StubNvml([rtx4090(), h100(1)]))
+
+
+def _amd_stub():
+    from advisor.hw.amd import AmdSmiBackend
+
+    return AmdSmiBackend.open(StubAmdSmi([mi300x(), mi300x(1)]))
+
+
+def _intel_recorded(tmp_path):
+    from advisor.hw.intel import IntelSysfsBackend
+
+    drm, xpu = intel_tree(tmp_path)
+    return IntelSysfsBackend.open(drm, run=lambda argv: xpu)
+
+
+def _apple_recorded():
+    from advisor.hw.apple import AppleGpuBackend
+
+    return AppleGpuBackend.open(apple_run, system="Darwin", machine="arm64")
 
 
 def _nvml_real():
@@ -33,13 +57,17 @@ def _nvml_real():
 BACKENDS = [pytest.param(lambda name=name: FakeGpuBackend(name), id=f"fake-{name}") for name in SCENARIOS] + [
     pytest.param(lambda: NullGpuBackend("no driver"), id="null"),
     pytest.param(_nvml_stub, id="nvml-stub"),
+    pytest.param(_amd_stub, id="amdsmi-stub"),
+    pytest.param(_intel_recorded, id="intel-recorded"),
+    pytest.param(_apple_recorded, id="apple-recorded"),
     pytest.param(_nvml_real, id="nvml-real", marks=pytest.mark.gpu),
 ]
 
 
 @pytest.fixture(params=BACKENDS)
-def backend(request):
-    b = request.param()
+def backend(request, tmp_path):
+    factory = request.param
+    b = factory(tmp_path) if factory is _intel_recorded else factory()
     yield b
     b.close()
 
@@ -55,7 +83,7 @@ def _check_figure(name: str, value) -> None:
 
 def test_is_a_gpu_backend(backend):
     assert isinstance(backend, GpuBackend)
-    assert backend.name in ("nvml", "fake", "none")
+    assert backend.name in NAMES
     assert backend.simulated == (backend.name == "fake")
 
 
@@ -73,7 +101,7 @@ def test_gpu_info_is_typed_and_frozen(backend):
         info = backend.gpu_info(i)
         assert isinstance(info, GpuInfo) and info.index == i
         assert isinstance(info.name, str) and info.name
-        assert info.state in STATES
+        assert info.state in STATES and info.vendor in VENDORS
         with pytest.raises(dataclasses.FrozenInstanceError):
             info.name = "x"
         if info.memory_total_bytes is not None:
@@ -139,6 +167,8 @@ def test_host_contract(host):
 def test_host_process_details(host):
     import os
 
-    name, user, cpu, rss = host.process_details(os.getpid())
-    assert name and user and rss > 0
-    assert host.process_details(2**22 + 12345) == (None, None, None, None)  # not a PID here
+    me = host.process_details(os.getpid())
+    assert isinstance(me, HostProcess) and me.name and me.user and me.rss_bytes > 0 and me.own
+    assert me.cmdline and me.started_s > 1e9
+    assert host.process_details(2**22 + 12345) == HostProcess()  # not a PID here
+    assert host.signal_process(2**22 + 12345) is not None and not host.process_alive(2**22 + 12345)

@@ -91,3 +91,108 @@ def test_cli_monitor_leaves_a_suspended_laptop_gpu_asleep(capsys):
     assert main(["monitor", "--duration", "0.1", "--interval", "0.1", "--fake-gpu", "laptop-4060"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all("gpu0 suspended" in line for line in lines[1:])
+
+
+# ---------------------------------------------------------------- --once --json
+@pytest.mark.parametrize(("scenario", "gpus", "vendor"), [("8xh100-sxm", 8, "nvidia"), ("2xmi300x", 2, "amd"),
+                                                          ("m3-max", 1, "apple"), ("arc-b580", 1, "intel")])
+def test_cli_monitor_once_json(scenario, gpus, vendor, capsys):
+    import json
+
+    assert main(["monitor", "--once", "--json", "--fake-gpu", scenario]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "advisor.monitor/1" and doc["simulated"] is True and len(doc["gpus"]) == gpus
+    for g in doc["gpus"]:
+        assert {"index", "name", "vendor", "state", "util_pct", "mem_used_bytes", "mem_total_bytes", "power_w",
+                "power_limit_w", "temp_c"} <= set(g)
+        assert g["vendor"] == vendor and g["state"] == "ok" and 0 <= g["util_pct"] <= 100
+        assert 0 < g["mem_used_bytes"] < g["mem_total_bytes"]
+    for p in doc["processes"]:
+        assert {"pid", "user", "cmdline", "gpu", "gpu_mem_bytes", "gpu_util_pct"} <= set(p)
+    if scenario == "8xh100-sxm":
+        assert {p["gpu"] for p in doc["processes"]} == set(range(8))
+        assert all(p["cmdline"] for p in doc["processes"] if p["user"])
+        assert doc["gpus"][0]["mem_total_bytes"] == 81559 * 2**20 and doc["gpus"][0]["power_limit_w"] == 700.0
+    if scenario == "m3-max":
+        assert doc["gpus"][0]["power_w"] is None and doc["processes"] == []  # needs root / not given by macOS
+
+
+def test_cli_monitor_once_lost_gpu_and_json_needs_once(capsys):
+    assert main(["monitor", "--json"]) == 2
+    assert "--once" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- unsafe CSV targets and write failures
+def test_csv_refuses_a_symlink_and_keeps_its_target(tmp_path, capsys):
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me\n")
+    link = tmp_path / "m.csv"
+    link.symlink_to(victim)
+    assert main(["monitor", "--csv", str(link), "--duration", "0.1", "--fake-gpu", "2x4090"]) == 2
+    err = capsys.readouterr().err
+    assert "symbolic link" in err and err.count("\n") == 1
+    assert victim.read_text() == "keep me\n"
+
+
+def test_csv_refuses_a_fifo(tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    assert main(["monitor", "--csv", str(fifo), "--duration", "0.1", "--fake-gpu", "2x4090"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_second_monitor_on_the_same_csv_is_refused(tmp_path):
+    from advisor.monitor.recorder import CsvTargetError
+
+    path = tmp_path / "m.csv"
+    first = CsvRecorder(path, 2)
+    try:
+        with pytest.raises(CsvTargetError, match="another advisor monitor"):
+            CsvRecorder(path, 36)
+        assert path.read_text().count("\n") == 1  # the first recording's header is intact
+    finally:
+        first.close()
+    CsvRecorder(path, 1).close()  # free again once the first one ended
+
+
+def test_a_full_disk_keeps_whole_rows_and_exits_2(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    path = tmp_path / "m.csv"
+    real_write = os.write
+    budget = [None]
+
+    def short_write(fd, data):
+        if fd == budget[0]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    from advisor.monitor import recorder as rec_mod
+
+    real_open = rec_mod.open_csv_target
+    count = {"rows": 0}
+
+    def open_and_arm(target):
+        fd = real_open(target)
+        count["fd"] = fd
+        return fd
+
+    def write(fd, data):
+        if fd == count.get("fd"):
+            count["rows"] += 1
+            if count["rows"] == 4:  # header + 2 rows fit; the 3rd row half-fits, then the disk is full
+                real_write(fd, bytes(data)[: len(data) // 2])
+                budget[0] = fd
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return short_write(fd, data)
+
+    monkeypatch.setattr(rec_mod, "open_csv_target", open_and_arm)
+    monkeypatch.setattr(rec_mod.os, "write", write)
+    assert main(["monitor", "--csv", str(path), "--duration", "2", "--interval", "0.1", "--fake-gpu", "2x4090"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "No space left on device" in err[-1] and "2 rows kept" in err[-1] and "Traceback" not in "".join(err)
+    rows = list(csv.reader(path.open()))
+    assert len(rows) == 3 and all(len(r) == len(rows[0]) for r in rows)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 
@@ -164,14 +163,21 @@ def test_not_supported_figures_are_nan_in_history():
 
 
 def test_process_snapshot_joins_host_names():
+    from advisor.hw.fake import FOREIGN_PID, OTHER_PID_BASE, OWN_PID_BASE
+
     sampler, _, clock = make("2x4090", interval=0.5, process_interval_s=2.0)
     sampler.run(max_ticks=1)
-    procs = sampler.processes()
-    mine = [p for p in procs if p.pid == os.getpid()]
-    assert [p.gpu_index for p in mine] == [0, 1] and mine[0].name == "python" and mine[0].user == "user"
+    procs = {p.pid: p for p in sampler.processes()}
+    mine = [procs[OWN_PID_BASE], procs[OWN_PID_BASE + 1]]
+    assert [p.gpu_index for p in mine] == [0, 1] and all(p.own and p.name == "python" for p in mine)
     assert mine[0].gpu_mem_bytes == 24564 * 2**20 // 8 // 2**20 * 2**20
-    foreign = [p for p in procs if p.pid != os.getpid()]
-    assert len(foreign) == 2 and all(p.name is None for p in foreign)  # another PID namespace: no name
+    assert mine[1].cmdline.startswith("python train.py") and mine[1].cmdline.endswith("--local-rank 1")
+    assert mine[0].started_s == pytest.approx(1.7e9 + 1000.0 - 3 * 3600)
+    assert 0 <= mine[0].gpu_util_pct <= 80 and mine[0].cpu_pct > 90 and mine[0].host_mem_bytes == 6 * 2**30
+    other = procs[OTHER_PID_BASE]
+    assert other.user == "alice" and not other.own and "vllm" in other.cmdline
+    foreign = procs[FOREIGN_PID]
+    assert foreign.name is None and foreign.cmdline is None and not foreign.own  # another PID namespace
 
 
 def test_a_broken_listener_does_not_stop_sampling():
