@@ -86,16 +86,24 @@ def build_window(fake_gpu: str | None = None, catalog=None):
     return MainWindow(ctx)
 
 
-def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = None) -> int:
+def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = None,
+        size: tuple[int, int] | None = None) -> int:
     """Start the desktop app; with ``screenshot_dir`` render every page to PNG files and return.
+
+    Args:
+        size: the window's (width, height) in pixels (``--size WxH``); screenshots default to 1440x900.
 
     Returns:
         The exit status (0 on success).
     """
     app = get_app()
     window = build_window(fake_gpu)
+    if size is not None:
+        window.setMinimumSize(min(size[0], 900), min(size[1], 600))
+        window.resize(*size)
     if screenshot_dir is not None:
-        window.resize(1440, 900)
+        if size is None:
+            window.resize(1440, 900)
         window.show()
         try:
             files = window.render_screenshots(Path(screenshot_dir))

@@ -13,7 +13,27 @@ def register(subparsers) -> None:
     add_fake_gpu(p)
     p.add_argument("--screenshot", metavar="DIR", default=None,
                    help="render every page, populated, to DIR/<page>.png and exit")
+    p.add_argument("--size", metavar="WxH", default=None, type=_size,
+                   help="window size in pixels, e.g. 1280x720 (screenshots default to 1440x900)")
     p.set_defaults(run=run)
+
+
+MIN_SIZE = (640, 480)
+MAX_SIZE = (7680, 4320)
+
+
+def _size(text: str) -> tuple[int, int]:
+    """``"1280x720"`` -> (1280, 720); between 640x480 and 7680x4320."""
+    import argparse
+
+    w, sep, h = text.lower().partition("x")
+    if not sep or not w.isdigit() or not h.isdigit():
+        raise argparse.ArgumentTypeError(f"not a size WxH (for example 1280x720): {text!r}")
+    size = (int(w), int(h))
+    if not (MIN_SIZE[0] <= size[0] <= MAX_SIZE[0] and MIN_SIZE[1] <= size[1] <= MAX_SIZE[1]):
+        raise argparse.ArgumentTypeError(f"size {text!r} outside {MIN_SIZE[0]}x{MIN_SIZE[1]} to "
+                                         f"{MAX_SIZE[0]}x{MAX_SIZE[1]}")
+    return size
 
 
 def run(args) -> int:
@@ -36,4 +56,4 @@ def run(args) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from advisor import app
 
-    return app.run(fake_gpu=args.fake_gpu, screenshot_dir=args.screenshot)
+    return app.run(fake_gpu=args.fake_gpu, screenshot_dir=args.screenshot, size=args.size)

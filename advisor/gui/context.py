@@ -34,6 +34,7 @@ class AppContext(QObject):
     hardware_failed = Signal(str)  # detection could not run (the reason, one line)
     probe_result = Signal(object)  # a ProbeResult finished on the Probes page
     scenario_loaded = Signal(dict)  # an opened scenario's [plan] values for the Planner form (File > Open)
+    gpu_events = Signal(object)  # list[MonitorEvent]: a GPU lost/asleep/back, an Xid error, throttling
 
     def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
                  parent=None) -> None:
@@ -55,6 +56,9 @@ class AppContext(QObject):
         self.probe_results: dict = {}  # (probe, device) -> the latest ProbeResult of this session
         self.screenshot_mode = False
         self._detect_worker = None
+        self.event_log: list = []  # every MonitorEvent of this session, oldest first (bounded)
+        self._event_bridge = _EventBridge(self)
+        self._event_bridge.events_found.connect(self._on_event_bridge_events_found)
 
     @property
     def simulated(self) -> bool:
@@ -123,17 +127,32 @@ class AppContext(QObject):
     def _on_detect_result_ready(self, result) -> None:
         self.gpu, self.host, self.machine = result
         from advisor.monitor import Sampler
+        from advisor.monitor.events import EventTracker
 
         interval = _float(self.settings.value("monitor/interval_s", 1.0), 1.0, 0.1, 10.0)
+        tracker = EventTracker()
+        bridge = self._event_bridge
+
+        def _find_events(sample) -> None:  # on the sampler thread: quick, and a signal only when something changed
+            events = tracker.feed(sample)
+            if events:
+                bridge.events_found.emit(events)
+
         if self.screenshot_mode and self.simulated:
-            self.sampler = demo_sampler(self.fake_gpu, seconds=300)
+            self.sampler = demo_sampler(self.fake_gpu, seconds=300, listener=_find_events)
         else:
             # Capacity for an hour at 0.1 s, so the 1 h window shows all of it at any interval.
             self.sampler = Sampler(self.gpu, self.host, interval_s=0.2 if self.screenshot_mode else interval,
                                    capacity=36000)
+            self.sampler.add_listener(_find_events)
             self.sampler.start()
         gc.freeze()  # start-up objects are long-lived: keep them out of full collections (see MainWindow.page)
         self.machine_ready.emit(self.machine)
+
+    @Slot(object)
+    def _on_event_bridge_events_found(self, events) -> None:
+        self.event_log = (self.event_log + list(events))[-2000:]
+        self.gpu_events.emit(events)
 
     @Slot(str)
     def _on_detect_failed(self, reason: str) -> None:
@@ -168,10 +187,16 @@ def open_hardware(fake_gpu, catalog):
     return gpu, host, profile
 
 
-def demo_sampler(scenario: str, seconds: int = 300):
+class _EventBridge(QObject):
+    """Carries events found on the sampler thread to the GUI thread (a queued signal)."""
+
+    events_found = Signal(object)
+
+
+def demo_sampler(scenario: str, seconds: int = 300, listener=None):
     """A sampler already holding ``seconds`` of a fake scenario at 1 Hz, on a virtual clock (screenshots).
 
-    Its thread is not started: the history is complete when this returns.
+    Its thread is not started: the history is complete when this returns. ``listener`` hears every sample.
     """
     from advisor.hw.fake import FakeGpuBackend, FakeHostBackend
     from advisor.monitor import Sampler
@@ -183,7 +208,10 @@ def demo_sampler(scenario: str, seconds: int = 300):
 
     host = FakeHostBackend(clock=clock, wall_clock=lambda: 1.7e9 + now[0])
     sampler = Sampler(FakeGpuBackend(scenario, clock=clock), host, interval_s=1.0,
-                      capacity=36000, clock=clock, wall_clock=lambda: 1.7e9 + now[0], process_interval_s=0.0)
+                      capacity=36000, clock=clock, wall_clock=lambda: 1.7e9 + now[0], process_interval_s=0.0,
+                      call_timeout_s=None)
+    if listener is not None:
+        sampler.add_listener(listener)
     for _ in range(seconds):
         sampler.tick()
         now[0] += 1.0

@@ -55,6 +55,12 @@ class MainWindow(QMainWindow):
         self.banner.setVisible(ctx.simulated)
         self.banner.setToolTip("Started with --fake-gpu or ADVISOR_FAKE_GPU; start without it to see the real GPUs.")
         outer.addWidget(self.banner)
+        from advisor.gui.widgets.fault_banner import FaultBannerWidget
+
+        self.fault_banner = FaultBannerWidget()  # lost GPUs, Xid errors, thermal throttling: on every page
+        self.fault_banner.log_requested.connect(self._on_fault_banner_log_requested)
+        ctx.gpu_events.connect(self.fault_banner.add_events)
+        outer.addWidget(self.fault_banner)
 
         body = QHBoxLayout()
         body.setContentsMargins(0, 0, 0, 0)
@@ -134,6 +140,11 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentIndex(row)
         self._current = pid
         page.on_shown()
+
+    @Slot()
+    def _on_fault_banner_log_requested(self) -> None:
+        self.show_page("monitor")
+        self.page("monitor").show_events()
 
     @Slot()
     def _on_shortcut_activated(self) -> None:

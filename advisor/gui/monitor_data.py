@@ -1,72 +1,26 @@
-"""Qt-free helpers of the Monitor page: events from samples, CSV export of the recorded window."""
+"""Qt-free parts of the Monitor page: time windows, host chart specs, CSV export (events: ``advisor.monitor.events``)."""
 
 from __future__ import annotations
 
 import csv
 import io
-import time
-from dataclasses import dataclass
 
 from advisor.monitor.columns import csv_columns
 from advisor.monitor.recorder import format_cell
 
-# NVML clocks-event reasons as the backends name them, explained for people.
-THROTTLE_TEXT = {
-    "gpu_idle": "idle: clocks lowered because nothing runs",
-    "applications_clocks_setting": "application clocks set below the maximum",
-    "sw_power_cap": "power cap: the board is at its power limit, clocks lowered to stay under it",
-    "hw_slowdown": "hardware slowdown: power brake or temperature (check cooling and power supply)",
-    "sync_boost": "sync boost: clocks held to match other GPUs in the group",
-    "sw_thermal_slowdown": "software thermal slowdown: the GPU is hot, clocks lowered",
-    "hw_thermal_slowdown": "hardware thermal slowdown: the GPU is very hot",
-    "hw_power_brake_slowdown": "power brake: the system asked the GPU to slow down",
-    "display_clock_setting": "clocks limited by the display",
-}
-
-
-@dataclass(frozen=True)
-class MonitorEvent:
-    """Something that changed: a throttle reason started or ended, a GPU was lost or came back."""
-
-    wall_time_s: float
-    gpu_index: int
-    kind: str  # throttle | state
-    text: str
-
-    @property
-    def clock(self) -> str:
-        return time.strftime("%H:%M:%S", time.localtime(self.wall_time_s))
-
-
-class EventTracker:
-    """Turns a stream of samples into events by comparing each GPU with its previous reading."""
-
-    def __init__(self) -> None:
-        self._reasons: dict[int, frozenset[str]] = {}
-        self._states: dict[int, str] = {}
-
-    def feed(self, sample) -> list[MonitorEvent]:
-        """Events of one ``MonitorSample`` (empty when nothing changed)."""
-        out = []
-        for g in sample.gpus:
-            prev_state = self._states.get(g.index, "ok")
-            if g.state != prev_state:
-                text = {"lost": "GPU lost: it fell off the bus or the driver lost it; the rest keeps running",
-                        "suspended": "GPU suspended (laptop power saving); not polled so it is not woken",
-                        "ok": "GPU available again"}.get(g.state, g.state)
-                out.append(MonitorEvent(sample.wall_time_s, g.index, "state", text))
-            self._states[g.index] = g.state
-            if g.throttle_reasons is None:
-                continue
-            now = frozenset(g.throttle_reasons) - {"gpu_idle"}
-            before = self._reasons.get(g.index, frozenset())
-            for r in sorted(now - before):
-                out.append(MonitorEvent(sample.wall_time_s, g.index, "throttle",
-                                        "started: " + THROTTLE_TEXT.get(r, r)))
-            for r in sorted(before - now):
-                out.append(MonitorEvent(sample.wall_time_s, g.index, "throttle", "ended: " + THROTTLE_TEXT.get(r, r)))
-            self._reasons[g.index] = now
-        return out
+WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
+MIN_Y_RANGE = {"B": 1e9, "B/s": 1e3, "W": 10.0, "°C": 10.0, "Hz": 1e8, "%": 10.0}
+# (key, title, y label, unit, metrics [(metric, dashed, legend)], tooltip) of the host charts
+HOST_CHARTS = (
+    ("cpu", "CPU load", "load", "%", (("cpu_util_pct", False, "all cores"),),
+     "mean load over all logical cores (tick 'per core' for each core)"),
+    ("ram", "Host memory", "memory", "B", (("mem_used_bytes", False, "used"), ("swap_used_bytes", True, "swap")),
+     "host RAM in use (solid) and swap in use (dashed)"),
+    ("disk", "Disk I/O", "throughput", "B/s", (("disk_read_bps", False, "read"), ("disk_write_bps", True, "write")),
+     "all disks, bytes per second"),
+    ("net", "Network", "throughput", "B/s", (("net_rx_bps", False, "received"), ("net_tx_bps", True, "sent")),
+     "all interfaces, bytes per second"),
+)
 
 
 def history_csv(history, gpu_count: int, window_s: float | None) -> str:

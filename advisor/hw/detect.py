@@ -52,7 +52,7 @@ def select_backend(fake: str | None = None, *, env: Mapping[str, str] | None = N
         if backend is not None:
             return backend
         reasons.append(reason)
-    return NullGpuBackend(reasons[0] + "; " + "; ".join(r for r in reasons[1:] if r))
+    return NullGpuBackend("; ".join(r for r in reasons if r))
 
 
 def _open_nvml():

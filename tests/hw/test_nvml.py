@@ -269,9 +269,9 @@ def test_not_supported_figures_are_not_asked_again():
 
 def test_bus_id_from_nvml_once_described(tmp_path):
     _sysfs(tmp_path, "0000:01:00.0", "active")
-    _sysfs(tmp_path, "0000:02:00.0", "suspended")
+    _sysfs(tmp_path, "0000:02:00.0", "active")
     backend, _ = open_stub(rtx4090(bus="00000000:02:00.0"), rtx4090(bus="00000000:01:00.0", uuid="GPU-2"),
                            sysfs_root=tmp_path)
-    assert [backend.runtime_status(i) for i in (0, 1)] == ["active", "suspended"]  # bus order before detection
     backend.gpu_info(0), backend.gpu_info(1)
+    _sysfs(tmp_path, "0000:02:00.0", "suspended")
     assert [backend.runtime_status(i) for i in (0, 1)] == ["suspended", "active"]  # NVML's own addresses after

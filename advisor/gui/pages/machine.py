@@ -47,6 +47,7 @@ class MachinePage(Page):
     def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
         self._live: dict[int, dict[str, QLabel]] = {}
+        self._gpu_cards: dict[int, tuple[CardWidget, str]] = {}  # index -> (card, its title as detected)
         self._fits_worker = None
         self._fits_card: CardWidget | None = None
         self.fits: list | None = None
@@ -78,6 +79,7 @@ class MachinePage(Page):
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
         ctx.hardware_failed.connect(self._on_ctx_hardware_failed)
         ctx.probe_result.connect(self._on_ctx_probe_result)
+        ctx.gpu_events.connect(self._on_ctx_gpu_events)
         if ctx.machine is not None:
             self._build(ctx.machine)
 
@@ -97,6 +99,7 @@ class MachinePage(Page):
             if w:
                 w.deleteLater()
         self._live.clear()
+        self._gpu_cards.clear()
         cards = [self._host_card(m)] + [self._gpu_card(m, g) for g in m.gpus]
         if not m.gpus:
             cards.append(self._no_gpu_card(m))
@@ -109,6 +112,7 @@ class MachinePage(Page):
         for i, card in enumerate(cards):
             self._grid.addWidget(card, i // 2, i % 2, Qt.AlignmentFlag.AlignTop)
         self.summary.setText(self._summary_text(m))
+        self._on_ctx_gpu_events(self.ctx.event_log)
         self._timer.start()
         self._on_timer_timeout()
 
@@ -156,6 +160,7 @@ class MachinePage(Page):
         match = g.catalog_name or "not in the catalog"
         card = CardWidget(f"GPU {info.index} · {info.name}", f"catalog match: {match}"
                           + (f" ({g.catalog_id})" if g.catalog_id else ""))
+        self._gpu_cards[info.index] = (card, f"GPU {info.index} · {info.name}")
         if not info.available:
             card.add_row("state", info.state, "lost: fell off the bus or the driver lost it; suspended: a laptop GPU "
                          "asleep, not woken by the app", color=t.bad)
@@ -267,6 +272,19 @@ class MachinePage(Page):
                 when = f" · {r.started_at[:10]}" if r.started_at else ""
                 card.add_row(f"measured {r.probe} {name}", f"{k.best:,.1f} {k.unit}{frac}{when}",
                              "best of the repetitions; the date of the run")
+
+    @Slot(object)
+    def _on_ctx_gpu_events(self, events) -> None:
+        """A GPU lost, asleep or back (the monitor's events): its card's title says so."""
+        for e in events:
+            entry = self._gpu_cards.get(e.gpu_index)
+            if e.kind != "state" or entry is None:
+                continue
+            card, title = entry
+            suffix = {"lost": f" — lost at {e.clock[:5]}", "suspended": " — asleep, not woken",
+                      "not-responding": f" — not responding since {e.clock[:5]}"}.get(e.state, "")
+            card.set_title(title + suffix)
+            card.setProperty("gpu_state", e.state)
 
     @Slot(object)
     def _on_ctx_probe_result(self, _result) -> None:

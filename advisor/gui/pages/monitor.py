@@ -1,8 +1,10 @@
-"""Monitor page: live plots of every GPU and the host, events, processes, CSV export.
+"""Monitor page: current values per GPU first, then live plots of the chosen GPUs and the host, the GPU
+processes (sortable, filterable, stoppable when yours), the event log and CSV export.
 
 Sampling and drawing are separate loops: the shared ``Sampler`` thread fills a
 bounded history; a QTimer here drains it at the drawing rate (at most 4 redraws a second) and
-updates plots that were built once, with ``setData`` (rule 10). A hidden page drains but does not draw.
+updates plots that were built once, with ``setData`` (rule 10). A hidden page drains but does not draw;
+curves of GPUs not chosen on the overview are hidden and not updated.
 """
 
 from __future__ import annotations
@@ -28,19 +30,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from advisor.gui.monitor_data import EventTracker, export_csv
+from advisor.gui.monitor_data import HOST_CHARTS, MIN_Y_RANGE, WINDOWS_S, export_csv
 from advisor.gui.pages.base import Page
 from advisor.gui.pages.machine import UTIL_TIP
 from advisor.gui.widgets import plots
-from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.gui.widgets.gpu_overview import GpuOverviewWidget
+from advisor.gui.widgets.process_panel import ProcessPanelWidget
+from advisor.gui.widgets.tables import Column, RecordTableModel, make_view
 from advisor.gui.workers import GeneratorWorker
-from advisor.units import fmt_bytes
 
-WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
-MIN_Y_RANGE = {"B": 1e9, "B/s": 1e3, "W": 10.0, "°C": 10.0, "Hz": 1e8, "%": 10.0}
 FIXED_Y = ("util", "temp", "cpu")  # charts in percent or °C keep 0..100
 MIN_TICK_MS = 40
 CHART_PERIOD_S = 0.5  # each chart is redrawn at most this often (or once per sample when slower)
+OVERVIEW_PERIOD_S = 0.25
 DRAW_BUDGET_S = 0.0  # one chart per tick: its data update and repaint stay well under 50 ms
 
 # (key, title, y label, unit, metrics per GPU [(metric, dashed)], scale, tooltip)
@@ -56,32 +58,6 @@ GPU_CHARTS = (
     ("pcie", "PCIe traffic (rx solid, tx dashed)", "throughput", "B/s", (("pcie_rx_bps", False), ("pcie_tx_bps", True)), 1.0,
      "host-to-device (rx, solid) and device-to-host (tx, dashed) PCIe throughput, bytes per second"),
 )
-HOST_CHARTS = (
-    ("cpu", "CPU load", "load", "%", (("cpu_util_pct", False, "all cores"),),
-     "mean load over all logical cores (tick 'per core' for each core)"),
-    ("ram", "Host memory", "memory", "B", (("mem_used_bytes", False, "used"), ("swap_used_bytes", True, "swap")),
-     "host RAM in use (solid) and swap in use (dashed)"),
-    ("disk", "Disk I/O", "throughput", "B/s", (("disk_read_bps", False, "read"), ("disk_write_bps", True, "write")),
-     "all disks, bytes per second"),
-    ("net", "Network", "throughput", "B/s", (("net_rx_bps", False, "received"), ("net_tx_bps", True, "sent")),
-     "all interfaces, bytes per second"),
-)
-
-
-def _process_columns() -> list[Column]:
-    return [
-        Column("PID", lambda p: p.pid, align_right=True),
-        Column("name", lambda p: p.name, tip="— when the PID is in another namespace (a container)"),
-        Column("user", lambda p: p.user),
-        Column("GPU", lambda p: p.gpu_index, align_right=True),
-        Column("GPU memory (MiB)", lambda p: p.gpu_mem_bytes, lambda v: f"{v / 2**20:,.0f}", align_right=True,
-               tip="memory the process holds on the GPU; — where the driver cannot tell (Windows WDDM)"),
-        Column("CPU (%)", lambda p: p.cpu_pct, lambda v: f"{v:.0f}", align_right=True),
-        Column("host memory", lambda p: p.host_mem_bytes, lambda v: fmt_bytes(v, binary=True), align_right=True),
-        Column("kind", lambda p: p.kind),
-    ]
-
-
 def _event_columns() -> list[Column]:
     return [Column("time", lambda e: e.clock), Column("GPU", lambda e: e.gpu_index, align_right=True),
             Column("kind", lambda e: e.kind), Column("what happened", lambda e: e.text, cell_tip=lambda e: e.text)]
@@ -103,8 +79,9 @@ class MonitorPage(Page):
         self._stale: list[str] = []  # charts still to redraw, in round-robin order
         self._y_top: dict[str, float] = {}  # current top of each chart's vertical range
         self._plots: dict[str, object] = {}
-        self._events = EventTracker()
         self._event_rows: list = []
+        self._gpu_items: dict[int, list] = {}  # GPU index -> its curves and limit lines
+        self._overview_seq, self._overview_at = -1, -1e9
         self._dirty = False
         self._samples_seen = 0
         self._export_worker: GeneratorWorker | None = None
@@ -116,6 +93,9 @@ class MonitorPage(Page):
         self.note = QLabel("Waiting for the hardware detection…")
         self.note.setWordWrap(True)
         layout.addWidget(self.note)
+        self.overview = GpuOverviewWidget()
+        self.overview.selection_changed.connect(self._on_overview_selection_changed)
+        layout.addWidget(self.overview)
 
         split = QSplitter(Qt.Orientation.Vertical)
         scroll = QScrollArea()
@@ -128,27 +108,28 @@ class MonitorPage(Page):
         scroll.setWidget(self._chart_host)
         split.addWidget(scroll)
         self.tabs = QTabWidget()
-        self.process_model = RecordTableModel(_process_columns(), [], self)
-        self.process_view = make_view(make_proxy(self.process_model, self))
-        self.process_view.setObjectName("processTable")
-        fit_columns(self.process_view)  # headers readable before the first process shows up
+        self.processes = ProcessPanelWidget(self._signal_host)
+        self.processes.status_changed.connect(self._on_processes_status_changed)
+        self.process_model = self.processes.model
+        self.process_view = self.processes.view
         self.event_model = RecordTableModel(_event_columns(), [], self)
         self.event_view = make_view(self.event_model)
         self.event_view.setObjectName("eventTable")
-        self.tabs.addTab(self.process_view, "GPU processes")
+        self.tabs.addTab(self.processes, "GPU processes")
         self.tabs.addTab(self.event_view, "Events (throttling, lost GPUs)")
         self.tabs.setTabToolTip(1, "Throttle reasons reported by the driver and GPUs that disappear, as they happen")
         split.addWidget(self.tabs)
         split.setStretchFactor(0, 4)
         split.setStretchFactor(1, 1)
         split.setCollapsible(0, False)
-        split.setSizes([1000, 170])
-        self.tabs.setMinimumHeight(110)
+        split.setSizes([1000, 420])
+        self.tabs.setMinimumHeight(170)
         layout.addWidget(split, 1)
 
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._on_timer_timeout)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.gpu_events.connect(self._on_ctx_gpu_events)
         if ctx.sampler is not None:
             self._on_ctx_machine_ready(ctx.machine)
 
@@ -209,10 +190,14 @@ class MonitorPage(Page):
         self.interval_box.blockSignals(False)
         n = sampler.gpu_count
         names = [f"GPU {i}" for i in range(n)]
+        machine = self.ctx.machine
+        infos = {g.info.index: g.info.name for g in machine.gpus} if machine is not None else {}
+        self.overview.set_gpus([infos.get(i, f"GPU {i}") for i in range(n)])
         charts = []
         if n:
             for key, title, ylabel, unit, metrics, scale, tip in GPU_CHARTS:
-                p = plots.make_plot(title, ylabel, unit, legend=(key == "util" and n > 1),
+                # Past eight GPUs the overview's colour swatches are the legend.
+                p = plots.make_plot(title, ylabel, unit, legend=(key == "util" and 1 < n <= 8),
                                     legend_columns=4 if n > 4 else 1)
                 p.setToolTip(tip)
                 for i in range(n):
@@ -221,6 +206,7 @@ class MonitorPage(Page):
                                               live=True)
                         self._curves.append((f"gpu{i}_{metric}", scale, item))
                         self._chart_curves.setdefault(key, []).append((f"gpu{i}_{metric}", scale, item))
+                        self._gpu_items.setdefault(i, []).append(item)
                     limit = {"power": ("power_limit_w", "limit"), "mem": ("mem_total_bytes", "total")}.get(key)
                     if limit:
                         # Equal limits overlap: stagger the labels along the line by GPU index.
@@ -228,6 +214,7 @@ class MonitorPage(Page):
                                                     index=i, label_position=0.97 - (0.16 * i) % 0.8)
                         self._limit_lines.append((f"gpu{i}_{limit[0]}", line))
                         self._chart_lines.setdefault(key, []).append((f"gpu{i}_{limit[0]}", line))
+                        self._gpu_items.setdefault(i, []).append(line)
                 if key in ("util", "temp"):
                     p.setYRange(0, 100)
                 charts.append((key, p))
@@ -256,12 +243,60 @@ class MonitorPage(Page):
         for r in range((len(charts) + cols - 1) // cols):
             self._grid.setRowMinimumHeight(r, 190)
         self._apply_draw_rate()
+        self._apply_selection()
+        self._on_ctx_gpu_events(self.ctx.event_log)
         self._timer.start()
         self._redraw()
 
     def _note_text(self, n: int) -> str:
-        return (f"{n} GPU{'s' if n > 1 else ''}: colours follow the GPU index. Hover a chart for what it shows. "
+        return ("Click a GPU to draw it on the charts or hide it; colours follow the GPU index. "
                 "Utilisation is the share of time a kernel was running, not how much of the GPU it used.")
+
+    def _empty_reason(self, latest) -> str:
+        machine = self.ctx.machine
+        vendors = {g.info.vendor for g in machine.gpus} if machine is not None else set()
+        if "apple" in vendors:
+            return "macOS does not report per-process GPU use"
+        if latest is not None and latest.gpus and all(g.state == "suspended" for g in latest.gpus):
+            return "the GPU is asleep, so nothing runs on it"
+        return ""
+
+    def _signal_host(self):
+        """The host backend that signals processes: the sampler's (simulated processes with a fake GPU)."""
+        return self.ctx.sampler.host if self.ctx.sampler is not None else None
+
+    def _apply_selection(self) -> None:
+        chosen = self.overview.selected
+        for i, items in self._gpu_items.items():
+            for item in items:
+                item.setVisible(i in chosen)
+        if self._gpu_items:
+            shown = sorted(chosen)
+            text = ", ".join(str(i) for i in shown) if len(shown) <= 6 else f"{len(shown)} GPUs"
+            self.note.setText(f"Charts draw GPU {text}. " + self._note_text(len(self._gpu_items)))
+
+    @Slot(object)
+    def _on_overview_selection_changed(self, _chosen) -> None:
+        self._apply_selection()
+        self._y_top.clear()
+        self._redraw()
+
+    @Slot(object)
+    def _on_ctx_gpu_events(self, events) -> None:
+        for e in events:
+            if e.kind == "state" and e.state == "lost":
+                self.overview.mark_lost(e.gpu_index, e.wall_time_s)
+        if events:
+            self._event_rows = (list(events)[::-1] + self._event_rows)[:500]
+            self.event_model.set_rows(self._event_rows)
+
+    @Slot(str)
+    def _on_processes_status_changed(self, text: str) -> None:
+        self.status.setText(text)
+
+    def show_events(self) -> None:
+        """Bring the event log forward (the fault banner's "Event log")."""
+        self.tabs.setCurrentIndex(1)
 
     # ------------------------------------------------------------ loop
     def _apply_draw_rate(self) -> None:
@@ -279,10 +314,6 @@ class MonitorPage(Page):
         new = sampler.drain()
         if new:
             self._samples_seen += len(new)
-            events = [e for s in new for e in self._events.feed(s)]
-            if events:
-                self._event_rows = (events[::-1] + self._event_rows)[:500]
-                self.event_model.set_rows(self._event_rows)
             self._dirty = True
         if self._dirty and self.isVisible():
             self._redraw(DRAW_BUDGET_S)
@@ -312,6 +343,8 @@ class MonitorPage(Page):
             curves += [(m, 1.0, i) for m, i in self._core_curves if i.isVisible()]
         top = 0.0
         for metric, scale, item in curves:
+            if not item.isVisible():
+                continue  # a GPU not chosen on the overview: not drawn, not updated
             times, values = history.window(metric, window)
             if not len(times):
                 continue
@@ -321,9 +354,10 @@ class MonitorPage(Page):
             if np.isfinite(y).any():
                 top = max(top, float(np.nanmax(y)))
         first = None
+        chosen = self.overview.selected
         for i, (metric, line) in enumerate(self._chart_lines.get(key, ())):
             value = history.latest(metric)
-            line.setVisible(value is not None)
+            line.setVisible(value is not None and int(metric[3:metric.index("_")]) in chosen)
             if value is not None:
                 line.setValue(value)
                 top = max(top, value)
@@ -350,13 +384,14 @@ class MonitorPage(Page):
             self._plots[key].setYRange(0, new, padding=0)
 
     def _update_tables(self, sampler) -> None:
-        rows = list(sampler.processes())
-        if rows != self.process_model.rows():
-            same_processes = [(p.pid, p.gpu_index) for p in rows] == [(p.pid, p.gpu_index)
-                                                                      for p in self.process_model.rows()]
-            self.process_model.set_rows(rows)
-            if not same_processes:  # sizing columns costs a pass over every cell: only for new processes
-                fit_columns(self.process_view)
+        latest = sampler.latest()
+        self.processes.set_rows(sampler.processes(), latest.wall_time_s if latest is not None else None,
+                                self._empty_reason(latest))
+        now = time.perf_counter()
+        # The overview repaints at most OVERVIEW_PERIOD_S apart, and only for a new sample.
+        if latest is not None and latest.seq != self._overview_seq and now - self._overview_at >= OVERVIEW_PERIOD_S:
+            self._overview_seq, self._overview_at = latest.seq, now
+            self.overview.update_sample(latest)
         state = "paused" if sampler.paused else f"every {sampler.interval_s:g} s"
         text = f"{len(sampler.history)} samples kept · sampling {state}"
         if text != self.status.text():
@@ -435,6 +470,9 @@ class MonitorPage(Page):
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
+        latest = self.ctx.sampler.latest() if self.ctx.sampler is not None else None
+        if latest is not None:
+            self.overview.update_sample(latest)
         self._redraw()
 
     def save_state(self, s) -> None:
