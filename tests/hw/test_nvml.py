@@ -273,5 +273,5 @@ def test_bus_id_from_nvml_once_described(tmp_path):
     backend, _ = open_stub(rtx4090(bus="00000000:02:00.0"), rtx4090(bus="00000000:01:00.0", uuid="GPU-2"),
                            sysfs_root=tmp_path)
     backend.gpu_info(0), backend.gpu_info(1)
-    _sysfs(tmp_path, "0000:02:00.0", "suspended")
+    (tmp_path / "0000:02:00.0" / "power" / "runtime_status").write_text("suspended\n")
     assert [backend.runtime_status(i) for i in (0, 1)] == ["suspended", "active"]  # NVML's own addresses after
