@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 
 from advisor.cli import UsageError
@@ -223,21 +222,26 @@ def _reset_calibration(args) -> int:
 
 
 class _Bar:
-    """A one-line progress bar redrawn in place on a terminal."""
+    """A progress bar redrawn in place on a terminal (rich), on stderr so stdout stays the results."""
 
     def __init__(self, stream) -> None:
-        self.stream = stream
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+
+        self._progress = Progress(BarColumn(bar_width=20), TaskProgressColumn(), TextColumn("{task.description}"),
+                                  console=Console(file=stream), transient=True, auto_refresh=False)
+        self._task = None
 
     def show(self, fraction: float, message: str) -> None:
-        width = shutil.get_terminal_size((80, 20)).columns
         fraction = min(max(fraction, 0.0), 1.0)
-        cells = 20
-        done = int(round(fraction * cells))
-        line = f"[{'#' * done}{'.' * (cells - done)}] {100 * fraction:3.0f}% {message}"
-        self.stream.write("\r" + line[: width - 1].ljust(width - 1))
-        self.stream.flush()
+        if self._task is None:
+            self._progress.start()
+            self._task = self._progress.add_task(message, total=1.0)
+        self._progress.update(self._task, completed=fraction, description=message, refresh=True)
 
     def clear(self) -> None:
-        width = shutil.get_terminal_size((80, 20)).columns
-        self.stream.write("\r" + " " * (width - 1) + "\r")
-        self.stream.flush()
+        """Remove the bar (the next ``show`` draws a new one)."""
+        if self._task is not None:
+            self._progress.stop()
+            self._progress.remove_task(self._task)
+            self._task = None

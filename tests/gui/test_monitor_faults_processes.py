@@ -1,0 +1,118 @@
+"""The Monitor page's overview, processes you can stop (only your own), and faults on every page."""
+
+from __future__ import annotations
+
+from advisor.hw.fake import OTHER_PID_BASE, OWN_PID_BASE
+from advisor.gui.widgets.tables import RECORD_ROLE
+
+
+def _select_pid(panel, pid: int) -> None:
+    for r in range(panel.proxy.rowCount()):
+        if panel.proxy.index(r, 0).data(RECORD_ROLE).pid == pid:
+            panel.view.selectRow(r)
+            return
+    raise AssertionError(f"PID {pid} not in the table")
+
+
+def test_terminate_is_offered_only_for_your_own_processes(make_window, qtbot):
+    w = make_window("2x4090", interval_s=0.2)
+    w.show_page("monitor")
+    page = w.page("monitor")
+    panel = page.processes
+    qtbot.waitUntil(lambda: panel.proxy.rowCount() >= 4, timeout=10000)
+    host = w.ctx.sampler.host.fake  # the simulated processes' host: nothing real is signalled
+    asked: list[str] = []
+    panel.confirm = lambda _parent, title, text: asked.append(text) or True
+
+    _select_pid(panel, OTHER_PID_BASE)  # alice's vLLM server
+    assert not panel.stop_button.isEnabled() and "belongs to alice" in panel.stop_button.toolTip()
+    other = panel.selected()
+    assert not panel.stop(other) and asked == [] and host.signals == []  # not even when called directly
+
+    host.stubborn.add(OWN_PID_BASE + 1)  # ignores SIGTERM
+    _select_pid(panel, OWN_PID_BASE + 1)
+    assert panel.stop_button.isEnabled() and panel.stop_button.text() == "Terminate…"
+    mine = panel.selected()
+    assert panel.stop(mine)
+    assert f"PID {OWN_PID_BASE + 1} (python train.py" in asked[0] and "on GPU 1" in asked[0]
+    assert host.signals == [(OWN_PID_BASE + 1, "terminate")]
+    assert panel.stop_button.text() == "Kill…"  # still running: the next step is a kill
+    panel._on_kill_timer_timeout()
+    assert "still running" in page.status.text()
+    assert panel.stop(mine, kill=True) and "Kill PID" in asked[1]
+    assert host.signals[-1] == (OWN_PID_BASE + 1, "kill") and not host.process_alive(OWN_PID_BASE + 1)
+
+    panel.confirm = lambda *_a: False  # Cancel: nothing is sent
+    _select_pid(panel, OWN_PID_BASE)
+    assert not panel.stop(panel.selected()) and len(host.signals) == 2
+
+
+def test_processes_sort_and_filter(make_window, qtbot):
+    w = make_window("8xh100-sxm", interval_s=0.2)
+    w.show_page("monitor")
+    panel = w.page("monitor").processes
+    qtbot.waitUntil(lambda: panel.proxy.rowCount() == 17, timeout=10000)
+    panel.filter.setText("vllm")
+    assert panel.proxy.rowCount() == 8
+    panel.filter.setText("")
+    panel.view.sortByColumn(3, panel.view.horizontalHeader().sortIndicatorOrder().DescendingOrder)  # GPU memory
+    first = panel.proxy.index(0, 0).data(RECORD_ROLE)
+    assert first.gpu_mem_bytes == max(p.gpu_mem_bytes or 0 for p in panel.model.rows())
+    cmd = panel.proxy.index(0, 8)
+    assert cmd.data() == first.cmdline and cmd.data(3) == first.cmdline  # full command on hover (ToolTipRole)
+
+
+def test_overview_cards_and_rows_and_chart_choice(make_window, qtbot):
+    w = make_window("16xv100", interval_s=0.2)
+    w.show_page("monitor")
+    page = w.page("monitor")
+    qtbot.waitUntil(lambda: bool(page._gpu_items and page.overview._samples), timeout=10000)
+    ov = page.overview
+    assert ov.rows_mode and ov.selected == frozenset(range(4))  # 16 GPUs: rows, the first four on the charts
+    assert ov.height() == 18 + 16 * 19 + 4
+    visible = {i for i, items in page._gpu_items.items() if items[0].isVisible()}
+    assert visible == {0, 1, 2, 3}
+    y = 18 + 9 * 19 + 5  # a click on row 9 adds it
+    qtbot.mouseClick(ov, qtbot_left(), pos=qtbot_point(200, y))
+    assert 9 in ov.selected and page._gpu_items[9][0].isVisible()
+    assert "GPU 9" in ov.tooltip(9) and "hide from" in ov.tooltip(9)
+    w2 = make_window("2x4090")
+    w2.show_page("monitor")
+    assert not w2.page("monitor").overview.rows_mode
+
+
+def test_lost_gpu_banner_on_every_page_until_acknowledged(make_window, qtbot):
+    w = make_window("gpu-lost", interval_s=0.2)
+    w.show_page("planner")  # the Monitor page is not even built
+    qtbot.waitUntil(lambda: w.fault_banner.isVisible(), timeout=10000)
+    assert "thermal" in w.fault_banner.label.text()  # GPU 0 runs hot first
+    qtbot.waitUntil(lambda: "GPU 1" in w.fault_banner.label.text(), timeout=10000)
+    text = w.fault_banner.label.text()
+    assert "lost" in text or "Xid 79" in text
+    assert w.fault_banner.isVisibleTo(w)
+    qtbot.waitUntil(lambda: any(e.kind == "xid" for e in w.ctx.event_log), timeout=5000)
+    w.show_page("machine")
+    machine = w.page("machine")
+    qtbot.waitUntil(lambda: "lost at" in machine._gpu_cards[1][0]._title.text(), timeout=5000)
+    samples_before = len(w.ctx.sampler.history)
+    qtbot.wait(500)
+    latest = w.ctx.sampler.latest()
+    assert len(w.ctx.sampler.history) > samples_before and latest.gpus[0].util_pct is not None  # GPU 0 samples on
+    w.fault_banner.log_button.click()
+    page = w.page("monitor")
+    assert page.tabs.currentIndex() == 1 and any("lost" in e.text for e in page._event_rows)
+    assert page.overview.selected  # built from the log of past events
+    w.fault_banner.ack_button.click()
+    assert not w.fault_banner.isVisible()
+
+
+def qtbot_left():
+    from PySide6.QtCore import Qt
+
+    return Qt.MouseButton.LeftButton
+
+
+def qtbot_point(x: int, y: int):
+    from PySide6.QtCore import QPoint
+
+    return QPoint(x, y)
