@@ -42,7 +42,7 @@ from advisor.gui.workers import GeneratorWorker
 FIXED_Y = ("util", "temp", "cpu")  # charts in percent or °C keep 0..100
 MIN_TICK_MS = 40
 CHART_PERIOD_S = 0.5  # each chart is redrawn at most this often (or once per sample when slower)
-OVERVIEW_PERIOD_S = 0.25
+OVERVIEW_PERIOD_S = 0.5  # current values at 2 Hz: readable, and cheap with 16 GPUs
 DRAW_BUDGET_S = 0.0  # one chart per tick: its data update and repaint stay well under 50 ms
 
 # (key, title, y label, unit, metrics per GPU [(metric, dashed)], scale, tooltip)

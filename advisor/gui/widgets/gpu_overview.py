@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from advisor.gui import theme as themes
@@ -76,6 +76,7 @@ class GpuOverviewWidget(QWidget):
         self._samples: dict[int, object] = {}
         self._lost_at: dict[int, float] = {}
         self.selected: frozenset[int] = frozenset()
+        self._static: tuple | None = None  # (key, QPixmap) of the rows' unchanging layer
         self.setMouseTracking(False)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setObjectName("gpuOverview")
@@ -228,7 +229,16 @@ class GpuOverviewWidget(QWidget):
             "pcie_words": (f"rx {_rate(g.pcie_rx_bps)} · tx {_rate(g.pcie_tx_bps)} GB/s", None, None),
         }
 
-    def _paint_rows(self, p: QPainter, t) -> None:
+    def _static_rows(self, t) -> QPixmap:
+        """Header, swatches, indices and names: drawn once per size, selection and theme, then blitted."""
+        key = (self.width(), self.height(), self.selected, t.dark, tuple(self._names), self.devicePixelRatioF())
+        if self._static is not None and self._static[0] == key:
+            return self._static[1]
+        ratio = self.devicePixelRatioF()
+        pix = QPixmap(int(self.width() * ratio), int(self.height() * ratio))
+        pix.setDevicePixelRatio(ratio)
+        pix.fill(Qt.GlobalColor.transparent)
+        p = QPainter(pix)
         font = QFont(self.font())
         small = QFont(font)
         small.setPointSizeF(max(7.5, font.pointSizeF() - 1))
@@ -244,18 +254,16 @@ class GpuOverviewWidget(QWidget):
         fm = QFontMetrics(font)
         for i, name in enumerate(self._names):
             r = self._row_rect(i)
-            g = self._samples.get(i)
             selected = i in self.selected
             if selected:
                 p.fillRect(r, QColor(t.surface))
-            cells = self._cells(g, t)
             x = 0.0
             for (key, _title, _w), w in zip(ROW_COLUMNS, widths, strict=True):
                 cell = QRectF(x + 2, r.y() + 2, w - 6, r.height() - 4)
                 x += w
                 if key == "swatch":
-                    c = plots.color(i) if selected else QColor(t.grid)
-                    p.fillRect(QRectF(cell.x(), cell.y() + 1, 6, cell.height() - 2), c)
+                    p.fillRect(QRectF(cell.x(), cell.y() + 1, 6, cell.height() - 2),
+                               plots.color(i) if selected else QColor(t.grid))
                 elif key == "index":
                     p.setPen(QColor(t.text))
                     p.drawText(cell, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight), str(i))
@@ -263,19 +271,49 @@ class GpuOverviewWidget(QWidget):
                     p.setPen(QColor(t.text if selected else t.muted))
                     p.drawText(cell, int(Qt.AlignmentFlag.AlignVCenter),
                                fm.elidedText(_short(name), Qt.TextElideMode.ElideRight, int(cell.width())))
-                elif key == "state":
+        p.end()
+        self._static = (key, pix)
+        return pix
+
+    def _paint_rows(self, p: QPainter, t) -> None:
+        """Rows: the static layer, then per cell one bar or one text at a point (no text layout per cell)."""
+        p.drawPixmap(0, 0, self._static_rows(t))
+        fm = QFontMetrics(self.font())
+        ascent = (ROW_H - fm.height()) / 2 + fm.ascent()
+        widths = self._row_widths()
+        lefts = [sum(widths[:k]) for k in range(len(widths))]
+        keys = [k for k, _t, _w in ROW_COLUMNS]
+        text_pen, muted, warn, bad = QColor(t.text), QColor(t.muted), QColor(t.warn), QColor(t.bad)
+        for i in range(len(self._names)):
+            r = self._row_rect(i)
+            g = self._samples.get(i)
+            cells = self._cells(g, t)
+            base = r.y() + ascent
+            for k, key in enumerate(keys):
+                x, w = lefts[k], widths[k]
+                if key == "state":
                     words = state_text(g, self._lost_at.get(i)) or throttle_text(g)
-                    bad = g is not None and g.state not in (GPU_OK, "suspended")
-                    p.setPen(QColor(t.bad if bad else t.warn if words else t.muted))
-                    p.drawText(cell, int(Qt.AlignmentFlag.AlignVCenter),
-                               fm.elidedText(words or "ok", Qt.TextElideMode.ElideRight, int(cell.width())))
+                    bad_state = g is not None and g.state not in (GPU_OK, "suspended")
+                    p.setPen(bad if bad_state else warn if words else muted)
+                    p.drawText(QPointF(x + 2, base), fm.elidedText(words or "ok", Qt.TextElideMode.ElideRight,
+                                                                   int(w - 6)))
                 elif key in cells:
                     text, frac, colour = cells[key]
                     if key in ("util", "mem"):
-                        self._bar(p, t, cell, frac, text)
+                        self._bar_fast(p, t, QRectF(x + 2, r.y() + 2, w - 6, r.height() - 4), frac)
+                        p.setPen(text_pen)
+                        p.drawText(QPointF(x + 6, base), text)
                     else:
-                        p.setPen(QColor(colour or t.text))
-                        p.drawText(cell, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight), text)
+                        p.setPen(QColor(colour) if colour else text_pen)
+                        p.drawText(QPointF(x + w - 4 - fm.horizontalAdvance(text), base), text)
+
+    def _bar_fast(self, p: QPainter, t, rect: QRectF, fraction: float | None) -> None:
+        p.fillRect(rect, QColor(t.grid))
+        if fraction is not None:
+            f = min(max(fraction, 0.0), 1.0)
+            fill = QColor(t.bad if f >= 0.9 else t.accent)
+            fill.setAlphaF(0.45 if t.dark else 0.35)
+            p.fillRect(QRectF(rect.x(), rect.y(), rect.width() * f, rect.height()), fill)
 
     def _row_widths(self) -> list[float]:
         fixed = sum(w for _k, _t, w in ROW_COLUMNS)
