@@ -23,7 +23,12 @@ is lost or suspended has ``state`` "lost" / "suspended" and every figure None. M
 CSV columns) come from ``advisor.monitor.columns``: host ``cpu_util_pct``, ``mem_used_bytes``, ... per-core
 ``cpu<k>_util_pct`` (history only) and per GPU ``gpu<i>_util_pct``, ``gpu<i>_mem_used_bytes``,
 ``gpu<i>_power_w``, ``gpu<i>_temp_c``, ``gpu<i>_sm_clock_mhz``, ``gpu<i>_pcie_rx_bps`` ...
-``CsvRecorder(path, gpu_count)`` is a listener that writes the ``advisor monitor --csv`` file.
+``CsvRecorder(path, gpu_count)`` is a listener that writes the ``advisor monitor --csv`` file (a symlink,
+a non-regular file or a file another monitor holds is refused; a failed write keeps whole rows).
+``advisor.monitor.snapshot.monitor_document`` builds ``advisor.monitor/1``; ``advisor.monitor.events``
+turns samples into events (lost, asleep, not responding, Xid, throttling; ``fault`` for the banner).
+Each GPU is read on its own thread with a deadline (``call_timeout_s``): a hung call marks only that GPU
+"not-responding".
 Tests drive the schedule without sleeping: ``Sampler(..., clock=fake_clock, wait=fake_clock.advance)``.
 Laptop-safe mode (default on) reads the PCI runtime power state first and never polls a suspended GPU.
 """

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from advisor.hw.fake import OTHER_PID_BASE, OWN_PID_BASE
 from advisor.gui.widgets.tables import RECORD_ROLE
+from advisor.hw.fake import OTHER_PID_BASE, OWN_PID_BASE
 
 
 def _select_pid(panel, pid: int) -> None:
