@@ -10,6 +10,7 @@ memory, draws 10 kW or runs at 1000 °C. The runtime power state is read from sy
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from advisor.hw import pcipower
@@ -164,8 +165,6 @@ class AmdSmiBackend:
                 max_mem_clock_mhz=_field(mclk, "max_clk"), mem_bus_width_bits=_int(_field(vinfo, "vram_bit_width")),
                 vendor="amd")
         info = self._info[index]
-        from dataclasses import replace
-
         return replace(info, state=GPU_LOST) if index in self._lost else info
 
     def _clk(self, name: str):
@@ -217,10 +216,8 @@ class AmdSmiBackend:
                     continue
                 usage = p.get("memory_usage")
                 mem = _field(usage, "vram_mem") if isinstance(usage, dict) else _num(p.get("mem"))
-                engine = p.get("engine_usage")
+                # cu_occupancy is a share of the compute units; engine_usage is busy time in ns, not a share.
                 util = _num(p.get("cu_occupancy"))
-                if util is None and isinstance(engine, dict):
-                    util = None  # engine_usage is busy time in ns, not a share: not a percentage
                 out.setdefault(p["pid"], GpuProcess(pid=p["pid"], gpu_index=index,
                                                     gpu_mem_bytes=None if mem is None else int(mem),
                                                     gpu_util_pct=util if util is not None and util <= 100 else None))

@@ -272,8 +272,8 @@ class MonitorPage(Page):
                 item.setVisible(i in chosen)
         if self._gpu_items:
             shown = sorted(chosen)
-            text = ", ".join(str(i) for i in shown) if len(shown) <= 6 else f"{len(shown)} GPUs"
-            self.note.setText(f"Charts draw GPU {text}. " + self._note_text(len(self._gpu_items)))
+            text = ("GPU " + ", ".join(str(i) for i in shown)) if len(shown) <= 6 else f"{len(shown)} GPUs"
+            self.note.setText(f"Charts draw {text}. " + self._note_text(len(self._gpu_items)))
 
     @Slot(object)
     def _on_overview_selection_changed(self, _chosen) -> None:

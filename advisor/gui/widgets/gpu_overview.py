@@ -112,7 +112,12 @@ class GpuOverviewWidget(QWidget):
         n = len(self._names)
         if not n:
             return 0
-        return HEADER_H + n * ROW_H + 4 if self.rows_mode else CARD_H
+        return HEADER_H + n * ROW_H + 4 if self.rows_mode else self._card_h()
+
+    def _card_h(self) -> int:
+        """Title, two bars and four lines of figures, in this font (at least ``CARD_H``)."""
+        fm = QFontMetrics(self.font())
+        return max(CARD_H, 14 + 7 * (fm.height() + 3))
 
     def toggle(self, index: int) -> None:
         """Add or remove one GPU from the charts (at least one stays)."""
@@ -128,7 +133,7 @@ class GpuOverviewWidget(QWidget):
         n = max(1, len(self._names))
         gap = 8
         w = (self.width() - gap * (n - 1)) / n
-        return QRectF(i * (w + gap), 0, w, CARD_H - 2)
+        return QRectF(i * (w + gap), 0, w, self.height() - 2)
 
     def _row_rect(self, i: int) -> QRectF:
         return QRectF(0, HEADER_H + i * ROW_H, self.width(), ROW_H)
