@@ -135,11 +135,10 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
     table = []
     for f, fit in rows:
         if f.model is None:
-            table.append((f.name, f.store, "", fmt_bytes(f.disk_bytes) if f.disk_bytes else "", "", "",
-                          "unreadable: " + f.error, "", ""))
+            table.append((f.name, f.store, "", "", "", "", "unreadable (below)", "", ""))
             continue
         m = f.model
-        size = m.weight_bytes or f.disk_bytes
+        size = m.weight_bytes or (f.disk_bytes if f.store in ("ollama", "lmstudio") else 0)
         table.append((m.name, f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
                       str(m.arch.max_context or "?"), _yes(fit.get("inference")), _yes(fit.get("lora")),
                       _yes(fit.get("qlora"))))
@@ -147,6 +146,7 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for r in table:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    lines.extend(f"unreadable: {f.name}: {f.error}" for f, _fit in rows if f.model is None)
     if single:
         m = rows[0][0].model
         lines.append(f"source: {m.source} {m.location}".rstrip())

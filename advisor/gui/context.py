@@ -34,6 +34,7 @@ class AppContext(QObject):
     hardware_failed = Signal(str)  # detection could not run (the reason, one line)
     probe_result = Signal(object)  # a ProbeResult finished on the Probes page
     scenario_loaded = Signal(dict)  # an opened scenario's [plan] values for the Planner form (File > Open)
+    page_requested = Signal(str)  # a page asks the window to show another page (by id), e.g. Models -> Planner
 
     def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
                  parent=None) -> None:

@@ -182,6 +182,15 @@ def _disk_bytes(folder: Path) -> int:
     return total
 
 
+def _short(error: ModelSpecError, path: Path) -> str:
+    """The reason without the file name in front (the row already says where the model is)."""
+    text = str(error)
+    for prefix in (f"{path / 'config.json'}: ", f"{path}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
 def discover_models(*, hf_cache: Path | None = None, ollama_root: Path | None = None,
                     lmstudio: list[Path] | None = None) -> list[FoundModel]:
     """Every model in the Hugging Face cache, Ollama and LM Studio, each read from its metadata (no network).
@@ -202,19 +211,20 @@ def discover_models(*, hf_cache: Path | None = None, ollama_root: Path | None = 
                                      location=f"{spec} ({snapshot})")
             found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot), rm))
         except ModelSpecError as exc:
-            found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot), error=str(exc)))
+            found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot),
+                                    error=_short(exc, snapshot)))
     for name, blob, size in ollama_models(ollama_root):
         spec = f"ollama:{name}"
         try:
             found.append(FoundModel(name, "ollama", spec, str(blob), size,
                                     read_gguf(blob, source="ollama", name=name, location=str(blob))))
         except ModelSpecError as exc:
-            found.append(FoundModel(name, "ollama", spec, str(blob), size, error=str(exc)))
+            found.append(FoundModel(name, "ollama", spec, str(blob), size, error=_short(exc, blob)))
     for name, path, size in lmstudio_models(lmstudio):
         spec = f"lmstudio:{name}"
         try:
             found.append(FoundModel(name, "lmstudio", spec, str(path), size,
                                     read_gguf(path, source="lmstudio", name=name, location=str(path))))
         except ModelSpecError as exc:
-            found.append(FoundModel(name, "lmstudio", spec, str(path), size, error=str(exc)))
+            found.append(FoundModel(name, "lmstudio", spec, str(path), size, error=_short(exc, path)))
     return found

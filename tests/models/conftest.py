@@ -37,14 +37,6 @@ def hf_cache(tmp_path, monkeypatch):
     return cache
 
 
-@pytest.fixture(autouse=True)
-def _no_user_stores(tmp_path, monkeypatch):
-    """Keep the user's real Ollama and LM Studio folders out of every test."""
-    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama-none"))
-    monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(tmp_path / "lmstudio-none"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-none"))
-
-
 def write_gguf(path: Path, *, arch: str = "llama", layers: int = 2, hidden: int = 256, heads: int = 4, kv_heads: int = 2,
                ffn: int = 512, vocab: int = 64, context: int = 4096, experts: int = 0) -> dict:
     """A small real GGUF file written with the gguf library: an F16 embedding, a Q8_0 and a Q4_K matrix, an F32 norm.
