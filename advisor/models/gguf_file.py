@@ -10,6 +10,7 @@ which the reader derives from each tensor's ggml type block size), so they are e
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,25 @@ from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
 
 GGUF_MAGIC = b"GGUF"
+# llama.cpp's gguf-split names the parts of one model <name>-00001-of-00003.gguf; the first holds the metadata.
+SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+
+
+def split_parts(path: Path) -> list[Path]:
+    """Every part of a split GGUF model (the file alone when it is not split), first part first.
+
+    Raises:
+        ModelSpecError: a part is missing.
+    """
+    m = SPLIT_NAME.match(path.name)
+    if not m:
+        return [path]
+    count = int(m.group("count"))
+    parts = [path.with_name(f"{m.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    missing = [p.name for p in parts if not p.is_file()]
+    if missing:
+        raise ModelSpecError(f"{path}: split GGUF model is missing part(s) {', '.join(missing)}")
+    return parts
 
 
 def _reader(path: Path):
@@ -82,7 +102,8 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     """A model from a GGUF file's metadata.
 
     Args:
-        path: the ``.gguf`` file (Ollama's blobs have no suffix; the magic bytes are checked instead).
+        path: the ``.gguf`` file (Ollama's blobs have no suffix; the magic bytes are checked instead); any part of
+            a split model (``-00001-of-00003.gguf``) reads every part.
         source, name, location: provenance to record (defaults: "gguf", ``general.name`` or the file name, the path).
     Returns:
         The resolved model with the exact parameter count and weight bytes of its tensors.
@@ -90,7 +111,12 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
         ModelSpecError: not GGUF, truncated, or a key the planner needs is missing (named).
     """
     path = Path(path)
+    parts = split_parts(path)
+    path = parts[0]
     reader = _reader(path)
+    tensor_list = list(reader.tensors)
+    for part in parts[1:]:
+        tensor_list.extend(_reader(part).tensors)
     arch_name = _value(reader, "general.architecture")
     if not isinstance(arch_name, str) or not arch_name:
         raise ModelSpecError(f"{path}: GGUF metadata has no 'general.architecture'")
@@ -99,15 +125,15 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     def need(key, default=None):
         return _need_int(reader, f"{a}.{key}", path, default=default)
 
-    tensors = {t.name: t for t in reader.tensors}
+    tensors = {t.name: t for t in tensor_list}
     if not tensors:
         raise ModelSpecError(f"{path}: the GGUF file holds no tensors")
-    params = sum(int(t.n_elements) for t in reader.tensors)
-    nbytes = sum(int(t.n_bytes) for t in reader.tensors)
+    params = sum(int(t.n_elements) for t in tensor_list)
+    nbytes = sum(int(t.n_bytes) for t in tensor_list)
     heads = need("attention.head_count")
     hidden = need("embedding_length")
-    tokens = _value(reader, "tokenizer.ggml.tokens")
-    vocab = len(tokens) if isinstance(tokens, list) and tokens else need("vocab_size", default=0)
+    tokens = reader.fields.get("tokenizer.ggml.tokens")  # an array field: its data indexes one part per token
+    vocab = len(tokens.data) if tokens is not None and tokens.data else need("vocab_size", default=0)
     if not vocab and "token_embd.weight" in tensors:
         vocab = int(max(tensors["token_embd.weight"].shape))
     if not vocab:
@@ -127,10 +153,13 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
                   moe_ffn=need("expert_feed_forward_length", default=0),
                   dense_layers=need("leading_dense_block_count", default=0))
     if kv_lora:
+        # llama.cpp's MLA conversion stores the per-head widths as key_length_mla/value_length_mla (key_length is
+        # then the latent width); older files have them as key_length/value_length.
         rope = need("rope.dimension_count")
-        key_len = need("attention.key_length")
+        key_len = need("attention.key_length_mla", default=0) or need("attention.key_length")
+        value_len = need("attention.value_length_mla", default=0) or need("attention.value_length")
         kw.update(kv_lora_rank=kv_lora, q_lora_rank=need("attention.q_lora_rank", default=0), rope_dim=rope,
-                  nope_dim=max(0, key_len - rope), v_head_dim=need("attention.value_length"), head_dim=0)
+                  nope_dim=max(0, key_len - rope), v_head_dim=value_len, head_dim=0)
     if kw["heads"] % max(1, kw["kv_heads"]):
         raise ModelSpecError(f"{path}: attention.head_count {heads} is not a multiple of head_count_kv {kw['kv_heads']}")
     try:
@@ -141,7 +170,7 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     quant = file_type_name(ftype) if ftype is not None else ""
     if not quant:  # no file type: name it after the type holding most of the bytes
         by_type: Counter = Counter()
-        for t in reader.tensors:
+        for t in tensor_list:
             by_type[t.tensor_type.name] += int(t.n_bytes)
         quant = by_type.most_common(1)[0][0]
     return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or str(path),

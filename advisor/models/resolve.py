@@ -17,9 +17,8 @@ from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
 
 
-def _looks_like_path(spec: str) -> bool:
-    return (spec.endswith((".gguf", ".json")) or spec.startswith(("/", "./", "../", "~"))
-            or "\\" in spec or spec.count("/") > 1)
+def _is_explicit_path(spec: str) -> bool:
+    return spec.startswith(("/", "./", "../", "~")) or "\\" in spec
 
 
 def resolve_model(spec: str, catalog, *, download: bool = False) -> ResolvedModel:
@@ -55,7 +54,7 @@ def resolve_model(spec: str, catalog, *, download: bool = False) -> ResolvedMode
 
         return resolve_lmstudio(rest)
     path = Path(spec).expanduser()
-    if path.exists() or _looks_like_path(spec):
+    if path.exists() or _is_explicit_path(spec):
         return _resolve_path(path)
     return _resolve_store_name(spec, catalog)
 
@@ -86,6 +85,8 @@ def _resolve_store_name(spec: str, catalog) -> ResolvedModel:
         return resolve_ollama(spec)
     if any(name == spec or name.rsplit("/", 1)[0] == spec for name, _p, _s in lmstudio_models()):
         return resolve_lmstudio(spec)
+    if spec.lower().endswith((".gguf", ".json")):
+        raise ModelSpecError(f"{spec}: no such file")
     close = sorted(m for m in catalog.models if spec.lower().replace(" ", "-") in m)[:8]
     hint = f"; presets like it: {', '.join(close)}" if close else f"; presets: {', '.join(sorted(catalog.models))}"
     raise ModelSpecError(f"unknown model {spec!r}: not a preset, a file, hf:ORG/NAME, or a model installed in Ollama "

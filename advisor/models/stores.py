@@ -138,14 +138,24 @@ def _is_weights(p: Path) -> bool:
 
 def lmstudio_models(dirs: list[Path] | None = None) -> list[tuple[str, Path, int]]:
     """LM Studio GGUF files: (``publisher/model/file.gguf``, path, bytes), sorted by name (vision projectors skipped)."""
+    from advisor.models.gguf_file import SPLIT_NAME
+
     out = []
     for root in (lmstudio_dirs() if dirs is None else dirs):
         for f in sorted(root.rglob("*.gguf")):
-            if f.is_file() and _is_weights(f):
-                try:
-                    out.append(("/".join(f.relative_to(root).parts), f, f.stat().st_size))
-                except OSError:
-                    continue
+            split = SPLIT_NAME.match(f.name)
+            if not f.is_file() or not _is_weights(f) or (split and int(split.group("no")) != 1):
+                continue  # a split model is listed once, by its first part
+            try:
+                size = f.stat().st_size
+                if split:
+                    count = int(split.group("count"))
+                    size = sum(p.stat().st_size for p in (
+                        f.with_name(f"{split.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1))
+                        if p.is_file())
+                out.append(("/".join(f.relative_to(root).parts), f, size))
+            except OSError:
+                continue
     return sorted(out)
 
 

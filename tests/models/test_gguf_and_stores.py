@@ -109,3 +109,27 @@ def test_discover_lists_every_store_and_keeps_unreadable_models_as_errors(tmp_pa
     assert found[0].model.params == pytest.approx(7.6156e9, rel=1e-3) and found[0].spec == "hf:Qwen/Qwen2.5-7B"
     assert found[1].model is None and "model_type 'mamba' is not supported" in found[1].error
     assert found[2].model.source == "ollama" and found[2].disk_bytes == gguf.stat().st_size + 5
+
+
+def test_split_gguf_sums_every_part_and_lists_once(tmp_path, monkeypatch):
+    import gguf
+    import numpy as np
+
+    folder = tmp_path / "lms" / "pub" / "Big-GGUF"
+    folder.mkdir(parents=True)
+    first = write_gguf(folder / "Big-Q8_0-00001-of-00002.gguf")
+    w = gguf.GGUFWriter(str(folder / "Big-Q8_0-00002-of-00002.gguf"), "llama")
+    w.add_tensor("output.weight", np.zeros((64, 256), dtype=np.float16))  # 64*256 values of 2 bytes
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(tmp_path / "lms"))
+    assert [n for n, _p, _s in lmstudio_models()] == ["pub/Big-GGUF/Big-Q8_0-00001-of-00002.gguf"]
+    for part in ("Big-Q8_0-00001-of-00002.gguf", "Big-Q8_0-00002-of-00002.gguf"):
+        rm = read_gguf(folder / part)
+        assert rm.params == first["params"] + 64 * 256 and rm.weight_bytes == first["bytes"] + 64 * 256 * 2
+        assert rm.arch.tied is False  # the output head sits in the second part
+    (folder / "Big-Q8_0-00002-of-00002.gguf").unlink()
+    with pytest.raises(ModelSpecError, match="missing part"):
+        read_gguf(folder / "Big-Q8_0-00001-of-00002.gguf")
