@@ -108,7 +108,7 @@ def _run_probes(args) -> int:
                   file=sys.stderr)
         else:
             save_calibration(offer)
-            print(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} on {offer.device} "
+            print(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} for {offer.belongs_to} "
                   f"({offer.source}, {offer.measured_at})", file=sys.stderr)
     elif offer is not None and not args.json:
         print("these results can calibrate the planner: rerun with --calibrate to use them", file=sys.stderr)

@@ -401,7 +401,7 @@ class ProbesPage(Page):
             return
         parts = [f"MFU {c.mfu:.2f}" if c.mfu else "", f"bandwidth efficiency {c.eta_mem:.2f}" if c.eta_mem else ""]
         self.calibration_label.setText(f"The planner uses this machine's {' and '.join(p for p in parts if p)}, "
-                                       f"measured on {c.device} at {c.measured_at[:16]}.")
+                                       f"measured on {c.belongs_to} at {c.measured_at[:16]}.")
         self.prior_button.setEnabled(True)
 
     # ------------------------------------------------------------ page hooks
