@@ -14,7 +14,8 @@ GIB = 2**30
 
 def test_bundled_counts_and_ids_resolve():
     c = bundled_catalog()
-    assert len(c.accelerators) == 43  # every row of the reference accelerators table
+    # every row of the reference accelerators table, plus H800, H20, A800 and L20 (used by published runs)
+    assert len(c.accelerators) == 47
     assert len(c.offers) == 128  # every row of the reference cloud price table
     assert len({o.id for o in c.offers}) == 128
     assert all(o.accelerator_id in c.accelerators for o in c.offers)
@@ -134,7 +135,7 @@ def test_broken_user_file_is_ignored_not_fatal(content):
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_bytes(content)
     c = load_catalog()
-    assert len(c.accelerators) == 43
+    assert len(c.accelerators) == 47
     assert len(c.warnings) == 1 and "ignored" in c.warnings[0]
     assert f.read_bytes() == content  # the user's file is never rewritten
 
@@ -242,3 +243,16 @@ def test_source_checkout_without_install_reads_the_resources_folder(monkeypatch)
 
     monkeypatch.setattr(load_mod.resources, "files", files)
     assert "rtx-4090," in load_mod._resource_text("accelerators.csv")
+
+
+def test_china_market_parts_by_their_published_figures():
+    c = bundled_catalog()
+    h800, h100 = c.accelerator("h800"), c.accelerator("h100-sxm")
+    assert h800.bf16_flops == h100.bf16_flops == 989e12 and h800.interconnect_bps == 200e9  # NVLink cut to 400 GB/s
+    h20 = c.accelerator("h20")
+    assert h20.bf16_flops == 148e12 and h20.mem_bandwidth_bps == 4000e9 and h20.memory_bytes == 96 * GIB
+    a800, a100 = c.accelerator("a800-80gb-sxm"), c.accelerator("a100-80gb-sxm")
+    assert a800.bf16_flops == a100.bf16_flops and a800.interconnect_bps < a100.interconnect_bps
+    l20 = c.accelerator("l20")
+    assert l20.bf16_flops == 119.5e12 and l20.mem_bandwidth_bps == 864e9 and l20.tdp_w == 275
+    assert all(c.accelerator(i).source and c.accelerator(i).data_date for i in ("h800", "h20", "a800-80gb-sxm", "l20"))

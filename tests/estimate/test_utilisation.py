@@ -99,6 +99,8 @@ def test_generation_classes():
     assert U.generation_of("v100-sxm2-32gb") == 2018
     assert U.generation_of("b200") == 2024
     assert U.generation_of("mystery-9000") is None
+    catalog = bundled_catalog()
+    assert [a for a in catalog.accelerators if U.generation_of(a) is None] == []
 
 
 def test_model_from_csv_rejects_missing_and_non_finite():
