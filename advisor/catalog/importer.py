@@ -34,7 +34,7 @@ from advisor.store.atomic import keep_aside, write_atomic
 # Column order of the advisor's own offers CSV (the bundled cloud_offers.csv).
 OFFER_COLUMNS = ("id", "provider", "instance", "accelerator_id", "accelerator_count", "vcpus", "memory_gib",
                  "region", "on_demand_usd_per_hour", "spot_usd_per_hour", "reserved_1y_usd_per_hour",
-                 "price_date", "source", "notes")
+                 "price_date", "source", "notes", "inter_node_gbps", "inter_node_source")
 SKYPILOT_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price",
                     "SpotPrice", "Region")
 _ADVISOR_REQUIRED = ("provider", "instance", "accelerator_id", "accelerator_count")

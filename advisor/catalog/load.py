@@ -157,6 +157,8 @@ def offer_from_row(row: dict, where: str = "cloud offer", accelerators: dict | N
         region=_str(row, "region"), on_demand_usd_per_h=od, spot_usd_per_h=spot,
         reserved_1y_usd_per_h=_num(row, "reserved_1y_usd_per_hour", where),
         price_date=_str(row, "price_date"), source=_str(row, "source"), notes=_str(row, "notes"),
+        inter_node_gbps=_num(row, "inter_node_gbps", where, positive=True),
+        inter_node_source=_str(row, "inter_node_source"),
     )
 
 
@@ -318,6 +320,7 @@ def _offer_row(o: CloudOffer) -> dict:
         "region": o.region, "on_demand_usd_per_hour": o.on_demand_usd_per_h,
         "spot_usd_per_hour": o.spot_usd_per_h, "reserved_1y_usd_per_hour": o.reserved_1y_usd_per_h,
         "price_date": o.price_date, "source": o.source, "notes": o.notes,
+        "inter_node_gbps": o.inter_node_gbps, "inter_node_source": o.inter_node_source,
     }
 
 

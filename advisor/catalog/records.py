@@ -92,6 +92,15 @@ class CloudOffer:
     price_date: str
     source: str = ""
     notes: str = ""
+    inter_node_gbps: float | None = None  # fabric between instances, Gbit/s per instance as the provider states it
+    inter_node_source: str = ""
+
+    @property
+    def inter_node_bps_per_device(self) -> float | None:
+        """Inter-instance bandwidth per accelerator, bytes/s (None: no fabric stated, single instance only)."""
+        if not self.inter_node_gbps:
+            return None
+        return self.inter_node_gbps * 1e9 / 8 / self.accelerator_count
 
     def usd_per_device_hour(self, spot: bool = False) -> float | None:
         """Instance price / accelerators per instance (an 8-GPU instance is billed once, not eight times)."""

@@ -256,3 +256,14 @@ def test_china_market_parts_by_their_published_figures():
     l20 = c.accelerator("l20")
     assert l20.bf16_flops == 119.5e12 and l20.mem_bandwidth_bps == 864e9 and l20.tdp_w == 275
     assert all(c.accelerator(i).source and c.accelerator(i).data_date for i in ("h800", "h20", "a800-80gb-sxm", "l20"))
+
+
+def test_inter_node_fabric_per_instance():
+    c = bundled_catalog()
+    by_id = {o.id: o for o in c.offers}
+    p5 = by_id["aws:p5.48xlarge-snapshot"]
+    # 3200 Gbps EFA over 8 H100: 3200e9 / 8 / 8 = 50 GB/s per GPU
+    assert p5.inter_node_gbps == 3200 and p5.inter_node_bps_per_device == pytest.approx(50e9)
+    assert by_id["aws:p4d.24xlarge-snapshot"].inter_node_bps_per_device == pytest.approx(6.25e9)
+    assert all(o.inter_node_source for o in c.offers if o.inter_node_gbps)
+    assert by_id["lambda:gpu-8x-h100-sxm5"].inter_node_bps_per_device is None  # no fabric stated: one instance only
