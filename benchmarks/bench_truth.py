@@ -40,6 +40,10 @@ def main(argv=None) -> int:
           f"{math.exp(model.half_width_calibrated_log):.3f})")
     print(f"leave-one-out: median error factor {loo.median_error_factor:.3f}, within 25 % {loo.share_within_25pct:.1%}, "
           f"80 % interval coverage {loo.interval_coverage:.1%}")
+    study = U.leave_one_study_out(obs)
+    print(f"leave-one-study-out (stricter: a run's whole study left out): median error factor "
+          f"{study.median_error_factor:.3f}, within 25 % {study.share_within_25pct:.1%}, "
+          f"80 % interval coverage {study.interval_coverage:.1%}")
     if args.write:
         path = Path(__file__).resolve().parents[1] / "resources" / "utilisation_fit.csv"
         path.write_text(U.model_to_csv(model), encoding="utf-8")

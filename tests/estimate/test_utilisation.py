@@ -108,3 +108,12 @@ def test_model_from_csv_rejects_missing_and_non_finite():
         U.model_from_csv("name,value\nintercept,1.0\n")
     with pytest.raises(ValueError):
         U.model_from_csv(fitted_model_text().replace("intercept,", "intercept,nan#"))
+
+
+def test_leaving_whole_studies_out_is_the_harder_check(obs):
+    loo, study = U.leave_one_out(obs), U.leave_one_study_out(obs)
+    assert study.median_error_factor >= loo.median_error_factor
+    assert len(study.log_residuals) == len(obs)
+    # a study with one run is predicted the same way by both
+    singles = [i for i, o in enumerate(obs) if sum(p.group == o.group for p in obs) == 1]
+    assert singles and all(study.log_residuals[i] == pytest.approx(loo.log_residuals[i]) for i in singles)
