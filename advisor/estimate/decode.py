@@ -1,9 +1,10 @@
 """Decode bandwidth efficiency per weight format and runtime, from published decode speeds.
 
 A published single-stream decode speed ``r`` (tokens/s) of a model whose weights take ``W`` bytes on a device
-of peak bandwidth ``BW`` reads the weights at ``eta = r * W / BW`` of peak (docs/method.md, "Decode by format
-and runtime"). Low-bit formats spend time dequantising, so they reach less of the peak: on llama.cpp's Metal
-backend an M2 Ultra reads about 70 % of its 800 GB/s at F16, 55 % at Q8_0 and 42 % at Q4_0.
+of peak bandwidth ``BW`` reads the weights at ``eta = r * W / BW`` of peak
+(docs/method.md, "Decode by format and runtime"). Low-bit formats spend time dequantising, so they reach
+less of the peak: on llama.cpp's Metal backend an M2 Ultra reads about 70 % of its 800 GB/s at F16, 55 % at
+Q8_0 and 42 % at Q4_0.
 
 Where no figure was published for a format or runtime, the stated assumption says which measured figure
 stands in. Every efficiency is at most 1, so a decode estimate never exceeds ``BW / weight_bytes``.
