@@ -47,7 +47,7 @@ class Calibration:
     def belongs_to(self) -> str:
         """Which device this calibration belongs to, in words (for the CLI, the app and reports)."""
         if self.accelerator_id == CPU_DEVICE_ID:
-            return f"this machine's CPU ({self.device})"
+            return f"the CPU ({self.device})"
         if self.accelerator_id:
             return f"{self.accelerator_id} ({self.device})"
         return f"{self.device} (not in the catalog: used for no plan target)"

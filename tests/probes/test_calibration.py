@@ -55,7 +55,7 @@ def test_rejects_out_of_range(bad):
 def test_each_calibration_says_which_device_it_belongs_to():
     assert _cal().belongs_to == "h100-sxm (cuda:0)"
     cpu = _cal(device="cpu", accelerator_id="cpu", eta_mem=None)
-    assert cpu.belongs_to == "this machine's CPU (cpu)" and cpu.applies_to("cpu") and not cpu.applies_to("h100-sxm")
+    assert cpu.belongs_to == "the CPU (cpu)" and cpu.applies_to("cpu") and not cpu.applies_to("h100-sxm")
     unknown = _cal(accelerator_id=None)
     assert "not in the catalog" in unknown.belongs_to and not unknown.applies_to("h100-sxm")
 

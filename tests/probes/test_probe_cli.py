@@ -69,7 +69,7 @@ def test_calibrate_saves_measured_mfu_and_reset_removes_it(capsys, tiny_train_st
     cal = load_calibration()
     assert code == 0 and cal is not None and "calibration saved" in err
     assert cal.mfu == pytest.approx(doc["calibration"]["mfu"]) and cal.device == "cpu"
-    assert cal.accelerator_id == "cpu" and cal.applies_to("cpu") and "this machine's CPU" in err
+    assert cal.accelerator_id == "cpu" and cal.applies_to("cpu") and "for the CPU (cpu)" in err
     assert cal.source == "probe:train-step" and cal.measured_at == doc["started_at"]
     code, out, _ = cli(capsys, "probe", "--reset-calibration")
     assert code == 0 and "priors" in out and load_calibration() is None
