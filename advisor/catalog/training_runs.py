@@ -9,6 +9,7 @@ of each target to a model-FLOPs utilisation lives in ``advisor.estimate.utilisat
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from dataclasses import dataclass
@@ -143,3 +144,11 @@ def catalog_peak(catalog):
 def fitted_model_text() -> str:
     """The stored coefficients of the utilisation model (``resources/utilisation_fit.csv``)."""
     return _resource_text("utilisation_fit.csv")
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_utilisation_model():
+    """The stored utilisation model (``advisor.estimate.utilisation.UtilisationModel``), read once per process."""
+    from advisor.estimate.utilisation import model_from_csv
+
+    return model_from_csv(fitted_model_text())

@@ -117,3 +117,14 @@ def test_leaving_whole_studies_out_is_the_harder_check(obs):
     # a study with one run is predicted the same way by both
     singles = [i for i, o in enumerate(obs) if sum(p.group == o.group for p in obs) == 1]
     assert singles and all(study.log_residuals[i] == pytest.approx(loo.log_residuals[i]) for i in singles)
+
+
+def test_bundled_model_is_read_once_and_predicts_a_hopper_run():
+    from advisor.catalog.training_runs import bundled_utilisation_model
+
+    model = bundled_utilisation_model()
+    assert model is bundled_utilisation_model()
+    # Nemotron-4 340B on H100 at 4096 tokens: fitted u 0.406 (192 tokens/s/GPU), prediction within 25 %
+    est = U.predict_utilisation(model, generation=U.generation_of("h100-sxm"), active_params=340e9, seq_len=4096)
+    assert est.mfu == pytest.approx(0.406, rel=0.25)
+    assert est.low < 0.406 < est.high
