@@ -316,3 +316,52 @@ def model_from_csv(text: str) -> UtilisationModel:
                                 values["half_width_calibrated_log"], int(values["runs"]))
     except KeyError as exc:
         raise ValueError(f"utilisation fit: missing {exc}") from None
+
+
+# ------------------------------------------------------------------ the planner's call
+@dataclass(frozen=True)
+class TrainingTime:
+    """Wall time and throughput of a training job from the fitted (or calibrated) utilisation, with 80 % intervals."""
+
+    hours: float
+    hours_interval: tuple[float, float]
+    tokens_per_s: float
+    tokens_per_s_interval: tuple[float, float]
+    mfu: float
+    flops: float  # hardware FLOPs of the job: model FLOPs with attention, times the recomputation factor
+    origin: str
+
+
+def training_time(model: UtilisationModel, *, generation: int, active_params: float, layers: int, hidden: int,
+                  seq_len: int, tokens: float, devices: int, peak_flops: float, workload: str = "pretrain",
+                  recompute: str = "selective", slowdown: float = 1.0, calibrated_mfu: float | None = None,
+                  ) -> TrainingTime:
+    """Time a training job with the fitted utilisation (docs/method.md, "Utilisation fitted on documented runs").
+
+    ``T = tokens * (f_w * P_act + f_a * 6*L*s*h) * r / (N * peak * u) * slowdown``, with ``f_w`` 6 (4 for LoRA and
+    QLoRA, no weight gradients of the base), ``f_a`` 1 (4/6 for LoRA), ``r`` 8/6 for full recomputation.
+
+    Args:
+        generation: ``generation_of(accelerator_id)``.
+        active_params, layers, hidden, seq_len: the model and its training sequence length.
+        tokens: training tokens; devices: accelerators; peak_flops: dense peak per device at the precision.
+        workload: ``pretrain``, ``full`` (fine-tuning), ``lora`` or ``qlora``.
+        recompute: ``full`` for full activation recomputation.
+        slowdown: ``comms.link_slowdown`` of the option's links against the fitted clusters' (1 = same links).
+        calibrated_mfu: a training-step calibration of this device; it replaces the fitted utilisation and the
+            interval narrows to the within-study width.
+    """
+    lora = workload in ("lora", "qlora")
+    per_token = (4.0 if lora else 6.0) * active_params + (4.0 if lora else 6.0) * layers * seq_len * hidden
+    flops = tokens * per_token * (8.0 / 6.0 if recompute == "full" else 1.0)
+    if calibrated_mfu is not None:
+        u, origin = calibrated_mfu, "measured on this machine by the training-step probe"
+    else:
+        est = predict_utilisation(model, generation=generation, active_params=active_params, seq_len=seq_len)
+        u, origin = est.mfu, est.origin
+    seconds = flops / (devices * peak_flops * u) * slowdown
+    hours = seconds / 3600.0
+    tps = tokens / seconds
+    calibrated = calibrated_mfu is not None
+    return TrainingTime(hours, interval_80(hours, model, calibrated=calibrated), tps,
+                        interval_80(tps, model, calibrated=calibrated), u, flops, origin)

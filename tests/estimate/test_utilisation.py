@@ -128,3 +128,30 @@ def test_bundled_model_is_read_once_and_predicts_a_hopper_run():
     est = U.predict_utilisation(model, generation=U.generation_of("h100-sxm"), active_params=340e9, seq_len=4096)
     assert est.mfu == pytest.approx(0.406, rel=0.25)
     assert est.low < 0.406 < est.high
+
+
+def test_training_time_reproduces_llama_65b_within_its_interval():
+    # LLaMA-1 65B, 1.4T tokens on 2048 A100 (312 TFLOP/s): published 1,022,362 GPU-hours (Touvron et al. 2023)
+    model = U.model_from_csv(fitted_model_text())
+    t = U.training_time(model, generation=2020, active_params=65.2e9, layers=80, hidden=8192, seq_len=2048,
+                        tokens=1.4e12, devices=2048, peak_flops=312e12)
+    gpu_hours = t.hours * 2048
+    assert gpu_hours == pytest.approx(1_022_362, rel=0.15)
+    low, high = t.hours_interval
+    assert low * 2048 < 1_022_362 < high * 2048
+    # flops by hand: (6 * 65.2e9 + 6 * 80 * 2048 * 8192) * 1.4e12
+    assert t.flops == pytest.approx((6 * 65.2e9 + 6 * 80 * 2048 * 8192) * 1.4e12)
+    assert t.tokens_per_s == pytest.approx(1.4e12 / (t.hours * 3600))
+
+
+def test_training_time_calibrated_recompute_lora_and_slowdown():
+    model = U.model_from_csv(fitted_model_text())
+    kw = dict(generation=2022, active_params=7e9, layers=32, hidden=4096, seq_len=4096, tokens=1e10, devices=8,
+              peak_flops=989e12)
+    base = U.training_time(model, **kw)
+    cal = U.training_time(model, calibrated_mfu=0.3, **kw)
+    assert cal.mfu == 0.3 and "training-step probe" in cal.origin
+    assert (cal.hours_interval[1] / cal.hours_interval[0]) < (base.hours_interval[1] / base.hours_interval[0])
+    assert U.training_time(model, recompute="full", **kw).hours == pytest.approx(base.hours * 8 / 6)
+    assert U.training_time(model, slowdown=1.5, **kw).hours == pytest.approx(base.hours * 1.5)
+    assert U.training_time(model, workload="lora", **kw).hours == pytest.approx(base.hours * 4 / 6)
