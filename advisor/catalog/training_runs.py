@@ -33,6 +33,8 @@ class TrainingRun:
         target: which published figure the run is judged by (one of ``TARGETS``).
         gpu_hours, tokens_per_s_per_device, mfu, tflops_per_device: the published figure for ``target``.
         recompute: activation recomputation (``full`` costs one extra forward, 8PD instead of 6PD).
+        mfu_convention: how a published MFU counts FLOPs: ``palm`` (PaLM's ``6N + 12*L*h*s`` per token, Chowdhery
+            et al. 2022 appendix B) or ``6nd`` (``6N``).
     """
 
     run_id: str
@@ -60,6 +62,7 @@ class TrainingRun:
     recompute: str
     source: str
     notes: str
+    mfu_convention: str = ""  # for published MFUs: "palm" (6N + 12*L*h*s per token) or "6nd" (6N only)
 
 
 def _opt(row: dict, key: str, where: str) -> float | None:
@@ -92,6 +95,9 @@ def run_from_row(row: dict, where: str) -> TrainingRun:
     if target not in TARGETS:
         raise CatalogError(f"{where}: target must be one of {', '.join(TARGETS)}, not {target!r}")
     recompute = (row.get("recompute") or "unknown").strip()
+    convention = (row.get("mfu_convention") or "").strip()
+    if convention not in ("", "palm", "6nd") or (target == "mfu" and not convention):
+        raise CatalogError(f"{where}: mfu_convention must be palm or 6nd for a published MFU")
     if recompute not in RECOMPUTE:
         raise CatalogError(f"{where}: recompute must be one of {', '.join(RECOMPUTE)}")
     field_of = {"gpu_hours": "gpu_hours", "tokens_per_s": "tokens_per_s_per_device", "mfu": "mfu",
@@ -116,7 +122,7 @@ def run_from_row(row: dict, where: str) -> TrainingRun:
         interconnect=row["interconnect"].strip(), moe=row["moe"].strip() == "1", target=target,
         gpu_hours=_opt(row, "gpu_hours", where), tokens_per_s_per_device=_opt(row, "tokens_per_s_per_device", where),
         mfu=mfu, tflops_per_device=_opt(row, "tflops_per_device", where), recompute=recompute,
-        source=row["source"].strip(), notes=(row.get("notes") or "").strip())
+        source=row["source"].strip(), notes=(row.get("notes") or "").strip(), mfu_convention=convention)
 
 
 def parse_training_runs(text: str, where: str = FILE_NAME) -> tuple[TrainingRun, ...]:

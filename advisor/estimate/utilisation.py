@@ -80,14 +80,17 @@ def observed_mfu(run, peak_flops: float | None) -> float | None:
 
 
 def clean_utilisation(mfu: float, recompute: str, *, active_params: float, layers: int, hidden: int,
-                      seq_len: int) -> float:
+                      seq_len: int, mfu_convention: str = "6nd") -> float:
     """The utilisation the model fits: attention FLOPs counted, the recomputation penalty removed.
 
     ``u = MFU * (1 + 6*L*s*h / (6*P_act)) * (8/6 if full recomputation)``: causal attention adds about
     ``6*L*s*h`` FLOPs per token (docs/method.md), and a fully recomputed run did 8/6 of its model FLOPs.
+    An MFU published with PaLM's convention already counts ``12*L*h*s`` attention FLOPs per token
+    (Chowdhery et al. 2022, appendix B); it is rescaled to the ``6*L*s*h`` used here.
     The planner then divides by ``(6*P_act + 6*L*s*h)`` and its own recompute factor.
     """
-    attention = 1.0 + layers * seq_len * hidden / active_params
+    ratio = layers * seq_len * hidden / active_params
+    attention = (1.0 + ratio) / (1.0 + 2.0 * ratio) if mfu_convention == "palm" else 1.0 + ratio
     return mfu * attention * (8.0 / 6.0 if recompute == "full" else 1.0)
 
 
@@ -122,7 +125,8 @@ def observations(runs: Iterable, peak_of: Callable[[str, str], float | None]) ->
         out.append(Observation(run.run_id, run.group,
                                features(run.generation, run.active_params, run.seq_len, run.target == "gpu_hours"),
                                clean_utilisation(mfu, run.recompute, active_params=run.active_params,
-                                                 layers=run.layers, hidden=run.hidden, seq_len=run.seq_len)))
+                                                 layers=run.layers, hidden=run.hidden, seq_len=run.seq_len,
+                                                 mfu_convention=run.mfu_convention or "6nd")))
     return out
 
 

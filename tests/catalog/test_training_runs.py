@@ -39,5 +39,7 @@ def test_bad_rows_get_one_clear_error():
         parse_training_runs(header + good.replace("gpu_hours,100", "gpu_hours,"))
     with pytest.raises(CatalogError, match="mfu must be a fraction"):
         parse_training_runs(header + good.replace(",,,,s", ",,1.5,,s"))
+    with pytest.raises(CatalogError, match="mfu_convention"):
+        parse_training_runs(header + good.replace("gpu_hours,100,,,,s", "mfu,,,0.4,,s"))
     with pytest.raises(CatalogError, match="duplicate"):
         parse_training_runs(header + good + good)

@@ -155,3 +155,10 @@ def test_training_time_calibrated_recompute_lora_and_slowdown():
     assert U.training_time(model, recompute="full", **kw).hours == pytest.approx(base.hours * 8 / 6)
     assert U.training_time(model, slowdown=1.5, **kw).hours == pytest.approx(base.hours * 1.5)
     assert U.training_time(model, workload="lora", **kw).hours == pytest.approx(base.hours * 4 / 6)
+
+
+def test_palm_convention_mfu_is_rescaled_to_causal_attention():
+    # PaLM 540B: r = L*s*h / P = 118*2048*18432/540e9 = 0.008248; (1 + r)/(1 + 2r) = 0.991885
+    u = U.clean_utilisation(0.462, "unknown", active_params=540e9, layers=118, hidden=18432, seq_len=2048,
+                            mfu_convention="palm")
+    assert u == pytest.approx(0.462 * 0.991885, rel=1e-5)
