@@ -65,6 +65,7 @@ class FieldMeta:
         help: one line for people (``--help``, tooltips, reports).
         workloads: the workloads the input applies to.
         flag: the long command-line flag (``--seq-len``), or None when it has none.
+        scenario: whether a scenario file stores it (``[plan]`` key, or the ``assumptions``/``notes`` table).
         group: the ``--help`` group.
         choices: the allowed values of a ``choice``.
         minimum / maximum: the allowed range (inclusive unless ``exclusive_minimum``).
@@ -78,6 +79,7 @@ class FieldMeta:
     workloads: tuple[str, ...]
     flag: str | None
     group: str
+    scenario: bool = True
     choices: tuple = ()
     minimum: float | None = None
     maximum: float | None = None
@@ -108,10 +110,10 @@ def _num(x: float | None) -> str:
 
 
 def _field(default: Any, *, unit: str = "", help: str, workloads: tuple[str, ...] = ALL, group: str = "job",
-           flag: str | None = "", ge: float | None = None, gt: float | None = None, le: float | None = None,
+           flag: str | None = "", scenario: bool = True, ge: float | None = None, gt: float | None = None, le: float | None = None,
            **kw: Any) -> Any:
     """A pydantic field carrying the schema's metadata (``flag=""``: ``--<name>``; None: no flag)."""
-    extra = {"unit": unit, "workloads": list(workloads), "group": group, "flag": flag}
+    extra = {"unit": unit, "workloads": list(workloads), "group": group, "flag": flag, "scenario": scenario}
     return Field(default, description=help, ge=ge, gt=gt, le=le, json_schema_extra=extra, **kw)
 
 
@@ -192,6 +194,9 @@ class Job(BaseModel):
     assumptions: dict[str, Any] = _field({}, help="cost assumptions by name (advisor/cost/assumptions.py)",
                                          group="hardware", flag=None)
     notes: dict[str, Any] = _field({}, help="free-form notes kept with a scenario", group="notes", flag=None)
+    sources: dict[str, str] = _field({}, help="where each value given came from: a flag, --set, a scenario file, "
+                                     "an app setting (by field or assumption name)", group="notes", flag=None,
+                                     scenario=False)
 
     # ------------------------------------------------------------------ lax where files and flags need it
     @field_validator("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "lora_rank", "gpus", "tp", "pp",
@@ -239,11 +244,12 @@ class Job(BaseModel):
         return job
 
     def changed(self) -> dict[str, Any]:
-        """The fields that differ from their default, in declaration order (what a scenario file saves)."""
+        """The fields that differ from their default, in declaration order (what a scenario file saves;
+        ``sources`` is left out)."""
         out = {}
         for name, meta in JOB_FIELDS.items():
             value = getattr(self, name)
-            if value != meta.default:
+            if value != meta.default and meta.scenario:
                 out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -349,7 +355,8 @@ def _build_fields() -> dict[str, FieldMeta]:
         default = info.get_default(call_default_factory=True)
         out[name] = FieldMeta(name=name, kind=kind, default=default, unit=extra.get("unit", ""),
                               help=info.description or "", workloads=tuple(extra.get("workloads", ALL)),
-                              flag=flag, group=extra.get("group", "job"), choices=choices, minimum=lo, maximum=hi,
+                              flag=flag, group=extra.get("group", "job"), scenario=extra.get("scenario", True),
+                              choices=choices, minimum=lo, maximum=hi,
                               exclusive_minimum=exclusive)
     return out
 
