@@ -112,15 +112,12 @@ def request_values(args, scenario_plan: dict | None = None, scenario_assumptions
         the flag, ``--set NAME=VALUE``), by field or assumption name.
     """
     from advisor.cli import UsageError
+    from advisor.store.scenario import Scenario, job_values
 
-    where = f"scenario file {scenario_name}" if scenario_name else "scenario file"
-    values = dict(scenario_plan or {})
-    sources = dict.fromkeys(values, where)
-    assumptions = {}
-    for key, raw in (scenario_assumptions or {}).items():
-        assumptions[key] = raw.get("value") if isinstance(raw, dict) else raw
-        origin = raw.get("origin") if isinstance(raw, dict) else None
-        sources[key] = f"{where}: {origin}" if origin else where
+    scenario = Scenario(plan=dict(scenario_plan or {}), assumptions=dict(scenario_assumptions or {}))
+    values = job_values(scenario, scenario_name)
+    values.pop("notes")
+    sources, assumptions = values.pop("sources"), values.pop("assumptions")
     for name, meta in JOB_FIELDS.items():
         value = getattr(args, name, None) if meta.flag else None
         if value is not None:

@@ -295,6 +295,18 @@ def scenario_from_job(job: Any, notes: dict | None = None, extra: dict | None = 
                     extra=dict(extra or {}))
 
 
+def job_values(scenario: Scenario, name: str = "") -> dict:
+    """The ``Job.from_mapping`` values of a scenario: its plan, plain assumptions and notes, and ``sources``
+    naming the file for each value (``name``: the file's name as people know it)."""
+    where = f"scenario file {name}" if name else "scenario file"
+    assumptions, sources = {}, dict.fromkeys(scenario.plan, where)
+    for key, raw in scenario.assumptions.items():
+        assumptions[key] = raw.get("value") if isinstance(raw, dict) else raw
+        origin = raw.get("origin") if isinstance(raw, dict) else None
+        sources[key] = f"{where}: {origin}" if origin else where
+    return {**scenario.plan, "assumptions": assumptions, "notes": dict(scenario.notes), "sources": sources}
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
