@@ -54,8 +54,8 @@ def run(args) -> int:
     if args.history:
         if args.name is not None and args.name not in PROBES:
             raise UsageError(f"unknown probe {args.name!r} (known: {', '.join(PROBES)})")
-        if args.limit < 1:
-            raise UsageError(f"--limit must be at least 1, not {args.limit}")
+        if not 1 <= args.limit <= 1_000_000:
+            raise UsageError(f"--limit must be a whole number from 1 to 1000000, not {args.limit}")
         return _history(args)
     if args.compare:
         return _compare(args)

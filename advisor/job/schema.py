@@ -298,7 +298,10 @@ def _input_error(exc: ValidationError) -> JobInputError:
     meta = JOB_FIELDS.get(name)
     if meta is None:
         return JobInputError(name, err.get("msg", "invalid"))
-    shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
+    if isinstance(got, int) and not isinstance(got, bool) and abs(got) >= 10**15:
+        shown = f"{float(got):g}"
+    else:
+        shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
     if meta.kind in ("int", "number"):
         what = "a whole number" if meta.kind == "int" else "a finite number"
         return JobInputError(name, f"must be {what} {meta.range_text()}, got {shown}")

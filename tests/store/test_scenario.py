@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -42,6 +43,47 @@ def test_legacy_schema_is_migrated(tmp_path):
     s = load_scenario(path)
     assert s.plan == {"gpus": 4, "seq_len": 4096, "accelerator": ["rtx-4090"]}
     assert s.schema == sc.SCHEMA
+
+
+
+def test_old_files_are_migrated_in_memory_only_and_plan_as_before(tmp_path, capsys):
+    from advisor.cli import main
+
+    path = tmp_path / "old.toml"
+    path.write_text('schema = "advisor.scenario/0"\n[job]\nmodel = "gpt2"\nworkload = "lora"\nn_gpus = 2\n'
+                    'accelerator = "rtx-4090"\n')
+    before = path.read_bytes()
+    assert main(["plan", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["memory"]["devices"] == 2 and {o["accelerator"] for o in doc["options"]} == {"rtx-4090"}
+    assert path.read_bytes() == before  # never rewritten unasked
+
+
+def test_a_newer_file_is_refused_clearly(tmp_path):
+    path = tmp_path / "new.toml"
+    path.write_text('schema = "advisor.scenario/7"\n[plan]\nmodel = "gpt2"\n')
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert "written by a newer advisor (schema 7); upgrade to open it" in str(info.value)
+    assert "corrupt" not in str(info.value)
+
+
+def test_open_and_save_without_changes_gives_the_same_plan(tmp_path, capsys):
+    from advisor.cli import main
+
+    first = tmp_path / "serve.toml"
+    first.write_text('schema = "advisor.scenario/1"\n[plan]\nmodel = "llama-3-8b"\nworkload = "inference"\n'
+                     'tokens = 1e9\nbatch = 8\naccelerator = ["h100-sxm"]\n[assumptions]\npue = 1.3\n'
+                     '[notes]\nwhy = "a serving budget"\n')
+    assert main(["plan", str(first), "--save-scenario", str(tmp_path / "again.toml"), "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    again = load_scenario(tmp_path / "again.toml")
+    assert again.plan == {"model": "llama-3-8b", "workload": "inference", "tokens": 1e9, "batch": 8,
+                          "accelerator": ["h100-sxm"]}
+    assert again.assumptions == {"pue": 1.3} and again.notes == {"why": "a serving budget"}
+    assert main(["plan", str(tmp_path / "again.toml"), "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert without_sources(a) == without_sources(b)
 
 
 @pytest.mark.parametrize("content, field", [
