@@ -40,7 +40,8 @@ def test_skipped_probe_json(capsys):
 
 @pytest.mark.parametrize("args", [
     ["probe"], ["probe", "bogus"], ["probe", "matmul", "--device", "tpu"], ["probe", "matmul", "--device", "cuda:x"],
-    ["probe", "train-step", "--precision", "fp3"], ["probe", "--history", "--limit", "0"], ["probe", "--history", "--limit", "12345678901234567890123"],
+    ["probe", "train-step", "--precision", "fp3"], ["probe", "--history", "--limit", "0"],
+    ["probe", "--history", "--limit", "12345678901234567890123"],
     ["probe", "--history", "nope"], ["probe", "--compare", "1", "2"], ["probe", "--compare", "1", "x"]])
 def test_bad_input_exits_2_with_one_line(capsys, args):
     code, out, err = cli(capsys, *args)
