@@ -22,10 +22,9 @@ import io
 import math
 import os
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 from advisor.catalog.load import CatalogError, load_catalog, offer_from_row, offer_row
 from advisor.catalog.records import CloudOffer
@@ -134,7 +133,7 @@ def _check_row_complete(row: dict, header: list[str], where: str) -> None:
 
 
 def _today() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    return _dt.datetime.now(_dt.UTC).date().isoformat()
 
 
 def _number(raw, where: str, name: str, *, required: bool = False) -> float | None:

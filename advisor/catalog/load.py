@@ -13,14 +13,10 @@ import csv
 import functools
 import io
 import math
+import tomllib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 from advisor.catalog.records import Accelerator, CloudOffer
 from advisor.estimate.model import ModelArch

@@ -186,7 +186,7 @@ def _num(v) -> float:
 
 
 def generated_at() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def money(v) -> str:

@@ -143,7 +143,7 @@ def read_detect_files(files) -> list[FleetMachine]:
     Raises:
         FleetError: for the first unreadable file or bad document (naming the file and field).
     """
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     machines = []
     for f in files:
         path = Path(f)

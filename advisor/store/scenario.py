@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 import os
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from advisor.job import JOB_FIELDS
 from advisor.store.atomic import write_atomic
