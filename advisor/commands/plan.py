@@ -41,7 +41,7 @@ def _help(meta) -> str:
         extra.append(f"default {meta.default}")
     if set(meta.workloads) != set(WORKLOADS):
         extra.append("for " + ", ".join(meta.workloads))
-    return meta.help + (f" ({'; '.join(extra)})" if extra else "")
+    return (meta.help + (f" ({'; '.join(extra)})" if extra else "")).replace("%", "%%")
 
 
 def add_job_flags(p) -> None:
