@@ -85,11 +85,10 @@ class PlanOption:
     owning: OwningCost | None = None
     serving: Serving | None = None
     note: str = ""
+    cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
-    @property
-    def cost_usd(self) -> float:
-        """Total job cost: the sum of the breakdown."""
-        return self.breakdown.total_usd
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cost_usd", self.breakdown.total_usd)
 
     @property
     def cost_breakdown_usd(self) -> dict[str, float]:
@@ -244,6 +243,9 @@ def check_finite(result: PlanResult) -> None:
     if bad(result.flops_total) or bad(result.tokens):
         raise PlanInputError("tokens", "the budget is too large: FLOPs overflow")
     for o in result.options:
+        total = o.hours + o.device_hours + o.tokens + o.tokens_per_s + o.energy_kwh + o.cost_usd
+        if math.isfinite(total) and not bad(o.usd_per_device_hour):  # one sum: a NaN or inf shows in it
+            continue
         figures = (o.hours, o.device_hours, o.tokens, o.tokens_per_s, o.energy_kwh, o.cost_usd, o.usd_per_device_hour)
         if any(bad(x) for x in figures):
             name = "hours" if result.request.hours is not None else "tokens"

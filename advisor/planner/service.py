@@ -22,7 +22,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     """Plan a job against every accelerator (or the requested ones) and price every option.
 
     Args:
-        request: validated inputs (``PlanRequest.from_mapping``; validated once, not per option).
+        request: validated inputs (``PlanRequest.from_mapping``: validated once there, not here nor per option).
         catalog: defaults to the bundled catalog merged with the user's file.
         calibration: an ``advisor.store.calibration.Calibration`` measured on this machine, or None.
             Its MFU replaces the prior for its accelerator; its ``eta_mem`` replaces the decode prior.
@@ -32,7 +32,6 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     Raises:
         PlanInputError: an unknown preset, accelerator id or assumption, or figures that overflow.
     """
-    request.check_rules()
     catalog = catalog or load_catalog()
     if assumptions is None:
         try:
