@@ -9,8 +9,11 @@ How to add an input (one place):
     1. Add a field to :class:`Job` with ``_field(default, unit=..., help=..., workloads=..., ge/gt/le=...)``
        (``flag=None`` for a value that is not a command-line flag; ``group`` orders ``--help``).
     2. Read it in the planner as ``request.<name>`` (``PlanRequest`` is :class:`Job`).
-    That is all: the CLI flag ``--<name-with-dashes>``, the scenario key ``<name>``, the JSON echo and the
-    report row follow; ``tests/job/test_schema.py`` checks each of them against ``JOB_FIELDS``.
+    That is all: the CLI flag ``--<name-with-dashes>``, the scenario key ``<name>``, the JSON echo
+    (``"inputs"``) and the report row follow; ``tests/job/test_generated.py`` checks each of them against
+    ``JOB_FIELDS``, and ``tests/gui/test_plan_form_keys.py`` the app's form. A new cost assumption is a field of
+    ``CostAssumptions`` (``advisor/cost/assumptions.py``): it is then a ``--set`` name, a key of a scenario's
+    ``[assumptions]`` and a row of every assumptions table; list it in ``ASSUMPTION_FLAGS`` for a flag of its own.
 
 The API others use:
     ``Job.from_mapping(values)`` validates (raises :class:`JobInputError` naming the field);
