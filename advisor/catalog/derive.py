@@ -1,4 +1,5 @@
-"""An accelerator entry derived from what the driver reports, for a GPU the catalog does not hold.
+"""An accelerator entry derived from what the driver reports, for a GPU the catalog does not hold
+(docs/method.md, "Accelerators derived from the driver").
 
 NVIDIA GPUs only (compute capability names the architecture). The driver gives the memory size,
 the memory clock and bus width (bandwidth), the CUDA core count (SMs) and the SM clocks; the
