@@ -34,7 +34,7 @@ NAME = "host-bandwidth"
 STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0
 QUICK_MAX_ARRAY_BYTES = 640 * 10**6  # STREAM's reference size (80 million doubles per array)
-QUICK_BUDGET_S = 1.0  # timed triad repetitions in quick mode stop after this long (at least 3)
+QUICK_BUDGET_S = 1.5  # timed triad repetitions in quick mode stop after this long (at least 3)
 
 
 def kernels(torch, a, b, c):
@@ -91,7 +91,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         n = int(0.6 * avail / 3 / itemsize)
         if n * itemsize < 64 * 10**6:
             raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
-    reps = int(reps or (20 if quick else 20))
+    reps = int(reps or (30 if quick else 20))
     trials = int(trials or (1 if quick else 4))
     triad_reps = int(triad_reps or (reps if quick else int(2.5 * reps)))
     warmup_s = 0.1 if quick and warmup_s is None else (0.3 if warmup_s is None else warmup_s)
