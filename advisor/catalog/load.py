@@ -127,7 +127,15 @@ def accelerator_from_row(row: dict, where: str = "accelerator") -> Accelerator:
         data_date=_str(row, "data_date"),
         source=_str(row, "source"),
         notes=_str(row, "notes"),
+        gpu_memory_share=_share(row, where),
     )
+
+
+def _share(row: dict, where: str) -> float | None:
+    value = _num(row, "gpu_memory_share", where)
+    if value is not None and not 0 < value <= 1:
+        raise CatalogError(f"{where}: field 'gpu_memory_share' must be in (0, 1], got {value!r}")
+    return value
 
 
 def offer_from_row(row: dict, where: str = "cloud offer", accelerators: dict | None = None) -> CloudOffer:
@@ -306,6 +314,7 @@ def _accelerator_row(acc: Accelerator | None) -> dict:
         "pcie_gen": acc.pcie_gen, "launch_year": acc.launch_year, "launch_price_usd": acc.launch_price_usd,
         "street_price_usd": acc.street_price_usd, "street_price_date": acc.street_price_date,
         "data_date": acc.data_date, "source": acc.source, "notes": acc.notes,
+        "gpu_memory_share": acc.gpu_memory_share,
     }
 
 

@@ -90,6 +90,11 @@ class CostAssumptions:
         1.0, "fraction", "assumption: hours_per_day already counts only hours of use",
         "fraction of the available home hours actually running jobs (Dettmers' utilisation is "
         "hours_per_day * utilisation / 24)", "positive_fraction")
+    # ---- owned hardware (GPUs already bought: only what running the job costs)
+    owned_wear_usd_per_gpu_hour: float = _a(
+        0.0, "USD per GPU-hour", "assumption: not counted unless set (the purchase is sunk; set a figure "
+        "if running the card shortens its life or lowers its resale value)",
+        "wear of an owned GPU per hour of use; 0 leaves wear out of the owned price")
     # ---- on-prem
     onprem_server_overhead: float = _a(
         1.6, "x GPU price", EPOCH + ": server overhead x1.54 to 1.69 over GPU cost for 8-GPU servers (midpoint)",

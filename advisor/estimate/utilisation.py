@@ -30,11 +30,12 @@ COVERAGE = 0.80
 FITTED_TARGETS = ("gpu_hours", "tokens_per_s", "mfu", "tflops_megatron")
 
 _GENERATION_PREFIXES = (
-    (2024, ("b200", "b100", "gb200", "rtx-50", "rtx-pro-6000-blackwell", "tpu-v6", "trainium3")),
+    (2024, ("b200", "b100", "gb200", "rtx-50", "rtx-pro-6000-blackwell", "tpu-v6", "trainium3", "arc-b", "m4-")),
     (2022, ("h100", "h200", "gh200", "h800", "h20", "mi300", "mi325", "tpu-v5", "l40", "l20", "rtx-40", "rtx-6000-ada",
-            "gaudi3", "trainium2", "inferentia2", "rx-7900", "l4")),
-    (2020, ("a100", "a800", "a10", "a30", "a40", "mi250", "tpu-v4", "rtx-30", "rtx-a6000", "gaudi2", "trainium1")),
-    (2018, ("v100", "t4", "tpu-v3", "p100")),
+            "gaudi3", "trainium2", "inferentia2", "rx-7900", "l4", "arc-a", "m2-", "m3-")),
+    (2020, ("a100", "a800", "a10", "a30", "a40", "mi250", "tpu-v4", "rtx-30", "rtx-a6000", "rtx-a4000", "rtx-a5000",
+            "gaudi2", "trainium1", "m1-")),
+    (2018, ("v100", "t4", "tpu-v3", "p100", "rtx-20", "titan-rtx")),
 )
 
 

@@ -14,8 +14,8 @@ GIB = 2**30
 
 def test_bundled_counts_and_ids_resolve():
     c = bundled_catalog()
-    # every row of the reference accelerators table, plus H800, H20, A800 and L20 (used by published runs)
-    assert len(c.accelerators) == 47
+    # the reference table, H800, H20, A800 and L20 (used by published runs), and 39 hobbyist cards
+    assert len(c.accelerators) == 86
     assert len(c.offers) == 128  # every row of the reference cloud price table
     assert len({o.id for o in c.offers}) == 128
     assert all(o.accelerator_id in c.accelerators for o in c.offers)
@@ -135,7 +135,7 @@ def test_broken_user_file_is_ignored_not_fatal(content):
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_bytes(content)
     c = load_catalog()
-    assert len(c.accelerators) == 47
+    assert len(c.accelerators) == 86
     assert len(c.warnings) == 1 and "ignored" in c.warnings[0]
     assert f.read_bytes() == content  # the user's file is never rewritten
 
