@@ -163,7 +163,7 @@ def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFA
     nodes = list(nodes) if nodes else slurm_nodes(partition, run=run)
     for n in nodes:
         check_host(n, "node")
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s)
     if proc.returncode != 0 and not proc.stdout.strip():
         raise FleetError(f"srun failed: {_last_line(proc.stderr)}")
@@ -180,7 +180,7 @@ def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVI
 
     A host that fails is reported (one line) and the others are still collected.
     """
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     machines: list[FleetMachine] = []
     failures: list[str] = []
     for host in hosts:
@@ -225,4 +225,4 @@ def measure_allreduce(nodes: Sequence[str], partition: str | None = None, *,
     if not isinstance(best, (int, float)) or best <= 0:
         raise FleetError("all-reduce probe printed no bus bandwidth")
     return {"busbw_gbps": float(best), "nodes": len(nodes),
-            "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+            "measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
