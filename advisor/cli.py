@@ -13,7 +13,7 @@ import sys
 
 from advisor import __version__
 
-COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "catalog", "fleet")
+COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "models", "catalog", "fleet")
 
 
 class UsageError(Exception):

@@ -30,6 +30,10 @@ def advisor_home(tmp_path, monkeypatch):
     home = tmp_path / "advisor-home"
     monkeypatch.setenv("ADVISOR_HOME", str(home))
     monkeypatch.delenv("ADVISOR_FAKE_GPU", raising=False)
+    # The user's model stores stay out of every test (advisor.models reads these at call time).
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-hub"))
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama-models"))
+    monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(tmp_path / "lmstudio-models"))
     return home
 
 

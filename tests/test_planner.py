@@ -90,7 +90,7 @@ def test_inference_serving_prices():
     o = _opt(r, "cloud:lambda:gpu-1x-h100-sxm5")
     # $ per 1M tokens = hourly price * N / (3600 * tokens/s) * 1e6 (docs/method.md)
     assert o.usd_per_million_tokens == pytest.approx(3.29 / (3600 * o.tokens_per_s) * 1e6)
-    assert o.usd_per_million_requests == pytest.approx(3.29 / (3600 * o.requests_per_s) * 1e6)
+    assert o.usd_per_million_requests == pytest.approx(3.29 / (3600 * o.serving.requests_per_s) * 1e6)
     assert o.usd_per_million_requests > o.usd_per_million_tokens * 200  # prefill adds to each request
 
 

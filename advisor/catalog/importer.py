@@ -22,10 +22,9 @@ import io
 import math
 import os
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 from advisor.catalog.load import CatalogError, load_catalog, offer_from_row, offer_row
 from advisor.catalog.records import CloudOffer
@@ -34,7 +33,7 @@ from advisor.store.atomic import keep_aside, write_atomic
 # Column order of the advisor's own offers CSV (the bundled cloud_offers.csv).
 OFFER_COLUMNS = ("id", "provider", "instance", "accelerator_id", "accelerator_count", "vcpus", "memory_gib",
                  "region", "on_demand_usd_per_hour", "spot_usd_per_hour", "reserved_1y_usd_per_hour",
-                 "price_date", "source", "notes")
+                 "price_date", "source", "notes", "inter_node_gbps", "inter_node_source")
 SKYPILOT_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price",
                     "SpotPrice", "Region")
 _ADVISOR_REQUIRED = ("provider", "instance", "accelerator_id", "accelerator_count")
@@ -134,7 +133,7 @@ def _check_row_complete(row: dict, header: list[str], where: str) -> None:
 
 
 def _today() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    return _dt.datetime.now(_dt.UTC).date().isoformat()
 
 
 def _number(raw, where: str, name: str, *, required: bool = False) -> float | None:

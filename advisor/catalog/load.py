@@ -13,14 +13,10 @@ import csv
 import functools
 import io
 import math
+import tomllib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 from advisor.catalog.records import Accelerator, CloudOffer
 from advisor.estimate.model import ModelArch
@@ -131,7 +127,15 @@ def accelerator_from_row(row: dict, where: str = "accelerator") -> Accelerator:
         data_date=_str(row, "data_date"),
         source=_str(row, "source"),
         notes=_str(row, "notes"),
+        gpu_memory_share=_share(row, where),
     )
+
+
+def _share(row: dict, where: str) -> float | None:
+    value = _num(row, "gpu_memory_share", where)
+    if value is not None and not 0 < value <= 1:
+        raise CatalogError(f"{where}: field 'gpu_memory_share' must be in (0, 1], got {value!r}")
+    return value
 
 
 def offer_from_row(row: dict, where: str = "cloud offer", accelerators: dict | None = None) -> CloudOffer:
@@ -157,6 +161,8 @@ def offer_from_row(row: dict, where: str = "cloud offer", accelerators: dict | N
         region=_str(row, "region"), on_demand_usd_per_h=od, spot_usd_per_h=spot,
         reserved_1y_usd_per_h=_num(row, "reserved_1y_usd_per_hour", where),
         price_date=_str(row, "price_date"), source=_str(row, "source"), notes=_str(row, "notes"),
+        inter_node_gbps=_num(row, "inter_node_gbps", where, positive=True),
+        inter_node_source=_str(row, "inter_node_source"),
     )
 
 
@@ -308,6 +314,7 @@ def _accelerator_row(acc: Accelerator | None) -> dict:
         "pcie_gen": acc.pcie_gen, "launch_year": acc.launch_year, "launch_price_usd": acc.launch_price_usd,
         "street_price_usd": acc.street_price_usd, "street_price_date": acc.street_price_date,
         "data_date": acc.data_date, "source": acc.source, "notes": acc.notes,
+        "gpu_memory_share": acc.gpu_memory_share,
     }
 
 
@@ -318,6 +325,7 @@ def _offer_row(o: CloudOffer) -> dict:
         "region": o.region, "on_demand_usd_per_hour": o.on_demand_usd_per_h,
         "spot_usd_per_hour": o.spot_usd_per_h, "reserved_1y_usd_per_hour": o.reserved_1y_usd_per_h,
         "price_date": o.price_date, "source": o.source, "notes": o.notes,
+        "inter_node_gbps": o.inter_node_gbps, "inter_node_source": o.inter_node_source,
     }
 
 

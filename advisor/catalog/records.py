@@ -14,7 +14,7 @@ class Accelerator:
     id: str
     vendor: str
     name: str
-    kind: str  # consumer | workstation | datacenter | tpu | aws-custom
+    kind: str  # consumer | workstation | datacenter | tpu | aws-custom | apple
     memory_bytes: int
     memory_type: str
     mem_bandwidth_bps: float  # bytes per second (decimal)
@@ -35,6 +35,18 @@ class Accelerator:
     data_date: str = ""
     source: str = ""
     notes: str = ""
+    # Unified memory (Apple Silicon): the share of it the GPU may use (macOS's default working-set
+    # limit); ``usable_memory_bytes`` applies it. None for discrete cards (all of it).
+    gpu_memory_share: float | None = None
+    derived: bool = False  # True: derived from driver figures (``catalog.derive``), not a catalog row
+    derivation: tuple[tuple[str, str], ...] = ()  # (figure, how it was derived) for derived entries
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        """Memory a job may place on the device: all of it, or the GPU share of unified memory."""
+        if self.gpu_memory_share:
+            return int(self.memory_bytes * self.gpu_memory_share)
+        return self.memory_bytes
 
     @property
     def memory_gib(self) -> float:
@@ -92,6 +104,15 @@ class CloudOffer:
     price_date: str
     source: str = ""
     notes: str = ""
+    inter_node_gbps: float | None = None  # fabric between instances, Gbit/s per instance as the provider states it
+    inter_node_source: str = ""
+
+    @property
+    def inter_node_bps_per_device(self) -> float | None:
+        """Inter-instance bandwidth per accelerator, bytes/s (None: no fabric stated, single instance only)."""
+        if not self.inter_node_gbps:
+            return None
+        return self.inter_node_gbps * 1e9 / 8 / self.accelerator_count
 
     def usd_per_device_hour(self, spot: bool = False) -> float | None:
         """Instance price / accelerators per instance (an 8-GPU instance is billed once, not eight times)."""

@@ -14,7 +14,6 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("catalog", help="list, import and export the accelerator and price catalog",
                               description="The catalog: accelerators, cloud offers and model presets.")
     sub = p.add_subparsers(dest="catalog_command", metavar="ACTION", parser_class=type(p))
-    sub.required = True
 
     ls = sub.add_parser("list", help="list accelerators, cloud offers or models")
     ls.add_argument("what", nargs="?", choices=("accelerators", "offers", "models"), default="accelerators")
@@ -39,6 +38,18 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def _where() -> int:
+    """``advisor catalog`` alone: where the user's catalog file is, whether it exists, and the actions."""
+    from advisor.paths import user_catalog_file
+
+    path = user_catalog_file()
+    state = "exists" if path.is_file() else "not created yet: 'catalog import FILE --apply' writes it"
+    print(f"User catalog: {path} ({state})")
+    print("It adds to and overrides the bundled catalog. Actions: list, show, import, export, check-updates "
+          "(advisor catalog ACTION --help)")
+    return 0
+
+
 def _import_flags(p) -> None:
     p.add_argument("--apply", action="store_true", help="write the changes into the user catalog")
     p.add_argument("--provider", help="cloud name for a skypilot-catalog file (default: its folder name)")
@@ -53,6 +64,8 @@ def run(args) -> int:
     from advisor.catalog.load import CatalogError
     from advisor.cli import UsageError
 
+    if args.catalog_command is None:
+        return _where()
     try:
         return {"list": _list, "show": _show, "import": _import, "export": _export,
                 "check-updates": _check}[args.catalog_command](args)

@@ -20,6 +20,9 @@ def register(subparsers) -> None:
     show = sub.add_parser("show", help="show the machines and GPUs of the fleet")
     show.add_argument("--json", action="store_true", help="print one JSON document")
     sub.add_parser("clear", help="forget every machine of the fleet")
+    from advisor.commands.fleet_collect import register_collect
+
+    register_collect(sub)
     p.set_defaults(run=run)
 
 
@@ -40,11 +43,20 @@ def run(args) -> int:
                   f"the fleet now has {len(fleet.machines)} machine(s)")
         return 0
     if args.fleet_command == "clear":
-        path = fl.fleet_file()
-        fl.save_fleet(fl.Fleet())
+        try:
+            path = fl.clear_fleet()
+        except fl.FleetError as exc:
+            raise UsageError(" ".join(str(exc).split())) from None
         print(f"fleet cleared ({path})")
         return 0
-    fleet = fl.load_fleet()
+    if args.fleet_command == "collect":
+        from advisor.commands.fleet_collect import run_collect
+
+        return run_collect(args)
+    try:
+        fleet = fl.load_fleet()
+    except fl.FleetError as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
     if args.json:
         print(json.dumps(fl.fleet_to_dict(fleet)))
         return 0
@@ -54,7 +66,7 @@ def run(args) -> int:
     for m in fleet.machines:
         gpus = ", ".join(f"{g.index}: {g.name} ({g.catalog_id or 'not in catalog'})" for g in m.gpus) or "no GPU"
         sim = " [simulated]" if m.simulated else ""
-        print(f"{m.hostname}{sim}: {m.logical_cores} threads, {m.memory_total_bytes / 2**30:.0f} GiB RAM; {gpus}")
+        print(f"{m.hostname} [{m.machine_id}]{sim}: {m.logical_cores} threads, {m.memory_total_bytes / 2**30:.0f} GiB RAM; {gpus}")
     acc = fl.fleet_accelerators(fleet)
     total = ", ".join(f"{n}x {a}" for a, n in acc.items()) or "none in the catalog"
     print(f"{len(fleet.machines)} machine(s); GPUs for planning: {total}")

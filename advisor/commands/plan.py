@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+from pathlib import Path
 
 from advisor import units
+from advisor.job import ASSUMPTION_FLAGS, JOB_FIELDS, assumption_meta
+from advisor.job.schema import WORKLOADS
 
-_NUMBER_FLAGS = ("params", "active_params", "tokens", "epochs", "dataset_tokens", "hours", "mfu")
-_INT_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "zero", "gpus", "tp", "pp", "seq_len",
-              "micro_batch", "context", "batch", "output_tokens", "lora_rank")
+_GROUPS = {"model": "model", "job": "job", "budget": "budget (training; --tokens also for inference)",
+           "inference": "inference", "hardware": "hardware and cost"}
 
 
 def _number(text: str) -> float:
@@ -29,6 +30,48 @@ def _integer(text: str) -> int:
     return int(value)
 
 
+def _help(meta) -> str:
+    """``--help`` text of a schema field: its help, unit, range and default, from the schema."""
+    extra = []
+    if meta.choices:
+        extra.append(" | ".join(str(c) for c in meta.choices))
+    elif meta.range_text():
+        extra.append(meta.range_text() + (f" {meta.unit}" if meta.unit else ""))
+    if meta.default not in (None, (), {}) and meta.kind != "bool":
+        extra.append(f"default {meta.default}")
+    if set(meta.workloads) != set(WORKLOADS):
+        extra.append("for " + ", ".join(meta.workloads))
+    return (meta.help + (f" ({'; '.join(extra)})" if extra else "")).replace("%", "%%")
+
+
+def add_job_flags(p) -> None:
+    """Add one flag per job schema field (``advisor/job/schema.py``) and per cost assumption with a flag."""
+    groups = {key: p.add_argument_group(title) for key, title in _GROUPS.items()}
+    for meta in JOB_FIELDS.values():
+        if meta.flag is None:
+            continue
+        g = groups.get(meta.group, groups["job"])
+        if meta.kind == "bool":  # a default-on switch: --no-<name> turns it off
+            g.add_argument(meta.flag, dest=meta.name, action="store_false", default=None, help=_help(meta))
+        elif meta.kind == "ids":
+            g.add_argument(meta.flag, dest=meta.name, action="append", metavar="ID", help=_help(meta))
+        else:
+            kind = {"int": _integer, "number": _number}.get(meta.kind)
+            if meta.kind == "choice" and isinstance(meta.choices[0], int):
+                kind = _integer
+            g.add_argument(meta.flag, dest=meta.name, type=kind, help=_help(meta))
+    h = groups["hardware"]
+    for name in ASSUMPTION_FLAGS:
+        a = assumption_meta(name)
+        text = f"{a.help} ({a.unit}; default {a.value}: {a.origin})"
+        if isinstance(a.value, bool):
+            h.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", default=None, help=text)
+        else:
+            h.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_number, help=text.replace("%", "%%"))
+    h.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
+                   help="set any cost assumption (see the assumptions listed in the output)")
+
+
 def register(sub) -> None:
     from advisor.cli import _Parser  # noqa: F401  (subparsers inherit the one-line error parser)
 
@@ -37,64 +80,18 @@ def register(sub) -> None:
                                    "tokens/s and total job cost for home rigs, on-prem servers and every cloud offer. "
                                    "Flags override the scenario file.")
     p.add_argument("scenario", nargs="*", metavar="SCENARIO_FILE", help="TOML scenario file(s) (schema advisor.scenario/1)")
-    m = p.add_argument_group("model")
-    m.add_argument("--model", help="preset id (advisor catalog list models), e.g. llama-3-8b")
-    m.add_argument("--params", type=_number, help="parameter count, e.g. 7e9 or 7B")
-    m.add_argument("--active-params", type=_number, help="parameters active per token (MoE)")
-    for name in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab"):
-        m.add_argument(f"--{name}", type=_integer, help="architecture, for activations and KV cache")
-    j = p.add_argument_group("job")
-    j.add_argument("--workload", help="pretrain | finetune | lora | qlora | inference (default pretrain)")
-    j.add_argument("--precision", help="fp32 | tf32 | bf16 | fp16 | fp8 | int8 | int4 (default bf16; "
-                                       "training in bf16/fp16/fp8 means mixed precision)")
-    j.add_argument("--quant", help="inference quantisation by effective bits: q8_0, q6_k, q4_k_m, q4_0, nf4")
-    j.add_argument("--optimizer", help="adamw | adamw-8bit | sgd | adafactor (default adamw)")
-    j.add_argument("--lora-rank", type=_integer, help="LoRA/QLoRA adapter rank (default 16)")
-    j.add_argument("--zero", type=_integer, help="ZeRO stage 0-3 (3 = FSDP full shard); default: 0 on one "
-                                                 "device, 3 when sharding over several")
-    j.add_argument("--gpus", type=_integer, help="total devices; default: the fewest that fit, per accelerator")
-    j.add_argument("--tp", type=_integer, help="tensor-parallel degree (default: the least that fits)")
-    j.add_argument("--pp", type=_integer, help="pipeline-parallel degree (default 1)")
-    j.add_argument("--seq-len", type=_integer, help="training sequence length (default 2048, capped at the model's)")
-    j.add_argument("--micro-batch", type=_integer, help="micro-batch per device (default 1)")
-    j.add_argument("--checkpointing", help="none | selective | full (default selective)")
-    b = p.add_argument_group("budget (training)")
-    b.add_argument("--tokens", type=_number, help="training tokens (inference: generated tokens)")
-    b.add_argument("--epochs", type=_number, help="epochs over --dataset-tokens")
-    b.add_argument("--dataset-tokens", type=_number, help="tokens in the dataset")
-    b.add_argument("--hours", type=_number, help="wall-clock hours instead of a token budget")
-    i = p.add_argument_group("inference")
-    i.add_argument("--context", type=_integer, help="context tokens per request (default 2048)")
-    i.add_argument("--batch", type=_integer, help="concurrent requests (default 1)")
-    i.add_argument("--output-tokens", type=_integer, help="generated tokens per request (default 256)")
-    h = p.add_argument_group("hardware and cost")
-    h.add_argument("--accelerator", action="append", metavar="ID", help="restrict options to these accelerators")
-    h.add_argument("--mfu", type=_number, help="override the utilisation prior (0-1]")
-    h.add_argument("--electricity-usd-per-kwh", type=_number, help="electricity price (home)")
-    h.add_argument("--utilisation", type=_number, help="fraction of owned hours actually used (0-1]")
-    h.add_argument("--hours-per-day", type=_number, help="hours per day an owned machine is available")
-    h.add_argument("--lifetime-years", type=_number, help="years over which owned hardware is depreciated")
-    h.add_argument("--spot", dest="spot", action="store_true", default=None,
-                   help="compare owning with spot rather than on-demand prices")
-    h.add_argument("--no-spot", dest="spot_offers", action="store_false", default=None,
-                   help="leave spot offers out of the comparison")
-    h.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
-                   help="set any cost assumption (see the assumptions listed in the output)")
+    add_job_flags(p)
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON document on stdout (schema advisor.plan/1)")
     o.add_argument("--sensitivity", action="store_true",
                    help="add how costs and the ranking move with tokens, MFU, electricity price and utilisation "
                         "(JSON key 'sensitivity')")
-    o.add_argument("--top", type=_integer, default=12, help="options shown in the table (default 12)")
+    o.add_argument("--top", type=_integer, default=12, help="options shown in the table (1 to 100000; default 12)")
     o.add_argument("--all", action="store_true", help="show every option in the table")
     from advisor.report.plan_outputs import add_output_flags  # --report, --launch, --save-scenario, --fleet
 
     add_output_flags(o)
     p.set_defaults(run=run)
-
-
-_ASSUMPTION_FLAGS = {"electricity_usd_per_kwh": "electricity_usd_per_kwh", "utilisation": "utilisation",
-                     "hours_per_day": "hours_per_day", "lifetime_years": "lifetime_years", "spot": "spot"}
 
 
 def _assumption_value(text: str):
@@ -106,38 +103,45 @@ def _assumption_value(text: str):
     return units.parse_quantity(text)
 
 
-def request_values(args, scenario_plan: dict | None = None, scenario_assumptions: dict | None = None) -> dict:
-    """Merge a scenario's [plan]/[assumptions] with the command-line flags (flags win)."""
-    from advisor.cli import UsageError
+def request_values(args, scenario_plan: dict | None = None, scenario_assumptions: dict | None = None,
+                   scenario_name: str = "") -> dict:
+    """Merge a scenario's [plan]/[assumptions] with the command-line flags (flags win).
 
-    values = dict(scenario_plan or {})
-    assumptions = {}
-    for key, raw in (scenario_assumptions or {}).items():
-        assumptions[key] = raw.get("value") if isinstance(raw, dict) else raw
-    for key in ("model", "workload", "precision", "optimizer", "checkpointing", "quant", *_NUMBER_FLAGS,
-                *_INT_FLAGS):
-        value = getattr(args, key, None)
+    Returns:
+        The ``Job.from_mapping`` values, with ``sources``: where each value came from (the scenario file,
+        the flag, ``--set NAME=VALUE``), by field or assumption name.
+    """
+    from advisor.cli import UsageError
+    from advisor.store.scenario import Scenario, job_values
+
+    scenario = Scenario(plan=dict(scenario_plan or {}), assumptions=dict(scenario_assumptions or {}))
+    values = job_values(scenario, scenario_name)
+    values.pop("notes")
+    sources, assumptions = values.pop("sources"), values.pop("assumptions")
+    for name, meta in JOB_FIELDS.items():
+        value = getattr(args, name, None) if meta.flag else None
         if value is not None:
-            values[key] = value
-    if args.accelerator:
-        values["accelerator"] = list(args.accelerator)
+            values[name] = list(value) if meta.kind == "ids" else value
+            sources[name] = f"command line ({meta.flag})"
     if isinstance(values.get("accelerator"), str):
         values["accelerator"] = [values["accelerator"]]
-    if args.spot_offers is not None:
-        values["spot_offers"] = args.spot_offers
-    for flag, name in _ASSUMPTION_FLAGS.items():
-        value = getattr(args, flag, None)
+    for name in ASSUMPTION_FLAGS:
+        value = getattr(args, name, None)
         if value is not None:
             assumptions[name] = value
+            sources[name] = f"command line (--{name.replace('_', '-')})"
     for item in args.set:
         name, sep, raw = item.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"--set: expected NAME=VALUE, got {item!r}")
+        key = name.strip().replace("-", "_")
         try:
-            assumptions[name.strip().replace("-", "_")] = _assumption_value(raw)
+            assumptions[key] = _assumption_value(raw)
         except ValueError as exc:
             raise UsageError(f"--set {name.strip()}: {exc}") from None
+        sources[key] = f"--set {key}={raw.strip()}"
     values["assumptions"] = assumptions
+    values["sources"] = sources
     return values
 
 
@@ -162,25 +166,31 @@ def _load_scenarios(paths: list[str]):
     out = []
     for path in paths:
         try:
-            out.append(load_scenario(path))
+            out.append((path, load_scenario(path)))
         except ScenarioError as exc:
             raise UsageError(str(exc)) from None
     return out
 
 
 def run(args) -> int:
-    scenarios = _load_scenarios(args.scenario) if args.scenario else [None]
+    if not 1 <= args.top <= 100_000:
+        from advisor.cli import UsageError
+
+        raise UsageError(f"plan: top: must be a whole number between 1 and 100000, got {args.top}")
+    named = _load_scenarios(args.scenario) if args.scenario else [(None, None)]
+    scenarios = [sc for _path, sc in named]
     from advisor.catalog import load_catalog
     from advisor.report.plan_outputs import prepare_values, write_outputs
     from advisor.store.calibration import load_calibration
 
     catalog, calibration = load_catalog(), load_calibration()  # read once for every scenario and variation
     results, values_list = [], []
-    for sc in scenarios:
-        values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None))
+    for path, sc in named:
+        values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None,
+                                                     Path(path).name if path else ""))
         values_list.append(values)
         results.append(build_plan(values, catalog, calibration))
-    for warning in results[0].warnings:
+    for warning in dict.fromkeys(w for r in results for w in r.warnings):
         print(f"warning: {warning}", file=sys.stderr)
     launch_text = write_outputs(args, results, values_list, scenarios)
     if launch_text is not None:  # --launch without --launch-file: the spec alone, ready to redirect
@@ -192,8 +202,13 @@ def run(args) -> int:
             for r, doc in zip(results, docs):
                 doc["sensitivity"] = _sensitivity(r, catalog, calibration)
         doc = docs[0] if len(docs) == 1 else {"schema": "advisor.plan-set/1", "plans": docs}
-        json.dump(doc, sys.stdout, indent=1, allow_nan=False, default=_json_default)
-        sys.stdout.write("\n")
+        try:  # the whole document first: a figure out of range prints nothing but one line
+            text = json.dumps(doc, indent=1, allow_nan=False, default=_json_default)
+        except ValueError as exc:
+            from advisor.cli import UsageError
+
+            raise UsageError(f"plan: a figure is out of range ({exc}); give smaller inputs") from None
+        sys.stdout.write(text + "\n")
     else:
         for r in results:
             sys.stdout.write(render_table(r, top=None if args.all else args.top))
@@ -217,8 +232,6 @@ def _sensitivity(result, catalog, calibration) -> dict:
 
 
 def _json_default(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
     if isinstance(value, (set, tuple)):
         return list(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
@@ -285,15 +298,16 @@ def render_table(result, top: int | None = 12) -> str:
         best = result.best(kind)
         if best and best.break_even:
             be = best.break_even
-            if be["device_hours"] is None:
-                verdict = "never: renting is always cheaper" if be["vs"] else "no cloud offer to compare"
+            if be.device_hours is None:
+                verdict = "never: renting is always cheaper" if be.vs else "no cloud offer to compare"
             else:
-                verdict = f"after {be['device_hours']:,.0f} device-hours of use ({be['months']:.1f} months at the stated hours per day)"
-            lines.append(f"Break-even {best.id} vs {be['vs'] or '-'}: {verdict}")
+                verdict = f"after {be.device_hours:,.0f} device-hours of use ({be.months:.1f} months at the stated hours per day)"
+            lines.append(f"Break-even {best.id} vs {be.vs or '-'}: {verdict}")
     lines.append("")
     lines.append("Assumptions (value, unit, origin; change with --set NAME=VALUE or a scenario's [assumptions]):")
-    for key, a in result.assumptions.describe().items():
-        lines.append(f"  {key} = {a['value']} {a['unit']}  [{a['origin']}]")
+    for key, a in result.describe_assumptions().items():
+        default = f"; default {a['default_value']}: {a['default_origin']}" if "default_value" in a else ""
+        lines.append(f"  {key} = {a['value']} {a['unit']}  [{a['origin']}{default}]")
     best = result.best()
     if best:
         lines.append(f"Utilisation of the cheapest option: {best.mfu:.2f} ({best.mfu_origin})")

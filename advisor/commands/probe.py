@@ -30,6 +30,8 @@ def register(subparsers) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda:N (default cpu)")
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions (seconds)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--path", metavar="DIR", default=None,
+                   help="disk probe: measure the disk holding DIR (where your data is; default the cache folder)")
     p.add_argument("--precision", default=None, help="train-step precision: fp32, bf16 or fp16")
     p.add_argument("--calibrate", action="store_true",
                    help="save the measured MFU / bandwidth efficiency as the planner's calibration")
@@ -53,8 +55,8 @@ def run(args) -> int:
     if args.history:
         if args.name is not None and args.name not in PROBES:
             raise UsageError(f"unknown probe {args.name!r} (known: {', '.join(PROBES)})")
-        if args.limit < 1:
-            raise UsageError(f"--limit must be at least 1, not {args.limit}")
+        if not 1 <= args.limit <= 1_000_000:
+            raise UsageError(f"--limit must be a whole number from 1 to 1000000, not {args.limit}")
         return _history(args)
     if args.compare:
         return _compare(args)
@@ -66,6 +68,15 @@ def run(args) -> int:
         parse_device(args.device)
     except ValueError as exc:
         raise UsageError(f"--device: {exc}") from None
+    if args.path is not None:
+        from pathlib import Path
+
+        if args.name not in ("disk", "all"):
+            raise UsageError("--path is for the disk probe: advisor probe disk --path DIR")
+        if not Path(args.path).is_dir():
+            raise UsageError(f"--path: {args.path} is not a folder")
+        if not os.access(args.path, os.W_OK):
+            raise UsageError(f"--path: {args.path} is not writable (the probe writes a scratch file there)")
     if args.precision is not None and args.precision not in ("fp32", "bf16", "fp16"):
         raise UsageError(f"--precision must be fp32, bf16 or fp16, not {args.precision!r}")
     return _run_probes(args)
@@ -107,7 +118,7 @@ def _run_probes(args) -> int:
                   file=sys.stderr)
         else:
             save_calibration(offer)
-            print(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} on {offer.device} "
+            print(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} for {offer.belongs_to} "
                   f"({offer.source}, {offer.measured_at})", file=sys.stderr)
     elif offer is not None and not args.json:
         print("these results can calibrate the planner: rerun with --calibrate to use them", file=sys.stderr)
@@ -121,6 +132,8 @@ def _run_probes(args) -> int:
 
 def _params_for(name: str, args, previous) -> dict:
     params: dict = {}
+    if name == "disk" and getattr(args, "path", None):
+        params["directory"] = str(args.path)
     if name == "capacity" and args.yes:
         params["allow_busy"] = True
     if name == "train-step":

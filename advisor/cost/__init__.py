@@ -18,13 +18,13 @@ from advisor.cost.compare import (
                                     usd_per_million_tokens,
 )
 from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost, home_job_cost, onprem_job_cost
-from advisor.cost.options import Job, assumption_job_sensitivity, job_points, quote_job, tokens_sensitivity
+from advisor.cost.options import DeviceJob, job_points, quote_job
 
 __all__ = [
-    "Assumption", "BreakEven", "CloudQuote", "CostAssumptions", "CostBreakdown", "Job", "OwnedQuote",
-    "SensitivitySeries", "assumption_job_sensitivity", "assumption_sensitivity", "break_even",
+    "Assumption", "BreakEven", "CloudQuote", "CostAssumptions", "CostBreakdown", "DeviceJob", "OwnedQuote",
+    "SensitivitySeries", "assumption_sensitivity", "break_even",
     "break_even_device_hours", "breakeven_days", "can_own", "cheapest_offer", "cloud_job_cost", "home_job_cost",
     "job_points", "months_of_use", "onprem_job_cost", "pareto_front", "quote_job", "rank_by_cost",
-    "requests_per_s", "scaled_grid", "sensitivity", "tokens_sensitivity", "usd_per_million_requests",
+    "requests_per_s", "scaled_grid", "sensitivity", "usd_per_million_requests",
     "usd_per_million_tokens",
 ]

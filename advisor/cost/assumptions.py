@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from typing import Any
 
 METHOD = "docs/method.md, Cost of a job"
@@ -77,7 +79,7 @@ class CostAssumptions:
         "most GPUs in one home rig", "count")
     lifetime_years: float = _a(
         3.0, "years", METHOD + ": straight-line depreciation over a lifetime",
-        "years a home rig is used before it is sold or retired", "positive")
+        "years a home rig is used before it is sold or retired", "years")
     resale_fraction: float = _a(
         0.3, "fraction of price", "assumption: used consumer cards sell for about a third of their price after 3 years",
         "what the hardware sells for at the end of its lifetime, as a fraction of its price", "fraction")
@@ -88,6 +90,11 @@ class CostAssumptions:
         1.0, "fraction", "assumption: hours_per_day already counts only hours of use",
         "fraction of the available home hours actually running jobs (Dettmers' utilisation is "
         "hours_per_day * utilisation / 24)", "positive_fraction")
+    # ---- owned hardware (GPUs already bought: only what running the job costs)
+    owned_wear_usd_per_gpu_hour: float = _a(
+        0.0, "USD per GPU-hour", "assumption: not counted unless set (the purchase is sunk; set a figure "
+        "if running the card shortens its life or lowers its resale value)",
+        "wear of an owned GPU per hour of use; 0 leaves wear out of the owned price")
     # ---- on-prem
     onprem_server_overhead: float = _a(
         1.6, "x GPU price", EPOCH + ": server overhead x1.54 to 1.69 over GPU cost for 8-GPU servers (midpoint)",
@@ -97,7 +104,7 @@ class CostAssumptions:
         "share of the total capex spent on the cluster network", "share")
     onprem_amortisation_years: float = _a(
         4.0, "years", EPOCH + ": straight line over 3 to 5 years (middle)",
-        "years over which on-prem capex is written off", "positive")
+        "years over which on-prem capex is written off", "years")
     onprem_power_factor: float = _a(
         1.9, "x TDP", EPOCH + ": server power 1.8 to 2.0 x GPU TDP (midpoint)",
         "server power per GPU (CPU, memory, network, fans included) over the GPU TDP", "positive")
@@ -190,11 +197,29 @@ class CostAssumptions:
         m = meta[name]
         return Assumption(getattr(self, name), m["origin"], m["unit"], m["help"])
 
-    def describe(self) -> dict[str, dict[str, Any]]:
+    def describe(self, sources: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
         """Every assumption as ``{name: {"value", "unit", "origin", "help"}}`` for tables and JSON.
 
         The reserved discounts are flattened to ``reserved_discount_<provider>_<1|3>y`` entries.
+
+        Args:
+            sources: where changed values came from, by name (``"--set pue=1.4"``, ``"scenario x.toml"``).
+                A value that differs from the default takes its source as ``origin`` ("changed from the
+                default" without one) and keeps the default's in ``default_origin``.
         """
+        out = self._describe()
+        defaults = _default_description()
+        sources = sources or {}
+        for name, entry in out.items():
+            default = defaults.get(name)
+            if name in sources or default is None or entry["value"] != default["value"]:
+                entry["default_origin"] = entry["origin"] if default is None else default["origin"]
+                if default is not None:
+                    entry["default_value"] = default["value"]
+                entry["origin"] = sources.get(name, "changed from the default")
+        return out
+
+    def _describe(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for f in fields(self):
             m = f.metadata
@@ -224,6 +249,11 @@ class CostAssumptions:
         return None
 
 
+@cache
+def _default_description() -> dict[str, dict[str, Any]]:
+    return CostAssumptions()._describe()
+
+
 def _check(name: str, value: Any, rule: str) -> None:
     """Raise ValueError naming ``name`` when ``value`` breaks ``rule``."""
     if rule == "bool":
@@ -238,14 +268,15 @@ def _check(name: str, value: Any, rule: str) -> None:
     if not math.isfinite(value):
         raise ValueError(f"{name}: must be a finite number, got {value!r}")
     bad = {
-        "nonneg": (value < 0, "must be zero or more"),
-        "positive": (value <= 0, "must be more than zero"),
+        "nonneg": (not 0 <= value <= 1e9, "must be between 0 and 1e9"),
+        "positive": (not 0 < value <= 1000, "must be more than zero and at most 1000"),
+        "years": (not 0.01 <= value <= 100, "must be between 0.01 and 100 years"),
         "fraction": (not 0 <= value <= 1, "must be between 0 and 1"),
         "positive_fraction": (not 0 < value <= 1, "must be more than 0 and at most 1"),
         "share": (not 0 <= value < 1, "must be at least 0 and below 1"),
-        "at_least_one": (value < 1, "must be 1 or more"),
+        "at_least_one": (not 1 <= value <= 100, "must be between 1 and 100"),
         "hours_per_day": (not 0 < value <= 24, "must be more than 0 and at most 24"),
-        "count": (value < 1 or int(value) != value, "must be a whole number, 1 or more"),
+        "count": (not 1 <= value <= 1024 or int(value) != value, "must be a whole number from 1 to 1024"),
         "reserved_years": (value not in (0, 1, 3), "must be 0, 1 or 3"),
     }[rule]
     if bad[0]:

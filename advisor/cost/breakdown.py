@@ -14,6 +14,7 @@ PART_HELP = {
     "capex_share": "on-prem capex (servers and network) written off over the hours of use",
     "depreciation": "home hardware price less resale, spread over its hours of use",
     "energy": "electricity for the job's hours",
+    "wear": "wear of owned GPUs per hour of use (only when a wear rate is set)",
     "colocation": "data-centre space, cooling and network per kW, spread over the hours of use",
     "support": "staff and support per GPU-year, spread over the hours of use",
 }

@@ -97,9 +97,12 @@ class BreakEven:
     vs: str | None
     device_hours: float | None
     months: float | None
+    rent_usd_per_device_hour: float | None = None  # the rate compared with (spot rework included)
+    provider: str = ""  # the provider of ``vs``, as the catalog names it
 
     def as_dict(self) -> dict[str, object]:
-        return {"vs": self.vs, "device_hours": self.device_hours, "months": self.months}
+        return {"vs": self.vs, "device_hours": self.device_hours, "months": self.months,
+                "rent_usd_per_device_hour": self.rent_usd_per_device_hour}
 
 
 def break_even(owned: OwnedQuote, offers: Iterable[CloudOffer], assumptions: CostAssumptions) -> BreakEven:
@@ -120,4 +123,4 @@ def break_even(owned: OwnedQuote, offers: Iterable[CloudOffer], assumptions: Cos
     per_day = (a.hours_per_day * a.utilisation if owned.kind == "home"
                else a.onprem_hours_per_day * a.onprem_utilisation)
     vs = f"cloud:{offer.id}" + (":spot" if a.spot else "")
-    return BreakEven(vs, hours, months_of_use(hours, per_day))
+    return BreakEven(vs, hours, months_of_use(hours, per_day), rate, offer.provider)

@@ -1,18 +1,19 @@
-"""Price one job on every kind of option, and re-price it for sensitivity plots.
+"""Price one device-job on every kind of option: the one pricing path of a plan.
 
-A :class:`Job` is what the estimate says an accelerator needs: how many devices and for how many hours. Pricing it
-gives one quote per option (home rig, on-prem, every cloud offer on-demand and spot). Because the hours of a
-training job are proportional to its tokens, the tokens sensitivity scales the hours.
+A :class:`DeviceJob` is what the estimate says an accelerator needs: how many devices and for how many hours.
+Pricing it gives one quote per option (home rig, on-prem, every cloud offer on-demand and spot).
+``advisor.planner.options`` calls :func:`quote_job` for every accelerator of a plan; sensitivity plots plan
+again (``advisor.planner.sensitivity``), so nothing else prices an option.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from advisor.catalog.records import Accelerator, CloudOffer
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.compare import Point, SensitivitySeries, sensitivity
+from advisor.cost.compare import Point
 from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost, home_job_cost, onprem_job_cost
 
 Quote = CloudQuote | OwnedQuote
@@ -20,7 +21,7 @@ KINDS = ("home", "onprem", "cloud")
 
 
 @dataclass(frozen=True)
-class Job:
+class DeviceJob:
     """One accelerator's share of a plan: ``devices`` of it for ``hours``, priced as the ``kinds`` listed."""
 
     accelerator: Accelerator
@@ -29,7 +30,7 @@ class Job:
     kinds: tuple[str, ...] = KINDS
 
 
-def quote_job(job: Job, offers: Iterable[CloudOffer], assumptions: CostAssumptions,
+def quote_job(job: DeviceJob, offers: Iterable[CloudOffer], assumptions: CostAssumptions,
               spot_offers: bool = True) -> list[Quote]:
     """Every quote for a job: home and on-prem where the accelerator can be owned, then each cloud offer of the
     accelerator on-demand (with the assumptions' reserved term) and, with ``spot_offers``, at its spot price.
@@ -60,40 +61,8 @@ def quote_job(job: Job, offers: Iterable[CloudOffer], assumptions: CostAssumptio
     return quotes
 
 
-def job_points(jobs: Iterable[Job], offers: Sequence[CloudOffer], assumptions: CostAssumptions,
+def job_points(jobs: Iterable[DeviceJob], offers: Sequence[CloudOffer], assumptions: CostAssumptions,
                spot_offers: bool = True) -> list[Point]:
     """``(hours, cost_usd, option id)`` for every quote of every job (for ranking and the Pareto front)."""
     return [(q.hours, q.total_usd, q.option_id)
             for job in jobs for q in quote_job(job, offers, assumptions, spot_offers)]
-
-
-def tokens_sensitivity(jobs: Sequence[Job], offers: Sequence[CloudOffer], assumptions: CostAssumptions,
-                       base_tokens: float, tokens: Sequence[float], spot_offers: bool = True) -> SensitivitySeries:
-    """Costs and ranking as the token budget changes; each job's hours scale with tokens / ``base_tokens``.
-
-    Under amortised owning costs and per-hour rent every option scales alike, so the ranking only moves through
-    per-job charges (egress); the series shows the money at stake.
-
-    Raises:
-        ValueError: when ``base_tokens`` is not positive.
-    """
-    if not base_tokens > 0:
-        raise ValueError(f"base_tokens: must be more than zero, got {base_tokens!r}")
-
-    def evaluate(t: float) -> list[Point]:
-        scaled = [replace(j, hours=j.hours * t / base_tokens) for j in jobs]
-        return job_points(scaled, offers, assumptions, spot_offers)
-
-    return sensitivity(evaluate, "tokens", tokens, "tokens")
-
-
-def assumption_job_sensitivity(jobs: Sequence[Job], offers: Sequence[CloudOffer], base: CostAssumptions,
-                               name: str, values: Sequence[float], spot_offers: bool = True) -> SensitivitySeries:
-    """Costs and ranking as one assumption changes (``electricity_usd_per_kwh``, ``utilisation``, ...).
-
-    Raises:
-        ValueError: for an unknown assumption or an invalid value (the message names the field).
-    """
-    unit = base.assumption(name).unit
-    return sensitivity(
-        lambda v: job_points(jobs, offers, base.with_overrides(**{name: v}), spot_offers), name, values, unit)

@@ -1,6 +1,6 @@
 """Utilisation priors per accelerator class, and the calibration a measured training step provides.
 
-Priors come from docs/method.md ("MFU priors"); each carries its origin so the UI can say where a
+Priors come from docs/method.md ("Utilisation priors"); each carries its origin so the UI can say where a
 figure comes from. A calibration measured on this machine replaces the prior for its accelerator.
 """
 

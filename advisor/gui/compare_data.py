@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.cost.breakeven import cheapest_offer
-from advisor.cost.jobs import home_job_cost, onprem_job_cost
 from advisor.units import fmt_hours, fmt_usd
 
 KIND_WORDS = {"home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
@@ -102,28 +100,24 @@ class BreakEvenLine:
     break_even_h: float | None
 
 
-def break_even_lines(result, catalog, machine_ids=(), limit: int = 3) -> list[BreakEvenLine]:
-    """Break-even lines for this machine's GPU and the cheapest owned options that have a cloud twin."""
-    a = result.assumptions
+def break_even_lines(result, machine_ids=(), limit: int = 3) -> list[BreakEvenLine]:
+    """Break-even lines for this machine's GPU and the cheapest owned options that have a cloud twin.
+
+    Read from the plan's options (their owning costs and break-even), never priced again.
+    """
     owned = [o for o in result.options if o.kind in ("home", "onprem") and o.fits]
     owned.sort(key=lambda o: (o.accelerator not in machine_ids, o.cost_usd))
     out, seen = [], set()
     for o in owned:
         key = (o.kind, o.accelerator)
-        if key in seen:
-            continue
-        acc = catalog.accelerators.get(o.accelerator)
-        offer = cheapest_offer(catalog.offers, o.accelerator, spot=a.spot)
-        if acc is None or offer is None:
+        be = o.break_even
+        if key in seen or o.owning is None or be is None or be.rent_usd_per_device_hour is None:
             continue
         seen.add(key)
-        quote = (home_job_cost if o.kind == "home" else onprem_job_cost)(acc, 1, 1.0, a)
-        rate = offer.usd_per_device_hour(a.spot) * ((1.0 + a.spot_rework_factor) if a.spot else 1.0)
-        margin = rate - quote.variable_usd_per_device_hour
-        be = quote.fixed_usd_per_device / margin if margin > 0 else None
-        out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {_short(acc.name)} vs {_provider(offer.provider)} "
-                                 f"${rate:,.2f}/h", quote.fixed_usd_per_device,
-                                 quote.variable_usd_per_device_hour, rate, be))
+        rate = be.rent_usd_per_device_hour
+        out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {_short(o.accelerator_name)} vs {_provider(be.provider)} "
+                                 f"${rate:,.2f}/h", o.owning.fixed_usd_per_device,
+                                 o.owning.variable_usd_per_device_hour, rate, be.device_hours))
         if len(out) >= limit:
             break
     return out

@@ -35,6 +35,7 @@ class AppContext(QObject):
     probe_result = Signal(object)  # a ProbeResult finished on the Probes page
     scenario_loaded = Signal(dict)  # an opened scenario's [plan] values for the Planner form (File > Open)
     gpu_events = Signal(object)  # list[MonitorEvent]: a GPU lost/asleep/back, an Xid error, throttling
+    page_requested = Signal(str)  # a page asks the window to show another page (by id), e.g. Models -> Planner
 
     def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
                  parent=None) -> None:

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
 
 from advisor.gui.widgets.cards import banner
 
-# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..6.
+# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..7.
 PAGES = (
     ("machine", "advisor.gui.pages.machine", "MachinePage", "Machine",
      "What this computer has: CPU, GPUs, their catalog peaks and measured figures"),
@@ -30,6 +30,8 @@ PAGES = (
      "Home rig, on-prem and cloud: what the job costs and when owning pays off"),
     ("catalog", "advisor.gui.pages.catalog", "CatalogPage", "Catalog",
      "Accelerators, cloud prices and model presets with their sources and dates"),
+    ("models", "advisor.gui.pages.models", "ModelsPage", "Models",
+     "Models in the Hugging Face cache, Ollama and LM Studio, and whether each fits this machine"),
 )
 
 
@@ -96,6 +98,7 @@ class MainWindow(QMainWindow):
         from advisor.gui.scenario_actions import ScenarioController
 
         self.scenarios = ScenarioController(self)  # the File menu: scenario files and reports
+        ctx.page_requested.connect(self._on_ctx_page_requested)
         self._restore_window()
         ctx.start_hardware()
 
@@ -140,6 +143,11 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentIndex(row)
         self._current = pid
         page.on_shown()
+
+    @Slot(str)
+    def _on_ctx_page_requested(self, page_id: str) -> None:
+        if page_id in [p[0] for p in PAGES]:
+            self.show_page(page_id)
 
     @Slot()
     def _on_fault_banner_log_requested(self) -> None:

@@ -30,8 +30,10 @@ def plain_assumptions(assumptions: dict) -> dict:
 
 
 def request_mapping(scenario) -> dict:
-    """The ``PlanRequest.from_mapping`` values of a scenario (its plan and its plain assumptions)."""
-    return {**scenario.plan, "assumptions": plain_assumptions(scenario.assumptions)}
+    """The ``PlanRequest.from_mapping`` values of a scenario (``advisor.store.scenario.job_values``)."""
+    from advisor.store.scenario import job_values
+
+    return job_values(scenario)
 
 
 def check_scenario(scenario, catalog) -> None:
@@ -166,18 +168,23 @@ class ScenarioController(QObject):
         Raises:
             ValueError: a Planner field holds text that is not a number.
         """
-        from advisor.store.scenario import Scenario
+        from advisor.job import Job, JobInputError
+        from advisor.store.scenario import Scenario, scenario_from_job
 
         plan = {**self._kept, **self._planner().form.values()}
         loaded = self._loaded.assumptions if self._loaded is not None else {}
-        assumptions = {}
-        for name, value in self.ctx.assumptions.items():
-            old = loaded.get(name)
-            # Keep a table's unit and origin while its value is unchanged.
-            assumptions[name] = old if isinstance(old, dict) and old.get("value") == value else value
         notes = dict(self._loaded.notes) if self._loaded is not None else {}
         extra = dict(self._loaded.extra) if self._loaded is not None else {}
-        return Scenario(plan=plan, assumptions=assumptions, notes=notes, extra=extra)
+        try:  # the whole job, every field that differs from the schema's default
+            job = Job.from_mapping({**plan, "assumptions": dict(self.ctx.assumptions)})
+        except JobInputError:  # not a plan yet (the Planner shows why): save the fields as they are
+            assumptions = {}
+            for name, value in self.ctx.assumptions.items():
+                old = loaded.get(name)
+                # Keep a table's unit and origin while its value is unchanged.
+                assumptions[name] = old if isinstance(old, dict) and old.get("value") == value else value
+            return Scenario(plan=plan, assumptions=assumptions, notes=notes, extra=extra)
+        return scenario_from_job(job, notes=notes, extra=extra, assumption_tables=loaded)
 
     def _state(self):
         try:

@@ -10,11 +10,12 @@ backend with the reasons. A GPU whose PCI runtime power state is "suspended" is 
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from advisor.hw.base import GpuBackend, HostBackend
-from advisor.hw.match import match_catalog_id
+from advisor.hw.match import accelerator_for_gpu, match_catalog_id  # noqa: F401  (re-exported)
 from advisor.hw.records import GPU_SUSPENDED, FrameworkInfo, GpuInfo, GpuProfile, MachineProfile
 
 FAKE_ENV = "ADVISOR_FAKE_GPU"
@@ -134,7 +135,6 @@ def detect_machine(gpu: GpuBackend, host: HostBackend, *, frameworks: bool = Tru
     from advisor.hw.torchdev import torch_info
 
     catalog = load_catalog() if catalog is None else catalog
-    names = {a.id: a.name for a in catalog.accelerators.values()}
     if gpu.simulated:
         torch = FrameworkInfo("torch", False, "not queried: the GPUs are simulated")
         jax = FrameworkInfo("jax", False, "not queried: the GPUs are simulated")
@@ -153,17 +153,57 @@ def detect_machine(gpu: GpuBackend, host: HostBackend, *, frameworks: bool = Tru
                                                 state=GPU_SUSPENDED), catalog_id=None))
             continue
         info = gpu.gpu_info(i)
-        acc_id = match_catalog_id(info.name, info.memory_total_bytes, names)
-        acc_id = acc_id if acc_id in catalog.accelerators else None  # a rule may name a row this catalog lacks
-        acc = catalog.accelerators.get(acc_id) if acc_id else None
+        acc = accelerator_for_gpu(info, catalog)
+        in_catalog = acc is not None and not acc.derived
         gpus.append(GpuProfile(
-            info=info, catalog_id=acc_id, catalog_name=acc.name if acc else None,
-            catalog_mem_bandwidth_bps=acc.mem_bandwidth_bps if acc else None,
-            torch_device=torch_by_uuid.get(_norm_uuid(info.uuid)),
+            info=info, catalog_id=acc.id if in_catalog else None, catalog_name=acc.name if in_catalog else None,
+            catalog_mem_bandwidth_bps=acc.mem_bandwidth_bps if in_catalog else None,
+            torch_device=torch_by_uuid.get(_norm_uuid(info.uuid)), accelerator=acc,
         ))
     notes = ("simulated hardware: the GPUs come from a fake scenario",) if gpu.simulated else ()
     return MachineProfile(host=host.info(), gpus=tuple(gpus), gpu_backend=gpu.status(), torch=torch, jax=jax,
                           notes=notes)
+
+
+def machine_id(host_ids: Sequence[str], gpu_uuids: Sequence[str], fallback: Sequence[str] = ()) -> str:
+    """A key for this machine that survives renames: a hash of the OS machine id and MAC addresses
+    (``HostInfo.host_ids``) with the GPU UUIDs. The GPU UUIDs tell apart containers built from one
+    image (same /etc/machine-id) on different hosts; the raw machine id is never written out (it is
+    hashed, as machine-id(5) asks of applications).
+
+    Args:
+        host_ids: stable host identifiers.
+        gpu_uuids: the GPUs' UUIDs.
+        fallback: used only when both are empty (host name, CPU model, memory size).
+    Returns:
+        ``"m-"`` and 16 hex digits.
+    """
+    parts = sorted(host_ids) + sorted(u for u in gpu_uuids if u)
+    if not parts:
+        parts = [str(x) for x in fallback]
+    digest = hashlib.sha256(("advisor.machine/1\n" + "\n".join(parts)).encode("utf-8")).hexdigest()
+    return "m-" + digest[:16]
+
+
+def profile_machine_id(profile: MachineProfile) -> str:
+    """``machine_id`` of a machine profile."""
+    h = profile.host
+    return machine_id(h.host_ids, [g.info.uuid for g in profile.gpus],
+                      fallback=(h.hostname, h.cpu.model, h.memory.total_bytes))
+
+
+def _accelerator_json(acc) -> dict | None:
+    """The accelerator a GPU plans as (catalog or derived), with how each derived figure was derived."""
+    if acc is None:
+        return None
+
+    def tf(v):
+        return None if v is None else v
+
+    return {"id": acc.id, "name": acc.name, "kind": acc.kind, "derived": acc.derived,
+            "memory_bytes": acc.memory_bytes, "mem_bandwidth_bytes_per_s": acc.mem_bandwidth_bps,
+            "peak_flops": {p: tf(acc.peak_flops(p)) for p in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")},
+            "tdp_w": acc.tdp_w, "derivation": dict(acc.derivation)}
 
 
 def _norm_uuid(uuid: str | None) -> str:
@@ -202,6 +242,7 @@ def profile_to_json(profile: MachineProfile) -> dict:
                      "gen_current": i.pcie_gen_current, "width_current": i.pcie_width_current},
             "nvlink_links_active": i.nvlink_links_active, "mig_enabled": i.mig_enabled,
             "ecc_enabled": i.ecc_enabled, "fan_count": i.fan_count, "torch_device": g.torch_device,
+            "cuda_cores": i.cuda_cores, "derived": g.derived, "accelerator": _accelerator_json(g.accelerator),
         })
 
     def framework(f: FrameworkInfo) -> dict:
@@ -214,6 +255,7 @@ def profile_to_json(profile: MachineProfile) -> dict:
     return {
         "schema": SCHEMA,
         "simulated": profile.simulated,
+        "machine_id": profile_machine_id(profile),
         "host": {"hostname": h.hostname, "os": h.os, "python": h.python},
         "cpu": {"model": h.cpu.model, "physical_cores": h.cpu.physical_cores, "logical_cores": h.cpu.logical_cores,
                 "arch": h.cpu.arch, "min_freq_hz": _hz(h.cpu.min_freq_mhz), "max_freq_hz": _hz(h.cpu.max_freq_mhz)},

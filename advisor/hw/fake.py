@@ -62,17 +62,17 @@ class _Model:
 _RTX4090 = GpuInfo(
     index=0, name="NVIDIA GeForce RTX 4090", uuid="", memory_total_bytes=24564 * MIB,
     compute_capability=(8, 9), power_limit_w=450.0, max_sm_clock_mhz=3120.0, max_mem_clock_mhz=10501.0,
-    mem_bus_width_bits=384, pcie_gen_max=4, pcie_width_max=16, pcie_gen_current=4, pcie_width_current=16,
+    mem_bus_width_bits=384, cuda_cores=16384, pcie_gen_max=4, pcie_width_max=16, pcie_gen_current=4, pcie_width_current=16,
     nvlink_links_active=None, mig_enabled=None, ecc_enabled=None, fan_count=1)
 _H100 = GpuInfo(
     index=0, name="NVIDIA H100 80GB HBM3", uuid="", memory_total_bytes=81559 * MIB,
     compute_capability=(9, 0), power_limit_w=700.0, max_sm_clock_mhz=1980.0, max_mem_clock_mhz=2619.0,
-    mem_bus_width_bits=5120, pcie_gen_max=5, pcie_width_max=16, pcie_gen_current=5, pcie_width_current=16,
+    mem_bus_width_bits=5120, cuda_cores=16896, pcie_gen_max=5, pcie_width_max=16, pcie_gen_current=5, pcie_width_current=16,
     nvlink_links_active=18, mig_enabled=False, ecc_enabled=True, fan_count=0)
 _RTX4060_LAPTOP = GpuInfo(
     index=0, name="NVIDIA GeForce RTX 4060 Laptop GPU", uuid="", memory_total_bytes=8188 * MIB,
     compute_capability=(8, 9), power_limit_w=115.0, max_sm_clock_mhz=3105.0, max_mem_clock_mhz=8001.0,
-    mem_bus_width_bits=128, pcie_gen_max=4, pcie_width_max=8, pcie_gen_current=1, pcie_width_current=8,
+    mem_bus_width_bits=128, cuda_cores=3072, pcie_gen_max=4, pcie_width_max=8, pcie_gen_current=1, pcie_width_current=8,
     nvlink_links_active=None, mig_enabled=None, ecc_enabled=None, fan_count=0)
 _RTX3060_BARE = GpuInfo(
     index=0, name="NVIDIA GeForce RTX 3060", uuid="", memory_total_bytes=12288 * MIB,
@@ -279,7 +279,9 @@ class FakeHostBackend:
     simulated = True
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, cores: int = 8,
+                 host_ids: tuple[str, ...] = ("machine-id:5151515151515151515151515151515a",),
                  wall_clock: Callable[[], float] = time.time) -> None:
+        self._host_ids = host_ids
         self._clock = clock
         self._wall0 = wall_clock()  # simulated processes started hours before the host was opened
         self._t0 = clock()
@@ -297,7 +299,7 @@ class FakeHostBackend:
                         arch="x86_64", min_freq_mhz=800.0, max_freq_mhz=5000.0),
             memory=MemoryInfo(total_bytes=64 * GIB, available_bytes=48 * GIB, swap_total_bytes=8 * GIB,
                               swap_used_bytes=0),
-            disks=(DiskInfo("/", "/dev/fake0", "ext4", 1000 * 10**9, 400 * 10**9),))
+            disks=(DiskInfo("/", "/dev/fake0", "ext4", 1000 * 10**9, 400 * 10**9),), host_ids=self._host_ids)
 
     def sample(self) -> HostSample:
         self.sample_calls += 1

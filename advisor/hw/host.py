@@ -40,6 +40,35 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
+
+
+def host_ids(files=MACHINE_ID_FILES) -> tuple[str, ...]:
+    """Identifiers that survive a rename: the OS machine id (systemd's machine-id(5)) and the MAC
+    addresses of the network interfaces, sorted; empty when none can be read."""
+    ids = []
+    for path in files:
+        try:
+            with open(path, encoding="ascii", errors="replace") as f:
+                text = f.read(64).strip()
+        except OSError:
+            continue
+        if text:
+            ids.append("machine-id:" + text)
+            break
+    link = getattr(psutil, "AF_LINK", None)
+    macs = set()
+    for name, addrs in (_guard(psutil.net_if_addrs, default={}) or {}).items():
+        if name == "lo":
+            continue
+        for a in addrs:
+            mac = str(getattr(a, "address", "") or "").lower()
+            if a.family == link and mac and mac.strip("0:") != "":
+                macs.add(mac)
+    ids.extend("mac:" + m for m in sorted(macs))
+    return tuple(ids)
+
+
 class PsutilHostBackend:
     """Host facts and readings from psutil. Rates (disk, network) are per second since the previous sample.
 
@@ -82,6 +111,7 @@ class PsutilHostBackend:
                               swap_total_bytes=int(swap.total) if swap else None,
                               swap_used_bytes=int(swap.used) if swap else None),
             disks=tuple(disks),
+            host_ids=host_ids(),
         )
 
     def sample(self) -> HostSample:

@@ -96,6 +96,9 @@ class HostInfo:
     cpu: CpuInfo
     memory: MemoryInfo
     disks: tuple[DiskInfo, ...] = ()
+    # Stable identifiers of this OS install and hardware (the raw machine id is never written out;
+    # ``hw.detect.machine_id`` hashes them with the GPU UUIDs into the document's ``machine_id``).
+    host_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,8 @@ class GpuInfo:
     max_sm_clock_mhz: float | None = None
     max_mem_clock_mhz: float | None = None
     mem_bus_width_bits: int | None = None
+    cuda_cores: int | None = None  # nvmlDeviceGetNumGpuCores (SMs = cores / cores per SM of the architecture)
+    boost_sm_clock_mhz: float | None = None  # rated boost clock (NVML "customer boost max"), when reported
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
     pcie_gen_current: int | None = None
@@ -324,6 +329,12 @@ class GpuProfile:
     catalog_name: str | None = None
     catalog_mem_bandwidth_bps: float | None = None
     torch_device: str | None = None  # "cuda:0" when torch sees the same UUID
+    accelerator: object | None = None  # the catalog ``Accelerator``, or one derived from the driver's figures
+
+    @property
+    def derived(self) -> bool:
+        """True when the GPU is not in the catalog and its entry was derived from the driver's figures."""
+        return bool(getattr(self.accelerator, "derived", False))
 
     @property
     def nvml_mem_bandwidth_bps(self) -> float | None:

@@ -22,6 +22,7 @@ from advisor.probes._types import CancelToken, KernelResult, ProbeResult, ProbeS
 NAME = "disk"
 BLOCK = 1 << 20
 SYNC_EVERY = 64 << 20
+QUICK_FILE_MIB, FULL_FILE_MIB = 256, 2048  # scratch file sizes
 
 
 def _write_file(path: Path, size: int, cancel: CancelToken):
@@ -117,7 +118,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     """Measure sequential read throughput with one reader and with ``readers`` readers.
 
     Args:
-        directory: where to put the scratch file (default: the advisor's cache directory, i.e. its disk).
+        directory: where to put the scratch file, i.e. the disk measured (``advisor probe disk --path DIR``;
+            default: the advisor's cache directory).
         file_bytes: scratch file size (default 256 MiB quick, 2 GiB full; a multiple of 1 MiB).
         readers: threads of the multi-reader pass.
         passes: passes per reader count (default 1 quick, 3 full).
@@ -128,7 +130,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         raise ProbeSkipped("the disk probe measures the host's disk: use --device cpu")
     where = Path(directory) if directory else paths.cache_dir(create=True)
     where.mkdir(parents=True, exist_ok=True)
-    size = int(file_bytes or (256 if quick else 2048) * BLOCK) // BLOCK * BLOCK
+    size = int(file_bytes or (QUICK_FILE_MIB if quick else FULL_FILE_MIB) * BLOCK) // BLOCK * BLOCK
     if size < BLOCK:
         raise ValueError("file_bytes must be at least 1 MiB")
     free = os.statvfs(where).f_bavail * os.statvfs(where).f_frsize

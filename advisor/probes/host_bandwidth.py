@@ -4,6 +4,11 @@ Method (docs/method.md, after McCalpin's STREAM): three preallocated arrays of r
 4x the last-level cache and 256 MB; every kernel writes into a preallocated output (``out=``), so no
 allocation is timed; warm-up by time; many repetitions; the best and median in decimal GB/s.
 Bytes counted per element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
+
+Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
+planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
+doubles), filled with constants rather than random numbers (filling is not timed, but random generation
+of gigabytes takes seconds), for at most ``QUICK_BUDGET_S`` of timed repetitions.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ NAME = "host-bandwidth"
 #: bytes counted per element, in units of the element size (docs/method.md table)
 STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0
+QUICK_MAX_ARRAY_BYTES = 640 * 10**6  # STREAM's reference size (80 million doubles per array)
+QUICK_BUDGET_S = 1.5  # timed triad repetitions in quick mode stop after this long (at least 3)
 
 
 def kernels(torch, a, b, c):
@@ -41,9 +48,12 @@ def kernels(torch, a, b, c):
 
 
 def default_elements(quick: bool, itemsize: int) -> int:
-    """Elements per array: >= 4x the last-level cache and >= 256 MB (quick) or 640 MB (full)."""
-    floor = 256 * 10**6 if quick else 640 * 10**6
-    per_array = max(4 * last_level_cache_bytes(), floor)
+    """Elements per array: >= 4x the last-level cache and >= 640 MB (full); quick: 4x the cache within
+    256 to 640 MB (a virtual machine may report its host's whole L3 as its own)."""
+    if quick:
+        per_array = min(max(4 * last_level_cache_bytes(), 256 * 10**6), QUICK_MAX_ARRAY_BYTES)
+    else:
+        per_array = max(4 * last_level_cache_bytes(), 640 * 10**6)
     return per_array // itemsize
 
 
@@ -81,26 +91,33 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         n = int(0.6 * avail / 3 / itemsize)
         if n * itemsize < 64 * 10**6:
             raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
-    reps = int(reps or (10 if quick else 20))
+    reps = int(reps or (30 if quick else 20))
     trials = int(trials or (1 if quick else 4))
     triad_reps = int(triad_reps or (reps if quick else int(2.5 * reps)))
     warmup_s = 0.1 if quick and warmup_s is None else (0.3 if warmup_s is None else warmup_s)
     nthreads = int(threads or physical_cores())
 
-    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of random {dtype}")
-    times: dict[str, list[float]] = {k: [] for k in STREAMS}
+    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of {'constant' if quick else 'random'} {dtype}")
+    names = ("triad",) if quick else tuple(STREAMS)
+    times: dict[str, list[float]] = {k: [] for k in names}
     with torch_threads(torch, nthreads):
-        a = torch.rand(n, dtype=tdtype)
-        b = torch.rand(n, dtype=tdtype)
-        c = torch.rand(n, dtype=tdtype)
+        if quick:  # filled in parallel by torch (first touch on every thread), as STREAM does
+            a = torch.empty(n, dtype=tdtype).fill_(0.0)
+            b = torch.empty(n, dtype=tdtype).fill_(1.0)
+            c = torch.empty(n, dtype=tdtype).fill_(2.0)
+        else:
+            a = torch.rand(n, dtype=tdtype)
+            b = torch.rand(n, dtype=tdtype)
+            c = torch.rand(n, dtype=tdtype)
         try:
-            calls = kernels(torch, a, b, c)
+            calls = {k: v for k, v in kernels(torch, a, b, c).items() if k in names}
             steps = trials * len(calls)
             for t in range(trials):
                 for i, (name, fn) in enumerate(calls.items()):
                     yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
                     n_reps = triad_reps if name == "triad" else reps
-                    times[name] += time_reps(fn, reps=n_reps, warmup_s=warmup_s, cancel=cancel, timer=timer)
+                    times[name] += time_reps(fn, reps=n_reps, warmup_s=warmup_s, cancel=cancel, timer=timer,
+                                             budget_s=QUICK_BUDGET_S if quick else None)
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s",
@@ -110,4 +127,5 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         probe=NAME, device=device, results=results, peak=None,
         params={"quick": quick, "elements": n, "array_bytes": n * itemsize, "dtype": dtype, "reps": reps,
                 "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "warmup_s": warmup_s},
-        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of all repetitions",))
+        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of all repetitions",)
+        + (("quick: the triad only, on arrays of at most 640 MB",) if quick else ()))

@@ -175,7 +175,9 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         results["mfu"] = mfu
         peak = {"TFLOP/s": peak_tflops, "precision": precision, "origin": peak_origin}
         # the median, not the best: the planner should expect a typical step, not the luckiest one
-        calibration = {"mfu": min(1.0, mfu.median), "accelerator_id": acc.id if acc else None,
+        # a CPU calibration is saved under the "cpu" device id so the planner's CPU target can use it
+        calibration = {"mfu": min(1.0, mfu.median),
+                       "accelerator_id": acc.id if acc else ("cpu" if dev.type == "cpu" else None),
                        "precision": precision, "peak_origin": peak_origin}
     notes = ["achieved = 6 * P * tokens/s (attention score FLOPs not counted); MFU against a dense peak"]
     if "mfu" in results and results["mfu"].best > 1.0:

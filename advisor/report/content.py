@@ -42,6 +42,7 @@ class PlanSection:
     probes: tuple[Probe, ...]
     summary: tuple[tuple[str, str], ...]
     breakdown_parts: tuple[str, ...] = field(default_factory=tuple)
+    inputs: tuple[tuple[str, str, str, str], ...] = field(default_factory=tuple)  # (name, value, unit, source)
 
 
 def plan_docs(docs) -> list[dict]:
@@ -122,10 +123,28 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
     if doc.get("tokens") is not None:
         rows.append(("tokens", f"{doc['tokens']:.4g}"))
     if doc.get("flops_total") is not None:
-        label = "FLOPs per generated token" if doc.get("workload") == "inference" else "FLOPs (whole job)"
-        rows.append((label, f"{doc['flops_total']:.4g}"))
+        rows.append(("FLOPs (whole budget)", f"{doc['flops_total']:.4g}"))
+    if doc.get("workload") == "inference" and doc.get("flops_per_token") is not None:
+        rows.append(("FLOPs per generated token", f"{doc['flops_per_token']:.4g}"))
     if per.get("total") is not None:
         rows.append((f"memory per device on {mem.get('devices', 1)} device(s)", f"{per['total'] / 1e9:.2f} GB"))
+    return tuple(rows)
+
+
+def input_rows(doc: dict) -> tuple[tuple[str, str, str, str], ...]:
+    """The inputs table: ``(name, value, unit, source)`` for each input the plan was given, in the job
+    schema's order (``advisor/job/schema.py``); names the schema does not know are listed after, as given."""
+    from advisor.job import JOB_FIELDS
+
+    given = doc.get("inputs") if isinstance(doc.get("inputs"), dict) else {}
+    names = [n for n in JOB_FIELDS if n in given] + [n for n in given if n not in JOB_FIELDS]
+    rows = []
+    for name in names:
+        entry = given[name] if isinstance(given[name], dict) else {"value": given[name]}
+        value = entry.get("value")
+        text = ", ".join(_fmt_value(v) for v in value) if isinstance(value, list) else _fmt_value(value)
+        unit = str(entry.get("unit") or (JOB_FIELDS[name].unit if name in JOB_FIELDS else ""))
+        rows.append((name, text, unit, str(entry.get("source", ""))))
     return tuple(rows)
 
 
@@ -158,7 +177,7 @@ def sections(docs) -> list[PlanSection]:
                     parts.append(k)
         out.append(PlanSection(title=_title(doc, i), doc=doc, options=options, assumptions=tuple(assumptions),
                                catalog_date=str(date), prices_as_of=str(as_of or date), probes=_calibration_probes(doc),
-                               summary=_summary(doc), breakdown_parts=tuple(parts)))
+                               summary=_summary(doc), breakdown_parts=tuple(parts), inputs=input_rows(doc)))
     return out
 
 
@@ -167,7 +186,7 @@ def _num(v) -> float:
 
 
 def generated_at() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def money(v) -> str:

@@ -32,6 +32,9 @@ def render_csv(secs: list[PlanSection]) -> str:
             for p, v in (o.get("cost_breakdown_usd") or {}).items():
                 row[f"cost_{p}_usd"] = _raw(v)
             w.writerow(row)
+        for name, value, unit, source in s.inputs:
+            w.writerow({"record": "input", "plan": s.title, "id": name, "value": value, "unit": unit,
+                        "origin": source})
         for name, value, unit, origin in s.assumptions:
             w.writerow({"record": "assumption", "plan": s.title, "id": name, "value": _raw(value), "unit": unit,
                         "origin": origin})

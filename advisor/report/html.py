@@ -61,6 +61,9 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
     for i, s in enumerate(secs):
         out.append(f"<h2>{escape(s.title)}</h2>")
         out.append(_table(None, s.summary))
+        if s.inputs:
+            out.append("<h3>Inputs</h3>")
+            out.append(_table(("input", "value", "unit", "source"), s.inputs))
         out.append(chart(i, cost_chart_svg(s.options, s.breakdown_parts)))
         out.append(f"<h3>Options ({sum(1 for o in s.options if o.get('fits'))} of {len(s.options)} fit), "
                    "by total job cost</h3>")

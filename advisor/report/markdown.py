@@ -34,6 +34,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
     for s in secs:
         out += [f"## {s.title}", ""]
         out += [f"- **{k}**: {v}" for k, v in s.summary] + [""]
+        if s.inputs:
+            out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
         if embed_chart:
             svg = cost_chart_svg(s.options, s.breakdown_parts)
             out += [f"![Total job cost](data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()})", ""]

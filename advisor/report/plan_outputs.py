@@ -50,17 +50,16 @@ def prepare_values(args, values: dict) -> dict:
 
 
 def scenario_from_values(values: dict, notes: dict | None = None):
-    """The ``Scenario`` of one plan's merged values (what ``--save-scenario`` writes)."""
-    from advisor.store.scenario import PLAN_KEYS, Scenario
+    """The ``Scenario`` of one plan's merged values (what ``--save-scenario`` writes): every input that
+    differs from the job schema's default.
 
-    plan = {}
-    for key, value in values.items():
-        if key in PLAN_KEYS and value is not None:
-            plan[key] = list(value) if isinstance(value, (list, tuple)) else value
-    if plan.get("accelerator") == []:
-        del plan["accelerator"]
-    assumptions = {k: v for k, v in (values.get("assumptions") or {}).items() if v is not None}
-    return Scenario(plan=plan, assumptions=assumptions, notes=dict(notes or {}))
+    Raises:
+        JobInputError: the values are not a job (the plan would have failed first).
+    """
+    from advisor.job import Job
+    from advisor.store.scenario import scenario_from_job
+
+    return scenario_from_job(Job.from_mapping(values), notes=notes)
 
 
 def write_outputs(args, results, values_list, scenarios=None) -> str | None:
@@ -89,11 +88,14 @@ def write_outputs(args, results, values_list, scenarios=None) -> str | None:
     if getattr(args, "save_scenario", None):
         if len(docs) != 1:
             raise UsageError("--save-scenario: give one scenario file (or none), not several")
+        from advisor.job import JobInputError
         from advisor.store.scenario import ScenarioError, scenario_to_dict
 
-        scenario = scenario_from_values(values_list[0], getattr((scenarios or [None])[0], "notes", None))
         try:
+            scenario = scenario_from_values(values_list[0], getattr((scenarios or [None])[0], "notes", None))
             scenario_to_dict(scenario)
+        except JobInputError as exc:
+            raise UsageError(f"--save-scenario: plan.{exc}") from None
         except ScenarioError as exc:
             raise UsageError(f"--save-scenario: {exc}") from None
     reports = list(getattr(args, "report", None) or [])

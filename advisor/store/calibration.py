@@ -19,6 +19,7 @@ from advisor.store.atomic import keep_aside, write_atomic
 
 SCHEMA = "advisor.calibration/1"
 FILE_NAME = "calibration.json"
+CPU_DEVICE_ID = "cpu"  # the accelerator id of a calibration measured on the host CPU
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class Calibration:
         mfu: model FLOPs utilisation of a training step (0..1], or None when not measured.
         eta_mem: achieved / peak memory bandwidth (0..1], or None when not measured.
         device: the device measured, e.g. ``"cpu"`` or ``"cuda:0"``.
-        accelerator_id: catalog id of the accelerator, or None (CPU, or not in the catalog).
+        accelerator_id: catalog id of the accelerator, ``"cpu"`` (``CPU_DEVICE_ID``) for the host CPU, or None
+            (a GPU that is not in the catalog).
         measured_at: ISO 8601 time of the measurement (UTC).
         source: what produced the values, e.g. ``"probe:train-step"``.
     """
@@ -40,6 +42,19 @@ class Calibration:
     accelerator_id: str | None
     measured_at: str
     source: str
+
+    @property
+    def belongs_to(self) -> str:
+        """Which device this calibration belongs to, in words (for the CLI, the app and reports)."""
+        if self.accelerator_id == CPU_DEVICE_ID:
+            return f"the CPU ({self.device})"
+        if self.accelerator_id:
+            return f"{self.accelerator_id} ({self.device})"
+        return f"{self.device} (not in the catalog: used for no plan target)"
+
+    def applies_to(self, target_id: str) -> bool:
+        """True when a plan target (a catalog accelerator id, or ``"cpu"``) is the device measured."""
+        return bool(self.accelerator_id) and self.accelerator_id == target_id
 
 
 def calibration_file() -> Path:
@@ -67,6 +82,8 @@ def _from_dict(doc: dict) -> Calibration:
     acc = doc.get("accelerator_id")
     if acc is not None and not isinstance(acc, str):
         raise ValueError("accelerator_id must be a string or null")
+    if acc is None and doc["device"] == CPU_DEVICE_ID:
+        acc = CPU_DEVICE_ID  # files written before CPU calibrations carried their device id
     return Calibration(mfu=_fraction(doc.get("mfu"), "mfu"), eta_mem=_fraction(doc.get("eta_mem"), "eta_mem"),
                        device=doc["device"], accelerator_id=acc, measured_at=doc["measured_at"],
                        source=doc["source"])

@@ -1,23 +1,30 @@
 """A fleet: the machine profiles (``advisor detect --json``) of many machines, kept in one file.
 
 Gather them anywhere, e.g. on a Slurm cluster ``srun --ntasks-per-node=1 advisor detect --json > nodes.json``
-(one file holding the documents of every node back to back is fine), then ``advisor fleet import nodes.json``.
-A machine is keyed by its host name; importing it again replaces it. The planner plans against
-``fleet_accelerators(fleet)``: catalog accelerator id -> number of GPUs in the fleet.
+(one file holding the documents of every node back to back is fine), then ``advisor fleet import nodes.json``;
+or in one step ``advisor fleet collect --slurm`` (``store.fleet_collect``). A machine is keyed by its
+``machine_id`` (``advisor detect --json``: a hash of the OS machine id, MAC addresses and GPU UUIDs), so
+a renamed host replaces its old entry and two containers with the same host name stay two machines;
+documents without one (older advisors) are keyed by a hash of host name, CPU, memory and GPU UUIDs.
+The planner plans against ``fleet_accelerators(fleet)``: catalog accelerator id -> number of GPUs.
 
-The file is JSON (``advisor.fleet/1``) in ``paths.data_dir()``, written atomically; a broken file is kept
-aside and reported.
+The file is JSON (``advisor.fleet/1``) in ``paths.data_dir()``, written atomically under a file lock
+(``fleet.json.lock``), so two imports at once keep both; a broken file is kept aside and reported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import filelock
 
 from advisor import paths
 from advisor.store.atomic import keep_aside, write_atomic
@@ -25,10 +32,16 @@ from advisor.store.atomic import keep_aside, write_atomic
 SCHEMA = "advisor.fleet/1"
 DETECT_SCHEMA = "advisor.detect/1"
 FILE_NAME = "fleet.json"
+LOCK_TIMEOUT_S = 60.0
+_MACHINE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 
 
 class FleetError(ValueError):
     """A detect document or fleet file that cannot be used; one line naming the file and field."""
+
+
+class FleetWriteError(FleetError):
+    """The fleet file (or its lock) cannot be written: read-only folder, full disk, lock held too long."""
 
 
 @dataclass(frozen=True)
@@ -53,14 +66,17 @@ class FleetMachine:
     gpus: tuple[FleetGpu, ...]
     simulated: bool = False
     imported_at: str = ""
+    machine_id: str = ""  # the key; legacy_machine_id() for documents that carry none
 
 
 @dataclass(frozen=True)
 class Fleet:
-    """Machines by host name, in import order."""
+    """Machines by machine id, in import order."""
 
     machines: tuple[FleetMachine, ...] = ()
     schema: str = SCHEMA
+    # The all-reduce probe across the machines (``fleet collect --allreduce``): busbw_gbps, nodes, measured_at.
+    inter_node: dict | None = None
 
 
 def fleet_file() -> Path:
@@ -106,10 +122,27 @@ def machine_from_detect(doc, where: str = "detect document", imported_at: str = 
     if hostname is None:  # no name: a stable key from what identifies the hardware
         ident = json.dumps([cpu.get("model"), [g.uuid for g in gpus], mem.get("total_bytes")])
         hostname = "machine-" + hashlib.sha1(ident.encode()).hexdigest()[:8]
-    return FleetMachine(hostname=hostname, cpu_model=str(cpu.get("model") or ""),
-                        logical_cores=_need(cpu, "logical_cores", int, f"{where} cpu"),
-                        memory_total_bytes=_need(mem, "total_bytes", int, f"{where} memory"),
-                        gpus=tuple(gpus), simulated=bool(doc.get("simulated", False)), imported_at=imported_at)
+    mid = doc.get("machine_id")
+    if mid is not None and not (isinstance(mid, str) and _MACHINE_ID.fullmatch(mid)):
+        raise FleetError(f"{where}: field 'machine_id' must be up to 64 letters, digits and ._:-, got {mid!r}")
+    machine = FleetMachine(hostname=hostname, cpu_model=str(cpu.get("model") or ""),
+                           logical_cores=_need(cpu, "logical_cores", int, f"{where} cpu"),
+                           memory_total_bytes=_need(mem, "total_bytes", int, f"{where} memory"),
+                           gpus=tuple(gpus), simulated=bool(doc.get("simulated", False)), imported_at=imported_at,
+                           machine_id=mid or "")
+    return machine if mid else _with_legacy_id(machine)
+
+
+def legacy_machine_id(m: FleetMachine) -> str:
+    """The key of a machine whose document has no ``machine_id``: host name, CPU, memory and GPU UUIDs."""
+    ident = json.dumps([m.hostname, m.cpu_model, m.memory_total_bytes, sorted(g.uuid for g in m.gpus)])
+    return "h-" + hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def _with_legacy_id(m: FleetMachine) -> FleetMachine:
+    from dataclasses import replace
+
+    return replace(m, machine_id=legacy_machine_id(m))
 
 
 def parse_detect_text(text: str, where: str = "detect output") -> list[dict]:
@@ -143,7 +176,7 @@ def read_detect_files(files) -> list[FleetMachine]:
     Raises:
         FleetError: for the first unreadable file or bad document (naming the file and field).
     """
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     machines = []
     for f in files:
         path = Path(f)
@@ -163,17 +196,19 @@ def read_detect_files(files) -> list[FleetMachine]:
 
 
 # ------------------------------------------------------------------------------------------ fleet file
-def merge_machines(fleet: Fleet, machines) -> Fleet:
-    """The fleet with ``machines`` added; a machine with a known host name replaces the old entry."""
-    by_name = {m.hostname: m for m in fleet.machines}
+def merge_machines(fleet: Fleet, machines, inter_node: dict | None = None) -> Fleet:
+    """The fleet with ``machines`` added; a machine with a known machine id replaces the old entry
+    (a renamed host), machines with the same host name but other ids stay apart. ``inter_node`` (a new
+    all-reduce measurement) replaces the old one."""
+    by_id = {m.machine_id: m for m in fleet.machines}
     for m in machines:
-        by_name[m.hostname] = m
-    return Fleet(machines=tuple(by_name.values()))
+        by_id[m.machine_id] = m
+    return Fleet(machines=tuple(by_id.values()), inter_node=inter_node or fleet.inter_node)
 
 
 def fleet_to_dict(fleet: Fleet) -> dict:
     return {"schema": SCHEMA, "machines": [asdict(m) for m in fleet.machines],
-            "accelerators": fleet_accelerators(fleet)}
+            "accelerators": fleet_accelerators(fleet), "inter_node": fleet.inter_node}
 
 
 def fleet_from_dict(doc, where: str = "fleet") -> Fleet:
@@ -193,12 +228,20 @@ def fleet_from_dict(doc, where: str = "fleet") -> Fleet:
                 gpus.append(FleetGpu(**g))
             except TypeError as exc:
                 raise FleetError(f"{at} gpus[{j}]: {exc}") from None
-        machines.append(FleetMachine(hostname=_need(m, "hostname", str, at), cpu_model=str(m.get("cpu_model", "")),
-                                     logical_cores=_need(m, "logical_cores", int, at),
-                                     memory_total_bytes=_need(m, "memory_total_bytes", int, at), gpus=tuple(gpus),
-                                     simulated=bool(m.get("simulated", False)),
-                                     imported_at=str(m.get("imported_at", ""))))
-    return Fleet(machines=tuple(machines))
+        mid = m.get("machine_id")
+        if mid is not None and not (isinstance(mid, str) and (mid == "" or _MACHINE_ID.fullmatch(mid))):
+            raise FleetError(f"{at}: field 'machine_id' is not a machine id")
+        machine = FleetMachine(hostname=_need(m, "hostname", str, at), cpu_model=str(m.get("cpu_model", "")),
+                               logical_cores=_need(m, "logical_cores", int, at),
+                               memory_total_bytes=_need(m, "memory_total_bytes", int, at), gpus=tuple(gpus),
+                               simulated=bool(m.get("simulated", False)),
+                               imported_at=str(m.get("imported_at", "")), machine_id=mid or "")
+        machines.append(machine if machine.machine_id else _with_legacy_id(machine))
+    inter = doc.get("inter_node")
+    if inter is not None and not (isinstance(inter, dict) and isinstance(inter.get("busbw_gbps"), (int, float))
+                                  and inter["busbw_gbps"] > 0):
+        raise FleetError(f"{where}: field 'inter_node' must hold a positive busbw_gbps")
+    return Fleet(machines=tuple(machines), inter_node=inter)
 
 
 def load_fleet(path: str | os.PathLike | None = None) -> Fleet:
@@ -212,17 +255,76 @@ def load_fleet(path: str | os.PathLike | None = None) -> Fleet:
         return Fleet()
     try:
         return fleet_from_dict(json.loads(path.read_bytes().decode("utf-8")), str(path))
+    except OSError as exc:
+        raise FleetError(f"cannot read the fleet file {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, FleetError) as exc:
-        aside = keep_aside(path)
-        print(f"warning: fleet file {path} is broken ({' '.join(str(exc).split())}); kept as {aside}",
-              file=sys.stderr)
+        why = " ".join(str(exc).split())
+        try:
+            aside = keep_aside(path)
+        except OSError as err:  # a read-only folder: report, keep the file where it is
+            print(f"warning: fleet file {path} is broken ({why}); it could not be moved aside "
+                  f"({err.strerror or err})", file=sys.stderr)
+            return Fleet()
+        print(f"warning: fleet file {path} is broken ({why}); kept as {aside}", file=sys.stderr)
         return Fleet()
 
 
 def save_fleet(fleet: Fleet, path: str | os.PathLike | None = None) -> Path:
-    """Write the fleet file atomically. Returns the path."""
+    """Write the fleet file atomically. Returns the path.
+
+    Raises:
+        FleetWriteError: the folder cannot be written (the old file is then untouched).
+    """
     path = Path(path) if path is not None else fleet_file()
-    return write_atomic(path, json.dumps(fleet_to_dict(fleet), indent=1) + "\n")
+    try:
+        return write_atomic(path, json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False) + "\n")
+    except OSError as exc:
+        raise FleetWriteError(f"cannot write the fleet file {path}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def fleet_lock(path: str | os.PathLike | None = None, timeout_s: float = LOCK_TIMEOUT_S):
+    """Hold ``<fleet file>.lock`` (filelock) around a read-modify-write of the fleet file.
+
+    Raises:
+        FleetWriteError: the lock file cannot be created (read-only folder) or stays held past the timeout.
+    """
+    path = Path(path) if path is not None else fleet_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FleetWriteError(f"cannot write the fleet folder {path.parent}: {exc.strerror or exc}") from None
+    lock = filelock.FileLock(str(path) + ".lock", timeout=timeout_s)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise FleetWriteError(f"the fleet file {path} is locked by another advisor for {timeout_s:.0f} s") from None
+    except OSError as exc:
+        raise FleetWriteError(f"cannot lock the fleet file {path}: {exc.strerror or exc}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def import_machines(machines, path: str | os.PathLike | None = None, inter_node: dict | None = None) -> Fleet:
+    """Merge machines (and an inter-node all-reduce figure) into the saved fleet under the file lock.
+
+    Returns:
+        The saved fleet.
+    Raises:
+        FleetWriteError: the fleet file cannot be locked or written (it is then untouched).
+    """
+    with fleet_lock(path):
+        fleet = merge_machines(load_fleet(path), machines, inter_node)
+        save_fleet(fleet, path)
+    return fleet
+
+
+def clear_fleet(path: str | os.PathLike | None = None) -> Path:
+    """Forget every machine (under the file lock). Returns the path. Raises FleetWriteError."""
+    with fleet_lock(path):
+        return save_fleet(Fleet(), path)
 
 
 def import_detect_files(files, path: str | os.PathLike | None = None) -> tuple[Fleet, list[FleetMachine]]:
@@ -231,12 +333,10 @@ def import_detect_files(files, path: str | os.PathLike | None = None) -> tuple[F
     Returns:
         (the saved fleet, the machines imported).
     Raises:
-        FleetError: naming the bad file and field (the fleet file is then untouched).
+        FleetError: naming the bad file and field, or FleetWriteError (the fleet file is then untouched).
     """
     machines = read_detect_files(files)
-    fleet = merge_machines(load_fleet(path), machines)
-    save_fleet(fleet, path)
-    return fleet, machines
+    return import_machines(machines, path), machines
 
 
 # ------------------------------------------------------------------------------------------- planning

@@ -133,7 +133,7 @@ class ProbeHistory:
     def add(self, result: Mapping[str, Any], fingerprint: Mapping[str, Any],
             samples: Sequence[Mapping[str, Any]] = ()) -> int:
         """Store one ``advisor.probe/1`` document; returns its id."""
-        recorded = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        recorded = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         with self._db:
             cur = self._db.execute(
                 "INSERT INTO runs (probe, device, started_at, recorded_at, duration_s, fingerprint_id, fingerprint,"

@@ -12,29 +12,22 @@ from __future__ import annotations
 
 import math
 import os
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from advisor.job import JOB_FIELDS
 from advisor.store.atomic import write_atomic
 
 SCHEMA = "advisor.scenario/1"
 SCHEMA_PREFIX = "advisor.scenario/"
 
-# Type of each [plan] key: "int", "number" (int or float), "str", "bool" or "ids" (list of strings).
-PLAN_KEYS: dict[str, str] = {
-    "model": "str", "params": "number", "active_params": "number",
-    "layers": "int", "hidden": "int", "heads": "int", "kv_heads": "int", "ffn": "int", "vocab": "int",
-    "workload": "str", "precision": "str", "optimizer": "str",
-    "zero": "int", "gpus": "int", "tp": "int", "pp": "int",
-    "seq_len": "int", "micro_batch": "int", "checkpointing": "str",
-    "tokens": "number", "epochs": "number", "dataset_tokens": "number", "hours": "number",
-    "context": "int", "batch": "int", "output_tokens": "int",
-    "accelerator": "ids", "mfu": "number", "lora_rank": "int", "quant": "str", "spot_offers": "bool",
-}
+# Kind of each [plan] key, from the job schema (advisor/job/schema.py): "int", "number", "text", "choice",
+# "bool" or "ids" (a list of ids). Tables of the job (assumptions, notes) are tables of the file.
+PLAN_KEYS: dict[str, str] = {name: m.kind for name, m in JOB_FIELDS.items() if m.scenario and m.kind != "table"}
+TABLE_KEYS = tuple(name for name, m in JOB_FIELDS.items() if m.scenario and m.kind == "table")
 
 _KNOWN_TABLES = ("plan", "assumptions", "notes")
 
@@ -106,8 +99,8 @@ def migrate(doc: dict, where: str = "<scenario>") -> dict:
     except ValueError:
         raise ScenarioError(f"{where}: schema: unknown version {schema!r} (expected \"{SCHEMA}\")") from None
     if version > CURRENT_VERSION:
-        raise ScenarioError(f"{where}: schema: {schema!r} is newer than this advisor reads (\"{SCHEMA}\"); "
-                            "update the advisor")
+        raise ScenarioError(f"{where}: schema: written by a newer advisor (schema {version}); upgrade to open it "
+                            f"(this one reads schema {CURRENT_VERSION})")
     while version < CURRENT_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:
@@ -119,24 +112,27 @@ def migrate(doc: dict, where: str = "<scenario>") -> dict:
 
 # --------------------------------------------------------------------------------------------- validation
 def _check_plan_value(key: str, value: Any, where: str) -> Any:
+    """The type of one [plan] value (its range is the schema's, checked when the plan is made)."""
     kind = PLAN_KEYS[key]
     label = f"{where}: plan.{key}"
-    if kind == "str":
+    if kind == "choice":
+        kind = "int" if isinstance(JOB_FIELDS[key].choices[0], int) else "text"
+    if kind == "text":
         if not isinstance(value, str):
-            raise ScenarioError(f"{label}: must be a string, got {value!r}")
+            raise ScenarioError(f"{label}: must be a string, got {_short(value)}")
         return value
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ScenarioError(f"{label}: must be true or false, got {value!r}")
+            raise ScenarioError(f"{label}: must be true or false, got {_short(value)}")
         return value
     if kind == "ids":
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ScenarioError(f"{label}: must be a list of accelerator ids, got {value!r}")
+            raise ScenarioError(f"{label}: must be a list of accelerator ids, got {_short(value)}")
         return list(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(f"{label}: must be a number, got {value!r}")
+        raise ScenarioError(f"{label}: must be a number, got {_short(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ScenarioError(f"{label}: must be a finite number, got {value!r}")
     if kind == "int":
@@ -145,6 +141,11 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
                 raise ScenarioError(f"{label}: must be a whole number, got {value!r}")
             value = int(value)
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check_assumptions(table: Any, where: str) -> dict:
@@ -273,14 +274,36 @@ def save_scenario(path: str | os.PathLike, scenario: Scenario) -> Path:
     return write_atomic(path, dumps_scenario(scenario))
 
 
-def plan_keys_from_args(args: Any) -> dict:
-    """The ``[plan]`` values of an argparse namespace: every ``PLAN_KEYS`` attribute that is set."""
-    out = {}
-    for key in PLAN_KEYS:
-        value = getattr(args, key, None)
-        if value is not None and value != []:
-            out[key] = list(value) if PLAN_KEYS[key] == "ids" else value
-    return out
+def scenario_from_job(job: Any, notes: dict | None = None, extra: dict | None = None,
+                      assumption_tables: dict | None = None) -> Scenario:
+    """The scenario of a job (``advisor.job.Job``): every input that differs from the schema's default.
+
+    Args:
+        notes: the ``[notes]`` table (default: the job's notes).
+        extra: other top-level tables to keep.
+        assumption_tables: ``{name: {value, unit, origin}}`` tables of the file opened, kept for the
+            assumptions whose value did not change.
+    """
+    plan = {k: v for k, v in job.changed().items() if k in PLAN_KEYS}
+    assumptions: dict = {}
+    for name, value in job.assumptions.items():
+        kept = (assumption_tables or {}).get(name)
+        same = isinstance(kept, dict) and kept.get("value") == value
+        assumptions[name] = dict(kept) if same else value
+    return Scenario(plan=plan, assumptions=assumptions, notes=dict(job.notes if notes is None else notes),
+                    extra=dict(extra or {}))
+
+
+def job_values(scenario: Scenario, name: str = "") -> dict:
+    """The ``Job.from_mapping`` values of a scenario: its plan, plain assumptions and notes, and ``sources``
+    naming the file for each value (``name``: the file's name as people know it)."""
+    where = f"scenario file {name}" if name else "scenario file"
+    assumptions, sources = {}, dict.fromkeys(scenario.plan, where)
+    for key, raw in scenario.assumptions.items():
+        assumptions[key] = raw.get("value") if isinstance(raw, dict) else raw
+        origin = raw.get("origin") if isinstance(raw, dict) else None
+        sources[key] = f"{where}: {origin}" if origin else where
+    return {**scenario.plan, "assumptions": assumptions, "notes": dict(scenario.notes), "sources": sources}
 
 
 def _one_line(exc: Exception) -> str:

@@ -7,14 +7,15 @@ import pytest
 from advisor import paths
 from advisor.catalog import load_catalog
 from advisor.catalog.load import bundled_catalog
-from advisor.estimate.model import active_param_count, param_count
+from advisor.estimate.model import active_param_count, embedding_params, param_count
 
 GIB = 2**30
 
 
 def test_bundled_counts_and_ids_resolve():
     c = bundled_catalog()
-    assert len(c.accelerators) == 43  # every row of the reference accelerators table
+    # the reference table, H800, H20, A800 and L20 (used by published runs), and 39 hobbyist cards
+    assert len(c.accelerators) == 86
     assert len(c.offers) == 128  # every row of the reference cloud price table
     assert len({o.id for o in c.offers}) == 128
     assert all(o.accelerator_id in c.accelerators for o in c.offers)
@@ -54,7 +55,12 @@ def test_per_device_price_divides_the_instance():
 @pytest.mark.parametrize("model_id", sorted(bundled_catalog().models))
 def test_preset_parameter_counts_match_published(model_id):
     m = bundled_catalog().model(model_id)
-    assert param_count(m) == pytest.approx(m.published_params, rel=0.01)
+    non_embedding = m.extra.get("published_non_embedding_params")
+    assert m.published_params or non_embedding, "every preset carries a published count"
+    if m.published_params:
+        assert param_count(m) == pytest.approx(m.published_params, rel=0.01)
+    if non_embedding:
+        assert param_count(m) - embedding_params(m) == pytest.approx(non_embedding, rel=0.01)
 
 
 def test_moe_active_parameters():
@@ -129,7 +135,7 @@ def test_broken_user_file_is_ignored_not_fatal(content):
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_bytes(content)
     c = load_catalog()
-    assert len(c.accelerators) == 43
+    assert len(c.accelerators) == 86
     assert len(c.warnings) == 1 and "ignored" in c.warnings[0]
     assert f.read_bytes() == content  # the user's file is never rewritten
 
@@ -237,3 +243,27 @@ def test_source_checkout_without_install_reads_the_resources_folder(monkeypatch)
 
     monkeypatch.setattr(load_mod.resources, "files", files)
     assert "rtx-4090," in load_mod._resource_text("accelerators.csv")
+
+
+def test_china_market_parts_by_their_published_figures():
+    c = bundled_catalog()
+    h800, h100 = c.accelerator("h800"), c.accelerator("h100-sxm")
+    assert h800.bf16_flops == h100.bf16_flops == 989e12 and h800.interconnect_bps == 200e9  # NVLink cut to 400 GB/s
+    h20 = c.accelerator("h20")
+    assert h20.bf16_flops == 148e12 and h20.mem_bandwidth_bps == 4000e9 and h20.memory_bytes == 96 * GIB
+    a800, a100 = c.accelerator("a800-80gb-sxm"), c.accelerator("a100-80gb-sxm")
+    assert a800.bf16_flops == a100.bf16_flops and a800.interconnect_bps < a100.interconnect_bps
+    l20 = c.accelerator("l20")
+    assert l20.bf16_flops == 119.5e12 and l20.mem_bandwidth_bps == 864e9 and l20.tdp_w == 275
+    assert all(c.accelerator(i).source and c.accelerator(i).data_date for i in ("h800", "h20", "a800-80gb-sxm", "l20"))
+
+
+def test_inter_node_fabric_per_instance():
+    c = bundled_catalog()
+    by_id = {o.id: o for o in c.offers}
+    p5 = by_id["aws:p5.48xlarge-snapshot"]
+    # 3200 Gbps EFA over 8 H100: 3200e9 / 8 / 8 = 50 GB/s per GPU
+    assert p5.inter_node_gbps == 3200 and p5.inter_node_bps_per_device == pytest.approx(50e9)
+    assert by_id["aws:p4d.24xlarge-snapshot"].inter_node_bps_per_device == pytest.approx(6.25e9)
+    assert all(o.inter_node_source for o in c.offers if o.inter_node_gbps)
+    assert by_id["lambda:gpu-8x-h100-sxm5"].inter_node_bps_per_device is None  # no fabric stated: one instance only

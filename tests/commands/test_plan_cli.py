@@ -8,6 +8,7 @@ import os
 import pytest
 
 from advisor.cli import main
+from tests.support_json import without_sources
 
 
 def run(capsys, *args):
@@ -39,8 +40,17 @@ def test_scenario_file_and_flags_give_the_same_json(capsys, tmp_path):
     _, from_flags, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8",
                            "--accelerator", "rtx-4090", "--accelerator", "h100-sxm",
                            "--electricity-usd-per-kwh", "0.30", "--json")
-    assert json.loads(from_file) == json.loads(from_flags)
-    assert json.loads(from_file)["assumptions"]["electricity_usd_per_kwh"]["value"] == 0.30
+    a, b = json.loads(from_file), json.loads(from_flags)
+    # Identical but for where the values came from, which each document names (issue: values carry their source).
+    electricity = (a["assumptions"]["electricity_usd_per_kwh"], b["assumptions"]["electricity_usd_per_kwh"])
+    assert electricity[0]["origin"] == "scenario file job.toml"
+    assert electricity[1]["origin"] == "command line (--electricity-usd-per-kwh)"
+    assert a["inputs"]["tokens"] == {"value": 2e8, "unit": "tokens", "source": "scenario file job.toml"}
+    assert b["inputs"]["tokens"]["source"] == "command line (--tokens)"
+    assert without_sources(a) == without_sources(b)
+    assert electricity[0]["value"] == 0.30 and electricity[0]["default_value"] == 0.17
+    assert "EIA" in electricity[0]["default_origin"]
+
 
 
 def test_flags_override_the_scenario(capsys, tmp_path):

@@ -64,14 +64,15 @@ def test_home_break_even_matches_dettmers():
     assert be.device_hours == pytest.approx(5349.4392)
     assert be.months == pytest.approx(5349.4392 / 8 / (365 / 12))
     assert be.device_hours / 8 == pytest.approx(breakeven_days(2170, 0.5, 0.555, 0.17, 8 / 24))
-    assert be.as_dict() == {"vs": "cloud:b:cheap", "device_hours": be.device_hours, "months": be.months}
+    assert be.as_dict() == {"vs": "cloud:b:cheap", "device_hours": be.device_hours, "months": be.months,
+                            "rent_usd_per_device_hour": 0.5}
 
 
 def test_break_even_never_and_without_offers():
     card = make_accel()
     q = home_job_cost(card, 1, 10, A)
     never = break_even(q, [make_offer("a:cheap", od=0.05)], A)  # 0.05 < 0.09435 of electricity per hour
-    assert never == BreakEven("cloud:a:cheap", None, None)
+    assert never == BreakEven("cloud:a:cheap", None, None, 0.05, never.provider)
     assert break_even(q, [make_offer("a:x", accel="other")], A) == BreakEven(None, None, None)
 
 

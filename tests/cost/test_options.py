@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.cost import CostAssumptions
-from advisor.cost.options import Job, assumption_job_sensitivity, job_points, quote_job, tokens_sensitivity
+from advisor.cost.options import DeviceJob as Job
+from advisor.cost.options import job_points, quote_job
 from tests.cost.conftest import make_accel, make_offer
 
 A = CostAssumptions()
@@ -33,22 +34,20 @@ def test_job_points_match_quotes():
     assert pts["cloud:aws:one"] == (5.0, pytest.approx(10.0))
 
 
-def test_tokens_sensitivity_scales_hours():
-    # Double the tokens: every cost doubles (no per-job charges by default); egress 5 USD stays fixed, so with it
-    # the 1 USD/h offer (10 h: 10 + 5 = 15) and at 2x (20 + 5 = 25).
-    jobs = [Job(CARD, 1, 10.0, kinds=("cloud",))]
-    s = tokens_sensitivity(jobs, OFFERS[:1], A.with_overrides(egress_usd=5.0), 1e8, [1e8, 2e8], spot_offers=False)
-    assert s.parameter == "tokens" and s.values == (1e8, 2e8)
-    assert s.costs_for("cloud:aws:one") == pytest.approx((15.0, 25.0))
-    with pytest.raises(ValueError, match="base_tokens"):
-        tokens_sensitivity(jobs, OFFERS, A, 0, [1.0])
+def test_more_hours_cost_more_and_egress_stays_fixed():
+    # Double the hours: every cost doubles (no per-job charges by default); egress 5 USD stays fixed, so with it
+    # the 1 USD/h offer costs 10 + 5 = 15 at 10 h and 20 + 5 = 25 at 20 h.
+    a = A.with_overrides(egress_usd=5.0)
+    pts = [{pid: c for _h, c, pid in job_points([Job(CARD, 1, h, kinds=("cloud",))], OFFERS[:1], a, spot_offers=False)}
+           for h in (10.0, 20.0)]
+    assert [p["cloud:aws:one"] for p in pts] == pytest.approx([15.0, 25.0])
 
 
-def test_electricity_sensitivity_can_flip_the_ranking():
+def test_electricity_price_can_flip_the_ranking():
     # Home job of the worked case for 100 h: 24.77169 USD depreciation + 55.5 kWh * price.
     # Cloud x:nospot 0.8 USD/h x 100 h = 80 USD. Home is cheaper until 55.5 * p > 55.228, p > 0.9951 USD/kWh.
     jobs = [Job(CARD, 1, 100.0, kinds=("home", "cloud"))]
-    s = assumption_job_sensitivity(jobs, OFFERS[1:2], A, "electricity_usd_per_kwh", [0.17, 2.0])
-    assert s.unit == "USD/kWh"
-    assert s.costs_for("home:card") == pytest.approx((34.206689, 24.771689 + 111.0))
-    assert s.cheapest == ("home:card", "cloud:x:nospot")
+    costs = [{pid: c for _h, c, pid in job_points(jobs, OFFERS[1:2], A.with_overrides(electricity_usd_per_kwh=p))}
+             for p in (0.17, 2.0)]
+    assert [c["home:card"] for c in costs] == pytest.approx([34.206689, 24.771689 + 111.0])
+    assert min(costs[0], key=costs[0].get) == "home:card" and min(costs[1], key=costs[1].get) == "cloud:x:nospot"

@@ -55,6 +55,7 @@ def test_probe_runs_and_shows_results(make_window, qtbot):
     w = make_window()
     w.show_page("probes")
     page = w.page("probes")
+    page.quick.setChecked(False)  # quick mode times the triad alone; the full run shows all four kernels
     worker = page.start(["host-bandwidth"], {"host-bandwidth": {"elements": 300_000, "reps": 2, "trials": 1,
                                                                 "warmup_s": 0.0}})
     assert worker is not None

@@ -31,7 +31,7 @@ def rtx4090(**over) -> dict:
     d = dict(name="NVIDIA GeForce RTX 4090", uuid="GPU-11111111-2222-3333-4444-555555555555", bus="00000000:01:00.0",
              mem_total=24564 * MIB, mem_used=1024 * MIB, cc=(8, 9), power_mw=123456, limit_mw=450000,
              energy_mj=5_000_000, util=37, mem_util=12, temp=51, sm_clock=2520, mem_clock=10501, max_sm=3120,
-             max_mem=10501, bus_width=384, pcie_gen_max=4, pcie_width_max=16, pcie_gen=4, pcie_width=16,
+             max_mem=10501, bus_width=384, cores=16384, pcie_gen_max=4, pcie_width_max=16, pcie_gen=4, pcie_width=16,
              pcie_rx_kib=2000, pcie_tx_kib=1000, fan=41, fans=1, throttle=0x4 | 0x1, nvlink=None, mig=None,
              ecc=None, ecc_corrected=None, ecc_uncorrected=None,
              procs=[SimpleNamespace(pid=1234, usedGpuMemory=512 * MIB)], gfx_procs=[])
@@ -67,6 +67,8 @@ _DEVICE_FUNCS = {
     "nvmlDeviceGetClockInfo": lambda d, clock: d["sm_clock"] if clock == 1 else d["mem_clock"],
     "nvmlDeviceGetMaxClockInfo": lambda d, clock: d["max_sm"] if clock == 1 else d["max_mem"],
     "nvmlDeviceGetMemoryBusWidth": lambda d: d["bus_width"],
+    "nvmlDeviceGetNumGpuCores": lambda d: d.get("cores"),
+    "nvmlDeviceGetClock": lambda d, clock, clock_id: d.get("boost_sm") if clock == 1 and clock_id == 3 else None,
     "nvmlDeviceGetMaxPcieLinkGeneration": lambda d: d["pcie_gen_max"],
     "nvmlDeviceGetMaxPcieLinkWidth": lambda d: d["pcie_width_max"],
     "nvmlDeviceGetCurrPcieLinkGeneration": lambda d: d["pcie_gen"],

@@ -63,9 +63,26 @@ def test_nvml_bandwidth_formula():
     ("NVIDIA GeForce RTX 3060", 12, "rtx-3060-12gb"),
     ("NVIDIA GeForce RTX 3060", 8, None),  # the 8 GB card is a different part
     ("NVIDIA GeForce RTX 4060 Ti", 16, "rtx-4060-ti-16gb"),
-    ("NVIDIA GeForce RTX 4060 Ti", 8, None),
-    ("NVIDIA GeForce RTX 4060 Laptop GPU", 8, None),  # never a desktop entry
-    ("NVIDIA GeForce RTX 4090 Laptop GPU", 16, None),
+    ("NVIDIA GeForce RTX 4060 Ti", 8, "rtx-4060-ti-8gb"),
+    ("NVIDIA GeForce RTX 4060 Laptop GPU", 8, "rtx-4060-laptop"),  # a laptop entry, never a desktop one
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", 16, "rtx-4090-laptop"),
+    ("NVIDIA GeForce RTX 3080 Laptop GPU", 16, "rtx-3080-laptop-16gb"),
+    ("NVIDIA GeForce RTX 3080 Ti Laptop GPU", 16, None),  # not in the catalog: no desktop fallback
+    ("NVIDIA GeForce RTX 4050 Laptop GPU", 6, None),
+    ("NVIDIA GeForce RTX 3080", 10, "rtx-3080-10gb"),
+    ("NVIDIA GeForce RTX 3080", 12, "rtx-3080-12gb"),
+    ("NVIDIA GeForce RTX 3080 Ti", 12, "rtx-3080-ti"),
+    ("NVIDIA GeForce RTX 3060 Ti", 8, "rtx-3060-ti"),
+    ("NVIDIA GeForce RTX 2080", 8, "rtx-2080"),
+    ("NVIDIA GeForce RTX 2080 Ti", 11, "rtx-2080-ti"),
+    ("NVIDIA TITAN RTX", 24, "titan-rtx"),
+    ("NVIDIA GeForce RTX 4070 SUPER", 12, "rtx-4070-super"),
+    ("NVIDIA GeForce RTX 4070", 12, "rtx-4070"),
+    ("NVIDIA GeForce RTX 4080", 16, "rtx-4080"),
+    ("NVIDIA GeForce RTX 4080 SUPER", 16, "rtx-4080-super"),
+    ("NVIDIA GeForce RTX 5060 Ti", 16, "rtx-5060-ti-16gb"),
+    ("NVIDIA GeForce RTX 5070 Ti", 16, "rtx-5070-ti"),
+    ("NVIDIA RTX A4000", 16, "rtx-a4000"),
     ("NVIDIA B200", 180, "b200"),
     ("NVIDIA GeForce RTX 5090", 32, "rtx-5090"),
     ("Some Unknown Accelerator", 16, None),
@@ -214,3 +231,33 @@ def test_cli_detect_real_gpu(capsys):
     assert doc["gpu_backend"]["name"] == "nvml" and doc["gpus"]
     for g in doc["gpus"]:
         assert g["memory_total_bytes"] > 0 and g["uuid"].startswith("GPU-")
+
+
+def test_unknown_gpu_gets_a_derived_entry_in_detect_json(catalog):
+    from advisor.hw.nvml import NvmlBackend
+
+    gpu = NvmlBackend.open(StubNvml([rtx4090(name="NVIDIA GeForce RTX 4095", max_sm=3120, cores=16384)]))
+    profile = detect_machine(gpu, FakeHostBackend(), frameworks=False, catalog=catalog)
+    g = profile.gpus[0]
+    assert g.catalog_id is None and g.derived and g.accelerator.id == "derived:rtx-4095"
+    doc = profile_to_json(profile)["gpus"][0]
+    assert doc["derived"] is True and doc["accelerator"]["derived"] is True
+    assert doc["accelerator"]["peak_flops"]["bf16"] == pytest.approx(165.2e12, rel=0.10)
+    assert "0.81" in doc["accelerator"]["derivation"]["tensor"]
+    json.dumps(doc, allow_nan=False)
+
+
+def test_machine_id_survives_renames_and_tells_containers_apart():
+    from advisor.hw.detect import machine_id
+
+    a = machine_id(["machine-id:abc"], ["GPU-1", "GPU-2"], fallback=("host-a",))
+    assert a == machine_id(["machine-id:abc"], ["GPU-2", "GPU-1"], fallback=("renamed",))  # order, name: same
+    assert a != machine_id(["machine-id:abc"], ["GPU-3"])  # same image, other GPUs: another machine
+    assert "abc" not in a and a.startswith("m-") and len(a) == 18
+    assert machine_id([], [], fallback=("h", "cpu", 1)) != machine_id([], [], fallback=("h2", "cpu", 1))
+
+
+def test_detect_json_has_machine_id(catalog):
+    doc = profile_to_json(detect_machine(FakeGpuBackend("2x4090"), FakeHostBackend(), catalog=catalog))
+    assert doc["machine_id"].startswith("m-") and doc["gpus"][0]["derived"] is False
+    assert doc["gpus"][0]["accelerator"]["id"] == "rtx-4090"

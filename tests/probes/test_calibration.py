@@ -50,3 +50,23 @@ def test_rejects_out_of_range(bad):
     with pytest.raises(ValueError):
         save_calibration(_cal(mfu=bad))
     assert load_calibration() is None
+
+
+def test_each_calibration_says_which_device_it_belongs_to():
+    assert _cal().belongs_to == "h100-sxm (cuda:0)"
+    cpu = _cal(device="cpu", accelerator_id="cpu", eta_mem=None)
+    assert cpu.belongs_to == "the CPU (cpu)" and cpu.applies_to("cpu") and not cpu.applies_to("h100-sxm")
+    unknown = _cal(accelerator_id=None)
+    assert "not in the catalog" in unknown.belongs_to and not unknown.applies_to("h100-sxm")
+
+
+def test_cpu_calibration_saved_before_it_had_a_device_id_gets_one():
+    import json
+
+    path = calibration_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema": "advisor.calibration/1", "mfu": 0.3, "eta_mem": None, "device": "cpu",
+                                "accelerator_id": None, "measured_at": "2026-11-29T23:00:00+00:00",
+                                "source": "probe:train-step"}))
+    cal = load_calibration()
+    assert cal.accelerator_id == "cpu" and cal.applies_to("cpu")

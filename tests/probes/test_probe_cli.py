@@ -41,6 +41,7 @@ def test_skipped_probe_json(capsys):
 @pytest.mark.parametrize("args", [
     ["probe"], ["probe", "bogus"], ["probe", "matmul", "--device", "tpu"], ["probe", "matmul", "--device", "cuda:x"],
     ["probe", "train-step", "--precision", "fp3"], ["probe", "--history", "--limit", "0"],
+    ["probe", "--history", "--limit", "12345678901234567890123"],
     ["probe", "--history", "nope"], ["probe", "--compare", "1", "2"], ["probe", "--compare", "1", "x"]])
 def test_bad_input_exits_2_with_one_line(capsys, args):
     code, out, err = cli(capsys, *args)
@@ -69,6 +70,7 @@ def test_calibrate_saves_measured_mfu_and_reset_removes_it(capsys, tiny_train_st
     cal = load_calibration()
     assert code == 0 and cal is not None and "calibration saved" in err
     assert cal.mfu == pytest.approx(doc["calibration"]["mfu"]) and cal.device == "cpu"
+    assert cal.accelerator_id == "cpu" and cal.applies_to("cpu") and "for the CPU (cpu)" in err
     assert cal.source == "probe:train-step" and cal.measured_at == doc["started_at"]
     code, out, _ = cli(capsys, "probe", "--reset-calibration")
     assert code == 0 and "priors" in out and load_calibration() is None

@@ -51,6 +51,7 @@ def test_cpu_peak_is_a_measured_matmul_and_said_so():
     r = drive(open_probe("train-step", **TINY))
     assert "measured fp32 matmul" in r.peak["origin"]
     assert 0 < r.calibration["mfu"] <= 1.0
+    assert r.calibration["accelerator_id"] == "cpu"  # saved under the CPU's device id, not without one
 
 
 @pytest.mark.parametrize("precision", ["bf16"])

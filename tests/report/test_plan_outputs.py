@@ -39,8 +39,8 @@ def test_reports_launch_file_and_scenario(plan_doc, tmp_path, capsys):
     assert (tmp_path / "r.md").exists()
     assert yaml.safe_load((tmp_path / "task.yaml").read_text())["num_nodes"] == 2
     s = load_scenario(tmp_path / "s.toml")
-    assert s.plan == {"model": "llama-3-70b", "workload": "pretrain", "tokens": 1e10, "gpus": 16,
-                      "accelerator": ["h100-sxm"]}
+    # Every input that differs from the job schema's default (pretrain is the default workload).
+    assert s.plan == {"model": "llama-3-70b", "tokens": 1e10, "gpus": 16, "accelerator": ["h100-sxm"]}
     assert s.assumptions == {"electricity_usd_per_kwh": 0.3}
     assert capsys.readouterr().out == ""  # stdout stays free for the JSON document
 

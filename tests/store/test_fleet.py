@@ -12,6 +12,7 @@ from advisor.store import fleet as fl
 
 
 def detect_doc(host: str, gpus: list[tuple[str, str | None]], **extra) -> dict:
+    extra.setdefault("machine_id", f"m-{host}")
     return {"schema": "advisor.detect/1", "host": {"hostname": host, "os": "Linux", "python": "3.11"},
             "cpu": {"model": "EPYC", "physical_cores": 64, "logical_cores": 128},
             "memory": {"total_bytes": 2 * 2**40, "available_bytes": 2**40},
@@ -105,7 +106,7 @@ def test_failed_save_keeps_the_old_fleet(tmp_path, monkeypatch):
 
     with monkeypatch.context() as m:  # not monkeypatch.undo(): that would also drop ADVISOR_HOME
         m.setattr(os, "replace", boom)
-        with pytest.raises(OSError):
+        with pytest.raises(fl.FleetWriteError, match="disk full"):
             fl.import_detect_files([f])
     assert fl.fleet_file().read_bytes() == before
 
@@ -122,3 +123,116 @@ def test_real_detect_document_imports():
         pytest.skip(f"advisor detect --fake-gpu not available yet: {err.getvalue().strip()}")
     m = fl.machine_from_detect(json.loads(out.getvalue()))
     assert fl.fleet_accelerators(fl.Fleet(machines=(m,))) == {"rtx-4090": 2}
+
+
+# ------------------------------------------------------------------ machine ids, locks, write failures
+def test_three_hosts_with_the_same_name_stay_three_machines(tmp_path, capsys):
+    files = []
+    for i in range(3):  # three containers all called "trainer", on three machines
+        f = tmp_path / f"c{i}.json"
+        f.write_text(json.dumps(detect_doc("trainer", [H100] * 2, machine_id=f"m-{i:016x}")))
+        files.append(str(f))
+    assert main(["fleet", "import", *files]) == 0
+    fleet = fl.load_fleet()
+    assert [m.hostname for m in fleet.machines] == ["trainer"] * 3
+    assert len({m.machine_id for m in fleet.machines}) == 3 and fl.fleet_accelerators(fleet) == {"h100-sxm": 6}
+    renamed = tmp_path / "renamed.json"  # the first one renamed: same machine id, replaces its entry
+    renamed.write_text(json.dumps(detect_doc("trainer-a", [H100] * 2, machine_id=f"m-{0:016x}")))
+    fl.import_detect_files([renamed])
+    assert sorted(m.hostname for m in fl.load_fleet().machines) == ["trainer", "trainer", "trainer-a"]
+
+
+def test_documents_without_machine_id_are_keyed_by_their_hardware(tmp_path):
+    same = [detect_doc("old", [H100], machine_id=None) for _ in range(2)]
+    for d in same:
+        del d["machine_id"]
+    other = detect_doc("old", [H100], machine_id=None)
+    del other["machine_id"]
+    other["gpus"][0]["uuid"] = "GPU-elsewhere"
+    f = tmp_path / "legacy.json"
+    f.write_text(json.dumps([*same, other]))
+    fleet, _ = fl.import_detect_files([f])
+    assert len(fleet.machines) == 2 and all(m.machine_id.startswith("h-") for m in fleet.machines)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(detect_doc("x", [H100], machine_id="; rm -rf /")))
+    with pytest.raises(fl.FleetError, match="machine_id"):
+        fl.import_detect_files([bad])
+
+
+def _import_in_child(path: str, host: str, start) -> None:
+    start.wait()
+    fl.import_detect_files([path])
+
+
+def test_two_imports_at_once_keep_both(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    start = ctx.Event()
+    paths = []
+    for i in range(6):
+        f = tmp_path / f"n{i}.json"
+        f.write_text(json.dumps(detect_doc(f"n{i}", [H100] * 8)))
+        paths.append(str(f))
+    procs = [ctx.Process(target=_import_in_child, args=(p, f"n{i}", start)) for i, p in enumerate(paths)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sorted(m.hostname for m in fl.load_fleet().machines) == [f"n{i}" for i in range(6)]
+
+
+def test_lock_is_held_during_the_write(tmp_path, monkeypatch):
+    import filelock
+
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps(detect_doc("n1", [H100])))
+    held = []
+    real = fl.save_fleet
+
+    def spy(fleet, path=None):
+        lock = filelock.FileLock(str(fl.fleet_file()) + ".lock", timeout=0)
+        with pytest.raises(filelock.Timeout):
+            lock.acquire()
+        held.append(True)
+        return real(fleet, path)
+
+    monkeypatch.setattr(fl, "save_fleet", spy)
+    fl.import_detect_files([f])
+    assert held == [True]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+@pytest.mark.parametrize("action", [["import"], ["clear"]])
+def test_read_only_folder_exits_2_with_one_line(tmp_path, capsys, action):
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps(detect_doc("n1", [H100])))
+    fl.import_detect_files([f])
+    folder = fl.fleet_file().parent
+    lock = folder / (fl.FILE_NAME + ".lock")
+    if lock.exists():
+        lock.unlink()
+    folder.chmod(0o500)
+    try:
+        args = ["fleet", *action] + ([str(f)] if action == ["import"] else [])
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "fleet" in err and "Traceback" not in err
+    finally:
+        folder.chmod(0o700)
+
+
+def test_write_failure_is_one_line(tmp_path, capsys, monkeypatch):
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps(detect_doc("n1", [H100])))
+
+    def boom(*_a, **_k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(fl, "write_atomic", boom)
+    assert main(["fleet", "import", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot write the fleet file" in err and "Permission denied" in err
+    assert main(["fleet", "clear"]) == 2

@@ -271,10 +271,8 @@ class OverridesDialog(QDialog):
         from advisor.store.atomic import write_atomic
 
         text = self.editor.toPlainText()
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib
+        import tomllib
+
         try:
             tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

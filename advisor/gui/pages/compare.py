@@ -325,7 +325,7 @@ class ComparePage(Page):
         for it in self._be_items:
             self.breakeven.removeItem(it)
         self._be_items.clear()
-        lines = break_even_lines(result, self.ctx.catalog, mine)
+        lines = break_even_lines(result, mine)
         x = np.logspace(2, 5, 120)  # 100 h to 100,000 h of use
         for i, b in enumerate(lines):
             own = pg.PlotDataItem(x, b.fixed_usd / x + b.variable_usd_per_h, pen=plots.pen(i), name=b.label)

@@ -172,6 +172,7 @@ class PlannerPage(Page):
         try:
             values = self.form.values()
             values["assumptions"] = dict(self.ctx.assumptions)
+            values["sources"] = dict.fromkeys(self.ctx.assumptions, "app setting (Compare page assumptions)")
             request = PlanRequest.from_mapping(values)
         except (PlanInputError, ValueError) as exc:
             self.form.show_error(str(exc), themes.current().bad)

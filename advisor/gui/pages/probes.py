@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QProgressBar,
@@ -110,6 +111,14 @@ class ProbesPage(Page):
         self.quick = QCheckBox("quick (seconds, not minutes)")
         self.quick.setChecked(True)
         ll.addWidget(self.quick)
+        drow = QHBoxLayout()
+        drow.addWidget(QLabel("Disk folder"))
+        self.disk_path = QLineEdit()
+        self.disk_path.setPlaceholderText("the advisor's cache folder")
+        self.disk_path.setToolTip("The disk probe measures the disk holding this folder: put the folder your "
+                                  "data sets are in (it writes a scratch file there and removes it)")
+        drow.addWidget(self.disk_path, 1)
+        ll.addLayout(drow)
         buttons = QHBoxLayout()
         self.run_button = QPushButton("Run")
         self.run_button.setDefault(True)
@@ -197,6 +206,14 @@ class ProbesPage(Page):
         """Run probes in a worker; returns it (None when one is running or nothing is ticked)."""
         if self._worker is not None or not names:
             return None
+        folder = self.disk_path.text().strip()
+        if folder and "disk" in names:
+            from pathlib import Path
+
+            if not Path(folder).is_dir():
+                self.message.setText(f"Disk folder: {folder} is not a folder")
+                return None
+            params = {**(params or {}), "disk": {**(params or {}).get("disk", {}), "directory": folder}}
         self._token = self._token_cls()
         self.runs = []
         self._clear_chart()
@@ -401,19 +418,21 @@ class ProbesPage(Page):
             return
         parts = [f"MFU {c.mfu:.2f}" if c.mfu else "", f"bandwidth efficiency {c.eta_mem:.2f}" if c.eta_mem else ""]
         self.calibration_label.setText(f"The planner uses this machine's {' and '.join(p for p in parts if p)}, "
-                                       f"measured on {c.device} at {c.measured_at[:16]}.")
+                                       f"measured on {c.belongs_to} at {c.measured_at[:16]}.")
         self.prior_button.setEnabled(True)
 
     # ------------------------------------------------------------ page hooks
     def save_state(self, s) -> None:
         s.setValue("probes/checked", ",".join(self.checked_probes()))
         s.setValue("probes/quick", self.quick.isChecked())
+        s.setValue("probes/disk_path", self.disk_path.text().strip())
 
     def restore_state(self, s) -> None:
         checked = s.value("probes/checked", "host-bandwidth")
         if isinstance(checked, str):
             self.set_checked(checked.split(","))
         self.quick.setChecked(str(s.value("probes/quick", "true")).lower() == "true")
+        self.disk_path.setText(str(s.value("probes/disk_path", "") or ""))
 
     def is_ready(self) -> bool:
         return self._worker is None

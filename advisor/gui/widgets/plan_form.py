@@ -41,7 +41,7 @@ TIPS = {
     "seq_len": "Training sequence length in tokens; sets activation memory",
     "micro_batch": "Sequences per device per step; activations grow with it",
     "checkpointing": "Activation checkpointing: recompute activations instead of keeping them (full saves most)",
-    "budget": "How much training: a token count, epochs of a dataset, or hours of compute",
+    "budget": "How much work: a token count (generated tokens when serving), epochs of a dataset, or hours",
     "context": "Prompt plus generated tokens per request; sets the KV cache",
     "batch": "Concurrent requests decoded together",
     "output_tokens": "Tokens generated per request",
@@ -186,9 +186,9 @@ class PlanFormWidget(QWidget):
         show = {"params": custom, **{k: custom for k in self.arch_fields},
                 "lora_rank": workload in ("lora", "qlora"), "quant": inference,
                 "optimizer": not inference, "zero": not inference, "seq_len": not inference,
-                "micro_batch": not inference, "checkpointing": not inference, "budget": not inference,
-                "tokens": not inference and budget == "tokens", "epochs": not inference and budget == "epochs",
-                "dataset_tokens": not inference and budget == "epochs", "hours": not inference and budget == "hours",
+                "micro_batch": not inference, "checkpointing": not inference, "budget": True,
+                "tokens": budget == "tokens", "epochs": not inference and budget == "epochs",
+                "dataset_tokens": not inference and budget == "epochs", "hours": budget == "hours",
                 "context": inference, "batch": inference, "output_tokens": inference}
         for key, visible in show.items():
             if self._row_visible.get(key) != visible:  # an unchanged row must not re-lay out the window
@@ -230,14 +230,14 @@ class PlanFormWidget(QWidget):
                 out["zero"] = w["zero"].currentData()
             if w["seq_len"].value() > w["seq_len"].minimum():
                 out["seq_len"] = w["seq_len"].value()
-            budget = w["budget"].currentData()
-            if budget == "tokens":
-                out["tokens"] = self._number("tokens")
-            elif budget == "epochs":
+            if w["budget"].currentData() == "epochs":
                 out["epochs"] = w["epochs"].value()
                 out["dataset_tokens"] = self._number("dataset_tokens")
-            elif budget == "hours":
-                out["hours"] = w["hours"].value()
+        budget = w["budget"].currentData()  # a serving job has a budget too: generated tokens or hours
+        if budget == "tokens":
+            out["tokens"] = self._number("tokens")
+        elif budget == "hours":
+            out["hours"] = w["hours"].value()
         if w["gpus"].value() > w["gpus"].minimum():
             out["gpus"] = w["gpus"].value()
         if w["accelerator"].selection():

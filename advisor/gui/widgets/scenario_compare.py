@@ -71,14 +71,13 @@ class ScenarioSummary:
 
 def summarize_scenario(path, catalog, calibration=None) -> ScenarioSummary:
     """Load and plan one scenario file (never raises: a failure becomes ``error``)."""
-    from advisor.gui.scenario_actions import request_mapping
     from advisor.planner import PlanInputError, PlanRequest, plan
-    from advisor.store.scenario import ScenarioError, load_scenario
+    from advisor.store.scenario import ScenarioError, job_values, load_scenario
 
     path = Path(path)
     try:
         scenario = load_scenario(path)
-        result = plan(PlanRequest.from_mapping(request_mapping(scenario)), catalog, calibration)
+        result = plan(PlanRequest.from_mapping(job_values(scenario, path.name)), catalog, calibration)
     except (ScenarioError, PlanInputError, TypeError, ValueError) as exc:
         return ScenarioSummary(path.stem, path, error=" ".join(str(exc).split()))
     doc = result.to_json()

@@ -1,0 +1,154 @@
+"""``advisor models [SPEC] [--json] [--download] [--fake-gpu S]``: the models on this machine and whether they fit.
+
+Without SPEC: every model in the Hugging Face cache, Ollama and LM Studio, with its size, quantisation and
+whether it fits this machine's GPUs for inference, LoRA and QLoRA. With SPEC (a preset, ``hf:ORG/NAME``, a
+``.gguf`` file, a ``config.json`` or model folder, ``ollama:NAME``, ``lmstudio:NAME``): that one model, and a bad
+or missing one is one line on stderr with exit 2. Nothing opens a network connection unless ``--download``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+SCHEMA = "advisor.models/1"
+
+
+def register(subparsers) -> None:
+    from advisor.cli import add_fake_gpu
+
+    p = subparsers.add_parser("models", help="models in the Hugging Face cache, Ollama and LM Studio, and whether "
+                                             "each fits this machine",
+                              description="List the models on this machine (Hugging Face cache, Ollama, LM Studio) "
+                                          "or read one model, with size, quantisation and whether it fits this "
+                                          "machine's GPUs for inference, LoRA and QLoRA. Offline unless --download.")
+    p.add_argument("spec", nargs="?", metavar="MODEL",
+                   help="one model: a preset id, hf:ORG/NAME, a .gguf file, a config.json or model folder, "
+                        "ollama:NAME or lmstudio:PUBLISHER/MODEL")
+    p.add_argument("--json", action="store_true", help=f"print one {SCHEMA} JSON document")
+    p.add_argument("--download", action="store_true",
+                   help="allow fetching a Hugging Face config.json over HTTPS when hf:ORG/NAME is not cached")
+    p.add_argument("--context", type=int, default=None, metavar="TOKENS",
+                   help="tokens of context for the inference check (default 4096, capped at the model's maximum)")
+    add_fake_gpu(p)
+    p.set_defaults(run=run)
+
+
+def _gpu_memory(fake: str | None) -> tuple[list[int], list[str], bool]:
+    """Memory of each available GPU, their names, and whether they are simulated."""
+    from advisor.cli import UsageError
+    from advisor.hw import select_backend
+    from advisor.hw.detect import UnknownScenario
+
+    try:
+        gpu = select_backend(fake)
+    except UnknownScenario as exc:
+        raise UsageError(f"--fake-gpu: {exc}") from None
+    try:
+        infos = [gpu.gpu_info(i) for i in range(gpu.device_count())]
+        simulated = gpu.status().simulated
+    finally:
+        gpu.close()
+    usable = [i for i in infos if i.available and i.memory_total_bytes]
+    return [int(i.memory_total_bytes) for i in usable], [i.name for i in usable], simulated
+
+
+def run(args: argparse.Namespace) -> int:
+    from advisor.catalog import load_catalog
+    from advisor.cli import UsageError
+    from advisor.models import FoundModel, ModelSpecError, discover_models, resolve_model
+    from advisor.models.fit import CONTEXT, fit_model
+
+    if args.context is not None and args.context <= 0:
+        raise UsageError("--context: must be a positive number of tokens")
+    catalog = load_catalog()
+    if args.spec:
+        try:
+            rm = resolve_model(args.spec, catalog, download=args.download)
+        except ModelSpecError as exc:
+            raise UsageError(str(exc)) from None
+        found = [FoundModel(rm.name, rm.source, args.spec, rm.location, 0, rm)]
+    else:
+        found = discover_models()
+    gpus, names, simulated = _gpu_memory(args.fake_gpu)
+    context = args.context or CONTEXT
+    rows = []
+    for f in found:
+        fit = fit_model(f.model, gpus, context=context) if f.model else None
+        rows.append((f, fit))
+    if args.json:
+        print(json.dumps(_document(rows, gpus, names, simulated, context, bool(args.spec)), indent=2, allow_nan=False))
+    else:
+        print(_table(rows, gpus, names, simulated, context, bool(args.spec)))
+    return 0
+
+
+def _document(rows, gpus, names, simulated, context, single) -> dict:
+    from advisor.models.fit import LORA_RANK, SEQ_LEN
+    from advisor.models.hf import hub_cache_dir
+    from advisor.models.stores import lmstudio_dirs, ollama_dir
+
+    models = []
+    for f, fit in rows:
+        entry = {"name": f.name, "store": f.store, "spec": f.spec, "location": f.location,
+                 "disk_bytes": f.disk_bytes or None, "error": f.error or None, "model": None, "fits": None}
+        if f.model:
+            entry["model"] = f.model.to_json()
+            entry["fits"] = {x.workload: {"fits": x.fits, "per_device_bytes": x.per_device_bytes} for x in fit.fits}
+        models.append(entry)
+    doc = {"schema": SCHEMA,
+           "machine": {"gpus": [{"name": n, "memory_bytes": m} for n, m in zip(names, gpus)], "simulated": simulated},
+           "assumptions": {"context": context, "seq_len": SEQ_LEN, "lora_rank": LORA_RANK, "batch": 1,
+                           "split": "evenly over every GPU (tensor parallel)"},
+           "models": models}
+    if not single:
+        doc["searched"] = {"hf_cache": str(hub_cache_dir()), "ollama": str(ollama_dir() or ""),
+                           "lmstudio": [str(d) for d in lmstudio_dirs()]}
+    return doc
+
+
+def _yes(fit) -> str:
+    from advisor.units import fmt_bytes
+
+    mark = {True: "yes", False: "no", None: "-"}[fit.fits]
+    return f"{mark} {fmt_bytes(fit.per_device_bytes, binary=True)}"
+
+
+def _table(rows, gpus, names, simulated, context, single) -> str:
+    from advisor.models.hf import hub_cache_dir
+    from advisor.models.stores import lmstudio_dirs, ollama_dir
+    from advisor.units import fmt_bytes, fmt_count
+
+    lines = []
+    if simulated:
+        lines.append("*** SIMULATED HARDWARE: GPUs from a fake scenario, not this machine ***")
+    gpu_text = ", ".join(f"{n} ({fmt_bytes(m, binary=True)})" for n, m in zip(names, gpus)) or "none detected"
+    lines.append(f"GPUs: {gpu_text}. Fit: inference at {context} tokens, LoRA/QLoRA rank 16 at 2048 tokens, "
+                 "split over every GPU; memory per GPU shown.")
+    if not rows:
+        ol = ollama_dir()
+        lm = ", ".join(str(d) for d in lmstudio_dirs()) or "~/.lmstudio/models (absent)"
+        lines.append(f"No models found in the Hugging Face cache ({hub_cache_dir()}), Ollama ({ol or 'not installed'}) "
+                     f"or LM Studio ({lm}). Get one with `hf download Qwen/Qwen2.5-0.5B` or `ollama pull qwen2.5:0.5b`.")
+        return "\n".join(lines)
+    head = ("model", "store", "params", "size", "format", "context", "inference", "LoRA", "QLoRA")
+    table = []
+    for f, fit in rows:
+        if f.model is None:
+            table.append((f.name, f.store, "", "", "", "", "unreadable (below)", "", ""))
+            continue
+        m = f.model
+        size = m.weight_bytes or (f.disk_bytes if f.store in ("ollama", "lmstudio") else 0)
+        table.append((m.name, f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
+                      str(m.arch.max_context or "?"), _yes(fit.get("inference")), _yes(fit.get("lora")),
+                      _yes(fit.get("qlora"))))
+    widths = [max(len(str(r[i])) for r in (head, *table)) for i in range(len(head))]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    for r in table:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    lines.extend(f"unreadable: {f.name}: {f.error}" for f, _fit in rows if f.model is None)
+    if single:
+        m = rows[0][0].model
+        lines.append(f"source: {m.source} {m.location}".rstrip())
+        lines.extend(f"note: {n}" for n in m.notes)
+    return "\n".join(lines)

@@ -1,0 +1,262 @@
+"""Models page: the models in the Hugging Face cache, Ollama and LM Studio, and whether each fits this machine.
+
+The stores are read off the GUI thread (``advisor.models.discover_models``, metadata only, no network); the fits
+come from ``advisor.models.fit.fit_model`` on the detected GPUs. "Plan this model" opens the Planner on the
+selected model through the shared context (``page_requested`` then ``scenario_loaded``).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
+
+from advisor.gui import theme as themes
+from advisor.gui.pages.base import Page
+from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.units import fmt_bytes, fmt_count
+
+# The Planner form's quantisations (advisor.gui.widgets.plan_form.QUANTS) by the GGUF file type that stores them.
+FORM_QUANTS = {"Q8_0": "q8_0", "Q6_K": "q6_k", "Q4_K_M": "q4_k_m", "Q4_0": "q4_0"}
+
+
+def plan_values(model) -> dict | None:
+    """The Planner form's values for a resolved model, or None when the form cannot hold its architecture.
+
+    The form takes a parameter count with layers, hidden, heads, KV heads, FFN and vocabulary; a mixture-of-experts
+    model or one whose head width is not hidden/heads would be planned as something else, so those return None.
+    """
+    a = model.arch
+    if a.is_moe or a.is_mla or a.d_head * a.heads != a.hidden:
+        return None
+    values = {"params": float(model.params), "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
+              "kv_heads": a.kv_heads, "ffn": a.ffn, "vocab": a.vocab}
+    quant = FORM_QUANTS.get(model.quant.upper()) if model.quant else None
+    if quant:
+        values.update(workload="inference", quant=quant)
+    return values
+
+
+class _Row:
+    """One table row: a found model with its fits on this machine (None when unreadable)."""
+
+    def __init__(self, found, fit) -> None:
+        self.found, self.fit = found, fit
+        self.model = found.model
+
+    def fit_of(self, workload: str):
+        return self.fit.get(workload) if self.fit else None
+
+
+def _fit_text(fit) -> str | None:
+    if fit is None:
+        return None
+    mark = {True: "fits", False: "too big", None: "no GPU"}[fit.fits]
+    return f"{mark} · {fmt_bytes(fit.per_device_bytes, binary=True)}"
+
+
+def _fit_color(fit) -> str | None:
+    if fit is None or fit.fits is None:
+        return None
+    return themes.current().good if fit.fits else themes.current().bad
+
+
+def _size(r: _Row) -> int | None:
+    """The weights' bytes; for a GGUF store the file's size; None for a cached config without weights."""
+    if r.model and r.model.weight_bytes:
+        return r.model.weight_bytes
+    return (r.found.disk_bytes or None) if r.found.store != "hf-cache" else None
+
+
+def _fit_column(workload: str, title: str, tip: str) -> Column:
+    return Column(title, lambda r: _fit_text(r.fit_of(workload)), color=lambda r: _fit_color(r.fit_of(workload)),
+                  align_right=True, tip=tip + "; the memory one GPU needs")
+
+
+def model_columns() -> list[Column]:
+    """Columns of the models table (also used by tests)."""
+    return [
+        Column("model", lambda r: r.found.name, cell_tip=lambda r: r.found.location,
+               tip="the model's name in its store; hover for where its files are"),
+        Column("store", lambda r: r.found.store, tip="hf-cache (Hugging Face), ollama or lmstudio"),
+        Column("params", lambda r: r.model.params if r.model else None, fmt_count, align_right=True,
+               tip="total parameters: exact from GGUF tensors or safetensors headers, else from the config"),
+        Column("size", lambda r: _size(r),
+               lambda v: fmt_bytes(v), align_right=True,
+               tip="bytes of the weights (else of the files on disk), GB = 1e9"),
+        Column("format", lambda r: r.model.quant if r.model else None, tip="quantisation or dtype of the stored weights"),
+        Column("context\n(tokens)", lambda r: (r.model.arch.max_context or None) if r.model else None,
+               lambda v: f"{v:,}", align_right=True, tip="maximum context the model's metadata declares"),
+        _fit_column("inference", "inference", "stored weights plus an fp16 KV cache of 4,096 tokens, split over every GPU"),
+        _fit_column("lora", "LoRA", "bf16 base, rank-16 adapters, one 2,048-token sequence, full checkpointing"),
+        _fit_column("qlora", "QLoRA", "NF4 base, rank-16 adapters, one 2,048-token sequence, full checkpointing"),
+        Column("problem", lambda r: r.found.error or None, cell_tip=lambda r: r.found.error,
+               tip="why a model could not be read"),
+    ]
+
+
+class ModelsPage(Page):
+    """The models found on this machine, with their fit, and a way to plan one."""
+
+    page_id = "models"
+    title = "Models"
+
+    def __init__(self, ctx, parent=None) -> None:
+        super().__init__(ctx, parent)
+        self._worker = None
+        self._found: list | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 12)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("<h2 style='margin:0'>Models on this machine</h2>"))
+        top.addStretch(1)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(240)
+        self.search.textChanged.connect(self._on_search_text_changed)
+        top.addWidget(self.search)
+        self.rescan_button = QPushButton("Rescan")
+        self.rescan_button.setToolTip("Read the Hugging Face cache, Ollama and LM Studio again (metadata only, offline)")
+        self.rescan_button.clicked.connect(self._on_rescan_clicked)
+        top.addWidget(self.rescan_button)
+        self.plan_button = QPushButton("Plan this model")
+        self.plan_button.setEnabled(False)
+        self.plan_button.clicked.connect(self._on_plan_clicked)
+        top.addWidget(self.plan_button)
+        layout.addLayout(top)
+        self.note = QLabel("Looking for models…")
+        self.note.setObjectName("modelsNote")
+        self.note.setWordWrap(True)
+        self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.note)
+        self.table_model = RecordTableModel(model_columns(), [], self)
+        self.proxy = make_proxy(self.table_model, self)
+        self.table = make_view(self.proxy)
+        self.table.setObjectName("modelsTable")
+        self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        layout.addWidget(self.table, 1)
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+
+    # ------------------------------------------------------------ scanning
+    def scan(self) -> None:
+        """Read the stores in a worker (ignored while a scan runs)."""
+        if self._worker is not None:
+            return
+        from advisor.gui.workers import GeneratorWorker
+        from advisor.models import discover_models
+
+        self.rescan_button.setEnabled(False)
+        self._worker = GeneratorWorker(discover_models, parent=self)
+        self._worker.result_ready.connect(self._on_worker_result_ready)
+        self._worker.failed.connect(self._on_worker_failed)
+        self._worker.done.connect(self._on_worker_done)
+        self._worker.start()
+
+    @Slot()
+    def _on_rescan_clicked(self) -> None:
+        self.scan()
+
+    @Slot(object)
+    def _on_worker_result_ready(self, found) -> None:
+        self._found = list(found)
+        self._show()
+
+    @Slot(str)
+    def _on_worker_failed(self, reason: str) -> None:
+        self._found = []
+        self.note.setText(f"<span style='color:{themes.current().bad}'>Could not read the model stores: {reason}</span>")
+
+    @Slot()
+    def _on_worker_done(self) -> None:
+        self._worker = None
+        self.rescan_button.setEnabled(True)
+
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        if self._found is not None:
+            self._show()
+
+    def _gpu_memory(self) -> list[int]:
+        m = self.ctx.machine
+        if m is None:
+            return []
+        return [int(g.info.memory_total_bytes) for g in m.gpus if g.info.available and g.info.memory_total_bytes]
+
+    def _show(self) -> None:
+        from advisor.models.fit import fit_model
+        from advisor.models.hf import hub_cache_dir
+        from advisor.models.stores import lmstudio_dirs, ollama_dir
+
+        gpus = self._gpu_memory()
+        rows = [_Row(f, fit_model(f.model, gpus) if f.model else None) for f in self._found or []]
+        self.table_model.set_rows(rows)
+        fit_columns(self.table, max_width=320)
+        gpu_text = (f"{len(gpus)} GPU(s), smallest {fmt_bytes(min(gpus), binary=True)}" if gpus
+                    else "no GPU detected (fit not judged)")
+        where = (f"Hugging Face cache {hub_cache_dir()}, Ollama {ollama_dir() or '(not installed)'}, LM Studio "
+                 + (", ".join(str(d) for d in lmstudio_dirs()) or "(not installed)"))
+        if rows:
+            self.note.setText(f"{len(rows)} model(s) from the {where}. This machine: {gpu_text}. A model is split "
+                              "evenly over every GPU; each fit cell shows the memory one GPU needs.")
+        else:
+            self.note.setText(f"No models found in the {where}. Download one (for example "
+                              "<code>hf download Qwen/Qwen2.5-0.5B</code> or <code>ollama pull qwen2.5:0.5b</code>) "
+                              "and press Rescan; nothing here uses the network.")
+        self._on_selection_changed()
+
+    # ------------------------------------------------------------ planning
+    def selected_row(self) -> _Row | None:
+        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
+        if not rows:
+            return None
+        return self.table_model.rows()[self.proxy.mapToSource(rows[0]).row()]
+
+    @Slot()
+    def _on_selection_changed(self, *_args) -> None:
+        row = self.selected_row()
+        values = plan_values(row.model) if row is not None and row.model is not None else None
+        self.plan_button.setEnabled(values is not None)
+        if row is None or row.model is None:
+            self.plan_button.setToolTip("Select a readable model to plan it")
+        elif values is None:
+            self.plan_button.setToolTip("The Planner form takes dense models only for now: this one is a "
+                                        "mixture-of-experts or has a custom head width; plan it from the command "
+                                        "line once `advisor plan --model` takes model specs")
+        else:
+            self.plan_button.setToolTip("Open the Planner with this model's parameter count and sizes")
+
+    @Slot()
+    def _on_plan_clicked(self) -> None:
+        row = self.selected_row()
+        values = plan_values(row.model) if row is not None and row.model is not None else None
+        if values is None:
+            return
+        self.ctx.page_requested.emit("planner")  # builds the Planner page first, so it hears the values
+        self.ctx.scenario_loaded.emit(values)
+
+    @Slot(str)
+    def _on_search_text_changed(self, text: str) -> None:
+        self.proxy.setFilterFixedString(text.strip())
+
+    # ------------------------------------------------------------ page hooks
+    def on_shown(self) -> None:
+        if self._found is None:
+            self.scan()
+
+    def is_ready(self) -> bool:
+        return self._found is not None and self._worker is None
+
+    def prepare_screenshot(self) -> None:
+        self.scan()
+
+    def wait_ready(self, timeout_s: float = 20.0) -> bool:
+        ready = super().wait_ready(timeout_s)
+        plannable = [i for i, r in enumerate(self.table_model.rows()) if r.model and plan_values(r.model)]
+        if ready and plannable and not self.selected_row():  # the screenshot shows a selected row and its button
+            self.table.selectRow(self.proxy.mapFromSource(self.table_model.index(plannable[0], 0)).row())
+        return ready
+
+    def shutdown(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None

@@ -1,0 +1,386 @@
+"""The one job schema: every input of a plan declared once, with its type, unit, default, range and help.
+
+The ``advisor plan`` flags, the scenario file's ``[plan]`` keys, the JSON echo of a plan's inputs
+(``"inputs"`` of ``advisor.plan/1``) and the reports' inputs table are built from :class:`Job`; the app's
+form is checked against it by a test. pydantic v2 does the validation (one pass in pydantic-core per
+request, never per option); the cross-field rules are :func:`_check_rules`.
+
+How to add an input (one place):
+    1. Add a field to :class:`Job` with ``_field(default, unit=..., help=..., workloads=..., ge/gt/le=...)``
+       (``flag=None`` for a value that is not a command-line flag; ``group`` orders ``--help``).
+    2. Read it in the planner as ``request.<name>`` (``PlanRequest`` is :class:`Job`).
+    That is all: the CLI flag ``--<name-with-dashes>``, the scenario key ``<name>``, the JSON echo
+    (``"inputs"``) and the report row follow; ``tests/job/test_generated.py`` checks each of them against
+    ``JOB_FIELDS``, and ``tests/gui/test_plan_form_keys.py`` the app's form. A new cost assumption is a field of
+    ``CostAssumptions`` (``advisor/cost/assumptions.py``): it is then a ``--set`` name, a key of a scenario's
+    ``[assumptions]`` and a row of every assumptions table; list it in ``ASSUMPTION_FLAGS`` for a flag of its own.
+
+The API others use:
+    ``Job.from_mapping(values)`` validates (raises :class:`JobInputError` naming the field);
+    ``JOB_FIELDS`` (name -> :class:`FieldMeta`, declaration order), ``field_meta(name)``,
+    ``job.changed()`` (the fields that differ from their default), ``ASSUMPTION_FLAGS`` (the cost
+    assumptions of ``advisor/cost/assumptions.py`` that get a flag of their own; the rest go through
+    ``--set NAME=VALUE``), ``assumption_meta(name)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from advisor.cost.assumptions import Assumption, CostAssumptions
+
+WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "inference")
+TRAINING = ("pretrain", "finetune", "lora", "qlora")
+ALL = WORKLOADS
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
+CHECKPOINTING = ("none", "selective", "full")
+QUANTS = ("q8_0", "q6_k", "q4_k_m", "q4_0", "nf4")
+MAX_DEVICES = 16384
+# Cost assumptions with a flag of their own (help, unit and range come from CostAssumptions).
+ASSUMPTION_FLAGS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+\-]{0,127}$"
+_TEXT_PATTERN = r"^[^\x00-\x1f\x7f]{1,4096}$"  # one line of printable text (a preset id, a path, hf:ORG/NAME)
+
+
+class JobInputError(ValueError):
+    """Invalid job input; ``str()`` is one line naming the field and why; ``field`` is the name."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+@dataclass(frozen=True)
+class FieldMeta:
+    """What the schema says about one input.
+
+    Attributes:
+        name: the field name (scenario key; the flag with ``_`` for ``-``).
+        kind: ``int``, ``number``, ``text``, ``choice``, ``bool``, ``ids`` (list of ids) or ``table``.
+        default: the default (None: chosen by the planner, see ``help``).
+        unit: the unit of the value ("" for none).
+        help: one line for people (``--help``, tooltips, reports).
+        workloads: the workloads the input applies to.
+        flag: the long command-line flag (``--seq-len``), or None when it has none.
+        scenario: whether a scenario file stores it (``[plan]`` key, or the ``assumptions``/``notes`` table).
+        group: the ``--help`` group.
+        choices: the allowed values of a ``choice``.
+        minimum / maximum: the allowed range (inclusive unless ``exclusive_minimum``).
+    """
+
+    name: str
+    kind: str
+    default: Any
+    unit: str
+    help: str
+    workloads: tuple[str, ...]
+    flag: str | None
+    group: str
+    scenario: bool = True
+    choices: tuple = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+
+    def range_text(self) -> str:
+        """``between 1 and 16384``, ``above 0 and at most 1``, ``one of a, b`` (for messages and help)."""
+        if self.choices:
+            return "one of " + ", ".join(str(c) for c in self.choices)
+        if self.minimum is None and self.maximum is None:
+            return ""
+        lo, hi = _num(self.minimum), _num(self.maximum)
+        low = f"above {lo}" if self.exclusive_minimum else f"at least {lo}"
+        if self.maximum is None:
+            return low
+        if self.exclusive_minimum:
+            return f"{low} and at most {hi}"
+        return f"between {lo} and {hi}"
+
+
+def _num(x: float | None) -> str:
+    """A bound as people read it: ``16384``, ``0.5``, ``1e+15``."""
+    if x is None:
+        return ""
+    if float(x).is_integer() and abs(x) < 1e9:
+        return str(int(x))
+    return f"{x:g}"
+
+
+def _field(default: Any, *, unit: str = "", help: str, workloads: tuple[str, ...] = ALL, group: str = "job",
+           flag: str | None = "", scenario: bool = True, ge: float | None = None, gt: float | None = None, le: float | None = None,
+           **kw: Any) -> Any:
+    """A pydantic field carrying the schema's metadata (``flag=""``: ``--<name>``; None: no flag)."""
+    extra = {"unit": unit, "workloads": list(workloads), "group": group, "flag": flag, "scenario": scenario}
+    return Field(default, description=help, ge=ge, gt=gt, le=le, json_schema_extra=extra, **kw)
+
+
+
+class Job(BaseModel):
+    """The inputs of one plan. Field names are the ``advisor plan`` long flags with ``-`` as ``_``.
+
+    ``None`` means "choose for me": the fewest devices that fit, ZeRO-3 when sharding is needed, a default
+    budget (20 tokens per parameter for pretraining (Hoffmann et al. 2022), 1e8 tokens otherwise).
+    Build with :meth:`from_mapping` (it also checks the rules between fields); instances are frozen.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False,
+                              validate_default=False, arbitrary_types_allowed=False)
+
+    # ---- model
+    model: str | None = _field(None, help="model preset id (advisor catalog list models), e.g. llama-3-8b",
+                               group="model", pattern=_TEXT_PATTERN)
+    params: float | None = _field(None, unit="parameters", help="parameter count, e.g. 7e9 or 7B", group="model",
+                                  ge=1e6, le=1e15)
+    active_params: float | None = _field(None, unit="parameters", help="parameters active per token (MoE)",
+                                         group="model", ge=1e6, le=1e15)
+    layers: int | None = _field(None, help="transformer layers (architecture, for activations and KV cache)",
+                                group="model", ge=1, le=10_000)
+    hidden: int | None = _field(None, help="hidden size (architecture)", group="model", ge=1, le=1_000_000)
+    heads: int | None = _field(None, help="attention heads (architecture)", group="model", ge=1, le=100_000)
+    kv_heads: int | None = _field(None, help="key/value heads, fewer than heads for GQA (architecture)",
+                                  group="model", ge=1, le=100_000)
+    ffn: int | None = _field(None, help="feed-forward size (architecture)", group="model", ge=1, le=10_000_000)
+    vocab: int | None = _field(None, unit="tokens", help="vocabulary size (architecture)", group="model", ge=1,
+                               le=10_000_000)
+    # ---- job
+    workload: Literal["pretrain", "finetune", "lora", "qlora", "inference"] = _field(
+        "pretrain", help="what the job does")
+    precision: Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"] = _field(
+        "bf16", help="numeric format of the compute (training in bf16/fp16/fp8 means mixed precision)")
+    quant: Literal["q8_0", "q6_k", "q4_k_m", "q4_0", "nf4"] | None = _field(
+        None, help="inference quantisation by effective bits per weight", workloads=("inference",))
+    optimizer: Literal["adamw", "adamw-8bit", "sgd", "adafactor"] = _field(
+        "adamw", help="optimizer (its state is part of the memory)", workloads=TRAINING)
+    lora_rank: int = _field(16, help="LoRA/QLoRA adapter rank", workloads=("lora", "qlora"), ge=1, le=65_536)
+    zero: Literal[0, 1, 2, 3] | None = _field(
+        None, help="ZeRO stage (3 = FSDP full shard); default: 0 on one device, 3 when sharding over several",
+        workloads=TRAINING)
+    gpus: int | None = _field(None, unit="devices", help="total devices; default: the fewest that fit, per accelerator",
+                              ge=1, le=MAX_DEVICES)
+    tp: int | None = _field(None, unit="devices", help="tensor-parallel degree (default: the least that fits)",
+                            ge=1, le=1024)
+    pp: int = _field(1, unit="stages", help="pipeline-parallel degree", ge=1, le=1024)
+    seq_len: int | None = _field(None, unit="tokens", help="training sequence length (default 2048, capped at the "
+                                 "model's)", workloads=TRAINING, ge=1, le=16_777_216)
+    micro_batch: int = _field(1, unit="sequences", help="micro-batch per device", workloads=TRAINING, ge=1, le=65_536)
+    checkpointing: Literal["none", "selective", "full"] = _field(
+        "selective", help="activation checkpointing", workloads=TRAINING)
+    # ---- budget
+    tokens: float | None = _field(None, unit="tokens", help="training tokens (inference: generated tokens)",
+                                  group="budget", ge=1, le=1e16)
+    epochs: float | None = _field(None, unit="epochs", help="epochs over --dataset-tokens", group="budget",
+                                  workloads=TRAINING, gt=0, le=1e4)
+    dataset_tokens: float | None = _field(None, unit="tokens", help="tokens in the dataset", group="budget",
+                                          workloads=TRAINING, ge=1, le=1e16)
+    hours: float | None = _field(None, unit="hours", help="wall-clock hours instead of a token budget",
+                                 group="budget", gt=0, le=1e6)
+    # ---- inference
+    context: int | None = _field(None, unit="tokens", help="context tokens per request (default 2048, capped at "
+                                 "the model's)", group="inference", workloads=("inference",), ge=1, le=16_777_216)
+    batch: int = _field(1, unit="requests", help="concurrent requests", group="inference", workloads=("inference",),
+                        ge=1, le=1_000_000)
+    output_tokens: int = _field(256, unit="tokens", help="generated tokens per request", group="inference",
+                                workloads=("inference",), ge=1, le=16_777_216)
+    # ---- hardware and cost
+    accelerator: tuple[str, ...] = _field((), help="restrict the options to these accelerator ids (repeatable)",
+                                          group="hardware", max_length=256)
+    mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
+                               group="hardware", gt=0, le=1)
+    spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",
+                               flag="--no-spot")
+    assumptions: dict[str, Any] = _field({}, help="cost assumptions by name (advisor/cost/assumptions.py)",
+                                         group="hardware", flag=None)
+    notes: dict[str, Any] = _field({}, help="free-form notes kept with a scenario", group="notes", flag=None)
+    sources: dict[str, str] = _field({}, help="where each value given came from: a flag, --set, a scenario file, "
+                                     "an app setting (by field or assumption name)", group="notes", flag=None,
+                                     scenario=False)
+
+    # ------------------------------------------------------------------ lax where files and flags need it
+    @field_validator("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "lora_rank", "gpus", "tp", "pp",
+                     "seq_len", "micro_batch", "context", "batch", "output_tokens", "zero", mode="before")
+    @classmethod
+    def _whole_float(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be a whole number, not true/false")
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+            return int(value)
+        return value
+
+    @field_validator("accelerator", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = (value,)
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            import re
+
+            for v in value:
+                if not isinstance(v, str) or not re.match(_ID_PATTERN, v):
+                    raise ValueError(f"not an accelerator id: {v!r}")
+            return tuple(dict.fromkeys(value))
+        return value
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Job:
+        """Build and validate a job from flag/scenario values (``None`` values are left at their default).
+
+        Raises:
+            JobInputError: naming the first bad field and why (unknown keys included).
+        """
+        if not isinstance(values, Mapping):
+            raise JobInputError("plan", "must be a table of name = value")
+        kwargs = {k: v for k, v in values.items() if v is not None}
+        try:
+            job = cls.model_validate(kwargs)
+        except ValidationError as exc:
+            raise _input_error(exc) from None
+        _check_rules(job)
+        return job
+
+    def changed(self) -> dict[str, Any]:
+        """The fields that differ from their default, in declaration order (what a scenario file saves;
+        ``sources`` is left out)."""
+        out = {}
+        for name, meta in JOB_FIELDS.items():
+            value = getattr(self, name)
+            if value != meta.default and meta.scenario:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def check_rules(self) -> None:
+        """Check the rules between fields again (a request changed with ``model_copy``). Raises JobInputError."""
+        _check_rules(self)
+
+
+def _check_rules(job: Job) -> None:
+    """The rules between fields that a per-field range cannot say. Raises JobInputError naming the field."""
+    if job.model is None and job.params is None:
+        raise JobInputError("model", "give a preset (--model) or a parameter count (--params)")
+    if job.active_params and job.params and job.active_params > job.params:
+        raise JobInputError("active_params", "cannot exceed params")
+    if (job.epochs is None) != (job.dataset_tokens is None):
+        raise JobInputError("epochs", "--epochs and --dataset-tokens go together")
+    budgets = [n for n in ("tokens", "epochs", "hours") if getattr(job, n) is not None]
+    if len(budgets) > 1:
+        raise JobInputError(budgets[1], f"give one budget: --tokens, --epochs or --hours (got {', '.join(budgets)})")
+    if job.epochs is not None and job.epochs * job.dataset_tokens > 1e16:
+        raise JobInputError("epochs", "epochs x dataset tokens must be at most 1e16 tokens")
+    tp = job.tp or 1
+    if tp * job.pp > MAX_DEVICES:
+        raise JobInputError("tp", f"tp x pp must be at most {MAX_DEVICES} devices")
+    if job.gpus is not None and job.gpus % (tp * job.pp):
+        raise JobInputError("gpus", f"{job.gpus} devices cannot be split into tp={tp} x pp={job.pp}")
+    if job.workload not in ("inference", "qlora") and job.precision in ("int8", "int4"):
+        raise JobInputError("precision", f"{job.precision} is for inference; 4-bit training is --workload qlora")
+    if job.workload == "inference" and job.quant is None and job.precision == "tf32":
+        raise JobInputError("precision", "tf32 is a training precision; use fp32, bf16, fp8, int8 or int4")
+    try:
+        CostAssumptions().with_overrides(**job.assumptions)
+    except (TypeError, ValueError) as exc:
+        raise JobInputError("assumptions", " ".join(str(exc).split())) from None
+
+
+def _input_error(exc: ValidationError) -> JobInputError:
+    """The first pydantic error as one line naming the field, with the range the schema allows."""
+    err = exc.errors(include_url=False)[0]
+    loc = [str(p) for p in err.get("loc", ())]
+    name = loc[0] if loc else "plan"
+    got = err.get("input")
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return JobInputError(name, "unknown plan field")
+    meta = JOB_FIELDS.get(name)
+    if meta is None:
+        return JobInputError(name, err.get("msg", "invalid"))
+    if isinstance(got, int) and not isinstance(got, bool) and abs(got) >= 10**15:
+        shown = f"{float(got):g}"
+    else:
+        shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
+    if meta.kind in ("int", "number"):
+        what = "a whole number" if meta.kind == "int" else "a finite number"
+        return JobInputError(name, f"must be {what} {meta.range_text()}, got {shown}")
+    if meta.kind == "choice":
+        return JobInputError(name, f"must be {meta.range_text()}, got {shown}")
+    if meta.kind == "bool":
+        return JobInputError(name, f"must be true or false, got {shown}")
+    msg = err.get("msg", "invalid")
+    msg = msg.removeprefix("Value error, ")
+    if meta.kind == "ids":
+        return JobInputError(name, msg)
+    return JobInputError(".".join(loc), f"{msg[:1].lower()}{msg[1:]}, got {shown}")
+
+
+# ---------------------------------------------------------------------- metadata for the rest of the house
+def _kind(annotation: Any) -> tuple[str, tuple]:
+    inner = annotation
+    if get_origin(annotation) not in (Literal, tuple, dict):  # X | None
+        inner = next((a for a in get_args(annotation) if a is not type(None)), annotation)
+    if get_origin(inner) is Literal:
+        return "choice", get_args(inner)
+    if inner is bool:
+        return "bool", ()
+    if inner is int:
+        return "int", ()
+    if inner is float:
+        return "number", ()
+    if inner is str:
+        return "text", ()
+    if get_origin(inner) is tuple:
+        return "ids", ()
+    if get_origin(inner) is dict:
+        return "table", ()
+    raise TypeError(f"job schema: no kind for {annotation!r}")
+
+
+def _build_fields() -> dict[str, FieldMeta]:
+    out = {}
+    for name, info in Job.model_fields.items():
+        extra = info.json_schema_extra or {}
+        kind, choices = _kind(info.annotation)
+        lo = hi = None
+        exclusive = False
+        for m in info.metadata:
+            if getattr(m, "ge", None) is not None:
+                lo = m.ge
+            if getattr(m, "gt", None) is not None:
+                lo, exclusive = m.gt, True
+            if getattr(m, "le", None) is not None:
+                hi = m.le
+        flag = extra.get("flag")
+        if flag == "":
+            flag = "--" + name.replace("_", "-")
+        default = info.get_default(call_default_factory=True)
+        out[name] = FieldMeta(name=name, kind=kind, default=default, unit=extra.get("unit", ""),
+                              help=info.description or "", workloads=tuple(extra.get("workloads", ALL)),
+                              flag=flag, group=extra.get("group", "job"), scenario=extra.get("scenario", True),
+                              choices=choices, minimum=lo, maximum=hi,
+                              exclusive_minimum=exclusive)
+    return out
+
+
+JOB_FIELDS: dict[str, FieldMeta] = _build_fields()
+
+
+def field_meta(name: str) -> FieldMeta:
+    """The schema's record of one input. Raises KeyError for an unknown name."""
+    return JOB_FIELDS[name]
+
+
+@cache
+def assumption_meta(name: str) -> Assumption:
+    """Default value, unit, origin and help of one cost assumption (``advisor/cost/assumptions.py``)."""
+    return CostAssumptions().assumption(name)
+
+
+def json_schema() -> dict:
+    """The JSON schema of a job (pydantic's), for tools and forms."""
+    return Job.model_json_schema()

@@ -1,0 +1,177 @@
+"""GGUF files (llama.cpp, Ollama, LM Studio): architecture, context and exact weight bytes from the metadata.
+
+Read with the ``gguf`` package that llama.cpp publishes (``gguf-py``). ``GGUFReader`` memory-maps the file and
+parses the key-value header and the tensor table; the weights themselves are never read. Keys follow the
+GGUF specification (ggml-org/ggml, ``docs/gguf.md``, "Standardized key-value pairs"): ``general.architecture``,
+``<arch>.block_count``, ``<arch>.embedding_length``, ``<arch>.attention.head_count`` and so on. The parameter
+count and the weight bytes are the sums over the tensor table (``n_elements``, ``n_bytes`` per tensor,
+which the reader derives from each tensor's ggml type block size), so they are exact for any quantisation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from advisor.estimate.model import ModelArch
+from advisor.models.errors import ModelSpecError
+from advisor.models.record import ResolvedModel
+
+GGUF_MAGIC = b"GGUF"
+# llama.cpp's gguf-split names the parts of one model <name>-00001-of-00003.gguf; the first holds the metadata.
+SPLIT_NAME = re.compile(r"^(?P<stem>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+
+
+def split_parts(path: Path) -> list[Path]:
+    """Every part of a split GGUF model (the file alone when it is not split), first part first.
+
+    Raises:
+        ModelSpecError: a part is missing.
+    """
+    m = SPLIT_NAME.match(path.name)
+    if not m:
+        return [path]
+    count = int(m.group("count"))
+    parts = [path.with_name(f"{m.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    missing = [p.name for p in parts if not p.is_file()]
+    if missing:
+        raise ModelSpecError(f"{path}: split GGUF model is missing part(s) {', '.join(missing)}")
+    return parts
+
+
+def _reader(path: Path):
+    """Open a GGUF file's header and tensor table, or ModelSpecError with one line."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise ModelSpecError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ModelSpecError(f"{path}: cannot read: {exc}") from None
+    if magic != GGUF_MAGIC:
+        raise ModelSpecError(f"{path}: not a GGUF file (it does not start with 'GGUF')")
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(str(path), "r")
+    except Exception as exc:  # noqa: BLE001 - gguf raises ValueError, IndexError, struct and numpy errors alike
+        raise ModelSpecError(f"{path}: truncated or corrupt GGUF file ({type(exc).__name__}: {exc})") from None
+    for t in reader.tensors:
+        if int(t.data_offset) + int(t.n_bytes) > size:
+            raise ModelSpecError(f"{path}: truncated GGUF file (tensor {t.name!r} ends past the end of the file)")
+    return reader
+
+
+def _value(reader, key: str):
+    field = reader.fields.get(key)
+    if field is None:
+        return None
+    try:
+        return field.contents()
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def _need_int(reader, key: str, path: Path, *, default=None) -> int:
+    value = _value(reader, key)
+    if isinstance(value, list):  # per-layer arrays (e.g. head_count_kv of mixed layers): the largest bounds memory
+        value = max((v for v in value if isinstance(v, (int, float))), default=None)
+    if value is None:
+        if default is not None:
+            return default
+        raise ModelSpecError(f"{path}: GGUF metadata has no {key!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) < 0:
+        raise ModelSpecError(f"{path}: GGUF metadata {key!r} is not a count: {value!r}")
+    return int(value)
+
+
+def file_type_name(value) -> str:
+    """The llama.cpp file type (``general.file_type``) as its usual name, e.g. 15 -> ``Q4_K_M``."""
+    from gguf import LlamaFileType
+
+    try:
+        name = LlamaFileType(int(value)).name
+    except (ValueError, TypeError):
+        return ""
+    return name.removeprefix("MOSTLY_").removeprefix("ALL_")
+
+
+def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, location: str | None = None) -> ResolvedModel:
+    """A model from a GGUF file's metadata.
+
+    Args:
+        path: the ``.gguf`` file (Ollama's blobs have no suffix; the magic bytes are checked instead); any part of
+            a split model (``-00001-of-00003.gguf``) reads every part.
+        source, name, location: provenance to record (defaults: "gguf", ``general.name`` or the file name, the path).
+    Returns:
+        The resolved model with the exact parameter count and weight bytes of its tensors.
+    Raises:
+        ModelSpecError: not GGUF, truncated, or a key the planner needs is missing (named).
+    """
+    path = Path(path)
+    parts = split_parts(path)
+    path = parts[0]
+    reader = _reader(path)
+    tensor_list = list(reader.tensors)
+    for part in parts[1:]:
+        tensor_list.extend(_reader(part).tensors)
+    arch_name = _value(reader, "general.architecture")
+    if not isinstance(arch_name, str) or not arch_name:
+        raise ModelSpecError(f"{path}: GGUF metadata has no 'general.architecture'")
+    a = arch_name
+
+    def need(key, default=None):
+        return _need_int(reader, f"{a}.{key}", path, default=default)
+
+    tensors = {t.name: t for t in tensor_list}
+    if not tensors:
+        raise ModelSpecError(f"{path}: the GGUF file holds no tensors")
+    params = sum(int(t.n_elements) for t in tensor_list)
+    nbytes = sum(int(t.n_bytes) for t in tensor_list)
+    heads = need("attention.head_count")
+    hidden = need("embedding_length")
+    tokens = reader.fields.get("tokenizer.ggml.tokens")  # an array field: its data indexes one part per token
+    vocab = len(tokens.data) if tokens is not None and tokens.data else need("vocab_size", default=0)
+    if not vocab and "token_embd.weight" in tensors:
+        vocab = int(max(tensors["token_embd.weight"].shape))
+    if not vocab:
+        raise ModelSpecError(f"{path}: GGUF metadata has no vocabulary (tokenizer.ggml.tokens or {a}.vocab_size)")
+    experts = need("expert_count", default=0)
+    kv_lora = need("attention.kv_lora_rank", default=0)
+    kw: dict = dict(
+        id=name or path.stem, name=name or str(_value(reader, "general.name") or path.stem),
+        layers=need("block_count"), hidden=hidden, heads=heads, kv_heads=need("attention.head_count_kv", default=heads),
+        ffn=need("feed_forward_length", default=0 if experts else None), vocab=vocab,
+        tied="output.weight" not in tensors, head_dim=need("attention.key_length", default=0),
+        max_context=need("context_length", default=0), source=location or str(path),
+    )
+    if experts:
+        kw.update(experts=experts, experts_per_token=need("expert_used_count"),
+                  shared_experts=need("expert_shared_count", default=0),
+                  moe_ffn=need("expert_feed_forward_length", default=0),
+                  dense_layers=need("leading_dense_block_count", default=0))
+    if kv_lora:
+        # llama.cpp's MLA conversion stores the per-head widths as key_length_mla/value_length_mla (key_length is
+        # then the latent width); older files have them as key_length/value_length.
+        rope = need("rope.dimension_count")
+        key_len = need("attention.key_length_mla", default=0) or need("attention.key_length")
+        value_len = need("attention.value_length_mla", default=0) or need("attention.value_length")
+        kw.update(kv_lora_rank=kv_lora, q_lora_rank=need("attention.q_lora_rank", default=0), rope_dim=rope,
+                  nope_dim=max(0, key_len - rope), v_head_dim=value_len, head_dim=0)
+    if kw["heads"] % max(1, kw["kv_heads"]):
+        raise ModelSpecError(f"{path}: attention.head_count {heads} is not a multiple of head_count_kv {kw['kv_heads']}")
+    try:
+        arch = ModelArch(**kw)
+    except ValueError as exc:
+        raise ModelSpecError(f"{path}: {exc}") from None
+    ftype = _value(reader, "general.file_type")
+    quant = file_type_name(ftype) if ftype is not None else ""
+    if not quant:  # no file type: name it after the type holding most of the bytes
+        by_type: Counter = Counter()
+        for t in tensor_list:
+            by_type[t.tensor_type.name] += int(t.n_bytes)
+        quant = by_type.most_common(1)[0][0]
+    return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or str(path),
+                         params_exact=params, weight_bytes=nbytes, quant=quant)

@@ -1,0 +1,351 @@
+"""Hugging Face models: ``config.json`` mapped onto the planner's architecture, model directories, the local cache.
+
+The keys read are those of the ``transformers`` configuration classes (``LlamaConfig``, ``Qwen2Config``,
+``Qwen3MoeConfig``, ``Gemma3TextConfig``, ``MixtralConfig``, ``Phi3Config``, ``DeepseekV3Config``,
+``GptOssConfig``, ``Olmo2Config``; huggingface/transformers, ``src/transformers/models/*/configuration_*.py``).
+A missing key is an error naming it, except the few defaults the published configs rely on
+(``GEMMA3_TEXT_DEFAULTS``). Exact weight bytes come from ``model.safetensors.index.json``
+(``metadata.total_size``) or the safetensors headers (8-byte little-endian length, then a JSON table of
+tensors with dtype, shape and byte offsets; huggingface/safetensors README, "Format").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+from pathlib import Path
+
+from advisor.estimate.model import ModelArch
+from advisor.models.errors import ModelSpecError
+from advisor.models.record import ResolvedModel
+
+MAX_JSON_BYTES = 16 * 2**20  # a config or index larger than this is not one
+DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "olmo2")
+MOE = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss")
+SUPPORTED = DENSE + MOE + ("gemma3",)
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text")  # their config classes default tie_word_embeddings to True
+# Gemma3TextConfig's defaults, which google/gemma-3-4b-it's config.json relies on for these keys.
+GEMMA3_TEXT_DEFAULTS = {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                        "vocab_size": 262208, "max_position_embeddings": 131072}
+REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+                "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1, "F4": 0.5}
+
+
+# ---------------------------------------------------------------- config.json -> ModelArch
+def _get(cfg: dict, key: str, where: str, model_type: str, default=None, *, required: bool = True):
+    value = cfg.get(key)
+    if value is None:
+        if default is not None or not required:
+            return default
+        raise ModelSpecError(f"{where}: config.json has no {key!r}, which model_type {model_type!r} needs")
+    return value
+
+
+def _int(cfg: dict, key: str, where: str, model_type: str, default=None, *, positive: bool = True) -> int:
+    value = _get(cfg, key, where, model_type, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+        raise ModelSpecError(f"{where}: config.json key {key!r} must be an integer, got {value!r}")
+    if int(value) < (1 if positive else 0):
+        raise ModelSpecError(f"{where}: config.json key {key!r} must be {'positive' if positive else '0 or more'}, got {value!r}")
+    return int(value)
+
+
+def text_config(cfg: dict) -> dict:
+    """The language-model part of a config: ``text_config`` of a multimodal wrapper (Gemma 3 4B+), else itself."""
+    if cfg.get("model_type") == "gemma3" and isinstance(cfg.get("text_config"), dict):
+        inner = dict(cfg["text_config"])
+        inner.setdefault("model_type", "gemma3_text")
+        return inner
+    return cfg
+
+
+def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.json", source: str = "") -> ModelArch:
+    """Map a Hugging Face ``config.json`` onto :class:`ModelArch`.
+
+    Args:
+        cfg: the parsed config.
+        model_id, name: the id and display name to give the architecture.
+        where: where the config came from, for error messages.
+        source: provenance recorded in ``ModelArch.source``.
+    Returns:
+        The architecture (dense, GQA, MLA and MoE fields as the config says).
+    Raises:
+        ModelSpecError: not a JSON object, an unsupported ``model_type`` or a missing or bad key (named).
+    """
+    if not isinstance(cfg, dict):
+        raise ModelSpecError(f"{where}: expected a JSON object")
+    cfg = text_config(cfg)
+    mt = cfg.get("model_type")
+    if not isinstance(mt, str) or not mt:
+        raise ModelSpecError(f"{where}: config.json has no 'model_type'; supported: {', '.join(SUPPORTED)}")
+    if mt not in DENSE + MOE:
+        raise ModelSpecError(f"{where}: model_type {mt!r} is not supported (supported: {', '.join(SUPPORTED)}); "
+                             "give a preset, or --params with the architecture flags")
+    if mt == "gemma3_text":
+        cfg = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
+
+    def i(key, default=None, positive=True):
+        return _int(cfg, key, where, mt, default, positive=positive)
+
+    heads = i("num_attention_heads")
+    hidden = i("hidden_size")
+    kw: dict = dict(
+        id=model_id, name=name, layers=i("num_hidden_layers"), hidden=hidden, heads=heads,
+        kv_heads=i("num_key_value_heads", heads), vocab=i("vocab_size"),
+        tied=bool(_get(cfg, "tie_word_embeddings", where, mt, mt in TIED_BY_DEFAULT)),
+        head_dim=i("head_dim", hidden // heads), max_context=i("max_position_embeddings", 0, positive=False),
+        source=source or where,
+    )
+    if mt in ("gemma2", "gemma3_text"):
+        kw["norms_per_layer"] = 4  # pre- and post-norm around attention and around the MLP
+    if mt == "olmo2":
+        kw["norms_per_layer"] = 4  # post-attention and post-MLP norms plus q and k norms over the full width
+    if mt == "qwen2" or (mt == "llama" and cfg.get("attention_bias") is True):
+        kw["bias"] = "qkv"
+    if mt == "gpt_oss":
+        kw["bias"] = "all"  # q, k, v, o, router and expert biases
+    if mt == "mixtral":
+        kw.update(ffn=i("intermediate_size"), experts=i("num_local_experts"),
+                  experts_per_token=i("num_experts_per_tok"))
+    elif mt == "gpt_oss":
+        kw.update(ffn=i("intermediate_size"), experts=i("num_local_experts"),
+                  experts_per_token=i("num_experts_per_tok", cfg.get("experts_per_token")))
+    elif mt == "qwen3_moe":
+        mlp_only = _get(cfg, "mlp_only_layers", where, mt, [])
+        step = i("decoder_sparse_step", 1)
+        if mlp_only or step != 1:
+            raise ModelSpecError(f"{where}: qwen3_moe with dense layers (mlp_only_layers, decoder_sparse_step) "
+                                 "is not supported")
+        kw.update(ffn=i("intermediate_size"), experts=i("num_experts"), experts_per_token=i("num_experts_per_tok"),
+                  moe_ffn=i("moe_intermediate_size"))
+    elif mt in ("deepseek_v2", "deepseek_v3"):
+        kw.update(ffn=i("intermediate_size"), experts=i("n_routed_experts"), experts_per_token=i("num_experts_per_tok"),
+                  shared_experts=i("n_shared_experts", 0, positive=False), moe_ffn=i("moe_intermediate_size"),
+                  dense_layers=i("first_k_dense_replace", 0, positive=False),
+                  q_lora_rank=i("q_lora_rank", 0, positive=False), kv_lora_rank=i("kv_lora_rank"),
+                  rope_dim=i("qk_rope_head_dim"), nope_dim=i("qk_nope_head_dim"), v_head_dim=i("v_head_dim"),
+                  head_dim=0)
+    else:
+        kw["ffn"] = i("intermediate_size")
+    try:
+        return ModelArch(**kw)
+    except ValueError as exc:
+        raise ModelSpecError(f"{where}: {exc}") from None
+
+
+def config_quant(cfg: dict) -> str:
+    """The stored format a config declares: ``quantization_config.quant_method`` or the torch dtype."""
+    q = cfg.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("quant_method"), str):
+        return q["quant_method"]
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype") or text_config(cfg).get("torch_dtype")
+    return dtype.replace("bfloat16", "bf16").replace("float16", "fp16").replace("float32", "fp32") if isinstance(dtype, str) else ""
+
+
+def config_notes(cfg: dict) -> tuple[str, ...]:
+    """What the architecture leaves out (a vision tower, a multi-token-prediction module)."""
+    notes = []
+    if isinstance(cfg, dict) and cfg.get("vision_config") is not None:
+        notes.append("the vision encoder is not counted (language model only)")
+    if isinstance(cfg, dict) and cfg.get("num_nextn_predict_layers"):
+        notes.append("the multi-token-prediction module is not counted")
+    return tuple(notes)
+
+
+# ---------------------------------------------------------------- files
+def read_json(path: Path, what: str = "JSON file") -> dict:
+    """A JSON object from a file, or ModelSpecError with one line (missing, too large, not UTF-8, bad JSON)."""
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise ModelSpecError(f"{path}: too large for a {what}")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelSpecError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelSpecError(f"{path}: cannot read the {what}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ModelSpecError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(doc, dict):
+        raise ModelSpecError(f"{path}: expected a JSON object in the {what}")
+    return doc
+
+
+def index_weight_bytes(folder: Path) -> int:
+    """``metadata.total_size`` of ``model.safetensors.index.json`` in a folder (0 when absent)."""
+    path = folder / "model.safetensors.index.json"
+    if not path.is_file():
+        return 0
+    doc = read_json(path, "safetensors index")
+    total = (doc.get("metadata") or {}).get("total_size") if isinstance(doc.get("metadata"), dict) else None
+    if isinstance(total, bool) or not isinstance(total, (int, float)) or total <= 0:
+        raise ModelSpecError(f"{path}: metadata.total_size is missing or not a positive number")
+    return int(total)
+
+
+def safetensors_header(path: Path) -> tuple[int, int]:
+    """Parameters and tensor bytes of one ``.safetensors`` file, from its header only (weights are not read).
+
+    Raises:
+        ModelSpecError: a truncated or malformed header.
+    """
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise ModelSpecError(f"{path}: truncated safetensors file")
+            (n,) = struct.unpack("<Q", head)
+            if n > MAX_JSON_BYTES:
+                raise ModelSpecError(f"{path}: safetensors header of {n} bytes is not plausible")
+            raw = f.read(n)
+        table = json.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise ModelSpecError(f"{path}: cannot read: {exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelSpecError(f"{path}: the safetensors header is not valid JSON (truncated file?)") from None
+    params = nbytes = 0
+    for key, t in table.items():
+        if key == "__metadata__":
+            continue
+        try:
+            count = 1
+            for d in t["shape"]:
+                count *= int(d)
+            start, end = (int(x) for x in t["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelSpecError(f"{path}: tensor {key!r} has no valid shape and data_offsets") from None
+        params += count
+        nbytes += end - start
+    return params, nbytes
+
+
+def folder_weights(folder: Path) -> tuple[int, int]:
+    """Exact (parameters, weight bytes) of a model folder: headers of every safetensors file when all are
+    present, else (0, the index's total size)."""
+    index_bytes = index_weight_bytes(folder)
+    shards = sorted(folder.glob("*.safetensors"))
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        wanted = set(((read_json(index, "safetensors index").get("weight_map")) or {}).values())
+        if not wanted or any(not (folder / s).is_file() for s in wanted):
+            return 0, index_bytes
+        shards = [folder / s for s in sorted(wanted)]
+    if not shards:
+        return 0, index_bytes
+    params = nbytes = 0
+    for s in shards:
+        p, b = safetensors_header(s)
+        params, nbytes = params + p, nbytes + b
+    return params, index_bytes or nbytes
+
+
+def resolve_config_file(path: Path, source: str = "hf-config", name: str | None = None,
+                        location: str | None = None) -> ResolvedModel:
+    """A model from a ``config.json`` (weights measured from safetensors beside it when present).
+
+    Raises:
+        ModelSpecError: unreadable file, bad JSON, unsupported or incomplete config.
+    """
+    cfg = read_json(path, "config.json")
+    folder = path.parent
+    name = name or folder.name or path.stem
+    arch = arch_from_config(cfg, name, name, where=str(path), source=location or str(path))
+    params, nbytes = folder_weights(folder)
+    return ResolvedModel(arch=arch, name=name, source=source, location=location or str(path), params_exact=params,
+                         weight_bytes=nbytes, quant=config_quant(cfg), notes=config_notes(cfg))
+
+
+def resolve_dir(folder: Path) -> ResolvedModel:
+    """A model directory holding ``config.json`` (and usually safetensors files with their index)."""
+    cfg = folder / "config.json"
+    if not cfg.is_file():
+        raise ModelSpecError(f"{folder}: no config.json in this directory (a Hugging Face model folder has one)")
+    return resolve_config_file(cfg, source="hf-dir", name=folder.resolve().name, location=str(folder))
+
+
+# ---------------------------------------------------------------- the cache
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, from the environment at call time (``HF_HUB_CACHE``, ``HF_HOME``,
+    ``XDG_CACHE_HOME``; huggingface_hub's ``constants.py`` reads the same variables at import)."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "huggingface" / "hub"
+
+
+def check_repo_id(repo_id: str) -> str:
+    """A Hugging Face model id (``ORG/NAME`` or ``NAME``), or ModelSpecError."""
+    if not REPO_ID.match(repo_id) or ".." in repo_id:
+        raise ModelSpecError(f"hf:{repo_id}: not a Hugging Face model id (expected hf:ORG/NAME)")
+    return repo_id
+
+
+def resolve_cached(repo_id: str, *, download: bool = False, cache_dir: Path | None = None) -> ResolvedModel:
+    """``hf:ORG/NAME`` from the local cache; with ``download`` its config (and index) fetched over HTTPS first.
+
+    Offline (the default) only the cache is read: ``huggingface_hub.try_to_load_from_cache`` opens no connection.
+    Raises:
+        ModelSpecError: the model is not cached (the message says how to get it) or its config is bad.
+    """
+    check_repo_id(repo_id)
+    cache = Path(cache_dir) if cache_dir else hub_cache_dir()
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(cache))
+    source = "hf-cache"
+    if not isinstance(found, str):
+        if not download:
+            raise ModelSpecError(f"hf:{repo_id} is not in the Hugging Face cache ({cache}); add --download to fetch "
+                                 f"its config.json over HTTPS, or run: hf download {repo_id} config.json")
+        found = _download(repo_id, cache)
+        source = "hf-download"
+    path = Path(found)
+    return resolve_config_file(path, source=source, name=repo_id, location=f"hf:{repo_id} ({path.parent})")
+
+
+def _download(repo_id: str, cache: Path) -> str:
+    """Fetch ``config.json`` (and ``model.safetensors.index.json`` when the repository has one) into the cache."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    try:
+        path = hf_hub_download(repo_id, "config.json", cache_dir=str(cache))
+    except OfflineModeIsEnabled:
+        raise ModelSpecError(f"hf:{repo_id}: HF_HUB_OFFLINE is set, so --download cannot fetch it") from None
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelSpecError(f"hf:{repo_id}: download failed: {first} (gated models need `hf auth login`)") from None
+    try:
+        hf_hub_download(repo_id, "model.safetensors.index.json", cache_dir=str(cache))
+    except (EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError):
+        pass  # single-file models have no index; the weight bytes stay unknown
+    return path
+
+
+def cached_repos(cache_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """Model repositories in the cache that hold a ``config.json``: (repo id, its snapshot folder), newest revision."""
+    cache = Path(cache_dir) if cache_dir else hub_cache_dir()
+    if not cache.is_dir():
+        return []
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.errors import CacheNotFound, CorruptedCacheException
+
+    try:
+        info = scan_cache_dir(cache)
+    except (CacheNotFound, CorruptedCacheException, OSError):
+        return []
+    out = []
+    for repo in sorted(info.repos, key=lambda r: r.repo_id.lower()):
+        if repo.repo_type != "model":
+            continue
+        revs = sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True)
+        for rev in revs:
+            if (Path(rev.snapshot_path) / "config.json").is_file():
+                out.append((repo.repo_id, Path(rev.snapshot_path)))
+                break
+    return out

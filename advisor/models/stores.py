@@ -1,0 +1,240 @@
+"""Models installed on this machine: the Hugging Face cache, Ollama's store and LM Studio's models folder.
+
+Ollama keeps image manifests under ``<models>/manifests/<registry>/<namespace>/<model>/<tag>`` (JSON with a
+``layers`` list; the layer of media type ``application/vnd.ollama.image.model`` is the GGUF weights) and the
+files under ``<models>/blobs/sha256-<hex>``; ``<models>`` is ``$OLLAMA_MODELS``, else ``~/.ollama/models``
+(the Linux service's is ``/usr/share/ollama/.ollama/models``) (ollama/ollama ``docs/faq.md``, "Where are
+models stored?"). LM Studio keeps GGUF files as ``<models>/<publisher>/<model>/<file>.gguf`` under
+``~/.lmstudio/models`` (``~/.cache/lm-studio/models`` before 0.3); ``ADVISOR_LMSTUDIO_MODELS`` (ours)
+points elsewhere, for a folder moved in LM Studio's settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.models.errors import ModelSpecError
+from advisor.models.record import ResolvedModel
+
+OLLAMA_MODEL_MEDIA = "application/vnd.ollama.image.model"
+OLLAMA_REGISTRY = "registry.ollama.ai"
+MAX_MANIFEST_BYTES = 2**20
+
+
+@dataclass(frozen=True)
+class FoundModel:
+    """One model found on this machine.
+
+    Attributes:
+        name: its name in the store (``ORG/NAME``, ``llama3.1:8b``, ``publisher/model/file.gguf``).
+        store: "hf-cache", "ollama" or "lmstudio".
+        spec: what to pass to ``--model`` (``resolve_model``) for this model.
+        location: its folder or file.
+        disk_bytes: bytes its files take on disk.
+        model: the resolved model, or None when it could not be read.
+        error: why it could not be read (one line), "" otherwise.
+    """
+
+    name: str
+    store: str
+    spec: str
+    location: str
+    disk_bytes: int
+    model: ResolvedModel | None = None
+    error: str = ""
+
+
+# ---------------------------------------------------------------- where the stores are
+def ollama_dir() -> Path | None:
+    """Ollama's models folder: ``$OLLAMA_MODELS``, else the first of the default folders that exists."""
+    if os.environ.get("OLLAMA_MODELS"):
+        return Path(os.environ["OLLAMA_MODELS"]).expanduser()
+    for p in (Path.home() / ".ollama" / "models", Path("/usr/share/ollama/.ollama/models")):
+        if p.is_dir():
+            return p
+    return None
+
+
+def lmstudio_dirs() -> list[Path]:
+    """LM Studio's models folders that exist (``ADVISOR_LMSTUDIO_MODELS`` alone when set)."""
+    if os.environ.get("ADVISOR_LMSTUDIO_MODELS"):
+        return [Path(os.environ["ADVISOR_LMSTUDIO_MODELS"]).expanduser()]
+    return [p for p in (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models")
+            if p.is_dir()]
+
+
+# ---------------------------------------------------------------- Ollama
+def _ollama_name(rel: Path) -> str:
+    """``registry.ollama.ai/library/llama3.1/8b`` -> ``llama3.1:8b``; other namespaces keep their prefix."""
+    parts = rel.parts
+    host, path, tag = parts[0], parts[1:-1], parts[-1]
+    if host == OLLAMA_REGISTRY and len(path) == 2 and path[0] == "library":
+        return f"{path[1]}:{tag}"
+    base = "/".join(path) if host == OLLAMA_REGISTRY else "/".join((host, *path))
+    return f"{base}:{tag}"
+
+
+def ollama_models(root: Path | None = None) -> list[tuple[str, Path, int]]:
+    """Ollama models: (name, GGUF blob, bytes of all its layers), sorted by name. Unreadable manifests are skipped."""
+    root = root or ollama_dir()
+    if root is None or not (root / "manifests").is_dir():
+        return []
+    out = []
+    for manifest in sorted((root / "manifests").rglob("*")):
+        if not manifest.is_file():
+            continue
+        rel = manifest.relative_to(root / "manifests")
+        if len(rel.parts) < 4:
+            continue
+        blob = _ollama_blob(root, manifest)
+        if blob is None:
+            continue
+        out.append((_ollama_name(rel), blob[0], blob[1]))
+    return sorted(out)
+
+
+def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int] | None:
+    try:
+        if manifest.stat().st_size > MAX_MANIFEST_BYTES:
+            return None
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        layers = doc["layers"]
+        total = sum(int(layer.get("size", 0)) for layer in layers)
+        digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_MEDIA)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError, StopIteration):
+        return None
+    if not isinstance(digest, str) or not digest.startswith("sha256:") or not digest[7:].isalnum():
+        return None
+    return root / "blobs" / digest.replace(":", "-"), total
+
+
+def _ollama_key(name: str) -> str:
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def resolve_ollama(name: str, root: Path | None = None) -> ResolvedModel:
+    """An Ollama model by its name (``llama3.1:8b``; no tag means ``latest``).
+
+    Raises:
+        ModelSpecError: not installed (the message says how to get it) or its GGUF blob is bad.
+    """
+    from advisor.models.gguf_file import read_gguf
+
+    key = _ollama_key(name)
+    for found, blob, _size in ollama_models(root):
+        if found == key:
+            return read_gguf(blob, source="ollama", name=key, location=str(blob))
+    where = root or ollama_dir() or Path.home() / ".ollama" / "models"
+    raise ModelSpecError(f"ollama:{name} is not installed in Ollama ({where}); run: ollama pull {name}")
+
+
+# ---------------------------------------------------------------- LM Studio
+def _is_weights(p: Path) -> bool:
+    return p.suffix.lower() == ".gguf" and not p.name.lower().startswith("mmproj")
+
+
+def lmstudio_models(dirs: list[Path] | None = None) -> list[tuple[str, Path, int]]:
+    """LM Studio GGUF files: (``publisher/model/file.gguf``, path, bytes), sorted by name (vision projectors skipped)."""
+    from advisor.models.gguf_file import SPLIT_NAME
+
+    out = []
+    for root in (lmstudio_dirs() if dirs is None else dirs):
+        for f in sorted(root.rglob("*.gguf")):
+            split = SPLIT_NAME.match(f.name)
+            if not f.is_file() or not _is_weights(f) or (split and int(split.group("no")) != 1):
+                continue  # a split model is listed once, by its first part
+            try:
+                size = f.stat().st_size
+                if split:
+                    count = int(split.group("count"))
+                    size = sum(p.stat().st_size for p in (
+                        f.with_name(f"{split.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1))
+                        if p.is_file())
+                out.append(("/".join(f.relative_to(root).parts), f, size))
+            except OSError:
+                continue
+    return sorted(out)
+
+
+def resolve_lmstudio(name: str, dirs: list[Path] | None = None) -> ResolvedModel:
+    """An LM Studio model by ``publisher/model/file.gguf``, or by ``publisher/model`` when it holds one GGUF file.
+
+    Raises:
+        ModelSpecError: not found, or ambiguous (the message lists the files to choose from).
+    """
+    from advisor.models.gguf_file import read_gguf
+
+    models = lmstudio_models(dirs)
+    exact = [m for m in models if m[0] == name]
+    matches = exact or [m for m in models if m[0].rsplit("/", 1)[0] == name.rstrip("/")]
+    if len(matches) == 1:
+        return read_gguf(matches[0][1], source="lmstudio", name=matches[0][0], location=str(matches[0][1]))
+    if matches:
+        raise ModelSpecError(f"lmstudio:{name} holds {len(matches)} GGUF files; name one: "
+                             + ", ".join(f"lmstudio:{m[0]}" for m in matches))
+    roots = ", ".join(str(d) for d in (lmstudio_dirs() if dirs is None else dirs)) or str(Path.home() / ".lmstudio" / "models")
+    raise ModelSpecError(f"lmstudio:{name} is not in LM Studio's models folder ({roots}); download it in LM Studio "
+                         "or run: lms get " + name)
+
+
+# ---------------------------------------------------------------- everything on this machine
+def _disk_bytes(folder: Path) -> int:
+    total = 0
+    for f in folder.rglob("*"):
+        try:
+            if f.is_file():
+                total += f.stat().st_size  # follows the cache's symlinks to the blobs
+        except OSError:
+            continue
+    return total
+
+
+def _short(error: ModelSpecError, path: Path) -> str:
+    """The reason without the file name in front (the row already says where the model is)."""
+    text = str(error)
+    for prefix in (f"{path / 'config.json'}: ", f"{path}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
+def discover_models(*, hf_cache: Path | None = None, ollama_root: Path | None = None,
+                    lmstudio: list[Path] | None = None) -> list[FoundModel]:
+    """Every model in the Hugging Face cache, Ollama and LM Studio, each read from its metadata (no network).
+
+    Args:
+        hf_cache, ollama_root, lmstudio: folders to look in instead of the defaults (tests).
+    Returns:
+        The models, store by store; one that cannot be read carries ``error`` instead of ``model``.
+    """
+    from advisor.models.gguf_file import read_gguf
+    from advisor.models.hf import cached_repos, resolve_config_file
+
+    found: list[FoundModel] = []
+    for repo_id, snapshot in cached_repos(hf_cache):
+        spec = f"hf:{repo_id}"
+        try:
+            rm = resolve_config_file(snapshot / "config.json", source="hf-cache", name=repo_id,
+                                     location=f"{spec} ({snapshot})")
+            found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot), rm))
+        except ModelSpecError as exc:
+            found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot),
+                                    error=_short(exc, snapshot)))
+    for name, blob, size in ollama_models(ollama_root):
+        spec = f"ollama:{name}"
+        try:
+            found.append(FoundModel(name, "ollama", spec, str(blob), size,
+                                    read_gguf(blob, source="ollama", name=name, location=str(blob))))
+        except ModelSpecError as exc:
+            found.append(FoundModel(name, "ollama", spec, str(blob), size, error=_short(exc, blob)))
+    for name, path, size in lmstudio_models(lmstudio):
+        spec = f"lmstudio:{name}"
+        try:
+            found.append(FoundModel(name, "lmstudio", spec, str(path), size,
+                                    read_gguf(path, source="lmstudio", name=name, location=str(path))))
+        except ModelSpecError as exc:
+            found.append(FoundModel(name, "lmstudio", spec, str(path), size, error=_short(exc, path)))
+    return found

@@ -1,0 +1,104 @@
+"""Step 2 of a plan: how the job is laid out over devices, and the memory per device of each layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.estimate import memory
+from advisor.estimate.memory import MemoryBreakdown
+from advisor.estimate.model import ModelArch, embedding_params
+from advisor.planner.request import PlanRequest
+
+DEVICE_COUNTS = tuple(2**i for i in range(15))  # 1 .. 16384
+TP_CHOICES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How a job is laid out over its devices: ``devices = tp * pp * dp``, with a ZeRO stage."""
+
+    devices: int
+    tp: int
+    pp: int
+    zero: int
+
+    @property
+    def dp(self) -> int:
+        """The data-parallel degree."""
+        return self.devices // (self.tp * self.pp)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "zero": self.zero}
+
+
+def auto_parallelism(req: PlanRequest, devices: int, tp: int) -> Parallelism:
+    """The layout at ``tp``: the requested ZeRO stage, else 0 without data parallelism and 3 with it."""
+    zero = req.zero if req.zero is not None else (0 if devices // (tp * req.pp) <= 1 else 3)
+    return Parallelism(devices, tp, req.pp, zero)
+
+
+class MemoryModel:
+    """Memory per device for one request at any device count (memoised per layout)."""
+
+    def __init__(self, req: PlanRequest, arch: ModelArch, params: int, seq_len: int, context: int):
+        self.req, self.arch, self.params, self.seq_len, self.context = req, arch, params, seq_len, context
+        self.embedding = embedding_params(arch) if req.model or req.vocab else 0
+        self._cache: dict[Parallelism, MemoryBreakdown] = {}
+        self._layouts: dict[int, list[Parallelism]] = {}
+        self._fewest: dict[int, tuple[Parallelism, MemoryBreakdown, bool]] = {}
+
+    def at(self, layout: Parallelism) -> MemoryBreakdown:
+        """The memory per device of one layout (``estimate.memory``)."""
+        hit = self._cache.get(layout)
+        if hit is None:
+            r = self.req
+            if r.workload == "inference":
+                hit = memory.inference_memory(self.arch, self.params, precision=r.precision, devices=layout.devices,
+                                              context=self.context, batch=r.batch, quant=r.quant)
+            else:
+                hit = memory.training_memory(
+                    self.arch, self.params, workload=r.workload, precision=r.precision, optimizer=r.optimizer,
+                    zero=layout.zero, devices=layout.devices, tp=layout.tp, pp=layout.pp, seq_len=self.seq_len,
+                    micro_batch=r.micro_batch, checkpointing=r.checkpointing, lora_rank=r.lora_rank,
+                    embedding_params=self.embedding)
+            self._cache[layout] = hit
+        return hit
+
+    def layouts(self, devices: int) -> list[Parallelism]:
+        """Candidate layouts for a device count, preferred first (least tensor parallelism)."""
+        hit = self._layouts.get(devices)
+        if hit is None:
+            hit = self._layouts[devices] = self._make_layouts(devices)
+        return hit
+
+    def _make_layouts(self, devices: int) -> list[Parallelism]:
+        r = self.req
+        if r.workload == "inference":
+            return [Parallelism(devices, devices, 1, 0)]
+        if r.tp is not None:
+            return [auto_parallelism(r, devices, r.tp)] if devices % (r.tp * r.pp) == 0 else []
+        return [auto_parallelism(r, devices, tp) for tp in TP_CHOICES if devices % (tp * r.pp) == 0]
+
+    def fewest_devices(self, capacity: int) -> tuple[Parallelism, MemoryBreakdown, bool]:
+        """The smallest layout that fits ``capacity`` bytes, or the largest tried when none fits."""
+        hit = self._fewest.get(capacity)
+        if hit is None:
+            hit = self._fewest[capacity] = self._search(capacity)
+        return hit
+
+    def _search(self, capacity: int) -> tuple[Parallelism, MemoryBreakdown, bool]:
+        counts = (self.req.gpus,) if self.req.gpus else DEVICE_COUNTS
+        last = None
+        for n in counts:
+            for layout in self.layouts(n):
+                mem = self.at(layout)
+                last = (layout, mem)
+                if mem.total_bytes <= capacity:
+                    return layout, mem, True
+        if last is None:  # e.g. --gpus not divisible by --tp (validated earlier) or inference
+            layout = Parallelism(counts[0], 1, 1, 0)
+            return layout, self.at(layout), False
+        if self.req.gpus:  # a fixed count: report the least-memory layout
+            layout = min(self.layouts(self.req.gpus), key=lambda lay: self.at(lay).total_bytes)
+            return layout, self.at(layout), False
+        return last[0], last[1], False

@@ -1,0 +1,255 @@
+"""Step 4 of a plan: the typed result, and its ``advisor.plan/1`` JSON document.
+
+Everything the CLI, the app and the reports show of a plan is read from a :class:`PlanResult`: the options
+with their cost parts and break-even, the Pareto front, the inputs and where each came from. Nothing
+downstream prices an option again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from advisor.cost.assumptions import CostAssumptions
+from advisor.cost.breakdown import CostBreakdown
+from advisor.cost.breakeven import BreakEven
+from advisor.cost.compare import pareto_front
+from advisor.estimate.memory import MemoryBreakdown
+from advisor.estimate.model import ModelArch
+from advisor.job import JOB_FIELDS
+from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.request import PlanInputError, PlanRequest
+
+SCHEMA = "advisor.plan/1"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The serving figures of an inference option (docs/method.md, "Inference speed").
+
+    Attributes:
+        ttft_s: time to the first token of a batch of requests with the given context (prefill + one step).
+        bandwidth_efficiency: fraction of the memory bandwidth the decode reaches (prior or measured).
+        requests_per_s: finished requests per second at the batch.
+        decode_bound: ``memory`` or ``compute``, whichever limits a decode step.
+        usd_per_million_tokens / usd_per_million_requests: the option's hourly price over its rate.
+    """
+
+    ttft_s: float
+    bandwidth_efficiency: float
+    requests_per_s: float
+    decode_bound: str
+    usd_per_million_tokens: float | None
+    usd_per_million_requests: float | None
+
+
+@dataclass(frozen=True)
+class OwningCost:
+    """What owning costs per device, for break-even charts: sunk money and money per hour of use (USD)."""
+
+    fixed_usd_per_device: float
+    variable_usd_per_device_hour: float
+
+
+@dataclass(frozen=True)
+class PlanOption:
+    """One way to run the job: an accelerator, how many, where (home, on-prem, a cloud offer) and its cost.
+
+    ``mfu`` is the compute utilisation: assumed for training, achieved (FLOPs done over the peak) for inference.
+    """
+
+    id: str
+    kind: str  # home | onprem | cloud
+    accelerator: str
+    accelerator_name: str
+    devices: int
+    fits: bool
+    parallelism: Parallelism
+    memory_per_device_bytes: int
+    capacity_bytes: int
+    mfu: float
+    mfu_origin: str
+    hours: float
+    device_hours: float
+    tokens: float
+    tokens_per_s: float
+    energy_kwh: float
+    usd_per_device_hour: float | None
+    breakdown: CostBreakdown
+    provider: str = ""
+    instance: str = ""
+    spot: bool = False
+    instances: int = 0
+    price_date: str = ""
+    break_even: BreakEven | None = None
+    owning: OwningCost | None = None
+    serving: Serving | None = None
+    note: str = ""
+    cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cost_usd", self.breakdown.total_usd)
+
+    @property
+    def cost_breakdown_usd(self) -> dict[str, float]:
+        return self.breakdown.as_dict()
+
+    @property
+    def usd_per_million_tokens(self) -> float | None:
+        return None if self.serving is None else self.serving.usd_per_million_tokens
+
+    @property
+    def usd_per_million_requests(self) -> float | None:
+        return None if self.serving is None else self.serving.usd_per_million_requests
+
+    def to_json(self) -> dict:
+        doc = {
+            "id": self.id, "kind": self.kind, "accelerator": self.accelerator, "name": self.accelerator_name,
+            "devices": self.devices, "fits": self.fits, "mfu": self.mfu, "mfu_origin": self.mfu_origin,
+            "hours": self.hours, "device_hours": self.device_hours, "energy_kwh": self.energy_kwh,
+            "usd_per_device_hour": self.usd_per_device_hour, "cost_usd": self.cost_usd,
+            "cost_breakdown_usd": self.breakdown.as_dict(), "tokens_per_s": self.tokens_per_s,
+            "tokens": self.tokens, "memory_per_device_bytes": self.memory_per_device_bytes,
+            "capacity_bytes": self.capacity_bytes, "parallelism": self.parallelism.as_dict(),
+        }
+        if self.kind == "cloud":
+            doc.update(provider=self.provider, instance=self.instance, spot=self.spot, instances=self.instances,
+                       price_date=self.price_date)
+        if self.break_even is not None:
+            doc["break_even"] = self.break_even.as_dict()
+        if self.owning is not None:
+            doc["owning"] = {"fixed_usd_per_device": self.owning.fixed_usd_per_device,
+                             "variable_usd_per_device_hour": self.owning.variable_usd_per_device_hour}
+        if self.note:
+            doc["note"] = self.note
+        if self.serving is not None:
+            s = self.serving
+            doc.update(ttft_s=s.ttft_s, bandwidth_efficiency=s.bandwidth_efficiency,
+                       usd_per_million_tokens=s.usd_per_million_tokens,
+                       usd_per_million_requests=s.usd_per_million_requests, requests_per_s=s.requests_per_s,
+                       decode_bound=s.decode_bound)
+        return doc
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Everything a plan produces. ``to_json()`` is the ``advisor.plan/1`` document of ``advisor plan --json``.
+
+    ``flops_total`` is the model FLOPs of the whole budget (training tokens, or generated tokens for
+    inference); ``flops_per_token`` the FLOPs per trained or generated token.
+    """
+
+    request: PlanRequest
+    arch: ModelArch
+    model_name: str | None
+    params: int
+    active_params: int
+    flops_total: float
+    flops_per_token: float
+    attention_flops_per_token: float
+    tokens: float | None
+    budget_origin: str
+    seq_len: int
+    context: int
+    parallelism: Parallelism
+    memory: MemoryBreakdown
+    options: tuple[PlanOption, ...]
+    assumptions: CostAssumptions
+    catalog_date: str
+    prices_as_of: str
+    calibration: dict | None
+    warnings: tuple[str, ...] = ()
+    memory_model: MemoryModel | None = field(default=None, compare=False, repr=False)
+
+    def memory_at(self, devices: int) -> MemoryBreakdown | None:
+        """Memory per device of this job at another device count (the preferred layout; None when the
+        count cannot be split into the requested tp x pp). For the app's memory chart: no re-planning."""
+        if self.memory_model is None or not 1 <= devices <= 16384:
+            return None
+        layouts = self.memory_model.layouts(devices)
+        return self.memory_model.at(layouts[0]) if layouts else None
+
+    def best(self, kind: str | None = None) -> PlanOption | None:
+        """The cheapest option that fits (of a kind, when given)."""
+        for o in self.options:
+            if o.fits and (kind is None or o.kind == kind):
+                return o
+        return None
+
+    def option(self, option_id: str) -> PlanOption | None:
+        """The option with this id, or None."""
+        return next((o for o in self.options if o.id == option_id), None)
+
+    def pareto_ids(self) -> list[str]:
+        """Options no other option beats on both time and cost (fitting options only)."""
+        return pareto_front((o.hours, o.cost_usd, o.id) for o in self.options if o.fits)
+
+    def describe_assumptions(self) -> dict[str, dict]:
+        """Every cost assumption with its value, unit and origin: the default's source for a default value,
+        where the value came from (``--set``, a scenario file, an app setting) for a changed one."""
+        return self.assumptions.describe(sources=self.request.sources)
+
+    def inputs(self) -> dict[str, dict]:
+        """The inputs that differ from the schema's defaults, each ``{"value", "unit", "source"}``."""
+        sources = self.request.sources
+        out = {}
+        for name, value in self.request.changed().items():
+            meta = JOB_FIELDS[name]
+            if meta.kind == "table":
+                continue
+            out[name] = {"value": value, "unit": meta.unit, "source": sources.get(name, "given")}
+        return out
+
+    def to_json(self) -> dict:
+        r = self.request
+        return {
+            "schema": SCHEMA,
+            "model": {"name": self.model_name, "params": self.params, "active_params": self.active_params,
+                      "layers": self.arch.layers, "hidden": self.arch.hidden, "heads": self.arch.heads,
+                      "kv_heads": self.arch.kv_heads, "vocab": self.arch.vocab,
+                      "max_context": self.arch.max_context or None},
+            "workload": r.workload, "precision": r.precision, "optimizer": r.optimizer,
+            "inputs": self.inputs(),
+            "flops_total": self.flops_total,
+            "flops_per_token": self.flops_per_token,
+            "flops_note": "model FLOPs (6*P_act per trained token, 4 for LoRA/QLoRA, 2 per generated token) over "
+                          "the whole token budget; attention FLOPs not included",
+            "attention_flops_per_token": self.attention_flops_per_token,
+            "tokens": self.tokens, "budget": self.budget_origin,
+            "seq_len": self.seq_len, "context": self.context,
+            "memory": {
+                "devices": self.parallelism.devices,
+                "parallelism": self.parallelism.as_dict(),
+                "per_device_bytes": self.memory.as_dict(),
+            },
+            "options": [o.to_json() for o in self.options],
+            "pareto": self.pareto_ids(),
+            "assumptions": self.describe_assumptions(),
+            "calibration": self.calibration,
+            "catalog": {"date": self.catalog_date, "prices_as_of": self.prices_as_of},
+            "warnings": list(self.warnings),
+        }
+
+
+def check_finite(result: PlanResult) -> None:
+    """Refuse a result with a figure out of range (an overflow from huge inputs), before anything is shown.
+
+    Raises:
+        PlanInputError: one line naming the input that most likely caused it.
+    """
+    def bad(x) -> bool:
+        return x is not None and not math.isfinite(x)
+
+    if bad(result.flops_total) or bad(result.tokens):
+        raise PlanInputError("tokens", "the budget is too large: FLOPs overflow")
+    for o in result.options:
+        total = o.hours + o.device_hours + o.tokens + o.tokens_per_s + o.energy_kwh + o.cost_usd
+        if math.isfinite(total) and not bad(o.usd_per_device_hour):  # one sum: a NaN or inf shows in it
+            continue
+        figures = (o.hours, o.device_hours, o.tokens, o.tokens_per_s, o.energy_kwh, o.cost_usd, o.usd_per_device_hour)
+        if any(bad(x) for x in figures):
+            name = "hours" if result.request.hours is not None else "tokens"
+            if not any(bad(x) for x in (o.hours, o.tokens)):
+                name = "assumptions"
+            raise PlanInputError(name, f"the plan's figures overflow on {o.id} (time, cost or energy is not finite); "
+                                       "give a smaller value")

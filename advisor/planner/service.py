@@ -1,0 +1,96 @@
+"""The planning service: a request in, memory, time and cost for every hardware option out.
+
+It joins the pure core (``estimate``, ``cost``) with the catalog and this machine's calibration, in the
+steps of this package: the request (``request``), layouts and memory (``layouts``), options and their
+prices (``options``), the result (``result``). ``plan()`` does no I/O beyond the (cached) catalog, so the
+app can re-plan on every keystroke.
+"""
+
+from __future__ import annotations
+
+from advisor.catalog import Catalog, load_catalog
+from advisor.cost.assumptions import CostAssumptions
+from advisor.estimate import compute
+from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.options import options_for
+from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_arch
+from advisor.planner.result import PlanOption, PlanResult, check_finite
+
+
+def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
+         assumptions: CostAssumptions | None = None) -> PlanResult:
+    """Plan a job against every accelerator (or the requested ones) and price every option.
+
+    Args:
+        request: validated inputs (``PlanRequest.from_mapping``: validated once there, not here nor per option).
+        catalog: defaults to the bundled catalog merged with the user's file.
+        calibration: an ``advisor.store.calibration.Calibration`` measured on this machine, or None.
+            Its MFU replaces the prior for its accelerator; its ``eta_mem`` replaces the decode prior.
+        assumptions: cost assumptions; defaults with ``request.assumptions`` applied.
+    Returns:
+        A PlanResult with options sorted: fitting first, then by total job cost; every figure finite.
+    Raises:
+        PlanInputError: an unknown preset, accelerator id or assumption, or figures that overflow.
+    """
+    catalog = catalog or load_catalog()
+    if assumptions is None:
+        try:
+            assumptions = CostAssumptions().with_overrides(**dict(request.assumptions))
+        except (TypeError, ValueError) as exc:
+            raise PlanInputError("assumptions", str(exc)) from None
+    arch, params, active, name = resolve_arch(request, catalog)
+    max_ctx = arch.max_context or 1 << 30
+    seq_len = request.seq_len or min(2048, max_ctx)
+    context = request.context or min(2048, max_ctx)
+    warnings = list(catalog.warnings)
+    if request.model and arch.max_context:
+        if request.workload != "inference" and seq_len > max_ctx:
+            warnings.append(f"seq_len {seq_len} exceeds {name}'s context of {max_ctx:,} tokens; the model "
+                            f"supports at most {max_ctx:,}")
+        if request.workload == "inference" and context > max_ctx:
+            warnings.append(f"context {context:,} is longer than {name} supports: its maximum is {max_ctx:,} tokens")
+
+    for acc_id in request.accelerator:
+        if acc_id not in catalog.accelerators:
+            raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r}")
+    accels = [catalog.accelerators[a] for a in request.accelerator] or list(catalog.accelerators.values())
+
+    mem_model = MemoryModel(request, arch, params, seq_len, context)
+    devices0 = request.gpus or 1
+    layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]
+    layout0 = layouts0[0]
+    mem0 = mem_model.at(layout0)
+
+    tokens, budget_origin = budget(request, params)
+    per_token = compute.flops_per_token(active, request.workload)
+    options: list[PlanOption] = []
+    offers_by_accel: dict[str, list] = {}
+    for offer in catalog.offers:
+        offers_by_accel.setdefault(offer.accelerator_id, []).append(offer)
+    try:
+        for acc in accels:
+            options.extend(options_for(request, acc, offers_by_accel.get(acc.id, []), mem_model, arch, params,
+                                       active, tokens, context, assumptions, calibration))
+    except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
+        field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
+        raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
+    options.sort(key=lambda o: (not o.fits, o.cost_usd, o.hours, o.id))
+
+    if tokens is None:
+        best = next((o for o in options if o.fits), options[0] if options else None)
+        flops_total = per_token * (best.tokens if best else 0.0)
+    else:
+        flops_total = per_token * tokens
+    result = PlanResult(
+        request=request, arch=arch, model_name=name, params=params, active_params=active,
+        flops_total=flops_total, flops_per_token=per_token,
+        attention_flops_per_token=compute.attention_flops_per_token(arch.layers, seq_len, arch.hidden),
+        tokens=tokens, budget_origin=budget_origin, seq_len=seq_len, context=context, parallelism=layout0,
+        memory=mem0, options=tuple(options), assumptions=assumptions, catalog_date=catalog.date,
+        prices_as_of=catalog.prices_as_of,
+        calibration=None if calibration is None else {
+            "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
+            "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
+        warnings=tuple(warnings), memory_model=mem_model)
+    check_finite(result)
+    return result

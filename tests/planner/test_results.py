@@ -1,0 +1,99 @@
+"""Typed plan results: serving figures worked by hand, FLOPs of the whole budget, and results read, not re-priced."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.planner import PlanInputError, PlanRequest, plan
+from advisor.planner.result import PlanOption, Serving, check_finite
+
+CAT = load_catalog(use_user_file=False)
+
+
+def _plan(**kw):
+    return plan(PlanRequest.from_mapping(kw), CAT)
+
+
+def test_inference_serving_figures_by_hand():
+    # llama-3-8b (8.030e9 params, 32 layers, 8 KV heads of 128) in bf16 on one H100 SXM (989e12 FLOP/s bf16 dense,
+    # 3.35e12 B/s), context 1024, batch 1, priors eta_mem 0.7 and eta_compute 0.6 (docs/method.md).
+    r = _plan(model="llama-3-8b", workload="inference", accelerator=["h100-sxm"], context=1024, batch=1,
+              output_tokens=200)
+    o = r.option("onprem:h100-sxm")
+    assert isinstance(o, PlanOption) and isinstance(o.serving, Serving)
+    prefill = 2 * 8.030261248e9 * 1024 / (989e12 * 0.6)                    # 27.715 ms
+    step = (8.030261248e9 * 2 + 2 * 32 * 8 * 128 * 2 * 1024) / (3.35e12 * 0.7)  # 6.906 ms: weights + KV cache
+    assert o.serving.ttft_s == pytest.approx(prefill + step, rel=1e-6)      # 34.62 ms
+    assert o.tokens_per_s == pytest.approx(1 / step, rel=1e-6)              # 144.8 tokens/s
+    assert o.serving.bandwidth_efficiency == 0.7 and o.serving.decode_bound == "memory"
+    # mfu is the compute utilisation achieved: 2 * P_act * tokens/s over the peak (0.24 percent, memory-bound).
+    assert o.mfu == pytest.approx(2 * 8.030261248e9 / step / 989e12, rel=1e-6)
+    assert o.mfu == pytest.approx(0.002351, rel=1e-3)
+    per_h = o.cost_usd / o.hours
+    assert o.usd_per_million_tokens == pytest.approx(per_h / (3600 * o.tokens_per_s) * 1e6)
+    assert o.usd_per_million_requests == pytest.approx(per_h / (3600 * o.serving.requests_per_s) * 1e6)
+    doc = o.to_json()
+    for key in ("ttft_s", "bandwidth_efficiency", "usd_per_million_tokens", "usd_per_million_requests"):
+        assert doc[key] == pytest.approx(getattr(o.serving, key))
+
+
+def test_inference_flops_total_is_the_whole_budget():
+    r = _plan(model="llama-3-8b", workload="inference", tokens=1e9, accelerator=["h100-sxm"])
+    assert r.flops_per_token == pytest.approx(2 * 8.030261248e9)
+    assert r.flops_total == pytest.approx(2 * 8.030261248e9 * 1e9)
+    doc = r.to_json()
+    assert doc["flops_total"] == r.flops_total and doc["flops_per_token"] == r.flops_per_token
+    default = _plan(model="llama-3-8b", workload="inference", accelerator=["h100-sxm"])
+    assert default.flops_total == pytest.approx(2 * 8.030261248e9 * 1e8)  # default budget 1e8 tokens
+
+
+def test_mfu_override_sets_the_serving_compute_efficiency():
+    # Compute-bound at a large batch: halving the compute efficiency cuts the rate.
+    kw = dict(model="llama-3-8b", workload="inference", accelerator=["h100-sxm"], batch=512, context=512)
+    fast, slow = _plan(**kw, mfu=0.6).option("onprem:h100-sxm"), _plan(**kw, mfu=0.3).option("onprem:h100-sxm")
+    assert fast.serving.decode_bound == "compute"
+    assert slow.tokens_per_s < fast.tokens_per_s * 0.75
+
+
+def test_results_with_a_figure_out_of_range_are_refused():
+    r = _plan(model="gpt2", workload="lora", tokens=1e8, accelerator=["rtx-4090"])
+    check_finite(r)
+    broken = dataclasses.replace(r, options=(dataclasses.replace(r.options[0], hours=math.inf),))
+    with pytest.raises(PlanInputError, match="tokens"):
+        check_finite(broken)
+
+
+def test_memory_at_other_device_counts_comes_from_the_same_plan():
+    r = _plan(model="llama-3-70b", workload="finetune", accelerator=["h100-sxm"])
+    alone = _plan(model="llama-3-70b", workload="finetune", accelerator=["h100-sxm"], gpus=8)
+    assert r.memory_at(8) == alone.memory
+    assert r.memory_at(0) is None
+
+
+def test_break_even_lines_read_the_plan():
+    from advisor.gui.compare_data import break_even_lines
+
+    r = _plan(model="llama-3-8b", workload="lora", accelerator=["rtx-4090"])
+    lines = break_even_lines(r)
+    home = r.option("home:rtx-4090")
+    assert lines and lines[0].fixed_usd == home.owning.fixed_usd_per_device
+    assert lines[0].rent_usd_per_h == home.break_even.rent_usd_per_device_hour
+    rate, fixed, var = lines[0].rent_usd_per_h, lines[0].fixed_usd, lines[0].variable_usd_per_h
+    assert lines[0].break_even_h == pytest.approx(fixed / (rate - var))
+    assert lines[0].break_even_h == pytest.approx(home.break_even.device_hours)
+
+
+def test_no_page_or_report_prices_an_option():
+    """Compare, break-even, Pareto, sensitivity and charts read the plan: only the planner calls the pricing."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "advisor"
+    pricing = ("advisor.cost.jobs", "advisor.cost.options", "advisor.cost.breakeven", "from advisor.cost import",
+               "home_job_cost", "onprem_job_cost", "cloud_job_cost", "quote_job")
+    for path in [*root.glob("gui/**/*.py"), *root.glob("report/**/*.py"), *root.glob("commands/**/*.py")]:
+        text = path.read_text()
+        assert not [p for p in pricing if p in text], path
