@@ -123,10 +123,11 @@ class MachinePage(Page):
         if m.gpus:
             names: dict[str, int] = {}
             for g in m.gpus:
-                names[g.catalog_name or g.info.name] = names.get(g.catalog_name or g.info.name, 0) + 1
+                key = "GPU asleep, not woken" if g.info.state == "suspended" else g.catalog_name or g.info.name
+                names[key] = names.get(key, 0) + 1
             total = sum(g.info.memory_total_bytes or 0 for g in m.gpus)
             parts.append(", ".join(f"{n}× {k}" for k, n in names.items())
-                         + f" ({fmt_bytes(total, binary=True)} GPU memory in all)")
+                         + (f" ({fmt_bytes(total, binary=True)} GPU memory in all)" if total else ""))
         else:
             parts.append("no GPU found: " + m.gpu_backend.status)
         text = " · ".join(parts)
@@ -157,13 +158,16 @@ class MachinePage(Page):
     def _gpu_card(self, m, g) -> CardWidget:
         info = g.info
         t = themes.current()
-        match = g.catalog_name or "not in the catalog"
-        card = CardWidget(f"GPU {info.index} · {info.name}", f"catalog match: {match}"
-                          + (f" ({g.catalog_id})" if g.catalog_id else ""))
-        self._gpu_cards[info.index] = (card, f"GPU {info.index} · {info.name}")
-        if not info.available:
-            card.add_row("state", info.state, "lost: fell off the bus or the driver lost it; suspended: a laptop GPU "
-                         "asleep, not woken by the app", color=t.bad)
+        asleep = info.state == "suspended"
+        match = g.catalog_name or ("not read while asleep" if asleep else "not in the catalog")
+        title = f"GPU {info.index} · " + ("asleep, not woken" if asleep else info.name)
+        card = CardWidget(title, f"catalog match: {match}" + (f" ({g.catalog_id})" if g.catalog_id else ""))
+        self._gpu_cards[info.index] = (card, title)
+        if asleep:
+            card.add_row("state", "asleep (runtime power saving)", "the app reads the PCI power state first and does "
+                         "not query a sleeping GPU, which would wake it and drain a laptop's battery", color=t.warn)
+        elif not info.available:
+            card.add_row("state", info.state, "lost: fell off the bus or the driver lost it", color=t.bad)
         if info.memory_total_bytes:
             card.add_row("memory", fmt_bytes(info.memory_total_bytes, binary=True), "reported by the driver")
         if info.compute_capability:
@@ -200,7 +204,10 @@ class MachinePage(Page):
 
         ids = [g.catalog_id for g in m.gpus if g.catalog_id]
         if not ids or self._fits_worker is not None:
-            if not ids:
+            if not ids and m.gpus and all(g.info.state == "suspended" for g in m.gpus):
+                self._fits_card.add_row("GPU asleep", "its name is read when a program wakes it (the app does not "
+                                        "wake it); the Planner plans for any accelerator you pick meanwhile")
+            elif not ids:
                 self._fits_card.add_row("unknown GPU", "this GPU is not in the catalog: add it with Edit overrides… "
                                         "on the Catalog page (Ctrl+6) to plan for it")
             return
@@ -281,7 +288,7 @@ class MachinePage(Page):
             if e.kind != "state" or entry is None:
                 continue
             card, title = entry
-            suffix = {"lost": f" — lost at {e.clock[:5]}", "suspended": " — asleep, not woken",
+            suffix = {"lost": f" — lost at {e.clock[:5]}", "suspended": "" if "asleep" in title else " — asleep",
                       "not-responding": f" — not responding since {e.clock[:5]}"}.get(e.state, "")
             card.set_title(title + suffix)
             card.setProperty("gpu_state", e.state)
