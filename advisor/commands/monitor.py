@@ -12,6 +12,8 @@ import math
 import sys
 from pathlib import Path
 
+ONCE_SETTLE_S = 0.25
+
 
 def _seconds(text: str) -> float:
     try:
@@ -121,9 +123,12 @@ def _run(sampler, duration) -> None:
 
 
 def _once(sampler, gpu, status, as_json: bool) -> int:
+    import time
+
     from advisor.monitor.snapshot import monitor_document, read_infos
 
     infos = read_infos(gpu)
+    time.sleep(ONCE_SETTLE_S)  # CPU load is a rate: measured over this span since the sampler primed it
     sample = sampler.tick()
     sampler.stop()
     doc = monitor_document(infos, sample, sampler.processes(), backend=status.name, status=status.status,
