@@ -161,38 +161,30 @@ def test_a_full_disk_keeps_whole_rows_and_exits_2(tmp_path, capsys, monkeypatch)
     import errno
     import os
 
-    path = tmp_path / "m.csv"
-    real_write = os.write
-    budget = [None]
-
-    def short_write(fd, data):
-        if fd == budget[0]:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(fd, data)
-
     from advisor.monitor import recorder as rec_mod
 
-    real_open = rec_mod.open_csv_target
-    count = {"rows": 0}
+    path = tmp_path / "m.csv"
+    real_open, real_write = rec_mod.open_csv_target, os.write
+    state = {"fd": None, "writes": 0}
 
-    def open_and_arm(target):
-        fd = real_open(target)
-        count["fd"] = fd
-        return fd
+    def open_and_remember(target):
+        state["fd"] = real_open(target)
+        return state["fd"]
 
-    def write(fd, data):
-        if fd == count.get("fd"):
-            count["rows"] += 1
-            if count["rows"] == 4:  # header + 2 rows fit; the 3rd row half-fits, then the disk is full
-                real_write(fd, bytes(data)[: len(data) // 2])
-                budget[0] = fd
-                raise OSError(errno.ENOSPC, "No space left on device")
-        return short_write(fd, data)
+    def filling_disk(fd, data):
+        if fd != state["fd"]:
+            return real_write(fd, data)
+        state["writes"] += 1
+        if state["writes"] < 4:  # the header and two rows fit
+            return real_write(fd, data)
+        if state["writes"] == 4:  # half of the third row fits, then the disk is full
+            real_write(fd, bytes(data)[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rec_mod, "open_csv_target", open_and_arm)
-    monkeypatch.setattr(rec_mod.os, "write", write)
+    monkeypatch.setattr(rec_mod, "open_csv_target", open_and_remember)
+    monkeypatch.setattr(rec_mod.os, "write", filling_disk)
     assert main(["monitor", "--csv", str(path), "--duration", "2", "--interval", "0.1", "--fake-gpu", "2x4090"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "No space left on device" in err[-1] and "2 rows kept" in err[-1] and "Traceback" not in "".join(err)
     rows = list(csv.reader(path.open()))
-    assert len(rows) == 3 and all(len(r) == len(rows[0]) for r in rows)
+    assert len(rows) == 3 and all(len(r) == len(rows[0]) for r in rows)  # no cut-short last row
