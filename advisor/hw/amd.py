@@ -145,6 +145,9 @@ class AmdSmiBackend:
     def runtime_status(self, index: int) -> str | None:
         return pcipower.runtime_status(self._bdf[index], self._root)
 
+    def pci_name(self, index: int) -> str | None:
+        return pcipower.pci_db_name(*ids) if (ids := pcipower.pci_ids(self._bdf[index], self._root)) else None
+
     def gpu_info(self, index: int) -> GpuInfo:
         if self.runtime_status(index) == "suspended" and index not in self._info:
             return GpuInfo(index=index, name="AMD GPU (asleep, not woken)", uuid="", pci_bus_id=self._bdf[index],

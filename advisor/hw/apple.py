@@ -91,6 +91,9 @@ class AppleGpuBackend:
     def runtime_status(self, index: int) -> str | None:
         return None  # an integrated GPU: no separate power state to respect
 
+    def pci_name(self, index: int) -> str | None:
+        return None  # no PCI device: the GPU is part of the SoC
+
     def gpu_info(self, index: int) -> GpuInfo:
         g = self._gpus[index]
         return GpuInfo(index=index, name=g["model"], uuid="", memory_total_bytes=self._mem_total, vendor="apple")

@@ -37,6 +37,10 @@ class GpuBackend(Protocol):
     def runtime_status(self, index: int) -> str | None:
         """The PCI runtime power state ("active", "suspended", ...) read WITHOUT touching the GPU, or None."""
 
+    def pci_name(self, index: int) -> str | None:
+        """The device's name from the PCI ids in sysfs and the system's PCI ID database, read WITHOUT a driver
+        call (how a sleeping GPU is named and matched to the catalog), or None when unknown."""
+
     def sample(self, index: int) -> GpuSample:
         """Read GPU ``index`` now; never raises (a lost GPU gives ``state == "lost"``, all figures None)."""
 

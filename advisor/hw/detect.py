@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from advisor.hw.base import GpuBackend, HostBackend
 from advisor.hw.match import accelerator_for_gpu, match_catalog_id  # noqa: F401  (re-exported)
@@ -149,8 +150,12 @@ def detect_machine(gpu: GpuBackend, host: HostBackend, *, frameworks: bool = Tru
     for i in range(gpu.device_count()):
         if gpu.runtime_status(i) == "suspended":
             # A driver query would wake it (and drain a laptop's battery): describe it from sysfs alone.
-            gpus.append(GpuProfile(info=GpuInfo(index=i, name=f"GPU {i} (asleep, not woken)", uuid="",
-                                                state=GPU_SUSPENDED), catalog_id=None))
+            pci = gpu.pci_name(i)
+            info = GpuInfo(index=i, name=f"{pci or f'GPU {i}'} (asleep, not woken)", uuid="", state=GPU_SUSPENDED)
+            acc = accelerator_for_gpu(replace(info, name=pci), catalog) if pci else None
+            acc = acc if acc is not None and not acc.derived else None
+            gpus.append(GpuProfile(info=info, catalog_id=acc.id if acc else None, catalog_name=acc.name if acc else None,
+                                   catalog_mem_bandwidth_bps=acc.mem_bandwidth_bps if acc else None, accelerator=acc))
             continue
         info = gpu.gpu_info(i)
         acc = accelerator_for_gpu(info, catalog)

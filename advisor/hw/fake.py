@@ -100,6 +100,12 @@ _M3_MAX = GpuInfo(
     index=0, name="Apple M3 Max", uuid="", memory_total_bytes=128 * 1024 * MIB, max_mem_clock_mhz=3200.0,
     mem_bus_width_bits=512, vendor="apple")
 
+# Names the PCI ID database (pci-ids.ucw.cz) gives the simulated parts, by their driver name.
+_PCI_DB_NAMES = {
+    "NVIDIA GeForce RTX 4060 Laptop GPU": "GeForce RTX 4060 Max-Q / Mobile",  # 10de:28a0 AD107M
+    "NVIDIA GeForce RTX 4090": "GeForce RTX 4090",  # 10de:2684 AD102
+}
+
 _SCENARIO_GPUS: dict[str, tuple[tuple[GpuInfo, float | None, bool], ...]] = {
     "2x4090": ((_RTX4090, 25.0, True),) * 2,
     "8xh100-sxm": ((_H100, 70.0, True),) * 8,
@@ -201,6 +207,10 @@ class FakeGpuBackend:
         self._query(index)
         info = self._models[index].info
         return replace(info, state=GPU_LOST) if self._lost(index) else info
+
+    def pci_name(self, index: int) -> str | None:
+        # What pci.ids says for the simulated part (10de:28a0 for the laptop RTX 4060); not a driver query.
+        return _PCI_DB_NAMES.get(self._models[index].info.name)
 
     def runtime_status(self, index: int) -> str | None:
         if self.scenario != "laptop-4060":

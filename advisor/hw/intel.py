@@ -127,6 +127,9 @@ class IntelSysfsBackend:
     def runtime_status(self, index: int) -> str | None:
         return _read(self._cards[index] / "device" / "power" / "runtime_status")
 
+    def pci_name(self, index: int) -> str | None:
+        return None  # named from sysfs/xpu-smi in gpu_info, which does not wake an Intel card
+
     def _hwmon(self, index: int) -> Path | None:
         try:
             return next(iter(sorted((self._cards[index] / "device" / "hwmon").iterdir())), None)

@@ -30,6 +30,9 @@ class NullGpuBackend:
     def runtime_status(self, index: int) -> str | None:
         return None
 
+    def pci_name(self, index: int) -> str | None:
+        return None
+
     def sample(self, index: int) -> GpuSample:
         return GpuSample(index=index, state=GPU_LOST)
 

@@ -305,6 +305,9 @@ class NvmlBackend:
     def runtime_status(self, index: int) -> str | None:
         return pcipower.runtime_status(self._bus_id(index), self._root)
 
+    def pci_name(self, index: int) -> str | None:
+        return pcipower.pci_db_name(*ids) if (ids := pcipower.pci_ids(self._bus_id(index), self._root)) else None
+
     # ------------------------------------------------------------ readings
     def sample(self, index: int) -> GpuSample:
         with self._device_locks[index]:

@@ -7,6 +7,7 @@ monitor reads this file first. Elsewhere (Windows, macOS, no sysfs) the state is
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 SYSFS_PCI = "/sys/bus/pci/devices"
@@ -35,6 +36,55 @@ def runtime_status(bus_id: str | None, root: str | Path = SYSFS_PCI) -> str | No
         return (Path(root) / sysfs_bus_id(bus_id) / "power" / "runtime_status").read_text().strip() or None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+#: Where Linux distributions install the PCI ID database (hwdata, pciutils); read, never downloaded.
+PCI_IDS_PATHS = ("/usr/share/hwdata/pci.ids", "/usr/share/misc/pci.ids", "/usr/share/pci.ids")
+
+
+def pci_ids(bus_id: str | None, root: str | Path = SYSFS_PCI) -> tuple[str, str] | None:
+    """The ``(vendor, device)`` ids of a PCI device as sysfs gives them ("0x10de", "0x28a0"), or None.
+
+    Reading these files is config-space data the kernel cached at boot: it does not wake the device.
+    """
+    if not bus_id:
+        return None
+    dev = Path(root) / sysfs_bus_id(bus_id)
+    try:
+        return (dev / "vendor").read_text().strip().lower(), (dev / "device").read_text().strip().lower()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def pci_db_name(vendor: str, device: str, paths: tuple[str | Path, ...] = PCI_IDS_PATHS) -> str | None:
+    """The device's name in the PCI ID database (the pci.ids file of https://pci-ids.ucw.cz), or None.
+
+    A line ``\t28a0  AD107M [GeForce RTX 4060 Max-Q / Mobile]`` under vendor ``10de`` gives the text in
+    brackets (the marketing name) when present, else the whole name.
+
+    Args:
+        vendor, device: ids as sysfs writes them ("0x10de") or bare hex ("10de").
+        paths: candidate pci.ids files, first readable one wins.
+    """
+    v, d = vendor.lower().removeprefix("0x"), device.lower().removeprefix("0x")
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                in_vendor = False
+                for line in f:
+                    if not line.strip() or line.startswith("#"):
+                        continue
+                    if not line.startswith("\t"):
+                        if in_vendor:
+                            return None
+                        in_vendor = line[:4].lower() == v
+                    elif in_vendor and not line.startswith("\t\t") and line[1:5].lower() == d:
+                        name = line[5:].strip()
+                        bracket = re.search(r"\[([^\]]+)\]", name)
+                        return bracket.group(1) if bracket else name
+        except OSError:
+            continue
+    return None
 
 
 def nvidia_display_devices(root: str | Path = SYSFS_PCI) -> list[str]:

@@ -125,7 +125,8 @@ def test_select_backend_falls_back_to_null(monkeypatch):
 @pytest.mark.parametrize("scenario, ids, nvml_gbs, catalog_gbs", [
     ("2x4090", ["rtx-4090"] * 2, 1008.1, 1008.0),
     ("8xh100-sxm", ["h100-sxm"] * 8, 3352.3, 3350.0),
-    ("laptop-4060", [None], None, None),  # asleep: described from sysfs alone, not woken to be named
+    # asleep: named from the PCI ids in sysfs and the PCI ID database, matched to the catalog, never woken
+    ("laptop-4060", ["rtx-4060-laptop"], None, 256.0),
     ("not-supported", ["rtx-3060-12gb"], None, 360.0),
     ("gpu-lost", ["rtx-4090"] * 2, 1008.1, 1008.0),
     ("no-driver", [], None, None),
@@ -199,7 +200,7 @@ def test_cli_detect_env_and_text(capsys, monkeypatch):
     monkeypatch.setenv("ADVISOR_FAKE_GPU", "laptop-4060")
     assert main(["detect"]) == 0
     out = capsys.readouterr().out
-    assert "SIMULATED HARDWARE" in out and "asleep, not woken" in out and "RTX 4060" not in out
+    assert "SIMULATED HARDWARE" in out and "asleep, not woken" in out and "RTX 4060 Max-Q / Mobile" in out
 
 
 def test_cli_detect_host_only(capsys):

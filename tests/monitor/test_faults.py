@@ -79,6 +79,7 @@ def test_detection_and_monitoring_never_query_a_suspended_gpu(capsys):
     gpu = FakeGpuBackend("laptop-4060")
     profile = detect_machine(gpu, FakeHostBackend())
     assert profile.gpus[0].info.state == GPU_SUSPENDED and "asleep" in profile.gpus[0].info.name
+    assert profile.gpus[0].catalog_id == "rtx-4060-laptop" and gpu.queries == [0]  # named without waking it
     clock = FakeClock()
     sampler = _sampler(gpu, clock)
     sampler.run(max_ticks=5)
