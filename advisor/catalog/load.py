@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 
-from advisor.catalog.records import Accelerator, CloudOffer
+from advisor.catalog.records import Accelerator, CloudOffer, check_id
 from advisor.estimate.model import ModelArch
 
 BUNDLED_DATE = "2026-11-29"
@@ -88,6 +88,13 @@ def _str(row: dict, key: str) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _valid_id(value: str, what: str) -> str:
+    try:
+        return check_id(value, what)
+    except ValueError as exc:
+        raise CatalogError(str(exc)) from None
+
+
 def _tera(value: float | None) -> float | None:
     return None if value is None else value * 1e12
 
@@ -101,6 +108,7 @@ def accelerator_from_row(row: dict, where: str = "accelerator") -> Accelerator:
     acc_id = _str(row, "id")
     if not acc_id:
         raise CatalogError(f"{where}: field 'id' is required")
+    _valid_id(acc_id, f"{where}: field 'id'")
     where = f"{where} {acc_id!r}"
     return Accelerator(
         id=acc_id,
@@ -145,9 +153,11 @@ def offer_from_row(row: dict, where: str = "cloud offer", accelerators: dict | N
     where = f"{where} {offer_id!r}"
     if not provider or not instance:
         raise CatalogError(f"{where}: fields 'provider' and 'instance' are required")
+    _valid_id(offer_id, f"{where}: field 'id'")
     accel = _str(row, "accelerator_id")
     if not accel:
         raise CatalogError(f"{where}: field 'accelerator_id' is required")
+    _valid_id(accel, f"{where}: field 'accelerator_id'")
     if accelerators is not None and accel not in accelerators:
         raise CatalogError(f"{where}: field 'accelerator_id' names an unknown accelerator {accel!r}")
     count = _int(row, "accelerator_count", where, required=True, positive=True)
@@ -171,6 +181,7 @@ _MODEL_FIELDS = {f.name: f for f in fields(ModelArch)}
 
 def model_from_table(model_id: str, table: dict, where: str = "model") -> ModelArch:
     """Build a model preset from a TOML table; unknown keys are kept in ``extra``."""
+    _valid_id(model_id, f"{where}: id")
     where = f"{where} {model_id!r}"
     kwargs: dict = {"id": model_id, "name": str(table.get("name", model_id))}
     extra = {}

@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# The characters an id (accelerator, cloud offer, model preset) may hold: it starts with a letter or a
+# digit, then letters, digits and ``. _ : + @ / -``, at most 128 in all. No space, quote, newline or other
+# control character, so an id can never leave a comment, a quoted word or a YAML scalar it is written in.
+ID_CHARS = "letters, digits and . _ : + @ / - (starting with a letter or digit, at most 128)"
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@/-]{0,127}")
+
+
+def check_id(value: object, what: str = "id") -> str:
+    """Return ``value`` when it is a valid id (``ID_PATTERN``).
+
+    Raises:
+        ValueError: one line naming ``what`` and the allowed characters (the value is shown with ``repr``,
+            so a newline in it is printed as ``\\n``).
+    """
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise ValueError(f"{what}: {value!r} is not a valid id (allowed: {ID_CHARS})")
+    return value
+
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.catalog.records import check_id
 from advisor.job import JOB_FIELDS
 from advisor.store.atomic import write_atomic
 
@@ -120,6 +121,8 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
     if kind == "text":
         if not isinstance(value, str):
             raise ScenarioError(f"{label}: must be a string, got {_short(value)}")
+        if key == "model":
+            _check_ids([value], label)
         return value
     if kind == "bool":
         if not isinstance(value, bool):
@@ -130,6 +133,7 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ScenarioError(f"{label}: must be a list of accelerator ids, got {_short(value)}")
+        _check_ids(value, label)
         return list(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ScenarioError(f"{label}: must be a number, got {_short(value)}")
@@ -146,6 +150,15 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_ids(values: list, label: str) -> None:
+    """Ids enter here from a file: refuse any outside the catalog's character set (one line)."""
+    for v in values:
+        try:
+            check_id(v, label)
+        except ValueError as exc:
+            raise ScenarioError(str(exc)) from None
 
 
 def _check_assumptions(table: Any, where: str) -> dict:
