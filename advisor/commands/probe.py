@@ -92,6 +92,7 @@ def _run_probes(args) -> int:
     follower = os.environ.get("RANK", "0") != "0" and int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
     bar = _Bar(sys.stderr) if sys.stderr.isatty() and not follower else None
     results = []
+    store_errors: list[str] = []
     for i, name in enumerate(names):
         device = "cpu" if (args.name == "all" and PROBES[name].devices == ("cpu",)) else args.device
         params = _params_for(name, args, results)
@@ -105,6 +106,8 @@ def _run_probes(args) -> int:
             if bar is not None:
                 bar.show((i + event.fraction) / len(names), f"{name}: {event.message}")
         results.append(recorded.result)
+        if recorded.store_error:
+            store_errors.append(recorded.store_error)
         if bar is not None:
             bar.clear()
         if not args.json and not follower:
@@ -127,6 +130,9 @@ def _run_probes(args) -> int:
         doc = docs[0] if args.name != "all" else {"schema": SET_SCHEMA, "device": args.device, "quick": args.quick,
                                                   "probes": docs}
         print(json.dumps(doc, indent=2))
+    if store_errors:  # measured, but the history could not take it: say so once, keep the file
+        print(f"error: {store_errors[0]}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -180,10 +186,13 @@ def _print_result(r) -> None:
 
 
 def _history(args) -> int:
-    from advisor.store.probe_history import ProbeHistory
+    from advisor.store.probe_history import HistoryError, ProbeHistory
 
-    with ProbeHistory() as h:
-        entries = h.list(probe=args.name, limit=args.limit)
+    try:
+        with ProbeHistory() as h:
+            entries = h.list(probe=args.name, limit=args.limit)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps({"schema": HISTORY_SCHEMA, "runs": [e.to_dict() for e in entries]}, indent=2))
         return 0
@@ -204,14 +213,16 @@ def _history(args) -> int:
 
 
 def _compare(args) -> int:
-    from advisor.store.probe_history import ProbeHistory
+    from advisor.store.probe_history import HistoryError, ProbeHistory
 
     a, b = args.compare
-    with ProbeHistory() as h:
-        try:
+    try:
+        with ProbeHistory() as h:
             rows = h.compare(a, b)
-        except KeyError as exc:
-            raise UsageError(f"--compare: {exc.args[0]}") from None
+    except KeyError as exc:
+        raise UsageError(f"--compare: {exc.args[0]}") from None
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps({"schema": "advisor.probe-compare/1", "a": a, "b": b, "kernels": rows}, indent=2))
         return 0

@@ -27,12 +27,14 @@ class RecordedRun:
         run_id: its row in the probe history, or None when not stored.
         samples: clock/power/temperature readings taken during the run.
         fingerprint: the machine description stored with it.
+        store_error: why the run could not be stored (one line: locked, read-only, full disk), else None.
     """
 
     result: ProbeResult
     run_id: int | None
     samples: Sequence[Mapping[str, Any]]
     fingerprint: Mapping[str, Any]
+    store_error: str | None = None
 
 
 def record(name: str, device: str = "cpu", quick: bool = False, cancel: CancelToken | None = None,
@@ -48,13 +50,17 @@ def record(name: str, device: str = "cpu", quick: bool = False, cancel: CancelTo
     with ProbeSampler(device, interval_s=sample_interval_s) as sampler:
         result = yield from open_probe(name, device=device, quick=quick, cancel=cancel, **params)
     fingerprint = machine_fingerprint(_gpu_names())
-    run_id = None
+    run_id = store_error = None
     if store:
-        from advisor.store.probe_history import ProbeHistory
+        from advisor.store.probe_history import HistoryError, ProbeHistory
 
-        with ProbeHistory() as history:
-            run_id = history.add(result.to_dict(), fingerprint, sampler.samples)
-    return RecordedRun(result=result, run_id=run_id, samples=tuple(sampler.samples), fingerprint=fingerprint)
+        try:
+            with ProbeHistory() as history:
+                run_id = history.add(result.to_dict(), fingerprint, sampler.samples)
+        except HistoryError as exc:
+            store_error = str(exc)
+    return RecordedRun(result=result, run_id=run_id, samples=tuple(sampler.samples), fingerprint=fingerprint,
+                       store_error=store_error)
 
 
 def _gpu_names() -> tuple[str, ...]:

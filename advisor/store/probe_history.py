@@ -1,7 +1,9 @@
 """Probe history: every result with the machine's fingerprint, parameters, time and clock/power samples.
 
 An SQLite database ``probe_history.sqlite3`` in ``paths.data_dir()``. The schema version is SQLite's
-``user_version``; a file that is not a readable database is kept aside and a fresh one started.
+``user_version``. Only a file SQLite reports as corrupt or not a database is kept aside (and a fresh one
+started); a busy database is waited for (``BUSY_TIMEOUT_S``), a read-only one is read, and a failure to
+write (read-only, full disk, still locked) raises ``HistoryError`` with one line and keeps the file.
 
     from advisor.store.probe_history import ProbeHistory
     with ProbeHistory() as h:
@@ -26,6 +28,30 @@ from advisor.store.atomic import keep_aside
 
 SCHEMA_VERSION = 1
 FILE_NAME = "probe_history.sqlite3"
+BUSY_TIMEOUT_S = 10.0
+
+# SQLite's primary result codes for a damaged file (https://www.sqlite.org/rescode.html).
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+class HistoryError(RuntimeError):
+    """The history cannot be read or written as asked (locked, read-only, full disk, newer schema); one line.
+
+    The database file is left as it was.
+    """
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite says the file is damaged or not a database (not: busy, read-only, full, I/O error)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    text = str(exc).lower()  # Python 3.10 has no error codes on the exception
+    return "not a database" in text or "malformed" in text
+
+
+def _why(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -96,30 +122,51 @@ class ProbeHistory:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else history_file()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(f"probe history {self.path}: cannot create its folder: {exc.strerror or exc}") from None
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise HistoryError(f"probe history {self.path}: {_why(exc)}; the file is kept as it is") from None
             aside = keep_aside(self.path)
-            print(f"warning: unreadable probe history kept aside as {aside} ({exc})", file=sys.stderr)
-            return self._connect()
+            print(f"warning: unreadable probe history kept aside as {aside} ({_why(exc)})", file=sys.stderr)
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as again:
+                raise HistoryError(f"probe history {self.path}: {_why(again)}") from None
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=10)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(f"history schema {version} is newer than this advisor ({SCHEMA_VERSION})")
-            db.executescript(_DDL)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.commit()
+                raise HistoryError(f"probe history {self.path}: written by a newer advisor (schema {version}, "
+                                   f"this one reads {SCHEMA_VERSION}); upgrade to read it")
+            if version < SCHEMA_VERSION:  # a new file (or an old schema): the only case that needs a write
+                db.executescript(_DDL)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                db.commit()
+            else:
+                db.execute("SELECT count(*) FROM runs").fetchone()  # reads the pages: a damaged file shows here
         except BaseException:
             db.close()
             raise
         return db
+
+    def _write(self, sql: str, args=()) -> sqlite3.Cursor:
+        """Run one writing statement in a transaction; any failure is a ``HistoryError`` (file kept)."""
+        try:
+            with self._db:
+                return self._db.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"probe history {self.path}: cannot write: {_why(exc)}; nothing was recorded "
+                               "and the file is kept as it is") from None
 
     def close(self) -> None:
         self._db.close()
@@ -134,14 +181,13 @@ class ProbeHistory:
             samples: Sequence[Mapping[str, Any]] = ()) -> int:
         """Store one ``advisor.probe/1`` document; returns its id."""
         recorded = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        with self._db:
-            cur = self._db.execute(
-                "INSERT INTO runs (probe, device, started_at, recorded_at, duration_s, fingerprint_id, fingerprint,"
-                " params, result, samples, skipped) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (result["probe"], result["device"], result.get("started_at") or recorded, recorded,
-                 result.get("duration_s"), str(fingerprint.get("id", "")), json.dumps(dict(fingerprint)),
-                 json.dumps(result.get("params") or {}), json.dumps(dict(result)), json.dumps(list(samples)),
-                 result.get("skipped")))
+        cur = self._write(
+            "INSERT INTO runs (probe, device, started_at, recorded_at, duration_s, fingerprint_id, fingerprint,"
+            " params, result, samples, skipped) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (result["probe"], result["device"], result.get("started_at") or recorded, recorded,
+             result.get("duration_s"), str(fingerprint.get("id", "")), json.dumps(dict(fingerprint)),
+             json.dumps(result.get("params") or {}), json.dumps(dict(result)),
+             json.dumps(list(samples)), result.get("skipped")))
         return int(cur.lastrowid)
 
     def list(self, probe: str | None = None, device: str | None = None, fingerprint_id: str | None = None,
@@ -154,20 +200,25 @@ class ProbeHistory:
                 args.append(val)
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
-        return [self._entry(row) for row in self._db.execute(sql, (*args, int(limit)))]
+        return [self._entry(row) for row in self._read(sql, (*args, int(limit)))]
 
     def get(self, run_id: int) -> HistoryEntry | None:
-        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+        rows = self._read("SELECT * FROM runs WHERE id = ?", (int(run_id),))
+        row = rows[0] if rows else None
         return None if row is None else self._entry(row)
 
+    def _read(self, sql: str, args=()) -> list:
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"probe history {self.path}: cannot read: {_why(exc)}") from None
+
     def delete(self, run_id: int) -> bool:
-        with self._db:
-            return self._db.execute("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
+        return self._write("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
 
     def clear(self) -> int:
         """Delete every run; returns how many."""
-        with self._db:
-            return self._db.execute("DELETE FROM runs").rowcount
+        return self._write("DELETE FROM runs").rowcount
 
     def compare(self, a_id: int, b_id: int) -> dict[str, dict[str, Any]]:
         """Kernel -> {"a", "b", "unit", "ratio" (b/a)} for the kernels both runs measured.

@@ -267,6 +267,7 @@ class ProbesPage(Page):
         self.progress.setValue(1000)
         skipped = [f"{r.result.probe}: {r.result.skipped}" for r in self.runs if r.result.skipped]
         notes = [n for r in self.runs for n in r.result.notes][:3]
+        notes += sorted({r.store_error for r in self.runs if getattr(r, "store_error", None)})[:1]
         self.message.setText(f"done: {len(self.runs)} probe(s)" + (". Skipped — " + "; ".join(skipped)
                                                                       if skipped else "")
                              + ("<br>" + "<br>".join(notes) if notes else ""))
