@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from advisor import __version__
@@ -22,7 +23,19 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        unknown = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if unknown:  # any name that no registered command module answers to
+            raise UsageError(f"{self.prog}: unknown command {unknown.group(1)!r} (commands: "
+                             f"{', '.join(_registered(self))}; see 'advisor --help')")
         raise UsageError(f"{self.prog}: {message}")
+
+
+def _registered(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommands a parser has (those whose module exists), in order."""
+    for action in parser._actions:  # argparse keeps subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.run(args) or 0)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        from advisor.report.content import ReportError
+
+        if not isinstance(exc, ReportError):
+            raise
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

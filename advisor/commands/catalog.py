@@ -71,6 +71,10 @@ def run(args) -> int:
                 "check-updates": _check}[args.catalog_command](args)
     except CatalogError as exc:
         raise UsageError(" ".join(str(exc).split())) from None
+    except OSError as exc:  # a write refused: read-only or full folder, a target that is not a regular file
+        where = f" {exc.filename}" if exc.filename else ""
+        raise UsageError(f"catalog {args.catalog_command}: cannot write{where}: {exc.strerror or exc}; "
+                         "nothing was changed") from None
 
 
 def _list(args) -> int:

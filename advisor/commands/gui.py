@@ -56,4 +56,10 @@ def run(args) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from advisor import app
 
-    return app.run(fake_gpu=args.fake_gpu, screenshot_dir=args.screenshot, size=args.size)
+    try:
+        return app.run(fake_gpu=args.fake_gpu, screenshot_dir=args.screenshot, size=args.size)
+    except OSError as exc:
+        if args.screenshot is None:
+            raise
+        where = exc.filename or args.screenshot
+        raise UsageError(f"--screenshot: cannot write {where}: {exc.strerror or exc}") from None

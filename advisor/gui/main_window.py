@@ -206,7 +206,14 @@ class MainWindow(QMainWindow):
 
         Returns:
             The files written, in sidebar order.
+        Raises:
+            OSError: a file that cannot be written (read-only or full folder); the PNG is encoded in memory
+                and written atomically, so a failed write leaves no cut-short image.
         """
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+        from advisor.store.atomic import write_atomic
+
         directory.mkdir(parents=True, exist_ok=True)
         self.ctx.screenshot_mode = True
         for pid, *_ in PAGES:
@@ -218,8 +225,13 @@ class MainWindow(QMainWindow):
             page.wait_ready(timeout_s)
             _settle()
             path = directory / f"{pid}.png"
-            self.grab().save(str(path), "PNG")
-            written.append(path)
+            data = QByteArray()
+            buffer = QBuffer(data)
+            buffer.open(QIODevice.WriteOnly)
+            if not self.grab().save(buffer, "PNG"):
+                raise OSError(f"Qt could not encode the {pid} page as PNG")
+            buffer.close()
+            written.append(write_atomic(path, bytes(data.data())))
         return written
 
 

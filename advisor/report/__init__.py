@@ -64,18 +64,24 @@ def write_report(docs, path, fmt: str | None = None) -> Path:
     Returns:
         The path written.
     Raises:
-        ReportError: for documents that are not plans or an unknown format (nothing is written).
-        OSError: when the file cannot be written (an old file is left intact).
+        ReportError: for documents that are not plans, an unknown format, or a file that cannot be written
+            (a full disk, a size limit, a read-only folder, a target that is not a regular file); one line.
+            Nothing is left half-written: an old file is kept as it was.
     """
-    from advisor.store.atomic import atomic_path, write_atomic
+    from advisor.store.atomic import check_target, write_atomic
 
     path = Path(path)
     fmt = report_format(path, fmt)
-    if fmt != "pdf":
-        return write_atomic(path, render_report(docs, fmt))
-    from advisor.report.pdf import render_pdf
+    try:
+        check_target(path)
+        if fmt != "pdf":
+            data: str | bytes = render_report(docs, fmt)
+        else:
+            from advisor.report.pdf import render_pdf
 
-    secs = sections(docs)
-    with atomic_path(path) as tmp:
-        render_pdf(secs, str(tmp))
-    return path
+            data = render_pdf(sections(docs))
+        return write_atomic(path, data)
+    except OSError as exc:
+        raise ReportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except RuntimeError as exc:
+        raise ReportError(f"cannot write {path}: {exc}") from None

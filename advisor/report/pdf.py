@@ -41,10 +41,15 @@ def _svg_image(svg: str, scale: float = 2.0):
     return image, size
 
 
-def render_pdf(secs: list[PlanSection], path: str, *, title: str = "Hardware Advisor: plan comparison") -> None:
-    """Write the report as a PDF file at ``path`` (the caller makes the write atomic)."""
+def render_pdf(secs: list[PlanSection], *, title: str = "Hardware Advisor: plan comparison") -> bytes:
+    """The report as PDF bytes, laid out in memory (the caller writes them atomically and checks the write;
+    Qt's own file writer drops write errors, so a full disk would leave a cut-short file that looks written).
+
+    Raises:
+        RuntimeError: when Qt produced no complete PDF.
+    """
     _ensure_app()
-    from PySide6.QtCore import QMarginsF, QSizeF, QUrl
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QTextDocument
 
     doc = QTextDocument()
@@ -60,7 +65,10 @@ def render_pdf(secs: list[PlanSection], path: str, *, title: str = "Hardware Adv
     for name, (image, _size) in images.items():
         doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
     doc.setHtml(html)
-    writer = QPdfWriter(path)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.WriteOnly)
+    writer = QPdfWriter(buffer)
     writer.setTitle(title)
     writer.setCreator("Hardware Advisor")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Landscape, QMarginsF(12, 12, 12, 12),
@@ -69,4 +77,9 @@ def render_pdf(secs: list[PlanSection], path: str, *, title: str = "Hardware Adv
     rect = writer.pageLayout().paintRectPixels(writer.resolution())
     doc.setPageSize(QSizeF(rect.width(), rect.height()))
     doc.print_(writer)
-    del writer  # finishes the file
+    del writer  # finishes the document
+    buffer.close()
+    raw = bytes(data.data())
+    if not raw.startswith(b"%PDF-") or b"%%EOF" not in raw[-64:]:
+        raise RuntimeError("Qt produced no complete PDF document")
+    return raw

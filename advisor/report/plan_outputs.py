@@ -3,12 +3,16 @@
 Kept here so ``advisor/commands/plan.py`` needs three calls only: ``add_output_flags`` when the parser is
 built, ``prepare_values`` for each plan's merged values, and ``write_outputs`` once the plans are made
 (it returns the launch spec to print instead of the table, when one goes to stdout).
+A flag that cannot be honoured raises ``ReportError`` (one line naming the flag); the CLI prints it and
+exits 2. Nothing here imports the CLI.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from advisor.report.content import ReportError
 
 LAUNCH_KINDS = ("torchrun", "sbatch", "skypilot")
 
@@ -30,21 +34,20 @@ def prepare_values(args, values: dict) -> dict:
     """Apply ``--fleet`` to one plan's merged values: restrict the accelerators to the fleet's.
 
     Raises:
-        UsageError: when the fleet is empty or shares no accelerator with ``--accelerator``.
+        ReportError: when the fleet is empty or shares no accelerator with ``--accelerator``.
     """
     if not getattr(args, "fleet", False):
         return values
-    from advisor.cli import UsageError
     from advisor.store.fleet import fleet_accelerators, load_fleet
 
     available = fleet_accelerators(load_fleet())
     if not available:
-        raise UsageError("fleet: the fleet has no GPU from the catalog (import machines with "
+        raise ReportError("fleet: the fleet has no GPU from the catalog (import machines with "
                          "'advisor fleet import FILE')")
     wanted = values.get("accelerator") or list(available)
     chosen = [a for a in wanted if a in available]
     if not chosen:
-        raise UsageError(f"accelerator: none of {', '.join(wanted)} is in the fleet "
+        raise ReportError(f"accelerator: none of {', '.join(wanted)} is in the fleet "
                          f"({', '.join(available)})")
     return {**values, "accelerator": chosen}
 
@@ -76,9 +79,8 @@ def write_outputs(args, results, values_list, scenarios=None) -> str | None:
         The launch spec to print on stdout instead of the table (``--launch`` without ``--launch-file``
         and without ``--json``), else None.
     Raises:
-        UsageError: a flag that cannot be honoured (one line naming it).
+        ReportError: a flag that cannot be honoured (one line naming it).
     """
-    from advisor.cli import UsageError
 
     docs = [r if isinstance(r, dict) else r.to_json() for r in results]
     if getattr(args, "fleet", False):
@@ -87,7 +89,7 @@ def write_outputs(args, results, values_list, scenarios=None) -> str | None:
     scenario = None
     if getattr(args, "save_scenario", None):
         if len(docs) != 1:
-            raise UsageError("--save-scenario: give one scenario file (or none), not several")
+            raise ReportError("--save-scenario: give one scenario file (or none), not several")
         from advisor.job import JobInputError
         from advisor.store.scenario import ScenarioError, scenario_to_dict
 
@@ -95,18 +97,18 @@ def write_outputs(args, results, values_list, scenarios=None) -> str | None:
             scenario = scenario_from_values(values_list[0], getattr((scenarios or [None])[0], "notes", None))
             scenario_to_dict(scenario)
         except JobInputError as exc:
-            raise UsageError(f"--save-scenario: plan.{exc}") from None
+            raise ReportError(f"--save-scenario: plan.{exc}") from None
         except ScenarioError as exc:
-            raise UsageError(f"--save-scenario: {exc}") from None
+            raise ReportError(f"--save-scenario: {exc}") from None
     reports = list(getattr(args, "report", None) or [])
     if reports:
-        from advisor.report import ReportError, report_format
+        from advisor.report import report_format
 
         for target in reports:
             try:
                 report_format(target)
             except ReportError as exc:
-                raise UsageError(f"--report: {exc}") from None
+                raise ReportError(f"--report: {exc}") from None
     _write_files(args, docs, scenario, reports, launch_text)
     if launch_text is not None and not args.launch_file:
         return launch_text
@@ -114,10 +116,8 @@ def write_outputs(args, results, values_list, scenarios=None) -> str | None:
 
 
 def _write_files(args, docs, scenario, reports, launch_text) -> None:
-    from advisor.cli import UsageError
-
     def failed(flag, target, exc):
-        return UsageError(f"{flag}: cannot write {target}: {exc.strerror or exc}")
+        return ReportError(f"{flag}: cannot write {target}: {exc.strerror or exc}")
 
     if scenario is not None:
         from advisor.store.scenario import save_scenario
@@ -132,37 +132,36 @@ def _write_files(args, docs, scenario, reports, launch_text) -> None:
 
         try:
             path = write_report(docs, target)
-        except OSError as exc:
-            raise failed("--report", target, exc) from None
+        except ReportError as exc:
+            raise ReportError(f"--report: {exc}") from None
         print(f"report written to {path}", file=sys.stderr)
     if launch_text is not None and args.launch_file:
         from advisor.store.atomic import write_atomic
 
         try:
             path = write_atomic(args.launch_file, launch_text)
+            if args.launch in ("torchrun", "sbatch"):
+                path.chmod(path.stat().st_mode | 0o100)  # a script the owner can run
         except OSError as exc:
             raise failed("--launch-file", args.launch_file, exc) from None
-        if args.launch in ("torchrun", "sbatch"):
-            path.chmod(path.stat().st_mode | 0o100)  # a script the owner can run
         print(f"{args.launch} spec written to {Path(path)}", file=sys.stderr)
 
 
 def _launch_text(args, docs) -> str | None:
-    from advisor.cli import UsageError
     from advisor.report.launch import LaunchError, render_launch
 
     if not getattr(args, "launch", None):
         if getattr(args, "option", None) or getattr(args, "launch_file", None):
-            raise UsageError("--option/--launch-file: only with --launch torchrun|sbatch|skypilot")
+            raise ReportError("--option/--launch-file: only with --launch torchrun|sbatch|skypilot")
         return None
     if len(docs) != 1:
-        raise UsageError("--launch: needs a single plan, not a comparison of several")
+        raise ReportError("--launch: needs a single plan, not a comparison of several")
     if getattr(args, "json", False) and not args.launch_file:
-        raise UsageError("--launch: with --json, give --launch-file FILE (stdout holds the JSON document)")
+        raise ReportError("--launch: with --json, give --launch-file FILE (stdout holds the JSON document)")
     try:
         return render_launch(args.launch, docs[0], args.option)
     except LaunchError as exc:
-        raise UsageError(str(exc)) from None
+        raise ReportError(str(exc)) from None
 
 
 def _fleet_notes(docs) -> None:

@@ -1,16 +1,44 @@
 """Atomic file writes and keeping broken files aside.
 
 A save writes a temporary file in the same directory, flushes and fsyncs it, then ``os.replace``s
-the target: a crash midway leaves the old file intact.
+the target: a crash midway leaves the old file intact. A target that exists and is not a regular file
+(a symlink, a FIFO, a device node, a directory) is refused: replacing it would swap a link or a device
+for a file, or follow a link the user did not name.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
+
+
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class UnsafeTargetError(OSError):
+    """The file to write exists and is not a regular file; ``strerror`` says what it is."""
+
+
+def check_target(path: str | os.PathLike) -> None:
+    """Refuse a target that exists and is not a regular file (it is not followed, opened or replaced).
+
+    Raises:
+        UnsafeTargetError: naming what the target is (``a FIFO``, ``a symbolic link`` ...).
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise UnsafeTargetError(errno.EEXIST, f"it is {what}, not a regular file; give another name", str(path))
 
 
 @contextlib.contextmanager
@@ -19,9 +47,11 @@ def atomic_path(path: str | os.PathLike):
     when the block ends without an error the file is fsynced and moved over ``path``, otherwise removed.
 
     Raises:
+        UnsafeTargetError: when ``path`` exists and is not a regular file (see ``check_target``).
         OSError: when the directory cannot be written; the old file is then untouched.
     """
     path = Path(path)
+    check_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

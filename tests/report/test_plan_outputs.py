@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from advisor.cli import UsageError
+from advisor.report import ReportError
 from advisor.report import plan_outputs as po
 from advisor.store.scenario import load_scenario
 
@@ -64,7 +64,7 @@ def test_launch_to_stdout_without_json(plan_doc):
 def test_flags_that_cannot_be_honoured(plan_doc, tmp_path, monkeypatch, kw, n, message):
     monkeypatch.chdir(tmp_path)
     values = {"gpus": "many"} if "plan.gpus" in message else {}
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(ReportError, match=message):
         po.write_outputs(ns(**kw), [plan_doc] * n, [values] * n)
     assert list(tmp_path.iterdir()) == []
 
@@ -72,7 +72,7 @@ def test_flags_that_cannot_be_honoured(plan_doc, tmp_path, monkeypatch, kw, n, m
 def test_fleet_restricts_the_accelerators(tmp_path):
     from advisor.store import fleet as fl
 
-    with pytest.raises(UsageError, match="fleet"):
+    with pytest.raises(ReportError, match="fleet"):
         po.prepare_values(ns(fleet=True), {"model": "x"})
     doc = {"schema": "advisor.detect/1", "host": {"hostname": "n1"}, "cpu": {"logical_cores": 8},
            "memory": {"total_bytes": 1}, "gpus": [{"index": i, "name": "H100", "memory_total_bytes": 1,
@@ -81,7 +81,7 @@ def test_fleet_restricts_the_accelerators(tmp_path):
     fl.import_detect_files([tmp_path / "n1.json"])
     assert po.prepare_values(ns(fleet=True), {"model": "x"})["accelerator"] == ["h100-sxm"]
     assert po.prepare_values(ns(), {"model": "x"}) == {"model": "x"}
-    with pytest.raises(UsageError, match="none of rtx-4090"):
+    with pytest.raises(ReportError, match="none of rtx-4090"):
         po.prepare_values(ns(fleet=True), {"accelerator": ["rtx-4090"]})
 
 

@@ -118,7 +118,7 @@ def test_failed_write_keeps_the_old_report(plan_doc, tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(os, "replace", boom)
         for name in ("r.md", "r.pdf"):
-            with pytest.raises(OSError):
+            with pytest.raises(ReportError, match="cannot write.*disk full"):
                 write_report([plan_doc], tmp_path / name)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
