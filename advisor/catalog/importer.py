@@ -265,6 +265,8 @@ def parse_advisor_toml(text: str, *, where: str = "offers toml", accelerators: d
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{where}: not valid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise CatalogError(f"{where}: not a price list (values nested too deeply)") from None
     table = doc.get("cloud_offers")
     if not isinstance(table, dict) or not table:
         raise CatalogError(f"{where}: no [cloud_offers] tables")
@@ -288,10 +290,12 @@ def read_offers_file(path: str | os.PathLike, *, provider: str | None = None, pr
     Raises:
         CatalogError: one line naming the file, row and field; nothing is returned in part.
     """
+    from advisor.store.readfile import read_regular_file
+
     path = Path(path)
     where = path.name
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, MAX_DOWNLOAD_BYTES)
     except OSError as exc:
         raise CatalogError(f"{where}: cannot read: {exc.strerror or exc}") from None
     text = _decode(raw, where)

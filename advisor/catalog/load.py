@@ -206,7 +206,7 @@ def model_from_table(model_id: str, table: dict, where: str = "model") -> ModelA
                 kwargs[key] = value
             else:
                 kwargs[key] = str(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise CatalogError(f"{where}: field {key!r} has an invalid value {value!r}") from None
     for key in ("layers", "hidden", "heads", "vocab", "ffn"):
         if key not in kwargs:
@@ -260,29 +260,32 @@ def bundled_catalog() -> Catalog:
 
 
 def _merge_user(base: Catalog, path: Path) -> Catalog:
+    from advisor.catalog.user_schema import validate_user_doc
+    from advisor.store.readfile import read_regular_file
+
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return replace(base, warnings=(f"user catalog {path} ignored: {exc}",), user_file=str(path))
-    warnings: list[str] = []
+        raw = read_regular_file(path)
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else (
+            getattr(exc, "strerror", None) or " ".join(str(exc).split()) or type(exc).__name__)
+        return replace(base, warnings=(f"user catalog {path} ignored: {why}",), user_file=str(path))
+    valid, warnings = validate_user_doc(doc, path.name)
     accelerators = dict(base.accelerators)
     user_ids: set[str] = set()
     bundled_rows = {a.id: a for a in base.accelerators.values()}
-    for acc_id, table in (doc.get("accelerators") or {}).items():
+    for acc_id, table in valid["accelerators"].items():
         try:
-            if not isinstance(table, dict):
-                raise CatalogError(f"accelerator {acc_id!r}: expected a table")
-            row = _accelerator_row(bundled_rows.get(acc_id)) | {k: v for k, v in table.items()} | {"id": acc_id}
+            row = _accelerator_row(bundled_rows.get(acc_id)) | table | {"id": acc_id}
             accelerators[acc_id] = accelerator_from_row(row, "user accelerator")
             user_ids.add(acc_id)
         except CatalogError as exc:
             warnings.append(f"{path.name}: {exc}; entry ignored")
     offers = {o.id: o for o in base.offers}
-    for offer_id, table in (doc.get("cloud_offers") or {}).items():
+    for offer_id, table in valid["cloud_offers"].items():
         try:
-            if not isinstance(table, dict):
-                raise CatalogError(f"cloud offer {offer_id!r}: expected a table")
             if table.get("withdrawn") is True:  # the user removes an offer, bundled or not
+                _valid_id(offer_id, f"cloud offer {offer_id!r}")
                 offers.pop(offer_id.lower(), None)
                 user_ids.add(offer_id.lower())
                 continue
@@ -293,10 +296,8 @@ def _merge_user(base: Catalog, path: Path) -> Catalog:
         except CatalogError as exc:
             warnings.append(f"{path.name}: {exc}; entry ignored")
     models = dict(base.models)
-    for model_id, table in (doc.get("models") or {}).items():
+    for model_id, table in valid["models"].items():
         try:
-            if not isinstance(table, dict):
-                raise CatalogError(f"model {model_id!r}: expected a table")
             old = base.models.get(model_id)
             merged = (_model_table(old) if old else {}) | table
             models[model_id] = model_from_table(model_id, merged, "user model")
@@ -304,7 +305,8 @@ def _merge_user(base: Catalog, path: Path) -> Catalog:
         except CatalogError as exc:
             warnings.append(f"{path.name}: {exc}; entry ignored")
     return Catalog(accelerators=accelerators, offers=tuple(offers.values()), models=models, date=base.date,
-                   warnings=tuple(warnings), user_file=str(path), user_ids=frozenset(user_ids))
+                   warnings=tuple(" ".join(w.split()) for w in warnings), user_file=str(path),
+                   user_ids=frozenset(user_ids))
 
 
 def _accelerator_row(acc: Accelerator | None) -> dict:

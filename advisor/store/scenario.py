@@ -221,6 +221,8 @@ def loads_scenario(text: str, where: str = "<scenario>") -> Scenario:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{where}: not valid TOML: {_one_line(exc)}") from None
+    except RecursionError:  # arrays nested thousands deep
+        raise ScenarioError(f"{where}: not a scenario file (values nested too deeply)") from None
     return scenario_from_dict(doc, where)
 
 
@@ -233,10 +235,12 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         ScenarioError: one line naming the file and the field or reason (unreadable, not UTF-8,
             bad TOML, missing or unknown schema, bad ``[plan]`` key or type).
     """
+    from advisor.store.readfile import read_regular_file
+
     path = Path(path)
     where = str(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path)  # a regular file of bounded size: a FIFO or /dev/zero is refused
     except OSError as exc:
         raise ScenarioError(f"{where}: cannot read: {exc.strerror or exc}") from None
     if b"\x00" in raw:

@@ -204,7 +204,10 @@ class CatalogPage(Page):
         if users:
             extra += f" {len(users)} entries come from your overrides (coloured ids)."
         if cat.warnings:
-            extra += " <span style='color:%s'>Warnings: %s</span>" % (themes.current().bad, "; ".join(cat.warnings))
+            from html import escape  # the warnings quote the user's file: shown as text, never as markup
+
+            extra += " <span style='color:%s'>Warnings: %s</span>" % (themes.current().bad,
+                                                                      escape("; ".join(cat.warnings)))
         self.note.setText(counts + extra)
         self._on_search_text_changed(self.search.text())
 
