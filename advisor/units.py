@@ -115,3 +115,15 @@ def fmt_rate(value: float, unit: str) -> str:
     if value is None or not math.isfinite(value):
         return "n/a"
     return f"{value:,.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
+
+
+# Characters that make a spreadsheet read a text cell as a formula (OWASP, "CSV injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    """``value`` with a ``'`` in front when it is text a spreadsheet would run as a formula; numbers and
+    other text as they are. Every CSV the advisor writes passes its text cells through this."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value

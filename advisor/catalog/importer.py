@@ -29,6 +29,7 @@ from pathlib import Path
 from advisor.catalog.load import CatalogError, load_catalog, offer_from_row, offer_row
 from advisor.catalog.records import CloudOffer
 from advisor.store.atomic import keep_aside, write_atomic
+from advisor.units import FORMULA_START, csv_safe
 
 # Column order of the advisor's own offers CSV (the bundled cloud_offers.csv).
 OFFER_COLUMNS = ("id", "provider", "instance", "accelerator_id", "accelerator_count", "vcpus", "memory_gib",
@@ -118,7 +119,7 @@ def _csv_rows(text: str, where: str) -> tuple[list[str], list[dict]]:
         for row in reader:
             if None in row:
                 raise CatalogError(f"{where} row {reader.line_num}: more cells than columns")
-            rows.append({(k or "").strip(): v for k, v in row.items()})
+            rows.append({(k or "").strip(): _uncell(v) for k, v in row.items()})
     except csv.Error as exc:
         raise CatalogError(f"{where}: not a valid CSV file: {exc}") from None
     if not header:
@@ -423,11 +424,19 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
 
 # ----------------------------------------------------------------------------------------------- export
 def _cell(value) -> str:
+    """A CSV cell; text a spreadsheet would run as a formula gets a leading ``'`` (removed again on import)."""
     if value is None:
         return ""
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
-    return str(value)
+    return csv_safe(str(value))
+
+
+def _uncell(text):
+    """The value of a cell ``_cell`` wrote: a ``'`` put before a formula character is taken off."""
+    if isinstance(text, str) and text.startswith("'") and text[1:].startswith(FORMULA_START):
+        return text[1:]
+    return text
 
 
 def export_offers_csv(offers) -> str:

@@ -3,7 +3,9 @@
 The first column, ``record``, says what a row is: ``option`` (one hardware option of a plan, with its
 figures and ``cost_<part>_usd`` columns), ``assumption`` (name in ``id``, ``value``, ``unit``, ``origin``),
 ``catalog`` (``catalog_date`` / ``prices_as_of`` in ``id``, the date in ``value``) or ``probe``. Numbers
-are unformatted (SI units, USD) so spreadsheets and scripts can use them.
+are unformatted (SI units, USD) so spreadsheets and scripts can use them. A text cell that a spreadsheet
+would run as a formula (starting with ``= + - @``, tab or carriage return) is written with a leading ``'``
+(``advisor.units.csv_safe``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import csv
 import io
 
 from advisor.report.content import OPTION_COLUMNS, PlanSection
+from advisor.units import csv_safe
 
 
 def render_csv(secs: list[PlanSection]) -> str:
@@ -21,7 +24,7 @@ def render_csv(secs: list[PlanSection]) -> str:
     head = ["record", "plan", *OPTION_COLUMNS, "break_even_vs", "break_even_device_hours",
             *(f"cost_{p}_usd" for p in parts), "value", "unit", "origin"]
     out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=head, lineterminator="\n")
+    w = _SafeWriter(out, fieldnames=head, lineterminator="\n")
     w.writeheader()
     for s in secs:
         for o in s.options:
@@ -48,6 +51,11 @@ def render_csv(secs: list[PlanSection]) -> str:
             w.writerow({"record": "probe", "plan": s.title, "id": "none",
                         "origin": "no calibration saved: planner priors used"})
     return out.getvalue()
+
+
+class _SafeWriter(csv.DictWriter):
+    def writerow(self, rowdict):
+        return super().writerow({k: csv_safe(v) for k, v in rowdict.items()})
 
 
 def _raw(v):

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import base64
+import html
 
 from advisor.report.chart import cost_chart_svg
 from advisor.report.content import COLUMN_TITLES, OPTION_COLUMNS, PlanSection, cell, generated_at, money
 from advisor.report.html import parts_text
 
+_MD_SPECIAL = "\\`*[]|"  # what can start code, emphasis, a link or an image, or end a table cell
+
 
 def _esc(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text from a plan (ids, names, notes, titles) as literal Markdown: HTML ``<>&`` as entities, Markdown
+    punctuation backslash-escaped, line breaks as spaces; so ``<script>`` or ``[x](javascript:...)`` stays text."""
+    out = html.escape(" ".join(str(text).splitlines()), quote=False)
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in out)
 
 
 def _table(head, rows) -> list[str]:
@@ -22,7 +28,7 @@ def _table(head, rows) -> list[str]:
 def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: plan comparison",
                     embed_chart: bool = True) -> str:
     """The report as Markdown text."""
-    out = [f"# {title}", "", f"Generated {generated_at()} by the Hardware Advisor. Estimates, not quotes: "
+    out = [f"# {_esc(title)}", "", f"Generated {generated_at()} by the Hardware Advisor. Estimates, not quotes: "
            "check the assumptions.", ""]
     if len(secs) > 1:
         out += ["## Summary", ""]
@@ -32,8 +38,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
             rows.append((s.title, best["id"] if best else "nothing fits", money(best["cost_usd"]) if best else "-"))
         out += _table(("plan", "cheapest option that fits", "total cost"), rows) + [""]
     for s in secs:
-        out += [f"## {s.title}", ""]
-        out += [f"- **{k}**: {v}" for k, v in s.summary] + [""]
+        out += [f"## {_esc(s.title)}", ""]
+        out += [f"- **{_esc(k)}**: {_esc(v)}" for k, v in s.summary] + [""]
         if s.inputs:
             out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
         if embed_chart:
@@ -45,7 +51,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         out += _table(head, [[cell(c, o) for c in OPTION_COLUMNS] + [parts_text(o)] for o in s.options]) + [""]
         out += ["### Assumptions", ""]
         out += _table(("name", "value", "unit", "origin"), s.assumptions or [("(none recorded)", "", "", "")]) + [""]
-        out += [f"Catalog dated {s.catalog_date}; cloud prices as of {s.prices_as_of}.", "", "### Probes used", ""]
+        out += [f"Catalog dated {_esc(s.catalog_date)}; cloud prices as of {_esc(s.prices_as_of)}.", "",
+                "### Probes used", ""]
         if s.probes:
             out += _table(("figure", "value", "measured by", "at"),
                           [(p.name, p.value, p.source, p.measured_at) for p in s.probes]) + [""]
