@@ -31,6 +31,9 @@ from advisor.catalog.records import CloudOffer
 from advisor.store.atomic import keep_aside, write_atomic
 from advisor.units import FORMULA_START, csv_safe
 
+# The largest price list read (a file or a download, store/download.py): real ones are a few MiB at most.
+MAX_PRICE_LIST_BYTES = 32 * 2**20
+
 # Column order of the advisor's own offers CSV (the bundled cloud_offers.csv).
 OFFER_COLUMNS = ("id", "provider", "instance", "accelerator_id", "accelerator_count", "vcpus", "memory_gib",
                  "region", "on_demand_usd_per_hour", "spot_usd_per_hour", "reserved_1y_usd_per_hour",
@@ -296,7 +299,7 @@ def read_offers_file(path: str | os.PathLike, *, provider: str | None = None, pr
     path = Path(path)
     where = path.name
     try:
-        raw = read_regular_file(path, MAX_DOWNLOAD_BYTES)
+        raw = read_regular_file(path, MAX_PRICE_LIST_BYTES)
     except OSError as exc:
         raise CatalogError(f"{where}: cannot read: {exc.strerror or exc}") from None
     text = _decode(raw, where)
@@ -304,20 +307,14 @@ def read_offers_file(path: str | os.PathLike, *, provider: str | None = None, pr
         return parse_advisor_toml(text, where=where, accelerators=accelerators)
     first = text.splitlines()[0] if text.strip() else ""
     if "InstanceType" in first:
-        provider = provider or _provider_from_path(path)
+        provider = provider or provider_from_path(path)
         return parse_skypilot_csv(text, provider or "", where=where, price_date=price_date, region=region,
                                   accelerators=accelerators)
     return parse_advisor_csv(text, where=where, accelerators=accelerators)
 
 
-def provider_from_url(url: str) -> str | None:
-    """The provider folder of a skypilot-catalog URL (``.../catalogs/v7/aws/vms.csv`` -> ``aws``), or None."""
-    from urllib.parse import urlparse
-
-    return _provider_from_path(Path(urlparse(url).path), resolve=False)
-
-
-def _provider_from_path(path: Path, resolve: bool = True) -> str | None:
+def provider_from_path(path: Path, resolve: bool = True) -> str | None:
+    """The provider folder of a skypilot-catalog path (``catalogs/v7/aws/vms.csv`` -> ``aws``), or None."""
     parent = (path.resolve() if resolve else path).parent.name.lower()
     if not parent or parent in ("tmp", "catalogs", "cache") or re.fullmatch(r"v\d+", parent):
         return None
@@ -456,54 +453,3 @@ def export_offers_toml(offers) -> str:
 
     return tomli_w.dumps({"cloud_offers": {o.id: {k: v for k, v in offer_row(o).items()
                                                   if k != "id" and v is not None and v != ""} for o in offers}})
-
-
-# ---------------------------------------------------------------------------------------- check updates
-MAX_DOWNLOAD_BYTES = 32 * 2**20
-
-
-def configured_update_url() -> str | None:
-    """The price-list URL: ``ADVISOR_PRICES_URL``, else ``[updates] prices_url`` in the user catalog file."""
-    url = os.environ.get("ADVISOR_PRICES_URL")
-    if url:
-        return url
-    from advisor import paths
-
-    try:
-        doc = tomllib.loads(paths.user_catalog_file().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    updates = doc.get("updates")
-    value = updates.get("prices_url") if isinstance(updates, dict) else None
-    return value if isinstance(value, str) and value else None
-
-
-def download_prices(url: str, *, timeout_s: float = 30.0, opener=None) -> Path:
-    """Download a price list over HTTPS into the cache directory (only ever called on the user's request).
-
-    Returns:
-        The downloaded file (suffix kept from the URL so its format is recognised).
-    Raises:
-        CatalogError: for a non-HTTPS URL, a network failure or an oversized answer.
-    """
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url)
-    if parsed.scheme != "https" or not parsed.netloc:
-        raise CatalogError(f"url: refusing {url!r}: only https:// URLs are used for price updates")
-    if opener is None:
-        import urllib.request
-
-        opener = urllib.request.urlopen
-    try:
-        with opener(url, timeout=timeout_s) as resp:
-            data = resp.read(MAX_DOWNLOAD_BYTES + 1)
-    except OSError as exc:
-        raise CatalogError(f"url: download of {url} failed: {getattr(exc, 'reason', exc)}") from None
-    if len(data) > MAX_DOWNLOAD_BYTES:
-        raise CatalogError(f"url: {url} sent more than {MAX_DOWNLOAD_BYTES // 2**20} MiB")
-    from advisor import paths
-
-    suffix = ".toml" if parsed.path.lower().endswith(".toml") else ".csv"
-    name = Path(parsed.path).stem or "prices"
-    return write_atomic(paths.cache_dir(create=True) / f"download-{name}{suffix}", data)

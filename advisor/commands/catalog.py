@@ -191,8 +191,9 @@ def _export(args) -> int:
 
 
 def _check(args) -> int:
-    from advisor.catalog.importer import configured_update_url, download_prices, provider_from_url, read_offers_file
+    from advisor.catalog.importer import read_offers_file
     from advisor.cli import UsageError
+    from advisor.store.download import configured_update_url, download_prices, provider_from_url
 
     url = args.url or configured_update_url()
     if not url:

@@ -245,7 +245,7 @@ class _FakeResponse(io.BytesIO):
 
 
 def test_update_check_refuses_plain_http(capsys, monkeypatch):
-    monkeypatch.setattr("urllib.request.urlopen", lambda *a, **k: pytest.fail("no download over http"))
+    monkeypatch.setattr("advisor.store.download.urlopen_https", lambda *a, **k: pytest.fail("no download over http"))
     assert main(["catalog", "check-updates", "--url", "http://example.com/prices.csv"]) == 2
     assert "https" in capsys.readouterr().err
 
@@ -261,9 +261,11 @@ def test_update_check_downloads_over_https_only_when_asked(capsys, monkeypatch):
 
     def fake_urlopen(url, timeout):
         calls.append(url)
-        return _FakeResponse(SKY.encode())
+        resp = _FakeResponse(SKY.encode())
+        resp.geturl = lambda: url
+        return resp
 
-    monkeypatch.setattr("urllib.request.urlopen", fake_urlopen)
+    monkeypatch.setattr("advisor.store.download.urlopen_https", fake_urlopen)
     assert main(["catalog", "list", "offers"]) == 0
     assert calls == []  # nothing else touches the network
     user = paths.user_catalog_file()
