@@ -379,16 +379,26 @@ def apply_import(imported, *, path: str | os.PathLike | None = None, removed=())
     one that cannot be read is moved aside (``<name>.broken-<time>``) instead.
     Offers named in ``removed`` are dropped from the user file; a bundled one is marked ``withdrawn = true``.
 
+    The read-modify-write runs under a file lock (``<name>.lock``, see ``store.atomic.locked``), so two
+    imports at once both land: the second reads what the first wrote.
+
     Returns:
         (the file written, the path a broken previous file was moved to, or None).
     Raises:
-        OSError: when the file cannot be written; the old file is then untouched.
+        OSError: when the file cannot be written (the old file is then untouched), or the lock is not
+            free within its timeout.
     """
-    import tomli_w
-
     from advisor import paths
+    from advisor.store.atomic import locked
 
     path = Path(path) if path is not None else paths.user_catalog_file()
+    with locked(path):
+        return _apply_unlocked(path, imported, removed)
+
+
+def _apply_unlocked(path: Path, imported, removed) -> tuple[Path, str | None]:
+    import tomli_w
+
     doc: dict = {}
     kept_aside = None
     old = path.read_bytes() if path.exists() else None

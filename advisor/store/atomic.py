@@ -102,3 +102,32 @@ def keep_aside(path: str | os.PathLike) -> Path:
         n += 1
     os.replace(path, target)
     return target
+
+
+LOCK_TIMEOUT_S = 30.0
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike, timeout_s: float | None = None):
+    """Hold an exclusive lock for a read-modify-write of ``path`` (``<name>.lock`` beside it, by ``filelock``).
+
+    Other processes and threads that lock the same file wait; a lock still held after ``timeout_s``
+    (``LOCK_TIMEOUT_S`` by default) raises.
+
+    Raises:
+        OSError: the lock was not free in time (``errno.EBUSY``), or its file cannot be made.
+    """
+    import filelock
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(path.with_name(path.name + ".lock")),
+                             timeout=LOCK_TIMEOUT_S if timeout_s is None else timeout_s)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise OSError(errno.EBUSY, "another advisor is writing this file; try again", str(path)) from None
+    try:
+        yield path
+    finally:
+        lock.release()
