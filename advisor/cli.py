@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import re
 import sys
 
@@ -42,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="advisor", description="Hardware Advisor: know the machine, watch it, measure it, "
                      "plan an LLM job and price it. Without a command, opens the desktop app.")
     parser.add_argument("--version", action="version", version=f"advisor {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log progress on stderr (-vv for debug); the log file is always written")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for name in COMMANDS:
         module = _command_module(name)
@@ -69,11 +72,18 @@ def add_fake_gpu(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input)."""
     argv = sys.argv[1:] if argv is None else argv
+    log = logging.getLogger("advisor.cli")
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        if args.command is None:
-            args = parser.parse_args(["gui", *argv])
+        if args.command is None:  # the app; its flags (--fake-gpu ...) belong to 'gui'
+            verbose = args.verbose
+            args = parser.parse_args(["gui", *[a for a in argv if not re.fullmatch(r"-v+|--verbose", a)]])
+            args.verbose = verbose
+        from advisor.logs import setup_logging
+
+        setup_logging(args.verbose)
+        log.info("advisor %s: %s", __version__, " ".join(argv) or "gui")
         return int(args.run(args) or 0)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -90,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: the traceback goes to the log, the user gets one line
+        from advisor.logs import log_file
+
+        log.exception("unexpected error")
+        print(f"error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+              f"(details in {log_file()})", file=sys.stderr)
+        return 1
 
 
 def gui_main() -> int:

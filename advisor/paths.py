@@ -24,14 +24,16 @@ def _base(kind: str) -> Path:
         "config": platformdirs.user_config_dir,
         "data": platformdirs.user_data_dir,
         "cache": platformdirs.user_cache_dir,
+        "log": platformdirs.user_log_dir,
     }[kind]
     return Path(getter(APP_NAME, appauthor=False))
 
 
 def _xdg(kind: str) -> Path:
     env, default = {"config": ("XDG_CONFIG_HOME", ".config"), "data": ("XDG_DATA_HOME", ".local/share"),
-                    "cache": ("XDG_CACHE_HOME", ".cache")}[kind]
-    return Path(os.environ.get(env) or Path.home() / default) / APP_NAME
+                    "cache": ("XDG_CACHE_HOME", ".cache"), "log": ("XDG_STATE_HOME", ".local/state")}[kind]
+    base = Path(os.environ.get(env) or Path.home() / default) / APP_NAME
+    return base / "log" if kind == "log" else base
 
 
 def config_dir(create: bool = False) -> Path:
@@ -47,6 +49,11 @@ def data_dir(create: bool = False) -> Path:
 def cache_dir(create: bool = False) -> Path:
     """Directory of disposable files (probe scratch files, downloads)."""
     return _ensure(_base("cache"), create)
+
+
+def log_dir(create: bool = False) -> Path:
+    """Directory of the advisor's log files (``advisor.log``, rotated)."""
+    return _ensure(_base("log"), create)
 
 
 def user_catalog_file() -> Path:

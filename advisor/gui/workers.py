@@ -11,6 +11,7 @@ Modelled on superqt ``utils/_qthreading.py::GeneratorWorker``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
 import weakref
@@ -18,6 +19,8 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from PySide6.QtCore import QThread, Signal
+
+_log = logging.getLogger("advisor.gui.workers")
 
 _LIVE: weakref.WeakSet[GeneratorWorker] = weakref.WeakSet()
 
@@ -86,7 +89,8 @@ class GeneratorWorker(QThread):
             self.cancelled.emit()
         except Exception as exc:  # reported to the GUI as one line; the thread never dies silently
             self.error_detail = traceback.format_exc()
-            self.failed.emit(f"{type(exc).__name__}: {exc}")
+            _log.error("worker %s failed", getattr(self._fn, "__qualname__", self._fn), exc_info=True)
+            self.failed.emit(" ".join(f"{type(exc).__name__}: {exc}".split()))
         finally:
             self.done.emit()
 
