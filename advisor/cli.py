@@ -69,17 +69,29 @@ def add_fake_gpu(parser: argparse.ArgumentParser) -> None:
                              "gpu-lost, not-supported); also ADVISOR_FAKE_GPU")
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; without a command it is the app's (``advisor --fake-gpu 2x4090`` opens it)."""
+    verbose = sum(a.count("v") if re.fullmatch(r"-v+", a) else 1 for a in argv if re.fullmatch(r"-v+|--verbose", a))
+    rest = [a for a in argv if not re.fullmatch(r"-v+|--verbose", a)]
+    try:
+        args = parser.parse_args(argv)
+    except UsageError:
+        if not rest or not rest[0].startswith("-") or rest[0] in ("-h", "--help", "--version"):
+            raise
+        args = argparse.Namespace(command=None)  # flags of the app: let 'gui' parse them
+    if args.command is None:
+        args = parser.parse_args(["gui", *rest])
+        args.verbose = verbose
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input)."""
     argv = sys.argv[1:] if argv is None else argv
     log = logging.getLogger("advisor.cli")
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
-        if args.command is None:  # the app; its flags (--fake-gpu ...) belong to 'gui'
-            verbose = args.verbose
-            args = parser.parse_args(["gui", *[a for a in argv if not re.fullmatch(r"-v+|--verbose", a)]])
-            args.verbose = verbose
+        args = _parse(parser, argv)
         from advisor.logs import setup_logging
 
         setup_logging(args.verbose)

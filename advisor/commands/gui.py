@@ -40,7 +40,8 @@ def run(args) -> int:
     """Start the app (Qt is imported only here).
 
     Raises:
-        UsageError: an unknown ``--fake-gpu`` scenario (exit status 2, one line).
+        UsageError: an unknown ``--fake-gpu`` scenario, or no display to open a window on (what is missing:
+            the display, or the libraries Qt's X11 plugin links to, with their packages); exit 2, one line.
     """
     import os
 
@@ -54,6 +55,11 @@ def run(args) -> int:
             raise UsageError(f"--fake-gpu: unknown scenario {scenario!r} (known: {', '.join(SCENARIOS)})")
     if args.screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from advisor.display import display_problem
+
+    problem = display_problem()  # before Qt, which aborts the process when it cannot open a window
+    if problem:
+        raise UsageError(problem)
     from advisor import app
 
     try:
