@@ -20,7 +20,7 @@ def _env_without_display():
 def test_no_display_is_one_line_not_an_abort(run_cli, monkeypatch):
     for key in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(key, raising=False)
-    proc = run_cli("--fake-gpu", "2x4090", env={"QT_QPA_PLATFORM": ""})
+    proc = run_cli("gui", "--fake-gpu", "2x4090", env={"QT_QPA_PLATFORM": ""})
     line = one_line_error(proc)
     assert "no display" in line and "advisor plan" in line and "advisor monitor" in line
 
@@ -40,7 +40,7 @@ def test_the_xcb_check_on_this_machine(run_cli):
     if not missing:
         pytest.skip("every library of the xcb plugin is installed here (Qt would try to connect)")
     env = {**_env_without_display(), "DISPLAY": ":99", "QT_QPA_PLATFORM": ""}
-    line = one_line_error(run_cli("--fake-gpu", "2x4090", env=env))
+    line = one_line_error(run_cli("gui", "--fake-gpu", "2x4090", env=env))
     assert all(s in line for s in missing)
     assert all(DEBIAN_PACKAGES[s] in line for s in missing if s in DEBIAN_PACKAGES)
 
@@ -59,3 +59,11 @@ def test_the_plugins_needed_libraries_are_read_from_its_elf_header():
                                               ({}, "darwin"), ({}, "win32")])
 def test_other_platforms_are_not_checked(environ, platform):
     assert display_problem(environ, loadable=lambda s: False, platform=platform) is None
+
+
+def test_app_flags_without_a_command_open_the_app():
+    from advisor.cli import _parse, build_parser
+
+    args = _parse(build_parser(), ["-v", "--fake-gpu", "2x4090"])
+    assert (args.command, args.fake_gpu, args.verbose) == ("gui", "2x4090", 1)
+    assert _parse(build_parser(), []).command == "gui"
