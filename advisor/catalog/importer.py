@@ -401,7 +401,9 @@ def _apply_unlocked(path: Path, imported, removed) -> tuple[Path, str | None]:
 
     doc: dict = {}
     kept_aside = None
-    old = path.read_bytes() if path.exists() else None
+    from advisor.store.readfile import read_regular_file
+
+    old = read_regular_file(path) if path.exists() else None  # a FIFO or device here is refused, not read
     if old is not None:
         try:
             doc = tomllib.loads(old.decode("utf-8"))
