@@ -80,6 +80,8 @@ class OfferEntry(_Entry):
     price_date: Text | None = None
     source: Text | None = None
     notes: Text | None = None
+    inter_node_gbps: Positive | Blank | None = None
+    inter_node_source: Text | None = None
     withdrawn: StrictBool | None = None
 
 
