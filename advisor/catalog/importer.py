@@ -294,7 +294,7 @@ def read_offers_file(path: str | os.PathLike, *, provider: str | None = None, pr
     Raises:
         CatalogError: one line naming the file, row and field; nothing is returned in part.
     """
-    from advisor.store.readfile import read_regular_file
+    from advisor.catalog.readfile import read_regular_file
 
     path = Path(path)
     where = path.name
@@ -401,7 +401,7 @@ def _apply_unlocked(path: Path, imported, removed) -> tuple[Path, str | None]:
 
     doc: dict = {}
     kept_aside = None
-    from advisor.store.readfile import read_regular_file
+    from advisor.catalog.readfile import read_regular_file
 
     old = read_regular_file(path) if path.exists() else None  # a FIFO or device here is refused, not read
     if old is not None:

@@ -260,8 +260,8 @@ def bundled_catalog() -> Catalog:
 
 
 def _merge_user(base: Catalog, path: Path) -> Catalog:
+    from advisor.catalog.readfile import read_regular_file
     from advisor.catalog.user_schema import validate_user_doc
-    from advisor.store.readfile import read_regular_file
 
     try:
         raw = read_regular_file(path)

@@ -61,7 +61,7 @@ def configured_update_url() -> str | None:
     import tomllib
 
     from advisor import paths
-    from advisor.store.readfile import read_regular_file
+    from advisor.catalog.readfile import read_regular_file
 
     try:
         doc = tomllib.loads(read_regular_file(paths.user_catalog_file()).decode("utf-8"))

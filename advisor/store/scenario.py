@@ -121,8 +121,6 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
     if kind == "text":
         if not isinstance(value, str):
             raise ScenarioError(f"{label}: must be a string, got {_short(value)}")
-        if key == "model":
-            _check_ids([value], label)
         return value
     if kind == "bool":
         if not isinstance(value, bool):
@@ -153,7 +151,9 @@ def _short(value: Any) -> str:
 
 
 def _check_ids(values: list, label: str) -> None:
-    """Ids enter here from a file: refuse any outside the catalog's character set (one line)."""
+    """Accelerator ids enter here from a file: refuse any outside the catalog's character set (one line).
+    (``model`` is not an id only: a preset id, a path or ``hf:ORG/NAME``; the job schema keeps it to one
+    line of printable text.)"""
     for v in values:
         try:
             check_id(v, label)
@@ -235,7 +235,7 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         ScenarioError: one line naming the file and the field or reason (unreadable, not UTF-8,
             bad TOML, missing or unknown schema, bad ``[plan]`` key or type).
     """
-    from advisor.store.readfile import read_regular_file
+    from advisor.catalog.readfile import read_regular_file
 
     path = Path(path)
     where = str(path)
