@@ -61,6 +61,7 @@ class AcceleratorEntry(_Entry):
     data_date: Text | None = None
     source: Text | None = None
     notes: Text | None = None
+    gpu_memory_share: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | Blank | None = None
 
 
 class OfferEntry(_Entry):
