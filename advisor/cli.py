@@ -100,19 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:
-        from advisor.report.content import ReportError
-
-        if not isinstance(exc, ReportError):
-            raise
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # a bug: the traceback goes to the log, the user gets one line
+    except Exception as exc:
+        from advisor.report.content import ReportError
+
+        if isinstance(exc, ReportError):
+            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+        # a bug: the traceback goes to the log, the user gets one line
         from advisor.logs import log_file
 
         log.exception("unexpected error")

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
+
+from advisor.commands._json import print_json
 
 
 def register(subparsers) -> None:
@@ -100,8 +101,8 @@ def _list(args) -> int:
         head = ("id", "name")
         data = [{"id": m.id, "name": m.name} for m in cat.models.values()]
     if args.json:
-        print(json.dumps({"schema": "advisor.catalog-list/1", "what": args.what, "catalog_date": cat.date,
-                          "prices_as_of": cat.prices_as_of, "items": data}))
+        print_json({"schema": "advisor.catalog-list/1", "what": args.what, "catalog_date": cat.date,
+                          "prices_as_of": cat.prices_as_of, "items": data})
         return 0
     _table(head, rows)
     print(f"catalog {cat.date}, prices as of {cat.prices_as_of}" + (f", user file {cat.user_file}" if cat.user_file else ""))
@@ -126,7 +127,7 @@ def _show(args) -> int:
             raise UsageError(f"catalog show: id: unknown id {args.id!r} (see 'advisor catalog list')")
         item, kind = asdict(offers[0]), "cloud_offer"
     if args.json:
-        print(json.dumps({"schema": "advisor.catalog-item/1", "kind": kind, "item": item}, default=str))
+        print_json({"schema": "advisor.catalog-item/1", "kind": kind, "item": item}, default=str)
     else:
         print(f"{kind} {args.id}")
         for k, v in item.items():
@@ -153,13 +154,13 @@ def _preview_and_apply(result, args) -> int:
     if args.json:
         from advisor.catalog.load import offer_row
 
-        print(json.dumps({
+        print_json({
             "schema": "advisor.catalog-import/1", "source": result.source, "format": result.format,
             "added": [offer_row(o) for o in diff.added],
             "changed": [{"id": c.new.id, "fields": {f: {"old": getattr(c.old, f), "new": getattr(c.new, f)}
                                                     for f in c.fields}} for c in diff.changed],
             "removed": [o.id for o in diff.removed], "unchanged": diff.unchanged, "skipped": list(result.skipped),
-            "applied": written is not None, "file": None if written is None else str(written)}))
+            "applied": written is not None, "file": None if written is None else str(written)})
     else:
         for line in format_diff(diff):
             print(line)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from advisor.commands._json import print_json
 
 
 def register(subparsers) -> None:
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         gpu.close()
     if args.json:
-        print(json.dumps(profile_to_json(profile), indent=2))
+        print_json(profile_to_json(profile), indent=2)
     else:
         print(format_profile(profile))
     return 0

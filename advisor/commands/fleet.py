@@ -6,7 +6,7 @@ On a Slurm cluster, for example: ``srun --ntasks-per-node=1 advisor detect --jso
 
 from __future__ import annotations
 
-import json
+from advisor.commands._json import print_json
 
 
 def register(subparsers) -> None:
@@ -36,7 +36,7 @@ def run(args) -> int:
         except fl.FleetError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
         if args.json:
-            print(json.dumps(fl.fleet_to_dict(fleet)))
+            print_json(fl.fleet_to_dict(fleet))
         else:
             gpus = sum(len(m.gpus) for m in machines)
             print(f"imported {len(machines)} machine(s) with {gpus} GPU(s); "
@@ -58,7 +58,7 @@ def run(args) -> int:
     except fl.FleetError as exc:
         raise UsageError(" ".join(str(exc).split())) from None
     if args.json:
-        print(json.dumps(fl.fleet_to_dict(fleet)))
+        print_json(fl.fleet_to_dict(fleet))
         return 0
     if not fleet.machines:
         print("the fleet is empty: import 'advisor detect --json' output with 'advisor fleet import FILE'")

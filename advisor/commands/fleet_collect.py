@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
+
+from advisor.commands._json import print_json
 
 
 def register_collect(sub) -> None:
@@ -63,7 +64,7 @@ def run_collect(args) -> int:
     except fl.FleetError as exc:
         raise UsageError(one_line(exc)) from None
     if args.json:
-        print(json.dumps(fl.fleet_to_dict(fleet), allow_nan=False))
+        print_json(fl.fleet_to_dict(fleet))
     else:
         gpus = sum(len(m.gpus) for m in result.machines)
         print(f"collected {len(result.machines)} machine(s) with {gpus} GPU(s); "

@@ -9,7 +9,8 @@ or missing one is one line on stderr with exit 2. Nothing opens a network connec
 from __future__ import annotations
 
 import argparse
-import json
+
+from advisor.commands._json import print_json
 
 SCHEMA = "advisor.models/1"
 
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         fit = fit_model(f.model, gpus, context=context) if f.model else None
         rows.append((f, fit))
     if args.json:
-        print(json.dumps(_document(rows, gpus, names, simulated, context, bool(args.spec)), indent=2, allow_nan=False))
+        print_json(_document(rows, gpus, names, simulated, context, bool(args.spec)), indent=2)
     else:
         print(_table(rows, gpus, names, simulated, context, bool(args.spec)))
     return 0

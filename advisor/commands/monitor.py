@@ -7,10 +7,11 @@ On a terminal it shows a live table per GPU and per process (rich); piped, one l
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
+
+from advisor.commands._json import print_json
 
 ONCE_SETTLE_S = 0.25
 
@@ -134,7 +135,7 @@ def _once(sampler, gpu, status, as_json: bool) -> int:
     doc = monitor_document(infos, sample, sampler.processes(), backend=status.name, status=status.status,
                            simulated=gpu.simulated)
     if as_json:
-        print(json.dumps(doc, indent=2, allow_nan=False))
+        print_json(doc, indent=2)
     else:
         from rich.console import Console
 

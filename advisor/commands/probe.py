@@ -11,6 +11,7 @@ import os
 import sys
 
 from advisor.cli import UsageError
+from advisor.commands._json import print_json
 
 HISTORY_SCHEMA = "advisor.probe-history/1"
 SET_SCHEMA = "advisor.probe-set/1"
@@ -129,7 +130,7 @@ def _run_probes(args) -> int:
         docs = [r.to_dict() for r in results]
         doc = docs[0] if args.name != "all" else {"schema": SET_SCHEMA, "device": args.device, "quick": args.quick,
                                                   "probes": docs}
-        print(json.dumps(doc, indent=2))
+        print_json(doc, indent=2)
     if store_errors:  # measured, but the history could not take it: say so once, keep the file
         print(f"error: {store_errors[0]}", file=sys.stderr)
         return 2
@@ -194,7 +195,7 @@ def _history(args) -> int:
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        print(json.dumps({"schema": HISTORY_SCHEMA, "runs": [e.to_dict() for e in entries]}, indent=2))
+        print_json({"schema": HISTORY_SCHEMA, "runs": [e.to_dict() for e in entries]}, indent=2)
         return 0
     if not entries:
         print("no probe runs recorded yet")
@@ -224,7 +225,7 @@ def _compare(args) -> int:
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        print(json.dumps({"schema": "advisor.probe-compare/1", "a": a, "b": b, "kernels": rows}, indent=2))
+        print_json({"schema": "advisor.probe-compare/1", "a": a, "b": b, "kernels": rows}, indent=2)
         return 0
     print(f"{'kernel':14s} {'run ' + str(a):>12s} {'run ' + str(b):>12s}  unit      b/a")
     for kernel, row in rows.items():
@@ -239,7 +240,7 @@ def _reset_calibration(args) -> int:
     had = load_calibration()
     clear_calibration()
     if args.json:
-        print(json.dumps({"schema": "advisor.calibration-reset/1", "removed": had is not None}))
+        print_json({"schema": "advisor.calibration-reset/1", "removed": had is not None})
     else:
         print("calibration removed: the planner uses its priors" if had else "no calibration was saved")
     return 0

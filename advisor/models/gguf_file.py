@@ -11,6 +11,7 @@ which the reader derives from each tensor's ggml type block size), so they are e
 from __future__ import annotations
 
 import re
+import stat
 from collections import Counter
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def split_parts(path: Path) -> list[Path]:
 def _reader(path: Path):
     """Open a GGUF file's header and tensor table, or ModelSpecError with one line."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read, a device never end
+            raise ModelSpecError(f"{path}: not a regular file")
         with path.open("rb") as f:
             magic = f.read(4)
         size = path.stat().st_size

@@ -17,6 +17,7 @@ import re
 import struct
 from pathlib import Path
 
+from advisor.catalog.readfile import UnreadableFile, read_regular_file
 from advisor.estimate.model import ModelArch
 from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
@@ -159,9 +160,9 @@ def config_notes(cfg: dict) -> tuple[str, ...]:
 def read_json(path: Path, what: str = "JSON file") -> dict:
     """A JSON object from a file, or ModelSpecError with one line (missing, too large, not UTF-8, bad JSON)."""
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise ModelSpecError(f"{path}: too large for a {what}")
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_file(path, MAX_JSON_BYTES).decode("utf-8"))
+    except UnreadableFile as exc:
+        raise ModelSpecError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     except FileNotFoundError:
         raise ModelSpecError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.catalog.readfile import read_regular_file
 from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
 
@@ -98,9 +99,7 @@ def ollama_models(root: Path | None = None) -> list[tuple[str, Path, int]]:
 
 def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int] | None:
     try:
-        if manifest.stat().st_size > MAX_MANIFEST_BYTES:
-            return None
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_file(manifest, MAX_MANIFEST_BYTES).decode("utf-8"))
         layers = doc["layers"]
         total = sum(int(layer.get("size", 0)) for layer in layers)
         digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_MEDIA)

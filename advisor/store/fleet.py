@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
@@ -24,10 +25,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import filelock
-
 from advisor import paths
-from advisor.store.atomic import keep_aside, write_atomic
+from advisor.store.atomic import keep_aside, locked, write_atomic
 
 SCHEMA = "advisor.fleet/1"
 DETECT_SCHEMA = "advisor.detect/1"
@@ -284,27 +283,20 @@ def save_fleet(fleet: Fleet, path: str | os.PathLike | None = None) -> Path:
 
 @contextlib.contextmanager
 def fleet_lock(path: str | os.PathLike | None = None, timeout_s: float = LOCK_TIMEOUT_S):
-    """Hold ``<fleet file>.lock`` (filelock) around a read-modify-write of the fleet file.
+    """Hold the fleet file's lock (``store.atomic.locked``) around a read-modify-write of it.
 
     Raises:
         FleetWriteError: the lock file cannot be created (read-only folder) or stays held past the timeout.
     """
     path = Path(path) if path is not None else fleet_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FleetWriteError(f"cannot write the fleet folder {path.parent}: {exc.strerror or exc}") from None
-    lock = filelock.FileLock(str(path) + ".lock", timeout=timeout_s)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise FleetWriteError(f"the fleet file {path} is locked by another advisor for {timeout_s:.0f} s") from None
-    except OSError as exc:
-        raise FleetWriteError(f"cannot lock the fleet file {path}: {exc.strerror or exc}") from None
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked(path, timeout_s))
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                raise FleetWriteError(f"the fleet file {path} is locked by another advisor for {timeout_s:.0f} s") from None
+            raise FleetWriteError(f"cannot lock the fleet file {path}: {exc.strerror or exc}") from None
         yield
-    finally:
-        lock.release()
 
 
 def import_machines(machines, path: str | os.PathLike | None = None, inter_node: dict | None = None) -> Fleet:

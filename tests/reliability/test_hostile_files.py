@@ -96,3 +96,12 @@ def test_a_fifo_price_list_does_not_hang(run_cli, tmp_path):
     os.mkfifo(fifo)
     line = one_line_error(run_cli("catalog", "import", fifo, timeout=30))
     assert "not a regular file" in line
+
+
+@pytest.mark.parametrize("name", ["model.gguf", "config.json"])
+def test_a_fifo_model_file_does_not_hang(run_cli, tmp_path, name):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    os.mkfifo(folder / name)
+    line = one_line_error(run_cli("models", folder / name, timeout=30))
+    assert "not a regular file" in line
