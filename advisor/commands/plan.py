@@ -51,8 +51,9 @@ def add_job_flags(p) -> None:
         if meta.flag is None:
             continue
         g = groups.get(meta.group, groups["job"])
-        if meta.kind == "bool":  # a default-on switch: --no-<name> turns it off
-            g.add_argument(meta.flag, dest=meta.name, action="store_false", default=None, help=_help(meta))
+        if meta.kind == "bool":  # a default-on switch: --no-<name> turns it off; a default-off one: --<name>
+            action = "store_true" if meta.default is False else "store_false"
+            g.add_argument(meta.flag, dest=meta.name, action=action, default=None, help=_help(meta))
         elif meta.kind == "ids":
             g.add_argument(meta.flag, dest=meta.name, action="append", metavar="ID", help=_help(meta))
         else:

@@ -133,8 +133,9 @@ class Job(BaseModel):
                               validate_default=False, arbitrary_types_allowed=False)
 
     # ---- model
-    model: str | None = _field(None, help="model preset id (advisor catalog list models), e.g. llama-3-8b",
-                               group="model", pattern=_TEXT_PATTERN)
+    model: str | None = _field(None, help="a preset id (advisor catalog list models), hf:ORG/NAME (the local Hugging "
+                               "Face cache), a config.json or model folder, a .gguf file, or an Ollama or LM Studio "
+                               "model name", group="model", pattern=_TEXT_PATTERN)
     params: float | None = _field(None, unit="parameters", help="parameter count, e.g. 7e9 or 7B", group="model",
                                   ge=1e6, le=1e15)
     active_params: float | None = _field(None, unit="parameters", help="parameters active per token (MoE)",
@@ -148,6 +149,8 @@ class Job(BaseModel):
     ffn: int | None = _field(None, help="feed-forward size (architecture)", group="model", ge=1, le=10_000_000)
     vocab: int | None = _field(None, unit="tokens", help="vocabulary size (architecture)", group="model", ge=1,
                                le=10_000_000)
+    download: bool = _field(False, help="allow fetching a Hugging Face config.json over HTTPS when hf:ORG/NAME is not "
+                            "cached (nothing else opens a connection)", group="model")
     # ---- job
     workload: Literal["pretrain", "finetune", "lora", "qlora", "inference"] = _field(
         "pretrain", help="what the job does")

@@ -40,8 +40,11 @@ def auto_parallelism(req: PlanRequest, devices: int, tp: int) -> Parallelism:
 class MemoryModel:
     """Memory per device for one request at any device count (memoised per layout)."""
 
-    def __init__(self, req: PlanRequest, arch: ModelArch, params: int, seq_len: int, context: int):
+    def __init__(self, req: PlanRequest, arch: ModelArch, params: int, seq_len: int, context: int,
+                 weight_bytes: int | None = None):
+        """``weight_bytes``: the exact bytes of the stored weights for inference (``JobModel.weight_bytes``)."""
         self.req, self.arch, self.params, self.seq_len, self.context = req, arch, params, seq_len, context
+        self.weight_bytes = weight_bytes
         self.embedding = embedding_params(arch) if req.model or req.vocab else 0
         self._cache: dict[Parallelism, MemoryBreakdown] = {}
         self._layouts: dict[int, list[Parallelism]] = {}
@@ -54,7 +57,8 @@ class MemoryModel:
             r = self.req
             if r.workload == "inference":
                 hit = memory.inference_memory(self.arch, self.params, precision=r.precision, devices=layout.devices,
-                                              context=self.context, batch=r.batch, quant=r.quant)
+                                              context=self.context, batch=r.batch, quant=r.quant,
+                                              weight_bytes=self.weight_bytes)
             else:
                 hit = memory.training_memory(
                     self.arch, self.params, workload=r.workload, precision=r.precision, optimizer=r.optimizer,

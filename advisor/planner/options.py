@@ -93,7 +93,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         fraction_touched = 1.0
         if active < params:  # MoE: the experts a batch touches, 1 - (1 - k/E)^B
             fraction_touched = 1.0 - (1.0 - active / params) ** req.batch
-        weight_read = params * fraction_touched * bits / 8
+        weight_read = (mem_model.weight_bytes or params * bits / 8) * fraction_touched
         kv_value_bytes = 1.0 if req.precision == "fp8" else 2.0
         kv_read = memory.kv_cache_bytes(arch, context, req.batch, kv_value_bytes)
         decode = compute.decode_estimate(

@@ -1,15 +1,19 @@
 """Step 1 of a plan: the request (the job schema's :class:`~advisor.job.Job`) resolved against the catalog.
 
 ``PlanRequest`` *is* the job schema's model: its fields, ranges and defaults are declared once in
-``advisor/job/schema.py``. This module adds what needs the catalog: the architecture of a preset, the
-token budget, and the precision the compute runs in.
+``advisor/job/schema.py``. This module adds what needs the catalog: the architecture of the model (a preset,
+or any model ``advisor.models`` reads: ``hf:ORG/NAME``, a ``config.json`` or model folder, a ``.gguf`` file,
+an Ollama or LM Studio name), the token budget, and the precision the compute runs in.
 """
 
 from __future__ import annotations
 
-from advisor.catalog import Catalog, CatalogError
+from dataclasses import dataclass, replace
+
+from advisor.catalog import Catalog
 from advisor.estimate.model import ModelArch, active_param_count, generic_arch, param_count
 from advisor.job import Job, JobInputError
+from advisor.models import ModelSpecError, resolve_model
 
 PlanRequest = Job
 PlanInputError = JobInputError
@@ -18,18 +22,47 @@ DEFAULT_INFERENCE_TOKENS = 1e8
 ARCH_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 
-def resolve_arch(req: PlanRequest, catalog: Catalog) -> tuple[ModelArch, int, int, str | None]:
-    """The architecture, total and active parameters, and the preset name of a request.
+@dataclass(frozen=True)
+class JobModel:
+    """The model of a request as the planner uses it.
+
+    Attributes:
+        arch: the architecture (sizes for activations, KV cache and FLOPs).
+        params / active_params: total parameters and parameters per token (MoE: the routed share).
+        name: the preset id or the resolved model's name (None for a parameter count alone).
+        weight_bytes: the exact bytes of the stored weights when inference memory should use them (a GGUF
+            file's tensors, a safetensors index), None when ``params x bits`` applies (no files, or a
+            ``--quant``/``--precision`` that asks for another format).
+        quant: the stored format the files give ("Q4_K_M", "bf16", ...), "" when unknown.
+    """
+
+    arch: ModelArch
+    params: int
+    active_params: int
+    name: str | None
+    weight_bytes: int | None = None
+    quant: str = ""
+
+
+def resolve_job_model(req: PlanRequest, catalog: Catalog) -> JobModel:
+    """The model of a request: a preset or any model spec, then the architecture overrides of the request.
+
+    A ``model`` that is not a preset goes through :func:`advisor.models.resolve_model` (offline unless
+    ``req.download``). Its exact weight bytes size the inference weights unless the request sets ``quant`` or
+    chooses a precision (given on the command line, in a scenario or in the app).
 
     Raises:
-        PlanInputError: an unknown preset, or architecture overrides that do not make a model.
+        PlanInputError: an unknown or unreadable model (one line from ``advisor.models``), or architecture
+            overrides that do not make a model.
     """
+    resolved = None
     if req.model is not None:
         try:
-            arch = catalog.model(req.model)
-        except CatalogError:
-            raise PlanInputError("model", f"unknown preset {req.model!r}; presets: {', '.join(sorted(catalog.models))}") from None
-        name = req.model
+            resolved = resolve_model(req.model, catalog, download=req.download)
+        except ModelSpecError as exc:
+            raise PlanInputError("model", str(exc)) from None
+        arch = resolved.arch
+        name = req.model if resolved.source == "preset" else resolved.name
     else:
         arch = generic_arch(req.params)
         name = None
@@ -37,8 +70,6 @@ def resolve_arch(req: PlanRequest, catalog: Catalog) -> tuple[ModelArch, int, in
     if overrides:
         if "heads" in overrides and "kv_heads" not in overrides:
             overrides["kv_heads"] = overrides["heads"]
-        from dataclasses import replace
-
         try:
             arch = replace(arch, **overrides, head_dim=0 if "hidden" in overrides or "heads" in overrides else arch.head_dim)
         except ValueError as exc:
@@ -47,10 +78,28 @@ def resolve_arch(req: PlanRequest, catalog: Catalog) -> tuple[ModelArch, int, in
         params = int(req.params)
         active = int(req.active_params) if req.active_params else (
             params if not arch.is_moe or req.model is None else int(params * active_param_count(arch) / param_count(arch)))
+    elif resolved is not None and not overrides:
+        params = resolved.params  # exact from the files where they say it
+        active = int(req.active_params) if req.active_params else resolved.active_params
     else:
         params = param_count(arch)
         active = int(req.active_params) if req.active_params else active_param_count(arch)
-    return arch, params, active, name
+    weight_bytes = None
+    if resolved is not None and resolved.weight_bytes and req.params is None and not overrides \
+            and req.quant is None and "precision" not in req.sources and "precision" not in req.changed():
+        weight_bytes = int(resolved.weight_bytes)
+    return JobModel(arch, params, active, name, weight_bytes, resolved.quant if resolved is not None else "")
+
+
+def resolve_arch(req: PlanRequest, catalog: Catalog) -> tuple[ModelArch, int, int, str | None]:
+    """The architecture, total and active parameters, and the model's name of a request
+    (:func:`resolve_job_model` without the weight bytes).
+
+    Raises:
+        PlanInputError: an unknown or unreadable model, or architecture overrides that do not make a model.
+    """
+    m = resolve_job_model(req, catalog)
+    return m.arch, m.params, m.active_params, m.name
 
 
 def budget(req: PlanRequest, params: int) -> tuple[float | None, str]:

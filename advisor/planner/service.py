@@ -13,7 +13,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.estimate import compute
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for
-from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_arch
+from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_job_model
 from advisor.planner.result import PlanOption, PlanResult, check_finite
 
 
@@ -38,7 +38,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             assumptions = CostAssumptions().with_overrides(**dict(request.assumptions))
         except (TypeError, ValueError) as exc:
             raise PlanInputError("assumptions", str(exc)) from None
-    arch, params, active, name = resolve_arch(request, catalog)
+    job_model = resolve_job_model(request, catalog)
+    arch, params, active, name = job_model.arch, job_model.params, job_model.active_params, job_model.name
     max_ctx = arch.max_context or 1 << 30
     seq_len = request.seq_len or min(2048, max_ctx)
     context = request.context or min(2048, max_ctx)
@@ -55,7 +56,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r}")
     accels = [catalog.accelerators[a] for a in request.accelerator] or list(catalog.accelerators.values())
 
-    mem_model = MemoryModel(request, arch, params, seq_len, context)
+    mem_model = MemoryModel(request, arch, params, seq_len, context, job_model.weight_bytes)
     devices0 = request.gpus or 1
     layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]
     layout0 = layouts0[0]

@@ -31,24 +31,33 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     assert rows[1].fit_of("inference").fits is False  # 61 GB over two
     assert not page.plan_button.isEnabled()
     page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(1, 0)).row())
-    assert not page.plan_button.isEnabled() and "mixture-of-experts" in page.plan_button.toolTip()
-    page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(0, 0)).row())
-    assert page.plan_button.isEnabled()
+    assert page.plan_button.isEnabled()  # a mixture-of-experts plans with its own architecture
     page.plan_button.click()
     assert w.stack.currentWidget() is w.page("planner")
+    assert w.page("planner").form.values()["model"] == "hf:Qwen/Qwen3-30B-A3B"
+    moe = rows[1].model
+    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == moe.params, timeout=10000)
+    assert w.ctx.last_plan.active_params == moe.active_params < moe.params / 5
+    w.show_page("models")
+    page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(0, 0)).row())
+    page.plan_button.click()
     values = w.page("planner").form.values()
-    assert values["params"] == qwen.model.params and values["layers"] == 28 and values["kv_heads"] == 4
+    assert values["model"] == "hf:Qwen/Qwen2.5-7B"
     qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == qwen.model.params, timeout=10000)
+    assert w.ctx.last_plan.arch.kv_heads == 4 and w.ctx.last_plan.model_name == "Qwen/Qwen2.5-7B"
 
 
-def test_plan_values_keep_what_the_form_can_hold():
-    def resolved(cfg, quant=""):
-        return ResolvedModel(arch=arch_from_config(cfg, "m", "m"), name="m", source="gguf", quant=quant)
+def test_plan_values_send_the_spec_for_every_model():
+    from advisor.models import FoundModel
 
-    dense = plan_values(resolved(configs.LLAMA31_8B, "Q4_K_M"))
-    assert dense["hidden"] == 4096 and dense["quant"] == "q4_k_m" and dense["workload"] == "inference"
-    assert plan_values(resolved(configs.MIXTRAL_8X7B)) is None  # MoE: the form would plan it dense
-    assert plan_values(resolved(configs.QWEN3_30B_A3B)) is None
+    def found(cfg, source="hf-cache", spec="hf:org/m"):
+        rm = ResolvedModel(arch=arch_from_config(cfg, "m", "m"), name="m", source=source)
+        return FoundModel("m", source, spec, "", 0, rm)
+
+    assert plan_values(found(configs.MIXTRAL_8X7B)) == {"model": "hf:org/m"}  # MoE: the planner reads the spec
+    assert plan_values(found(configs.DEEPSEEK_V3)) == {"model": "hf:org/m"}  # MLA too
+    assert plan_values(found(configs.LLAMA31_8B, "gguf", "/m/x.gguf")) == {"model": "/m/x.gguf", "workload": "inference"}
+    assert plan_values(FoundModel("m", "hf-cache", "hf:org/m", "", 0, None, "bad")) is None
 
 
 def test_empty_machine_says_how_to_get_a_model(make_window, qtbot):

@@ -15,24 +15,16 @@ from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_bytes, fmt_count
 
-# The Planner form's quantisations (advisor.gui.widgets.plan_form.QUANTS) by the GGUF file type that stores them.
-FORM_QUANTS = {"Q8_0": "q8_0", "Q6_K": "q6_k", "Q4_K_M": "q4_k_m", "Q4_0": "q4_0"}
-
-
-def plan_values(model) -> dict | None:
-    """The Planner form's values for a resolved model, or None when the form cannot hold its architecture.
-
-    The form takes a parameter count with layers, hidden, heads, KV heads, FFN and vocabulary; a mixture-of-experts
-    model or one whose head width is not hidden/heads would be planned as something else, so those return None.
+def plan_values(found) -> dict | None:
+    """The Planner's values for a found model: its spec (``--model``), which the planner resolves itself, so
+    mixture-of-experts and MLA models plan with their own architecture; a quantised file (GGUF) as inference.
+    None for a model that could not be read.
     """
-    a = model.arch
-    if a.is_moe or a.is_mla or a.d_head * a.heads != a.hidden:
+    if found is None or found.model is None:
         return None
-    values = {"params": float(model.params), "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
-              "kv_heads": a.kv_heads, "ffn": a.ffn, "vocab": a.vocab}
-    quant = FORM_QUANTS.get(model.quant.upper()) if model.quant else None
-    if quant:
-        values.update(workload="inference", quant=quant)
+    values = {"model": found.spec}
+    if found.model.source in ("gguf", "ollama", "lmstudio"):
+        values["workload"] = "inference"  # a GGUF holds quantised weights for a runtime like llama.cpp
     return values
 
 
@@ -214,21 +206,18 @@ class ModelsPage(Page):
     @Slot()
     def _on_selection_changed(self, *_args) -> None:
         row = self.selected_row()
-        values = plan_values(row.model) if row is not None and row.model is not None else None
+        values = plan_values(row.found) if row is not None else None
         self.plan_button.setEnabled(values is not None)
-        if row is None or row.model is None:
+        if values is None:
             self.plan_button.setToolTip("Select a readable model to plan it")
-        elif values is None:
-            self.plan_button.setToolTip("The Planner form takes dense models only for now: this one is a "
-                                        "mixture-of-experts or has a custom head width; plan it from the command "
-                                        "line once `advisor plan --model` takes model specs")
         else:
-            self.plan_button.setToolTip("Open the Planner with this model's parameter count and sizes")
+            self.plan_button.setToolTip(f"Open the Planner on {values['model']} (its own architecture and, for a "
+                                        "GGUF file, its exact weight bytes)")
 
     @Slot()
     def _on_plan_clicked(self) -> None:
         row = self.selected_row()
-        values = plan_values(row.model) if row is not None and row.model is not None else None
+        values = plan_values(row.found) if row is not None else None
         if values is None:
             return
         self.ctx.page_requested.emit("planner")  # builds the Planner page first, so it hears the values
@@ -251,7 +240,7 @@ class ModelsPage(Page):
 
     def wait_ready(self, timeout_s: float = 20.0) -> bool:
         ready = super().wait_ready(timeout_s)
-        plannable = [i for i, r in enumerate(self.table_model.rows()) if r.model and plan_values(r.model)]
+        plannable = [i for i, r in enumerate(self.table_model.rows()) if plan_values(r.found)]
         if ready and plannable and not self.selected_row():  # the screenshot shows a selected row and its button
             self.table.selectRow(self.proxy.mapFromSource(self.table_model.index(plannable[0], 0)).row())
         return ready

@@ -26,9 +26,12 @@ RESET = {"workload": "pretrain", "precision": "bf16", "optimizer": "adamw", "zer
          "tp": None, "pp": 1, "seq_len": 0, "micro_batch": 1, "checkpointing": "selective",
          "budget": "default", "context": 0, "batch": 1, "output_tokens": 256, "mfu": 0,
          "layers": 0, "hidden": 0, "heads": 0, "kv_heads": 0, "ffn": 0, "vocab": 0,
-         "accelerator": [], "lora_rank": LORA_RANK, "quant": None, "spot_offers": True}
+         "accelerator": [], "lora_rank": LORA_RANK, "quant": None, "spot_offers": True, "download": False}
 TIPS = {
-    "model": "A preset with its exact architecture, or 'custom' to give a parameter count",
+    "model": "A preset with its exact architecture, a model from the Models page (Hugging Face cache, GGUF file, "
+             "Ollama, LM Studio), or 'custom' to give a parameter count",
+    "download": "Fetch this model's config.json from Hugging Face over HTTPS when it is not in the local cache "
+                "(nothing else opens a connection)",
     "params": "Total parameters, e.g. 7B, 350M, 1.2T",
     "workload": "Pretraining and full fine-tuning train every weight; LoRA trains small adapters on a frozen base; "
                 "QLoRA keeps the base in 4 bits",
@@ -80,6 +83,7 @@ class PlanFormWidget(QWidget):
             model.addItem(mid, mid)
         model.addItem("custom size…", CUSTOM)
         self._add("model", "Model", model)
+        self._add("download", "Download", QCheckBox("Allow fetching its config"))
         self._add("params", "Parameters", QLineEdit(), placeholder="e.g. 7B")
         self.arch_fields = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
         for name, label, hi in (("layers", "Layers", 1000), ("hidden", "Hidden size", 100000),
@@ -183,7 +187,9 @@ class PlanFormWidget(QWidget):
         workload = self.w["workload"].currentData()
         inference = workload == "inference"
         budget = self.w["budget"].currentData()
+        model = self.w["model"].currentData()
         show = {"params": custom, **{k: custom for k in self.arch_fields},
+                "download": isinstance(model, str) and model.startswith("hf:"),
                 "lora_rank": workload in ("lora", "qlora"), "quant": inference,
                 "optimizer": not inference, "zero": not inference, "seq_len": not inference,
                 "micro_batch": not inference, "checkpointing": not inference, "budget": True,
@@ -211,6 +217,8 @@ class PlanFormWidget(QWidget):
                     out[k] = w[k].value()
         else:
             out["model"] = w["model"].currentData()
+            if out["model"].startswith("hf:") and w["download"].isChecked():
+                out["download"] = True
         for k in ("workload", "precision"):
             out[k] = w[k].currentData()
         if out["workload"] == "inference":
@@ -273,6 +281,9 @@ class PlanFormWidget(QWidget):
                         widget.setChecked(value)
                 elif isinstance(widget, QComboBox):
                     i = widget.findData(value)
+                    if i < 0 and key == "model" and isinstance(value, str) and value.strip():
+                        i = widget.count() - 1  # a model spec (hf:ORG/NAME, a file, a store's name): before "custom"
+                        widget.insertItem(i, value, value)
                     if i >= 0:
                         widget.setCurrentIndex(i)
                 elif isinstance(widget, QLineEdit):
