@@ -15,6 +15,7 @@ from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_bytes, fmt_count
 
+
 def plan_values(found) -> dict | None:
     """The Planner's values for a found model: its spec (``--model``), which the planner resolves itself, so
     mixture-of-experts and MLA models plan with their own architecture; a quantised file (GGUF) as inference.
