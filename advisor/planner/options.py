@@ -21,7 +21,7 @@ from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.request import PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
 
-HOME_KINDS = ("consumer", "workstation")
+HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
 
 

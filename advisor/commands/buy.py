@@ -1,0 +1,199 @@
+"""``advisor buy --budget USD [--job FILE|MODEL:WORKLOAD ...] [--jobs-per-month N] [--json]``: what to buy.
+
+Ranks the hardware one could buy within the budget (1 to 4 cards of each consumer and workstation GPU at its
+launch and street price, Macs, and cards added to the GPUs this machine has) by cost per job over the
+hardware's life, against renting the same jobs on the cheapest cloud option that fits. The GPUs of this
+machine (``--fake-gpu`` to simulate) and those given with ``--own`` are the owned hardware; ``--no-own``
+leaves them out. Bad input is one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from advisor import units
+
+SCHEMA = "advisor.buy/1"
+_OWN = re.compile(r"^(?:(\d{1,2})x)?([A-Za-z0-9][A-Za-z0-9._+\-]{0,127})$")
+
+
+def register(sub) -> None:
+    from advisor.cli import add_fake_gpu
+    from advisor.commands.plan import _number
+
+    p = sub.add_parser("buy", help="what to buy for your jobs within a budget, against renting them",
+                       description="Rank the hardware one could buy within a budget (1 to 4 cards of each consumer "
+                                   "and workstation GPU, new and street prices, Macs, and cards added to the GPUs "
+                                   "you own) by cost per job over its life, against renting the same jobs. "
+                                   "Without --job: QLoRA of llama-3.1-8b on 1e8 tokens and 1e6 generated tokens "
+                                   "of it.")
+    p.add_argument("--budget", type=_number, required=True, metavar="USD", help="the most to spend upfront, in USD")
+    p.add_argument("--job", action="append", default=[], metavar="FILE|MODEL:WORKLOAD",
+                   help="a job: a scenario file (advisor plan --save-scenario) or MODEL:WORKLOAD such as "
+                        "llama-3.1-8b:qlora (repeatable)")
+    p.add_argument("--jobs-per-month", type=_number, default=4.0, metavar="N",
+                   help="runs of each job a month (default 4)")
+    p.add_argument("--own", action="append", default=[], metavar="NxID",
+                   help="GPUs you own besides those detected, e.g. 2xrtx-3090 (repeatable)")
+    p.add_argument("--no-own", action="store_true", help="leave out the GPUs of this machine and --own")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a cost assumption (electricity_usd_per_kwh, lifetime_years, resale_fraction, ...)")
+    p.add_argument("--top", type=_number, default=15, metavar="N", help="rows shown in the table (default 15)")
+    p.add_argument("--json", action="store_true", help=f"one JSON document on stdout (schema {SCHEMA})")
+    add_fake_gpu(p)
+    p.set_defaults(run=run)
+
+
+def _owned(args, catalog) -> list:
+    """The owned accelerators, one entry per GPU: this machine's (detected or simulated) and ``--own``'s."""
+    from advisor.cli import UsageError
+
+    if args.no_own:
+        return []
+    out = []
+    for item in args.own:
+        m = _OWN.match(item.strip())
+        if not m or m.group(2) not in catalog.accelerators:
+            raise UsageError(f"buy: --own {item!r}: expected NxID with an accelerator id, e.g. 2xrtx-3090")
+        count = int(m.group(1) or 1)
+        if not 1 <= count <= 16:
+            raise UsageError(f"buy: --own {item!r}: between 1 and 16 GPUs")
+        out.extend([catalog.accelerators[m.group(2)]] * count)
+    from advisor.hw import select_backend
+    from advisor.hw.detect import UnknownScenario
+    from advisor.hw.match import accelerator_for_gpu
+
+    try:
+        gpu = select_backend(args.fake_gpu)
+    except UnknownScenario as exc:
+        raise UsageError(f"--fake-gpu: {exc}") from None
+    try:
+        for i in range(gpu.device_count()):
+            info = gpu.gpu_info(i)
+            acc = accelerator_for_gpu(info, catalog) if info.available else None
+            if acc is not None:
+                out.append(acc)
+    finally:
+        gpu.close()
+    return out
+
+
+def _assumptions(items: list[str]):
+    from advisor.cli import UsageError
+    from advisor.commands.plan import _assumption_value
+    from advisor.cost.assumptions import CostAssumptions
+
+    values = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"buy: --set: expected NAME=VALUE, got {item!r}")
+        try:
+            values[name.strip().replace("-", "_")] = _assumption_value(raw)
+        except ValueError as exc:
+            raise UsageError(f"buy: --set {name.strip()}: {exc}") from None
+    try:
+        return CostAssumptions().with_overrides(**values)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"buy: --set: {' '.join(str(exc).split())}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from advisor.catalog import load_catalog
+    from advisor.cli import UsageError
+    from advisor.planner import PlanInputError
+    from advisor.planner.buy import buy_advice, default_jobs, load_job, owned_groups
+    from advisor.store.calibration import load_calibration
+
+    if args.budget < 0:
+        raise UsageError(f"buy: budget: must be zero or more USD, got {args.budget:g}")
+    if not 0 < args.jobs_per_month <= 1e5:
+        raise UsageError(f"buy: jobs-per-month: must be above 0 and at most 100000, got {args.jobs_per_month:g}")
+    if not 1 <= args.top <= 100_000:
+        raise UsageError(f"buy: top: must be between 1 and 100000, got {args.top:g}")
+    a = _assumptions(args.set)
+    catalog = load_catalog()
+    try:
+        jobs = [load_job(text) for text in args.job] or default_jobs()
+        owned = owned_groups(_owned(args, catalog))
+        result = buy_advice(jobs, args.budget, args.jobs_per_month, owned, catalog=catalog,
+                            calibration=load_calibration(), assumptions=a)
+    except PlanInputError as exc:
+        raise UsageError(f"buy: {exc}") from None
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        try:
+            text = json.dumps(result.to_json(), indent=1, allow_nan=False)
+        except ValueError as exc:
+            raise UsageError(f"buy: a figure is out of range ({exc}); give smaller inputs") from None
+        sys.stdout.write(text + "\n")
+    else:
+        sys.stdout.write(render_table(result, int(args.top)))
+    return 0
+
+
+def headline(result) -> str:
+    """One sentence: the best row against renting, or "keep renting"."""
+    rent = result.rent_usd_per_job
+    rent_text = "no cloud option fits these jobs" if rent is None else \
+        f"renting costs {units.fmt_usd(rent)} per job ({units.fmt_usd(result.rent_monthly_usd)} a month)"
+    best = result.best()
+    if best is None:
+        return f"Nothing within {units.fmt_usd(result.budget_usd)} runs these jobs: keep renting ({rent_text})."
+    buying = next((o for o in result.options if o.verdict != "keep renting"), None)
+    if buying is None:
+        return (f"Renting is cheaper than anything within {units.fmt_usd(result.budget_usd)}: keep renting "
+                f"({rent_text}; the best buy, {best.purchase.hardware}, costs {units.fmt_usd(best.usd_per_job)} "
+                f"per job over its life).")
+    if buying.purchase.kind == "owned":
+        return (f"Use what you own: {buying.purchase.hardware} runs these jobs for "
+                f"{units.fmt_usd(buying.usd_per_job)} per job ({rent_text}).")
+    months = "" if buying.break_even_months is None else f", paid back in {buying.break_even_months:.1f} months"
+    return (f"Buy {buying.purchase.hardware}: {units.fmt_usd(buying.usd_per_job)} per job over its life"
+            f"{months} ({rent_text}).")
+
+
+def render_table(result, top: int = 15) -> str:
+    """The ranking for people: one row per option, then what renting costs and the assumptions behind it."""
+    names = [j.name for j in result.jobs]
+    lines = [headline(result), ""]
+    owned = ", ".join(f"{k} x {acc.name}" for acc, k in result.owned) or "none"
+    lines.append(f"Jobs ({units.fmt_count(result.jobs_per_month)} runs of each a month): {', '.join(names)}. "
+                 f"Owned: {owned}.")
+    lines.append("")
+    head = ("hardware", "upfront", "power/mo", "per job", *[f"time: {n}" for n in names], "break-even", "verdict")
+    rows = []
+    for o in result.options[:top]:
+        times = [units.fmt_hours(o.hours_per_job[n]) if o.fits[n] else "does not fit" for n in names]
+        be = "now" if o.break_even_months == 0 else (
+            "never" if o.break_even_months is None else f"{o.break_even_months:,.1f} mo")
+        verdict = o.verdict + (" (overbooked)" if o.overbooked else "")
+        rows.append((o.purchase.hardware, units.fmt_usd(o.purchase.upfront_usd), units.fmt_usd(o.monthly_usd),
+                     units.fmt_usd(o.usd_per_job), *times, be, verdict))
+    widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
+    widths[0] = min(widths[0], 70)
+    for r in (head, *rows):
+        cells = [str(c)[:widths[i]].ljust(widths[i]) if i == 0 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
+        lines.append("  " + "  ".join(cells).rstrip())
+    if len(result.options) > top:
+        lines.append(f"  ... {len(result.options) - top} more (--top N, --json)")
+    left = result.considered - len(result.options)
+    if left:
+        lines.append(f"  ({left} more within the budget fit none of the jobs)")
+    lines.append("")
+    lines.append("Rent (cheapest cloud option that fits each job):")
+    for name, r in result.rent.items():
+        lines.append(f"  {name}: " + ("no cloud option fits" if r is None else
+                                      f"{r.option_id}, {units.fmt_usd(r.cost_usd)} in {units.fmt_hours(r.hours)}"))
+    a = result.assumptions
+    lines.append("")
+    lines.append(f"Per job = upfront x (1 - resale {a.resale_fraction:g}) over {a.lifetime_years:g} years, plus "
+                 f"electricity at ${a.electricity_usd_per_kwh:g}/kWh, plus the rent of the jobs it cannot run. "
+                 f"Break-even = upfront / monthly saving against renting. Overbooked: the jobs need more than "
+                 f"{a.hours_per_day:g} h a day. Prices as of {result.prices_as_of} (catalog {result.catalog_date}); "
+                 f"sources in --json.")
+    return "\n".join(lines) + "\n"
