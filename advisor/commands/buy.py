@@ -136,48 +136,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def headline(result) -> str:
-    """One sentence: the best row against renting, or "keep renting"."""
-    rent = result.rent_usd_per_job
-    rent_text = "no cloud option fits these jobs" if rent is None else \
-        f"renting costs {units.fmt_usd(rent)} per job ({units.fmt_usd(result.rent_monthly_usd)} a month)"
-    best = result.best()
-    if best is None:
-        return f"Nothing within {units.fmt_usd(result.budget_usd)} runs these jobs: keep renting ({rent_text})."
-    buying = next((o for o in result.options if o.verdict != "keep renting"), None)
-    if buying is None:
-        return (f"Renting is cheaper than anything within {units.fmt_usd(result.budget_usd)}: keep renting "
-                f"({rent_text}; the best buy, {best.purchase.hardware}, costs {units.fmt_usd(best.usd_per_job)} "
-                f"per job over its life).")
-    if buying.purchase.kind == "owned":
-        return (f"Use what you own: {buying.purchase.hardware} runs these jobs for "
-                f"{units.fmt_usd(buying.usd_per_job)} per job ({rent_text}).")
-    months = "" if buying.break_even_months is None else f", paid back in {buying.break_even_months:.1f} months"
-    return (f"Buy {buying.purchase.hardware}: {units.fmt_usd(buying.usd_per_job)} per job over its life"
-            f"{months} ({rent_text}).")
-
-
 def render_table(result, top: int = 15) -> str:
     """The ranking for people: one row per option, then what renting costs and the assumptions behind it."""
     names = [j.name for j in result.jobs]
-    lines = [headline(result), ""]
+    from advisor.planner.buy import summary
+
+    lines = [summary(result), ""]
     owned = ", ".join(f"{k} x {acc.name}" for acc, k in result.owned) or "none"
     lines.append(f"Jobs ({units.fmt_count(result.jobs_per_month)} runs of each a month): {', '.join(names)}. "
                  f"Owned: {owned}.")
     lines.append("")
-    head = ("hardware", "upfront", "power/mo", "per job", *[f"time: {n}" for n in names], "break-even", "verdict")
+    head = ("hardware", "price", "upfront", "power/mo", "per job", "verdict", "break-even", *[f"time: {n}" for n in names])
     rows = []
     for o in result.options[:top]:
         times = [units.fmt_hours(o.hours_per_job[n]) if o.fits[n] else "does not fit" for n in names]
         be = "now" if o.break_even_months == 0 else (
             "never" if o.break_even_months is None else f"{o.break_even_months:,.1f} mo")
         verdict = o.verdict + (" (overbooked)" if o.overbooked else "")
-        rows.append((o.purchase.hardware, units.fmt_usd(o.purchase.upfront_usd), units.fmt_usd(o.monthly_usd),
-                     units.fmt_usd(o.usd_per_job), *times, be, verdict))
+        upfront = units.fmt_usd(o.purchase.upfront_usd) if o.purchase.upfront_usd else "$0"
+        rows.append((o.purchase.hardware, o.purchase.price_basis, upfront, units.fmt_usd(o.monthly_usd),
+                     units.fmt_usd(o.usd_per_job), verdict, be, *times))
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
     widths[0] = min(widths[0], 70)
     for r in (head, *rows):
-        cells = [str(c)[:widths[i]].ljust(widths[i]) if i == 0 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
+        cells = [str(c)[:widths[i]].ljust(widths[i]) if i < 2 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
         lines.append("  " + "  ".join(cells).rstrip())
     if len(result.options) > top:
         lines.append(f"  ... {len(result.options) - top} more (--top N, --json)")

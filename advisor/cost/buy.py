@@ -48,7 +48,7 @@ class Purchase:
         devices: GPUs the jobs run on (an upgrade: the owned ones plus the added ones).
         cards_usd / system_usd: the cards' price and the rest of the system (a new rig, or what more GPUs in
             the owned rig need: ``home_system_extra_gpu_usd`` each); ``upfront_usd`` is their sum.
-        price_basis: ``launch price (2020)``, ``street price (2026-Q1)``, the machine's price date.
+        price_basis: ``launch 2020``, ``street 2026-Q1``, ``Apple 2023-06`` (a machine's price date), ``owned``.
         price_source: where the price comes from (the catalog row's sources).
         owned_devices: GPUs of this kind already owned (upgrades and the owned row).
         whole_machine_power: the accelerator's ``tdp_w`` is the whole machine at the wall (a Mac): no system
@@ -76,11 +76,10 @@ def _prices(acc: Accelerator) -> list[tuple[str, float, str]]:
     """(kind, price, basis) of a card: its launch price and, when the catalog has a different one, its street price."""
     out = []
     if acc.launch_price_usd:
-        out.append(("new", float(acc.launch_price_usd),
-                    f"launch price ({acc.launch_year})" if acc.launch_year else "launch price"))
+        out.append(("new", float(acc.launch_price_usd), f"launch {acc.launch_year}" if acc.launch_year else "launch"))
     if acc.street_price_usd and acc.street_price_usd != acc.launch_price_usd:
         out.append(("street", float(acc.street_price_usd),
-                    f"street price ({acc.street_price_date})" if acc.street_price_date else "street price"))
+                    f"street {acc.street_price_date}" if acc.street_price_date else "street"))
     return out
 
 
@@ -108,14 +107,14 @@ def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[obje
     for acc, k in owned:
         if k < 1:
             continue
-        out.append(Purchase(f"owned:{k}x{acc.id}", f"{k} x {acc.name} (owned, as it is)", "owned", acc, k, 0.0, 0.0,
+        out.append(Purchase(f"owned:{k}x{acc.id}", f"{k} x {acc.name} (owned)", "owned", acc, k, 0.0, 0.0,
                             "owned", "", owned_devices=k))
         if not buyable(acc):  # a laptop's GPU or one not in the catalog: nothing to add to it
             continue
         for kind, price, basis in _prices(acc):
             for m in range(1, MAX_CARDS - k + 1):
                 system = home_system_usd(k + m, a) - home_system_usd(k, a)
-                out.append(Purchase(f"add-{kind}:{m}x{acc.id}", f"add {m} x {acc.name} to the {k} owned, {basis}",
+                out.append(Purchase(f"add-{kind}:{m}x{acc.id}", f"add {m} x {acc.name} to the {k} owned",
                                     "upgrade", acc, k + m, m * price, system, basis, acc.source, owned_devices=k))
     for acc in accelerators:
         if not buyable(acc):
@@ -123,11 +122,11 @@ def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[obje
         for kind, price, basis in _prices(acc):
             for n in range(1, MAX_CARDS + 1):
                 rig = "a new rig" if home_rigs(n, a) == 1 else f"{home_rigs(n, a)} new rigs"
-                out.append(Purchase(f"{kind}:{n}x{acc.id}", f"{n} x {acc.name}, {basis}, in {rig}", kind, acc, n,
+                out.append(Purchase(f"{kind}:{n}x{acc.id}", f"{n} x {acc.name} in {rig}", kind, acc, n,
                                     n * price, home_system_usd(n, a), basis, acc.source))
     for machine, acc in machines:
         out.append(Purchase(f"mac:{acc.id}", acc.name, "apple", acc, 1, float(acc.launch_price_usd or 0), 0.0,
-                            f"price ({getattr(machine, 'price_date', '')})", acc.source, whole_machine_power=True))
+                            f"Apple {getattr(machine, 'price_date', '')}".strip(), acc.source, whole_machine_power=True))
     if budget_usd is not None:
         out = [p for p in out if p.upfront_usd <= budget_usd]
     return out

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
 
 from advisor.gui.widgets.cards import banner
 
-# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..7.
+# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..8.
 PAGES = (
     ("machine", "advisor.gui.pages.machine", "MachinePage", "Machine",
      "What this computer has: CPU, GPUs, their catalog peaks and measured figures"),
@@ -32,6 +32,8 @@ PAGES = (
      "Accelerators, cloud prices and model presets with their sources and dates"),
     ("models", "advisor.gui.pages.models", "ModelsPage", "Models",
      "Models in the Hugging Face cache, Ollama and LM Studio, and whether each fits this machine"),
+    ("buy", "advisor.gui.pages.buy", "BuyPage", "Buy",
+     "What to buy for your jobs within a budget (cards, Macs, upgrades of your GPUs), against renting"),
 )
 
 

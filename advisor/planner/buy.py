@@ -231,3 +231,45 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
                      owned=tuple(owned), options=tuple(rank(priced)), rent=rent, assumptions=a,
                      catalog_date=catalog.date, prices_as_of=catalog.prices_as_of, considered=len(candidates),
                      warnings=tuple(warnings))
+
+
+def summary(result: BuyResult) -> str:
+    """One sentence for people: what to do (buy the best row, use what you own, or keep renting) and why."""
+    head, detail = summary_parts(result)
+    return f"{head} ({detail})." if detail else f"{head}."
+
+
+def summary_parts(result: BuyResult) -> tuple[str, str]:
+    """The verdict (``Use what you own: ...``, ``Buy ...``, ``Renting is cheaper ...``) and the figures behind it."""
+    from advisor.cost.buy import KEEP_RENTING
+    from advisor.units import fmt_usd
+
+    rent = result.rent_usd_per_job
+    budget = fmt_usd(result.budget_usd)
+    rent_text = "no cloud option fits these jobs" if rent is None else \
+        f"renting costs {fmt_usd(rent)} per job, {fmt_usd(result.rent_monthly_usd)} a month"
+    best = result.best()
+    if best is None:
+        return f"Nothing within {budget} runs these jobs: keep renting", rent_text
+    buying = next((o for o in result.options if o.verdict != KEEP_RENTING and not o.overbooked), None)
+    if buying is None:
+        return (f"Renting is cheaper than anything within {budget}: keep renting",
+                f"{rent_text}; the best buy, {_named(best)}, costs {fmt_usd(best.usd_per_job)} per job over its life")
+    if buying.purchase.kind == "owned":
+        bought = next((o for o in result.options if o.purchase.kind != "owned"), None)
+        if bought is None:
+            then = f"nothing within {budget} runs them"
+        elif bought.verdict == KEEP_RENTING:
+            then = (f"nothing within {budget} beats renting: the best buy, {_named(bought)}, costs "
+                    f"{fmt_usd(bought.usd_per_job)} per job over its life")
+        else:
+            then = f"the best buy, {_named(bought)}, costs {fmt_usd(bought.usd_per_job)} per job"
+        return (f"Use what you own: {buying.purchase.hardware.replace(' (owned)', '')} runs these jobs for "
+                f"{fmt_usd(buying.usd_per_job)} per job in electricity", f"{rent_text}; {then}")
+    months = "" if buying.break_even_months is None else f", paid back in {buying.break_even_months:.1f} months"
+    return f"Buy {_named(buying)}: {fmt_usd(buying.usd_per_job)} per job over its life{months}", rent_text
+
+
+def _named(o: BuyOption) -> str:
+    """A purchase and the price it is counted at: ``1 x GeForce RTX 3090 in a new rig (street 2026)``."""
+    return f"{o.purchase.hardware} ({o.purchase.price_basis})"

@@ -76,7 +76,7 @@ def test_table_with_default_jobs_and_no_gpu(capsys):
     code, out, err = run(capsys, "buy", "--budget", "2500", "--fake-gpu", "no-driver")
     assert code == 0, err
     assert "qlora llama-3.1-8b" in out and "inference llama-3.1-8b" in out and "Rent (cheapest" in out
-    assert "Owned: none" in out and "(owned, as it is)" not in out
+    assert "Owned: none" in out and "(owned)" not in out
 
 
 def test_preset_jobs_and_own(capsys):

@@ -1,0 +1,307 @@
+"""Buy page: what to buy within a budget for the user's jobs, against renting them.
+
+The ranking is ``advisor.planner.buy.buy_advice`` (the same as ``advisor buy``): this machine's GPUs are the
+owned hardware, the jobs are the defaults, the Planner's job or scenario files, and every figure is read
+from the one :class:`~advisor.planner.buy.BuyResult`. It plans each job a few times (tens of milliseconds), so
+it runs on the GUI thread when an input changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from advisor.gui import theme as themes
+from advisor.gui.pages.base import Page
+from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.units import fmt_hours, fmt_usd
+
+log = logging.getLogger(__name__)
+
+
+def _usd(x: float | None) -> str:
+    return "$0" if x == 0 else fmt_usd(x)
+
+
+def _break_even(months: float) -> str:
+    if months == math.inf:
+        return "never"
+    return "now" if months == 0 else f"{months:,.1f} months"
+
+
+def buy_columns(job_names: list[str]) -> list[Column]:
+    """Columns of the ranking: one time column per job (also used by tests)."""
+    good, bad = themes.current().good, themes.current().bad
+
+    def verdict_color(o) -> str:
+        return bad if o.verdict == "keep renting" or o.overbooked else good
+
+    cols = [
+        Column("hardware", lambda o: o.purchase.hardware, tip="What to buy (or the GPUs you own, as they are)"),
+        Column("price", lambda o: o.purchase.price_basis, tip="The price it is counted at: the launch price, the "
+               "street price of that date (used or new, see the source), or the machine's price",
+               cell_tip=lambda o: f"source: {o.purchase.price_source or 'owned'}"),
+        Column("upfront", lambda o: o.purchase.upfront_usd, _usd, align_right=True,
+               tip="Cards plus the rest of the system (a new rig, or what more GPUs in your rig need)"),
+        Column("power a month", lambda o: o.monthly_usd, fmt_usd, align_right=True,
+               tip="Electricity of the jobs it runs, at the runs a month given"),
+        Column("per job", lambda o: o.usd_per_job, fmt_usd, align_right=True,
+               tip="Cost per job over the hardware's life: its price less resale over the lifetime, power, and the "
+                   "rent of the jobs it cannot run"),
+    ]
+    cols += [
+        Column("verdict", lambda o: o.verdict + (" (overbooked)" if o.overbooked else ""), color=verdict_color,
+               tip="Keep renting when renting costs less per job; overbooked: the jobs need more hours a month than "
+                   "the hours a day assumed"),
+        Column("break-even", lambda o: math.inf if o.break_even_months is None else o.break_even_months,
+               _break_even, align_right=True,
+               tip="Months until the upfront is repaid by what it saves against renting the same jobs"),
+    ]
+    for name in job_names:
+        cols.append(Column(f"time: {name}", lambda o, n=name: o.hours_per_job.get(n) or math.inf,
+                           lambda h: "does not fit" if h == math.inf else fmt_hours(h), align_right=True,
+                           color=lambda o, n=name: None if o.fits.get(n) else bad,
+                           tip=f"Wall-clock time of one run of {name} (the planner's estimate)"))
+    return cols
+
+
+class BuyPage(Page):
+    """What to buy for the jobs and how often they run, within a budget, against renting."""
+
+    page_id = "buy"
+    title = "Buy"
+
+    def __init__(self, ctx, parent=None) -> None:
+        super().__init__(ctx, parent)
+        from advisor.planner.buy import default_jobs
+        from advisor.store.calibration import load_calibration
+
+        self.jobs = default_jobs()
+        self.result = None
+        self._calibration = load_calibration()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 12)
+        layout.addWidget(QLabel("<h2 style='margin:0'>What to buy</h2>"))
+
+        inputs = QHBoxLayout()
+        inputs.addWidget(QLabel("Budget"))
+        self.budget = QDoubleSpinBox()
+        self.budget.setObjectName("buyBudget")
+        self.budget.setRange(0, 1e6)
+        self.budget.setDecimals(0)
+        self.budget.setSingleStep(250)
+        self.budget.setPrefix("$")
+        self.budget.setValue(2500)
+        self.budget.setToolTip("The most to spend upfront")
+        inputs.addWidget(self.budget)
+        inputs.addSpacing(12)
+        inputs.addWidget(QLabel("Runs of each job a month"))
+        self.per_month = QDoubleSpinBox()
+        self.per_month.setObjectName("buyPerMonth")
+        self.per_month.setRange(0.1, 1000)
+        self.per_month.setDecimals(1)
+        self.per_month.setValue(4)
+        inputs.addWidget(self.per_month)
+        inputs.addSpacing(12)
+        self.own = QCheckBox("Count this machine's GPUs as owned")
+        self.own.setObjectName("buyOwn")
+        self.own.setChecked(True)
+        self.own.setToolTip("Owned GPUs cost only their power; upgrades add cards to them")
+        inputs.addWidget(self.own)
+        inputs.addStretch(1)
+        layout.addLayout(inputs)
+
+        jobs_row = QHBoxLayout()
+        self.job_list = QListWidget()
+        self.job_list.setObjectName("buyJobs")
+        self.job_list.setMaximumHeight(64)
+        jobs_row.addWidget(self.job_list, 1)
+        buttons = QVBoxLayout()
+        self.add_plan_button = QPushButton("Add the Planner's job")
+        self.add_plan_button.setToolTip("The job on the Planner page, as it is now")
+        self.add_plan_button.clicked.connect(self._on_add_plan_clicked)
+        self.add_file_button = QPushButton("Add a scenario file…")
+        self.add_file_button.clicked.connect(self._on_add_file_clicked)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(self._on_remove_clicked)
+        for b in (self.add_plan_button, self.add_file_button, self.remove_button):
+            buttons.addWidget(b)
+        jobs_row.addLayout(buttons)
+        layout.addLayout(jobs_row)
+
+        self.headline = QLabel()
+        self.headline.setObjectName("buyHeadline")
+        self.headline.setWordWrap(True)
+        self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.headline)
+        self.table_model = RecordTableModel(buy_columns([]), [], self)
+        self.proxy = make_proxy(self.table_model, self)
+        self.table = make_view(self.proxy)
+        self.table.setObjectName("buyTable")
+        layout.addWidget(self.table, 1)
+        self.rent = QLabel()
+        self.rent.setObjectName("buyRent")
+        self.rent.setWordWrap(True)
+        self.rent.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.rent)
+
+        self.budget.valueChanged.connect(self._on_input_changed)
+        self.per_month.valueChanged.connect(self._on_input_changed)
+        self.own.toggled.connect(self._on_input_changed)
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
+        ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
+        self._show_jobs()
+
+    # ------------------------------------------------------------ inputs
+    def owned(self) -> list:
+        """This machine's GPUs as ``(accelerator, count)``, when they count as owned."""
+        from advisor.planner.buy import owned_groups
+
+        m = self.ctx.machine
+        if m is None or not self.own.isChecked():
+            return []
+        return owned_groups([g.accelerator for g in m.gpus if g.info.available and g.accelerator is not None])
+
+    def _show_jobs(self) -> None:
+        self.job_list.clear()
+        for j in self.jobs:
+            self.job_list.addItem(j.name)
+        self.remove_button.setEnabled(len(self.jobs) > 1)
+
+    def add_job(self, job) -> None:
+        """Add a job (a name already taken gets a number) and rank again."""
+        from dataclasses import replace
+
+        names = {j.name for j in self.jobs}
+        name, i = job.name, 2
+        while name in names:
+            name, i = f"{job.name} ({i})", i + 1
+        self.jobs.append(replace(job, name=name))
+        self._show_jobs()
+        self.refresh()
+
+    @Slot()
+    def _on_add_plan_clicked(self) -> None:
+        from advisor.planner.buy import BuyJob
+
+        req = self.ctx.last_request
+        if req is None:
+            self.headline.setText("Plan a job on the Planner page first.")
+            return
+        label = req.model or f"{req.params:.3g} parameters"
+        self.add_job(BuyJob(f"{req.workload} {label}", req))
+
+    @Slot()
+    def _on_add_file_clicked(self) -> None:
+        from advisor.planner import PlanInputError
+        from advisor.planner.buy import load_job
+
+        path, _chosen = QFileDialog.getOpenFileName(self, "Add a scenario file", "", "Scenario files (*.toml)")
+        if not path:
+            return
+        try:
+            self.add_job(load_job(path))
+        except PlanInputError as exc:
+            self.headline.setText(f"<span style='color:{themes.current().bad}'>{exc}</span>")
+
+    @Slot()
+    def _on_remove_clicked(self) -> None:
+        row = self.job_list.currentRow()
+        if len(self.jobs) > 1:
+            del self.jobs[row if 0 <= row < len(self.jobs) else -1]
+            self._show_jobs()
+            self.refresh()
+
+    @Slot()
+    def _on_input_changed(self, *_args) -> None:
+        self.refresh()
+
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        self.refresh()
+
+    @Slot(dict)
+    def _on_ctx_assumptions_changed(self, _overrides) -> None:
+        self.refresh()
+
+    @Slot()
+    def _on_ctx_calibration_changed(self) -> None:
+        from advisor.store.calibration import load_calibration
+
+        self._calibration = load_calibration()
+        self.refresh()
+
+    # ------------------------------------------------------------ ranking
+    def refresh(self) -> None:
+        """Rank again from the inputs and show the result (a bad job shows its one line instead)."""
+        from advisor.cost.assumptions import CostAssumptions
+        from advisor.planner import PlanInputError
+        from advisor.planner.buy import buy_advice, summary_parts
+
+        try:
+            a = CostAssumptions().with_overrides(**dict(self.ctx.assumptions or {}))
+            self.result = buy_advice(self.jobs, self.budget.value(), self.per_month.value(), self.owned(),
+                                     catalog=self.ctx.catalog, calibration=self._calibration, assumptions=a)
+        except (PlanInputError, TypeError, ValueError) as exc:
+            log.info("buy: %s", exc)
+            self.result = None
+            self.headline.setText(f"<span style='color:{themes.current().bad}'>{exc}</span>")
+            return
+        r = self.result
+        names = [j.name for j in r.jobs]
+        self.table_model = RecordTableModel(buy_columns(names), r.options, self)
+        self.proxy.setSourceModel(self.table_model)
+        fit_columns(self.table, max_width=420)
+        color = themes.current().good if r.options and r.options[0].verdict != "keep renting" else themes.current().text
+        head, detail = summary_parts(r)
+        self.headline.setText(f"<b style='font-size:12pt; color:{color}'>{head}.</b>"
+                              + (f"<br><span style='color:{themes.current().muted}'>{detail[:1].upper()}{detail[1:]}.</span>"
+                                 if detail else ""))
+        rent = "; ".join(f"{n}: " + ("no cloud option fits" if x is None else
+                                     f"{x.option_id} {fmt_usd(x.cost_usd)} in {fmt_hours(x.hours)}")
+                         for n, x in r.rent.items())
+        left = r.considered - len(r.options)
+        a = r.assumptions
+        self.rent.setText(
+            f"Rent, the cheapest cloud option that fits each job: {rent}. "
+            + (f"{left} more within the budget fit none of the jobs. " if left else "")
+            + f"Per job: price less {a.resale_fraction:.0%} resale over {a.lifetime_years:g} years, electricity at "
+            f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. Prices as of "
+            f"{r.prices_as_of}; hover a row for its price source.")
+
+    # ------------------------------------------------------------ page hooks
+    def on_shown(self) -> None:
+        if self.result is None:
+            self.refresh()
+
+    def is_ready(self) -> bool:
+        return self.result is not None
+
+    def prepare_screenshot(self) -> None:
+        self.refresh()
+
+    def save_state(self, s) -> None:
+        s.setValue("buy/budget_usd", self.budget.value())
+        s.setValue("buy/jobs_per_month", self.per_month.value())
+        s.setValue("buy/own", self.own.isChecked())
+
+    def restore_state(self, s) -> None:
+        from advisor.gui.context import _float
+
+        self.budget.setValue(_float(s.value("buy/budget_usd"), 2500.0, 0.0, 1e6))
+        self.per_month.setValue(_float(s.value("buy/jobs_per_month"), 4.0, 0.1, 1000.0))
+        own = s.value("buy/own")
+        self.own.setChecked(own not in (False, "false", "0"))

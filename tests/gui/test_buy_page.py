@@ -1,0 +1,56 @@
+"""The Buy page: the same ranking as ``advisor buy`` on this machine's GPUs, its inputs, and the Planner's job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+
+from advisor.cli import main
+
+
+def _cli(capsys, *args):
+    assert main(["buy", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr()[0])
+
+
+def test_page_ranks_like_the_cli_with_the_owned_gpus_first(make_window, qtbot, capsys):
+    w = make_window("2x4090")
+    w.show_page("buy")
+    page = w.page("buy")
+    qtbot.waitUntil(page.is_ready, timeout=10000)
+    rows = page.table_model.rows()
+    doc = _cli(capsys, "--budget", "2500", "--jobs-per-month", "4", "--fake-gpu", "2x4090")
+    assert [o.purchase.id for o in rows] == [o["id"] for o in doc["options"]]
+    assert [o.usd_per_job for o in rows] == pytest.approx([o["usd_per_job"] for o in doc["options"]])
+    assert rows[0].purchase.kind == "owned" and any(o.purchase.kind == "upgrade" for o in rows)
+    assert "Use what you own" in page.headline.text()
+    assert "cloud:" in page.rent.text()
+    # the columns: the verdict before the times, one time per job
+    model = page.table_model
+    titles = [model.headerData(i, Qt.Orientation.Horizontal) for i in range(model.columnCount())]
+    assert titles[:6] == ["hardware", "price", "upfront", "power a month", "per job", "verdict"]
+    assert "time: qlora llama-3.1-8b" in titles and "time: inference llama-3.1-8b" in titles
+
+
+def test_budget_owned_switch_and_the_planners_job(make_window, qtbot):
+    w = make_window("2x4090")
+    w.show_page("buy")
+    page = w.page("buy")
+    qtbot.waitUntil(page.is_ready, timeout=10000)
+    page.budget.setValue(0)
+    assert [o.purchase.kind for o in page.table_model.rows()] == ["owned"]  # nothing to buy for $0
+    page.own.setChecked(False)
+    assert page.table_model.rows() == [] and "keep renting" in page.headline.text()
+    page.own.setChecked(True)
+    page.budget.setValue(2500)
+    w.show_page("planner")
+    qtbot.waitUntil(lambda: w.ctx.last_request is not None, timeout=10000)
+    w.show_page("buy")
+    page.add_plan_button.click()
+    assert len(page.jobs) == 3 and page.job_list.count() == 3
+    assert page.result is not None and len(page.result.jobs) == 3
+    page.job_list.setCurrentRow(2)
+    page.remove_button.click()
+    assert [j.name for j in page.result.jobs] == ["qlora llama-3.1-8b", "inference llama-3.1-8b"]
