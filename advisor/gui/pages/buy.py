@@ -55,7 +55,7 @@ def buy_columns(job_names: list[str]) -> list[Column]:
                cell_tip=lambda o: f"source: {o.purchase.price_source or 'owned'}"),
         Column("upfront", lambda o: o.purchase.upfront_usd, _usd, align_right=True,
                tip="Cards plus the rest of the system (a new rig, or what more GPUs in your rig need)"),
-        Column("power a month", lambda o: o.monthly_usd, fmt_usd, align_right=True,
+        Column("power/month", lambda o: o.monthly_usd, fmt_usd, align_right=True,
                tip="Electricity of the jobs it runs, at the runs a month given"),
         Column("per job", lambda o: o.usd_per_job, fmt_usd, align_right=True,
                tip="Cost per job over the hardware's life: its price less resale over the lifetime, power, and the "
@@ -70,11 +70,20 @@ def buy_columns(job_names: list[str]) -> list[Column]:
                tip="Months until the upfront is repaid by what it saves against renting the same jobs"),
     ]
     for name in job_names:
-        cols.append(Column(f"time: {name}", lambda o, n=name: o.hours_per_job.get(n) or math.inf,
+        cols.append(Column(name, lambda o, n=name: o.hours_per_job.get(n) or math.inf,
                            lambda h: "does not fit" if h == math.inf else fmt_hours(h), align_right=True,
                            color=lambda o, n=name: None if o.fits.get(n) else bad,
-                           tip=f"Wall-clock time of one run of {name} (the planner's estimate)"))
+                           tip=f"Time of one run of {name} (wall clock, the planner's estimate)"))
     return cols
+
+
+def describe_job(job) -> str:
+    """``QLoRA of llama-3.1-8b, 1e+08 tokens`` (the budget the planner's default when none is given)."""
+    r = job.request
+    model = r.model or f"a {r.params:.3g}-parameter model"
+    budget = (f"{r.tokens:.3g} tokens" if r.tokens is not None else f"{r.hours:g} hours" if r.hours is not None
+              else f"{r.epochs:g} epochs" if r.epochs is not None else "the planner's default budget")
+    return f"{r.workload} of {model}, {budget}"
 
 
 class BuyPage(Page):
@@ -178,7 +187,7 @@ class BuyPage(Page):
     def _show_jobs(self) -> None:
         self.job_list.clear()
         for j in self.jobs:
-            self.job_list.addItem(j.name)
+            self.job_list.addItem(f"{j.name}: {describe_job(j)}")
         self.remove_button.setEnabled(len(self.jobs) > 1)
 
     def add_job(self, job) -> None:
@@ -264,7 +273,7 @@ class BuyPage(Page):
         names = [j.name for j in r.jobs]
         self.table_model = RecordTableModel(buy_columns(names), r.options, self)
         self.proxy.setSourceModel(self.table_model)
-        fit_columns(self.table, max_width=420)
+        fit_columns(self.table, max_width=320)
         color = themes.current().good if r.options and r.options[0].verdict != "keep renting" else themes.current().text
         head, detail = summary_parts(r)
         self.headline.setText(f"<b style='font-size:12pt; color:{color}'>{head}.</b>"
@@ -276,7 +285,8 @@ class BuyPage(Page):
         left = r.considered - len(r.options)
         a = r.assumptions
         self.rent.setText(
-            f"Rent, the cheapest cloud option that fits each job: {rent}. "
+            f"The last columns are the time of one run of each job. Rent, the cheapest cloud option that fits each "
+            f"job: {rent}. "
             + (f"{left} more within the budget fit none of the jobs. " if left else "")
             + f"Per job: price less {a.resale_fraction:.0%} resale over {a.lifetime_years:g} years, electricity at "
             f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. Prices as of "
