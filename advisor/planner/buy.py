@@ -153,6 +153,10 @@ def _runs_at(job: BuyJob, devices: int, accel_ids: list[str], catalog: Catalog, 
     return runs
 
 
+def _missing(acc: Accelerator) -> list[str]:
+    return [what for what, value in (("purchase price", acc.price_usd), ("TDP", acc.tdp_w)) if not value]
+
+
 def cheapest_rent(job: BuyJob, catalog: Catalog, calibration, a: CostAssumptions) -> Rent | None:
     """The cloud option that runs the job at the lowest job cost (any accelerator, the fewest devices that fit)."""
     req = job.request.model_copy(update={"accelerator": (), "gpus": None})
@@ -195,12 +199,18 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
     candidates = purchases(catalog.accelerators.values(), machines, owned, a, budget_usd)
     buy_catalog = replace(catalog, accelerators={**catalog.accelerators, **{acc.id: acc for _m, acc in machines},
                                                  **{acc.id: acc for acc, _k in owned}})
-    warnings = [f"owned {acc.name}: no price or TDP in the catalog, so it is not planned (add it with "
-                f"'advisor catalog' overrides)" for acc, _k in owned if not can_own(acc)]
+    warnings = [f"owned {acc.name}: the catalog has no {' or '.join(_missing(acc))} for it, so it is not "
+                f"planned here (give it in your catalog file: advisor catalog export)" for acc, _k in owned
+                if not can_own(acc)]
     for j in jobs:
         if j.request.assumptions:
             warnings.append(f"{j.name}: its [assumptions] are not used here; give them with --set")
-    rent = {j.name: cheapest_rent(j, catalog, calibration, a) for j in jobs}
+    rent = {}
+    for j in jobs:
+        try:
+            rent[j.name] = cheapest_rent(j, catalog, calibration, a)
+        except PlanInputError as exc:  # the first plan of a job: say which job it is
+            raise PlanInputError("job", f"{j.name}: {exc}") from None
     for name, r in rent.items():
         if r is None:
             warnings.append(f"{name}: no cloud option fits it; it is left out of the money")

@@ -108,3 +108,22 @@ def test_a_bad_scenario_file_is_one_line(capsys, tmp_path):
     bad.write_bytes(b"\x00\x01 not toml")
     code, out, err = run(capsys, "buy", "--budget", "100", "--job", str(bad), "--fake-gpu", "no-driver")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "bad.toml" in err
+
+
+def test_a_model_spec_job_from_the_hf_cache_and_a_missing_one(capsys, tmp_path, monkeypatch):
+    from tests.models import configs
+    from tests.models.conftest import add_to_hf_cache, config_bytes
+
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    add_to_hf_cache(hub, "Qwen/Qwen2.5-7B", {"config.json": config_bytes(configs.QWEN25_7B)})
+    code, out, err = run(capsys, "buy", "--budget", "2500", "--job", "hf:Qwen/Qwen2.5-7B:inference", "--json",
+                         "--fake-gpu", "2x4090")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["jobs"][0]["model"] == "hf:Qwen/Qwen2.5-7B" and doc["options"][0]["fits"] == {
+        "hf:Qwen/Qwen2.5-7B:inference": True}
+    code, out, err = run(capsys, "buy", "--budget", "2500", "--job", "hf:Qwen/Missing:inference",
+                         "--fake-gpu", "no-driver")
+    assert code == 2 and "hf:Qwen/Missing:inference" in err and "--download" in err
+    assert len(err.strip().splitlines()) == 1
