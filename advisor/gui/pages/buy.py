@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_hours, fmt_usd
+from advisor.units import fmt_count, fmt_hours, fmt_usd
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +78,10 @@ def buy_columns(job_names: list[str]) -> list[Column]:
 
 
 def describe_job(job) -> str:
-    """``QLoRA of llama-3.1-8b, 1e+08 tokens`` (the budget the planner's default when none is given)."""
+    """``qlora of llama-3.1-8b, 100M tokens`` (the planner's default budget when none is given)."""
     r = job.request
     model = r.model or f"a {r.params:.3g}-parameter model"
-    budget = (f"{r.tokens:.3g} tokens" if r.tokens is not None else f"{r.hours:g} hours" if r.hours is not None
+    budget = (f"{fmt_count(r.tokens)} tokens" if r.tokens is not None else f"{r.hours:g} hours" if r.hours is not None
               else f"{r.epochs:g} epochs" if r.epochs is not None else "the planner's default budget")
     return f"{r.workload} of {model}, {budget}"
 
