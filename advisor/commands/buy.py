@@ -10,7 +10,6 @@ leaves them out. Bad input is one line on stderr and exit 2.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 
@@ -126,11 +125,9 @@ def run(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
-        try:
-            text = json.dumps(result.to_json(), indent=1, allow_nan=False)
-        except ValueError as exc:
-            raise UsageError(f"buy: a figure is out of range ({exc}); give smaller inputs") from None
-        sys.stdout.write(text + "\n")
+        from advisor.commands._json import print_json
+
+        print_json(result.to_json(), indent=1)
     else:
         sys.stdout.write(render_table(result, int(args.top)))
     return 0
