@@ -87,15 +87,21 @@ def build_window(fake_gpu: str | None = None, catalog=None):
 
 
 def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = None,
-        size: tuple[int, int] | None = None) -> int:
+        size: tuple[int, int] | None = None, theme: str | None = None) -> int:
     """Start the desktop app; with ``screenshot_dir`` render every page to PNG files and return.
 
     Args:
+        fake_gpu: fake scenario name, or None.
+        screenshot_dir: render every page to ``<dir>/<page>.png`` and exit.
         size: the window's (width, height) in pixels (``--size WxH``); screenshots default to 1440x900.
+        theme: "light" or "dark" to force a theme (``--theme``); None follows the system.
 
     Returns:
         The exit status (0 on success).
     """
+    from advisor.gui import theme as theme_mod
+
+    theme_mod.set_override(theme)
     app = get_app()
     window = build_window(fake_gpu)
     if size is not None:

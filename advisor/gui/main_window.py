@@ -110,8 +110,9 @@ class MainWindow(QMainWindow):
             _pid, module, cls, _t, _tip = PAGES[row]
             page = getattr(importlib.import_module(module), cls)(self.ctx)
             page.restore_state(self.ctx.settings)
+            page.restore_layout(self.ctx.settings)
             old = self.stack.widget(row)
-            self.stack.insertWidget(row, page)
+            self.stack.insertWidget(row, page.in_scroll_area())
             self.stack.removeWidget(old)
             old.deleteLater()
             self._pages[page_id] = page
@@ -121,6 +122,11 @@ class MainWindow(QMainWindow):
             if page_id == "compare":  # Compare prices the Planner's plan: make sure there is one
                 self.page("planner").ensure_plan()
         return self._pages[page_id]
+
+    def current_page(self):
+        """The visible page (the stack holds each page inside its scroll area)."""
+        area = self.stack.currentWidget()
+        return getattr(area, "page", None)
 
     def show_page(self, page_id: str) -> None:
         """Make a page the visible one (and select it in the sidebar)."""
@@ -183,6 +189,7 @@ class MainWindow(QMainWindow):
             s.setValue("window/page", self._current)
         for page in self._pages.values():
             page.save_state(s)
+            page.save_layout(s)
         s.sync()
 
     def shutdown(self) -> None:

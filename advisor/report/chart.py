@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from html import escape
 
-# One colour per cost part, stable across charts (colour-blind-safe Okabe-Ito palette).
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
-           "#7F7F7F", "#8C564B", "#17BECF", "#BCBD22")
+from advisor.colours import cost_part_colour, part_label
+
+# Fills light enough that a value label on them is written in black.
+_LIGHT_FILLS = {cost_part_colour(p) for p in ("spot_rework", "storage", "egress", "depreciation", "colocation")}
 
 
 def _nice_max(v: float) -> float:
@@ -49,7 +50,7 @@ def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: 
         out.append(f'<text x="8" y="{top + 14}">No option fits in memory: nothing to chart.</text></svg>')
         return "".join(out)
     vmax = _nice_max(max(o["cost_usd"] for o in rows))
-    colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(parts)}
+    colours = {p: cost_part_colour(p) for p in parts}  # the same colour per part as in the app
     for tick in range(5):
         x = label_w + plot_w * tick / 4
         out.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(rows) * (bar_h + gap)}" '
@@ -66,16 +67,20 @@ def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: 
             if not isinstance(value, (int, float)) or value <= 0:
                 continue
             w = plot_w * value / vmax
-            colour = colours.get(part, "#888888")
+            colour = colours.get(part, cost_part_colour(part))
             out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}">'
-                       f'<title>{escape(part)}: {escape(_usd(value))}</title></rect>')
+                       f'<title>{escape(part_label(part))}: {escape(_usd(value))}</title></rect>')
+            if w >= 48:  # the part's value inside its segment, where it fits
+                ink = "#000000" if colour in _LIGHT_FILLS else "#ffffff"
+                out.append(f'<text x="{x + w / 2:.1f}" y="{y + bar_h - 5}" text-anchor="middle" font-size="10" '
+                           f'fill="{ink}">{escape(_usd(value))}</text>')
             x += w
         out.append(f'<text x="{x + 4:.1f}" y="{y + bar_h - 5}">{escape(_usd(o["cost_usd"]))}</text>')
     ly = height - legend_h + 12
     lx = 8.0
     for part, colour in colours.items():
         out.append(f'<rect x="{lx:.1f}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
-        out.append(f'<text x="{lx + 16:.1f}" y="{ly}">{escape(part)}</text>')
+        out.append(f'<text x="{lx + 16:.1f}" y="{ly}">{escape(part_label(part))}</text>')
         lx += 24 + 7 * len(part)
     out.append("</svg>")
     return "".join(out)

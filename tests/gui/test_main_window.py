@@ -14,7 +14,7 @@ from advisor.gui.main_window import PAGES
 def test_first_start_shows_machine_page_with_gpu_cards(make_window, qtbot):
     w = make_window("2x4090")
     page = w.page("machine")
-    assert w.stack.currentWidget() is page
+    assert w.current_page() is page
     assert w.banner.isVisible() and "2x4090" in w.banner.text()
     qtbot.waitUntil(lambda: "RTX 4090" in page.summary.text(), timeout=5000)
     assert "2× GeForce RTX 4090" in page.summary.text()
@@ -42,10 +42,10 @@ def test_keyboard_navigation_reaches_every_page(make_window, qtbot):
     qtbot.waitUntil(w.isActiveWindow, timeout=3000)
     for i, (pid, *_rest) in enumerate(PAGES):
         qtbot.keyClick(w, Qt.Key(Qt.Key.Key_1 + i), Qt.KeyboardModifier.ControlModifier)
-        assert w.stack.currentWidget() is w.page(pid)
+        assert w.current_page() is w.page(pid)
     w.nav.setFocus()
     qtbot.keyClick(w.nav, Qt.Key.Key_Up)
-    assert w.stack.currentWidget() is w.page(PAGES[-2][0])
+    assert w.current_page() is w.page(PAGES[-2][0])
 
 
 def test_window_state_and_inputs_restored(make_window, qtbot):
@@ -58,7 +58,7 @@ def test_window_state_and_inputs_restored(make_window, qtbot):
     qtbot.waitUntil(planner.is_ready, timeout=5000)
     w.close()
     w2 = make_window()
-    assert w2.stack.currentWidget() is w2.page("planner")
+    assert w2.current_page() is w2.page("planner")
     assert w2.page("planner").form.values()["model"] == "mistral-7b"
     assert w2.page("monitor").window_box.currentData() == 900
 

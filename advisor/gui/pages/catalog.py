@@ -26,7 +26,7 @@ from advisor.estimate.model import active_param_count, param_count
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_count
+from advisor.units import fmt_count, mem_value, memory_unit, sig3
 
 USER_TEMPLATE = """# Your catalog overrides (TOML). Entries here override or extend the bundled catalog.
 # Field names are those of resources/accelerators.csv, cloud_offers.csv and models.toml.
@@ -64,8 +64,8 @@ def accelerator_columns(user_ids) -> list[Column]:
     return [
         Column("id", lambda a: a.id, tip="catalog id used by `advisor plan --accelerator`", color=mark),
         Column("name", lambda a: a.name),
-        Column("memory\n(GiB)", lambda a: a.memory_bytes / 2**30, lambda v: _num(v), align_right=True,
-               tip="device memory, GiB = 2^30 bytes"),
+        Column(f"memory\n({memory_unit()})", lambda a: mem_value(a.memory_bytes), sig3, align_right=True,
+               tip="device memory; GB = 1e9 bytes (a card sold as 24 GB holds 24 GiB = 25.8 GB)"),
         Column("bandwidth\n(GB/s)", lambda a: a.mem_bandwidth_bps / 1e9, lambda v: _num(v), align_right=True,
                tip="peak memory bandwidth on paper, GB/s = 1e9 bytes per second"),
         Column("bf16\n(TFLOP/s)", lambda a: _tflops(a.bf16_flops), lambda v: _num(v, 1), align_right=True,

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from advisor.colours import cost_part_colour
 from advisor.cost.assumptions import CostAssumptions
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
@@ -284,7 +285,8 @@ class ComparePage(Page):
                     parts.append(k)
         rows = list(reversed(chosen))  # cheapest at the top
         series = [(p.replace("_", " "), [o.cost_breakdown_usd.get(p, 0.0) for o in rows]) for p in parts]
-        self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6)
+        self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6, value_format=fmt_usd,
+                                         colours=[cost_part_colour(p) for p in parts])
         plots.set_categories(self.cost_chart, [option_label(o) for o in rows], axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
         self.cost_chart.setXRange(0, top * 1.15, padding=0)

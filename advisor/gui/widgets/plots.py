@@ -83,7 +83,11 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
     item.setMenuEnabled(False)
     item.hideButtons()
     if legend:
-        item.addLegend(offset=legend_offset, labelTextSize="8pt", colCount=legend_columns)
+        # The legend sits in its own row under the bottom axis, outside the data area, so it never covers
+        # data however the series are scaled. (``legend_offset`` is kept for callers; it no longer applies.)
+        legend_item = pg.LegendItem(labelTextSize="8pt", colCount=legend_columns)
+        item.layout.addItem(legend_item, 4, 1)
+        item.legend = legend_item  # named items added to the plot join it by themselves
     plot.setProperty("y_unit", y_unit)
     _PLOTS.add(plot)
     _style(plot)
@@ -135,12 +139,17 @@ def set_categories(plot: pg.PlotWidget, labels: Sequence[str], axis: str = "bott
 
 
 def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]]], *, width: float = 0.6,
-                 horizontal: bool = False) -> list[pg.BarGraphItem]:
-    """Draw stacked bars, one stack per category position, one colour per part.
+                 horizontal: bool = False, colours: Sequence[str] | None = None,
+                 value_format=None) -> list[pg.BarGraphItem]:
+    """Draw stacked bars, one stack per category position, one colour per part, each stack's total at its end.
 
     Args:
         parts: ``(part name, values per category)`` in stacking order; zero parts still get a legend entry.
         horizontal: bars grow along x, categories on y.
+        colours: one colour per part (from :mod:`advisor.colours`, so a part keeps its colour in every
+            chart); None cycles the series colours.
+        value_format: formats a stack's total for its label (e.g. :func:`advisor.units.fmt_usd`); None
+            draws no labels.
     Returns:
         The bar items (replace them by calling again after :func:`clear_bars`).
     """
@@ -149,30 +158,55 @@ def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]
     base = [0.0] * n
     for i, (name, values) in enumerate(parts):
         vals = [float(v or 0.0) for v in values]
-        brush = pg.mkBrush(color(i))
+        brush = pg.mkBrush(QColor(colours[i]) if colours is not None else color(i))
         if horizontal:
             bar = pg.BarGraphItem(x0=base, y=list(range(n)), height=width, width=vals, brush=brush,
                                   pen=pg.mkPen(_theme.background, width=0.5), name=name)
         else:
             bar = pg.BarGraphItem(x=list(range(n)), y0=base, width=width, height=vals, brush=brush,
                                   pen=pg.mkPen(_theme.background, width=0.5), name=name)
+        bar.part_colour = brush.color().name()  # the colour tests check against advisor.colours
         plot.addItem(bar)  # a named item joins the legend by itself
         items.append(bar)
         base = [b + v for b, v in zip(base, vals)]
+    if value_format is not None:
+        items.extend(_total_labels(plot, base, value_format, horizontal))
     return items
 
+
+def _total_labels(plot: pg.PlotWidget, totals: Sequence[float], value_format, horizontal: bool) -> list:
+    """One text item per stack with its total, just past the stack's end."""
+    labels = []
+    for i, total in enumerate(totals):
+        anchor = (0, 0.5) if horizontal else (0.5, 1)
+        text = pg.TextItem(value_format(total), color=_theme.text, anchor=anchor)
+        text.setPos(total, i) if horizontal else text.setPos(i, total)
+        text.value_format = value_format
+        plot.addItem(text)
+        labels.append(text)
+    return labels
 
 def update_stacked_bars(items: list, parts: Sequence[tuple[str, Sequence[float]]]) -> None:
     """Give bars made by :func:`stacked_bars` new values (same parts, same orientation)."""
     n = max((len(v) for _, v in parts), default=0)
     base = [0.0] * n
-    for bar, (_name, values) in zip(items, parts):
+    bars = [it for it in items if isinstance(it, pg.BarGraphItem)]
+    horizontal = False
+    for bar, (_name, values) in zip(bars, parts):
         vals = [float(v or 0.0) for v in values]
         if bar.opts.get("x0") is not None:
+            horizontal = True
             bar.setOpts(x0=base, y=list(range(n)), width=vals)
         else:
             bar.setOpts(x=list(range(n)), y0=base, height=vals)
         base = [b + v for b, v in zip(base, vals)]
+    labels = [it for it in items if isinstance(it, pg.TextItem)]
+    if labels and len(labels) == n:
+        fmt = getattr(labels[0], "value_format", None)
+        for i, (label, total) in enumerate(zip(labels, base)):
+            if fmt is not None:
+                label.setText(fmt(total))
+            label.setPos(total, i) if horizontal else label.setPos(i, total)
 
 
 def clear_bars(plot: pg.PlotWidget, items: list) -> None:
@@ -180,7 +214,7 @@ def clear_bars(plot: pg.PlotWidget, items: list) -> None:
     legend = plot.getPlotItem().legend
     for it in items:
         plot.removeItem(it)
-        if legend is not None:
+        if legend is not None and isinstance(it, pg.BarGraphItem):
             legend.removeItem(it)
     items.clear()
 

@@ -1,0 +1,45 @@
+"""One colour per meaning: every cost and memory part has its own declared colour, and charts use it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+from advisor import colours
+from advisor.cost.breakdown import PART_NAMES
+from advisor.estimate.memory import MemoryBreakdown
+from advisor.report.chart import cost_chart_svg
+
+
+def test_every_cost_part_has_its_own_colour():
+    assert set(colours.COST_PART_COLOURS) == set(PART_NAMES)
+    assert len(set(colours.COST_PART_COLOURS.values())) == len(PART_NAMES)  # no two parts share a colour
+
+
+def test_every_memory_part_has_its_own_colour():
+    # every device-memory part (host offload lives in host RAM and is not drawn on a device's bar)
+    parts = {f.name.removesuffix("_bytes") for f in fields(MemoryBreakdown) if f.name != "host_offload_bytes"}
+    assert set(colours.MEMORY_PART_COLOURS) == parts
+    assert len(set(colours.MEMORY_PART_COLOURS.values())) == len(parts)
+    assert colours.memory_part_colour("KV cache") == colours.memory_part_colour("kv_cache_bytes") == "#56B4E9"
+
+
+def test_declared_colours_are_okabe_ito_or_tol():
+    allowed = set(colours.OKABE_ITO.values()) | {colours.TOL_WINE}
+    assert set(colours.COST_PART_COLOURS.values()) <= allowed
+    assert set(colours.MEMORY_PART_COLOURS.values()) <= allowed
+    assert colours.OKABE_ITO["vermillion"] == "#D55E00"  # Okabe & Ito 2008: RGB (213, 94, 0)
+
+
+def test_report_chart_fills_each_part_with_its_declared_colour():
+    options = [{"id": "a", "fits": True, "cost_usd": 30.0,
+                "cost_breakdown_usd": {"energy": 10.0, "depreciation": 20.0}},
+               {"id": "b", "fits": True, "cost_usd": 25.0, "cost_breakdown_usd": {"rent": 25.0}}]
+    # parts listed in a different order than the app's: the colours must not depend on the order
+    svg = cost_chart_svg(options, ["rent", "depreciation", "energy"])
+    fills = re.findall(r'<rect x="[\d.]+" y="\d+" width="[\d.]+" height="\d+" fill="(#[0-9A-Fa-f]{6})"><title>'
+                       r'([a-z ]+):', svg)
+    assert fills, svg
+    for fill, part in fills:
+        assert fill == colours.cost_part_colour(part)
+    assert "$20.00" in svg  # a segment wide enough carries its value
