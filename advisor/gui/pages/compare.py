@@ -179,7 +179,7 @@ class ComparePage(Page):
 
         side = QScrollArea()
         side.setWidgetResizable(True)
-        side.setMinimumWidth(380)
+        side.setMinimumWidth(300)
         side_body = QWidget()
         sl = QVBoxLayout(side_body)
         sl.setContentsMargins(8, 12, 16, 12)
@@ -201,7 +201,7 @@ class ComparePage(Page):
         side.setWidget(side_body)
         split.addWidget(side)
         split.setStretchFactor(0, 1)
-        split.setSizes([1000, 400])
+        split.setSizes([1000, 330])
 
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
@@ -289,7 +289,7 @@ class ComparePage(Page):
                                          colours=[cost_part_colour(p) for p in parts])
         plots.set_categories(self.cost_chart, [option_label(o) for o in rows], axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
-        self.cost_chart.setXRange(0, top * 1.15, padding=0)
+        self.cost_chart.setXRange(0, top * 1.3, padding=0)  # room for the total after each bar
         self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
 
     def _draw_scatter(self, result) -> None:

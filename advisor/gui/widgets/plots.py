@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QColor, QFont
 
 from advisor.gui import theme as themes
@@ -55,7 +55,7 @@ def pen(index: int = 0, width: float = 2.0, style=Qt.PenStyle.SolidLine, color_o
 
 
 def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time before now", x_unit: str = "s",
-              legend: bool = False, parent=None, min_height: int = 150, legend_columns: int = 1,
+              legend: bool = False, parent=None, min_height: int = 150, legend_columns: int = 4,
               legend_offset: tuple[int, int] = (8, 8)) -> pg.PlotWidget:
     """A chart with labelled axes and units, grid, clip-to-view and downsampling on.
 
@@ -86,12 +86,40 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
         # The legend sits in its own row under the bottom axis, outside the data area, so it never covers
         # data however the series are scaled. (``legend_offset`` is kept for callers; it no longer applies.)
         legend_item = pg.LegendItem(labelTextSize="8pt", colCount=legend_columns)
-        item.layout.addItem(legend_item, 4, 1)
+        item.layout.addItem(legend_item, 4, 0, 1, 3)  # under the axes, as wide as the whole chart
         item.legend = legend_item  # named items added to the plot join it by themselves
+        fitter = _LegendFitter(plot, legend_item, legend_columns)
+        plot.installEventFilter(fitter)
+        plot._legend_fitter = fitter  # kept alive with the plot
     plot.setProperty("y_unit", y_unit)
     _PLOTS.add(plot)
     _style(plot)
     return plot
+
+
+class _LegendFitter(QObject):
+    """Gives a legend under a chart as many columns as fit the chart's width (at most ``max_columns``), so a
+    narrow chart never gets a legend wider than itself (pyqtgraph would clip the whole chart to the view)."""
+
+    def __init__(self, plot: pg.PlotWidget, legend: pg.LegendItem, max_columns: int) -> None:
+        super().__init__(plot)
+        self._plot = plot
+        self._legend = legend
+        self._max = max(1, max_columns)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.LayoutRequest):
+            self.fit(obj.width())
+        return False
+
+    def fit(self, width: int) -> None:
+        """Choose the column count for a chart ``width`` pixels wide."""
+        labels = [label for _sample, label in self._legend.items]
+        widest = max((label.item.boundingRect().width() for label in labels), default=60.0)  # the text, not its cell
+        room = width - 30
+        columns = int(max(1, min(self._max, room // (widest + 32))))
+        if columns != self._legend.columnCount:
+            self._legend.setColumnCount(columns)
 
 
 def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float = 2.0, dashed: bool = False,
@@ -105,6 +133,8 @@ def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float 
     if live:
         width = min(width, 1.5)
     item = plot.plot([], [], name=name, pen=pen(index, width, style), antialias=not live)
+    if name:
+        refit_legend(plot)
     item.setClipToView(True)
     item.setDownsampling(auto=True, method="peak")
     if fill:
@@ -171,7 +201,15 @@ def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]
         base = [b + v for b, v in zip(base, vals)]
     if value_format is not None:
         items.extend(_total_labels(plot, base, value_format, horizontal))
+    refit_legend(plot)
     return items
+
+
+def refit_legend(plot: pg.PlotWidget) -> None:
+    """Re-choose the legend's columns after series were added (the widest name may have changed)."""
+    fitter = getattr(plot, "_legend_fitter", None)
+    if fitter is not None:
+        fitter.fit(plot.width())
 
 
 def _total_labels(plot: pg.PlotWidget, totals: Sequence[float], value_format, horizontal: bool) -> list:
