@@ -91,16 +91,33 @@ class MainWindow(QMainWindow):
         outer.addLayout(body, 1)
         self.setCentralWidget(central)
 
-        cat = ctx.catalog
-        self.statusBar().showMessage(
-            f"Catalog {cat.date} · cloud prices as of {cat.prices_as_of}"
-            + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
+        self.statusBar().showMessage("Loading the catalog and detecting this machine…")
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.catalog_changed.connect(self._show_catalog_status)
+        ctx.hardware_failed.connect(self._on_ctx_hardware_failed)
+        if ctx.catalog_loaded:
+            self._show_catalog_status()
         from advisor.gui.scenario_actions import ScenarioController
 
         self.scenarios = ScenarioController(self)  # the File menu: scenario files and reports
         ctx.page_requested.connect(self._on_ctx_page_requested)
         self._restore_window()
         ctx.start_hardware()
+
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        self._show_catalog_status()
+
+    @Slot(str)
+    def _on_ctx_hardware_failed(self, _reason: str) -> None:
+        self._show_catalog_status()
+
+    @Slot()
+    def _show_catalog_status(self) -> None:
+        cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
+        self.statusBar().showMessage(
+            f"Catalog {cat.date} · cloud prices as of {cat.prices_as_of}"
+            + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
 
     # ------------------------------------------------------------ pages
     def page(self, page_id: str) -> QWidget:

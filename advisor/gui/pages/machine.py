@@ -40,6 +40,14 @@ def peak_rows(acc) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _what_fits(accelerator_id, count, catalog):
+    """The largest preset per workload on this machine (worker thread: the planner is imported there, not on
+    the GUI thread at start-up)."""
+    from advisor.gui.plan_service import what_fits
+
+    return what_fits(accelerator_id, count, catalog)
+
+
 class MachinePage(Page):
     """Cards describing this machine; the first page people see."""
 
@@ -200,7 +208,6 @@ class MachinePage(Page):
         return card
 
     def _start_fits(self, m) -> None:
-        from advisor.gui.plan_service import what_fits
         from advisor.gui.workers import GeneratorWorker
 
         ids = [g.catalog_id for g in m.gpus if g.catalog_id]
@@ -217,7 +224,7 @@ class MachinePage(Page):
             return
         count = sum(1 for g in m.gpus if g.catalog_id == ids[0])
         self._fits_card.add_row("planning…", f"{count}× {ids[0]}")
-        self._fits_worker = GeneratorWorker(what_fits, ids[0], count, self.ctx.catalog, parent=self)
+        self._fits_worker = GeneratorWorker(_what_fits, ids[0], count, self.ctx.catalog, parent=self)
         self._fits_worker.result_ready.connect(self._on_fits_result_ready)
         self._fits_worker.done.connect(self._on_fits_done)
         self._fits_worker.start()
