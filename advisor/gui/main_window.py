@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
             page = getattr(importlib.import_module(module), cls)(self.ctx)
             page.restore_state(self.ctx.settings)
             page.restore_layout(self.ctx.settings)
+            page.name_controls()
             old = self.stack.widget(row)
             self.stack.insertWidget(row, page.in_scroll_area())
             self.stack.removeWidget(old)

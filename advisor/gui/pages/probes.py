@@ -161,6 +161,7 @@ class ProbesPage(Page):
         self.tabs = QTabWidget()
         self.result_model = RecordTableModel(_result_columns(), [], self)
         self.result_view = make_view(self.result_model)
+        self.result_view.setAccessibleName("Probe results")
         self.history_model = RecordTableModel(_history_columns(), [], self)
         self.history_view = make_view(self.history_model)
         self.history_view.setObjectName("historyTable")
