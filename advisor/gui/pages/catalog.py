@@ -7,6 +7,8 @@ override or extend the bundled ones (see ``advisor.catalog.load``).
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QDialog,
@@ -151,7 +153,7 @@ class CatalogPage(Page):
         self.search.setPlaceholderText("Search… (Ctrl+F)")
         self.search.setToolTip("Filters every column of every table: id, name, vendor, provider, source…")
         self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(320)
+        self.search.setMinimumWidth(180)  # shrinks before the page would need to scroll sideways at 1024 px
         self.search.textChanged.connect(self._on_search_text_changed)
         top.addWidget(self.search)
         self.edit_button = QPushButton("Edit overrides…")
@@ -180,6 +182,8 @@ class CatalogPage(Page):
         from PySide6.QtGui import QKeySequence, QShortcut
 
         QShortcut(QKeySequence.StandardKey.Find, self, self.search.setFocus)
+        clear = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.search.clear)
+        clear.setContext(Qt.ShortcutContext.WidgetShortcut)
         ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
         self._fill()
 
@@ -208,7 +212,8 @@ class CatalogPage(Page):
 
             extra += " <span style='color:%s'>Warnings: %s</span>" % (themes.current().bad,
                                                                       escape("; ".join(cat.warnings)))
-        self.note.setText(counts + extra)
+        self._note_text = counts + extra
+        self.note.setText(self._note_text)
         self._on_search_text_changed(self.search.text())
 
     @Slot(str)
@@ -219,6 +224,11 @@ class CatalogPage(Page):
             base = ("Accelerators", "Cloud offers", "Model presets")[i]
             n = self.proxies[key].rowCount()
             self.tabs.setTabText(i, f"{base} ({n})")
+        if text.strip() and not any(p.rowCount() for p in self.proxies.values()):
+            self.note.setText(f"<b>Nothing matches “{html.escape(text.strip())}”.</b> Try part of a name, id, vendor "
+                              "or provider, or clear the search (Esc).")
+        else:
+            self.note.setText(getattr(self, "_note_text", ""))
 
     @Slot()
     def _on_ctx_catalog_changed(self) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QLabel
 
 from advisor.gui import theme as themes
 
@@ -120,6 +121,53 @@ class _LegendFitter(QObject):
         columns = int(max(1, min(self._max, room // (widest + 32))))
         if columns != self._legend.columnCount:
             self._legend.setColumnCount(columns)
+
+
+class _EmptyNote(QLabel):
+    """A centred, wrapped sentence over an empty chart that says what to do to fill it."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        super().__init__(plot)
+        self.setObjectName("emptyNote")
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        plot.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Resize:
+            self.place()
+        return False
+
+    def place(self) -> None:
+        plot = self.parentWidget()
+        width = max(120, min(460, plot.width() - 40))
+        self.setFixedWidth(width)
+        self.adjustSize()
+        self.move((plot.width() - width) // 2, max(0, (plot.height() - self.height()) // 2))
+
+
+def set_empty_text(plot: pg.PlotWidget, text: str | None) -> None:
+    """Show ``text`` over the chart while it has no data (what to do first); None hides it."""
+    note = plot.findChild(_EmptyNote)
+    if text is None:
+        if note is not None:
+            note.hide()
+        return
+    if note is None:
+        note = _EmptyNote(plot)
+    note.setStyleSheet(f"QLabel#emptyNote {{ color: {_theme.text}; background: {_theme.surface}; "
+                       f"border: 1px solid {_theme.grid}; border-radius: 6px; padding: 10px; }}")
+    note.setText(text)
+    note.place()
+    note.show()
+    note.raise_()
+
+
+def empty_text(plot: pg.PlotWidget) -> str | None:
+    """The empty-state sentence shown over a chart, or None (tests)."""
+    note = plot.findChild(_EmptyNote)
+    return note.text() if note is not None and not note.isHidden() else None
 
 
 def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float = 2.0, dashed: bool = False,
