@@ -89,3 +89,26 @@ def test_start_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_screenshots_at_a_size_and_theme(tmp_path, monkeypatch):
+    """``advisor gui --screenshot DIR --size 1024x768 --theme dark`` writes every page at that size, dark."""
+    from PySide6.QtGui import QImage
+
+    from advisor.cli import main
+
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
+    assert main(["gui", "--fake-gpu", "2x4090", "--screenshot", str(tmp_path / "shots"), "--size", "1024x768",
+                 "--theme", "dark"]) == 0
+    from advisor.gui import theme
+
+    theme.set_override(None)
+    from PySide6.QtWidgets import QApplication
+
+    from advisor.app import apply_theme
+
+    apply_theme(QApplication.instance())
+    for pid, *_ in PAGES:
+        image = QImage(str(tmp_path / "shots" / f"{pid}.png"))
+        assert (image.width(), image.height()) == (1024 * image.devicePixelRatio(), 768 * image.devicePixelRatio())
+        assert image.pixelColor(60, 600).lightness() < 80  # the sidebar below its entries: dark

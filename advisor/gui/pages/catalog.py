@@ -52,6 +52,11 @@ def _num(v, digits=0):
     return f"{v:,.{digits}f}"
 
 
+def _fig(v):
+    """A catalog figure: three significant figures, whole numbers from 1,000 up (a vendor's 1,677 stays 1,677)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else sig3(v)
+
+
 def _tflops(v):
     return None if v is None else v / 1e12
 
@@ -70,11 +75,11 @@ def accelerator_columns(user_ids) -> list[Column]:
                tip="device memory; GB = 1e9 bytes (a card sold as 24 GB holds 24 GiB = 25.8 GB)"),
         Column("bandwidth\n(GB/s)", lambda a: a.mem_bandwidth_bps / 1e9, lambda v: _num(v), align_right=True,
                tip="peak memory bandwidth on paper, GB/s = 1e9 bytes per second"),
-        Column("bf16\n(TFLOP/s)", lambda a: _tflops(a.bf16_flops), lambda v: _num(v, 1), align_right=True,
+        Column("bf16\n(TFLOP/s)", lambda a: _tflops(a.bf16_flops), _fig, align_right=True,
                tip="dense bf16 tensor peak (no sparsity), 1e12 FLOP per second"),
-        Column("fp8\n(TFLOP/s)", lambda a: _tflops(a.fp8_flops), lambda v: _num(v, 1), align_right=True,
+        Column("fp8\n(TFLOP/s)", lambda a: _tflops(a.fp8_flops), _fig, align_right=True,
                tip="dense fp8 tensor peak; — where the part has no fp8 path"),
-        Column("fp32\n(TFLOP/s)", lambda a: _tflops(a.fp32_flops), lambda v: _num(v, 1), align_right=True,
+        Column("fp32\n(TFLOP/s)", lambda a: _tflops(a.fp32_flops), _fig, align_right=True,
                tip="fp32 (non-tensor) peak"),
         Column("power\n(W)", lambda a: a.tdp_w, lambda v: _num(v), align_right=True, tip="board power / TDP"),
         Column("price\n(USD)", lambda a: a.price_usd, lambda v: "$" + _num(v), align_right=True,
