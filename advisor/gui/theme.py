@@ -54,6 +54,11 @@ def set_override(scheme: str | None) -> None:
     _override = scheme
 
 
+def get_override() -> str | None:
+    """The forced scheme ("light" or "dark"), or None when the theme follows the system."""
+    return _override
+
+
 def system_is_dark() -> bool:
     """Whether the desktop asks for a dark scheme (False when Qt cannot tell)."""
     app = QGuiApplication.instance()

@@ -89,3 +89,22 @@ def test_machine_page_names_measured_figures_per_device(make_window, qtbot):
     assert "0.0 TFLOP/s" not in texts and "Matmul throughput (fp16)" in texts and "not measured" in texts
     assert "Training step (model FLOP utilisation)" in texts and "61.2 %" in texts
     assert "measured device-bandwidth" not in texts and "fraction" not in texts
+
+
+def test_gib_only_when_the_setting_asks(make_window, qtbot):
+    from advisor import units
+    from advisor.gui.settings import open_settings
+
+    s = open_settings()
+    s.setValue("display/memory_unit", "GiB")
+    s.sync()
+    try:
+        w = make_window()
+        w.show_page("catalog")
+        header = w.page("catalog").views["accelerators"].model().headerData(2, Qt.Orientation.Horizontal)
+        assert header == "memory\n(GiB)"
+        assert units.fmt_mem(24 * 2**30) == "24.0 GiB"
+    finally:
+        s.setValue("display/memory_unit", "GB")
+        s.sync()
+        units.set_memory_binary(False)
