@@ -43,3 +43,33 @@ def test_report_chart_fills_each_part_with_its_declared_colour():
     for fill, part in fills:
         assert fill == colours.cost_part_colour(part)
     assert "$20.00" in svg  # a segment wide enough carries its value
+
+
+def test_report_memory_chart_fills_each_part_with_its_declared_colour():
+    from advisor.report.chart import memory_chart_svg
+
+    svg = memory_chart_svg([("weights", 16e9), ("kv_cache", 2e9), ("activations", 10e9)], 25.8e9)
+    fills = re.findall(r'fill="(#[0-9A-Fa-f]{6})"><title>([A-Za-z ]+):', svg)
+    assert [p for _, p in fills] == ["weights", "KV cache", "activations"]
+    for fill, part in fills:
+        assert fill == colours.memory_part_colour(part)
+    assert "28.0 GB" in svg and "capacity 25.8 GB" in svg  # the total and the device, in GB
+
+
+def test_app_charts_use_the_declared_colours(qtbot):
+    """The Planner's memory bars and the Compare page's cost bars are filled with the declared colours."""
+    import pyqtgraph as pg
+
+    from advisor.gui.widgets import plots
+
+    plot = plots.make_plot("t", "memory", "B", x_unit="", legend=True)
+    qtbot.addWidget(plot)
+    parts = [("weights", [1e9, 2e9]), ("KV cache", [0.5e9, 0.1e9])]
+    items = plots.stacked_bars(plot, parts, colours=[colours.memory_part_colour(p) for p, _ in parts],
+                               value_format=lambda v: f"{v / 1e9:.3g} GB")
+    bars = [i for i in items if isinstance(i, pg.BarGraphItem)]
+    assert [b.part_colour.upper() for b in bars] == ["#0072B2", "#56B4E9"]
+    labels = [i for i in items if isinstance(i, pg.TextItem)]
+    assert [t.toPlainText() for t in labels] == ["1.5 GB", "2.1 GB"]  # each stack's total at its end
+    plots.update_stacked_bars(items, [("weights", [3e9, 1e9]), ("KV cache", [1e9, 1e9])])
+    assert [t.toPlainText() for t in labels] == ["4 GB", "2 GB"]
