@@ -35,7 +35,7 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(0, 0)).row())
     assert page.plan_button.isEnabled()
     page.plan_button.click()
-    assert w.stack.currentWidget() is w.page("planner")
+    assert w.current_page() is w.page("planner")
     values = w.page("planner").form.values()
     assert values["params"] == qwen.model.params and values["layers"] == 28 and values["kv_heads"] == 4
     qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == qwen.model.params, timeout=10000)
