@@ -108,15 +108,23 @@ class AppContext(QObject):
         settings_mod.write_json(self.settings, ASSUMPTIONS_KEY, self.assumptions)
         self.assumptions_changed.emit(dict(overrides))
 
-    def load_probe_results(self) -> None:
-        """Seed ``probe_results`` with the newest stored result per probe and device (once; cheap SQLite read)."""
+    def load_probe_results(self, entries=None) -> None:
+        """Seed ``probe_results`` with the newest stored result per probe and device (once).
+
+        Args:
+            entries: the history rows, newest first, when the start-up worker read them already (opening the
+                SQLite file, and creating it on a first start, costs tens of ms: not on the GUI thread); None
+                reads them here.
+        """
         if getattr(self, "_history_loaded", False):
             return
         self._history_loaded = True
         from advisor.gui.probe_runner import history_entries
         from advisor.probes import ProbeResult
 
-        for entry in reversed(history_entries(limit=200)):  # oldest first, so the newest wins
+        if entries is None:
+            entries = history_entries(limit=200)
+        for entry in reversed(entries):  # oldest first, so the newest wins
             if entry.skipped:
                 continue
             try:
@@ -148,7 +156,8 @@ class AppContext(QObject):
 
     @Slot(object)
     def _on_detect_result_ready(self, result) -> None:
-        self.gpu, self.host, self.machine = result
+        (self.gpu, self.host, self.machine), history = result
+        self.load_probe_results(history)
         from advisor.monitor import Sampler
         from advisor.monitor.events import EventTracker
 
@@ -197,16 +206,22 @@ class AppContext(QObject):
 
 
 def _start_up(fake_gpu, catalog_of, ctx):
-    """The start-up work of the detection worker: load the catalog, detect the machine, and import the sampler
-    the GUI thread starts next, so the Machine page fills without a pause.
+    """The start-up work of the detection worker: load the catalog, detect the machine, read the probe history
+    and import the sampler the GUI thread starts next, so the Machine page fills without a pause.
 
     ``catalog_of(ctx)`` reads the context's catalog under its lock (plain Python, no Qt object touched).
+
+    Returns:
+        ``((gpu_backend, host_backend, MachineProfile), history entries newest first)``.
     """
+    from advisor.gui.probe_runner import history_entries
+
     catalog = catalog_of(ctx)
     result = open_hardware(fake_gpu, catalog)
+    history = history_entries(limit=200)
     import advisor.monitor  # noqa: F401 (warm import for the sampler)
 
-    return result
+    return result, history
 
 
 def open_hardware(fake_gpu, catalog):
