@@ -2,7 +2,7 @@
 
 The colours are the Okabe-Ito set (Okabe & Ito, "Color Universal Design", 2008, https://jfly.uni-koeln.de/color/),
 distinguishable with the common forms of colour blindness, plus one from Paul Tol's colour-blind-safe
-"muted" scheme (https://personal.sron.nl/~pault/, 2021) for the ninth cost part. Each cost part and each memory
+"muted" scheme (https://personal.sron.nl/~pault/, 2021) for the ninth and tenth cost parts. Each cost part and each memory
 part keeps its colour in every chart, whatever parts a chart happens to show. Pure data: no Qt.
 """
 
@@ -19,6 +19,7 @@ OKABE_ITO = {
     "grey": "#999999",  # Okabe-Ito's black, lightened so it reads on dark backgrounds too
 }
 TOL_WINE = "#882255"
+TOL_OLIVE = "#999933"
 
 # Cost parts (the names of advisor.cost.breakdown.PART_NAMES) -> colour.
 COST_PART_COLOURS = {
@@ -29,6 +30,7 @@ COST_PART_COLOURS = {
     "capex_share": OKABE_ITO["bluish_green"],
     "depreciation": OKABE_ITO["orange"],
     "energy": OKABE_ITO["vermillion"],
+    "wear": TOL_OLIVE,
     "colocation": OKABE_ITO["reddish_purple"],
     "support": TOL_WINE,
 }

@@ -82,15 +82,17 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         rows = [(s.title, (s.chosen.get("name") or s.chosen["id"]) if s.chosen else "nothing fits",
                  money(s.chosen.get("cost_usd")) if s.chosen else "-", cell("hours", s.chosen) if s.chosen else "-")
                 for s in secs]
-        out.append(_table(("scenario", "cheapest option that fits", "total cost", "time"), rows, numeric=(2, 3)))
+        out.append(_table(("scenario", "cheapest option that fits", "total cost", "time"), rows, numeric=(2, 3),
+                          small=True))
     n_chart = 0
     for i, s in enumerate(secs):
         out.append(f'<div class="scenario"{_BREAK if i else ""}>')
         out.append(f"<h2>{i + 1}. {escape(s.title)}</h2>")
         out.append(f"<p><b>{escape(s.headline)}</b></p>")
-        out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in s.summary) + "</p>")
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices as of", s.prices_as_of)]
+        out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in facts) + "</p>")
         if s.chosen is not None:
-            out.append("<h3>Chosen option and the next five</h3>")
+            out.append(f"<h3>Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})</h3>")
             picks = [s.chosen, *s.alternatives]
             out.append(_table([COLUMN_TITLES[c] for c in SHORT_COLUMNS] + ["cost parts"],
                               [(*(cell(c, o) for c in SHORT_COLUMNS), parts_text(o)) for o in picks],
@@ -106,17 +108,13 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
             n_chart += 2
             # side by side, so a scenario keeps to one page
             out.append(f'<table class="charts"><tr><td>{memory}</td><td>{cost}</td></tr></table>')
-        out.append("<h3>Assumptions that differ from the defaults</h3>")
         if s.changed_assumptions:
+            out.append("<h3>Assumptions that differ from the defaults</h3>")
             out.append(_table(("name", "value", "unit", "default", "from"),
-                              [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions]))
-        else:
-            out.append("<p>None: every cost assumption has its default value (listed in the appendix).</p>")
-        if s.inputs:
-            out.append("<h3>Inputs</h3>")
-            out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))
-        out.append(f"<p class=\"note\">Catalog dated {escape(s.catalog_date)}; cloud prices as of "
-                   f"{escape(s.prices_as_of)}. All {len(s.options)} options: appendix A{i + 1}.</p></div>")
+                              [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions], small=True))
+        else:  # one line: the page keeps to one sheet
+            out.append("<h3>Assumptions that differ from the defaults: none (all listed in the appendix)</h3>")
+        out.append("</div>")
     for i, s in enumerate(secs):
         out.append(f'<div class="appendix"{_BREAK if i == 0 else ""}>')
         full = appendix == "full"
@@ -131,6 +129,9 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
             head, rows = head[:-1], [r[:-1] for r in rows]
         out.append(_table(head, rows, numeric=tuple(range(3, len(OPTION_COLUMNS))),
                           classes=["" if o.get("fits") else "nofit" for o in rows_of], small=True))
+        if s.inputs:
+            out.append("<h3>Inputs</h3>")
+            out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))
         if appendix == "full":
             out.append("<h3>All assumptions</h3>")
             out.append(_table(("name", "value", "unit", "origin"),

@@ -43,10 +43,11 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         out += _table(("scenario", "cheapest option that fits", "total cost", "time"), rows) + [""]
     for i, s in enumerate(secs):
         out += [f"## {i + 1}. {_esc(s.title)}", "", f"**{_esc(s.headline)}**", ""]
-        out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in s.summary), ""]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices as of", s.prices_as_of)]
+        out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in facts), ""]
         if s.chosen is not None:
             picks = [s.chosen, *s.alternatives]
-            out += ["### Chosen option and the next five", ""]
+            out += [f"### Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})", ""]
             out += _table([COLUMN_TITLES[c] for c in SHORT_COLUMNS] + ["cost parts"],
                           [(*(cell(c, o) for c in SHORT_COLUMNS), parts_text(o)) for o in picks]) + [""]
             if embed_chart:
@@ -56,20 +57,18 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
                             "Memory per device")
                 out += _svg(cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), title="Total job cost by part"),
                             "Total job cost by part")
-        out += ["### Assumptions that differ from the defaults", ""]
         if s.changed_assumptions:
+            out += ["### Assumptions that differ from the defaults", ""]
             out += _table(("name", "value", "unit", "default", "from"),
                           [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions]) + [""]
         else:
-            out += ["None: every cost assumption has its default value (listed in the appendix).", ""]
-        if s.inputs:
-            out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
-        out += [f"Catalog dated {s.catalog_date}; cloud prices as of {s.prices_as_of}. "
-                f"All {len(s.options)} options: appendix A{i + 1}.", ""]
+            out += ["### Assumptions that differ from the defaults: none (all listed in the appendix)", ""]
     for i, s in enumerate(secs):
         fit = sum(1 for o in s.options if o.get("fits"))
         out += [f"## A{i + 1}. {_esc(s.title)}: all {len(s.options)} options ({fit} fit), by total job cost", ""]
         out += _table(OPTION_HEAD, option_rows(s.options)) + [""]
+        if s.inputs:
+            out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
         out += ["### All assumptions", ""]
         out += _table(("name", "value", "unit", "origin"), s.assumptions or [("(none recorded)", "", "", "")]) + [""]
         out += ["### Probes used", ""]

@@ -50,16 +50,3 @@ def test_theme_override_wins_over_the_system(monkeypatch):
         theme.set_override(None)
     assert theme.current() is theme.DARK  # the system's again
 
-
-def test_size_argument_is_width_x_height():
-    import argparse
-
-    import pytest
-
-    from advisor.commands.gui import parse_size
-
-    assert parse_size("1280x720") == (1280, 720)
-    assert parse_size("1920X1080") == (1920, 1080)
-    for bad in ("1280", "axb", "10x10", "1280x720x3"):
-        with pytest.raises(argparse.ArgumentTypeError):
-            parse_size(bad)
