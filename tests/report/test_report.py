@@ -31,7 +31,7 @@ def test_text_reports_hold_every_total_and_assumption(plan_doc, tmp_path, fmt):
 
 def test_html_is_self_contained_with_an_inline_chart(plan_doc):
     html = render_report([plan_doc], "html")
-    assert html.count("<svg") == 1 and "rent" in html
+    assert html.count("<svg") == 2 and "rent" in html  # the memory chart and the cost chart
     refs = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert refs == []  # nothing to fetch: no scripts, stylesheets or images by reference
     assert "<script" not in html
@@ -73,7 +73,8 @@ def test_pdf_report_through_qt(plan_doc, tmp_path):
 def test_comparison_of_several_plans_and_plan_sets(plan_doc):
     other = {**plan_doc, "title": "plan B", "options": plan_doc["options"][:1]}
     md = render_report([{"schema": "advisor.plan-set/1", "plans": [plan_doc, other]}], "md")
-    assert "## Summary" in md and "## plan B" in md and md.count("### Assumptions") == 2
+    assert "## Summary" in md and "## 2. plan B" in md and md.count("### Assumptions that differ") == 2
+    assert md.count("### All assumptions") == 2 and "## A2. plan B" in md
 
 
 def test_probes_from_saved_calibration_are_stated(plan_doc):
