@@ -265,12 +265,12 @@ def render_table(result, top: int | None = 12) -> str:
     for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         if md[part]:
             lines.append(f"  {part:<12} {md[part] / 1e9:10.2f} GB")
-    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB  ({md['total'] / 2**30:.2f} GiB)")
+    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
         lines.append(f"  On the cheapest option ({best.devices} x {best.accelerator_name}, tp {bl.tp}, ZeRO {bl.zero}): "
-                     f"{best.memory_per_device_bytes / 2**30:.2f} GiB per device of {best.capacity_bytes / 2**30:.0f} GiB")
+                     f"{best.memory_per_device_bytes / 1e9:.2f} GB per device of {best.capacity_bytes / 1e9:.1f} GB")
     lines.append("")
     fitting = [o for o in result.options if o.fits]
     shown = result.options if top is None else result.options[:top]

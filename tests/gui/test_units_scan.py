@@ -56,8 +56,6 @@ def test_the_scan_finds_a_mix():
 
 @pytest.mark.parametrize("pid", [p[0] for p in PAGES])
 def test_every_page_shows_memory_in_gb_only(make_window, qtbot, pid, request):
-    if pid == "monitor":  # its tables still write MiB/GiB: the monitor's owner changes them (issue 19 item 2)
-        request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"{pid} shows MiB/GiB"))
     w = make_window()
     w.show_page("planner")
     qtbot.waitUntil(w.page("planner").is_ready, timeout=15000)
