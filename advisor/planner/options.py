@@ -73,7 +73,10 @@ class _Timer:
 
     def time(self, layout: Parallelism, place: Placement) -> Timing:
         """The speed of one layout on one node (see ``timing``)."""
-        key = (layout, place.devices_per_node, place.intra_node_bps, place.inter_node_bps)
+        # Only the links a layout uses tell timings apart: none on one device, no fabric inside one node.
+        leaves = layout.devices > place.devices_per_node
+        key = (layout, layout.devices > 1 and place.intra_node_bps, leaves and place.devices_per_node,
+               leaves and place.inter_node_bps)
         hit = self._timings.get(key)
         if hit is None:
             if self.req.workload == "inference":
@@ -111,27 +114,18 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         return []
     timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
     out: list[PlanOption] = []
+    shared: dict[tuple, dict] = {}  # options on the same layout, timing and verdict share their figures
     for kind, offer, place, where in _places(acc, offers, a):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place)
-        n = layout.devices
-        if tokens is not None:
-            hours, job_tokens = tokens / t.tokens_per_s / 3600.0, tokens
-            hours_iv, tps_iv = t.interval(hours, inverse=True), t.interval(t.tokens_per_s)
-        else:
-            hours, job_tokens = req.hours, t.tokens_per_s * req.hours * 3600.0
-            hours_iv, tps_iv = (hours, hours), t.interval(t.tokens_per_s)
         reason = infeasible_reason(layout, place, where)
-        split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
-        nodes = place.nodes(n)
-        common = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
-                      memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
-                      mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
-                      tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
-                      tokens_per_s_interval=tps_iv, time_split_s=split, feasible=not reason,
-                      infeasible_reason=reason, note=t.note, nodes=nodes, gpus_per_node=math.ceil(n / nodes))
+        key = (id(t), layout, fits, reason, place.nodes(layout.devices))
+        common = shared.get(key)
+        if common is None:
+            common = shared[key] = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
+        hours, hours_iv = common["hours"], common["hours_interval"]
         kinds = (kind,)
-        for q in quote_job(DeviceJob(acc, n, hours, kinds), [offer] if offer else [], a, spot_offers=req.spot_offers):
+        for q in quote_job(DeviceJob(acc, layout.devices, hours, kinds), [offer] if offer else [], a, spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown.as_dict(), hours, hours_iv)
             if isinstance(q, OwnedQuote):
@@ -142,7 +136,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                       serving=_serving(t, per_h), **common))
                 continue
             instance_row = place.devices_per_node == offer.accelerator_count
-            option = dict(common, nodes=q.instances if instance_row else nodes,
+            option = dict(common, nodes=q.instances if instance_row else common["nodes"],
                           gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"])
             out.append(PlanOption(id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
                                   usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
@@ -151,6 +145,25 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                   reference=place.reference, cost_usd_interval=cost_iv,
                                   serving=_serving(t, per_h), **option))
     return out
+
+
+def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits: bool, t: Timing,
+             tokens: float | None, reason: str, nodes: int) -> dict:
+    """The figures an option has whatever its price: devices, memory, speed, hours with their intervals."""
+    n = layout.devices
+    if tokens is not None:
+        hours, job_tokens = tokens / t.tokens_per_s / 3600.0, tokens
+        hours_iv = t.interval(hours, inverse=True)
+    else:
+        hours, job_tokens = req.hours, t.tokens_per_s * req.hours * 3600.0
+        hours_iv = (hours, hours)
+    split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
+    return dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
+                memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
+                mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
+                tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
+                tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
+                infeasible_reason=reason, note=t.note, nodes=nodes, gpus_per_node=math.ceil(n / nodes))
 
 
 def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:

@@ -14,6 +14,7 @@ efficiency of the weight format on the runtime, capped at 1, so no decode exceed
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ FINETUNE_BATCH_TOKENS = 2**18
 # (docs/method.md, "Inference speed"), as a geometric half-width.
 DECODE_WIDTH_LOG = math.log(0.80 / 0.55) / 2.0
 FITTED_KINDS = ("datacenter", "tpu")
+_generation = functools.lru_cache(maxsize=None)(U.generation_of)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class Timing:
 
 def _fitted_reason(req: PlanRequest, acc: Accelerator, arch: ModelArch, precision: str) -> str:
     """Why the fitted model does not apply ("" when it does)."""
-    if acc.kind not in FITTED_KINDS or U.generation_of(acc.id) is None:
+    if acc.kind not in FITTED_KINDS or _generation(acc.id) is None:
         return f"{acc.kind} parts"
     if precision == "fp8":
         return "fp8 training"
@@ -134,7 +136,7 @@ def training_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params:
     mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
     shape = step_layout(req, layout, arch, params, seq_len)
     step_tokens = shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp
-    base = dict(generation=U.generation_of(acc.id) or 2020, active_params=active, layers=arch.layers,
+    base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
                 hidden=arch.hidden, seq_len=seq_len, tokens=step_tokens, devices=layout.devices, peak_flops=peak,
                 workload=req.workload, recompute=req.checkpointing)
     step = U.training_time(model, **base, calibrated_mfu=mfu)
@@ -143,8 +145,8 @@ def training_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params:
     try:
         # Links faster than the fitted clusters' never lift the utilisation above the fitted figure: those runs
         # are the good case, and the exposed-traffic model is too coarse to extrapolate upwards.
-        slowdown = max(1.0, comms.link_slowdown(compute_s, links=links, **shape))
-        shares = comms.training_step_split(compute_s, links=links, **shape).shares
+        ratio, split = comms.link_split(compute_s, links=links, **shape)
+        slowdown, shares = max(1.0, ratio), split.shares
     except ValueError:  # the layout leaves the node without a fabric: infeasible, timed on the reference links
         slowdown, shares = 1.0, None
     width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
