@@ -45,7 +45,10 @@ def _table(head, rows, numeric=(), classes=None, small: bool = False) -> str:
 
 
 def parts_text(o: dict) -> str:
-    return ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    text = ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    if o.get("price_stale"):
+        text += f" [price of {str(o.get('price_date', ''))[:10]}, older than a year]"
+    return text
 
 
 def option_rows(options) -> list[tuple]:
@@ -54,7 +57,8 @@ def option_rows(options) -> list[tuple]:
 
 
 OPTION_HEAD = [COLUMN_TITLES[c] for c in OPTION_COLUMNS] + ["cost parts"]
-SHORT_COLUMNS = ("id", "devices", "hours", "usd_per_device_hour", "cost_usd", "tokens_per_s")
+SHORT_COLUMNS = ("id", "devices", "hours", "hours_interval", "usd_per_device_hour", "cost_usd", "cost_usd_interval",
+                 "tokens_per_s")
 
 
 def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | None = None,
@@ -89,7 +93,7 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         out.append(f'<div class="scenario"{_BREAK if i else ""}>')
         out.append(f"<h2>{i + 1}. {escape(s.title)}</h2>")
         out.append(f"<p><b>{escape(s.headline)}</b></p>")
-        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices as of", s.prices_as_of)]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
         out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in facts) + "</p>")
         if s.chosen is not None:
             out.append(f"<h3>Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})</h3>")
@@ -129,6 +133,9 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
             head, rows = head[:-1], [r[:-1] for r in rows]
         out.append(_table(head, rows, numeric=tuple(range(3, len(OPTION_COLUMNS))),
                           classes=["" if o.get("fits") else "nofit" for o in rows_of], small=True))
+        if s.infeasible:
+            out.append(f"<h3>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out</h3>")
+            out.append(_table(("option", "reason"), s.infeasible, small=True))
         if s.inputs:
             out.append("<h3>Inputs</h3>")
             out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))
