@@ -41,12 +41,18 @@ def trains(acc: Accelerator) -> bool:
     return not acc.id.startswith("inferentia")
 
 
-def _places(acc: Accelerator, offers, a: CostAssumptions) -> list[tuple[str, object, Placement, str]]:
+def measured_link_bps(acc: Accelerator, calib) -> float | None:
+    """This machine's all-reduce bus bandwidth when the probe measured GPUs of this accelerator."""
+    bus = getattr(calib, "allreduce_bus_bps", None) if calib is not None else None
+    return bus if bus and calib.applies_to(acc.id) else None
+
+
+def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tuple[str, object, Placement, str]]:
     """``(kind, offer or None, placement, node in words)`` for every option of an accelerator."""
     out = []
     if can_own(acc):
         if acc.kind in HOME_KINDS:
-            out.append(("home", None, owned_placement("home", acc, a), "home rig"))
+            out.append(("home", None, owned_placement("home", acc, a, measured_link_bps(acc, calib)), "home rig"))
         if acc.kind in ONPREM_KINDS:
             out.append(("onprem", None, owned_placement("onprem", acc, a), "on-prem server"))
     for offer in offers:
@@ -115,7 +121,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
     out: list[PlanOption] = []
     shared: dict[tuple, dict] = {}  # options on the same layout, timing and verdict share their figures
-    for kind, offer, place, where in _places(acc, offers, a):
+    measured = measured_link_bps(acc, calib)
+    for kind, offer, place, where in _places(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place)
         reason = infeasible_reason(layout, place, where)
@@ -123,6 +130,9 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         common = shared.get(key)
         if common is None:
             common = shared[key] = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
+            if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
+                common["note"] = "; ".join(filter(None, [common["note"], (
+                    f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
         hours, hours_iv = common["hours"], common["hours_interval"]
         kinds = (kind,)
         for q in quote_job(DeviceJob(acc, layout.devices, hours, kinds), [offer] if offer else [], a, spot_offers=req.spot_offers):

@@ -75,9 +75,14 @@ def cloud_placement(offer, acc: Accelerator) -> Placement:
     return Placement(per_node, intra, inter, fabric, reference=offer.is_price_index)
 
 
-def owned_placement(kind: str, acc: Accelerator, a: CostAssumptions) -> Placement:
-    """The node of a home rig (``home_gpus_per_rig``, no fabric between rigs) or an on-prem server."""
-    intra = intra_node_bps(acc)
+def owned_placement(kind: str, acc: Accelerator, a: CostAssumptions, measured_bps: float | None = None) -> Placement:
+    """The node of a home rig (``home_gpus_per_rig``, no fabric between rigs) or an on-prem server.
+
+    Args:
+        measured_bps: the all-reduce probe's bus bandwidth between this machine's GPUs; it replaces the
+            catalog link of a home rig of this accelerator (this machine is one).
+    """
+    intra = measured_bps if kind == "home" and measured_bps else intra_node_bps(acc)
     if kind == "home":
         return Placement(a.home_gpus_per_rig, intra, None)
     return Placement(ONPREM_GPUS_PER_NODE, intra, ONPREM_INTER_NODE_BPS, ONPREM_FABRIC)

@@ -148,3 +148,19 @@ def test_bf16_on_t4_is_timed_at_the_fp16_rate_and_says_so():
     assert all("no bf16 units on Tesla T4: timed at the fp16 rate" in o.note for o in r.options)
     h100 = _plan(model="llama-3-8b", workload="lora", tokens=1e8, accelerator=["h100-sxm"])
     assert not any("units" in o.note for o in h100.options)
+
+
+def test_the_allreduce_probe_figure_replaces_the_home_link():
+    from advisor.probes._types import ProbeResult
+    from advisor.probes.session import calibration_from
+
+    kw = dict(model="llama-3-8b", workload="finetune", optimizer="adamw-8bit", gpus=4, tokens=1e8,
+              accelerator=["rtx-4090"], checkpointing="full")
+    offer = {"allreduce_bus_bps": 5e9, "accelerator_id": "rtx-4090"}
+    result = ProbeResult(probe="allreduce", device="cuda", results={}, peak=None, calibration=offer)
+    cal = calibration_from([result])
+    assert cal.allreduce_bus_bps == 5e9 and cal.mfu is None and cal.applies_to("rtx-4090")
+    measured, catalog = _plan(**kw, calibration=cal).option("home:rtx-4090"), _plan(**kw).option("home:rtx-4090")
+    # 5 GB/s against PCIe 4.0's 31 GB/s: the gradients take longer to cross
+    assert measured.time_split_s["communication"] > catalog.time_split_s["communication"]
+    assert measured.hours > catalog.hours and "5.0 GB/s all-reduce bus bandwidth measured" in measured.note
