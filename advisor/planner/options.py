@@ -56,10 +56,19 @@ def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tu
         if acc.kind in ONPREM_KINDS:
             out.append(("onprem", None, owned_placement("onprem", acc, a), "on-prem server"))
     for offer in offers:
-        place = cloud_placement(offer, acc)
-        out.append(("cloud", offer, place, "instance" if place.devices_per_node == offer.accelerator_count else
-                    ("TPU slice" if acc.kind == "tpu" else "machine")))
+        hit = _CLOUD_PLACES.get(id(offer))
+        if hit is None or hit[0] is not offer or hit[1] is not acc:  # the same catalog is planned again and again
+            if len(_CLOUD_PLACES) > 65536:
+                _CLOUD_PLACES.clear()
+            place = cloud_placement(offer, acc)
+            where = ("instance" if place.devices_per_node == offer.accelerator_count else
+                     "TPU slice" if acc.kind == "tpu" else "machine")
+            hit = _CLOUD_PLACES[id(offer)] = (offer, acc, place, where)
+        out.append(("cloud", offer, hit[2], hit[3]))
     return out
+
+
+_CLOUD_PLACES: dict[int, tuple] = {}  # id(offer) -> (offer, accelerator, placement, node in words)
 
 
 class _Timer:
@@ -95,11 +104,11 @@ class _Timer:
         return hit
 
 
-def _cost_interval(cost: float, parts: dict[str, float], hours: float, hours_interval) -> tuple[float, float]:
+def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tuple[float, float]:
     """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
     if hours <= 0:
         return cost, cost
-    fixed = sum(parts.get(k, 0.0) for k in FIXED_PARTS)
+    fixed = sum(usd for name, usd in breakdown.parts if name in FIXED_PARTS)
     lo, hi = hours_interval
     return fixed + (cost - fixed) * lo / hours, fixed + (cost - fixed) * hi / hours
 
@@ -120,40 +129,46 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         return []
     timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
     out: list[PlanOption] = []
-    shared: dict[tuple, dict] = {}  # options on the same layout, timing and verdict share their figures
     measured = measured_link_bps(acc, calib)
+    groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
     for kind, offer, place, where in _places(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place)
         reason = infeasible_reason(layout, place, where)
-        key = (id(t), layout, fits, reason, place.nodes(layout.devices))
-        common = shared.get(key)
-        if common is None:
-            common = shared[key] = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
+        key = (kind, id(t), layout, fits, reason, place.nodes(layout.devices))
+        group = groups.get(key)
+        if group is None:
+            common = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
             if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
-                common["note"] = "; ".join(filter(None, [common["note"], (
+                common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
                     f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
-        hours, hours_iv = common["hours"], common["hours_interval"]
-        kinds = (kind,)
-        for q in quote_job(DeviceJob(acc, layout.devices, hours, kinds), [offer] if offer else [], a, spot_offers=req.spot_offers):
+            group = groups[key] = (common, [], t, place)
+        if offer is not None:
+            group[1].append(offer)
+    by_id = {o.id: o for o in offers}
+    for (kind, *_rest), (common, group_offers, t, place) in groups.items():
+        hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
+        for q in quote_job(DeviceJob(acc, n, hours, (kind,)), group_offers, a, spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
-            cost_iv = _cost_interval(q.total_usd, q.breakdown.as_dict(), hours, hours_iv)
+            cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):
                 out.append(PlanOption(id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                       usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                       break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
                                       owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
-                                      serving=_serving(t, per_h), **common))
+                                      serving=_serving(t, per_h), nodes=common["nodes"],
+                                      gpus_per_node=common["gpus_per_node"], **common["figures"]))
                 continue
+            offer = by_id[q.offer_id]
             instance_row = place.devices_per_node == offer.accelerator_count
-            option = dict(common, nodes=q.instances if instance_row else common["nodes"],
-                          gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"])
             out.append(PlanOption(id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
                                   usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                   provider=offer.provider, instance=offer.instance, spot=q.spot, instances=q.instances,
                                   price_date=offer.price_date, price_stale=offer.id in stale_ids,
-                                  reference=place.reference, cost_usd_interval=cost_iv,
-                                  serving=_serving(t, per_h), **option))
+                                  reference=place.reference, cost_usd_interval=cost_iv, serving=_serving(t, per_h),
+                                  nodes=q.instances if instance_row else common["nodes"],
+                                  gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"],
+                                  **common["figures"]))
     return out
 
 
@@ -168,12 +183,14 @@ def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits:
         hours, job_tokens = req.hours, t.tokens_per_s * req.hours * 3600.0
         hours_iv = (hours, hours)
     split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
-    return dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
-                memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
-                mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
-                tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
-                tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
-                infeasible_reason=reason, note=t.note, nodes=nodes, gpus_per_node=math.ceil(n / nodes))
+    figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
+                   memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
+                   mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
+                   tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
+                   tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
+                   infeasible_reason=reason, note=t.note)
+    return {"figures": figures, "hours": hours, "hours_interval": hours_iv, "devices": n, "nodes": nodes,
+            "gpus_per_node": math.ceil(n / nodes), "note": t.note}
 
 
 def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:

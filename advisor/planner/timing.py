@@ -134,21 +134,24 @@ def training_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params:
     peak = acc.peak_flops(precision)
     model = bundled_utilisation_model()
     mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
-    shape = step_layout(req, layout, arch, params, seq_len)
-    step_tokens = shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp
     base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
-                hidden=arch.hidden, seq_len=seq_len, tokens=step_tokens, devices=layout.devices, peak_flops=peak,
-                workload=req.workload, recompute=req.checkpointing)
-    step = U.training_time(model, **base, calibrated_mfu=mfu)
-    compute_s = step.hours * 3600.0
-    links = comms.Links(place.intra_node_bps, place.inter_node_bps, place.devices_per_node)
-    try:
-        # Links faster than the fitted clusters' never lift the utilisation above the fitted figure: those runs
-        # are the good case, and the exposed-traffic model is too coarse to extrapolate upwards.
-        ratio, split = comms.link_split(compute_s, links=links, **shape)
-        slowdown, shares = max(1.0, ratio), split.shares
-    except ValueError:  # the layout leaves the node without a fabric: infeasible, timed on the reference links
-        slowdown, shares = 1.0, None
+                hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=peak,
+                workload=req.workload, recompute=req.checkpointing, calibrated_mfu=mfu)
+    if layout.devices == 1:  # nothing to communicate: the whole step computes
+        step = U.training_time(model, **base, tokens=1e6)
+        slowdown, shares = 1.0, {"compute": 1.0, "communication": 0.0, "bubble": 0.0}
+    else:
+        shape = step_layout(req, layout, arch, params, seq_len)
+        step_tokens = shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp
+        step = U.training_time(model, **base, tokens=step_tokens)
+        links = comms.Links(place.intra_node_bps, place.inter_node_bps, place.devices_per_node)
+        try:
+            # Links faster than the fitted clusters' never lift the utilisation above the fitted figure: those
+            # runs are the good case, and the exposed-traffic model is too coarse to extrapolate upwards.
+            ratio, split = comms.link_split(step.hours * 3600.0, links=links, **shape)
+            slowdown, shares = max(1.0, ratio), split.shares
+        except ValueError:  # the layout leaves the node without a fabric: infeasible, timed on the reference links
+            slowdown, shares = 1.0, None
     width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     if source == "fitted":
         origin = step.origin
