@@ -26,11 +26,14 @@ def _first_launchable_spec(doc: dict) -> str:
     return render_launch("skypilot", doc)
 
 
-def _assert_real_spec(text: str, accelerator_count: int, provider: str) -> None:
-    assert 'accelerators: "' in text
-    count = int(re.search(r'accelerators: "[^:]+:(\d+)"', text).group(1))
-    assert count == accelerator_count
-    assert f"cloud: {provider}" in text
+def _assert_real_spec(text: str, accelerator_count: int, provider: str) -> dict:
+    import yaml
+
+    task = yaml.safe_load(text)
+    name, count = task["resources"]["accelerators"].split(":")
+    assert name == "H100" and int(count) == accelerator_count
+    assert task["resources"]["cloud"] == provider
+    return task
 
 
 def test_serving_llama3_70b_ranks_an_option_that_runs():
@@ -59,8 +62,7 @@ def test_70b_pretrain_on_h100_is_multi_node_on_a_stated_fabric():
     spec = render_launch("skypilot", doc)
     chosen = r.option(re.search(r"option (\S+)", spec).group(1))
     assert chosen.kind == "cloud" and chosen.feasible and not chosen.reference
-    _assert_real_spec(spec, 8, chosen.provider.lower())
-    assert "num_nodes: 2" in spec
+    assert _assert_real_spec(spec, 8, chosen.provider.lower())["num_nodes"] == 2
     with pytest.raises(LaunchError, match="cannot run as planned"):
         render_launch("skypilot", doc, index[0].id)
 
@@ -86,8 +88,8 @@ def test_launch_spec_for_p5_asks_for_the_instance_accelerator_count():
     o = r.option(option_id)
     assert o.devices == 1 and o.gpus_per_node == 8 and o.nodes == 1
     spec = render_launch("skypilot", r.to_json(), option_id)
-    _assert_real_spec(spec, 8, "aws")
-    assert 'instance_type: "p5.48xlarge"' in spec and "--nproc-per-node=1 " in spec
+    task = _assert_real_spec(spec, 8, "aws")
+    assert task["resources"]["instance_type"] == "p5.48xlarge" and "--nproc-per-node=1 " in task["run"]
     res = launch_resources(r.to_json(), option_id)
     assert (res.gpus_per_node, res.procs, res.nodes) == (8, 1, 1)
 
