@@ -56,19 +56,10 @@ def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tu
         if acc.kind in ONPREM_KINDS:
             out.append(("onprem", None, owned_placement("onprem", acc, a), "on-prem server"))
     for offer in offers:
-        hit = _CLOUD_PLACES.get(id(offer))
-        if hit is None or hit[0] is not offer or hit[1] is not acc:  # the same catalog is planned again and again
-            if len(_CLOUD_PLACES) > 65536:
-                _CLOUD_PLACES.clear()
-            place = cloud_placement(offer, acc)
-            where = ("instance" if place.devices_per_node == offer.accelerator_count else
-                     "TPU slice" if acc.kind == "tpu" else "machine")
-            hit = _CLOUD_PLACES[id(offer)] = (offer, acc, place, where)
-        out.append(("cloud", offer, hit[2], hit[3]))
+        place = cloud_placement(offer, acc)
+        out.append(("cloud", offer, place, "instance" if place.devices_per_node == offer.accelerator_count else
+                    "TPU slice" if acc.kind == "tpu" else "machine"))
     return out
-
-
-_CLOUD_PLACES: dict[int, tuple] = {}  # id(offer) -> (offer, accelerator, placement, node in words)
 
 
 class _Timer:
