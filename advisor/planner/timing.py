@@ -39,6 +39,13 @@ FITTED_KINDS = ("datacenter", "tpu")
 _generation = functools.lru_cache(maxsize=None)(U.generation_of)
 
 
+@functools.lru_cache(maxsize=1024)
+def _fitted(generation: int, active_params: float, seq_len: int) -> U.UtilisationEstimate:
+    """The fitted utilisation of a run (``utilisation.predict_utilisation``), once per plan's model and part."""
+    return U.predict_utilisation(bundled_utilisation_model(), generation=generation, active_params=active_params,
+                                 seq_len=seq_len)
+
+
 @dataclass(frozen=True)
 class Timing:
     """Speed of one option.
@@ -94,7 +101,10 @@ def _fitted_reason(req: PlanRequest, acc: Accelerator, arch: ModelArch, precisio
 
 
 def _utilisation(req, acc, arch, precision, calib, model) -> tuple[float | None, str, str, str]:
-    """``(mfu or None for the fitted one, origin, source, note)`` of a training option."""
+    """``(mfu or None for the fitted one, origin, source, note)`` of a training option.
+
+    Every figure then goes through ``utilisation.training_time`` as its utilisation, so all paths count the
+    same FLOPs; the interval width follows the source (``Timing.width_log``)."""
     if req.mfu is not None:
         return req.mfu, "set by the user (--mfu)", "user", ""
     if calib is not None and calib.mfu and calib.applies_to(acc.id):
@@ -134,6 +144,9 @@ def training_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params:
     peak = acc.peak_flops(precision)
     model = bundled_utilisation_model()
     mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
+    if source == "fitted":
+        est = _fitted(_generation(acc.id), active, seq_len)
+        mfu, origin = est.mfu, est.origin
     base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
                 hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=peak,
                 workload=req.workload, recompute=req.checkpointing, calibrated_mfu=mfu)
@@ -153,8 +166,6 @@ def training_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params:
         except ValueError:  # the layout leaves the node without a fabric: infeasible, timed on the reference links
             slowdown, shares = 1.0, None
     width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
-    if source == "fitted":
-        origin = step.origin
     rate = acc.peak_precision(precision)
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
