@@ -90,8 +90,8 @@ class MemoryModel:
             max_tp: the most devices a tensor-parallel group may span (one node); layouts with more are
                 skipped, unless no layout is left (a requested ``--tp`` larger than the node).
         """
-        if max_tp is not None and max_tp >= max(TP_CHOICES):
-            max_tp = None  # every tensor-parallel degree tried fits in such a node
+        if max_tp is not None and (max_tp >= max(TP_CHOICES) or self.req.workload == "inference"):
+            max_tp = None  # every tensor-parallel degree tried fits in such a node; serving splits over all
         key = (capacity, max_tp)
         hit = self._fewest.get(key)
         if hit is None:

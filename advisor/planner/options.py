@@ -29,7 +29,7 @@ from advisor.planner.placement import (
 )
 from advisor.planner.request import PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
-from advisor.planner.timing import Timing, serving_timing, training_timing
+from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
 
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
@@ -69,28 +69,40 @@ class _Timer:
         self.req, self.acc, self.arch, self.params, self.active = req, acc, arch, params, active
         self.context, self.mem_model, self.calib = context, mem_model, calib
         self._timings: dict[tuple, Timing] = {}
+        self._steps: dict[Parallelism, object] = {}
 
     def layout(self, place: Placement):
         """The fewest devices that fit with tensor parallelism inside one node: ``(layout, memory, fits)``."""
-        layout, mem, fits = self.mem_model.fewest_devices(self.acc.memory_bytes, place.devices_per_node)
+        layout, mem, fits = self.mem_model.fewest_devices(self.acc.memory_bytes)
+        # A narrower search only where it can help: the group leaves the node and nodes can be joined (without
+        # a fabric the job needs more devices than one node holds at any tensor-parallel degree).
+        if fits and layout.tp > place.devices_per_node and place.inter_node_bps is not None:
+            layout, mem, fits = self.mem_model.fewest_devices(self.acc.memory_bytes, place.devices_per_node)
         if self.req.workload == "inference":
             layout = inference_layout(layout, place)
         return layout, mem, fits
 
     def time(self, layout: Parallelism, place: Placement) -> Timing:
         """The speed of one layout on one node (see ``timing``)."""
-        # Only the links a layout uses tell timings apart: none on one device, no fabric inside one node.
-        leaves = layout.devices > place.devices_per_node
-        key = (layout, layout.devices > 1 and place.intra_node_bps, leaves and place.devices_per_node,
-               leaves and place.inter_node_bps)
+        # Only the links a layout uses tell timings apart: none on one device, no fabric inside one node;
+        # a decode's time does not depend on them.
+        if self.req.workload == "inference":
+            key = (layout.devices,)
+        else:
+            leaves = layout.devices > place.devices_per_node
+            key = (layout, layout.devices > 1 and place.intra_node_bps, leaves and place.devices_per_node,
+                   leaves and place.inter_node_bps)
         hit = self._timings.get(key)
         if hit is None:
             if self.req.workload == "inference":
                 hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.context,
                                      layout.devices, self.calib, self.mem_model.weight_bytes)
             else:
-                hit = training_timing(self.req, self.acc, self.arch, self.params, self.active,
-                                      self.mem_model.seq_len, layout, place, self.calib)
+                step = self._steps.get(layout)
+                if step is None:
+                    step = self._steps[layout] = training_step(self.req, self.acc, self.arch, self.params,
+                                                               self.active, self.mem_model.seq_len, layout, self.calib)
+                hit = training_timing(step, place)
             self._timings[key] = hit
         return hit
 

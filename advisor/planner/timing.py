@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.catalog import Accelerator
 from advisor.catalog.training_runs import bundled_utilisation_model
@@ -133,45 +133,72 @@ def step_layout(req: PlanRequest, layout: Parallelism, arch: ModelArch, params: 
                 moe_layers=moe_layers, top_k=arch.experts_per_token, ep=ep)
 
 
-def training_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, seq_len: int,
-                    layout: Parallelism, place: Placement, calib) -> Timing:
-    """The speed of a training option: utilisation (fitted, prior, calibrated or the user's) and its links.
+@dataclass(frozen=True)
+class TrainingStep:
+    """What a training layout costs on one accelerator before its links are known (``training_step``)."""
 
-    ``T = tokens * f * (P_act + L*s*h) * r / (N * peak * u) * slowdown`` (``utilisation.training_time``), with the
-    slowdown of ``comms.link_slowdown`` for the option's node and fabric.
+    step: U.TrainingTime  # one optimizer step at the utilisation, no link slowdown
+    shape: dict | None  # the ``comms.training_step_split`` arguments; None on one device
+    source: str
+    origin: str
+    note: str
+    width_log: float
+    references: dict = field(default_factory=dict, compare=False)  # reference links -> reference step time, s
+
+
+def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, seq_len: int,
+                  layout: Parallelism, calib) -> TrainingStep:
+    """The utilisation (fitted, prior, calibrated or the user's) and one optimizer step of a layout.
+
+    ``T = tokens * f * (P_act + L*s*h) * r / (N * peak * u)`` (``utilisation.training_time``); every source goes
+    through it, so all count the same FLOPs.
     """
     precision = compute_precision(req)
-    peak = acc.peak_flops(precision)
     model = bundled_utilisation_model()
     mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
     if source == "fitted":
         est = _fitted(_generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
     base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
-                hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=peak,
+                hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=acc.peak_flops(precision),
                 workload=req.workload, recompute=req.checkpointing, calibrated_mfu=mfu)
-    if layout.devices == 1:  # nothing to communicate: the whole step computes
+    shape = None
+    if layout.devices == 1:
         step = U.training_time(model, **base, tokens=1e6)
-        slowdown, shares = 1.0, {"compute": 1.0, "communication": 0.0, "bubble": 0.0}
     else:
         shape = step_layout(req, layout, arch, params, seq_len)
-        step_tokens = shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp
-        step = U.training_time(model, **base, tokens=step_tokens)
-        links = comms.Links(place.intra_node_bps, place.inter_node_bps, place.devices_per_node)
-        try:
-            # Links faster than the fitted clusters' never lift the utilisation above the fitted figure: those
-            # runs are the good case, and the exposed-traffic model is too coarse to extrapolate upwards.
-            ratio, split = comms.link_split(step.hours * 3600.0, links=links, **shape)
-            slowdown, shares = max(1.0, ratio), split.shares
-        except ValueError:  # the layout leaves the node without a fabric: infeasible, timed on the reference links
-            slowdown, shares = 1.0, None
-    width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
+        step = U.training_time(model, **base, tokens=shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp)
     rate = acc.peak_precision(precision)
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
                                        f"(train in {rate})", note]))
-    return Timing(tokens_per_s=step.tokens_per_s / slowdown, mfu=step.mfu, mfu_origin=origin, source=source,
-                  width_log=width, shares=shares, note=note)
+    width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
+    return TrainingStep(step, shape, source, origin, note, width)
+
+
+def training_timing(ts: TrainingStep, place: Placement) -> Timing:
+    """The speed of a training step on one node: slowed by ``comms.link_split`` where the node's links are
+    slower than the fitted clusters' (docs/method.md, "Options that can run")."""
+    step = ts.step
+    if ts.shape is None:  # nothing to communicate: the whole step computes
+        slowdown, shares = 1.0, {"compute": 1.0, "communication": 0.0, "bubble": 0.0}
+    else:
+        compute_s = step.hours * 3600.0
+        links = comms.Links(place.intra_node_bps, place.inter_node_bps, place.devices_per_node)
+        try:
+            mine = comms.training_step_split(compute_s, links=links, **ts.shape)
+        except ValueError:  # the layout leaves the node without a fabric: infeasible, timed on the reference links
+            slowdown, shares = 1.0, None
+        else:
+            ref = comms.reference_links(links)
+            ref_s = ts.references.get(ref)
+            if ref_s is None:
+                ref_s = ts.references[ref] = comms.training_step_split(compute_s, links=ref, **ts.shape).step_s
+            # Links faster than the fitted clusters' never lift the utilisation above the fitted figure: those
+            # runs are the good case, and the exposed-traffic model is too coarse to extrapolate upwards.
+            slowdown, shares = max(1.0, mine.step_s / ref_s), mine.shares
+    return Timing(tokens_per_s=step.tokens_per_s / slowdown, mfu=step.mfu, mfu_origin=ts.origin, source=ts.source,
+                  width_log=ts.width_log, shares=shares, note=ts.note)
 
 
 def default_runtime(acc: Accelerator) -> str:
