@@ -100,14 +100,14 @@ def test_home_and_onprem_nodes():
     home = owned_placement("home", acc, a)
     assert home.devices_per_node == 4 and home.inter_node_bps is None
     assert owned_placement("onprem", CAT.accelerators["h100-sxm"], a).inter_node_bps == ONPREM_INTER_NODE_BPS
-    # A 70B LoRA needs 8 x 24 GiB cards: more than one rig of 4 holds, and rigs have no stated fabric.
+    # A 70B LoRA needs 16 x 24 GiB cards: more than one rig of 4 holds, and rigs have no stated fabric.
     r = _plan(model="llama-3-70b", workload="lora", tokens=1e7, accelerator=["rtx-4090"])
     o = r.option("home:rtx-4090")
     assert o.devices > 4 and not o.feasible and "home rig" in o.infeasible_reason and "of 4 devices" in o.infeasible_reason
-    # a bigger rig holds the group: re-laid out inside it, and it runs
-    rig8 = plan(PlanRequest.from_mapping(dict(model="llama-3-70b", workload="lora", tokens=1e7,
-                                              accelerator=["rtx-4090"], assumptions={"home_gpus_per_rig": 8})), CAT)
-    assert rig8.option("home:rtx-4090").feasible
+    # a rig of 16 holds all 16 cards: it runs
+    rig16 = plan(PlanRequest.from_mapping(dict(model="llama-3-70b", workload="lora", tokens=1e7,
+                                              accelerator=["rtx-4090"], assumptions={"home_gpus_per_rig": 16})), CAT)
+    assert rig16.option("home:rtx-4090").feasible
 
 
 def test_stale_prices_are_marked_and_dated():
