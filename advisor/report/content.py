@@ -62,8 +62,11 @@ class PlanSection:
         if c is None:
             return "Nothing fits: no option holds this job in memory."
         name = c.get("name") or c.get("id")
+        ranges = ""
+        if c.get("cost_usd_interval") and c.get("hours_interval"):
+            ranges = (f" (80 % range: {cell('cost_usd_interval', c)} in {cell('hours_interval', c)})")
         return (f"Cheapest that fits: {name} ({c.get('kind', '?')}), {money(c.get('cost_usd'))} for the whole job "
-                f"in {hours(c.get('hours'))}.")
+                f"in {hours(c.get('hours'))}{ranges}.")
 
 
 ALTERNATIVES = 5

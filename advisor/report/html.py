@@ -57,8 +57,7 @@ def option_rows(options) -> list[tuple]:
 
 
 OPTION_HEAD = [COLUMN_TITLES[c] for c in OPTION_COLUMNS] + ["cost parts"]
-SHORT_COLUMNS = ("id", "devices", "hours", "hours_interval", "usd_per_device_hour", "cost_usd", "cost_usd_interval",
-                 "tokens_per_s")
+SHORT_COLUMNS = ("id", "devices", "hours", "usd_per_device_hour", "cost_usd", "tokens_per_s")
 
 
 def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | None = None,
@@ -129,13 +128,17 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
                 "the HTML and CSV reports list every one with its cost parts)")
         out.append(f"<h2>A{i + 1}. {escape(s.title)}: {escape(what)}, by total job cost</h2>")
         head, rows = OPTION_HEAD, option_rows(rows_of)
-        if not full:  # one line per option: the cost parts are on the scenario pages
-            head, rows = head[:-1], [r[:-1] for r in rows]
-        out.append(_table(head, rows, numeric=tuple(range(3, len(OPTION_COLUMNS))),
+        if not full:  # one line per option: the cost parts and the ranges are on the scenario pages
+            keep = [k for k, c in enumerate(OPTION_COLUMNS) if not c.endswith("_interval")]
+            head, rows = [head[k] for k in keep], [tuple(r[k] for k in keep) for r in rows]
+        out.append(_table(head, rows, numeric=tuple(range(3, len(head))),
                           classes=["" if o.get("fits") else "nofit" for o in rows_of], small=True))
-        if s.infeasible:
+        if s.infeasible and full:
             out.append(f"<h3>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out</h3>")
             out.append(_table(("option", "reason"), s.infeasible, small=True))
+        elif s.infeasible:  # the PDF keeps to its pages: the reasons are in the HTML and CSV reports
+            out.append(f"<p>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out (each with its reason "
+                       "in the HTML and CSV reports).</p>")
         if s.inputs:
             out.append("<h3>Inputs</h3>")
             out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))
