@@ -58,7 +58,7 @@ def dearer_hour_example(result) -> str | None:
     Picks the pair of fitting options with the largest ratio of hourly price (dearer) to job cost (cheaper).
     """
     cheapest: dict[tuple[str, str], object] = {}
-    for o in result.options:  # options are sorted cheapest first: keep one per accelerator and kind
+    for o in result.ranked:  # options that can run, sorted cheapest first: keep one per accelerator and kind
         if o.fits and o.hours > 0 and o.cost_usd > 0:
             cheapest.setdefault((o.accelerator, o.kind), o)
     priced = list(cheapest.values())
