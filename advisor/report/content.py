@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from advisor.units import fmt_mem
 
-OPTION_COLUMNS = ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "device_hours", "energy_kwh",
-                  "usd_per_device_hour", "cost_usd", "tokens_per_s")
+OPTION_COLUMNS = ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "hours_interval", "device_hours",
+                  "energy_kwh", "usd_per_device_hour", "cost_usd", "cost_usd_interval", "tokens_per_s",
+                  "tokens_per_s_interval")
 
 
 class ReportError(ValueError):
@@ -51,6 +52,8 @@ class PlanSection:
     alternatives: tuple[dict, ...] = ()
     changed_assumptions: tuple[tuple[str, object, str, str, object], ...] = ()
     memory_parts: tuple[tuple[str, int], ...] = ()
+    infeasible: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (option id, reason): not ranked
+    price_dates: str = ""  # oldest and newest price date of the options, and how many are older than a year
 
     @property
     def headline(self) -> str:
@@ -59,8 +62,11 @@ class PlanSection:
         if c is None:
             return "Nothing fits: no option holds this job in memory."
         name = c.get("name") or c.get("id")
+        ranges = ""
+        if c.get("cost_usd_interval") and c.get("hours_interval"):
+            ranges = (f" (80 % range: {cell('cost_usd_interval', c)} in {cell('hours_interval', c)})")
         return (f"Cheapest that fits: {name} ({c.get('kind', '?')}), {money(c.get('cost_usd'))} for the whole job "
-                f"in {hours(c.get('hours'))}.")
+                f"in {hours(c.get('hours'))}{ranges}.")
 
 
 ALTERNATIVES = 5
@@ -197,8 +203,11 @@ def sections(docs) -> list[PlanSection]:
     """One ``PlanSection`` per plan document (see ``plan_docs``)."""
     out = []
     for i, doc in enumerate(plan_docs(docs)):
-        options = tuple(sorted((o for o in doc["options"] if isinstance(o, dict)),
+        every = [o for o in doc["options"] if isinstance(o, dict)]
+        options = tuple(sorted((o for o in every if o.get("feasible", True) is not False),
                                key=lambda o: (not o.get("fits", False), _num(o.get("cost_usd")))))
+        apart = tuple((str(o.get("id")), str(o.get("infeasible_reason", ""))) for o in every
+                      if o.get("feasible", True) is False)
         assumptions = []
         for name, a in (doc.get("assumptions") or {}).items():
             if isinstance(a, dict):
@@ -231,8 +240,19 @@ def sections(docs) -> list[PlanSection]:
                                summary=_summary(doc), breakdown_parts=tuple(parts),
                                chosen=fitting[0] if fitting else None,
                                alternatives=tuple(fitting[1:1 + ALTERNATIVES]), changed_assumptions=changed,
-                               memory_parts=memory_parts, inputs=input_rows(doc)))
+                               memory_parts=memory_parts, inputs=input_rows(doc),
+                               infeasible=apart, price_dates=_price_dates(doc, options)))
     return out
+
+
+def _price_dates(doc: dict, options) -> str:
+    """The plan's price dates line (``catalog.price_dates.summary``), with the options older than a year named."""
+    dates = (doc.get("catalog") or {}).get("price_dates")
+    if not isinstance(dates, dict) or not dates.get("summary"):
+        return ""
+    old = [o["id"] for o in options if o.get("price_stale")]
+    return str(dates["summary"]) + (f" (older than a year: {', '.join(old[:5])}"
+                                    + (f" and {len(old) - 5} more" if len(old) > 5 else "") + ")" if old else "")
 
 
 def _num(v) -> float:
@@ -263,6 +283,11 @@ def hours(v) -> str:
 def cell(column: str, o: dict) -> str:
     """Text of one option column, as people read it."""
     v = o.get(column)
+    if column.endswith("_interval"):
+        if not (isinstance(v, (list, tuple)) and len(v) == 2):
+            return "-"
+        fmt = {"hours_interval": hours, "cost_usd_interval": money}.get(column, lambda x: f"{x:,.1f}")
+        return f"{fmt(v[0])} to {fmt(v[1])}"
     if column in ("cost_usd",):
         return money(v)
     if column == "usd_per_device_hour":
@@ -280,7 +305,10 @@ def cell(column: str, o: dict) -> str:
 
 COLUMN_TITLES = {"id": "option", "kind": "kind", "accelerator": "accelerator", "devices": "devices", "fits": "fits",
                  "mfu": "MFU", "hours": "time", "device_hours": "device-hours", "energy_kwh": "energy kWh",
-                 "usd_per_device_hour": "$/device-h", "cost_usd": "total cost", "tokens_per_s": "tokens/s"}
+                 "usd_per_device_hour": "$/device-h", "cost_usd": "total cost", "tokens_per_s": "tokens/s",
+                 "hours_interval": "time, 80 % range", "cost_usd_interval": "total cost, 80 % range",
+                 "tokens_per_s_interval": "tokens/s, 80 % range"}
+
 
 
 def best_per_accelerator(options) -> list[dict]:

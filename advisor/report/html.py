@@ -45,7 +45,10 @@ def _table(head, rows, numeric=(), classes=None, small: bool = False) -> str:
 
 
 def parts_text(o: dict) -> str:
-    return ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    text = ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    if o.get("price_stale"):
+        text += f" [price of {str(o.get('price_date', ''))[:10]}, older than a year]"
+    return text
 
 
 def option_rows(options) -> list[tuple]:
@@ -89,7 +92,7 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         out.append(f'<div class="scenario"{_BREAK if i else ""}>')
         out.append(f"<h2>{i + 1}. {escape(s.title)}</h2>")
         out.append(f"<p><b>{escape(s.headline)}</b></p>")
-        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices as of", s.prices_as_of)]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
         out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in facts) + "</p>")
         if s.chosen is not None:
             out.append(f"<h3>Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})</h3>")
@@ -125,10 +128,17 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
                 "the HTML and CSV reports list every one with its cost parts)")
         out.append(f"<h2>A{i + 1}. {escape(s.title)}: {escape(what)}, by total job cost</h2>")
         head, rows = OPTION_HEAD, option_rows(rows_of)
-        if not full:  # one line per option: the cost parts are on the scenario pages
-            head, rows = head[:-1], [r[:-1] for r in rows]
-        out.append(_table(head, rows, numeric=tuple(range(3, len(OPTION_COLUMNS))),
+        if not full:  # one line per option: the cost parts and the ranges are on the scenario pages
+            keep = [k for k, c in enumerate(OPTION_COLUMNS) if not c.endswith("_interval")]
+            head, rows = [head[k] for k in keep], [tuple(r[k] for k in keep) for r in rows]
+        out.append(_table(head, rows, numeric=tuple(range(3, len(head))),
                           classes=["" if o.get("fits") else "nofit" for o in rows_of], small=True))
+        if s.infeasible and full:
+            out.append(f"<h3>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out</h3>")
+            out.append(_table(("option", "reason"), s.infeasible, small=True))
+        elif s.infeasible:  # the PDF keeps to its pages: the reasons are in the HTML and CSV reports
+            out.append(f"<p>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out (each with its reason "
+                       "in the HTML and CSV reports).</p>")
         if s.inputs:
             out.append("<h3>Inputs</h3>")
             out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))

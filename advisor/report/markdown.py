@@ -43,7 +43,7 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         out += _table(("scenario", "cheapest option that fits", "total cost", "time"), rows) + [""]
     for i, s in enumerate(secs):
         out += [f"## {i + 1}. {_esc(s.title)}", "", f"**{_esc(s.headline)}**", ""]
-        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices as of", s.prices_as_of)]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
         out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in facts), ""]
         if s.chosen is not None:
             picks = [s.chosen, *s.alternatives]
@@ -67,6 +67,9 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         fit = sum(1 for o in s.options if o.get("fits"))
         out += [f"## A{i + 1}. {_esc(s.title)}: all {len(s.options)} options ({fit} fit), by total job cost", ""]
         out += _table(OPTION_HEAD, option_rows(s.options)) + [""]
+        if s.infeasible:
+            out += [f"### Not ranked: {len(s.infeasible)} option(s) cannot run as laid out", ""]
+            out += _table(("option", "reason"), s.infeasible) + [""]
         if s.inputs:
             out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
         out += ["### All assumptions", ""]

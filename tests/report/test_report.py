@@ -132,10 +132,19 @@ def test_report_of_a_real_plan_lists_every_option():
     args = build_parser().parse_args(["plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8"])
     doc = build_plan(request_values(args)).to_json()
     rows = list(csv.DictReader(io.StringIO(render_report([doc], "csv"))))
-    assert len([r for r in rows if r["record"] == "option"]) == len(doc["options"])
+    ranked = [o for o in doc["options"] if o["feasible"]]
+    apart = {o["id"]: o["infeasible_reason"] for o in doc["options"] if not o["feasible"]}
+    assert apart and len(ranked) + len(apart) == len(doc["options"])
+    assert len([r for r in rows if r["record"] == "option"]) == len(ranked)
+    assert {r["id"]: r["origin"] for r in rows if r["record"] == "infeasible"} == apart  # listed apart, with why
     md = render_report([doc], "md")
-    assert all(o["id"] in md and money(o["cost_usd"]) in md for o in doc["options"])
+    assert all(o["id"] in md and money(o["cost_usd"]) in md for o in ranked)
+    assert all(option_id in md for option_id in apart) and "cannot run as laid out" in md
     assert all(name in md for name in doc["assumptions"])
+    # ranges and price dates reach the report
+    best = ranked[0]
+    assert f"{money(best['cost_usd_interval'][0])} to {money(best['cost_usd_interval'][1])}" in md
+    assert doc["catalog"]["price_dates"]["summary"] in md
 
 
 _option = st.fixed_dictionaries({

@@ -296,7 +296,7 @@ class ComparePage(Page):
         for it in self._scatter_items:
             self.scatter.removeItem(it)
         self._scatter_items.clear()
-        fitting = [o for o in result.options if o.fits and o.hours > 0 and o.cost_usd > 0]
+        fitting = [o for o in result.ranked if o.fits and o.hours > 0 and o.cost_usd > 0]
         front = set(result.pareto_ids())
         for kind, idx in KIND_INDEX.items():
             pts = [o for o in fitting if o.kind == kind]

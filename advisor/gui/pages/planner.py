@@ -230,8 +230,11 @@ class PlannerPage(Page):
             self.model.set_rows(rows)
         self.answer.setText(self._answer_text(result, rows, mine))
         self._draw_memory(bundle, mine)
+        ages = result.price_ages(result.ranked)
+        apart = len(result.infeasible)
         self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
-                            f"priced · cloud prices as of {result.prices_as_of}"
+                            f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
+                            + f" · cloud {ages.summary() if ages else 'prices as of ' + result.prices_as_of}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
 
     def _answer_text(self, result, rows, mine) -> str:

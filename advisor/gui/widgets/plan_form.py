@@ -19,6 +19,8 @@ BUDGETS = (("default", "planner's default"), ("tokens", "tokens"), ("epochs", "e
            ("hours", "hours of compute"))
 QUANTS = ((None, "none (weights at the precision)"), ("q8_0", "q8_0 (8.5 bits)"), ("q6_k", "q6_k (6.6 bits)"),
           ("q4_k_m", "q4_k_m (4.8 bits)"), ("q4_0", "q4_0 (4.5 bits)"), ("nf4", "nf4 (4.1 bits)"))
+RUNTIMES = ((None, "auto (llama.cpp on consumer cards, vLLM on datacenter parts)"), ("llama.cpp", "llama.cpp"),
+            ("vllm", "vLLM"), ("exllama", "ExLlamaV2"), ("mlc", "MLC LLM"))
 LORA_RANK = 16
 # Values that return every field to its default or "auto" (set_values leaves keys it is not given alone;
 # spin boxes clamp 0 to their minimum, which is "auto"): a scenario is shown as {**RESET, **its plan}.
@@ -26,7 +28,7 @@ RESET = {"workload": "pretrain", "precision": "bf16", "optimizer": "adamw", "zer
          "tp": None, "pp": 1, "seq_len": 0, "micro_batch": 1, "checkpointing": "selective",
          "budget": "default", "context": 0, "batch": 1, "output_tokens": 256, "mfu": 0,
          "layers": 0, "hidden": 0, "heads": 0, "kv_heads": 0, "ffn": 0, "vocab": 0,
-         "accelerator": [], "lora_rank": LORA_RANK, "quant": None, "spot_offers": True, "download": False}
+         "accelerator": [], "lora_rank": LORA_RANK, "quant": None, "runtime": None, "spot_offers": True, "download": False}
 TIPS = {
     "model": "A preset with its exact architecture, a model from the Models page (Hugging Face cache, GGUF file, "
              "Ollama, LM Studio), or 'custom' to give a parameter count",
@@ -50,6 +52,7 @@ TIPS = {
     "output_tokens": "Tokens generated per request",
     "lora_rank": "LoRA/QLoRA adapter rank: trainable weights, their gradients and optimizer state grow with it",
     "quant": "Serve quantised weights (llama.cpp/bitsandbytes formats, by effective bits per weight)",
+    "runtime": "Inference runtime: the decode's bandwidth efficiency depends on it and on the weight format",
     "spot_offers": "List cloud spot instances (cheaper, can be interrupted) besides on-demand ones",
     "mfu": "Model FLOPs utilisation to assume (0 = the planner's prior or this machine's measurement)",
 }
@@ -98,6 +101,7 @@ class PlanFormWidget(QWidget):
         self._add("precision", "Precision", self._combo([(p, p) for p in
                                                           ("bf16", "fp16", "fp8", "fp32", "tf32", "int8", "int4")]))
         self._add("quant", "Quantisation", self._combo(QUANTS))
+        self._add("runtime", "Runtime", self._combo(RUNTIMES))
         self._add("optimizer", "Optimizer", self._combo([(o, o) for o in ("adamw", "adamw-8bit", "sgd", "adafactor")]))
         self._add("zero", "ZeRO stage", self._combo([(None, "auto"), (0, "0 (none)"), (1, "1"), (2, "2"), (3, "3")]))
         self._add("gpus", "Devices", _auto_spin(1, 16384, "auto (fewest that fit)"))
@@ -190,7 +194,7 @@ class PlanFormWidget(QWidget):
         model = self.w["model"].currentData()
         show = {"params": custom, **{k: custom for k in self.arch_fields},
                 "download": isinstance(model, str) and model.startswith("hf:"),
-                "lora_rank": workload in ("lora", "qlora"), "quant": inference,
+                "lora_rank": workload in ("lora", "qlora"), "quant": inference, "runtime": inference,
                 "optimizer": not inference, "zero": not inference, "seq_len": not inference,
                 "micro_batch": not inference, "checkpointing": not inference, "budget": True,
                 "tokens": budget == "tokens", "epochs": not inference and budget == "epochs",
@@ -226,8 +230,9 @@ class PlanFormWidget(QWidget):
                 out["context"] = w["context"].value()
             out["batch"] = w["batch"].value()
             out["output_tokens"] = w["output_tokens"].value()
-            if w["quant"].currentData() is not None:
-                out["quant"] = w["quant"].currentData()
+            for key in ("quant", "runtime"):
+                if w[key].currentData() is not None:
+                    out[key] = w[key].currentData()
         else:
             out["optimizer"] = w["optimizer"].currentData()
             out["checkpointing"] = w["checkpointing"].currentData()
