@@ -69,6 +69,13 @@ class Accelerator:
         return self.memory_bytes
 
     @property
+    def stacks(self) -> tuple[str, ...]:
+        """The software stacks that run on this part, from its vendor and kind (``catalog.stacks``)."""
+        from advisor.catalog.stacks import stacks_for
+
+        return stacks_for(self.vendor, self.kind)
+
+    @property
     def memory_gib(self) -> float:
         return self.memory_bytes / 2**30
 

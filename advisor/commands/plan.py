@@ -280,6 +280,7 @@ def render_table(result, top: int | None = 12) -> str:
     ages = result.price_ages(shown)
     prices = ages.summary() if ages is not None else f"prices as of {result.prices_as_of}"
     lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
+    lines.append(_stack_line(result, ranked))
     inference = r.workload == "inference"
     rate_head = "$/M tokens" if inference else "tokens/s"
     width = min(60, max([len(o.id) for o in shown] + [6]))
@@ -290,6 +291,8 @@ def render_table(result, top: int | None = 12) -> str:
         rate = units.fmt_usd(o.usd_per_million_tokens) if inference else f"{o.tokens_per_s:,.0f}"
         per_h = "-" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.2f}"
         parts = ", ".join(f"{k} {units.fmt_usd(v)}" for k, v in o.cost_breakdown_usd.items() if v)
+        if not o.stack_ok:
+            parts = f"[{o.stack_reason}] {parts}"
         if o.price_stale:
             parts += f"  [price of {o.price_date[:10]}, older than a year]"
         if o.note:
@@ -330,6 +333,18 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"Utilisation of the cheapest option: {best.mfu:.2f} ({best.mfu_origin})")
     lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _stack_line(result, ranked) -> str:
+    """Which software stacks the ranking assumes, and how many options were put after for needing another."""
+    from advisor.catalog.stacks import STACK_LABELS
+
+    names = ", ".join(STACK_LABELS.get(s, s) for s in result.stacks)
+    given = "--stack" if result.request.stack else "the default for this job; --stack to change"
+    off = sum(1 for o in ranked if not o.stack_ok)
+    tail = (f"; {off} option(s) on other stacks are ranked after those that run it, marked [needs ...]"
+            if off else "")
+    return f"  Software stack: {names} ({given}){tail}"
 
 
 def _clip(text: str, width: int) -> str:

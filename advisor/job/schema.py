@@ -32,6 +32,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from advisor.catalog.stacks import STACKS
 from advisor.cost.assumptions import Assumption, CostAssumptions
 
 WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "inference")
@@ -115,9 +116,12 @@ def _num(x: float | None) -> str:
 
 def _field(default: Any, *, unit: str = "", help: str, workloads: tuple[str, ...] = ALL, group: str = "job",
            flag: str | None = "", scenario: bool = True, ge: float | None = None, gt: float | None = None, le: float | None = None,
-           **kw: Any) -> Any:
-    """A pydantic field carrying the schema's metadata (``flag=""``: ``--<name>``; None: no flag)."""
+           choices: tuple[str, ...] = (), **kw: Any) -> Any:
+    """A pydantic field carrying the schema's metadata (``flag=""``: ``--<name>``; None: no flag; ``choices``:
+    the values an ``ids`` list may hold)."""
     extra = {"unit": unit, "workloads": list(workloads), "group": group, "flag": flag, "scenario": scenario}
+    if choices:
+        extra["choices"] = list(choices)
     return Field(default, description=help, ge=ge, gt=gt, le=le, json_schema_extra=extra, **kw)
 
 
@@ -197,6 +201,10 @@ class Job(BaseModel):
     # ---- hardware and cost
     accelerator: tuple[str, ...] = _field((), help="restrict the options to these accelerator ids (repeatable)",
                                           group="hardware", max_length=256)
+    stack: tuple[str, ...] = _field((), help="software stacks your code runs on (repeatable: " + ", ".join(STACKS)
+                                    + "); default: PyTorch CUDA and ROCm, or the --runtime's stacks for "
+                                    "inference; options on other stacks are marked and ranked after",
+                                    group="hardware", max_length=len(STACKS), choices=STACKS)
     mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
                                group="hardware", gt=0, le=1)
     spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",
@@ -232,6 +240,20 @@ class Job(BaseModel):
             for v in value:
                 if not isinstance(v, str) or not re.match(_ID_PATTERN, v):
                     raise ValueError(f"not an accelerator id: {v!r}")
+            return tuple(dict.fromkeys(value))
+        return value
+
+    @field_validator("stack", mode="before")
+    @classmethod
+    def _stacks(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = (value,)
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            for v in value:
+                if v not in STACKS:
+                    raise ValueError(f"unknown software stack {v!r}: one of {', '.join(STACKS)}")
             return tuple(dict.fromkeys(value))
         return value
 
@@ -353,6 +375,7 @@ def _build_fields() -> dict[str, FieldMeta]:
     for name, info in Job.model_fields.items():
         extra = info.json_schema_extra or {}
         kind, choices = _kind(info.annotation)
+        choices = choices or tuple(extra.get("choices", ()))
         lo = hi = None
         exclusive = False
         for m in info.metadata:

@@ -98,6 +98,9 @@ class PlanOption:
     nodes: int = 1
     gpus_per_node: int = 0  # accelerators per node asked for (a cloud instance's real count)
     price_stale: bool = False  # priced more than a year before the catalog's date
+    stacks: tuple[str, ...] = ()  # the software stacks that run on the accelerator (catalog.stacks)
+    stack_ok: bool = True  # False: none of them is among the job's stacks (planner.stacks); ranked after
+    stack_reason: str = ""  # why not, e.g. "needs JAX/XLA"
     cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
     def __post_init__(self) -> None:
@@ -128,7 +131,10 @@ class PlanOption:
             "tokens_per_s_interval": _pair(self.tokens_per_s_interval),
             "cost_usd_interval": _pair(self.cost_usd_interval), "time_split_s": self.time_split_s,
             "feasible": self.feasible, "nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
+            "stacks": list(self.stacks), "stack_ok": self.stack_ok,
         }
+        if not self.stack_ok:
+            doc["stack_reason"] = self.stack_reason
         if not self.feasible:
             doc["infeasible_reason"] = self.infeasible_reason
         if self.kind == "cloud":
@@ -188,6 +194,7 @@ class PlanResult:
     prices_as_of: str
     calibration: dict | None
     warnings: tuple[str, ...] = ()
+    stacks: tuple[str, ...] = ()  # the job's software stacks (the ``stack`` input or its default)
     memory_model: MemoryModel | None = field(default=None, compare=False, repr=False)
 
     def memory_at(self, devices: int) -> MemoryBreakdown | None:
@@ -199,11 +206,15 @@ class PlanResult:
         return self.memory_model.at(layouts[0]) if layouts else None
 
     def best(self, kind: str | None = None) -> PlanOption | None:
-        """The cheapest option that fits and can run as laid out (of a kind, when given)."""
+        """The cheapest option that fits and can run as laid out (of a kind, when given), on the job's
+        software stack when one such fits (else the cheapest on another stack, marked ``stack_ok`` false)."""
+        fallback = None
         for o in self.options:
             if o.fits and o.feasible and (kind is None or o.kind == kind):
-                return o
-        return None
+                if o.stack_ok:
+                    return o
+                fallback = fallback or o
+        return fallback
 
     @property
     def ranked(self) -> tuple[PlanOption, ...]:
@@ -280,6 +291,7 @@ class PlanResult:
                         "note": "hours are clean training time; published GPU-hour totals include restarts, failures "
                                 "and evaluation: divide by the factor to compare with one (docs/method.md)"},
             "pareto": self.pareto_ids(),
+            "stack": list(self.stacks),
             "assumptions": self.describe_assumptions(),
             "calibration": self.calibration,
             "catalog": {"date": self.catalog_date, "prices_as_of": self.prices_as_of,

@@ -16,6 +16,7 @@ from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for
 from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_job_model
 from advisor.planner.result import PlanOption, PlanResult, check_finite
+from advisor.planner.stacks import mark_stacks, wanted_stacks
 
 
 def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
@@ -77,8 +78,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
-    options.sort(key=lambda o: (not o.feasible, not o.fits, o.cost_usd, o.hours, o.id))
-    best = next((o for o in options if o.fits and o.feasible), None)
+    wanted = wanted_stacks(request)
+    options = mark_stacks(options, {a.id: a.stacks for a in accels}, wanted)
+    options.sort(key=lambda o: (not o.feasible, not o.fits, not o.stack_ok, o.cost_usd, o.hours, o.id))
+    best = next((o for o in options if o.fits and o.feasible and o.stack_ok), None) or next(
+        (o for o in options if o.fits and o.feasible), None)
     if best is not None and best.devices == devices0:  # the headline shows the chosen option's layout
         layout0 = best.parallelism
         mem0 = mem_model.at(layout0)
@@ -98,7 +102,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         calibration=None if calibration is None else {
             "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
             "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
-        warnings=tuple(warnings), memory_model=mem_model)
+        warnings=tuple(warnings), stacks=wanted, memory_model=mem_model)
     check_finite(result)
     return result
 

@@ -130,7 +130,7 @@ def _check_plan_value(key: str, value: Any, where: str) -> Any:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ScenarioError(f"{label}: must be a list of accelerator ids, got {_short(value)}")
+            raise ScenarioError(f"{label}: must be a list of ids, got {_short(value)}")
         _check_ids(value, label)
         return list(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):

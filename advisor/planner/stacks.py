@@ -1,0 +1,56 @@
+"""Which options run the user's software stack: each option marked against the job's ``stack`` input.
+
+The stacks of an accelerator come from its vendor and kind (``advisor/catalog/stacks.py``). An option
+whose accelerator runs none of the job's stacks keeps its price but gets ``stack_ok`` false and a reason
+(``needs JAX/XLA``); :func:`advisor.planner.service.plan` ranks it after the fitting options that run the
+user's stack, and ``PlanResult.best()`` never picks it while one of those fits (docs/method.md,
+"Software stacks").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.catalog.stacks import PYTORCH_DEFAULT, RUNTIME_STACKS, STACKS, needs_text
+from advisor.planner.request import PlanRequest
+from advisor.planner.result import PlanOption
+
+
+def wanted_stacks(request: PlanRequest) -> tuple[str, ...]:
+    """The stacks the job's code runs on: the ``stack`` input, else the default for its workload.
+
+    Training is PyTorch (CUDA or ROCm) unless told; inference takes its ``--runtime``'s stacks, and with
+    no runtime named any stack that serves a model on a PyTorch or llama.cpp runtime (the default runtime
+    is llama.cpp on consumer cards, vLLM on datacenter parts).
+
+    Args:
+        request: the validated job.
+    Returns:
+        Stack ids (``catalog.stacks.STACKS``).
+    """
+    if request.stack:
+        return tuple(request.stack)
+    if request.workload == "inference":
+        if request.runtime is not None:
+            return RUNTIME_STACKS[request.runtime]
+        return tuple(s for s in STACKS if s in {*PYTORCH_DEFAULT, "llama.cpp"})
+    return PYTORCH_DEFAULT
+
+
+def mark_stacks(options: list[PlanOption], stacks_by_accel: dict[str, tuple[str, ...]],
+                wanted: tuple[str, ...]) -> list[PlanOption]:
+    """Each option with ``stacks``, ``stack_ok`` and, when false, ``stack_reason`` set.
+
+    Args:
+        options: the priced options.
+        stacks_by_accel: accelerator id -> the stacks that run on it (``Accelerator.stacks``).
+        wanted: the job's stacks (:func:`wanted_stacks`).
+    Returns:
+        New options (frozen dataclasses), same order.
+    """
+    out = []
+    for o in options:
+        runs = stacks_by_accel.get(o.accelerator, ())
+        ok = any(s in wanted for s in runs)
+        out.append(replace(o, stacks=runs, stack_ok=ok, stack_reason="" if ok else needs_text(runs)))
+    return out
