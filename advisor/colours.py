@@ -45,6 +45,9 @@ MEMORY_PART_COLOURS = {
     "overhead": OKABE_ITO["vermillion"],
 }
 
+# A tornado's two ends (an input at its low value, at its high value), in the app and the reports.
+TORNADO_COLOURS = {"low": OKABE_ITO["sky_blue"], "high": OKABE_ITO["vermillion"]}
+
 # Series without a fixed meaning (live GPU lines, scenario bars) cycle through this order.
 SERIES = tuple(OKABE_ITO.values())
 

@@ -193,12 +193,16 @@ def run(args) -> int:
         results.append(build_plan(values, catalog, calibration))
     for warning in dict.fromkeys(w for r in results for w in r.warnings):
         print(f"warning: {warning}", file=sys.stderr)
-    launch_text = write_outputs(args, results, values_list, scenarios)
+    tornados = [_tornado(r, catalog, calibration) for r in results] if args.sensitivity else [None] * len(results)
+    docs = [r.to_json() for r in results]
+    for doc, t in zip(docs, tornados):
+        if t is not None:
+            doc["tornado"] = t.as_dict()
+    launch_text = write_outputs(args, docs, values_list, scenarios)
     if launch_text is not None:  # --launch without --launch-file: the spec alone, ready to redirect
         sys.stdout.write(launch_text)
         return 0
     if args.json:
-        docs = [r.to_json() for r in results]
         if args.sensitivity:
             for r, doc in zip(results, docs):
                 doc["sensitivity"] = _sensitivity(r, catalog, calibration)
@@ -211,9 +215,41 @@ def run(args) -> int:
             raise UsageError(f"plan: a figure is out of range ({exc}); give smaller inputs") from None
         sys.stdout.write(text + "\n")
     else:
-        for r in results:
+        for r, t in zip(results, tornados):
             sys.stdout.write(render_table(r, top=None if args.all else args.top))
+            if args.sensitivity:
+                sys.stdout.write(render_tornado(t))
     return 0
+
+
+def _tornado(result, catalog, calibration):
+    from advisor.cli import UsageError
+    from advisor.planner import PlanInputError, tornado
+
+    try:
+        return tornado(result.request, catalog, calibration, base=result)
+    except PlanInputError as exc:
+        raise UsageError(f"plan: {exc}") from None
+
+
+def render_tornado(t) -> str:
+    """The tornado as a table: each assumption at its low and high value, the chosen option's total at each,
+    largest swing first (``planner.sensitivity.tornado``: the plan made again at each value)."""
+    if t is None:
+        return "Sensitivity: no option fits, nothing to vary.\n\n"
+    from advisor.job import JOB_FIELDS
+
+    lines = [f"Sensitivity of {t.option_id} (total {units.fmt_usd(t.base_cost_usd)}): the plan made again with one "
+             "input at each end of its range, largest swing first:"]
+    lines.append(f"  {'input':<32} {'unit':<28} {'low':>9} {'total at low':>13} {'high':>9} {'total at high':>14} "
+                 f"{'swing':>11}")
+    for b in t.bars:
+        unit = b.unit or (JOB_FIELDS[b.parameter].unit if b.parameter in JOB_FIELDS else "")
+        low = "-" if b.low_cost_usd is None else units.fmt_usd(b.low_cost_usd)
+        high = "-" if b.high_cost_usd is None else units.fmt_usd(b.high_cost_usd)
+        lines.append(f"  {b.parameter:<32} {unit[:28]:<28} {_tornado_value(b.parameter, b.low_value):>9} {low:>13} "
+                     f"{_tornado_value(b.parameter, b.high_value):>9} {high:>14} {units.fmt_usd(b.swing_usd):>11}")
+    return "\n".join(lines) + "\n\n"
 
 
 def _sensitivity(result, catalog, calibration) -> dict:
@@ -399,3 +435,8 @@ def _dearer_hour_note(result) -> list[str]:
                 f"{cheapest_hour.id}, but finishes in {units.fmt_hours(cheapest_job.hours)} instead of "
                 f"{units.fmt_hours(cheapest_hour.hours)}: {units.fmt_usd(cheapest_job.cost_usd)} against "
                 f"{units.fmt_usd(cheapest_hour.cost_usd)} for the whole job."]
+
+
+def _tornado_value(parameter: str, value: float) -> str:
+    """A tornado end as people read it: ``25M`` tokens, ``0.221`` of peak, ``2.00`` years."""
+    return units.fmt_count(value) if parameter == "tokens" else units.sig3(value)

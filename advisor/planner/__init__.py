@@ -17,11 +17,11 @@ from advisor.planner.request import (
     resolve_arch,
 )
 from advisor.planner.result import SCHEMA, OwningCost, PlanOption, PlanResult, Serving
-from advisor.planner.sensitivity import SENSITIVITY_PARAMETERS, sensitivity
+from advisor.planner.sensitivity import SENSITIVITY_PARAMETERS, Tornado, TornadoBar, sensitivity, tornado
 from advisor.planner.service import plan
 
 __all__ = [
     "DEFAULT_FINETUNE_TOKENS", "DEFAULT_INFERENCE_TOKENS", "DEVICE_COUNTS", "HOME_KINDS", "ONPREM_KINDS", "OwningCost",
     "Parallelism", "PlanInputError", "PlanOption", "PlanRequest", "PlanResult", "SCHEMA", "SENSITIVITY_PARAMETERS",
-    "Serving", "TP_CHOICES", "plan", "resolve_arch", "sensitivity", "trains",
+    "Serving", "TP_CHOICES", "Tornado", "TornadoBar", "plan", "resolve_arch", "sensitivity", "tornado", "trains",
 ]

@@ -162,3 +162,75 @@ def memory_chart_svg(parts, capacity_bytes: float | None = None, *, width: int =
            *body]
     out.append("</svg>")
     return "".join(out)
+
+
+def tornado_chart_svg(tornado: dict, *, width: int = 760, limit: int = 5,
+                      title: str = "What moves the total cost most") -> str:
+    """SVG of a tornado: per input, a bar from the chosen option's total at its low value to its total at its
+    high value, about the base total (a vertical line), largest swing on top.
+
+    Args:
+        tornado: the ``tornado`` of an ``advisor.plan/1`` document (``planner.sensitivity.Tornado.as_dict()``).
+        limit: the inputs drawn (the largest swings; the CLI's ``--sensitivity`` table lists every one).
+    Returns:
+        An ``<svg>`` element (text). The low end is drawn in the colour of a lower value, the high end in that
+        of a higher one (:data:`advisor.colours.TORNADO_COLOURS`), each end labelled with its total.
+    """
+    from advisor.colours import TORNADO_COLOURS
+
+    bars = [b for b in tornado.get("bars") or [] if isinstance(b, dict)
+            and isinstance(b.get("low_cost_usd"), (int, float)) and isinstance(b.get("high_cost_usd"), (int, float))]
+    bars = bars[:limit]
+    base = float(tornado.get("base_cost_usd") or 0.0)
+    label_w, bar_h, gap, top = min(190, int(width * 0.36)), 11, 3, 37
+    plot_l, plot_r = label_w + 48, width - 52
+    height = top + max(len(bars), 1) * (bar_h + gap) + 4
+    option = str(tornado.get("option", ""))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="10" role="img" '
+           f'aria-label="{escape(title)}: {escape(option)}">',
+           f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+           f'<text x="8" y="16" font-size="13" font-weight="bold">{escape(title)}</text>',
+           f'<text x="8" y="30" fill="#555555">{escape(option)}, {escape(_usd(base))}; input at</text>']
+    lx = 8 + 5.6 * (len(option) + len(_usd(base)) + 12)
+    for end in ("low", "high"):  # the legend on the subtitle's line: never over a bar
+        out.append(f'<rect x="{lx:.0f}" y="22" width="10" height="10" fill="{TORNADO_COLOURS[end]}"/>')
+        out.append(f'<text x="{lx + 13:.0f}" y="31" fill="#555555">{end}</text>')
+        lx += 45
+    if not bars:
+        out.append(f'<text x="8" y="{top + 12}">No input to vary.</text></svg>')
+        return "".join(out)
+    lo = min([base] + [min(b["low_cost_usd"], b["high_cost_usd"]) for b in bars])
+    hi = max([base] + [max(b["low_cost_usd"], b["high_cost_usd"]) for b in bars])
+    span = (hi - lo) or 1.0
+
+    def x_of(v: float) -> float:
+        return plot_l + (plot_r - plot_l) * (v - lo) / span
+
+    bx = x_of(base)
+    for i, b in enumerate(bars):
+        y = top + i * (bar_h + gap)
+        most = max(8, (label_w - 12) // 6)
+        name = str(b.get("parameter", ""))
+        name = name if len(name) <= most else name[:most - 1] + "\u2026"
+        out.append(f'<text x="{label_w - 4}" y="{y + bar_h - 2}" text-anchor="end">{escape(name)}</text>')
+        for end in ("low", "high"):
+            v = float(b[f"{end}_cost_usd"])
+            x0, x1 = sorted((bx, x_of(v)))
+            out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1.0):.1f}" height="{bar_h}" '
+                       f'fill="{TORNADO_COLOURS[end]}"><title>{escape(name)} at {end} '
+                       f'{escape(_num_text(b.get(f"{end}_value")))}: {escape(_usd(v))}</title></rect>')
+        lv, hv = float(b["low_cost_usd"]), float(b["high_cost_usd"])
+        left, right = (lv, hv) if lv <= hv else (hv, lv)
+        out.append(f'<text x="{x_of(left) - 3:.1f}" y="{y + bar_h - 2}" text-anchor="end">{escape(_usd(left))}</text>')
+        out.append(f'<text x="{x_of(right) + 3:.1f}" y="{y + bar_h - 2}">{escape(_usd(right))}</text>')
+    bottom = top + len(bars) * (bar_h + gap)
+    out.append(f'<line x1="{bx:.1f}" y1="{top - 3}" x2="{bx:.1f}" y2="{bottom}" stroke="#333333"/>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _num_text(v) -> str:
+    from advisor.units import sig3
+
+    return sig3(float(v)) if isinstance(v, (int, float)) else "-"

@@ -54,6 +54,7 @@ class PlanSection:
     memory_parts: tuple[tuple[str, int], ...] = ()
     infeasible: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (option id, reason): not ranked
     price_dates: str = ""  # oldest and newest price date of the options, and how many are older than a year
+    tornado: dict | None = None  # ``advisor plan --sensitivity``'s tornado of the chosen option, when the plan has it
 
     @property
     def headline(self) -> str:
@@ -205,7 +206,8 @@ def sections(docs) -> list[PlanSection]:
     for i, doc in enumerate(plan_docs(docs)):
         every = [o for o in doc["options"] if isinstance(o, dict)]
         options = tuple(sorted((o for o in every if o.get("feasible", True) is not False),
-                               key=lambda o: (not o.get("fits", False), _num(o.get("cost_usd")))))
+                               key=lambda o: (not o.get("fits", False), o.get("stack_ok", True) is False,
+                                              _num(o.get("cost_usd")))))
         apart = tuple((str(o.get("id")), str(o.get("infeasible_reason", ""))) for o in every
                       if o.get("feasible", True) is False)
         assumptions = []
@@ -241,7 +243,8 @@ def sections(docs) -> list[PlanSection]:
                                chosen=fitting[0] if fitting else None,
                                alternatives=tuple(fitting[1:1 + ALTERNATIVES]), changed_assumptions=changed,
                                memory_parts=memory_parts, inputs=input_rows(doc),
-                               infeasible=apart, price_dates=_price_dates(doc, options)))
+                               infeasible=apart, price_dates=_price_dates(doc, options),
+                               tornado=doc.get("tornado") if isinstance(doc.get("tornado"), dict) else None))
     return out
 
 
@@ -288,7 +291,7 @@ def cell(column: str, o: dict) -> str:
             return "-"
         fmt = {"hours_interval": hours, "cost_usd_interval": money}.get(column, lambda x: f"{x:,.1f}")
         return f"{fmt(v[0])} to {fmt(v[1])}"
-    if column in ("cost_usd",):
+    if column in ("cost_usd", "usd_per_million_tokens", "usd_per_million_requests"):
         return money(v)
     if column == "usd_per_device_hour":
         return "-" if v is None else f"{v:.2f}"
@@ -307,7 +310,19 @@ COLUMN_TITLES = {"id": "option", "kind": "kind", "accelerator": "accelerator", "
                  "mfu": "MFU", "hours": "time", "device_hours": "device-hours", "energy_kwh": "energy kWh",
                  "usd_per_device_hour": "$/device-h", "cost_usd": "total cost", "tokens_per_s": "tokens/s",
                  "hours_interval": "time, 80 % range", "cost_usd_interval": "total cost, 80 % range",
-                 "tokens_per_s_interval": "tokens/s, 80 % range"}
+                 "tokens_per_s_interval": "tokens/s, 80 % range", "usd_per_million_tokens": "$/M tokens",
+                 "usd_per_million_requests": "$/M requests"}
+SERVING_COLUMNS = ("usd_per_million_tokens", "usd_per_million_requests")
+
+
+def serving(doc: dict) -> bool:
+    """Whether the plan serves a model (its options carry $ per million tokens and requests)."""
+    return doc.get("workload") == "inference"
+
+
+def option_columns(doc: dict) -> tuple[str, ...]:
+    """The appendix's columns for this plan: :data:`OPTION_COLUMNS`, and the serving costs for a serving plan."""
+    return OPTION_COLUMNS + (SERVING_COLUMNS if serving(doc) else ())
 
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from advisor.report.chart import cost_chart_svg, memory_chart_svg
+from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
 from advisor.report.content import (
     COLUMN_TITLES,
     OPTION_COLUMNS,
@@ -14,13 +14,15 @@ from advisor.report.content import (
     cell,
     generated_at,
     money,
+    option_columns,
+    serving,
 )
 
 _BREAK = ' style="page-break-before:always"'  # each scenario and the appendix start a new PDF page
 
 _CSS = """
 body{font-family:-apple-system,'Segoe UI',Roboto,sans-serif;margin:2em;color:#222;max-width:1200px}
-h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
+h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0;font-size:.85em}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}
 td.n{text-align:right}tr.nofit td{color:#999}tr.chosen td{font-weight:bold}.note{color:#555;font-size:.9em}
@@ -46,18 +48,29 @@ def _table(head, rows, numeric=(), classes=None, small: bool = False) -> str:
 
 def parts_text(o: dict) -> str:
     text = ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    if o.get("stack_ok", True) is False:  # runs off the job's software stack (docs/method.md, "Software stacks")
+        text = f"[{o.get('stack_reason') or 'another software stack'}] {text}"
     if o.get("price_stale"):
         text += f" [price of {str(o.get('price_date', ''))[:10]}, older than a year]"
     return text
 
 
-def option_rows(options) -> list[tuple]:
-    """Table rows of options: every column of :data:`OPTION_COLUMNS` and the cost parts."""
-    return [(*(cell(c, o) for c in OPTION_COLUMNS), parts_text(o)) for o in options]
+def option_rows(options, columns=OPTION_COLUMNS) -> list[tuple]:
+    """Table rows of options: every column of ``columns`` (:data:`OPTION_COLUMNS`) and the cost parts."""
+    return [(*(cell(c, o) for c in columns), parts_text(o)) for o in options]
 
 
-OPTION_HEAD = [COLUMN_TITLES[c] for c in OPTION_COLUMNS] + ["cost parts"]
+def option_head(columns=OPTION_COLUMNS) -> list[str]:
+    return [COLUMN_TITLES[c] for c in columns] + ["cost parts"]
+
+
+OPTION_HEAD = option_head()
 SHORT_COLUMNS = ("id", "devices", "hours", "usd_per_device_hour", "cost_usd", "tokens_per_s")
+
+
+def short_columns(doc: dict) -> tuple[str, ...]:
+    """The scenario page's option columns: with $ per million tokens and requests for a serving plan."""
+    return SHORT_COLUMNS + (("usd_per_million_tokens", "usd_per_million_requests") if serving(doc) else ())
 
 
 def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | None = None,
@@ -97,20 +110,26 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         if s.chosen is not None:
             out.append(f"<h3>Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})</h3>")
             picks = [s.chosen, *s.alternatives]
-            out.append(_table([COLUMN_TITLES[c] for c in SHORT_COLUMNS] + ["cost parts"],
-                              [(*(cell(c, o) for c in SHORT_COLUMNS), parts_text(o)) for o in picks],
-                              numeric=tuple(range(1, len(SHORT_COLUMNS))), classes=["chosen"] + [""] * len(s.alternatives),
+            short = short_columns(s.doc)
+            out.append(_table([COLUMN_TITLES[c] for c in short] + ["cost parts"],
+                              [(*(cell(c, o) for c in short), parts_text(o)) for o in picks],
+                              numeric=tuple(range(1, len(short))), classes=["chosen"] + [""] * len(s.alternatives),
                               small=True))
             devices = int((s.doc.get("memory") or {}).get("devices") or 1)
             # the capacity line only where the chart's device count is the chosen option's
             capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
-            memory = chart(n_chart, memory_chart_svg(s.memory_parts, capacity, width=380,
+            # side by side, so a scenario keeps to one page (narrower, three across, with a tornado)
+            narrow = bool(s.tornado)
+            memory = chart(n_chart, memory_chart_svg(s.memory_parts, capacity, width=270 if narrow else 380,
                                                      title=f"Memory per device on {devices}"))
-            cost = chart(n_chart + 1, cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), width=620,
-                                                     title="Total job cost by part"))
+            cost = chart(n_chart + 1, cost_chart_svg(picks, s.breakdown_parts, limit=len(picks),
+                                                     width=410 if narrow else 620, title="Total job cost by part"))
             n_chart += 2
-            # side by side, so a scenario keeps to one page
-            out.append(f'<table class="charts"><tr><td>{memory}</td><td>{cost}</td></tr></table>')
+            cells = [memory, cost]
+            if narrow:
+                cells.append(chart(n_chart, tornado_chart_svg(s.tornado, width=310)))
+                n_chart += 1
+            out.append('<table class="charts"><tr>' + "".join(f"<td>{c}</td>" for c in cells) + "</tr></table>")
         if s.changed_assumptions:
             out.append("<h3>Assumptions that differ from the defaults</h3>")
             out.append(_table(("name", "value", "unit", "default", "from"),
@@ -127,9 +146,10 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
                 f"the cheapest option of each accelerator ({len(rows_of)} of {len(s.options)} options; "
                 "the HTML and CSV reports list every one with its cost parts)")
         out.append(f"<h2>A{i + 1}. {escape(s.title)}: {escape(what)}, by total job cost</h2>")
-        head, rows = OPTION_HEAD, option_rows(rows_of)
+        columns = option_columns(s.doc) if full else OPTION_COLUMNS  # the PDF: serving costs on the scenario page
+        head, rows = option_head(columns), option_rows(rows_of, columns)
         if not full:  # one line per option: the cost parts and the ranges are on the scenario pages
-            keep = [k for k, c in enumerate(OPTION_COLUMNS) if not c.endswith("_interval")]
+            keep = [k for k, c in enumerate(columns) if not c.endswith("_interval")]
             head, rows = [head[k] for k in keep], [tuple(r[k] for k in keep) for r in rows]
         out.append(_table(head, rows, numeric=tuple(range(3, len(head))),
                           classes=["" if o.get("fits") else "nofit" for o in rows_of], small=True))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import html
 
-from advisor.report.chart import cost_chart_svg, memory_chart_svg
-from advisor.report.content import COLUMN_TITLES, PlanSection, cell, generated_at, money
-from advisor.report.html import OPTION_HEAD, SHORT_COLUMNS, option_rows, parts_text
+from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
+from advisor.report.content import COLUMN_TITLES, PlanSection, cell, generated_at, money, option_columns
+from advisor.report.html import option_head, option_rows, parts_text, short_columns
 
 _MD_SPECIAL = "\\`*[]|"  # what can start code, emphasis, a link or an image, or end a table cell
 
@@ -48,8 +48,9 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         if s.chosen is not None:
             picks = [s.chosen, *s.alternatives]
             out += [f"### Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})", ""]
-            out += _table([COLUMN_TITLES[c] for c in SHORT_COLUMNS] + ["cost parts"],
-                          [(*(cell(c, o) for c in SHORT_COLUMNS), parts_text(o)) for o in picks]) + [""]
+            short = short_columns(s.doc)
+            out += _table([COLUMN_TITLES[c] for c in short] + ["cost parts"],
+                          [(*(cell(c, o) for c in short), parts_text(o)) for o in picks]) + [""]
             if embed_chart:
                 devices = int((s.doc.get("memory") or {}).get("devices") or 1)
                 capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
@@ -57,6 +58,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
                             "Memory per device")
                 out += _svg(cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), title="Total job cost by part"),
                             "Total job cost by part")
+                if s.tornado:
+                    out += _svg(tornado_chart_svg(s.tornado), "What moves the total cost most")
         if s.changed_assumptions:
             out += ["### Assumptions that differ from the defaults", ""]
             out += _table(("name", "value", "unit", "default", "from"),
@@ -66,7 +69,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
     for i, s in enumerate(secs):
         fit = sum(1 for o in s.options if o.get("fits"))
         out += [f"## A{i + 1}. {_esc(s.title)}: all {len(s.options)} options ({fit} fit), by total job cost", ""]
-        out += _table(OPTION_HEAD, option_rows(s.options)) + [""]
+        columns = option_columns(s.doc)
+        out += _table(option_head(columns), option_rows(s.options, columns)) + [""]
         if s.infeasible:
             out += [f"### Not ranked: {len(s.infeasible)} option(s) cannot run as laid out", ""]
             out += _table(("option", "reason"), s.infeasible) + [""]

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from advisor.report import render_report, write_report
-from advisor.report.content import sections
+from advisor.report.content import money, sections
 
 SCENARIOS = (
     ["--model", "llama-3-8b", "--workload", "lora"],
@@ -26,7 +26,7 @@ def three_plans():
 
     docs = []
     for args in SCENARIOS:
-        out = subprocess.run([sys.executable, "-m", "advisor", "plan", *args, "--json"], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "advisor", "plan", *args, "--json", "--sensitivity"], capture_output=True,
                              text=True, timeout=120, check=True)
         docs.append(json.loads(out.stdout))
     return docs
@@ -67,3 +67,20 @@ def test_three_scenarios_fit_in_eight_pdf_pages(three_plans, tmp_path):
     data = path.read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
     assert 4 <= pages <= 8, pages  # at least a page per scenario and the appendix
+
+
+def test_scenario_pages_show_the_tornado_and_serving_costs_per_million(three_plans):
+    html = render_report(three_plans, "html")
+    md = render_report(three_plans, "md")
+    assert html.count('aria-label="What moves the total cost most') == 3  # one tornado per scenario page
+    assert md.count("![What moves the total cost most]") == 3
+    secs = sections(three_plans)
+    serving = secs[2]
+    assert serving.tornado["option"] == serving.chosen["id"]
+    per_m = serving.chosen["usd_per_million_tokens"]
+    # the serving scenario's tables carry $ per million tokens and requests; the training ones do not
+    assert "$/M tokens" in html and "$/M requests" in html and money(per_m) in html
+    first_page = html.split('<div class="scenario"')[1]
+    assert "$/M tokens" not in first_page
+    bars = serving.tornado["bars"]
+    assert [b["swing_usd"] for b in bars] == sorted((b["swing_usd"] for b in bars), reverse=True)
