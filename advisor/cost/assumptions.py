@@ -249,6 +249,38 @@ class CostAssumptions:
         return None
 
 
+# The groups of the app's assumptions form, in order, and each assumption's group (every field of
+# CostAssumptions in exactly one: ``tests/cost/test_assumption_groups.py``). "serving" holds the costs billed
+# per job or per hour besides the rent, which enter the $ per million tokens and requests of a serving plan.
+ASSUMPTION_GROUP_TITLES = {"home": "Home rig", "owned": "GPUs you own", "onprem": "On-prem servers",
+                           "cloud": "Cloud", "serving": "Serving and data (storage, egress)"}
+ASSUMPTION_GROUPS = {
+    "home": ("electricity_usd_per_kwh", "home_load_factor", "home_system_price_usd", "home_system_extra_gpu_usd",
+             "home_system_power_w", "home_gpus_per_rig", "lifetime_years", "resale_fraction", "hours_per_day",
+             "utilisation"),
+    "owned": ("owned_wear_usd_per_gpu_hour",),
+    "onprem": ("onprem_server_overhead", "onprem_interconnect_share", "onprem_amortisation_years",
+               "onprem_power_factor", "onprem_load", "pue", "onprem_electricity_usd_per_kwh",
+               "colocation_usd_per_kw_month", "staff_usd_per_gpu_year", "onprem_hours_per_day", "onprem_utilisation"),
+    "cloud": ("spot", "spot_rework_factor", "reserved_years", "reserved_discounts"),
+    "serving": ("storage_usd_per_h", "egress_usd"),
+}
+
+
+def assumption_group(name: str) -> str:
+    """The form group of an assumption (a field name, or a flattened ``reserved_discount_<p>_<n>y``: cloud).
+
+    Raises:
+        KeyError: for a name that is no assumption.
+    """
+    if _RESERVED_NAME.fullmatch(name):
+        return "cloud"
+    for group, names in ASSUMPTION_GROUPS.items():
+        if name in names:
+            return group
+    raise KeyError(name)
+
+
 @cache
 def _default_description() -> dict[str, dict[str, Any]]:
     return CostAssumptions()._describe()
