@@ -2,7 +2,8 @@
 
 Charts: stacked bars of each option's job cost by part, time against cost with the Pareto front,
 and cumulative cost of owning against renting over hours of use (break-even). The cost assumptions
-sit beside the charts; editing one re-plans through the Planner (``AppContext.set_assumptions``).
+sit beside the charts, as a form generated from their declarations (``widgets/assumptions_form.py``);
+editing one re-plans through the Planner (``AppContext.set_assumptions``).
 """
 
 from __future__ import annotations
@@ -11,108 +12,28 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QDoubleSpinBox,
-    QFormLayout,
     QGridLayout,
     QLabel,
     QPushButton,
     QScrollArea,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from advisor.colours import cost_part_colour
-from advisor.cost.assumptions import CostAssumptions
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
+from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.units import fmt_hours, fmt_usd
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2}
 
 
-class AssumptionsWidget(QWidget):
-    """Editable cost assumptions with their units and sources as tooltips; ``overrides()`` differ from defaults."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.defaults = CostAssumptions()
-        described = self.defaults.describe()
-        self.form = QFormLayout(self)
-        self.form.setContentsMargins(0, 0, 0, 0)
-        self.widgets: dict[str, QWidget] = {}
-        names = [n for n in MAIN_ASSUMPTIONS if n in described]
-        names += [n for n in described if n not in names and hasattr(self.defaults, n)]
-        for i, name in enumerate(names):
-            if i == len(MAIN_ASSUMPTIONS):
-                self.form.addRow(QLabel("<b>More assumptions</b>"))
-            info = described[name]
-            value = getattr(self.defaults, name)
-            if isinstance(value, bool):
-                w = QCheckBox()
-                w.setChecked(value)
-                w.toggled.connect(self._on_edited)
-            elif isinstance(value, int):
-                w = QSpinBox()
-                w.setRange(0, 100)
-                w.setValue(value)
-                w.valueChanged.connect(self._on_edited)
-            elif isinstance(value, float):
-                w = QDoubleSpinBox()
-                w.setDecimals(2 if abs(value) < 100 else 0)
-                w.setRange(0.0, 1e7)
-                w.setSingleStep(max(0.01, abs(value) / 10))
-                w.setValue(value)
-                w.valueChanged.connect(self._on_edited)
-            else:
-                continue
-            w.setObjectName(f"assumption_{name}")
-            w.setToolTip(f"{info.get('help', '')}\nUnit: {info.get('unit', '')}\nDefault: {value} — "
-                         f"{info.get('origin', '')}")
-            label = QLabel(_label(name))
-            label.setToolTip(w.toolTip())
-            self.form.addRow(label, w)
-            self.widgets[name] = w
-        self.changed_callback = None
-
-    @Slot()
-    def _on_edited(self, *_args) -> None:
-        if self.changed_callback is not None:
-            self.changed_callback()
-
-    def overrides(self) -> dict:
-        """Assumptions whose value differs from the default."""
-        out = {}
-        for name, w in self.widgets.items():
-            value = w.isChecked() if isinstance(w, QCheckBox) else w.value()
-            if value != getattr(self.defaults, name):
-                out[name] = value
-        return out
-
-    def set_overrides(self, values: dict) -> None:
-        """Show saved overrides (others return to their defaults)."""
-        for name, w in self.widgets.items():
-            value = values.get(name, getattr(self.defaults, name))
-            w.blockSignals(True)
-            try:
-                if isinstance(w, QCheckBox):
-                    w.setChecked(bool(value))
-                elif isinstance(value, (int, float)):
-                    w.setValue(value)
-            finally:
-                w.blockSignals(False)
-
-
-def _label(name: str) -> str:
-    """A readable label from an assumption's field name (its unit is in the tooltip)."""
-    words = name.replace("_usd_per_kwh", " price").replace("_usd", "").replace("_w", "").replace("_", " ")
-    words = words.replace("onprem", "on-prem").replace("pue", "PUE")
-    return words[:1].upper() + words[1:]
+AssumptionsWidget = AssumptionsForm  # the generated form (``widgets/assumptions_form.py``)
 
 
 class ComparePage(Page):
@@ -179,12 +100,13 @@ class ComparePage(Page):
 
         side = QScrollArea()
         side.setWidgetResizable(True)
-        side.setMinimumWidth(300)
+        side.setMinimumWidth(340)
         side_body = QWidget()
         sl = QVBoxLayout(side_body)
         sl.setContentsMargins(8, 12, 16, 12)
         sl.addWidget(QLabel("<h3 style='margin:0'>Assumptions</h3>"))
-        hint = QLabel("Change a figure to re-price every option. Hover one for its source.")
+        hint = QLabel("Change a figure to re-price every option; ↺ puts it back. Under each: where its value "
+                      "comes from. Hover one for its meaning and its command-line name.")
         hint.setWordWrap(True)
         sl.addWidget(hint)
         self.assumptions = AssumptionsWidget()
@@ -201,7 +123,7 @@ class ComparePage(Page):
         side.setWidget(side_body)
         split.addWidget(side)
         split.setStretchFactor(0, 1)
-        split.setSizes([1000, 330])
+        split.setSizes([1000, 380])
 
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)

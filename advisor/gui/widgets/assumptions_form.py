@@ -37,15 +37,19 @@ RULE_RANGES = {"nonneg": (0.0, 1e9), "positive": (0.001, 1000.0), "years": (0.01
                "positive_fraction": (0.001, 1.0), "share": (0.0, 0.999), "at_least_one": (1.0, 100.0),
                "hours_per_day": (0.1, 24.0), "count": (1, 1024)}
 CHECK_TEXT = {"spot": "Rank by spot prices (--spot)"}
-SOURCE_CHARS = 70  # the source line is cut to this (its whole text is the tooltip)
+SOURCE_CHARS = 90  # the source line is cut to this (its whole text is the tooltip)
 
 
 def label_of(name: str) -> str:
     """A readable label from an assumption's name (its unit has a column of its own)."""
-    words = name.replace("_usd_per_kwh", " price").replace("_usd_per_gpu_hour", "").replace("_usd_per_gpu_year", "")
-    words = words.replace("_usd_per_kw_month", "").replace("_usd_per_h", "").replace("_usd", "").replace("_w", "")
+    words = name
+    for tail in ("_usd_per_kwh", "_usd_per_gpu_hour", "_usd_per_gpu_year", "_usd_per_kw_month", "_usd_per_h", "_usd",
+                 "_w"):
+        if words.endswith(tail):
+            words = words[: -len(tail)] + (" price" if tail == "_usd_per_kwh" else "")
+            break
     words = words.replace("reserved_discount_", "reserved discount ").replace("_", " ")
-    words = words.replace("onprem", "on-prem").replace("pue", "PUE")
+    words = words.replace("onprem", "on-prem").replace("pue", "PUE").replace("gpu", "GPU")
     return words[:1].upper() + words[1:]
 
 
@@ -91,6 +95,9 @@ class AssumptionsForm(QWidget):
         self.headers: dict[str, QLabel] = {}
         self._sources: dict[str, str] = {}
         self.changed_callback = None
+        metrics = self.fontMetrics()
+        self._unit_width = metrics.horizontalAdvance("USD per GPU-") + 4  # longer units wrap
+        self._editor_width = metrics.horizontalAdvance("0000000.000") + 28
         rules = _rules()
         by_group: dict[str, list[str]] = {g: [] for g in ASSUMPTION_GROUPS}
         for name in self.describe:
@@ -154,6 +161,7 @@ class AssumptionsForm(QWidget):
         unit.setObjectName(f"assumptionUnit_{name}")
         unit.setStyleSheet(f"color: {themes.current().muted}")
         unit.setWordWrap(True)
+        unit.setFixedWidth(self._unit_width)
         reset = QToolButton()
         reset.setText("↺")
         reset.setObjectName(f"assumptionReset_{name}")
@@ -163,6 +171,9 @@ class AssumptionsForm(QWidget):
         source = QLabel()
         source.setObjectName(f"assumptionSource_{name}")
         source.setStyleSheet(f"color: {themes.current().muted}; font-size: 8pt")
+        source.setWordWrap(True)  # never wider than the panel: it wraps to a second line
+        label.setWordWrap(True)
+        editor.setFixedWidth(self._editor_width)
         self.grid.addWidget(label, row, 0)
         self.grid.addWidget(editor, row, 1)
         self.grid.addWidget(unit, row, 2)
