@@ -89,7 +89,7 @@ def advise_fit(result, replan: Replan, host: HostFigures | None) -> tuple[FitAdv
     layers = result.arch.layers if result.request.workload == "inference" and target.accelerator != "cpu" else None
     return tuple(fit_advice(values, target.capacity_bytes, evaluate,
                             host_ram_bytes=usable_host_bytes(host) if host else None, devices=target.devices,
-                            layers=layers))
+                            layers=layers, limit=12))
 
 
 # ------------------------------------------------------------------------------------------ inference
