@@ -110,10 +110,12 @@ def test_inference_draws_the_context_sweep(make_window, qtbot):
     planner = w.page("planner")
     qtbot.waitUntil(lambda: planner.is_ready() and planner.bundle is not None, timeout=20000)
     done = planner.plans_done
-    planner.form.set_values({"workload": "inference", "quant": "q4_k_m"})
+    planner.form.set_values({"model": "llama-3.1-8b", "workload": "inference", "quant": "q4_k_m"})
     qtbot.waitUntil(lambda: _planned(planner, done), timeout=20000)
     plot = planner.context_plot
     assert plot.isVisible() and len(plot.points) >= 4
     xs, ys = plot.ttft.getData()
     assert len(xs) == len(plot.points) and all(a < b for a, b in zip(ys, ys[1:]))
     assert "largest context that fits" in plot.caption.text()
+    w.resize(1280, 720)
+    _shot(w, "4-inference")

@@ -125,7 +125,7 @@ class PlannerPage(Page):
         rl.addWidget(self.table, 4)
         self.context_plot = ContextSweepWidget()
         self.context_plot.setVisible(False)
-        rl.addWidget(self.context_plot, 2)
+        rl.addWidget(self.context_plot, 1)
         self.timing = QLabel()
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)

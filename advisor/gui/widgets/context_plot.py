@@ -18,14 +18,14 @@ class ContextSweepWidget(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.plot = plots.make_plot("Context length: time to first token and decode speed", "time to first token",
-                                    "s", x_label="context (log2 tokens)", x_unit="", legend=True, min_height=170,
+                                    "s", x_label="context (log2 tokens)", x_unit="", legend=True, min_height=150,
                                     legend_offset=(-10, 8))
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.setToolTip("Each point is the plan again at that context on the option named below: the time to "
                              "the first token grows with the prompt, decode slows as the KV cache grows; the dashed "
                              "line is the largest context that fits in memory.")
         self.ttft = plots.add_line(self.plot, "time to first token (s)", 0)
-        self.decode = plots.add_line(self.plot, "decode (tokens/s, right scale: ÷ max)", 1, dashed=True)
+        self.decode = plots.add_line(self.plot, "decode speed (relative; figures below)", 1, dashed=True)
         self.limit = plots.add_limit_line(self.plot, None, "largest that fits", horizontal=False,
                                           label_position=0.9)
         self.caption = QLabel()
