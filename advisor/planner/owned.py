@@ -30,6 +30,7 @@ from advisor.estimate.local import (
 )
 from advisor.estimate.model import ModelArch
 from advisor.estimate.priors import ETA_MEM_PRIOR
+from advisor.hw.records import GPU_LOST
 from advisor.job import JobInputError
 
 CPU_ID = "cpu"
@@ -194,7 +195,7 @@ def owned_from_profile(profile, host: HostFigures | None = None) -> list[OwnedHa
     counts: dict[str, list] = {}
     for g in profile.gpus:
         acc = getattr(g, "accelerator", None)
-        if acc is None or not g.info.available:
+        if acc is None or g.info.state == GPU_LOST:  # a GPU asleep (runtime suspend) is still this machine's
             continue
         counts.setdefault(acc.id, [acc, 0])[1] += 1
     out = []
