@@ -390,7 +390,7 @@ def headline(result) -> list[str]:
 
 def fit_advice_lines(result) -> list[str]:
     """What to change so the job fits this machine (or the hardware asked for), cheapest in time first."""
-    from advisor.planner.summary import fit_advice_rows
+    from advisor.planner.summary import fit_advice_rows, lost_text
 
     rows = fit_advice_rows(result)
     if not rows:
@@ -401,7 +401,7 @@ def fit_advice_lines(result) -> list[str]:
     width = min(60, max(len(r["flags"]) for r in rows))
     for r in rows:
         hours = "-" if r["hours"] is None else units.fmt_hours(r["hours"])
-        lost = "" if not r["hours_lost"] else f" (+{units.fmt_hours(r['hours_lost'])})"
+        lost = lost_text(r["hours_lost"])
         lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {'fits' if r['fits'] else 'NO':>4} "
                      f"{hours + lost:>20}  {r['why']}")
     return lines

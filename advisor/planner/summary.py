@@ -57,6 +57,15 @@ def headline(result) -> str:
     return f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}."
 
 
+def lost_text(hours_lost: float | None) -> str:
+    """`` (+2.0 days)`` for time lost, `` (4.5 h faster)`` for time won, "" for none."""
+    if not hours_lost:
+        return ""
+    if hours_lost > 0:
+        return f" (+{units.fmt_hours(hours_lost)})"
+    return f" ({units.fmt_hours(-hours_lost)} faster)"
+
+
 def fit_advice_rows(result) -> list[dict]:
     """The fit advice as rows for people: flags, memory, fits, hours and hours lost, why."""
     return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_bytes(a.memory_total_bytes),

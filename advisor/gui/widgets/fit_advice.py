@@ -6,7 +6,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.gui import theme as themes
-from advisor.planner.summary import fit_advice_rows
+from advisor.planner.summary import fit_advice_rows, lost_text
 from advisor.units import fmt_bytes, fmt_hours
 
 MAX_ROWS = 5
@@ -54,7 +54,7 @@ class FitAdviceWidget(QWidget):
             button.setProperty("row", i)
             button.clicked.connect(self._on_button_clicked)
             hours = "" if row["hours"] is None else fmt_hours(row["hours"])
-            lost = f" (+{fmt_hours(row['hours_lost'])})" if row["hours_lost"] else ""
+            lost = lost_text(row["hours_lost"])
             colour = t.good if row["fits"] else t.muted
             text = QLabel(f"<code>{row['flags']}</code> · <span style='color:{colour}'>{row['memory']}"
                           f"{' fits' if row['fits'] else ' still too big'}</span> · {hours}{lost}")
