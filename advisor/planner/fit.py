@@ -119,9 +119,11 @@ def largest_context(result, option) -> int:
     req, arch = result.request, result.arch
     top = arch.max_context or 1 << 20
     layout = Parallelism(option.devices, option.devices, 1, 0)
+    weight_bytes = getattr(result.memory_model, "weight_bytes", None)  # a model file's exact weight bytes
 
     def fits(ctx: int) -> bool:
-        return MemoryModel(req, arch, result.params, result.seq_len, ctx).at(layout).total_bytes <= option.capacity_bytes
+        mem = MemoryModel(req, arch, result.params, result.seq_len, ctx, weight_bytes).at(layout)
+        return mem.total_bytes <= option.capacity_bytes
 
     if not fits(1):
         return 0
