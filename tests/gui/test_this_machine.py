@@ -77,7 +77,7 @@ def test_what_fits_opens_the_planner_in_one_click(make_window, qtbot):
     done = planner.plans_done
     button = machine.fits_list.buttons[list(rows).index("qlora")]
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: w.stack.currentWidget() is planner and _planned(planner, done), timeout=20000)
+    qtbot.waitUntil(lambda: planner.isVisible() and _planned(planner, done), timeout=20000)
     result = planner.bundle.result
     assert result.model_name == qlora["model"] and result.this_machine().fits
 
