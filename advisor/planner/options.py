@@ -273,8 +273,8 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
 
 
 def local_decode(t: Timing, acc: Accelerator) -> Timing:
-    """The CPU's decode at 0.8 of the measured triad (docs/method.md, "This machine"): a memory-bound step
-    scaled from the runtime's efficiency to the CPU's; other devices as timed."""
+    """The CPU's decode at 0.8 of the measured triad: a memory-bound step scaled from the runtime's efficiency
+    to the CPU's; other devices as timed (docs/method.md, "This machine: CPU, Apple Silicon, offload")."""
     d = t.decode
     if acc.kind != "cpu" or d is None or d.bound != "memory" or not t.eta_mem:
         return t
