@@ -127,6 +127,7 @@ class PlannerPage(Page):
         self.context_plot.setVisible(False)
         rl.addWidget(self.context_plot, 1)
         self.timing = QLabel()
+        self.timing.setWordWrap(True)  # the status line grows with the plan (ranges, price dates): wrap, never widen
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)
         split.addWidget(right)
