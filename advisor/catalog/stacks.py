@@ -13,6 +13,7 @@ The mapping (vendors' support pages as of 2026):
     Intel Gaudi (Intel datacenter parts): the Gaudi software suite (a PyTorch bridge, habana_frameworks).
     Intel Arc (Intel consumer): PyTorch XPU; llama.cpp (SYCL/Vulkan backends).
     Apple Silicon (kind ``apple``): PyTorch MPS; llama.cpp (Metal backend).
+    This machine's CPU (kind ``cpu``): PyTorch's CPU build; llama.cpp.
 """
 
 from __future__ import annotations
@@ -26,11 +27,14 @@ STACK_LABELS: dict[str, str] = {
     "gaudi": "Intel Gaudi",
     "pytorch-xpu": "PyTorch XPU",
     "pytorch-mps": "PyTorch MPS",
+    "pytorch-cpu": "PyTorch CPU",
     "llama.cpp": "llama.cpp",
 }
 STACKS: tuple[str, ...] = tuple(STACK_LABELS)
 # What a PyTorch job runs on when the user names no stack (training, and inference on PyTorch runtimes).
 PYTORCH_DEFAULT: tuple[str, ...] = ("pytorch-cuda", "pytorch-rocm")
+# This machine's CPU runs the same PyTorch code (the CPU build) and llama.cpp: a default job never marks it.
+CPU_STACKS: tuple[str, ...] = ("pytorch-cpu", "llama.cpp")
 # The stacks of each inference runtime (``--runtime``): llama.cpp has its own backends; vLLM and ExLlama
 # are PyTorch; MLC compiles for CUDA, ROCm, Metal and Vulkan.
 RUNTIME_STACKS: dict[str, tuple[str, ...]] = {
@@ -51,6 +55,8 @@ def stacks_for(vendor: str, kind: str) -> tuple[str, ...]:
         The stack ids, most used first; empty for a vendor the table does not know (a user catalog's part).
     """
     v, k = vendor.strip().lower(), kind.strip().lower()
+    if k == "cpu":
+        return CPU_STACKS
     if k == "tpu" or v == "google":
         return ("jax-xla",)
     if k == "aws-custom" or v == "aws":

@@ -30,6 +30,7 @@ TORNADO_PARAMETERS = {
     "onprem": ("onprem_electricity_usd_per_kwh", "onprem_utilisation", "onprem_amortisation_years",
                "onprem_server_overhead", "pue"),
     "cloud": ("spot_rework_factor",),
+    "owned": ("electricity_usd_per_kwh", "home_load_factor", "owned_wear_usd_per_gpu_hour"),
 }
 _SHARES = ("utilisation", "onprem_utilisation")  # fractions of hours in use: varied a quarter to all, at most 1
 _CAPS = {"hours_per_day": 24.0, "onprem_hours_per_day": 24.0, "resale_fraction": 0.95, "spot_rework_factor": 1.0}
@@ -130,7 +131,7 @@ class Tornado:
 
 
 def tornado(request: PlanRequest, catalog: Catalog | None = None, calibration=None, base: PlanResult | None = None,
-            option_id: str | None = None, parameters=None) -> Tornado | None:
+            option_id: str | None = None, parameters=None, **plan_kw) -> Tornado | None:
     """The tornado of one option (the plan's best by default): each parameter at the ends of its grid.
 
     Every cost comes from :func:`sensitivity`, so from the plan made again at that value (one pricing path).
@@ -138,6 +139,7 @@ def tornado(request: PlanRequest, catalog: Catalog | None = None, calibration=No
     Args:
         request / catalog / calibration / base: as for :func:`sensitivity`.
         option_id: the option to follow (default ``base.best()``).
+        plan_kw: what the base plan was given besides the request (``owned``, ``host``, ``limits``).
         parameters: names to vary (default tokens, MFU and the option kind's ``TORNADO_PARAMETERS``; tokens is
             skipped for an hours budget).
     Returns:
@@ -146,7 +148,7 @@ def tornado(request: PlanRequest, catalog: Catalog | None = None, calibration=No
         PlanInputError: an unknown parameter or a bad value.
     """
     catalog = catalog or load_catalog()
-    base = base or plan(request, catalog, calibration)
+    base = base or plan(request, catalog, calibration, advise=False, **plan_kw)
     chosen = base.option(option_id) if option_id else base.best()
     if chosen is None or not chosen.fits:
         return None
@@ -156,8 +158,10 @@ def tornado(request: PlanRequest, catalog: Catalog | None = None, calibration=No
             continue
         grid = default_grid(request, name, base)
         low, high = min(grid), max(grid)
+        if low == high:  # a zero default (no wear, no egress) has no range to vary
+            continue
         series = sensitivity(request, name, values=(low, high), catalog=catalog, calibration=calibration,
-                             top=len(base.options), base=base)
+                             top=len(base.options), base=base, **plan_kw)
         costs = dict(series.costs_usd).get(chosen.id, (math.nan, math.nan))
         bars.append(TornadoBar(name, series.unit, low, high, *(None if math.isnan(c) else c for c in costs)))
     bars.sort(key=lambda b: -b.swing_usd)
@@ -165,7 +169,7 @@ def tornado(request: PlanRequest, catalog: Catalog | None = None, calibration=No
 
 
 def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Catalog | None = None,
-                calibration=None, top: int = 10, base: PlanResult | None = None) -> SensitivitySeries:
+                calibration=None, top: int = 10, base: PlanResult | None = None, **plan_kw) -> SensitivitySeries:
     """How the total job costs and the ranking of the best options move with one parameter.
 
     Args:
@@ -175,13 +179,14 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
         values: the parameter values; by default a grid around the base value (a quarter to four times).
         top: follow the ``top`` cheapest fitting options of the base plan.
         base: the plan of ``request`` when the caller has it already (saves planning it again).
+        plan_kw: what the base plan was given besides the request (``owned``, ``host``, ``limits``).
     Returns:
         A ``cost.compare.SensitivitySeries`` (plain data via ``as_dict()``) for plotting.
     Raises:
         PlanInputError: an unknown parameter or a bad value.
     """
     catalog = catalog or load_catalog()
-    base = base or plan(request, catalog, calibration)
+    base = base or plan(request, catalog, calibration, advise=False, **plan_kw)
     follow = [o.id for o in base.options if o.fits][:top]
     described = base.assumptions.describe()
     grid = tuple(values) if values else default_grid(request, parameter, base)
@@ -195,7 +200,7 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
             update = {"assumptions": {**request.assumptions, parameter: value}}
         try:
             changed = PlanRequest.from_mapping({**request.model_dump(), **update})
-            result = plan(changed, catalog, calibration)
+            result = plan(changed, catalog, calibration, advise=False, **plan_kw)
         except (PlanInputError, ValueError) as exc:
             raise PlanInputError(parameter, str(exc)) from None
         return [(o.hours, o.cost_usd, o.id) for o in result.options if o.id in follow]

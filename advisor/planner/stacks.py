@@ -21,7 +21,8 @@ def wanted_stacks(request: PlanRequest) -> tuple[str, ...]:
 
     Training is PyTorch (CUDA or ROCm) unless told; inference takes its ``--runtime``'s stacks, and with
     no runtime named any stack that serves a model on a PyTorch or llama.cpp runtime (the default runtime
-    is llama.cpp on consumer cards, vLLM on datacenter parts).
+    is llama.cpp on consumer cards, vLLM on datacenter parts). The CPU's PyTorch build is added to a
+    default: this machine's CPU runs the same code, slowly.
 
     Args:
         request: the validated job.
@@ -30,6 +31,14 @@ def wanted_stacks(request: PlanRequest) -> tuple[str, ...]:
     """
     if request.stack:
         return tuple(request.stack)
+    base = default_stacks(request)
+    if any(s.startswith("pytorch-") for s in base):  # the CPU runs a PyTorch job's code unchanged
+        base += ("pytorch-cpu",)
+    return base
+
+
+def default_stacks(request: PlanRequest) -> tuple[str, ...]:
+    """The stacks of a job that names none: training is PyTorch on CUDA or ROCm; serving its runtime's."""
     if request.workload == "inference":
         if request.runtime is not None:
             return RUNTIME_STACKS[request.runtime]

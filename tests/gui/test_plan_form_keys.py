@@ -93,7 +93,8 @@ def test_restricting_accelerators_restricts_the_plan(make_window, qtbot):
     result = w.ctx.last_plan
     assert {o.accelerator for o in result.options} == {"rtx-4090", "h100-sxm"}
     assert not any(o.spot for o in result.options) and w.ctx.last_request.spot_offers is False
-    assert page.model.rowCount() == 2  # the table lists the two chosen accelerators only
+    # The table lists the two chosen accelerators, and this machine's GPUs first whatever is chosen.
+    assert [r["where"] for r in page.model.rows()][0] == "owned:rtx-4090" and page.model.rowCount() == 3
 
 
 def test_scenario_with_the_keys_round_trips_through_the_file_menu(make_window, qtbot, tmp_path):
@@ -136,7 +137,10 @@ def test_form_fields_are_job_schema_fields(qtbot):
     keys = set(form.w) - {"budget"}  # budget picks which of tokens, epochs, hours is read
     assert keys <= set(JOB_FIELDS)
     missing = {n for n, m in JOB_FIELDS.items() if m.kind != "table"} - keys
-    assert missing == {"active_params"}  # until the form is built from the schema
+    # Until the form is built from the schema; the fit-advice flags reach the plan through the advice's Apply
+    # button, the GPUs owned through the Machine page's setting.
+    assert missing == {"active_params", "grad_accum", "optimizer_offload", "kv_cache_bits", "gpu_layers", "own",
+                       "owned_options"}
     # A serving job with a token budget keeps it (it was dropped: $32.59 in the app against $326 on the CLI).
     form.set_values({"model": "llama-3-8b", "workload": "inference", "tokens": 1e9})
     assert Job.from_mapping(form.values()).tokens == 1e9

@@ -32,6 +32,7 @@ def test_each_part_gets_its_stacks_from_vendor_and_kind(acc_id, stacks):
 def test_every_catalog_part_has_a_stack_and_unknown_vendors_none():
     assert all(a.stacks for a in CAT.accelerators.values())
     assert stacks_for("Cerebras", "wafer") == ()
+    assert stacks_for("", "cpu") == ("pytorch-cpu", "llama.cpp")  # this machine's CPU runs the same PyTorch code
     assert needs_text(("jax-xla",)) == "needs JAX/XLA"
     assert needs_text(("pytorch-mps", "llama.cpp")) == "needs PyTorch MPS or llama.cpp"
 
@@ -51,7 +52,7 @@ def test_a_pytorch_lora_job_is_not_shown_a_tpu_or_trainium_as_cheapest():
     trn = next(o for o in off if o.accelerator.startswith("trainium"))
     assert trn.stack_reason == "needs AWS Neuron"
     doc = json.loads(json.dumps(result.to_json(), allow_nan=False))
-    assert doc["stack"] == ["pytorch-cuda", "pytorch-rocm"]
+    assert doc["stack"] == ["pytorch-cuda", "pytorch-rocm", "pytorch-cpu"]
     row = next(o for o in doc["options"] if o["id"] == tpu.id)
     assert row["stack_ok"] is False and row["stack_reason"] == "needs JAX/XLA" and row["stacks"] == ["jax-xla"]
     assert "stack_reason" not in next(o for o in doc["options"] if o["id"] == best.id)
@@ -69,9 +70,9 @@ def test_restricted_to_parts_off_the_stack_the_best_is_the_marked_cheapest():
 
 
 def test_defaults_by_workload_and_runtime():
-    assert wanted_stacks(PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "qlora"})) == ("pytorch-cuda", "pytorch-rocm")
+    assert wanted_stacks(PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "qlora"})) == ("pytorch-cuda", "pytorch-rocm", "pytorch-cpu")
     serve = PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "inference"})
-    assert wanted_stacks(serve) == ("pytorch-cuda", "pytorch-rocm", "llama.cpp")
+    assert wanted_stacks(serve) == ("pytorch-cuda", "pytorch-rocm", "llama.cpp", "pytorch-cpu")
     cpp = PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "inference", "runtime": "llama.cpp"})
     assert wanted_stacks(cpp) == ("llama.cpp",)
 

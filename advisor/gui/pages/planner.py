@@ -16,6 +16,8 @@ from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, per_accelerator, plan_bundle
 from advisor.gui.widgets import plots
+from advisor.gui.widgets.context_plot import ContextSweepWidget
+from advisor.gui.widgets.fit_advice import FitAdviceWidget
 from advisor.gui.widgets.plan_form import RESET, PlanFormWidget
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
@@ -100,6 +102,14 @@ class PlannerPage(Page):
         self.answer.setWordWrap(True)
         self.answer.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.answer)
+        self.fit_advice = FitAdviceWidget()
+        self.fit_advice.setVisible(False)
+        self.fit_advice.apply_requested.connect(self._on_fit_advice_apply_requested)
+        rl.addWidget(self.fit_advice)
+        self.extra = QLabel()  # applied changes the form has no field for (grad_accum, optimizer_offload, ...)
+        self.extra.setVisible(False)
+        rl.addWidget(self.extra)
+        self._extra: dict = {}
         self.chart = plots.make_plot("Memory per device by part, against each accelerator's capacity",
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
@@ -113,7 +123,11 @@ class PlannerPage(Page):
         self.table.setObjectName("plannerTable")
         self.table.setToolTip("Every accelerator in the catalog; click a header to sort")
         rl.addWidget(self.table, 4)
+        self.context_plot = ContextSweepWidget()
+        self.context_plot.setVisible(False)
+        rl.addWidget(self.context_plot, 1)
         self.timing = QLabel()
+        self.timing.setWordWrap(True)  # the status line grows with the plan (ranges, price dates): wrap, never widen
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)
         split.addWidget(right)
@@ -130,6 +144,7 @@ class PlannerPage(Page):
         ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
         ctx.scenario_loaded.connect(self._on_ctx_scenario_loaded)
+        ctx.owned_changed.connect(self._on_ctx_owned_changed)
 
     # ------------------------------------------------------------ re-planning
     @Slot()
@@ -152,11 +167,31 @@ class PlannerPage(Page):
 
     @Slot(object)
     def _on_ctx_machine_ready(self, _profile) -> None:
-        if self.bundle is not None:
-            self._show(self.bundle)
+        self._debounce.start()  # this machine's GPUs are options now
+
+    @Slot()
+    def _on_ctx_owned_changed(self) -> None:
+        self._debounce.start()
+
+    @Slot(dict)
+    def _on_fit_advice_apply_requested(self, change: dict) -> None:
+        """One click on a fit advice: its flags go into the form (or, for a flag the form has no field for,
+        into the applied changes shown under the advice) and the job is planned again."""
+        in_form = {k: v for k, v in change.items() if k in self.form.w}
+        self._extra.update({k: v for k, v in change.items() if k not in self.form.w})
+        from advisor.planner.summary import change_flags
+
+        self.extra.setText(f"Applied besides the form: <code>{change_flags(self._extra)}</code>" if self._extra else "")
+        self.extra.setVisible(bool(self._extra))
+        if in_form:
+            self.form.set_values(in_form)
+        else:
+            self._debounce.start()
 
     @Slot(dict)
     def _on_ctx_scenario_loaded(self, values: dict) -> None:
+        self._extra = {k: v for k, v in values.items() if k not in self.form.w and k not in RESET_EXTRA_SKIP}
+        self.extra.setVisible(False)
         self.form.set_values({**RESET, **values})  # a key the scenario leaves out goes back to its default
 
     @Slot()
@@ -171,16 +206,15 @@ class PlannerPage(Page):
             self._pending = True
             return
         try:
-            values = self.form.values()
-            values["assumptions"] = dict(self.ctx.assumptions)
-            values["sources"] = dict.fromkeys(self.ctx.assumptions, "app setting (Compare page assumptions)")
+            values = self.ctx.plan_values({**self.form.values(), **self._extra})
             request = PlanRequest.from_mapping(values)
         except (PlanInputError, ValueError) as exc:
             self.form.show_error(str(exc), themes.current().bad)
             self.ctx.publish_plan(None, None)
             return
         self.form.show_error("", "")
-        self._worker = GeneratorWorker(plan_bundle, request, self.ctx.catalog, self._calibration, parent=self)
+        self._worker = GeneratorWorker(plan_bundle, request, self.ctx.catalog, self._calibration,
+                                       **self.ctx.plan_kw(), parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
         self._worker.done.connect(self._on_worker_done)
@@ -229,6 +263,8 @@ class PlannerPage(Page):
         else:
             self.model.set_rows(rows)
         self.answer.setText(self._answer_text(result, rows, mine))
+        self.fit_advice.show_plan(result)
+        self.context_plot.show_plan(result)
         self._draw_memory(bundle, mine)
         ages = result.price_ages(result.ranked)
         apart = len(result.infeasible)
@@ -247,19 +283,15 @@ class PlannerPage(Page):
                 f"{'s' if result.parallelism.devices > 1 else ''}")
         if result.tokens and r.workload != "inference":
             head += f" · {fmt_count(result.tokens)} tokens"
-        lines = [head]
-        if mine:
-            here = next((x for x in rows if x["accelerator"] == mine[0]), None)
-            count = len([g for g in self.ctx.machine.gpus if g.catalog_id == mine[0]])
-            if here is not None:
-                ok = here["fits"] and here["devices"] <= count
-                colour = t.good if ok else t.bad
-                verdict = (f"fits on {here['devices']} of your {count}" if ok else
-                           f"needs {here['devices']} (you have {count})" if here["fits"] else "does not fit")
-                lines.append(f"<span style='color:{colour}'><b>This machine ({count}× {here['name']}): {verdict}"
-                             f"</b></span>" + (f", about {fmt_hours(here['hours'])} at "
-                                               f"{here['tokens_per_s']:,.0f} tokens/s" if here["fits"] else ""))
-        fastest = next((x for x in rows if x["fits"]), None)
+        from advisor.planner.summary import headline
+
+        mine_option = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+        lines = []
+        if mine_option is not None:  # the headline starts with this machine: fits or not, time, cost, rent
+            colour = t.good if mine_option.fits else t.bad
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{headline(result)}</b></span>")
+        lines.append(head)
+        fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
             lines.append(f"Fastest: {fastest['devices']}× {fastest['name']}, {fmt_hours(fastest['hours'])}. "
@@ -338,6 +370,7 @@ class PlannerPage(Page):
             self._worker.stop()
 
 
+RESET_EXTRA_SKIP = ("assumptions", "notes", "sources")
 WORKLOAD_WORDS = (("pretrain", "Pretrain"), ("finetune", "Fine-tune"), ("lora", "LoRA fine-tune"),
                   ("qlora", "QLoRA fine-tune"), ("inference", "Serve"))
 
