@@ -70,7 +70,8 @@ def test_restricted_to_parts_off_the_stack_the_best_is_the_marked_cheapest():
 
 
 def test_defaults_by_workload_and_runtime():
-    assert wanted_stacks(PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "qlora"})) == ("pytorch-cuda", "pytorch-rocm", "pytorch-cpu")
+    qlora = PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "qlora"})
+    assert wanted_stacks(qlora) == ("pytorch-cuda", "pytorch-rocm", "pytorch-cpu")
     serve = PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "inference"})
     assert wanted_stacks(serve) == ("pytorch-cuda", "pytorch-rocm", "llama.cpp", "pytorch-cpu")
     cpp = PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "inference", "runtime": "llama.cpp"})

@@ -27,6 +27,7 @@ from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_h
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
+from advisor.gui.widgets.tornado_panel import TornadoPanel
 from advisor.units import fmt_hours, fmt_usd
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
@@ -89,6 +90,8 @@ class ComparePage(Page):
         grid.addWidget(self.cost_chart, 0, 0, 1, 2)
         grid.addWidget(self.scatter, 1, 0)
         grid.addWidget(self.breakeven, 1, 1)
+        self.tornado = TornadoPanel()  # which input moves the chosen option's total most
+        grid.addWidget(self.tornado, 2, 0, 1, 2)
         grid.setRowStretch(0, 1)
         grid.setRowStretch(1, 1)
         bl.addLayout(grid, 1)
@@ -195,6 +198,7 @@ class ComparePage(Page):
         self._draw_costs(chosen)
         self._draw_scatter(result)
         self._draw_break_even(result, mine)
+        self.tornado.show_plan(result, self.ctx.catalog, self._calibration(), self.ctx.plan_kw())
         self.note.setText(f"Cloud prices as of {result.prices_as_of}; owned hardware is priced by depreciation over "
                           f"its hours of use plus energy. Spot prices include rework for interruptions.")
 
@@ -275,8 +279,17 @@ class ComparePage(Page):
         if overrides != self.assumptions.overrides():  # a scenario opened elsewhere: show its figures
             self.assumptions.set_overrides(overrides)
 
+    def _calibration(self):
+        """The calibration the plan used (read once), so the tornado re-plans on the same figures."""
+        if not hasattr(self, "_calibration_cache"):
+            from advisor.store.calibration import load_calibration
+
+            self._calibration_cache = load_calibration()
+        return self._calibration_cache
+
     def is_ready(self) -> bool:
         return self.result is not None
 
     def shutdown(self) -> None:
+        self.tornado.shutdown()
         self._debounce.stop()

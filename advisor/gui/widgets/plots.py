@@ -318,3 +318,54 @@ def _style(plot: pg.PlotWidget) -> None:
         ax.setStyle(tickFont=font)
     title = item.titleLabel.text
     item.setTitle(title, color=t.text, size="10pt")
+
+
+def tornado_bars(plot: pg.PlotWidget, bars: Sequence, base_usd: float, value_format) -> list:
+    """Draw a tornado: one row per input (largest swing on top), a bar from the base total to the total at the
+    input's low value and one to its high value, in :data:`advisor.colours.TORNADO_COLOURS`, each end labelled.
+
+    Args:
+        bars: ``planner.sensitivity.TornadoBar`` items (or objects with ``parameter``, ``low_cost_usd``,
+            ``high_cost_usd``), largest swing first.
+        base_usd: the chosen option's total (the vertical line the bars start from).
+        value_format: formats a total for its label (:func:`advisor.units.fmt_usd`).
+    Returns:
+        The items drawn (remove them with :func:`clear_bars`).
+    """
+    from advisor.colours import TORNADO_COLOURS
+
+    rows = [b for b in bars if b.low_cost_usd is not None and b.high_cost_usd is not None]
+    n = len(rows)
+    items: list = []
+    for end in ("low", "high"):
+        x0, widths = [], []
+        for b in rows:
+            v = getattr(b, f"{end}_cost_usd")
+            x0.append(min(base_usd, v))
+            widths.append(abs(v - base_usd))
+        bar = pg.BarGraphItem(x0=x0, y=[n - 1 - i for i in range(n)], height=0.6, width=widths,
+                              brush=pg.mkBrush(QColor(TORNADO_COLOURS[end])),
+                              pen=pg.mkPen(_theme.background, width=0.5), name=f"input at its {end} value")
+        bar.part_colour = TORNADO_COLOURS[end]
+        plot.addItem(bar)
+        items.append(bar)
+    for i, b in enumerate(rows):
+        y = n - 1 - i
+        lo, hi = sorted((b.low_cost_usd, b.high_cost_usd))
+        for x, anchor in ((lo, (1, 0.5)), (hi, (0, 0.5))):
+            text = pg.TextItem(value_format(x), color=_theme.text, anchor=anchor)
+            text.setPos(x, y)
+            plot.addItem(text)
+            items.append(text)
+    line = pg.InfiniteLine(pos=base_usd, angle=90, pen=pg.mkPen(_theme.text, width=1))
+    plot.addItem(line)
+    items.append(line)
+    set_categories(plot, [b.parameter.replace("_", " ") for b in reversed(rows)], axis="left")
+    if rows:
+        lo = min([base_usd] + [min(b.low_cost_usd, b.high_cost_usd) for b in rows])
+        hi = max([base_usd] + [max(b.low_cost_usd, b.high_cost_usd) for b in rows])
+        pad = (hi - lo) * 0.25 or max(abs(base_usd) * 0.1, 0.01)
+        plot.setXRange(lo - pad, hi + pad, padding=0)
+        plot.setYRange(-0.6, n + 0.6, padding=0)  # the top row is the legend's: it never covers a bar
+    refit_legend(plot)
+    return items
