@@ -10,10 +10,12 @@ KIND_WORDS = {"owned": "owned", "home": "home rig", "onprem": "on-prem", "cloud"
 
 
 def option_label(o) -> str:
-    """Short label of an option for chart axes: ``home 2× RTX 4090``, ``Lambda 1× H100 SXM spot``."""
+    """Short label of an option for chart axes: ``home 2× RTX 4090``, ``Lambda 1× H100 SXM spot``; an option off
+    the job's software stack says what it needs (``GCP 1× TPU v6e spot [needs JAX/XLA]``)."""
+    mark = "" if getattr(o, "stack_ok", True) else f" [{o.stack_reason}]"
     if o.kind == "cloud":
-        return f"{_provider(o.provider)} {o.devices}× {_short(o.accelerator_name)}" + (" spot" if o.spot else "")
-    return f"{KIND_WORDS[o.kind]} {o.devices}× {_short(o.accelerator_name)}"
+        return f"{_provider(o.provider)} {o.devices}× {_short(o.accelerator_name)}" + (" spot" if o.spot else "") + mark
+    return f"{KIND_WORDS[o.kind]} {o.devices}× {_short(o.accelerator_name)}{mark}"
 
 
 def _provider(name: str) -> str:
@@ -33,7 +35,7 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
     """Options for the stacked cost bars: this machine's, the cheapest of each kind, then the cheapest others.
 
     Returns:
-        At most ``limit`` fitting options, cheapest first.
+        At most ``limit`` fitting options, cheapest first (those off the job's software stack after).
     """
     fitting = [o for o in result.ranked if o.fits]
     chosen: dict[str, object] = {}
@@ -49,7 +51,7 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
         if len(chosen) >= limit:
             break
         chosen.setdefault(o.id, o)
-    return sorted(chosen.values(), key=lambda o: o.cost_usd)
+    return sorted(chosen.values(), key=lambda o: (not o.stack_ok, o.cost_usd))  # off the job's stack: after
 
 
 def dearer_hour_example(result) -> str | None:

@@ -66,7 +66,9 @@ def per_accelerator(result: PlanResult) -> list[dict]:
 
     Returns:
         Dicts with ``accelerator``, ``name``, ``capacity_bytes``, ``fits``, ``devices``, ``hours``,
-        ``tokens_per_s``, ``mfu``, ``memory_per_device_bytes``, ``cost_usd`` and ``where`` (the cheapest option's id).
+        ``tokens_per_s``, ``mfu``, ``memory_per_device_bytes``, ``cost_usd``, ``where`` (the cheapest option's id),
+        ``stack_ok`` / ``stack_reason`` (whether the part runs the job's software stack) and, for serving,
+        ``usd_per_million_tokens`` / ``usd_per_million_requests`` (None for training).
     """
     rows: dict[str, dict] = {}
     for o in result.ranked:  # options that can run as laid out
@@ -81,10 +83,14 @@ def per_accelerator(result: PlanResult) -> list[dict]:
                 "fits": o.fits, "devices": o.devices, "hours": o.hours, "tokens_per_s": o.tokens_per_s,
                 "mfu": o.mfu, "mfu_origin": o.mfu_origin, "memory_per_device_bytes": o.memory_per_device_bytes,
                 "cost_usd": o.cost_usd, "where": o.id, "kind": o.kind, "this_machine": o.this_machine,
+                "stack_ok": o.stack_ok, "stack_reason": o.stack_reason,
+                "usd_per_million_tokens": o.usd_per_million_tokens,
+                "usd_per_million_requests": o.usd_per_million_requests,
             }
     # This machine's row first whatever its rank, then other owned hardware, then by fit and time.
+    # Parts off the job's software stack (``stack_ok`` false) after the fitting ones on it.
     return sorted(rows.values(), key=lambda r: (not r["this_machine"], r["kind"] != "owned", not r["fits"],
-                                                r["hours"], r["accelerator"]))
+                                                not r["stack_ok"], r["hours"], r["accelerator"]))
 
 
 FIT_WORKLOADS = (("inference", "serve"), ("qlora", "QLoRA fine-tune"), ("lora", "LoRA fine-tune"),
