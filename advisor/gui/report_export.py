@@ -14,6 +14,25 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 REPORT_FILTERS = "HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;CSV (*.csv)"
 
 
+def write_with_tornados(docs: list, path: str, plans: list):
+    """Add each plan's tornado to its document, then write the report (runs in a worker).
+
+    Returns:
+        The path written (``advisor.report.write_report``).
+    """
+    from advisor.planner import tornado
+    from advisor.report import write_report
+
+    docs = [dict(d) for d in docs]
+    for doc, job in zip(docs, plans):
+        if job is not None and "tornado" not in doc:
+            result, catalog, calibration, plan_kw = job
+            t = tornado(result.request, catalog, calibration, base=result, **(plan_kw or {}))
+            if t is not None:
+                doc["tornado"] = t.as_dict()
+    return write_report(docs, path)
+
+
 def with_report_suffix(path: str, chosen_filter: str) -> str:
     """``path`` with the suffix of the chosen filter when it has none of the report formats."""
     from advisor.report import FORMATS
@@ -51,14 +70,18 @@ class ReportWriter(QObject):
         """True while a report is being written."""
         return self._worker is not None
 
-    def start(self, docs: list, path) -> bool:
-        """Write ``docs`` to ``path`` (format by suffix) off the GUI thread. False when one is already running."""
+    def start(self, docs: list, path, plans: list | None = None) -> bool:
+        """Write ``docs`` to ``path`` (format by suffix) off the GUI thread. False when one is already running.
+
+        Args:
+            plans: per document, ``(PlanResult, catalog, calibration, plan_kw)`` to add its tornado
+                (``planner.sensitivity.tornado``, the one ``advisor plan --sensitivity`` adds), or None.
+        """
         from advisor.gui.workers import GeneratorWorker
-        from advisor.report import write_report
 
         if self._worker is not None:
             return False
-        self._worker = GeneratorWorker(write_report, docs, str(path), parent=self)
+        self._worker = GeneratorWorker(write_with_tornados, docs, str(path), plans or [], parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
         self._worker.done.connect(self._on_worker_done)
