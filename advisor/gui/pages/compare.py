@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGraphicsOpacityEffect,
     QGridLayout,
     QLabel,
     QPushButton,
@@ -28,6 +29,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
 from advisor.gui.pages.base import Page
+from advisor.gui.plan_service import WORKLOAD_WORDS
 from advisor.gui.widgets import plots
 from advisor.units import fmt_hours, fmt_usd
 
@@ -206,10 +208,14 @@ class ComparePage(Page):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(250)
         self._debounce.timeout.connect(self._on_debounce_timeout)
-        ctx.plan_ready.connect(self._on_ctx_plan_ready)
+        self.plan = ctx.plan  # the app's one plan: Compare reads it, never the Planner page
+        self.plan.plan_ready.connect(self._on_plan_plan_ready)
+        self.plan.stale_changed.connect(self._on_plan_stale_changed)
         ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
-        if ctx.last_plan is not None:
-            self._show(ctx.last_plan)
+        if self.plan.bundle is not None:
+            self._show(self.plan.bundle.result)
+        if self.plan.stale:
+            self._on_plan_stale_changed(True)
 
     # ------------------------------------------------------------ assumptions
     def _on_assumptions_edited(self) -> None:
@@ -243,11 +249,26 @@ class ComparePage(Page):
 
     # ------------------------------------------------------------ drawing
     @Slot(object)
-    def _on_ctx_plan_ready(self, result) -> None:
-        if result is None:
-            self.summary.setText("The Planner's inputs are not valid yet: fix them on the Planner page (Ctrl+4).")
-            return
-        self._show(result)
+    def _on_plan_plan_ready(self, bundle) -> None:
+        if self.isVisible():
+            self._show(bundle.result)
+
+    @Slot(bool)
+    def _on_plan_stale_changed(self, stale: bool) -> None:
+        if stale:
+            t = themes.current()
+            self.summary.setText(f"<b style='color:{t.bad}'>Not current</b>: the job's inputs are not valid "
+                                 f"({self.plan.error}); fix them on the Planner page (Ctrl+4). The charts show "
+                                 "the last valid plan.")
+        elif self.result is not None:
+            self._show(self.result)
+        for w in (self.cost_chart, self.scatter, self.breakeven):
+            if stale and w.graphicsEffect() is None:
+                effect = QGraphicsOpacityEffect(w)
+                effect.setOpacity(0.35)
+                w.setGraphicsEffect(effect)
+            elif not stale:
+                w.setGraphicsEffect(None)
 
     def _machine_ids(self) -> list[str]:
         m = self.ctx.machine
@@ -259,8 +280,6 @@ class ComparePage(Page):
         chosen = chart_selection(result, mine)
         r = result.request
         name = result.model_name or "custom model"
-        from advisor.gui.pages.planner import WORKLOAD_WORDS
-
         text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b> ({len(result.options)} options priced). "
         best = result.best()
         if best is not None:
@@ -351,8 +370,14 @@ class ComparePage(Page):
         if overrides != self.assumptions.overrides():  # a scenario opened elsewhere: show its figures
             self.assumptions.set_overrides(overrides)
 
+    def on_shown(self) -> None:
+        bundle = self.plan.bundle
+        if bundle is not None and bundle.result is not self.result:
+            self._show(bundle.result)
+        self.plan.ensure_plan()
+
     def is_ready(self) -> bool:
-        return self.result is not None
+        return self.result is not None and self.plan.is_idle() and self.result is self.plan.bundle.result
 
     def shutdown(self) -> None:
         self._debounce.stop()

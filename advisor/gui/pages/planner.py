@@ -1,27 +1,35 @@
 """Planner page: inputs on the left, re-planned as they change; memory per device and a table of accelerators.
 
-Edits restart a short debounce timer; when it fires the request is validated on the GUI thread (cheap)
-and planned in a worker (about 25 ms). An edit during a plan waits for it and then plans the newest
-inputs only, so the GUI thread never waits and stale results never overwrite new ones.
+The page is a view of the app's plan model (``ctx.plan``, :mod:`advisor.gui.plan_model`): a form edit goes
+to the model (undoable: Ctrl+Z, Ctrl+Shift+Z), which validates it through the job schema and plans it in a
+worker; the page draws each new plan by updating the items built once (bars by ``setOpts``, table rows by
+model updates). While the inputs are invalid the reason is shown beside the field and the old plan is
+greyed out under a "Not current" line.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QGraphicsOpacityEffect,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-from advisor.gui import settings as settings_mod
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
-from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, per_accelerator, plan_bundle
+from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
 from advisor.gui.widgets import plots
-from advisor.gui.widgets.plan_form import RESET, PlanFormWidget
+from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.gui.workers import GeneratorWorker, release
-from advisor.store.calibration import load_calibration
 from advisor.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
-DEBOUNCE_MS = 120
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
                 ("activations", "activations_bytes"), ("KV cache", "kv_cache_bytes"), ("overhead", "overhead_bytes"))
 
@@ -56,22 +64,18 @@ def _table_columns(machine_ids) -> list[Column]:
 
 
 class PlannerPage(Page):
-    """Plan a job: inputs, memory chart, accelerator table, and a one-line answer."""
+    """Plan a job: the form (the view of ``ctx.plan``), memory chart, accelerator table, and a one-line answer."""
 
     page_id = "planner"
     title = "Planner"
 
     def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
-        self._worker: GeneratorWorker | None = None
-        self._pending = False
+        self.plan = ctx.plan
         self._bars: list = []
         self._cap_lines: list = []
-        self.bundle = None
-        self.plans_done = 0
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
-        self._calibration = load_calibration()
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -84,7 +88,22 @@ class PlannerPage(Page):
         form_host = QWidget()
         form_layout = QVBoxLayout(form_host)
         form_layout.setContentsMargins(16, 12, 8, 12)
-        form_layout.addWidget(QLabel("<h2 style='margin:0'>Plan a job</h2>"))
+        head = QHBoxLayout()
+        head.addWidget(QLabel("<h2 style='margin:0'>Plan a job</h2>"), 1)
+        stack = self.plan.undo_stack
+        self.undo_action = stack.createUndoAction(self, "Undo")
+        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+        self.redo_action = stack.createRedoAction(self, "Redo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence.StandardKey.Redo])
+        for action, tip in ((self.undo_action, "Undo the last form edit (Ctrl+Z)"),
+                            (self.redo_action, "Redo the form edit undone (Ctrl+Shift+Z)")):
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.setToolTip(tip)
+            self.addAction(action)
+            button = QToolButton()
+            button.setDefaultAction(action)
+            head.addWidget(button)
+        form_layout.addLayout(head)
         self.form = PlanFormWidget(sorted(ctx.catalog.models), form_host, accelerators=_accelerators(ctx.catalog))
         form_layout.addWidget(self.form)
         form_layout.addStretch(1)
@@ -94,6 +113,11 @@ class PlannerPage(Page):
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(8, 12, 16, 8)
+        self.stale_label = QLabel()
+        self.stale_label.setObjectName("planStale")
+        self.stale_label.setWordWrap(True)
+        self.stale_label.setVisible(False)
+        rl.addWidget(self.stale_label)
         self.answer = QLabel("Planning…")
         self.answer.setObjectName("planAnswer")
         self.answer.setWordWrap(True)
@@ -118,96 +142,78 @@ class PlannerPage(Page):
         split.addWidget(right)
         split.setStretchFactor(1, 1)
         split.setSizes([340, 1000])
+        self._faded = [self.answer, self.chart, self.table, self.timing]
 
-        self._debounce = QTimer(self)
-        self._debounce.setSingleShot(True)
-        self._debounce.setInterval(DEBOUNCE_MS)
-        self._debounce.timeout.connect(self._on_debounce_timeout)
+        self.form.show_values(self.plan.values)
         self.form.inputs_changed.connect(self._on_form_inputs_changed)
-        ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
-        ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
+        self.plan.values_changed.connect(self._on_plan_values_changed)
+        self.plan.input_invalid.connect(self._on_plan_input_invalid)
+        self.plan.stale_changed.connect(self._on_plan_stale_changed)
+        self.plan.plan_ready.connect(self._on_plan_plan_ready)
         ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
-        ctx.scenario_loaded.connect(self._on_ctx_scenario_loaded)
+        if self.plan.error is not None:
+            self._on_plan_input_invalid(self.plan.error)
+            self._on_plan_stale_changed(True)
 
-    # ------------------------------------------------------------ re-planning
+    # ------------------------------------------------------------ the model
+    @property
+    def bundle(self):
+        """The plan on screen (or to be drawn): the model's last plan."""
+        return self.plan.bundle
+
+    @property
+    def plans_done(self) -> int:
+        return self.plan.plans_done
+
     @Slot()
     def _on_form_inputs_changed(self) -> None:
-        self._debounce.start()
+        self.plan.edit(self.form.values())
+
+    @Slot(dict)
+    def _on_plan_values_changed(self, values: dict) -> None:
+        self.form.show_values(values)
+
+    @Slot(object)
+    def _on_plan_input_invalid(self, exc) -> None:
+        self.form.show_error(exc.field, str(exc))
+
+    @Slot(bool)
+    def _on_plan_stale_changed(self, stale: bool) -> None:
+        """Grey out the plan on screen while the inputs are invalid, and say so."""
+        if not stale:
+            self.form.clear_error()
+        t = themes.current()
+        reason = str(self.plan.error) if stale and self.plan.error is not None else ""
+        self.stale_label.setText(f"<b style='color:{t.bad}'>Not current</b>: the plan below is for the last valid "
+                                 f"inputs. Fix the input named on the left to plan again ({reason})." if stale else "")
+        self.stale_label.setVisible(stale)
+        for w in self._faded:
+            effect = w.graphicsEffect()
+            if stale and effect is None:
+                effect = QGraphicsOpacityEffect(w)
+                effect.setOpacity(0.35)
+                w.setGraphicsEffect(effect)
+            elif not stale and effect is not None:
+                w.setGraphicsEffect(None)
+
+    @Slot(object)
+    def _on_plan_plan_ready(self, bundle) -> None:
+        if self.isVisible():
+            self._show(bundle)
 
     @Slot()
     def _on_ctx_catalog_changed(self) -> None:
         self.form.w["accelerator"].set_accelerators(_accelerators(self.ctx.catalog))
-        self._debounce.start()
-
-    @Slot(dict)
-    def _on_ctx_assumptions_changed(self, _overrides: dict) -> None:
-        self._debounce.start()
-
-    @Slot()
-    def _on_ctx_calibration_changed(self) -> None:
-        self._calibration = load_calibration()
-        self._debounce.start()
 
     @Slot(object)
     def _on_ctx_machine_ready(self, _profile) -> None:
-        if self.bundle is not None:
+        if self.bundle is not None and self.isVisible():
             self._show(self.bundle)
 
-    @Slot(dict)
-    def _on_ctx_scenario_loaded(self, values: dict) -> None:
-        self.form.set_values({**RESET, **values})  # a key the scenario leaves out goes back to its default
-
-    @Slot()
-    def _on_debounce_timeout(self) -> None:
-        self.replan()
-
     def replan(self) -> None:
-        """Validate the inputs and plan them in a worker (or queue them behind the running plan)."""
-        from advisor.planner import PlanInputError, PlanRequest
-
-        if self._worker is not None:
-            self._pending = True
-            return
-        try:
-            values = self.form.values()
-            values["assumptions"] = dict(self.ctx.assumptions)
-            values["sources"] = dict.fromkeys(self.ctx.assumptions, "app setting (Compare page assumptions)")
-            request = PlanRequest.from_mapping(values)
-        except (PlanInputError, ValueError) as exc:
-            self.form.show_error(str(exc), themes.current().bad)
-            self.ctx.publish_plan(None, None)
-            return
-        self.form.show_error("", "")
-        self._worker = GeneratorWorker(plan_bundle, request, self.ctx.catalog, self._calibration, parent=self)
-        self._worker.result_ready.connect(self._on_worker_result_ready)
-        self._worker.failed.connect(self._on_worker_failed)
-        self._worker.done.connect(self._on_worker_done)
-        self._worker.start()
-
-    @Slot(object)
-    def _on_worker_result_ready(self, bundle) -> None:
-        if self._pending:  # newer inputs are waiting: do not draw a stale plan
-            return
-        self.bundle = bundle
-        self.plans_done += 1
-        if self.isVisible():
-            self._show(bundle)
-        self.ctx.publish_plan(bundle.request, bundle.result)
-
-    @Slot(str)
-    def _on_worker_failed(self, reason: str) -> None:
-        if not self._pending:
-            self.form.show_error(reason.split(": ", 1)[-1], themes.current().bad)
-            self.ctx.publish_plan(None, None)
-
-    @Slot()
-    def _on_worker_done(self) -> None:
-        worker, self._worker = self._worker, None
-        release(worker)
-        if self._pending:
-            self._pending = False
-            self.replan()
+        """Plan the current inputs now (the model validates them; a plan already running is followed by one more)."""
+        self.plan.plan_now()
 
     # ------------------------------------------------------------ drawing
     def _machine_ids(self) -> list[str]:
@@ -304,38 +310,19 @@ class PlannerPage(Page):
     def on_shown(self) -> None:
         if self.bundle is not None and self._drawn is not self.bundle:
             self._show(self.bundle)
-        self.ensure_plan()
+        self.plan.ensure_plan()
 
     def ensure_plan(self) -> None:
         """Plan the current inputs unless a plan exists or is on its way."""
-        if self.bundle is None and self._worker is None and not self._debounce.isActive():
-            self.replan()
-
-    def save_state(self, s) -> None:
-        try:
-            settings_mod.write_json(s, "planner/inputs", self.form.values())
-        except ValueError:
-            pass
-
-    def restore_state(self, s) -> None:
-        self.form.set_values(settings_mod.read_json(s, "planner/inputs", dict(DEFAULT_INPUTS)))
+        self.plan.ensure_plan()
 
     def is_ready(self) -> bool:
-        return self.bundle is not None and self._worker is None and not self._debounce.isActive()
+        return self.bundle is not None and self.plan.is_idle() and (self._drawn is self.bundle or not self.isVisible())
 
     def prepare_screenshot(self) -> None:
-        self.form.set_values({**RESET, **DEFAULT_INPUTS})
-        self._debounce.stop()
-        self.replan()
-
-    def shutdown(self) -> None:
-        self._debounce.stop()
-        if self._worker is not None:
-            self._worker.stop()
-
-
-WORKLOAD_WORDS = (("pretrain", "Pretrain"), ("finetune", "Fine-tune"), ("lora", "LoRA fine-tune"),
-                  ("qlora", "QLoRA fine-tune"), ("inference", "Serve"))
+        if not self.ctx.screenshot_keep_inputs:
+            self.plan.load(dict(DEFAULT_INPUTS))
+        self.plan.plan_now()
 
 
 def _accelerators(catalog) -> list[tuple]:
