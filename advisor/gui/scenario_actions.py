@@ -5,9 +5,9 @@ whether the planner's inputs or the cost assumptions changed since it was opened
 title then ends in ``*``); closing the window or opening another file first asks Save / Discard / Cancel.
 
 Loading makes the file's ``[plan]`` the app's current job (``ctx.plan.load``: the Planner form, Compare
-and Machine pages follow) and its ``[assumptions]`` the current ones (``AppContext.set_assumptions``). A file that cannot be used is reported in a
-message box with its one-line reason and changes nothing. Every dialog is an attribute holding a plain
-function, so tests answer them without a modal loop.
+and Machine pages follow) and its ``[assumptions]`` the current ones (``AppContext.set_assumptions``).
+A file that cannot be used is reported in a message box with its one-line reason and changes nothing.
+Every dialog is an attribute holding a plain function, so tests answer them without a modal loop.
 """
 
 from __future__ import annotations
