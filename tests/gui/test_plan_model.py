@@ -1,0 +1,120 @@
+"""The app's one plan model: pages observe it, invalid inputs leave a greyed-out stale plan, form edits undo."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+
+
+@pytest.fixture(autouse=True)
+def _no_modal_dialogs(monkeypatch):
+    from advisor.gui import scenario_actions
+
+    monkeypatch.setattr(scenario_actions, "_ask_unsaved", lambda _parent, _name: "discard")
+    monkeypatch.setattr(scenario_actions, "_show_error", lambda _parent, _title, _message: None)
+
+
+def _planner(make_window, qtbot):
+    w = make_window()
+    w.show_page("planner")
+    page = w.page("planner")
+    qtbot.waitUntil(lambda: page.is_ready() and w.ctx.last_plan is not None, timeout=10000)
+    return w, page
+
+
+def test_compare_plans_without_the_planner_page(make_window, qtbot):
+    w = make_window()
+    w.show_page("compare")
+    page = w.page("compare")
+    qtbot.waitUntil(page.is_ready, timeout=10000)
+    assert "planner" not in w._pages  # Compare reads ctx.plan, never the Planner's widgets
+    assert page.result is w.ctx.plan.result and page.result.model_name == "llama-3-8b"
+    w.ctx.plan.load({"model": "llama-3-70b", "workload": "inference"})
+    qtbot.waitUntil(lambda: page.is_ready() and page.result.request.workload == "inference", timeout=10000)
+    assert "planner" not in w._pages and "Serve llama-3-70b" in page.summary.text()
+
+
+def test_machine_page_shows_the_current_job_on_this_machine(make_window, qtbot):
+    w, page = _planner(make_window, qtbot)
+    machine = w.page("machine")
+    line = machine.current_job
+    qtbot.waitUntil(lambda: "fits on" in line.text(), timeout=10000)
+    assert "LoRA fine-tune llama-3-8b" in line.text() and "of your 2" in line.text()
+    w.ctx.plan.load({"model": "llama-3-70b", "workload": "finetune"})
+    qtbot.waitUntil(lambda: "finetune" not in line.text() and "Fine-tune llama-3-70b" in line.text(), timeout=10000)
+    assert "you have 2" in line.text() or "does not fit" in line.text()  # 70B full fine-tune: not on two 24 GB cards
+
+
+def test_invalid_input_greys_out_the_old_plan_until_valid_again(make_window, qtbot):
+    w, page = _planner(make_window, qtbot)
+    w.show_page("compare")
+    compare = w.page("compare")
+    qtbot.waitUntil(compare.is_ready, timeout=10000)
+    w.show_page("planner")
+    old = page.bundle
+    form = page.form
+    box = form.w["model"]
+    box.setCurrentIndex(box.findData("custom"))
+    form.w["params"].setText("abc")
+    form.w["params"].textEdited.emit("abc")
+    message = "params: must be a finite number between 1000000 and 1e+15, got 'abc'"
+    assert str(w.ctx.plan.error) == message  # validated at once, through the schema
+    assert w.ctx.plan.stale and w.ctx.last_plan is None and page.bundle is old  # the old plan stays, marked
+    beside = form._errors["params"]
+    assert beside.text() == message.removeprefix("params: ") and form._row_visible[beside]
+    assert message in form.error.text()
+    assert page.stale_label.isVisible() and "Not current" in page.stale_label.text()
+    assert page.chart.graphicsEffect() is not None and page.table.graphicsEffect() is not None
+    assert "Not current" in compare.summary.text() and compare.scatter.graphicsEffect() is not None
+    qtbot.wait(300)  # past the debounce: nothing is planned from invalid inputs
+    assert page.bundle is old
+
+    form.w["params"].setText("7B")
+    form.w["params"].textEdited.emit("7B")
+    qtbot.waitUntil(lambda: not w.ctx.plan.stale and page.is_ready(), timeout=10000)
+    assert page.bundle.request.params == 7e9 and w.ctx.last_plan is page.bundle.result
+    assert not page.stale_label.isVisible() and page.chart.graphicsEffect() is None
+    assert form.error.text() == "" and beside.text() == "" and not form._row_visible[beside]
+    assert compare.scatter.graphicsEffect() is None
+
+
+def test_form_edits_undo_and_redo(make_window, qtbot):
+    w, page = _planner(make_window, qtbot)
+    model, form = w.ctx.plan, page.form
+    start = dict(model.values)
+    for v in (2, 3, 4):  # typing in one field is one step
+        form.w["micro_batch"].setValue(v)
+    box = form.w["workload"]
+    box.setCurrentIndex(box.findData("finetune"))
+    assert model.values == {**start, "micro_batch": 4, "workload": "finetune"}
+    assert model.undo_stack.count() == 2
+    assert page.undo_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Undo)
+    assert QKeySequence("Ctrl+Shift+Z") in page.redo_action.shortcuts()
+
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=3000)
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert model.values == {**start, "micro_batch": 4} and box.currentData() == "lora"
+    page.undo_action.trigger()
+    assert model.values == start and form.w["micro_batch"].value() == 1
+    qtbot.keyClick(box, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert form.w["micro_batch"].value() == 4
+    qtbot.waitUntil(lambda: page.is_ready() and page.bundle.request.micro_batch == 4, timeout=10000)
+    page.redo_action.trigger()
+    qtbot.waitUntil(lambda: page.is_ready() and page.bundle.request.workload == "finetune", timeout=10000)
+
+
+def test_opening_a_scenario_restarts_the_undo_history(make_window, qtbot, tmp_path):
+    from advisor.store.scenario import Scenario, save_scenario
+
+    w, page = _planner(make_window, qtbot)
+    page.form.w["micro_batch"].setValue(5)
+    assert w.ctx.plan.undo_stack.canUndo()
+    path = tmp_path / "s.toml"
+    save_scenario(path, Scenario(plan={"model": "llama-3-8b", "workload": "inference", "tokens": 1e9}))
+    assert w.scenarios.open_path(path, confirmed=True)
+    assert not w.ctx.plan.undo_stack.canUndo()
+    assert page.form.values() == {"model": "llama-3-8b", "workload": "inference", "tokens": 1e9}
+    assert page.form.w["budget"].currentData() == "tokens" and page.form.is_shown("tokens")
