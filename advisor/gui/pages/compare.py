@@ -153,7 +153,7 @@ class ComparePage(Page):
         self.cost_chart.getAxis("left").setWidth(265)  # pyqtgraph drops a tick label wider than its axis
         self.cost_chart.getAxis("left").setLabel("")
         self.scatter = plots.make_plot("Time against cost (Pareto front highlighted)", "job cost", "USD",
-                                       x_label="job time", x_unit="h", legend=True, min_height=250)
+                                       x_label="job time", x_unit="", legend=True, min_height=250)
         self.scatter.setLogMode(x=True, y=True)
         self.scatter.setToolTip("Every option that fits. The front joins the options no other beats on both time "
                                 "and cost: pick along it by how much a faster result is worth to you. Log axes.")
@@ -315,6 +315,11 @@ class ComparePage(Page):
         self._scatter_items.clear()
         fitting = [o for o in result.options if o.fits and o.hours > 0 and o.cost_usd > 0]
         front = set(result.pareto_ids())
+        if fitting:  # log axes labelled "1 h, 1 day" and "$10, $1k", not powers of ten
+            plots.set_log_ticks(self.scatter, "bottom", plots.HOUR_TICKS, min(o.hours for o in fitting) / 2,
+                                max(o.hours for o in fitting) * 2)
+            plots.set_log_ticks(self.scatter, "left", plots.USD_TICKS, min(o.cost_usd for o in fitting) / 2,
+                                max(o.cost_usd for o in fitting) * 2)
         for kind, idx in KIND_INDEX.items():
             pts = [o for o in fitting if o.kind == kind]
             if not pts:

@@ -76,6 +76,7 @@ class PlannerPage(Page):
         self._cap_lines: list = []
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
+        self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -303,8 +304,12 @@ class PlannerPage(Page):
         cat = self.ctx.catalog.accelerators
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
         top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
-        self.chart.setYRange(0, max(top, min(top_cap, 2.5 * top)) * 1.08, padding=0)
-        self.chart.setXRange(-0.6, len(counts) - 0.4, padding=0)
+        y_top = nice_ceiling(max(top, min(top_cap, 2.5 * top)) * 1.08)
+        x_range = (-0.6, len(counts) - 0.4)
+        if (y_top, x_range) != self._ranges:  # a range unchanged leaves the axes as drawn (no new ticks)
+            self._ranges = (y_top, x_range)
+            self.chart.setYRange(0, y_top, padding=0)
+            self.chart.setXRange(*x_range, padding=0)
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
@@ -323,6 +328,20 @@ class PlannerPage(Page):
         if not self.ctx.screenshot_keep_inputs:
             self.plan.load(dict(DEFAULT_INPUTS))
         self.plan.plan_now()
+
+
+def nice_ceiling(x: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten that is at least ``x`` (> 0), so the
+    chart's range moves in steps people read, not with every figure."""
+    import math
+
+    if not x > 0 or not math.isfinite(x):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(x))
+    for step in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if step * power >= x * (1 - 1e-12):
+            return step * power
+    return 10 * power
 
 
 def _accelerators(catalog) -> list[tuple]:
