@@ -63,10 +63,12 @@ def test_invalid_input_greys_out_the_old_plan_until_valid_again(make_window, qtb
     assert w.ctx.plan.stale and w.ctx.last_plan is None and page.bundle is old  # the old plan stays, marked
     beside = form._errors["params"]
     assert beside.text() == message.removeprefix("params: ") and form._row_visible[beside]
-    assert message in form.error.text()
+    assert message in form.error.text() and not form._row_visible[form.error]  # said once: beside the field
+    assert message in page.stale_label.text()
     assert page.stale_label.isVisible() and "Not current" in page.stale_label.text()
-    assert page.chart.graphicsEffect() is not None and page.table.graphicsEffect() is not None
-    assert "Not current" in compare.summary.text() and compare.scatter.graphicsEffect() is not None
+    assert page.chart.getPlotItem().opacity() < 0.5 and not page.table.isEnabled()
+    assert page.answer.graphicsEffect() is not None
+    assert "Not current" in compare.summary.text() and compare.scatter.getPlotItem().opacity() < 0.5
     qtbot.wait(300)  # past the debounce: nothing is planned from invalid inputs
     assert page.bundle is old
 
@@ -74,9 +76,9 @@ def test_invalid_input_greys_out_the_old_plan_until_valid_again(make_window, qtb
     form.w["params"].textEdited.emit("7B")
     qtbot.waitUntil(lambda: not w.ctx.plan.stale and page.is_ready(), timeout=10000)
     assert page.bundle.request.params == 7e9 and w.ctx.last_plan is page.bundle.result
-    assert not page.stale_label.isVisible() and page.chart.graphicsEffect() is None
+    assert not page.stale_label.isVisible() and page.chart.getPlotItem().opacity() == 1.0 and page.table.isEnabled()
     assert form.error.text() == "" and beside.text() == "" and not form._row_visible[beside]
-    assert compare.scatter.graphicsEffect() is None
+    assert compare.scatter.getPlotItem().opacity() == 1.0 and page.answer.graphicsEffect() is None
 
 
 def test_form_edits_undo_and_redo(make_window, qtbot):

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDoubleSpinBox,
     QFormLayout,
-    QGraphicsOpacityEffect,
     QGridLayout,
     QLabel,
     QPushButton,
@@ -31,6 +30,7 @@ from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_h
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import WORKLOAD_WORDS
 from advisor.gui.widgets import plots
+from advisor.gui.widgets.stale import fade_out
 from advisor.units import fmt_hours, fmt_usd
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
@@ -262,13 +262,7 @@ class ComparePage(Page):
                                  "the last valid plan.")
         elif self.result is not None:
             self._show(self.result)
-        for w in (self.cost_chart, self.scatter, self.breakeven):
-            if stale and w.graphicsEffect() is None:
-                effect = QGraphicsOpacityEffect(w)
-                effect.setOpacity(0.35)
-                w.setGraphicsEffect(effect)
-            elif not stale:
-                w.setGraphicsEffect(None)
+        fade_out((self.cost_chart, self.scatter, self.breakeven), stale)
 
     def _machine_ids(self) -> list[str]:
         m = self.ctx.machine

@@ -10,9 +10,8 @@ greyed out under a "Not current" line.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QGraphicsOpacityEffect,
     QHBoxLayout,
     QLabel,
     QScrollArea,
@@ -27,6 +26,7 @@ from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.plan_form import PlanFormWidget
+from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
@@ -85,25 +85,34 @@ class PlannerPage(Page):
 
         left = QScrollArea()
         left.setWidgetResizable(True)
-        left.setMinimumWidth(300)
+        left.setMinimumWidth(340)
         form_host = QWidget()
         form_layout = QVBoxLayout(form_host)
         form_layout.setContentsMargins(16, 12, 8, 12)
         head = QHBoxLayout()
         head.addWidget(QLabel("<h2 style='margin:0'>Plan a job</h2>"), 1)
         stack = self.plan.undo_stack
-        self.undo_action = stack.createUndoAction(self, "Undo")
+        # Actions of our own (not createUndoAction): their text stays "Undo" so the buttons keep their width.
+        self.undo_action = QAction("Undo", self)
         self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
-        self.redo_action = stack.createRedoAction(self, "Redo")
+        self.undo_action.triggered.connect(stack.undo)
+        stack.canUndoChanged.connect(self.undo_action.setEnabled)
+        stack.undoTextChanged.connect(self._on_stack_undo_text_changed)
+        self.redo_action = QAction("Redo", self)
         self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence.StandardKey.Redo])
-        for action, tip in ((self.undo_action, "Undo the last form edit (Ctrl+Z)"),
-                            (self.redo_action, "Redo the form edit undone (Ctrl+Shift+Z)")):
+        self.redo_action.triggered.connect(stack.redo)
+        stack.canRedoChanged.connect(self.redo_action.setEnabled)
+        stack.redoTextChanged.connect(self._on_stack_redo_text_changed)
+        for action in (self.undo_action, self.redo_action):
             action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            action.setToolTip(tip)
             self.addAction(action)
             button = QToolButton()
             button.setDefaultAction(action)
             head.addWidget(button)
+        self._on_stack_undo_text_changed(stack.undoText())
+        self._on_stack_redo_text_changed(stack.redoText())
+        self.undo_action.setEnabled(stack.canUndo())
+        self.redo_action.setEnabled(stack.canRedo())
         form_layout.addLayout(head)
         self.form = PlanFormWidget(sorted(ctx.catalog.models), form_host, accelerators=_accelerators(ctx.catalog))
         form_layout.addWidget(self.form)
@@ -142,8 +151,8 @@ class PlannerPage(Page):
         rl.addWidget(self.timing)
         split.addWidget(right)
         split.setStretchFactor(1, 1)
-        split.setSizes([340, 1000])
-        self._faded = [self.answer, self.chart, self.table, self.timing]
+        split.setSizes([370, 1000])
+        self._faded = [self.answer, self.chart, self.table, self.timing]  # greyed out while the plan is stale
 
         self.form.show_values(self.plan.values)
         self.form.inputs_changed.connect(self._on_form_inputs_changed)
@@ -175,9 +184,20 @@ class PlannerPage(Page):
     def _on_plan_values_changed(self, values: dict) -> None:
         self.form.show_values(values)
 
+    @Slot(str)
+    def _on_stack_undo_text_changed(self, text: str) -> None:
+        self.undo_action.setToolTip(f"Undo {text} (Ctrl+Z)" if text else "Undo the last form edit (Ctrl+Z)")
+
+    @Slot(str)
+    def _on_stack_redo_text_changed(self, text: str) -> None:
+        self.redo_action.setToolTip(f"Redo {text} (Ctrl+Shift+Z)" if text else "Redo the form edit undone "
+                                                                                "(Ctrl+Shift+Z)")
+
     @Slot(object)
     def _on_plan_input_invalid(self, exc) -> None:
         self.form.show_error(exc.field, str(exc))
+        if self.plan.stale:
+            self._on_plan_stale_changed(True)  # the line above the plan names the newest reason
 
     @Slot(bool)
     def _on_plan_stale_changed(self, stale: bool) -> None:
@@ -189,14 +209,7 @@ class PlannerPage(Page):
         self.stale_label.setText(f"<b style='color:{t.bad}'>Not current</b>: the plan below is for the last valid "
                                  f"inputs. Fix the input named on the left to plan again ({reason})." if stale else "")
         self.stale_label.setVisible(stale)
-        for w in self._faded:
-            effect = w.graphicsEffect()
-            if stale and effect is None:
-                effect = QGraphicsOpacityEffect(w)
-                effect.setOpacity(0.35)
-                w.setGraphicsEffect(effect)
-            elif not stale and effect is not None:
-                w.setGraphicsEffect(None)
+        fade_out(self._faded, stale)
 
     @Slot(object)
     def _on_plan_plan_ready(self, bundle) -> None:

@@ -54,13 +54,13 @@ LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_head
 CHOICE_TEXT = {
     "workload": {"pretrain": "pretrain from scratch", "finetune": "full fine-tune", "lora": "LoRA fine-tune",
                  "qlora": "QLoRA (4-bit base)", "inference": "inference (serving)"},
-    "quant": {None: "none (weights at the precision)", "q8_0": "q8_0 (8.5 bits)", "q6_k": "q6_k (6.6 bits)",
+    "quant": {None: "none", "q8_0": "q8_0 (8.5 bits)", "q6_k": "q6_k (6.6 bits)",
               "q4_k_m": "q4_k_m (4.8 bits)", "q4_0": "q4_0 (4.5 bits)", "nf4": "nf4 (4.1 bits)"},
     "zero": {None: "auto", 0: "0 (none)"},
 }
 CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config"}
 UNIT_TEXT = {"fraction of dense peak": "of peak"}  # the whole unit is in the tooltip
-UNIT_WIDTH = 64  # px: units in one column, so the editors line up
+UNIT_WIDTH = 76  # px: units in one column, so the editors line up
 AUTO = "auto"
 
 
@@ -94,6 +94,7 @@ class PlanFormWidget(QWidget):
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
         self.form.setVerticalSpacing(6)
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.w: dict[str, QWidget] = {}  # field name -> its editor (plus "budget")
         self.rows: dict[str, QWidget] = {}  # field name -> the row's widget (editor and unit)
         self._errors: dict[str, QLabel] = {}
@@ -183,6 +184,13 @@ class PlanFormWidget(QWidget):
         row.setObjectName(f"planRow_{name}")
         return row
 
+    @staticmethod
+    def _narrow(widget: QWidget) -> None:
+        """A combo box as wide as the form allows, not as its longest item (the popup shows items whole)."""
+        if isinstance(widget, QComboBox):
+            widget.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            widget.setMinimumContentsLength(8)
+
     def _connect(self, widget: QWidget) -> None:
         if isinstance(widget, QComboBox):
             widget.currentIndexChanged.connect(self._on_widget_edited)
@@ -199,6 +207,7 @@ class PlanFormWidget(QWidget):
         meta = JOB_FIELDS[name]
         editor.setObjectName(f"plan_{name}")
         editor.setAccessibleName(label_of(name))
+        self._narrow(editor)
         if not isinstance(editor, AcceleratorPicker):  # the picker says what is chosen in its own tip
             editor.setToolTip(_tip(name))
         self._connect(editor)
@@ -222,6 +231,7 @@ class PlanFormWidget(QWidget):
         index, _role = self.form.getWidgetPosition(self.rows[before])
         editor.setObjectName(f"plan_{key}")
         editor.setAccessibleName(label)
+        self._narrow(editor)
         self._connect(editor)
         row = self._row(key, editor, "")
         self.form.insertRow(index, label, row)
@@ -371,11 +381,11 @@ class PlanFormWidget(QWidget):
         self._shown_error = None
         t = themes.current()
         self.error.setText(f"<span style='color:{t.bad}'>{message}</span>" if message else "")
-        self._set_visible(self.error, bool(message))
         if message and field in self._errors and self.applies(field):
             self._shown_error = field
             self._errors[field].setText(message.removeprefix(f"{field}: "))
             self._set_visible(self._errors[field], True)
+        self._set_visible(self.error, bool(message) and self._shown_error is None)  # shown once: beside its field
 
     def clear_error(self) -> None:
         """The inputs are valid again."""
