@@ -132,11 +132,19 @@ def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = 
 
 def _write_plan_json(window, path: Path, files: list) -> int:
     """The app's current plan as ``advisor.plan/1`` (the same builder as ``advisor plan --json``), atomically."""
+    import time
+
+    from PySide6.QtCore import QCoreApplication, QEventLoop
+
     from advisor.report import ReportError
     from advisor.report.plan_json import write_plan_json
 
     plan = window.ctx.plan
-    window.page("planner").wait_ready()
+    plan.ensure_plan()
+    deadline = time.monotonic() + 25.0
+    while not (plan.is_idle() and (plan.bundle is not None or plan.stale)) and time.monotonic() < deadline:
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
     if plan.result is None:
         print(f"advisor: plan: {plan.error or 'no plan'}", file=sys.stderr)
         return 2

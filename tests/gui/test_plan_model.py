@@ -120,3 +120,30 @@ def test_opening_a_scenario_restarts_the_undo_history(make_window, qtbot, tmp_pa
     assert not w.ctx.plan.undo_stack.canUndo()
     assert page.form.values() == {"model": "llama-3-8b", "workload": "inference", "tokens": 1e9}
     assert page.form.w["budget"].currentData() == "tokens" and page.form.is_shown("tokens")
+
+
+def test_open_save_reopen_a_serving_job_with_a_token_budget_gives_the_same_plan(make_window, qtbot, tmp_path):
+    """The job the form cannot lose: a serving scenario's token budget survives the app (it was dropped)."""
+    from advisor.store.scenario import load_scenario
+    from tests.support_json import without_sources
+    from tests.test_examples import SERVING
+
+    w, page = _planner(make_window, qtbot)
+    first, second = tmp_path / "serve.toml", tmp_path / "again.toml"
+    first.write_text(SERVING)
+    assert w.scenarios.open_path(first, confirmed=True)
+    qtbot.waitUntil(lambda: w.ctx.last_request is not None and w.ctx.last_request.tokens == 1e9
+                    and w.ctx.plan.is_idle(), timeout=10000)
+    before = w.ctx.last_plan.to_json()
+    assert before["tokens"] == 1e9 and before["workload"] == "inference"
+    assert w.scenarios.save_to(second)
+    saved = load_scenario(second).plan
+    assert saved == {"model": "llama-3-8b", "workload": "inference", "tokens": 1e9, "batch": 8,
+                     "accelerator": ["h100-sxm", "rtx-4090"]}
+    w.ctx.plan.load({"model": "gpt2"})
+    qtbot.waitUntil(lambda: w.ctx.last_request is not None and w.ctx.last_request.model == "gpt2"
+                    and w.ctx.plan.is_idle(), timeout=10000)
+    assert w.scenarios.open_path(second, confirmed=True)
+    qtbot.waitUntil(lambda: w.ctx.last_request is not None and w.ctx.last_request.model == "llama-3-8b"
+                    and w.ctx.plan.is_idle(), timeout=10000)
+    assert without_sources(w.ctx.last_plan.to_json()) == without_sources(before)

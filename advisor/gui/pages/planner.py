@@ -77,6 +77,7 @@ class PlannerPage(Page):
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
         self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
+        self._categories: list[str] = []  # the chart's device-count labels as set last
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -313,7 +314,10 @@ class PlannerPage(Page):
             self._bars = plots.stacked_bars(self.chart, parts, width=0.55)
         else:  # move the bars built once: cheaper than new items on every plan
             plots.update_stacked_bars(self._bars, parts)
-        plots.set_categories(self.chart, [f"{n} device{'s' if n > 1 else ''}" for n in counts])
+        labels = [f"{n} device{'s' if n > 1 else ''}" for n in counts]
+        if labels != self._categories:  # new ticks make the axis draw itself again
+            self._categories = labels
+            plots.set_categories(self.chart, labels)
         cat = self.ctx.catalog.accelerators
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
         top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
