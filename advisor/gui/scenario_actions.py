@@ -330,13 +330,15 @@ class ScenarioController(QObject):
         from advisor.gui.widgets.scenario_compare import ScenarioCompareDialog
         from advisor.store.scenario import recent_scenarios
 
+        current = paths is None  # from the menu: the current job beside the files
         if paths is None:
-            paths = ([self.path] if self.path else []) + [p for p in recent_scenarios() if p != self.path]
+            paths = [p for p in recent_scenarios() if p != self.path]
+            paths = ([self.path] if self.path and self.dirty else []) + paths  # the saved file beside its edits
             paths = paths[:4]
         if self.compare_dialog is not None:
             self.compare_dialog.close()
             self.compare_dialog.deleteLater()
-        self.compare_dialog = ScenarioCompareDialog(self.ctx, paths, self.window)
+        self.compare_dialog = ScenarioCompareDialog(self.ctx, paths, self.window, current=current)
         if show:
             self.compare_dialog.show()
         return self.compare_dialog

@@ -147,3 +147,24 @@ def test_open_save_reopen_a_serving_job_with_a_token_budget_gives_the_same_plan(
     qtbot.waitUntil(lambda: w.ctx.last_request is not None and w.ctx.last_request.model == "llama-3-8b"
                     and w.ctx.plan.is_idle(), timeout=10000)
     assert without_sources(w.ctx.last_plan.to_json()) == without_sources(before)
+
+
+def test_compare_dialog_from_the_menu_shows_the_current_job_and_follows_it(make_window, qtbot, tmp_path):
+    from advisor.store.scenario import Scenario, add_recent_scenario, save_scenario
+
+    w, page = _planner(make_window, qtbot)
+    other = tmp_path / "big.toml"
+    save_scenario(other, Scenario(plan={"model": "llama-3-70b", "workload": "finetune"}))
+    add_recent_scenario(other)
+    w.ctx.plan.load({"model": "llama-3-8b", "workload": "lora"})
+    qtbot.waitUntil(lambda: w.ctx.last_request is not None and w.ctx.last_request.model == "llama-3-8b"
+                    and w.ctx.plan.is_idle(), timeout=10000)
+    dialog = w.scenarios.open_compare(show=False)
+    qtbot.waitUntil(dialog.is_ready, timeout=10000)
+    assert [s.name for s in dialog.summaries] == ["current job", "big"]
+    best = w.ctx.last_plan.best()
+    assert (dialog.summaries[0].option_id, dialog.summaries[0].cost_usd) == (best.id, best.cost_usd)
+    w.ctx.plan.load({"model": "llama-3-8b", "workload": "inference", "tokens": 1e9})
+    qtbot.waitUntil(lambda: dialog.summaries[0].doc["workload"] == "inference", timeout=10000)
+    assert dialog.summaries[0].cost_usd == w.ctx.last_plan.best().cost_usd and dialog.model.rowCount() == 2
+    dialog.close()

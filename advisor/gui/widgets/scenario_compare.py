@@ -90,8 +90,13 @@ def summarize_scenario(path, catalog, calibration=None) -> ScenarioSummary:
         result = plan(PlanRequest.from_mapping(job_values(scenario, path.name)), catalog, calibration)
     except (ScenarioError, PlanInputError, TypeError, ValueError) as exc:
         return ScenarioSummary(path.stem, path, error=" ".join(str(exc).split()))
+    return summary_of(path.stem, path, result)
+
+
+def summary_of(name: str, path: Path, result) -> ScenarioSummary:
+    """A plan result reduced to its cheapest option and the cheapest of each kind (read, never priced again)."""
     doc = result.to_json()
-    doc["scenario"] = path.stem
+    doc["scenario"] = name
     best = result.best()
     by_kind = {}
     for kind, _label in KINDS:
@@ -99,9 +104,9 @@ def summarize_scenario(path, catalog, calibration=None) -> ScenarioSummary:
         if o is not None:
             by_kind[kind] = o.cost_usd
     if best is None:
-        return ScenarioSummary(path.stem, path, error="nothing in the catalog fits", doc=doc)
+        return ScenarioSummary(name, path, error="nothing in the catalog fits", doc=doc)
     per_h = best.cost_usd / best.device_hours if best.device_hours > 0 else math.nan
-    return ScenarioSummary(path.stem, path, None, best.id, best.accelerator_name, best.kind, best.devices,
+    return ScenarioSummary(name, path, None, best.id, best.accelerator_name, best.kind, best.devices,
                            best.hours, best.cost_usd, per_h, by_kind, doc)
 
 
@@ -138,11 +143,14 @@ class ScenarioCompareDialog(QDialog):
     Args:
         ctx: the window's :class:`AppContext` (catalog; calibration is read from the store).
         paths: the scenario files to start with.
+        current: also show the app's current job (``ctx.plan``) as the first row, following its changes.
     """
 
-    def __init__(self, ctx, paths=(), parent=None) -> None:
+    def __init__(self, ctx, paths=(), parent=None, current: bool = False) -> None:
         super().__init__(parent)
         self.ctx = ctx
+        self.file_summaries: list[ScenarioSummary] = []
+        self.current: ScenarioSummary | None = None  # the app's current job, when shown
         self.setWindowTitle("Compare scenarios")
         self.setObjectName("scenarioCompareDialog")
         self.resize(1000, 680)
@@ -223,7 +231,19 @@ class ScenarioCompareDialog(QDialog):
         close.clicked.connect(self.accept)
         bottom.addWidget(close)
         layout.addLayout(bottom)
+        if current:  # the dialog observes the app's plan model: the row follows the Planner's edits
+            self._plan = ctx.plan
+            self._plan.plan_ready.connect(self._on_plan_changed)
+            self._plan.stale_changed.connect(self._on_plan_changed)
+            self._on_plan_changed()
         self.add_paths(paths)
+
+    @Slot()
+    def _on_plan_changed(self, *_args) -> None:
+        result = self._plan.result
+        self.current = None if result is None else summary_of("current job", Path("(the Planner's inputs)"), result)
+        if self.is_ready():
+            self._show_rows()
 
     # ------------------------------------------------------------ files
     def add_paths(self, paths) -> None:
@@ -268,13 +288,17 @@ class ScenarioCompareDialog(QDialog):
 
     def is_ready(self) -> bool:
         """True when the table shows the current list of files."""
-        return self._worker is None and not self._pending and len(self.summaries) == len(self.paths)
+        return self._worker is None and not self._pending and len(self.file_summaries) == len(self.paths)
 
     @Slot(object)
     def _on_worker_result_ready(self, summaries) -> None:
         if self._pending:
             return
-        self.summaries = list(summaries)
+        self.file_summaries = list(summaries)
+        self._show_rows()
+
+    def _show_rows(self) -> None:
+        self.summaries = ([self.current] if self.current is not None else []) + self.file_summaries
         self._colours = {id(s): plots.color(i).name() for i, s in enumerate(self.summaries)}
         self.model.set_rows(self.summaries)
         fit_columns(self.table, max_width=320)
