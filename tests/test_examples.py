@@ -93,3 +93,16 @@ def test_cli_app_compare_dialog_and_reports_give_the_same_totals(name, capsys, t
     for fmt in ("md", "html"):
         text = render_report([app], fmt)  # the app's document reports the CLI's figures
         assert money(best["cost_usd"]) in text, fmt
+
+
+@pytest.mark.parametrize("content, expected", [
+    ('schema = "advisor.scenario/9"\n[plan]\nmodel = "llama-3-8b"\n', "newer advisor"),
+    ('schema = "advisor.scenario/1"\n[plan]\nmodel = "llama-3-8b"\ngpus = -3\n', "plan.gpus"),
+    ('schema = "advisor.scenario/1"\n[plan]\nworkload = "lora"\n', "plan.model"),
+])
+def test_gui_open_refuses_a_bad_scenario_in_one_line_before_qt(content, expected, tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(content)
+    assert main(["gui", "--open", str(path), "--screenshot", str(tmp_path / "shots")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and "\n" not in err and not (tmp_path / "shots").exists()
