@@ -159,12 +159,16 @@ def test_form_fields_are_job_schema_fields(qtbot):
     for workload in ("pretrain", "lora", "inference"):
         form.set_values({"model": "llama-3-8b", "workload": workload, "budget": None})
         for name in form.rows:
-            if name in ("budget", "tokens", "epochs", "dataset_tokens", "hours") or name in JOB_FIELDS and \
-                    name in ("params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab"):
-                continue
+            if name in ("budget", "tokens", "epochs", "dataset_tokens", "hours", "download") or name in \
+                    ("params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab"):
+                continue  # rows of their own rule (the budget chosen, a custom size, a Hugging Face name)
             assert form.is_shown(name) == (workload in JOB_FIELDS[name].workloads), (workload, name)
     # A serving job with a token budget keeps it (it was dropped: $32.59 in the app against $326 on the CLI).
     form.set_values({"model": "llama-3-8b", "workload": "inference", "tokens": 1e9})
     assert form.is_shown("tokens") and Job.from_mapping(form.values()).tokens == 1e9
+    assert not form.is_shown("download")
+    form.set_values({"model": "hf:Qwen/Qwen2.5-0.5B", "download": True})  # a spec joins the model list
+    assert form.is_shown("download") and form.values()["model"] == "hf:Qwen/Qwen2.5-0.5B"
+    assert form.values()["download"] is True
     form.set_values({"model": "custom", "params": 7e9, "active_params": 2e9})
     assert form.is_shown("active_params") and form.values()["active_params"] == 2e9
