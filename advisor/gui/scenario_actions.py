@@ -50,7 +50,8 @@ def check_scenario(scenario, catalog) -> None:
     except ValueError as exc:
         raise ValueError(f"assumptions.{' '.join(str(exc).split())}") from None
     model = scenario.plan.get("model")
-    if model is not None and model not in catalog.models:
+    spec = isinstance(model, str) and (any(c in model for c in ":/\\") or model.endswith((".gguf", ".json")))
+    if model is not None and model not in catalog.models and not spec:  # a spec is resolved when planned
         raise ValueError(f"plan.model: unknown preset {model!r}")
     for acc in scenario.plan.get("accelerator", ()):
         if acc not in catalog.accelerators:
