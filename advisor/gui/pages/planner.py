@@ -152,7 +152,7 @@ class PlannerPage(Page):
         rl.addWidget(self.timing)
         split.addWidget(right)
         split.setStretchFactor(1, 1)
-        split.setSizes([370, 1000])
+        split.setSizes([345, 1000])
         self._faded = [self.answer, self.chart, self.table, self.timing]  # greyed out while the plan is stale
 
         self.form.show_values(self.plan.values)
