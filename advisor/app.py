@@ -82,21 +82,43 @@ def build_window(fake_gpu: str | None = None, catalog=None):
     from advisor.gui.main_window import MainWindow
     from advisor.gui.settings import open_settings
 
-    ctx = AppContext(fake_gpu, open_settings(), catalog=catalog)
+    settings = open_settings()
+    apply_display_settings(settings)
+    ctx = AppContext(fake_gpu, settings, catalog=catalog)
     return MainWindow(ctx)
 
 
+def apply_display_settings(settings) -> None:
+    """The display preferences kept in the settings file: ``display/memory_unit`` (``GB``, the default, or
+    ``GiB``) and ``display/theme`` (``system``, ``light`` or ``dark``; ``--theme`` overrides it)."""
+    from advisor import units
+    from advisor.gui import theme
+
+    units.set_memory_binary(str(settings.value("display/memory_unit", "GB")) == "GiB")
+    wanted = str(settings.value("display/theme", "system"))
+    if theme.get_override() is None and wanted in ("light", "dark"):
+        theme.set_override(wanted)
+        apply_theme(QApplication.instance())
+
+
 def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = None,
-        size: tuple[int, int] | None = None, open_path: str | os.PathLike | None = None) -> int:
+        size: tuple[int, int] | None = None, theme: str | None = None,
+        open_path: str | os.PathLike | None = None) -> int:
     """Start the desktop app; with ``screenshot_dir`` render every page to PNG files, write the current plan to
     ``plan.json`` there (``advisor.plan/1``, as ``advisor plan --json`` prints it) and return.
 
     Args:
+        fake_gpu: fake scenario name, or None.
+        screenshot_dir: render every page to ``<dir>/<page>.png`` and exit.
         size: the window's (width, height) in pixels (``--size WxH``); screenshots default to 1440x900.
+        theme: "light" or "dark" to force a theme (``--theme``); None follows the system.
         open_path: a scenario file to open as the current job.
     Returns:
         The exit status (0 on success; 2 when the scenario cannot be opened or planned, with one line on stderr).
     """
+    from advisor.gui import theme as theme_mod
+
+    theme_mod.set_override(theme)
     app = get_app()
     window = build_window(fake_gpu)
     if size is not None:

@@ -2,10 +2,17 @@
 
 Inside the code every quantity stays in SI base units (bytes, seconds, FLOPs, USD).
 GB means 1e9 bytes and GiB means 2**30 bytes; both are labelled where shown.
+
+The display policy, the same in the app, the reports and the CLI tables:
+- memory (RAM, device memory, model and plan sizes) in GB of 1e9 bytes (:func:`fmt_mem`), GiB only when
+  the user's setting asks for it (:func:`set_memory_binary`);
+- every number with its unit, three significant figures (:func:`sig3`);
+- dates in ISO 8601 form, ``2026-03-15`` (:func:`fmt_date`).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 
 KB = 1e3
@@ -53,8 +60,63 @@ def parse_quantity(text: str | float | int) -> float:
     return value
 
 
+_memory_binary = False  # the one display preference: memory in GiB instead of GB (a setting)
+
+
+def set_memory_binary(binary: bool) -> None:
+    """Show memory in GiB (2**30 bytes) instead of GB (1e9 bytes) from now on (the app's setting)."""
+    global _memory_binary
+    _memory_binary = bool(binary)
+
+
+def memory_unit() -> str:
+    """The unit :func:`fmt_mem` writes: ``"GB"``, or ``"GiB"`` when the setting asks for it."""
+    return "GiB" if _memory_binary else "GB"
+
+
+def sig3(value: float) -> str:
+    """A number to three significant figures, without exponent for everyday magnitudes.
+
+    ``0.6199`` -> ``0.620``, ``23.54`` -> ``23.5``, ``165.2`` -> ``165``, ``1008`` -> ``1,010``.
+    """
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if value == 0:
+        return "0"
+    digits = 2 - int(math.floor(math.log10(abs(value))))
+    rounded = round(value, digits)
+    if abs(rounded) >= 1e15 or abs(rounded) < 1e-4:
+        return f"{value:.3g}"
+    if digits <= 0:
+        return f"{rounded:,.0f}"
+    return f"{rounded:,.{digits}f}"
+
+
+def mem_value(n: float) -> float:
+    """Bytes in the display memory unit (GB, or GiB when set), as a number for tables and charts."""
+    return float(n) / (GIB if _memory_binary else GB)
+
+
+def fmt_mem(n: float | None, binary: bool | None = None) -> str:
+    """Memory in GB (1e9 bytes, three significant figures): ``25.8 GB``; GiB when the setting (or ``binary``) asks.
+
+    Args:
+        n: bytes, or None.
+        binary: force GiB (True) or GB (False); None follows :func:`set_memory_binary`.
+    Returns:
+        The text, ``"n/a"`` for None.
+    """
+    if n is None:
+        return "n/a"
+    use_binary = _memory_binary if binary is None else binary
+    return f"{sig3(float(n) / (GIB if use_binary else GB))} {'GiB' if use_binary else 'GB'}"
+
+
 def fmt_bytes(n: float, binary: bool = False) -> str:
-    """Format bytes as GB (1e9) or, with ``binary``, GiB (2**30), choosing a readable prefix."""
+    """Format a size (a file, a transfer) in decimal units with a readable prefix: ``620 MB``, ``84.1 GB``.
+
+    ``binary`` uses KiB/MiB/GiB instead. Memory is formatted with :func:`fmt_mem` (always GB).
+    """
     if n is None:
         return "n/a"
     base, units = (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (
@@ -64,7 +126,22 @@ def fmt_bytes(n: float, binary: bool = False) -> str:
     while abs(value) >= base and i < len(units) - 1:
         value /= base
         i += 1
-    return f"{value:.0f} {units[i]}" if i == 0 else f"{value:.2f} {units[i]}"
+    return f"{value:.0f} {units[i]}" if i == 0 else f"{sig3(value)} {units[i]}"
+
+
+def fmt_date(value) -> str:
+    """A date (or datetime, or ISO text) as ``YYYY-MM-DD``; other text is returned unchanged."""
+    if isinstance(value, _dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if value is None:
+        return "n/a"
+    text = str(value)
+    try:
+        return _dt.date.fromisoformat(text[:10]).isoformat()
+    except ValueError:
+        return text
 
 
 def fmt_count(n: float) -> str:
@@ -124,7 +201,7 @@ def fmt_rate(value: float, unit: str) -> str:
     """Format a rate with three significant figures and its unit."""
     if value is None or not math.isfinite(value):
         return "n/a"
-    return f"{value:,.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
+    return f"{sig3(value)} {unit}" if abs(value) < 1000 else f"{value:,.0f} {unit}"
 
 
 # Characters that make a spreadsheet read a text cell as a formula (OWASP, "CSV injection").

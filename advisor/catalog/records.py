@@ -89,21 +89,34 @@ class Accelerator:
         """Dense peak FLOP/s for a precision, falling back to the nearest slower path the part has.
 
         fp8 without support runs at the bf16/fp16 rate; tf32 falls back to fp32; int4 uses the int8 rate.
+        ``peak_precision`` says which path a figure comes from.
         """
-        chain = {
-            "fp32": ("fp32_flops",),
-            "tf32": ("tf32_flops", "fp32_flops"),
-            "bf16": ("bf16_flops", "fp16_flops", "fp32_flops"),
-            "fp16": ("fp16_flops", "bf16_flops", "fp32_flops"),
-            "fp8": ("fp8_flops", "bf16_flops", "fp16_flops"),
-            "int8": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
-            "int4": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
-        }[precision]
-        for name in chain:
+        for name in _PEAK_CHAINS[precision]:
             value = getattr(self, name)
             if value:
                 return value
         return None
+
+    def peak_precision(self, precision: str) -> str | None:
+        """The path ``peak_flops(precision)`` uses: ``fp16`` for bf16 on a T4 or V100 (no bf16 units), the
+        precision itself where the part has units for it, None where it has no path at all."""
+        for name in _PEAK_CHAINS[precision]:
+            if getattr(self, name):
+                return _PEAK_NAMES[name]
+        return None
+
+
+_PEAK_CHAINS = {
+    "fp32": ("fp32_flops",),
+    "tf32": ("tf32_flops", "fp32_flops"),
+    "bf16": ("bf16_flops", "fp16_flops", "fp32_flops"),
+    "fp16": ("fp16_flops", "bf16_flops", "fp32_flops"),
+    "fp8": ("fp8_flops", "bf16_flops", "fp16_flops"),
+    "int8": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
+    "int4": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
+}
+_PEAK_NAMES = {"fp32_flops": "fp32", "tf32_flops": "tf32", "bf16_flops": "bf16", "fp16_flops": "fp16",
+               "fp8_flops": "fp8", "int8_ops": "int8"}
 
 
 @dataclass(frozen=True)
@@ -126,6 +139,11 @@ class CloudOffer:
     notes: str = ""
     inter_node_gbps: float | None = None  # fabric between instances, Gbit/s per instance as the provider states it
     inter_node_source: str = ""
+
+    @property
+    def is_price_index(self) -> bool:
+        """A market price index row (provider ``market-index``): a reference price, not an instance to launch."""
+        return self.id.startswith("market-index:")
 
     @property
     def inter_node_bps_per_device(self) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from advisor.commands._json import print_json
+from advisor.units import fmt_mem
 
 
 def register(subparsers) -> None:
@@ -85,7 +86,7 @@ def _list(args) -> int:
     for w in cat.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.what == "accelerators":
-        rows = [(a.id, a.name, f"{a.memory_gib:.0f} GiB", _tf(a.bf16_flops), a.kind) for a in cat.accelerators.values()]
+        rows = [(a.id, a.name, fmt_mem(a.memory_bytes), _tf(a.bf16_flops), a.kind) for a in cat.accelerators.values()]
         head = ("id", "name", "memory", "bf16 TFLOP/s", "kind")
         data = [dict(zip(("id", "name", "memory_bytes", "bf16_flops", "kind"),
                          (a.id, a.name, a.memory_bytes, a.bf16_flops, a.kind))) for a in cat.accelerators.values()]

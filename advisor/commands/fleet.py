@@ -7,6 +7,7 @@ On a Slurm cluster, for example: ``srun --ntasks-per-node=1 advisor detect --jso
 from __future__ import annotations
 
 from advisor.commands._json import print_json
+from advisor.units import fmt_mem
 
 
 def register(subparsers) -> None:
@@ -66,7 +67,7 @@ def run(args) -> int:
     for m in fleet.machines:
         gpus = ", ".join(f"{g.index}: {g.name} ({g.catalog_id or 'not in catalog'})" for g in m.gpus) or "no GPU"
         sim = " [simulated]" if m.simulated else ""
-        print(f"{m.hostname} [{m.machine_id}]{sim}: {m.logical_cores} threads, {m.memory_total_bytes / 2**30:.0f} GiB RAM; {gpus}")
+        print(f"{m.hostname} [{m.machine_id}]{sim}: {m.logical_cores} threads, {fmt_mem(m.memory_total_bytes)} RAM; {gpus}")
     acc = fl.fleet_accelerators(fleet)
     total = ", ".join(f"{n}x {a}" for a, n in acc.items()) or "none in the catalog"
     print(f"{len(fleet.machines)} machine(s); GPUs for planning: {total}")

@@ -1,4 +1,4 @@
-"""``advisor gui [--fake-gpu S] [--open FILE] [--screenshot DIR]``: the desktop app."""
+"""``advisor gui [--fake-gpu S] [--open FILE] [--screenshot DIR] [--theme light|dark]``: the desktop app."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def register(subparsers) -> None:
                    help="render every page, populated, to DIR/<page>.png, write DIR/plan.json, and exit")
     p.add_argument("--size", metavar="WxH", default=None, type=_size,
                    help="window size in pixels, e.g. 1280x720 (screenshots default to 1440x900)")
+    p.add_argument("--theme", choices=("light", "dark"), default=None,
+                   help="light or dark colours (default: follow the system)")
     p.set_defaults(run=run)
 
 
@@ -70,7 +72,7 @@ def run(args) -> int:
 
     try:
         return app.run(fake_gpu=args.fake_gpu, screenshot_dir=args.screenshot, size=args.size,
-                       open_path=args.open_file)
+                       theme=args.theme, open_path=args.open_file)
     except OSError as exc:
         if args.screenshot is None:
             raise

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from advisor.commands._json import print_json
+from advisor.units import GB
 
 ONCE_SETTLE_S = 0.25
 
@@ -53,14 +54,14 @@ def format_line(sample, simulated: bool) -> str:
         return "n/a" if v is None else f"{v:{fmt}}{unit}"
 
     parts = [f"{sample.time_s:8.2f}s", f"cpu {num(h.cpu_util_pct, '5.1f', '%')}",
-             f"mem {num(None if h.mem_used_bytes is None else h.mem_used_bytes / 2**30, '.1f')}"
-             f"/{num(None if h.mem_total_bytes is None else h.mem_total_bytes / 2**30, '.1f', ' GiB')}"]
+             f"mem {num(None if h.mem_used_bytes is None else h.mem_used_bytes / GB, '.1f')}"
+             f"/{num(None if h.mem_total_bytes is None else h.mem_total_bytes / GB, '.1f', ' GB')}"]
     for g in sample.gpus:
         if not g.available:
             parts.append(f"gpu{g.index} {g.state}")
             continue
-        used = None if g.mem_used_bytes is None else g.mem_used_bytes / 2**30
-        parts.append(f"gpu{g.index} {num(g.util_pct, '3.0f', '%')} {num(used, '.1f', ' GiB')} "
+        used = None if g.mem_used_bytes is None else g.mem_used_bytes / GB
+        parts.append(f"gpu{g.index} {num(g.util_pct, '3.0f', '%')} {num(used, '.1f', ' GB')} "
                      f"{num(g.power_w, '.0f', ' W')} {num(g.temp_c, '.0f', ' C')}")
     return " | ".join(parts) + ("  [simulated]" if simulated else "")
 

@@ -251,8 +251,10 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; context {result.context}, "
                      f"batch {r.batch}, {r.output_tokens} output tokens per request")
     else:
-        lines.append(f"FLOPs: {units.fmt_flops(result.flops_total)} (model FLOPs, {result.flops_per_token / result.params:.0f}"
-                     f" x params x tokens; attention adds about {result.attention_flops_per_token:.2e} per token)")
+        moe = result.active_params != result.params
+        lines.append(f"FLOPs: {units.fmt_flops(result.flops_total)} (model FLOPs, "
+                     f"{result.flops_per_token / result.active_params:.0f} x {'active ' if moe else ''}params x tokens; "
+                     f"attention adds about {result.attention_flops_per_token:.2e} per token)")
     lay = result.parallelism
     lines.append("")
     lines.append(f"Memory per device on {lay.devices} device(s) (tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, "
@@ -261,35 +263,49 @@ def render_table(result, top: int | None = 12) -> str:
     for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         if md[part]:
             lines.append(f"  {part:<12} {md[part] / 1e9:10.2f} GB")
-    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB  ({md['total'] / 2**30:.2f} GiB)")
+    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
         lines.append(f"  On the cheapest option ({best.devices} x {best.accelerator_name}, tp {bl.tp}, ZeRO {bl.zero}): "
-                     f"{best.memory_per_device_bytes / 2**30:.2f} GiB per device of {best.capacity_bytes / 2**30:.0f} GiB")
+                     f"{best.memory_per_device_bytes / 1e9:.2f} GB per device of {best.capacity_bytes / 1e9:.1f} GB")
     lines.append("")
-    fitting = [o for o in result.options if o.fits]
-    shown = result.options if top is None else result.options[:top]
-    lines.append(f"Options by total job cost ({len(fitting)} of {len(result.options)} fit; "
-                 f"prices as of {result.prices_as_of}, catalog {result.catalog_date}):")
+    ranked = result.ranked
+    fitting = [o for o in ranked if o.fits]
+    shown = ranked if top is None else ranked[:top]
+    ages = result.price_ages(shown)
+    prices = ages.summary() if ages is not None else f"prices as of {result.prices_as_of}"
+    lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
     inference = r.workload == "inference"
     rate_head = "$/M tokens" if inference else "tokens/s"
     width = min(60, max([len(o.id) for o in shown] + [6]))
-    header = f"  {'option':<{width}} {'dev':>4} {'fits':>4} {'time':>10} {'$/dev-h':>8} {'total':>11} {rate_head:>10}  cost parts"
+    header = (f"  {'option':<{width}} {'dev':>4} {'fits':>4} {'time':>10} {'time, 80 %':>21} {'$/dev-h':>8} {'total':>11} "
+              f"{'total, 80 %':>21} {rate_head:>10} {'comm':>5}  cost parts")
     lines.append(header)
     for o in shown:
         rate = units.fmt_usd(o.usd_per_million_tokens) if inference else f"{o.tokens_per_s:,.0f}"
         per_h = "-" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.2f}"
         parts = ", ".join(f"{k} {units.fmt_usd(v)}" for k, v in o.cost_breakdown_usd.items() if v)
+        if o.price_stale:
+            parts += f"  [price of {o.price_date[:10]}, older than a year]"
         if o.note:
             parts += "  (*)"
         lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "
-                     f"{per_h:>8} {units.fmt_usd(o.cost_usd):>11} {rate:>10}  {parts}")
-    if top is not None and len(result.options) > top:
-        lines.append(f"  ... {len(result.options) - top} more (--all to list them, --json for scripts)")
+                     f"{_range(o.hours_interval, units.fmt_hours):>21} {per_h:>8} {units.fmt_usd(o.cost_usd):>11} "
+                     f"{_range(o.cost_usd_interval, units.fmt_usd):>21} {rate:>10} {_comm(o):>5}  {parts}")
+    if top is not None and len(ranked) > top:
+        lines.append(f"  ... {len(ranked) - top} more (--all to list them, --json for scripts)")
     noted = [o for o in shown if o.note]
-    if noted:
-        lines.append(f"  (*) {noted[0].note} ({len(noted)} option(s) above)")
+    for note in dict.fromkeys(o.note for o in noted):
+        lines.append(f"  (*) {note} ({sum(o.note == note for o in noted)} option(s) above)")
+    best = result.best()
+    if best is not None and best.time_split_s:
+        split = best.time_split_s
+        total = sum(split.values()) or 1.0
+        lines.append(f"  Time of {best.id}: " + ", ".join(f"{k} {units.fmt_hours(v / 3600)} ({v / total:.0%})"
+                                                          for k, v in split.items())
+                     + " (communication model, docs/method.md); 'comm' above is communication and bubble")
+    lines.extend(_infeasible_lines(result, top))
     lines.extend(_dearer_hour_note(result))
     for kind in ("home", "onprem"):
         best = result.best(kind)
@@ -317,9 +333,42 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 13] + "~" + text[-12:]
 
 
+def _range(pair, fmt) -> str:
+    """``low-high`` of an 80 % interval."""
+    if not pair:
+        return "-"
+    low, high = fmt(pair[0]), fmt(pair[1])
+    unit = low.rpartition(" ")[2]
+    if " " in low and high.endswith(" " + unit):  # one unit: "23.6-34.4 days"
+        low = low.rpartition(" ")[0]
+    return f"{low}-{high}"
+
+
+def _comm(o) -> str:
+    """Share of an option's time spent communicating or idle in the pipeline bubble."""
+    if not o.time_split_s:
+        return "-"
+    total = sum(o.time_split_s.values())
+    return f"{(total - o.time_split_s['compute']) / total:.0%}" if total else "-"
+
+
+def _infeasible_lines(result, top: int | None) -> list[str]:
+    """The options that cannot run as laid out, apart from the ranking, with their reasons."""
+    apart = result.infeasible
+    if not apart:
+        return []
+    lines = ["", f"Not ranked: {len(apart)} option(s) cannot run as laid out:"]
+    shown = apart if top is None else apart[:top]
+    for o in shown:
+        lines.append(f"  {o.id} ({o.devices} x {o.accelerator_name}, {units.fmt_usd(o.cost_usd)}): {o.infeasible_reason}")
+    if len(shown) < len(apart):
+        lines.append(f"  ... {len(apart) - len(shown)} more (--all to list them)")
+    return lines
+
+
 def _dearer_hour_note(result) -> list[str]:
     """Explain, with numbers, a case where a dearer hour gives the cheaper job."""
-    cloud = [o for o in result.options if o.fits and o.kind == "cloud" and o.usd_per_device_hour]
+    cloud = [o for o in result.ranked if o.fits and o.kind == "cloud" and o.usd_per_device_hour]
     if len(cloud) < 2:
         return []
     cheapest_job = cloud[0]

@@ -267,20 +267,24 @@ def _check(name: str, value: Any, rule: str) -> None:
         raise ValueError(f"{name}: must be a number, got {value!r}")
     if not math.isfinite(value):
         raise ValueError(f"{name}: must be a finite number, got {value!r}")
-    bad = {
-        "nonneg": (not 0 <= value <= 1e9, "must be between 0 and 1e9"),
-        "positive": (not 0 < value <= 1000, "must be more than zero and at most 1000"),
-        "years": (not 0.01 <= value <= 100, "must be between 0.01 and 100 years"),
-        "fraction": (not 0 <= value <= 1, "must be between 0 and 1"),
-        "positive_fraction": (not 0 < value <= 1, "must be more than 0 and at most 1"),
-        "share": (not 0 <= value < 1, "must be at least 0 and below 1"),
-        "at_least_one": (not 1 <= value <= 100, "must be between 1 and 100"),
-        "hours_per_day": (not 0 < value <= 24, "must be more than 0 and at most 24"),
-        "count": (not 1 <= value <= 1024 or int(value) != value, "must be a whole number from 1 to 1024"),
-        "reserved_years": (value not in (0, 1, 3), "must be 0, 1 or 3"),
-    }[rule]
-    if bad[0]:
-        raise ValueError(f"{name}: {bad[1]}, got {value!r}")
+    test, message = _RULES[rule]
+    if not test(value):
+        raise ValueError(f"{name}: {message}, got {value!r}")
+
+
+# rule -> (what a good value passes, what the message says it must be); evaluated only for the rule asked
+_RULES = {
+    "nonneg": (lambda v: 0 <= v <= 1e9, "must be between 0 and 1e9"),
+    "positive": (lambda v: 0 < v <= 1000, "must be more than zero and at most 1000"),
+    "years": (lambda v: 0.01 <= v <= 100, "must be between 0.01 and 100 years"),
+    "fraction": (lambda v: 0 <= v <= 1, "must be between 0 and 1"),
+    "positive_fraction": (lambda v: 0 < v <= 1, "must be more than 0 and at most 1"),
+    "share": (lambda v: 0 <= v < 1, "must be at least 0 and below 1"),
+    "at_least_one": (lambda v: 1 <= v <= 100, "must be between 1 and 100"),
+    "hours_per_day": (lambda v: 0 < v <= 24, "must be more than 0 and at most 24"),
+    "count": (lambda v: 1 <= v <= 1024 and int(v) == v, "must be a whole number from 1 to 1024"),
+    "reserved_years": (lambda v: v in (0, 1, 3), "must be 0, 1 or 3"),
+}
 
 
 def _check_discounts(name: str, value: Any) -> None:

@@ -168,6 +168,11 @@ REFERENCE_INTER_NODE_BPS = 25e9
 
 
 def link_slowdown(compute_s: float, *, links: Links, **layout) -> float:
+    """Step time on ``links`` over step time on the fitted clusters' links (see ``link_split``)."""
+    return link_split(compute_s, links=links, **layout)[0]
+
+
+def link_split(compute_s: float, *, links: Links, **layout) -> tuple[float, StepSplit]:
     """Step time on ``links`` over step time on the fitted clusters' links, for the same layout.
 
     The fitted MFU already carries the communication of the documented runs; this ratio moves an estimate
@@ -177,9 +182,16 @@ def link_slowdown(compute_s: float, *, links: Links, **layout) -> float:
         compute_s: compute time of the step.
         links: the option's links.
         layout: the keyword arguments of ``training_step_split`` other than ``links``.
+    Returns:
+        ``(slowdown, split)``: the ratio and the option's own step split.
     """
-    reference = Links(intra_node_bps=max(links.intra_node_bps, 300e9), inter_node_bps=REFERENCE_INTER_NODE_BPS,
-                      devices_per_node=max(links.devices_per_node, 8))
     mine = training_step_split(compute_s, links=links, **layout)
-    ref = training_step_split(compute_s, links=reference, **layout)
-    return mine.step_s / ref.step_s
+    ref = training_step_split(compute_s, links=reference_links(links), **layout)
+    return mine.step_s / ref.step_s, mine
+
+
+def reference_links(links: Links) -> Links:
+    """The fitted clusters' links for a node like ``links``: NVLink-class inside (at least 300 GB/s, at least
+    8 devices) and 25 GB/s per device between nodes (``REFERENCE_INTER_NODE_BPS``)."""
+    return Links(intra_node_bps=max(links.intra_node_bps, 300e9), inter_node_bps=REFERENCE_INTER_NODE_BPS,
+                 devices_per_node=max(links.devices_per_node, 8))

@@ -35,7 +35,7 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
     Returns:
         At most ``limit`` fitting options, cheapest first.
     """
-    fitting = [o for o in result.options if o.fits]
+    fitting = [o for o in result.ranked if o.fits]
     chosen: dict[str, object] = {}
     for o in fitting:
         if o.kind == "home" and o.accelerator in machine_ids:
@@ -58,7 +58,7 @@ def dearer_hour_example(result) -> str | None:
     Picks the pair of fitting options with the largest ratio of hourly price (dearer) to job cost (cheaper).
     """
     cheapest: dict[tuple[str, str], object] = {}
-    for o in result.options:  # options are sorted cheapest first: keep one per accelerator and kind
+    for o in result.ranked:  # options that can run, sorted cheapest first: keep one per accelerator and kind
         if o.fits and o.hours > 0 and o.cost_usd > 0:
             cheapest.setdefault((o.accelerator, o.kind), o)
     priced = list(cheapest.values())
@@ -105,7 +105,7 @@ def break_even_lines(result, machine_ids=(), limit: int = 3) -> list[BreakEvenLi
 
     Read from the plan's options (their owning costs and break-even), never priced again.
     """
-    owned = [o for o in result.options if o.kind in ("home", "onprem") and o.fits]
+    owned = [o for o in result.ranked if o.kind in ("home", "onprem") and o.fits]
     owned.sort(key=lambda o: (o.accelerator not in machine_ids, o.cost_usd))
     out, seen = [], set()
     for o in owned:

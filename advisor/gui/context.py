@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 
 from PySide6.QtCore import QObject, QSettings, Signal, Slot
 
@@ -42,7 +43,10 @@ class AppContext(QObject):
         super().__init__(parent)
         self.fake_gpu = fake_gpu if fake_gpu is not None else (os.environ.get("ADVISOR_FAKE_GPU") or None)
         self.settings = settings
-        self.catalog = catalog if catalog is not None else load_catalog()
+        # Loaded by the detection worker at start-up (off the GUI thread); read first on the GUI thread (a page
+        # restored before detection finished), it is loaded there, once, under the lock.
+        self._catalog: Catalog | None = catalog
+        self._catalog_lock = threading.Lock()
         self._plan = None
         self.screenshot_keep_inputs = False  # --open FILE --screenshot: show the file's job, not the demo inputs
         from advisor.gui import settings as settings_mod
@@ -60,6 +64,24 @@ class AppContext(QObject):
         self.event_log: list = []  # every MonitorEvent of this session, oldest first (bounded)
         self._event_bridge = _EventBridge(self)
         self._event_bridge.events_found.connect(self._on_event_bridge_events_found)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog: bundled data plus the user's overrides (loaded once, from whichever thread asks first)."""
+        with self._catalog_lock:
+            if self._catalog is None:
+                self._catalog = load_catalog()
+            return self._catalog
+
+    @catalog.setter
+    def catalog(self, value: Catalog) -> None:
+        with self._catalog_lock:
+            self._catalog = value
+
+    @property
+    def catalog_loaded(self) -> bool:
+        """Whether the catalog is in memory (reading :attr:`catalog` then does not block)."""
+        return self._catalog is not None
 
     @property
     def simulated(self) -> bool:
@@ -115,15 +137,23 @@ class AppContext(QObject):
         settings_mod.write_json(self.settings, ASSUMPTIONS_KEY, self.assumptions)
         self.assumptions_changed.emit(dict(overrides))
 
-    def load_probe_results(self) -> None:
-        """Seed ``probe_results`` with the newest stored result per probe and device (once; cheap SQLite read)."""
+    def load_probe_results(self, entries=None) -> None:
+        """Seed ``probe_results`` with the newest stored result per probe and device (once).
+
+        Args:
+            entries: the history rows, newest first, when the start-up worker read them already (opening the
+                SQLite file, and creating it on a first start, costs tens of ms: not on the GUI thread); None
+                reads them here.
+        """
         if getattr(self, "_history_loaded", False):
             return
         self._history_loaded = True
         from advisor.gui.probe_runner import history_entries
         from advisor.probes import ProbeResult
 
-        for entry in reversed(history_entries(limit=200)):  # oldest first, so the newest wins
+        if entries is None:
+            entries = history_entries(limit=200)
+        for entry in reversed(entries):  # oldest first, so the newest wins
             if entry.skipped:
                 continue
             try:
@@ -148,14 +178,15 @@ class AppContext(QObject):
             return
         from advisor.gui.workers import GeneratorWorker
 
-        self._detect_worker = GeneratorWorker(open_hardware, self.fake_gpu, self.catalog, parent=self)
+        self._detect_worker = GeneratorWorker(_start_up, self.fake_gpu, type(self).catalog.fget, self, parent=self)
         self._detect_worker.result_ready.connect(self._on_detect_result_ready)
         self._detect_worker.failed.connect(self._on_detect_failed)
         self._detect_worker.start()
 
     @Slot(object)
     def _on_detect_result_ready(self, result) -> None:
-        self.gpu, self.host, self.machine = result
+        (self.gpu, self.host, self.machine), history = result
+        self.load_probe_results(history)
         from advisor.monitor import Sampler
         from advisor.monitor.events import EventTracker
 
@@ -203,6 +234,25 @@ class AppContext(QObject):
                 self.gpu.close()
             finally:
                 self.gpu = None
+
+
+def _start_up(fake_gpu, catalog_of, ctx):
+    """The start-up work of the detection worker: load the catalog, detect the machine, read the probe history
+    and import the sampler the GUI thread starts next, so the Machine page fills without a pause.
+
+    ``catalog_of(ctx)`` reads the context's catalog under its lock (plain Python, no Qt object touched).
+
+    Returns:
+        ``((gpu_backend, host_backend, MachineProfile), history entries newest first)``.
+    """
+    from advisor.gui.probe_runner import history_entries
+
+    catalog = catalog_of(ctx)
+    result = open_hardware(fake_gpu, catalog)
+    history = history_entries(limit=200)
+    import advisor.monitor  # noqa: F401 (warm import for the sampler)
+
+    return result, history
 
 
 def open_hardware(fake_gpu, catalog):

@@ -93,16 +93,33 @@ class MainWindow(QMainWindow):
         outer.addLayout(body, 1)
         self.setCentralWidget(central)
 
-        cat = ctx.catalog
-        self.statusBar().showMessage(
-            f"Catalog {cat.date} · cloud prices as of {cat.prices_as_of}"
-            + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
+        self.statusBar().showMessage("Loading the catalog and detecting this machine…")
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.catalog_changed.connect(self._show_catalog_status)
+        ctx.hardware_failed.connect(self._on_ctx_hardware_failed)
+        if ctx.catalog_loaded:
+            self._show_catalog_status()
         from advisor.gui.scenario_actions import ScenarioController
 
         self.scenarios = ScenarioController(self)  # the File menu: scenario files and reports
         ctx.page_requested.connect(self._on_ctx_page_requested)
         self._restore_window()
         ctx.start_hardware()
+
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        self._show_catalog_status()
+
+    @Slot(str)
+    def _on_ctx_hardware_failed(self, _reason: str) -> None:
+        self._show_catalog_status()
+
+    @Slot()
+    def _show_catalog_status(self) -> None:
+        cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
+        self.statusBar().showMessage(
+            f"Catalog {cat.date} · cloud prices as of {cat.prices_as_of}"
+            + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
 
     # ------------------------------------------------------------ pages
     def page(self, page_id: str) -> QWidget:
@@ -112,8 +129,10 @@ class MainWindow(QMainWindow):
             _pid, module, cls, _t, _tip = PAGES[row]
             page = getattr(importlib.import_module(module), cls)(self.ctx)
             page.restore_state(self.ctx.settings)
+            page.restore_layout(self.ctx.settings)
+            page.name_controls()
             old = self.stack.widget(row)
-            self.stack.insertWidget(row, page)
+            self.stack.insertWidget(row, page.in_scroll_area())
             self.stack.removeWidget(old)
             old.deleteLater()
             self._pages[page_id] = page
@@ -121,6 +140,11 @@ class MainWindow(QMainWindow):
             # collection then scans only new objects (100+ ms saved per pass, on the GUI thread).
             gc.freeze()
         return self._pages[page_id]
+
+    def current_page(self):
+        """The visible page (the stack holds each page inside its scroll area)."""
+        area = self.stack.currentWidget()
+        return getattr(area, "page", None)
 
     def show_page(self, page_id: str) -> None:
         """Make a page the visible one (and select it in the sidebar)."""
@@ -183,6 +207,7 @@ class MainWindow(QMainWindow):
             s.setValue("window/page", self._current)
         for page in self._pages.values():
             page.save_state(s)
+            page.save_layout(s)
         self.ctx.save_plan_inputs()
         s.sync()
 

@@ -68,7 +68,7 @@ def per_accelerator(result: PlanResult) -> list[dict]:
         ``tokens_per_s``, ``mfu``, ``memory_per_device_bytes``, ``cost_usd`` and ``where`` (the cheapest option's id).
     """
     rows: dict[str, dict] = {}
-    for o in result.options:
+    for o in result.ranked:  # options that can run as laid out
         row = rows.get(o.accelerator)
         if row is None or (o.fits and not row["fits"]) or (o.fits == row["fits"] and o.cost_usd < row["cost_usd"]):
             rows[o.accelerator] = {
@@ -104,7 +104,7 @@ def what_fits(accelerator_id: str, devices: int, catalog, calibration=None) -> l
                 result = plan(req, catalog, calibration)
             except PlanInputError:
                 continue
-            option = next((o for o in result.options if o.fits), None)
+            option = next((o for o in result.ranked if o.fits), None)
             if option is not None:
                 found.update(model=m.id, params=result.params, hours=option.hours, tokens_per_s=option.tokens_per_s)
                 break

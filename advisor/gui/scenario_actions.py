@@ -105,7 +105,7 @@ class ScenarioController(QObject):
                 ("save_as", "Save &as…", QKeySequence("Ctrl+Shift+S"), self._on_save_as_triggered,
                  "Save the Planner's inputs and the cost assumptions to a new scenario file"),
                 (None, "Open &recent", None, None, None),
-                ("compare", "&Compare scenarios…", None, self._on_compare_triggered,
+                ("compare", "&Compare scenarios…", QKeySequence("Ctrl+Shift+C"), self._on_compare_triggered,
                  "Several scenario files side by side: cheapest option, time and total cost"),
                 ("export", "&Export report…", QKeySequence("Ctrl+E"), self._on_export_triggered,
                  "Write the current plan's options as HTML, PDF, Markdown or CSV (by the file's suffix)"),

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
+from advisor import colours
+
 
 @dataclass(frozen=True)
 class Theme:
-    """Colours every page and chart share. Series colours are the Okabe-Ito colour-blind-safe set."""
+    """Colours every page and chart share. Series colours come from :mod:`advisor.colours`."""
 
     dark: bool
     background: str
@@ -29,13 +31,32 @@ class Theme:
     series: tuple[str, ...]
 
 
-_SERIES = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
-_SERIES_DARK = ("#56B4E9", "#E69F00", "#2BC79A", "#E08CC4", "#7FA7FF", "#FF7F3F", "#F0E442", "#BBBBBB")
+_SERIES = colours.SERIES  # the same colours in both themes: a colour keeps its meaning
 
 LIGHT = Theme(False, "#ffffff", "#f4f5f7", "#1d1f23", "#5f6570", "#d9dce1", "#1f6feb", "#1a7f37",
               "#cf222e", "#9a6700", _SERIES)
 DARK = Theme(True, "#1e1f22", "#2a2c30", "#e6e6e6", "#a0a6b0", "#3c3f45", "#4c8dff", "#3fb950",
-             "#ff6b6b", "#d29922", _SERIES_DARK)
+             "#ff6b6b", "#d29922", _SERIES)
+
+
+_override: str | None = None  # "light", "dark" or None (follow the system)
+
+
+def set_override(scheme: str | None) -> None:
+    """Force the light or dark theme (``advisor gui --theme``, screenshots); None follows the system.
+
+    Raises:
+        ValueError: a scheme other than "light", "dark" or None.
+    """
+    global _override
+    if scheme not in (None, "light", "dark"):
+        raise ValueError(f"unknown theme {scheme!r}: use light or dark")
+    _override = scheme
+
+
+def get_override() -> str | None:
+    """The forced scheme ("light" or "dark"), or None when the theme follows the system."""
+    return _override
 
 
 def system_is_dark() -> bool:
@@ -47,7 +68,9 @@ def system_is_dark() -> bool:
 
 
 def current() -> Theme:
-    """The theme for the current system scheme."""
+    """The theme forced by :func:`set_override`, else the one of the current system scheme."""
+    if _override is not None:
+        return DARK if _override == "dark" else LIGHT
     return DARK if system_is_dark() else LIGHT
 
 

@@ -43,6 +43,7 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
 CHECKPOINTING = ("none", "selective", "full")
 QUANTS = ("q8_0", "q6_k", "q4_k_m", "q4_0", "nf4")
+RUNTIMES = ("llama.cpp", "vllm", "exllama", "mlc")  # advisor.estimate.decode.RUNTIMES (a test checks)
 MAX_DEVICES = 16384
 # Cost assumptions with a flag of their own (help, unit and range come from CostAssumptions).
 ASSUMPTION_FLAGS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
@@ -192,6 +193,9 @@ class Job(BaseModel):
                         ge=1, le=1_000_000)
     output_tokens: int = _field(256, unit="tokens", help="generated tokens per request", group="inference",
                                 workloads=("inference",), ge=1, le=16_777_216)
+    runtime: Literal["llama.cpp", "vllm", "exllama", "mlc"] | None = _field(
+        None, help="inference runtime, for the decode's bandwidth efficiency by weight format (default: llama.cpp "
+        "on consumer and workstation cards, vllm on datacenter parts)", group="inference", workloads=("inference",))
     # ---- hardware and cost
     accelerator: tuple[str, ...] = _field((), help="restrict the options to these accelerator ids (repeatable)",
                                           group="hardware", max_length=256)

@@ -48,7 +48,7 @@ class MemoryModel:
         self.embedding = embedding_params(arch) if req.model or req.vocab else 0
         self._cache: dict[Parallelism, MemoryBreakdown] = {}
         self._layouts: dict[int, list[Parallelism]] = {}
-        self._fewest: dict[int, tuple[Parallelism, MemoryBreakdown, bool]] = {}
+        self._fewest: dict[tuple[int, int | None], tuple[Parallelism, MemoryBreakdown, bool]] = {}
 
     def at(self, layout: Parallelism) -> MemoryBreakdown:
         """The memory per device of one layout (``estimate.memory``)."""
@@ -83,18 +83,34 @@ class MemoryModel:
             return [auto_parallelism(r, devices, r.tp)] if devices % (r.tp * r.pp) == 0 else []
         return [auto_parallelism(r, devices, tp) for tp in TP_CHOICES if devices % (tp * r.pp) == 0]
 
-    def fewest_devices(self, capacity: int) -> tuple[Parallelism, MemoryBreakdown, bool]:
-        """The smallest layout that fits ``capacity`` bytes, or the largest tried when none fits."""
-        hit = self._fewest.get(capacity)
+    def fewest_devices(self, capacity: int, max_tp: int | None = None) -> tuple[Parallelism, MemoryBreakdown, bool]:
+        """The smallest layout that fits ``capacity`` bytes, or the largest tried when none fits.
+
+        Args:
+            max_tp: the most devices a tensor-parallel group may span (one node); layouts with more are
+                skipped, unless no layout is left (a requested ``--tp`` larger than the node).
+        """
+        if max_tp is not None and (max_tp >= max(TP_CHOICES) or self.req.workload == "inference"):
+            max_tp = None  # every tensor-parallel degree tried fits in such a node; serving splits over all
+        key = (capacity, max_tp)
+        hit = self._fewest.get(key)
         if hit is None:
-            hit = self._fewest[capacity] = self._search(capacity)
+            hit = self._fewest[key] = self._search(capacity, max_tp)
         return hit
 
-    def _search(self, capacity: int) -> tuple[Parallelism, MemoryBreakdown, bool]:
+    def _search(self, capacity: int, max_tp: int | None) -> tuple[Parallelism, MemoryBreakdown, bool]:
+        if self.req.workload == "inference" or (self.req.tp and max_tp is not None and self.req.tp > max_tp):
+            max_tp = None  # serving splits over every device; a requested --tp stays as asked (and is refused)
+
+        def allowed(layout: Parallelism) -> bool:
+            return max_tp is None or layout.tp <= max_tp
+
         counts = (self.req.gpus,) if self.req.gpus else DEVICE_COUNTS
         last = None
         for n in counts:
             for layout in self.layouts(n):
+                if not allowed(layout):
+                    continue
                 mem = self.at(layout)
                 last = (layout, mem)
                 if mem.total_bytes <= capacity:
@@ -103,6 +119,6 @@ class MemoryModel:
             layout = Parallelism(counts[0], 1, 1, 0)
             return layout, self.at(layout), False
         if self.req.gpus:  # a fixed count: report the least-memory layout
-            layout = min(self.layouts(self.req.gpus), key=lambda lay: self.at(lay).total_bytes)
+            layout = min(filter(allowed, self.layouts(self.req.gpus)), key=lambda lay: self.at(lay).total_bytes)
             return layout, self.at(layout), False
         return last[0], last[1], False

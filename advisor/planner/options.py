@@ -1,51 +1,39 @@
-"""Step 3 of a plan: the options of one accelerator, timed and priced (the one pricing path).
+"""Step 3 of a plan: the options of one accelerator, placed, timed and priced (the one pricing path).
 
-Speed comes from ``estimate.compute`` (training tokens/s at a utilisation, or the decode roofline); money
-from ``cost.options.quote_job``, the one function that prices a device-job on every kind of option
-(home rig, on-prem, each cloud offer on-demand and spot). Sensitivity plans again through here, and the
+Each option is placed on its node (``placement``: instance, rig, server, TPU slice, and the fabric between
+them), laid out so that a tensor-parallel group stays inside one node, timed (``timing``: the fitted or prior
+utilisation with the communication model, or the decode roofline), checked (an option that cannot run as
+laid out is kept with its reason and never ranked), and priced by ``cost.options.quote_job``, the one
+function that prices a device-job on every kind of option. Sensitivity plans again through here, and the
 app's charts read the resulting :class:`~advisor.planner.result.PlanOption` objects.
 """
 
 from __future__ import annotations
 
+import math
+
 from advisor.catalog import Accelerator
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakeven import break_even
 from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
-from advisor.cost.jobs import OwnedQuote, home_rigs
+from advisor.cost.jobs import OwnedQuote, can_own
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate import compute, memory
 from advisor.estimate.model import ModelArch
-from advisor.estimate.priors import ETA_COMPUTE_PRIOR, ETA_MEM_PRIOR, mfu_prior
 from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.placement import (
+    Placement,
+    cloud_placement,
+    infeasible_reason,
+    inference_layout,
+    owned_placement,
+)
 from advisor.planner.request import PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
+from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
 
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
-
-
-def spread_note(offer, layout: Parallelism) -> str:
-    """A warning when a job's tensor-parallel group spans separate instances of an offer.
-
-    Tensor parallelism exchanges activations every layer and needs NVLink-class links inside one machine;
-    across instances it crawls, so the estimate's time does not hold. Data and pipeline parallelism
-    across instances are the usual multi-node layout and get no note. Per-GPU rates ("per GPU" rows)
-    are sold in multi-GPU machines and are not flagged.
-    """
-    per_gpu_rate = "per gpu" in offer.instance.lower() or "per chip" in offer.instance.lower()
-    if per_gpu_rate or layout.tp <= offer.accelerator_count:
-        return ""
-    return (f"tensor parallelism over {layout.tp} devices spans separate {offer.accelerator_count}-device "
-            f"instances: the time assumes a fast link inside one machine; pick a larger instance")
-
-
-def rig_note(kind: str, layout: Parallelism, a: CostAssumptions) -> str:
-    """The home-rig counterpart of ``spread_note``: a tensor-parallel group larger than one rig."""
-    if kind != "home" or layout.tp <= a.home_gpus_per_rig:
-        return ""
-    return (f"tensor parallelism over {layout.tp} GPUs spans {home_rigs(layout.devices, a)} rigs of "
-            f"{a.home_gpus_per_rig}: the time assumes a fast link inside one machine")
+FIXED_PARTS = ("egress",)  # cost parts that do not grow with the hours (the rest scale with the time)
 
 
 def trains(acc: Accelerator) -> bool:
@@ -53,96 +41,166 @@ def trains(acc: Accelerator) -> bool:
     return not acc.id.startswith("inferentia")
 
 
-def utilisation(req: PlanRequest, acc: Accelerator, arch: ModelArch, calib) -> tuple[float, str]:
-    """The training MFU of an accelerator: the user's, this machine's measurement, or the prior."""
-    if req.mfu is not None:
-        return req.mfu, "set by the user (--mfu)"
-    if calib is not None and calib.mfu and calib.accelerator_id == acc.id:
-        return calib.mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})"
-    prior = mfu_prior(acc.id, acc.kind, compute_precision(req), moe=arch.is_moe, workload=req.workload)
-    return prior.mfu, f"prior: {prior.origin}"
+def measured_link_bps(acc: Accelerator, calib) -> float | None:
+    """This machine's all-reduce bus bandwidth when the probe measured GPUs of this accelerator."""
+    bus = getattr(calib, "allreduce_bus_bps", None) if calib is not None else None
+    return bus if bus and calib.applies_to(acc.id) else None
 
 
-def _kinds(acc: Accelerator) -> tuple[str, ...]:
-    return tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS),
-                                 ("cloud", True)) if ok)
+def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tuple[str, object, Placement, str]]:
+    """``(kind, offer or None, placement, node in words)`` for every option of an accelerator."""
+    out = []
+    if can_own(acc):
+        if acc.kind in HOME_KINDS:
+            out.append(("home", None, owned_placement("home", acc, a, measured_link_bps(acc, calib)), "home rig"))
+        if acc.kind in ONPREM_KINDS:
+            out.append(("onprem", None, owned_placement("onprem", acc, a), "on-prem server"))
+    for offer in offers:
+        place = cloud_placement(offer, acc)
+        out.append(("cloud", offer, place, "instance" if place.devices_per_node == offer.accelerator_count else
+                    "TPU slice" if acc.kind == "tpu" else "machine"))
+    return out
+
+
+class _Timer:
+    """Layouts and timings of one accelerator, memoised by node (options of one node size share them)."""
+
+    def __init__(self, req, acc, arch, params, active, context, mem_model: MemoryModel, calib):
+        self.req, self.acc, self.arch, self.params, self.active = req, acc, arch, params, active
+        self.context, self.mem_model, self.calib = context, mem_model, calib
+        self._timings: dict[tuple, Timing] = {}
+        self._steps: dict[Parallelism, object] = {}
+
+    def layout(self, place: Placement):
+        """The fewest devices that fit with tensor parallelism inside one node: ``(layout, memory, fits)``."""
+        layout, mem, fits = self.mem_model.fewest_devices(self.acc.memory_bytes)
+        # A narrower search only where it can help: the group leaves the node and nodes can be joined (without
+        # a fabric the job needs more devices than one node holds at any tensor-parallel degree).
+        if fits and layout.tp > place.devices_per_node and place.inter_node_bps is not None:
+            layout, mem, fits = self.mem_model.fewest_devices(self.acc.memory_bytes, place.devices_per_node)
+        if self.req.workload == "inference":
+            layout = inference_layout(layout, place)
+        return layout, mem, fits
+
+    def time(self, layout: Parallelism, place: Placement) -> Timing:
+        """The speed of one layout on one node (see ``timing``)."""
+        # Only the links a layout uses tell timings apart: none on one device, no fabric inside one node;
+        # a decode's time does not depend on them.
+        if self.req.workload == "inference":
+            key = (layout.devices,)
+        else:
+            leaves = layout.devices > place.devices_per_node
+            key = (layout, layout.devices > 1 and place.intra_node_bps, leaves and place.devices_per_node,
+                   leaves and place.inter_node_bps)
+        hit = self._timings.get(key)
+        if hit is None:
+            if self.req.workload == "inference":
+                hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.context,
+                                     layout.devices, self.calib, self.mem_model.weight_bytes)
+            else:
+                step = self._steps.get(layout)
+                if step is None:
+                    step = self._steps[layout] = training_step(self.req, self.acc, self.arch, self.params,
+                                                               self.active, self.mem_model.seq_len, layout, self.calib)
+                hit = training_timing(step, place)
+            self._timings[key] = hit
+        return hit
+
+
+def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tuple[float, float]:
+    """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
+    if hours <= 0:
+        return cost, cost
+    fixed = sum(usd for name, usd in breakdown.parts if name in FIXED_PARTS)
+    lo, hi = hours_interval
+    return fixed + (cost - fixed) * lo / hours, fixed + (cost - fixed) * hi / hours
 
 
 def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryModel, arch: ModelArch, params: int,
-                active: int, tokens: float | None, context: int, a: CostAssumptions, calib) -> list[PlanOption]:
+                active: int, tokens: float | None, context: int, a: CostAssumptions, calib,
+                stale_ids: frozenset[str] = frozenset()) -> list[PlanOption]:
     """Every priced option of one accelerator (none when it cannot run the job's precision or workload).
 
     Args:
         offers: the catalog's cloud offers of this accelerator.
         tokens: the token budget, or None for an hours budget (``req.hours``).
+        stale_ids: offer ids priced more than a year before the catalog's date.
     Raises:
         ValueError: a figure out of range (an overflow), from the cost model.
     """
-    precision = compute_precision(req)
-    peak = acc.peak_flops(precision)
-    if peak is None or (req.workload != "inference" and not trains(acc)):
+    if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
         return []
-    layout, mem, fits = mem_model.fewest_devices(acc.memory_bytes)
-    n = layout.devices
-    decode = None
-    if req.workload == "inference":
-        eta_mem = ETA_MEM_PRIOR
-        if calib is not None and calib.eta_mem and calib.accelerator_id == acc.id:
-            eta_mem = calib.eta_mem
-        bits = memory.weight_bits(req.precision, req.quant)
-        fraction_touched = 1.0
-        if active < params:  # MoE: the experts a batch touches, 1 - (1 - k/E)^B
-            fraction_touched = 1.0 - (1.0 - active / params) ** req.batch
-        weight_read = (mem_model.weight_bytes or params * bits / 8) * fraction_touched
-        kv_value_bytes = 1.0 if req.precision == "fp8" else 2.0
-        kv_read = memory.kv_cache_bytes(arch, context, req.batch, kv_value_bytes)
-        decode = compute.decode_estimate(
-            weight_bytes_read=weight_read, kv_bytes_read=kv_read, active_params=active, batch=req.batch, devices=n,
-            mem_bandwidth_bps=acc.mem_bandwidth_bps, peak_flops=peak, prompt_tokens=context,
-            output_tokens=req.output_tokens, eta_mem=eta_mem,
-            eta_compute=req.mfu if req.mfu is not None else ETA_COMPUTE_PRIOR)
-        tps = decode.tokens_per_s
-        # The compute utilisation the decode achieves: 2 * P_act FLOPs per token over the devices' peak.
-        mfu = 2.0 * active * tps / (peak * n)
-        mfu_origin = ("achieved by the decode: 2 x active params x tokens/s over the peak; bandwidth efficiency "
-                      + (f"{eta_mem:.2f} measured" if eta_mem != ETA_MEM_PRIOR else
-                         "0.7 prior (docs/method.md: 0.55 to 0.8)"))
-    else:
-        mfu, mfu_origin = utilisation(req, acc, arch, calib)
-        tps = compute.training_tokens_per_s(active, n, peak, mfu, req.workload, req.checkpointing)
-    if tokens is not None:
-        hours = tokens / tps / 3600.0
-        job_tokens = tokens
-    else:
-        hours = req.hours
-        job_tokens = tps * hours * 3600.0
-    common = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
-                  memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=mfu,
-                  mfu_origin=mfu_origin, hours=hours, device_hours=hours * n, tokens=job_tokens, tokens_per_s=tps)
-
-    def serving(total_usd_per_h: float) -> Serving | None:
-        if decode is None:
-            return None
-        return Serving(ttft_s=decode.prefill_s + decode.step_s, bandwidth_efficiency=eta_mem,
-                       requests_per_s=decode.requests_per_s, decode_bound=decode.bound,
-                       usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, tps),
-                       usd_per_million_requests=usd_per_million_requests(total_usd_per_h, decode.requests_per_s))
-
-    by_id = {o.id: o for o in offers}
+    timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
     out: list[PlanOption] = []
-    for q in quote_job(DeviceJob(acc, n, hours, _kinds(acc)), offers, a, spot_offers=req.spot_offers):
-        if isinstance(q, OwnedQuote):
-            be = break_even(q, offers, a)
-            per_h = q.total_usd / hours if hours > 0 else 0.0
-            out.append(PlanOption(id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
-                                  usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, break_even=be,
-                                  owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
-                                  note=rig_note(q.kind, layout, a), serving=serving(per_h), **common))
-        else:
+    measured = measured_link_bps(acc, calib)
+    groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
+    for kind, offer, place, where in _places(acc, offers, a, calib):
+        layout, mem, fits = timer.layout(place)
+        t = timer.time(layout, place)
+        reason = infeasible_reason(layout, place, where)
+        key = (kind, id(t), layout, fits, reason, place.nodes(layout.devices))
+        group = groups.get(key)
+        if group is None:
+            common = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
+            if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
+                common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
+                    f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
+            group = groups[key] = (common, [], t, place)
+        if offer is not None:
+            group[1].append(offer)
+    by_id = {o.id: o for o in offers}
+    for (kind, *_rest), (common, group_offers, t, place) in groups.items():
+        hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
+        for q in quote_job(DeviceJob(acc, n, hours, (kind,)), group_offers, a, spot_offers=req.spot_offers):
+            per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
+            cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
+            if isinstance(q, OwnedQuote):
+                out.append(PlanOption(id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
+                                      usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
+                                      break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
+                                      owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
+                                      serving=_serving(t, per_h), nodes=common["nodes"],
+                                      gpus_per_node=common["gpus_per_node"], **common["figures"]))
+                continue
             offer = by_id[q.offer_id]
+            instance_row = place.devices_per_node == offer.accelerator_count
             out.append(PlanOption(id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
                                   usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                   provider=offer.provider, instance=offer.instance, spot=q.spot, instances=q.instances,
-                                  price_date=offer.price_date, note=spread_note(offer, layout),
-                                  serving=serving(q.usd_per_instance_hour * q.instances), **common))
+                                  price_date=offer.price_date, price_stale=offer.id in stale_ids,
+                                  reference=place.reference, cost_usd_interval=cost_iv, serving=_serving(t, per_h),
+                                  nodes=q.instances if instance_row else common["nodes"],
+                                  gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"],
+                                  **common["figures"]))
     return out
+
+
+def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits: bool, t: Timing,
+             tokens: float | None, reason: str, nodes: int) -> dict:
+    """The figures an option has whatever its price: devices, memory, speed, hours with their intervals."""
+    n = layout.devices
+    if tokens is not None:
+        hours, job_tokens = tokens / t.tokens_per_s / 3600.0, tokens
+        hours_iv = t.interval(hours, inverse=True)
+    else:
+        hours, job_tokens = req.hours, t.tokens_per_s * req.hours * 3600.0
+        hours_iv = (hours, hours)
+    split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
+    figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
+                   memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
+                   mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
+                   tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
+                   tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
+                   infeasible_reason=reason, note=t.note)
+    return {"figures": figures, "hours": hours, "hours_interval": hours_iv, "devices": n, "nodes": nodes,
+            "gpus_per_node": math.ceil(n / nodes), "note": t.note}
+
+
+def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:
+    """The serving figures of an option at its whole hourly cost (rent, spot rework, storage, egress)."""
+    d = t.decode
+    if d is None:
+        return None
+    return Serving(ttft_s=d.prefill_s + d.step_s, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
+                   decode_bound=d.bound, usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
+                   usd_per_million_requests=usd_per_million_requests(total_usd_per_h, d.requests_per_s))

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakdown import CostBreakdown
 from advisor.cost.breakeven import BreakEven
 from advisor.cost.compare import pareto_front
+from advisor.cost.price_dates import PriceAges, price_ages
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
 from advisor.job import JOB_FIELDS
@@ -85,6 +87,17 @@ class PlanOption:
     owning: OwningCost | None = None
     serving: Serving | None = None
     note: str = ""
+    hours_interval: tuple[float, float] | None = None  # 80 % intervals (docs/method.md, "Honest ranges")
+    tokens_per_s_interval: tuple[float, float] | None = None
+    cost_usd_interval: tuple[float, float] | None = None
+    mfu_source: str = ""  # fitted | prior | calibrated | user | decode
+    time_split_s: dict[str, float] | None = None  # compute, communication, bubble over the whole job
+    feasible: bool = True
+    infeasible_reason: str = ""
+    reference: bool = False  # a price-index row: a reference price, never a launch target
+    nodes: int = 1
+    gpus_per_node: int = 0  # accelerators per node asked for (a cloud instance's real count)
+    price_stale: bool = False  # priced more than a year before the catalog's date
     cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
     def __post_init__(self) -> None:
@@ -111,10 +124,16 @@ class PlanOption:
             "cost_breakdown_usd": self.breakdown.as_dict(), "tokens_per_s": self.tokens_per_s,
             "tokens": self.tokens, "memory_per_device_bytes": self.memory_per_device_bytes,
             "capacity_bytes": self.capacity_bytes, "parallelism": self.parallelism.as_dict(),
+            "mfu_source": self.mfu_source, "hours_interval": _pair(self.hours_interval),
+            "tokens_per_s_interval": _pair(self.tokens_per_s_interval),
+            "cost_usd_interval": _pair(self.cost_usd_interval), "time_split_s": self.time_split_s,
+            "feasible": self.feasible, "nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
         }
+        if not self.feasible:
+            doc["infeasible_reason"] = self.infeasible_reason
         if self.kind == "cloud":
             doc.update(provider=self.provider, instance=self.instance, spot=self.spot, instances=self.instances,
-                       price_date=self.price_date)
+                       price_date=self.price_date, price_stale=self.price_stale, reference=self.reference)
         if self.break_even is not None:
             doc["break_even"] = self.break_even.as_dict()
         if self.owning is not None:
@@ -129,6 +148,16 @@ class PlanOption:
                        usd_per_million_requests=s.usd_per_million_requests, requests_per_s=s.requests_per_s,
                        decode_bound=s.decode_bound)
         return doc
+
+
+@dataclass(frozen=True)
+class _PricedRow:
+    id: str
+    price_date: str
+
+
+def _pair(pair: tuple[float, float] | None) -> list[float] | None:
+    return None if pair is None else [pair[0], pair[1]]
 
 
 @dataclass(frozen=True)
@@ -170,11 +199,34 @@ class PlanResult:
         return self.memory_model.at(layouts[0]) if layouts else None
 
     def best(self, kind: str | None = None) -> PlanOption | None:
-        """The cheapest option that fits (of a kind, when given)."""
+        """The cheapest option that fits and can run as laid out (of a kind, when given)."""
         for o in self.options:
-            if o.fits and (kind is None or o.kind == kind):
+            if o.fits and o.feasible and (kind is None or o.kind == kind):
                 return o
         return None
+
+    @property
+    def ranked(self) -> tuple[PlanOption, ...]:
+        """The options that can run as laid out, cheapest first (fitting ones before the rest)."""
+        return tuple(o for o in self.options if o.feasible)
+
+    @property
+    def infeasible(self) -> tuple[PlanOption, ...]:
+        """The options that cannot run as laid out, each with ``infeasible_reason``: listed apart, never ranked."""
+        return tuple(o for o in self.options if not o.feasible)
+
+    def price_ages(self, options=None) -> PriceAges | None:
+        """Oldest and newest price date of the cloud options shown (all by default), and the ones older than
+        a year as of the catalog's date; None when the catalog has no ISO date (``cost.price_dates``)."""
+        rows = {}
+        for o in self.options if options is None else options:
+            if o.kind == "cloud":
+                offer_id = o.id.removeprefix("cloud:").removesuffix(":spot").split(":reserved-")[0]
+                rows[offer_id] = _PricedRow(offer_id, o.price_date)
+        try:
+            return price_ages(rows.values(), self.catalog_date)
+        except ValueError:
+            return None
 
     def option(self, option_id: str) -> PlanOption | None:
         """The option with this id, or None."""
@@ -182,7 +234,7 @@ class PlanResult:
 
     def pareto_ids(self) -> list[str]:
         """Options no other option beats on both time and cost (fitting options only)."""
-        return pareto_front((o.hours, o.cost_usd, o.id) for o in self.options if o.fits)
+        return pareto_front((o.hours, o.cost_usd, o.id) for o in self.options if o.fits and o.feasible)
 
     def describe_assumptions(self) -> dict[str, dict]:
         """Every cost assumption with its value, unit and origin: the default's source for a default value,
@@ -223,12 +275,24 @@ class PlanResult:
                 "per_device_bytes": self.memory.as_dict(),
             },
             "options": [o.to_json() for o in self.options],
+            "infeasible": [{"id": o.id, "reason": o.infeasible_reason} for o in self.infeasible],
+            "goodput": {"factor": bundled_utilisation_model().goodput,
+                        "note": "hours are clean training time; published GPU-hour totals include restarts, failures "
+                                "and evaluation: divide by the factor to compare with one (docs/method.md)"},
             "pareto": self.pareto_ids(),
             "assumptions": self.describe_assumptions(),
             "calibration": self.calibration,
-            "catalog": {"date": self.catalog_date, "prices_as_of": self.prices_as_of},
+            "catalog": {"date": self.catalog_date, "prices_as_of": self.prices_as_of,
+                        "price_dates": _ages_json(self.price_ages())},
             "warnings": list(self.warnings),
         }
+
+
+def _ages_json(ages: PriceAges | None) -> dict | None:
+    if ages is None:
+        return None
+    return {"oldest": ages.oldest, "newest": ages.newest, "older_than_a_year": list(ages.stale_ids),
+            "undated": len(ages.undated_ids), "summary": ages.summary()}
 
 
 def check_finite(result: PlanResult) -> None:

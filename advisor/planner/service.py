@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from advisor.catalog import Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
+from advisor.cost.price_dates import price_ages
 from advisor.estimate import compute
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for
@@ -68,17 +69,22 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     offers_by_accel: dict[str, list] = {}
     for offer in catalog.offers:
         offers_by_accel.setdefault(offer.accelerator_id, []).append(offer)
+    stale = frozenset(_stale_ids(catalog))
     try:
         for acc in accels:
             options.extend(options_for(request, acc, offers_by_accel.get(acc.id, []), mem_model, arch, params,
-                                       active, tokens, context, assumptions, calibration))
+                                       active, tokens, context, assumptions, calibration, stale))
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
-    options.sort(key=lambda o: (not o.fits, o.cost_usd, o.hours, o.id))
+    options.sort(key=lambda o: (not o.feasible, not o.fits, o.cost_usd, o.hours, o.id))
+    best = next((o for o in options if o.fits and o.feasible), None)
+    if best is not None and best.devices == devices0:  # the headline shows the chosen option's layout
+        layout0 = best.parallelism
+        mem0 = mem_model.at(layout0)
 
     if tokens is None:
-        best = next((o for o in options if o.fits), options[0] if options else None)
+        best = best or next((o for o in options if o.fits), options[0] if options else None)
         flops_total = per_token * (best.tokens if best else 0.0)
     else:
         flops_total = per_token * tokens
@@ -95,3 +101,12 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         warnings=tuple(warnings), memory_model=mem_model)
     check_finite(result)
     return result
+
+
+def _stale_ids(catalog: Catalog) -> tuple[str, ...]:
+    """Offers priced more than a year before the catalog's date (``cost.price_dates``)."""
+    try:
+        return price_ages(catalog.offers, catalog.date).stale_ids
+    except ValueError:  # a user catalog without an ISO date: nothing is called stale
+        return ()
+

@@ -109,7 +109,23 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
             raise ProbeSkipped(f"NCCL all-reduce needs {ranks} GPUs on this node, {count} visible "
                                "(use --device cpu for gloo on loopback, or torchrun across nodes)")
     rows = yield from _spawn(ranks, backend, sizes, iters, warmup, cancel, env)
-    return _rows_to_result(rows, ranks, device, backend, params, "local-loopback")
+    result = _rows_to_result(rows, ranks, device, backend, params, "local-loopback")
+    if kind == "cuda":  # the GPUs' own link (NVLink or PCIe): the planner's intra-node bandwidth for them
+        from dataclasses import replace
+
+        from advisor.probes._device_info import cuda_facts
+
+        facts = cuda_facts(torch, resolve_device(torch, device))
+        result = replace(result, calibration=allreduce_offer(result, facts.catalog_id))
+    return result
+
+
+def allreduce_offer(result: ProbeResult, accelerator_id: str | None) -> dict | None:
+    """The calibration a GPU all-reduce offers: the median bus bandwidth (bytes/s) at the largest size, for
+    the accelerator measured (None when the GPU is not in the catalog)."""
+    if not accelerator_id:
+        return None
+    return {"allreduce_bus_bps": result.results["busbw"].median * GB, "accelerator_id": accelerator_id}
 
 
 def _spawn(ranks, backend, sizes, iters, warmup, cancel, env):

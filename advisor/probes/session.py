@@ -83,7 +83,7 @@ def calibration_from(results: Iterable[ProbeResult], previous=None):
     """
     from advisor.store.calibration import Calibration
 
-    mfu = eta = None
+    mfu = eta = bus = None
     device = acc = when = None
     sources = []
     for r in results:
@@ -94,14 +94,17 @@ def calibration_from(results: Iterable[ProbeResult], previous=None):
             mfu = float(offer["mfu"])
         if offer.get("eta_mem") is not None:
             eta = float(offer["eta_mem"])
+        if offer.get("allreduce_bus_bps") is not None:
+            bus = float(offer["allreduce_bus_bps"])
         device = device or r.device
         acc = acc or offer.get("accelerator_id")
         when = max(when or "", r.started_at)
         sources.append(f"probe:{r.probe}")
-    if mfu is None and eta is None:
+    if mfu is None and eta is None and bus is None:
         return None
     if previous is not None and previous.device == device:
         mfu = previous.mfu if mfu is None else mfu
         eta = previous.eta_mem if eta is None else eta
+        bus = previous.allreduce_bus_bps if bus is None else bus
     return Calibration(mfu=mfu, eta_mem=eta, device=device, accelerator_id=acc, measured_at=when,
-                       source="+".join(sources))
+                       source="+".join(sources), allreduce_bus_bps=bus)

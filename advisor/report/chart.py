@@ -9,9 +9,13 @@ from __future__ import annotations
 import math
 from html import escape
 
-# One colour per cost part, stable across charts (colour-blind-safe Okabe-Ito palette).
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
-           "#7F7F7F", "#8C564B", "#17BECF", "#BCBD22")
+from advisor.colours import cost_part_colour, memory_part_colour, part_label
+
+# Fills light enough that a value label on them is written in black.
+_LIGHT_FILLS = {cost_part_colour(p) for p in ("spot_rework", "storage", "egress", "depreciation", "colocation")}
+
+
+_LIGHT_MEMORY = {memory_part_colour(p) for p in ("gradients", "kv_cache", "activations")}
 
 
 def _nice_max(v: float) -> float:
@@ -37,7 +41,15 @@ def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: 
                and math.isfinite(o["cost_usd"])]
     fitting.sort(key=lambda o: o["cost_usd"])
     rows = fitting[:limit]
-    label_w, bar_h, gap, top, legend_h = 300, 18, 6, 34, 26
+    label_w, bar_h, gap, top = min(300, int(width * 0.4)), 15, 4, 30
+    shown = [p for p in parts if any((o.get("cost_breakdown_usd") or {}).get(p) for o in rows)]
+    legend_rows, lx = 1, 8.0
+    for part in shown:  # the legend wraps under the axis: count its rows first
+        step = 24 + 7 * len(part_label(part))
+        if lx + step > width and lx > 8:
+            legend_rows, lx = legend_rows + 1, 8.0
+        lx += step
+    legend_h = 20 * legend_rows + 6
     height = top + max(len(rows), 1) * (bar_h + gap) + 30 + legend_h
     plot_w = width - label_w - 90
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -49,7 +61,7 @@ def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: 
         out.append(f'<text x="8" y="{top + 14}">No option fits in memory: nothing to chart.</text></svg>')
         return "".join(out)
     vmax = _nice_max(max(o["cost_usd"] for o in rows))
-    colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(parts)}
+    colours = {p: cost_part_colour(p) for p in shown}  # the same colour per part as in the app
     for tick in range(5):
         x = label_w + plot_w * tick / 4
         out.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + len(rows) * (bar_h + gap)}" '
@@ -58,7 +70,8 @@ def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: 
                    f'fill="#555555">{escape(_usd(vmax * tick / 4))}</text>')
     for i, o in enumerate(rows):
         y = top + i * (bar_h + gap)
-        label = o["id"] if len(o["id"]) <= 40 else o["id"][:39] + "\u2026"
+        most = max(8, (label_w - 12) // 7)  # characters that fit the label column
+        label = o["id"] if len(o["id"]) <= most else o["id"][:most - 1] + "\u2026"
         out.append(f'<text x="{label_w - 6}" y="{y + bar_h - 5}" text-anchor="end">{escape(label)}</text>')
         x = float(label_w)
         breakdown = o.get("cost_breakdown_usd") or {"total": o["cost_usd"]}
@@ -66,17 +79,24 @@ def cost_chart_svg(options, parts, *, limit: int = 15, width: int = 760, title: 
             if not isinstance(value, (int, float)) or value <= 0:
                 continue
             w = plot_w * value / vmax
-            colour = colours.get(part, "#888888")
+            colour = colours.get(part, cost_part_colour(part))
             out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}">'
-                       f'<title>{escape(part)}: {escape(_usd(value))}</title></rect>')
+                       f'<title>{escape(part_label(part))}: {escape(_usd(value))}</title></rect>')
+            if w >= 48:  # the part's value inside its segment, where it fits
+                ink = "#000000" if colour in _LIGHT_FILLS else "#ffffff"
+                out.append(f'<text x="{x + w / 2:.1f}" y="{y + bar_h - 5}" text-anchor="middle" font-size="10" '
+                           f'fill="{ink}">{escape(_usd(value))}</text>')
             x += w
         out.append(f'<text x="{x + 4:.1f}" y="{y + bar_h - 5}">{escape(_usd(o["cost_usd"]))}</text>')
     ly = height - legend_h + 12
     lx = 8.0
     for part, colour in colours.items():
+        step = 24 + 7 * len(part_label(part))
+        if lx + step > width and lx > 8:
+            lx, ly = 8.0, ly + 20
         out.append(f'<rect x="{lx:.1f}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
-        out.append(f'<text x="{lx + 16:.1f}" y="{ly}">{escape(part)}</text>')
-        lx += 24 + 7 * len(part)
+        out.append(f'<text x="{lx + 16:.1f}" y="{ly}">{escape(part_label(part))}</text>')
+        lx += step
     out.append("</svg>")
     return "".join(out)
 
@@ -87,3 +107,58 @@ def _usd(v: float) -> str:
     if v >= 1e4:
         return f"${v / 1e3:.3g}k"
     return f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
+
+
+def memory_chart_svg(parts, capacity_bytes: float | None = None, *, width: int = 760,
+                     title: str = "Memory per device by part") -> str:
+    """SVG of one horizontal bar of the memory one device needs, stacked by part, each part labelled.
+
+    Args:
+        parts: ``(part name, bytes)`` pairs (``weights``, ``kv_cache``, ...), in stacking order.
+        capacity_bytes: the chosen device's memory, drawn as a dashed line when given.
+    Returns:
+        An ``<svg>`` element (text); colours from :mod:`advisor.colours`, memory in GB (1e9 bytes).
+    """
+    from advisor.units import fmt_mem
+
+    parts = [(p, float(v)) for p, v in parts if isinstance(v, (int, float)) and v > 0]
+    total = sum(v for _, v in parts)
+    top = max(total, capacity_bytes or 0.0) or 1.0
+    left, bar_y, bar_h = 8, 30, 26
+    plot_w = width - left - 16
+    body = []
+    x = float(left)
+    lx, ly = float(left), bar_y + bar_h + 40.0
+    for part, value in parts:
+        w = plot_w * value / top
+        colour = memory_part_colour(part)
+        body.append(f'<rect x="{x:.1f}" y="{bar_y}" width="{w:.1f}" height="{bar_h}" fill="{colour}">'
+                    f'<title>{escape(part_label(part))}: {escape(fmt_mem(value))}</title></rect>')
+        if w >= 56:
+            ink = "#000000" if colour in _LIGHT_MEMORY else "#ffffff"
+            body.append(f'<text x="{x + w / 2:.1f}" y="{bar_y + 17}" text-anchor="middle" font-size="10" '
+                        f'fill="{ink}">{escape(fmt_mem(value))}</text>')
+        x += w
+        label = f"{part_label(part)} {fmt_mem(value)}"
+        step = 26 + 6.5 * len(label)
+        if lx + step > width and lx > left:  # the legend wraps below the bar, never over it
+            lx, ly = float(left), ly + 20
+        body.append(f'<rect x="{lx:.1f}" y="{ly - 10:.0f}" width="12" height="12" fill="{colour}"/>')
+        body.append(f'<text x="{lx + 16:.1f}" y="{ly:.0f}">{escape(label)}</text>')
+        lx += step
+    if capacity_bytes:
+        cx = left + plot_w * capacity_bytes / top
+        body.append(f'<line x1="{cx:.1f}" y1="{bar_y - 6}" x2="{cx:.1f}" y2="{bar_y + bar_h + 6}" stroke="#555555" '
+                    f'stroke-dasharray="4 3"/>')
+        anchor = "end" if cx > width / 2 else "start"
+        body.append(f'<text x="{cx:.1f}" y="{bar_y + bar_h + 20}" text-anchor="{anchor}" fill="#555555">capacity '
+                    f'{escape(fmt_mem(capacity_bytes))}</text>')
+    height = int(ly + 12)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img" '
+           f'aria-label="{escape(title)}">',
+           f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+           f'<text x="8" y="20" font-size="14" font-weight="bold">{escape(title)}: {escape(fmt_mem(total))}</text>',
+           *body]
+    out.append("</svg>")
+    return "".join(out)

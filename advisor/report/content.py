@@ -11,8 +11,11 @@ import datetime as _dt
 import math
 from dataclasses import dataclass, field
 
-OPTION_COLUMNS = ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "device_hours", "energy_kwh",
-                  "usd_per_device_hour", "cost_usd", "tokens_per_s")
+from advisor.units import fmt_mem
+
+OPTION_COLUMNS = ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "hours_interval", "device_hours",
+                  "energy_kwh", "usd_per_device_hour", "cost_usd", "cost_usd_interval", "tokens_per_s",
+                  "tokens_per_s_interval")
 
 
 class ReportError(ValueError):
@@ -43,6 +46,54 @@ class PlanSection:
     summary: tuple[tuple[str, str], ...]
     breakdown_parts: tuple[str, ...] = field(default_factory=tuple)
     inputs: tuple[tuple[str, str, str, str], ...] = field(default_factory=tuple)  # (name, value, unit, source)
+    # The scenario page: the option chosen (cheapest that fits), the next five, the assumptions whose value
+    # differs from the cost model's default (name, value, unit, origin, default), the memory per device by part.
+    chosen: dict | None = None
+    alternatives: tuple[dict, ...] = ()
+    changed_assumptions: tuple[tuple[str, object, str, str, object], ...] = ()
+    memory_parts: tuple[tuple[str, int], ...] = ()
+    infeasible: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (option id, reason): not ranked
+    price_dates: str = ""  # oldest and newest price date of the options, and how many are older than a year
+
+    @property
+    def headline(self) -> str:
+        """One sentence: the cheapest option that fits, its cost and time, or that nothing fits."""
+        c = self.chosen
+        if c is None:
+            return "Nothing fits: no option holds this job in memory."
+        name = c.get("name") or c.get("id")
+        ranges = ""
+        if c.get("cost_usd_interval") and c.get("hours_interval"):
+            ranges = (f" (80 % range: {cell('cost_usd_interval', c)} in {cell('hours_interval', c)})")
+        return (f"Cheapest that fits: {name} ({c.get('kind', '?')}), {money(c.get('cost_usd'))} for the whole job "
+                f"in {hours(c.get('hours'))}{ranges}.")
+
+
+ALTERNATIVES = 5
+
+
+def _defaults() -> dict:
+    """The cost model's default assumption values by name (the dataclass defaults)."""
+    from dataclasses import MISSING, fields
+
+    from advisor.cost.assumptions import CostAssumptions
+
+    out = {}
+    for f in fields(CostAssumptions):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _differs(value, default) -> bool:
+    if isinstance(value, (int, float)) and isinstance(default, (int, float)) and not isinstance(value, bool):
+        return not math.isclose(float(value), float(default), rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(value, list) and isinstance(default, tuple):
+        return [list(x) if isinstance(x, (list, tuple)) else x for x in value] != [
+            list(x) if isinstance(x, (list, tuple)) else x for x in default]
+    return value != default
 
 
 def plan_docs(docs) -> list[dict]:
@@ -127,7 +178,7 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
     if doc.get("workload") == "inference" and doc.get("flops_per_token") is not None:
         rows.append(("FLOPs per generated token", f"{doc['flops_per_token']:.4g}"))
     if per.get("total") is not None:
-        rows.append((f"memory per device on {mem.get('devices', 1)} device(s)", f"{per['total'] / 1e9:.2f} GB"))
+        rows.append((f"memory per device on {mem.get('devices', 1)} device(s)", fmt_mem(per["total"])))
     return tuple(rows)
 
 
@@ -152,8 +203,11 @@ def sections(docs) -> list[PlanSection]:
     """One ``PlanSection`` per plan document (see ``plan_docs``)."""
     out = []
     for i, doc in enumerate(plan_docs(docs)):
-        options = tuple(sorted((o for o in doc["options"] if isinstance(o, dict)),
+        every = [o for o in doc["options"] if isinstance(o, dict)]
+        options = tuple(sorted((o for o in every if o.get("feasible", True) is not False),
                                key=lambda o: (not o.get("fits", False), _num(o.get("cost_usd")))))
+        apart = tuple((str(o.get("id")), str(o.get("infeasible_reason", ""))) for o in every
+                      if o.get("feasible", True) is False)
         assumptions = []
         for name, a in (doc.get("assumptions") or {}).items():
             if isinstance(a, dict):
@@ -175,10 +229,30 @@ def sections(docs) -> list[PlanSection]:
             for k in (o.get("cost_breakdown_usd") or {}):
                 if k not in parts:
                     parts.append(k)
+        fitting = [o for o in options if o.get("fits")]
+        defaults = _defaults()
+        changed = tuple((n, v, u, o, defaults[n]) for n, v, u, o in assumptions
+                        if n in defaults and _differs(v, defaults[n]))
+        per = (doc.get("memory") or {}).get("per_device_bytes") or {}
+        memory_parts = tuple((k, int(v)) for k, v in per.items() if k != "total" and isinstance(v, (int, float)))
         out.append(PlanSection(title=_title(doc, i), doc=doc, options=options, assumptions=tuple(assumptions),
                                catalog_date=str(date), prices_as_of=str(as_of or date), probes=_calibration_probes(doc),
-                               summary=_summary(doc), breakdown_parts=tuple(parts), inputs=input_rows(doc)))
+                               summary=_summary(doc), breakdown_parts=tuple(parts),
+                               chosen=fitting[0] if fitting else None,
+                               alternatives=tuple(fitting[1:1 + ALTERNATIVES]), changed_assumptions=changed,
+                               memory_parts=memory_parts, inputs=input_rows(doc),
+                               infeasible=apart, price_dates=_price_dates(doc, options)))
     return out
+
+
+def _price_dates(doc: dict, options) -> str:
+    """The plan's price dates line (``catalog.price_dates.summary``), with the options older than a year named."""
+    dates = (doc.get("catalog") or {}).get("price_dates")
+    if not isinstance(dates, dict) or not dates.get("summary"):
+        return ""
+    old = [o["id"] for o in options if o.get("price_stale")]
+    return str(dates["summary"]) + (f" (older than a year: {', '.join(old[:5])}"
+                                    + (f" and {len(old) - 5} more" if len(old) > 5 else "") + ")" if old else "")
 
 
 def _num(v) -> float:
@@ -209,6 +283,11 @@ def hours(v) -> str:
 def cell(column: str, o: dict) -> str:
     """Text of one option column, as people read it."""
     v = o.get(column)
+    if column.endswith("_interval"):
+        if not (isinstance(v, (list, tuple)) and len(v) == 2):
+            return "-"
+        fmt = {"hours_interval": hours, "cost_usd_interval": money}.get(column, lambda x: f"{x:,.1f}")
+        return f"{fmt(v[0])} to {fmt(v[1])}"
     if column in ("cost_usd",):
         return money(v)
     if column == "usd_per_device_hour":
@@ -226,4 +305,17 @@ def cell(column: str, o: dict) -> str:
 
 COLUMN_TITLES = {"id": "option", "kind": "kind", "accelerator": "accelerator", "devices": "devices", "fits": "fits",
                  "mfu": "MFU", "hours": "time", "device_hours": "device-hours", "energy_kwh": "energy kWh",
-                 "usd_per_device_hour": "$/device-h", "cost_usd": "total cost", "tokens_per_s": "tokens/s"}
+                 "usd_per_device_hour": "$/device-h", "cost_usd": "total cost", "tokens_per_s": "tokens/s",
+                 "hours_interval": "time, 80 % range", "cost_usd_interval": "total cost, 80 % range",
+                 "tokens_per_s_interval": "tokens/s, 80 % range"}
+
+
+
+def best_per_accelerator(options) -> list[dict]:
+    """The cheapest option of each accelerator, cheapest first: the PDF appendix's condensed table."""
+    seen: dict[object, dict] = {}
+    for o in options:
+        key = o.get("accelerator")
+        if key not in seen:
+            seen[key] = o  # options arrive sorted: fitting first, then by cost
+    return list(seen.values())

@@ -43,6 +43,10 @@ def render_csv(secs: list[PlanSection]) -> str:
                         "origin": origin})
         w.writerow({"record": "catalog", "plan": s.title, "id": "catalog_date", "value": s.catalog_date})
         w.writerow({"record": "catalog", "plan": s.title, "id": "prices_as_of", "value": s.prices_as_of})
+        if s.price_dates:
+            w.writerow({"record": "catalog", "plan": s.title, "id": "price_dates", "value": s.price_dates})
+        for option_id, reason in s.infeasible:
+            w.writerow({"record": "infeasible", "plan": s.title, "id": option_id, "origin": reason})
         if s.probes:
             for p in s.probes:
                 w.writerow({"record": "probe", "plan": s.title, "id": p.name, "value": p.value,
@@ -63,4 +67,6 @@ def _raw(v):
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, (list, tuple)):  # an 80 % interval: "low;high"
+        return ";".join(str(_raw(x)) for x in v)
     return repr(v) if isinstance(v, float) else v

@@ -5,20 +5,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from advisor.report.chart import cost_chart_svg
-from advisor.report.content import COLUMN_TITLES, OPTION_COLUMNS, PlanSection, cell, generated_at, money
+from advisor.report.chart import cost_chart_svg, memory_chart_svg
+from advisor.report.content import (
+    COLUMN_TITLES,
+    OPTION_COLUMNS,
+    PlanSection,
+    best_per_accelerator,
+    cell,
+    generated_at,
+    money,
+)
+
+_BREAK = ' style="page-break-before:always"'  # each scenario and the appendix start a new PDF page
 
 _CSS = """
 body{font-family:-apple-system,'Segoe UI',Roboto,sans-serif;margin:2em;color:#222;max-width:1200px}
 h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.5em 0;font-size:.85em}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}
-td.n{text-align:right}tr.nofit td{color:#999}.note{color:#555;font-size:.9em}
+td.n{text-align:right}tr.nofit td{color:#999}tr.chosen td{font-weight:bold}.note{color:#555;font-size:.9em}
+table.charts,table.charts td{border:none;padding:0}
 """
 
 
-def _table(head, rows, numeric=(), classes=None) -> str:
-    out = ["<table>"]
+def _table(head, rows, numeric=(), classes=None, small: bool = False) -> str:
+    # an inline size: Qt's rich text (the PDF) ignores descendant CSS selectors
+    out = ['<table style="font-size:7pt">' if small else "<table>"]
     if head:
         out += ["<thead><tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr></thead>"]
     out.append("<tbody>")
@@ -33,48 +45,107 @@ def _table(head, rows, numeric=(), classes=None) -> str:
 
 
 def parts_text(o: dict) -> str:
-    return ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    text = ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+    if o.get("price_stale"):
+        text += f" [price of {str(o.get('price_date', ''))[:10]}, older than a year]"
+    return text
+
+
+def option_rows(options) -> list[tuple]:
+    """Table rows of options: every column of :data:`OPTION_COLUMNS` and the cost parts."""
+    return [(*(cell(c, o) for c in OPTION_COLUMNS), parts_text(o)) for o in options]
+
+
+OPTION_HEAD = [COLUMN_TITLES[c] for c in OPTION_COLUMNS] + ["cost parts"]
+SHORT_COLUMNS = ("id", "devices", "hours", "usd_per_device_hour", "cost_usd", "tokens_per_s")
 
 
 def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | None = None,
-                title: str = "Hardware Advisor: plan comparison") -> str:
-    """The report as one HTML page.
+                title: str = "Hardware Advisor: plan comparison", appendix: str = "full") -> str:
+    """The report as one HTML page: a summary, one page per scenario, then the appendix.
+
+    Each scenario page holds the headline, the chosen option, the next five, the memory chart, the cost parts,
+    and the assumptions that differ from the defaults with where each came from. The appendix holds the option
+    tables, all the assumptions and the probes.
 
     Args:
-        chart: turns (section index, SVG text) into the markup placed in the page; inline SVG by default
+        chart: turns (chart index, SVG text) into the markup placed in the page; inline SVG by default
             (the PDF export swaps in an image reference).
+        appendix: ``"full"`` (every option) or ``"per_accelerator"`` (the cheapest option of each accelerator
+            and kind: the PDF's, which keeps three scenarios within eight pages).
     """
     chart = chart or (lambda _i, svg: svg)
     out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
            f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
            f"<h1>{escape(title)}</h1>",
            f"<p class=\"note\">Generated {escape(generated_at())} by the Hardware Advisor. Estimates, not quotes: "
-           "check the assumptions below.</p>"]
+           "check the assumptions.</p>"]
     if len(secs) > 1:
         out.append("<h2>Summary</h2>")
-        rows = []
-        for s in secs:
-            best = next((o for o in s.options if o.get("fits")), None)
-            rows.append((s.title, best["id"] if best else "nothing fits", money(best.get("cost_usd")) if best else "-",
-                         cell("hours", best) if best else "-"))
-        out.append(_table(("plan", "cheapest option that fits", "total cost", "time"), rows, numeric=(2, 3)))
+        rows = [(s.title, (s.chosen.get("name") or s.chosen["id"]) if s.chosen else "nothing fits",
+                 money(s.chosen.get("cost_usd")) if s.chosen else "-", cell("hours", s.chosen) if s.chosen else "-")
+                for s in secs]
+        out.append(_table(("scenario", "cheapest option that fits", "total cost", "time"), rows, numeric=(2, 3),
+                          small=True))
+    n_chart = 0
     for i, s in enumerate(secs):
-        out.append(f"<h2>{escape(s.title)}</h2>")
-        out.append(_table(None, s.summary))
+        out.append(f'<div class="scenario"{_BREAK if i else ""}>')
+        out.append(f"<h2>{i + 1}. {escape(s.title)}</h2>")
+        out.append(f"<p><b>{escape(s.headline)}</b></p>")
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
+        out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in facts) + "</p>")
+        if s.chosen is not None:
+            out.append(f"<h3>Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})</h3>")
+            picks = [s.chosen, *s.alternatives]
+            out.append(_table([COLUMN_TITLES[c] for c in SHORT_COLUMNS] + ["cost parts"],
+                              [(*(cell(c, o) for c in SHORT_COLUMNS), parts_text(o)) for o in picks],
+                              numeric=tuple(range(1, len(SHORT_COLUMNS))), classes=["chosen"] + [""] * len(s.alternatives),
+                              small=True))
+            devices = int((s.doc.get("memory") or {}).get("devices") or 1)
+            # the capacity line only where the chart's device count is the chosen option's
+            capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
+            memory = chart(n_chart, memory_chart_svg(s.memory_parts, capacity, width=380,
+                                                     title=f"Memory per device on {devices}"))
+            cost = chart(n_chart + 1, cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), width=620,
+                                                     title="Total job cost by part"))
+            n_chart += 2
+            # side by side, so a scenario keeps to one page
+            out.append(f'<table class="charts"><tr><td>{memory}</td><td>{cost}</td></tr></table>')
+        if s.changed_assumptions:
+            out.append("<h3>Assumptions that differ from the defaults</h3>")
+            out.append(_table(("name", "value", "unit", "default", "from"),
+                              [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions], small=True))
+        else:  # one line: the page keeps to one sheet
+            out.append("<h3>Assumptions that differ from the defaults: none (all listed in the appendix)</h3>")
+        out.append("</div>")
+    for i, s in enumerate(secs):
+        out.append(f'<div class="appendix"{_BREAK if i == 0 else ""}>')
+        full = appendix == "full"
+        rows_of = s.options if full else best_per_accelerator(s.options)
+        fit = sum(1 for o in s.options if o.get("fits"))
+        what = (f"all {len(s.options)} options ({fit} fit)" if appendix == "full" else
+                f"the cheapest option of each accelerator ({len(rows_of)} of {len(s.options)} options; "
+                "the HTML and CSV reports list every one with its cost parts)")
+        out.append(f"<h2>A{i + 1}. {escape(s.title)}: {escape(what)}, by total job cost</h2>")
+        head, rows = OPTION_HEAD, option_rows(rows_of)
+        if not full:  # one line per option: the cost parts and the ranges are on the scenario pages
+            keep = [k for k, c in enumerate(OPTION_COLUMNS) if not c.endswith("_interval")]
+            head, rows = [head[k] for k in keep], [tuple(r[k] for k in keep) for r in rows]
+        out.append(_table(head, rows, numeric=tuple(range(3, len(head))),
+                          classes=["" if o.get("fits") else "nofit" for o in rows_of], small=True))
+        if s.infeasible and full:
+            out.append(f"<h3>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out</h3>")
+            out.append(_table(("option", "reason"), s.infeasible, small=True))
+        elif s.infeasible:  # the PDF keeps to its pages: the reasons are in the HTML and CSV reports
+            out.append(f"<p>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out (each with its reason "
+                       "in the HTML and CSV reports).</p>")
         if s.inputs:
             out.append("<h3>Inputs</h3>")
-            out.append(_table(("input", "value", "unit", "source"), s.inputs))
-        out.append(chart(i, cost_chart_svg(s.options, s.breakdown_parts)))
-        out.append(f"<h3>Options ({sum(1 for o in s.options if o.get('fits'))} of {len(s.options)} fit), "
-                   "by total job cost</h3>")
-        head = [COLUMN_TITLES[c] for c in OPTION_COLUMNS] + ["cost parts"]
-        rows = [(*(cell(c, o) for c in OPTION_COLUMNS), parts_text(o)) for o in s.options]
-        out.append(_table(head, rows, numeric=tuple(range(3, len(OPTION_COLUMNS))),
-                          classes=["" if o.get("fits") else "nofit" for o in s.options]))
-        out.append("<h3>Assumptions</h3>")
-        out.append(_table(("name", "value", "unit", "origin"),
-                          [(n, v, u, o) for n, v, u, o in s.assumptions] or [("(none recorded)", "", "", "")]))
-        out.append(f"<p>Catalog dated {escape(s.catalog_date)}; cloud prices as of {escape(s.prices_as_of)}.</p>")
+            out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))
+        if appendix == "full":
+            out.append("<h3>All assumptions</h3>")
+            out.append(_table(("name", "value", "unit", "origin"),
+                              [(n, v, u, o) for n, v, u, o in s.assumptions] or [("(none recorded)", "", "", "")]))
         out.append("<h3>Probes used</h3>")
         if s.probes:
             out.append(_table(("figure", "value", "measured by", "at"),
@@ -82,5 +153,6 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         else:
             out.append("<p>None: no calibration saved, so the planner's published priors were used "
                        "(run <code>advisor probe train-step</code> to measure this machine).</p>")
+        out.append("</div>")
     out.append("</body></html>")
     return "".join(out)

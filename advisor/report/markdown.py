@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import html
 
-from advisor.report.chart import cost_chart_svg
-from advisor.report.content import COLUMN_TITLES, OPTION_COLUMNS, PlanSection, cell, generated_at, money
-from advisor.report.html import parts_text
+from advisor.report.chart import cost_chart_svg, memory_chart_svg
+from advisor.report.content import COLUMN_TITLES, PlanSection, cell, generated_at, money
+from advisor.report.html import OPTION_HEAD, SHORT_COLUMNS, option_rows, parts_text
 
 _MD_SPECIAL = "\\`*[]|"  # what can start code, emphasis, a link or an image, or end a table cell
 
@@ -25,34 +25,56 @@ def _table(head, rows) -> list[str]:
     return lines
 
 
+def _svg(svg: str, alt: str) -> list[str]:
+    return [f"![{alt}](data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()})", ""]
+
+
 def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: plan comparison",
                     embed_chart: bool = True) -> str:
-    """The report as Markdown text."""
+    """The report as Markdown text, in the HTML report's structure: a summary, one section per scenario
+    (headline, chosen option and the next five, memory and cost charts, changed assumptions), the appendix."""
     out = [f"# {_esc(title)}", "", f"Generated {generated_at()} by the Hardware Advisor. Estimates, not quotes: "
            "check the assumptions.", ""]
     if len(secs) > 1:
         out += ["## Summary", ""]
-        rows = []
-        for s in secs:
-            best = next((o for o in s.options if o.get("fits")), None)
-            rows.append((s.title, best["id"] if best else "nothing fits", money(best["cost_usd"]) if best else "-"))
-        out += _table(("plan", "cheapest option that fits", "total cost"), rows) + [""]
-    for s in secs:
-        out += [f"## {_esc(s.title)}", ""]
-        out += [f"- **{_esc(k)}**: {_esc(v)}" for k, v in s.summary] + [""]
+        rows = [(s.title, (s.chosen.get("name") or s.chosen["id"]) if s.chosen else "nothing fits",
+                 money(s.chosen.get("cost_usd")) if s.chosen else "-", cell("hours", s.chosen) if s.chosen else "-")
+                for s in secs]
+        out += _table(("scenario", "cheapest option that fits", "total cost", "time"), rows) + [""]
+    for i, s in enumerate(secs):
+        out += [f"## {i + 1}. {_esc(s.title)}", "", f"**{_esc(s.headline)}**", ""]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
+        out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in facts), ""]
+        if s.chosen is not None:
+            picks = [s.chosen, *s.alternatives]
+            out += [f"### Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})", ""]
+            out += _table([COLUMN_TITLES[c] for c in SHORT_COLUMNS] + ["cost parts"],
+                          [(*(cell(c, o) for c in SHORT_COLUMNS), parts_text(o)) for o in picks]) + [""]
+            if embed_chart:
+                devices = int((s.doc.get("memory") or {}).get("devices") or 1)
+                capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
+                out += _svg(memory_chart_svg(s.memory_parts, capacity, title=f"Memory per device on {devices}"),
+                            "Memory per device")
+                out += _svg(cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), title="Total job cost by part"),
+                            "Total job cost by part")
+        if s.changed_assumptions:
+            out += ["### Assumptions that differ from the defaults", ""]
+            out += _table(("name", "value", "unit", "default", "from"),
+                          [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions]) + [""]
+        else:
+            out += ["### Assumptions that differ from the defaults: none (all listed in the appendix)", ""]
+    for i, s in enumerate(secs):
+        fit = sum(1 for o in s.options if o.get("fits"))
+        out += [f"## A{i + 1}. {_esc(s.title)}: all {len(s.options)} options ({fit} fit), by total job cost", ""]
+        out += _table(OPTION_HEAD, option_rows(s.options)) + [""]
+        if s.infeasible:
+            out += [f"### Not ranked: {len(s.infeasible)} option(s) cannot run as laid out", ""]
+            out += _table(("option", "reason"), s.infeasible) + [""]
         if s.inputs:
             out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
-        if embed_chart:
-            svg = cost_chart_svg(s.options, s.breakdown_parts)
-            out += [f"![Total job cost](data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()})", ""]
-        out += [f"### Options ({sum(1 for o in s.options if o.get('fits'))} of {len(s.options)} fit), "
-                "by total job cost", ""]
-        head = [COLUMN_TITLES[c] for c in OPTION_COLUMNS] + ["cost parts"]
-        out += _table(head, [[cell(c, o) for c in OPTION_COLUMNS] + [parts_text(o)] for o in s.options]) + [""]
-        out += ["### Assumptions", ""]
+        out += ["### All assumptions", ""]
         out += _table(("name", "value", "unit", "origin"), s.assumptions or [("(none recorded)", "", "", "")]) + [""]
-        out += [f"Catalog dated {_esc(s.catalog_date)}; cloud prices as of {_esc(s.prices_as_of)}.", "",
-                "### Probes used", ""]
+        out += ["### Probes used", ""]
         if s.probes:
             out += _table(("figure", "value", "measured by", "at"),
                           [(p.name, p.value, p.source, p.measured_at) for p in s.probes]) + [""]

@@ -61,7 +61,7 @@ def render_pdf(secs: list[PlanSection], *, title: str = "Hardware Advisor: plan 
         width = images[name][1].width()
         return f'<p><img src="{name}" width="{width}"></p>'
 
-    html = render_html(secs, chart=chart, title=title)
+    html = render_html(secs, chart=chart, title=title, appendix="per_accelerator")
     for name, (image, _size) in images.items():
         doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
     doc.setHtml(html)

@@ -34,6 +34,8 @@ class Calibration:
             (a GPU that is not in the catalog).
         measured_at: ISO 8601 time of the measurement (UTC).
         source: what produced the values, e.g. ``"probe:train-step"``.
+        allreduce_bus_bps: the all-reduce probe's bus bandwidth between this machine's GPUs (bytes/s), or None;
+            the planner's intra-node link for its accelerator at home.
     """
 
     mfu: float | None
@@ -42,6 +44,7 @@ class Calibration:
     accelerator_id: str | None
     measured_at: str
     source: str
+    allreduce_bus_bps: float | None = None
 
     @property
     def belongs_to(self) -> str:
@@ -86,7 +89,19 @@ def _from_dict(doc: dict) -> Calibration:
         acc = CPU_DEVICE_ID  # files written before CPU calibrations carried their device id
     return Calibration(mfu=_fraction(doc.get("mfu"), "mfu"), eta_mem=_fraction(doc.get("eta_mem"), "eta_mem"),
                        device=doc["device"], accelerator_id=acc, measured_at=doc["measured_at"],
-                       source=doc["source"])
+                       source=doc["source"], allreduce_bus_bps=_rate(doc.get("allreduce_bus_bps"), "allreduce_bus_bps"))
+
+
+def _rate(value, name: str) -> float | None:
+    """A bandwidth in bytes/s: positive and finite (at most 1e15), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number or null")
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 < value <= 1e15:
+        raise ValueError(f"{name} out of range: {value}")
+    return value
 
 
 def load_calibration() -> Calibration | None:
@@ -119,6 +134,7 @@ def save_calibration(c: Calibration) -> None:
     """
     _fraction(c.mfu, "mfu")
     _fraction(c.eta_mem, "eta_mem")
+    _rate(c.allreduce_bus_bps, "allreduce_bus_bps")
     doc = {"schema": SCHEMA, **asdict(c)}
     write_atomic(calibration_file(), json.dumps(doc, indent=2, sort_keys=True) + "\n")
 

@@ -14,7 +14,7 @@ from advisor.gui.main_window import PAGES
 def test_first_start_shows_machine_page_with_gpu_cards(make_window, qtbot):
     w = make_window("2x4090")
     page = w.page("machine")
-    assert w.stack.currentWidget() is page
+    assert w.current_page() is page
     assert w.banner.isVisible() and "2x4090" in w.banner.text()
     qtbot.waitUntil(lambda: "RTX 4090" in page.summary.text(), timeout=5000)
     assert "2× GeForce RTX 4090" in page.summary.text()
@@ -42,10 +42,10 @@ def test_keyboard_navigation_reaches_every_page(make_window, qtbot):
     qtbot.waitUntil(w.isActiveWindow, timeout=3000)
     for i, (pid, *_rest) in enumerate(PAGES):
         qtbot.keyClick(w, Qt.Key(Qt.Key.Key_1 + i), Qt.KeyboardModifier.ControlModifier)
-        assert w.stack.currentWidget() is w.page(pid)
+        assert w.current_page() is w.page(pid)
     w.nav.setFocus()
     qtbot.keyClick(w.nav, Qt.Key.Key_Up)
-    assert w.stack.currentWidget() is w.page(PAGES[-2][0])
+    assert w.current_page() is w.page(PAGES[-2][0])
 
 
 def test_window_state_and_inputs_restored(make_window, qtbot):
@@ -58,7 +58,7 @@ def test_window_state_and_inputs_restored(make_window, qtbot):
     qtbot.waitUntil(planner.is_ready, timeout=5000)
     w.close()
     w2 = make_window()
-    assert w2.stack.currentWidget() is w2.page("planner")
+    assert w2.current_page() is w2.page("planner")
     assert w2.page("planner").form.values()["model"] == "mistral-7b"
     assert w2.page("monitor").window_box.currentData() == 900
 
@@ -89,3 +89,26 @@ def test_start_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_screenshots_at_a_size_and_theme(tmp_path, monkeypatch):
+    """``advisor gui --screenshot DIR --size 1024x768 --theme dark`` writes every page at that size, dark."""
+    from PySide6.QtGui import QImage
+
+    from advisor.cli import main
+
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
+    assert main(["gui", "--fake-gpu", "2x4090", "--screenshot", str(tmp_path / "shots"), "--size", "1024x768",
+                 "--theme", "dark"]) == 0
+    from advisor.gui import theme
+
+    theme.set_override(None)
+    from PySide6.QtWidgets import QApplication
+
+    from advisor.app import apply_theme
+
+    apply_theme(QApplication.instance())
+    for pid, *_ in PAGES:
+        image = QImage(str(tmp_path / "shots" / f"{pid}.png"))
+        assert (image.width(), image.height()) == (1024 * image.devicePixelRatio(), 768 * image.devicePixelRatio())
+        assert image.pixelColor(60, 600).lightness() < 80  # the sidebar below its entries: dark

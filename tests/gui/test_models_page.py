@@ -33,7 +33,7 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(1, 0)).row())
     assert page.plan_button.isEnabled()  # a mixture-of-experts plans with its own architecture
     page.plan_button.click()
-    assert w.stack.currentWidget() is w.page("planner")
+    assert w.current_page() is w.page("planner")
     assert w.page("planner").form.values()["model"] == "hf:Qwen/Qwen3-30B-A3B"
     moe = rows[1].model
     qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == moe.params, timeout=10000)

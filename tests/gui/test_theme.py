@@ -30,3 +30,23 @@ def test_palette_and_charts_follow_the_colour_scheme(make_window, monkeypatch):
         monkeypatch.setattr(theme, "system_is_dark", lambda: False)
         follower.on_scheme_changed(Qt.ColorScheme.Light)
     assert plots.theme() is theme.LIGHT
+
+
+def test_theme_override_wins_over_the_system(monkeypatch):
+    import pytest
+
+    from advisor.gui import theme
+
+    monkeypatch.setattr(theme, "system_is_dark", lambda: False)
+    try:
+        theme.set_override("dark")
+        assert theme.current() is theme.DARK
+        theme.set_override("light")
+        monkeypatch.setattr(theme, "system_is_dark", lambda: True)
+        assert theme.current() is theme.LIGHT
+        with pytest.raises(ValueError):
+            theme.set_override("purple")
+    finally:
+        theme.set_override(None)
+    assert theme.current() is theme.DARK  # the system's again
+

@@ -31,7 +31,7 @@ def test_text_reports_hold_every_total_and_assumption(plan_doc, tmp_path, fmt):
 
 def test_html_is_self_contained_with_an_inline_chart(plan_doc):
     html = render_report([plan_doc], "html")
-    assert html.count("<svg") == 1 and "rent" in html
+    assert html.count("<svg") == 2 and "rent" in html  # the memory chart and the cost chart
     refs = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert refs == []  # nothing to fetch: no scripts, stylesheets or images by reference
     assert "<script" not in html
@@ -73,7 +73,8 @@ def test_pdf_report_through_qt(plan_doc, tmp_path):
 def test_comparison_of_several_plans_and_plan_sets(plan_doc):
     other = {**plan_doc, "title": "plan B", "options": plan_doc["options"][:1]}
     md = render_report([{"schema": "advisor.plan-set/1", "plans": [plan_doc, other]}], "md")
-    assert "## Summary" in md and "## plan B" in md and md.count("### Assumptions") == 2
+    assert "## Summary" in md and "## 2. plan B" in md and md.count("### Assumptions that differ") == 2
+    assert md.count("### All assumptions") == 2 and "## A2. plan B" in md
 
 
 def test_probes_from_saved_calibration_are_stated(plan_doc):
@@ -131,10 +132,19 @@ def test_report_of_a_real_plan_lists_every_option():
     args = build_parser().parse_args(["plan", "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8"])
     doc = build_plan(request_values(args)).to_json()
     rows = list(csv.DictReader(io.StringIO(render_report([doc], "csv"))))
-    assert len([r for r in rows if r["record"] == "option"]) == len(doc["options"])
+    ranked = [o for o in doc["options"] if o["feasible"]]
+    apart = {o["id"]: o["infeasible_reason"] for o in doc["options"] if not o["feasible"]}
+    assert apart and len(ranked) + len(apart) == len(doc["options"])
+    assert len([r for r in rows if r["record"] == "option"]) == len(ranked)
+    assert {r["id"]: r["origin"] for r in rows if r["record"] == "infeasible"} == apart  # listed apart, with why
     md = render_report([doc], "md")
-    assert all(o["id"] in md and money(o["cost_usd"]) in md for o in doc["options"])
+    assert all(o["id"] in md and money(o["cost_usd"]) in md for o in ranked)
+    assert all(option_id in md for option_id in apart) and "cannot run as laid out" in md
     assert all(name in md for name in doc["assumptions"])
+    # ranges and price dates reach the report
+    best = ranked[0]
+    assert f"{money(best['cost_usd_interval'][0])} to {money(best['cost_usd_interval'][1])}" in md
+    assert doc["catalog"]["price_dates"]["summary"] in md
 
 
 _option = st.fixed_dictionaries({

@@ -7,6 +7,8 @@ override or extend the bundled ones (see ``advisor.catalog.load``).
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QDialog,
@@ -26,7 +28,7 @@ from advisor.estimate.model import active_param_count, param_count
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_count
+from advisor.units import fmt_count, mem_value, memory_unit, sig3
 
 USER_TEMPLATE = """# Your catalog overrides (TOML). Entries here override or extend the bundled catalog.
 # Field names are those of resources/accelerators.csv, cloud_offers.csv and models.toml.
@@ -50,6 +52,11 @@ def _num(v, digits=0):
     return f"{v:,.{digits}f}"
 
 
+def _fig(v):
+    """A catalog figure: three significant figures, whole numbers from 1,000 up (a vendor's 1,677 stays 1,677)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else sig3(v)
+
+
 def _tflops(v):
     return None if v is None else v / 1e12
 
@@ -64,15 +71,15 @@ def accelerator_columns(user_ids) -> list[Column]:
     return [
         Column("id", lambda a: a.id, tip="catalog id used by `advisor plan --accelerator`", color=mark),
         Column("name", lambda a: a.name),
-        Column("memory\n(GiB)", lambda a: a.memory_bytes / 2**30, lambda v: _num(v), align_right=True,
-               tip="device memory, GiB = 2^30 bytes"),
+        Column(f"memory\n({memory_unit()})", lambda a: mem_value(a.memory_bytes), sig3, align_right=True,
+               tip="device memory; GB = 1e9 bytes (a card sold as 24 GB holds 24 GiB = 25.8 GB)"),
         Column("bandwidth\n(GB/s)", lambda a: a.mem_bandwidth_bps / 1e9, lambda v: _num(v), align_right=True,
                tip="peak memory bandwidth on paper, GB/s = 1e9 bytes per second"),
-        Column("bf16\n(TFLOP/s)", lambda a: _tflops(a.bf16_flops), lambda v: _num(v, 1), align_right=True,
+        Column("bf16\n(TFLOP/s)", lambda a: _tflops(a.bf16_flops), _fig, align_right=True,
                tip="dense bf16 tensor peak (no sparsity), 1e12 FLOP per second"),
-        Column("fp8\n(TFLOP/s)", lambda a: _tflops(a.fp8_flops), lambda v: _num(v, 1), align_right=True,
+        Column("fp8\n(TFLOP/s)", lambda a: _tflops(a.fp8_flops), _fig, align_right=True,
                tip="dense fp8 tensor peak; — where the part has no fp8 path"),
-        Column("fp32\n(TFLOP/s)", lambda a: _tflops(a.fp32_flops), lambda v: _num(v, 1), align_right=True,
+        Column("fp32\n(TFLOP/s)", lambda a: _tflops(a.fp32_flops), _fig, align_right=True,
                tip="fp32 (non-tensor) peak"),
         Column("power\n(W)", lambda a: a.tdp_w, lambda v: _num(v), align_right=True, tip="board power / TDP"),
         Column("price\n(USD)", lambda a: a.price_usd, lambda v: "$" + _num(v), align_right=True,
@@ -151,7 +158,7 @@ class CatalogPage(Page):
         self.search.setPlaceholderText("Search… (Ctrl+F)")
         self.search.setToolTip("Filters every column of every table: id, name, vendor, provider, source…")
         self.search.setClearButtonEnabled(True)
-        self.search.setMinimumWidth(320)
+        self.search.setMinimumWidth(180)  # shrinks before the page would need to scroll sideways at 1024 px
         self.search.textChanged.connect(self._on_search_text_changed)
         top.addWidget(self.search)
         self.edit_button = QPushButton("Edit overrides…")
@@ -180,6 +187,8 @@ class CatalogPage(Page):
         from PySide6.QtGui import QKeySequence, QShortcut
 
         QShortcut(QKeySequence.StandardKey.Find, self, self.search.setFocus)
+        clear = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.search.clear)
+        clear.setContext(Qt.ShortcutContext.WidgetShortcut)
         ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
         self._fill()
 
@@ -208,7 +217,8 @@ class CatalogPage(Page):
 
             extra += " <span style='color:%s'>Warnings: %s</span>" % (themes.current().bad,
                                                                       escape("; ".join(cat.warnings)))
-        self.note.setText(counts + extra)
+        self._note_text = counts + extra
+        self.note.setText(self._note_text)
         self._on_search_text_changed(self.search.text())
 
     @Slot(str)
@@ -219,6 +229,11 @@ class CatalogPage(Page):
             base = ("Accelerators", "Cloud offers", "Model presets")[i]
             n = self.proxies[key].rowCount()
             self.tabs.setTabText(i, f"{base} ({n})")
+        if text.strip() and not any(p.rowCount() for p in self.proxies.values()):
+            self.note.setText(f"<b>Nothing matches “{html.escape(text.strip())}”.</b> Try part of a name, id, vendor "
+                              "or provider, or clear the search (Esc).")
+        else:
+            self.note.setText(getattr(self, "_note_text", ""))
 
     @Slot()
     def _on_ctx_catalog_changed(self) -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from advisor.colours import cost_part_colour
 from advisor.cost.assumptions import CostAssumptions
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
@@ -180,7 +181,7 @@ class ComparePage(Page):
 
         side = QScrollArea()
         side.setWidgetResizable(True)
-        side.setMinimumWidth(380)
+        side.setMinimumWidth(300)
         side_body = QWidget()
         sl = QVBoxLayout(side_body)
         sl.setContentsMargins(8, 12, 16, 12)
@@ -202,7 +203,7 @@ class ComparePage(Page):
         side.setWidget(side_body)
         split.addWidget(side)
         split.setStretchFactor(0, 1)
-        split.setSizes([1000, 400])
+        split.setSizes([1000, 330])
 
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
@@ -297,17 +298,18 @@ class ComparePage(Page):
                     parts.append(k)
         rows = list(reversed(chosen))  # cheapest at the top
         series = [(p.replace("_", " "), [o.cost_breakdown_usd.get(p, 0.0) for o in rows]) for p in parts]
-        self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6)
+        self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6, value_format=fmt_usd,
+                                         colours=[cost_part_colour(p) for p in parts])
         plots.set_categories(self.cost_chart, [option_label(o) for o in rows], axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
-        self.cost_chart.setXRange(0, top * 1.15, padding=0)
+        self.cost_chart.setXRange(0, top * 1.3, padding=0)  # room for the total after each bar
         self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
 
     def _draw_scatter(self, result) -> None:
         for it in self._scatter_items:
             self.scatter.removeItem(it)
         self._scatter_items.clear()
-        fitting = [o for o in result.options if o.fits and o.hours > 0 and o.cost_usd > 0]
+        fitting = [o for o in result.ranked if o.fits and o.hours > 0 and o.cost_usd > 0]
         front = set(result.pareto_ids())
         if fitting:  # log axes labelled "1 h, 1 day" and "$10, $1k", not powers of ten
             plots.set_log_ticks(self.scatter, "bottom", plots.HOUR_TICKS, min(o.hours for o in fitting) / 2,

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWi
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.cards import CardWidget
-from advisor.units import fmt_bytes, fmt_hours
+from advisor.probes.labels import is_measured, kernel_label, kernel_value
+from advisor.units import fmt_bytes, fmt_date, fmt_hours, fmt_mem, fmt_rate, sig3
 
 UTIL_TIP = ("NVML utilisation: the share of the last sample period (1/6 s to 1 s, set by the driver) in which at "
             "least one kernel was running. It is time occupancy, not how busy the SMs were: a GPU at 100 % can "
@@ -21,21 +22,30 @@ PCIE_TIP = "PCIe link generation and lane count now / the most the card and slot
 
 
 def _tf(v):
-    return "—" if not v else f"{v / 1e12:,.1f} TFLOP/s"
+    return "—" if not v else f"{sig3(v / 1e12)} TFLOP/s"
 
 
 def peak_rows(acc) -> list[tuple[str, str, str]]:
     """Catalog peak rows of an accelerator (dense tensor figures, as the catalog stores them)."""
-    rows = [("memory (catalog)", f"{acc.memory_bytes / 2**30:,.0f} GiB {acc.memory_type}", "device memory on paper"),
-            ("bandwidth (catalog)", f"{acc.mem_bandwidth_bps / 1e9:,.0f} GB/s", "peak memory bandwidth on paper")]
+    rows = [("memory (catalog)", f"{fmt_mem(acc.memory_bytes)} {acc.memory_type}",
+             "device memory on paper (GB = 1e9 bytes; a card sold as 24 GB holds 24 GiB = 25.8 GB)"),
+            ("bandwidth (catalog)", fmt_rate(acc.mem_bandwidth_bps / 1e9, "GB/s"), "peak memory bandwidth on paper")]
     peaks = [f"{p} {_tf(getattr(acc, f'{p}_flops'))}" for p in ("fp32", "tf32", "bf16", "fp16", "fp8")
              if getattr(acc, f"{p}_flops")]
     if acc.int8_ops:
-        peaks.append(f"int8 {acc.int8_ops / 1e12:,.0f} TOP/s")
+        peaks.append(f"int8 {sig3(acc.int8_ops / 1e12)} TOP/s")
     rows.append(("compute peaks", " · ".join(peaks), "dense tensor peaks per precision (no 2:4 sparsity)"))
     if acc.tdp_w:
         rows.append(("board power (catalog)", f"{acc.tdp_w:,.0f} W", "TDP / total board power"))
     return rows
+
+
+def _what_fits(accelerator_id, count, catalog):
+    """The largest preset per workload on this machine (worker thread: the planner is imported there, not on
+    the GUI thread at start-up)."""
+    from advisor.gui.plan_service import what_fits
+
+    return what_fits(accelerator_id, count, catalog)
 
 
 class MachinePage(Page):
@@ -116,8 +126,11 @@ class MachinePage(Page):
         work = dict(WORKLOAD_WORDS).get(result.request.workload, result.request.workload)
         job = f"{work} {result.model_name or 'custom model'}"
         count = ids.count(ids[0])
-        if here is None:
+        if here is None and result.request.accelerator and ids[0] not in result.request.accelerator:
             verdict = f"<span style='color:{t.muted}'>not planned on this GPU (the job is restricted to others)</span>"
+        elif here is None:
+            reason = next((o.infeasible_reason for o in result.infeasible if o.accelerator == ids[0]), "")
+            verdict = f"<span style='color:{t.bad}'>cannot run here</span>" + (f" ({reason})" if reason else "")
         elif here["fits"] and here["devices"] <= count:
             verdict = (f"<span style='color:{t.good}'>fits on {here['devices']} of your {count}</span>, about "
                        f"{fmt_hours(here['hours'])}")
@@ -165,7 +178,7 @@ class MachinePage(Page):
     def _summary_text(self, m) -> str:
         host = m.host
         parts = [f"<b>{host.cpu.model}</b>, {host.cpu.logical_cores} logical cores, "
-                 f"{fmt_bytes(host.memory.total_bytes, binary=True)} RAM"]
+                 f"{fmt_mem(host.memory.total_bytes)} RAM"]
         if m.gpus:
             names: dict[str, int] = {}
             for g in m.gpus:
@@ -173,7 +186,7 @@ class MachinePage(Page):
                 names[key] = names.get(key, 0) + 1
             total = sum(g.info.memory_total_bytes or 0 for g in m.gpus)
             parts.append(", ".join(f"{n}× {k}" for k, n in names.items())
-                         + (f" ({fmt_bytes(total, binary=True)} GPU memory in all)" if total else ""))
+                         + (f" ({fmt_mem(total)} GPU memory in all)" if total else ""))
         else:
             parts.append("no GPU found: " + m.gpu_backend.status)
         text = " · ".join(parts)
@@ -188,11 +201,10 @@ class MachinePage(Page):
         card.add_row("cores", cores, "physical cores run the bandwidth probes; logical includes SMT threads")
         if h.cpu.max_freq_mhz:
             card.add_row("frequency", f"{(h.cpu.min_freq_mhz or 0):,.0f} – {h.cpu.max_freq_mhz:,.0f} MHz")
-        card.add_row("memory", f"{fmt_bytes(h.memory.total_bytes, binary=True)} total, "
-                     f"{fmt_bytes(h.memory.available_bytes, binary=True)} available at start",
-                     "host RAM; GiB = 2^30 bytes")
+        card.add_row("memory", f"{fmt_mem(h.memory.total_bytes)} total, "
+                     f"{fmt_mem(h.memory.available_bytes)} available at start", "host RAM; GB = 1e9 bytes")
         if h.memory.swap_total_bytes:
-            card.add_row("swap", fmt_bytes(h.memory.swap_total_bytes, binary=True))
+            card.add_row("swap", fmt_mem(h.memory.swap_total_bytes))
         for d in h.disks[:4]:
             card.add_row(f"disk {d.mountpoint}", f"{fmt_bytes(d.free_bytes)} free of {fmt_bytes(d.total_bytes)} "
                          f"({d.fstype})", "GB = 1e9 bytes")
@@ -215,11 +227,11 @@ class MachinePage(Page):
         elif not info.available:
             card.add_row("state", info.state, "lost: fell off the bus or the driver lost it", color=t.bad)
         if info.memory_total_bytes:
-            card.add_row("memory", fmt_bytes(info.memory_total_bytes, binary=True), "reported by the driver")
+            card.add_row("memory", fmt_mem(info.memory_total_bytes), "reported by the driver")
         if info.compute_capability:
             card.add_row("compute capability", "%d.%d" % info.compute_capability)
         if g.nvml_mem_bandwidth_bps:
-            card.add_row("bandwidth (driver)", f"{g.nvml_mem_bandwidth_bps / 1e9:,.0f} GB/s",
+            card.add_row("bandwidth (driver)", fmt_rate(g.nvml_mem_bandwidth_bps / 1e9, "GB/s"),
                          "max memory clock × bus width × 2 / 8, from the driver's figures")
         if info.pcie_gen_max:
             cur = f"Gen{info.pcie_gen_current or '?'} x{info.pcie_width_current or '?'}"
@@ -245,7 +257,6 @@ class MachinePage(Page):
         return card
 
     def _start_fits(self, m) -> None:
-        from advisor.gui.plan_service import what_fits
         from advisor.gui.workers import GeneratorWorker
 
         ids = [g.catalog_id for g in m.gpus if g.catalog_id]
@@ -262,7 +273,7 @@ class MachinePage(Page):
             return
         count = sum(1 for g in m.gpus if g.catalog_id == ids[0])
         self._fits_card.add_row("planning…", f"{count}× {ids[0]}")
-        self._fits_worker = GeneratorWorker(what_fits, ids[0], count, self.ctx.catalog, parent=self)
+        self._fits_worker = GeneratorWorker(_what_fits, ids[0], count, self.ctx.catalog, parent=self)
         self._fits_worker.result_ready.connect(self._on_fits_result_ready)
         self._fits_worker.done.connect(self._on_fits_done)
         self._fits_worker.start()
@@ -319,12 +330,17 @@ class MachinePage(Page):
             card.add_row("measured", "no probe run yet: Probes page (Ctrl+3)",
                          "probe results appear here beside the catalog peaks")
             return
-        for r in results:
-            for name, k in list(r.results.items())[:4]:
+        for r in sorted(results, key=lambda r: r.probe):
+            when = f" · {fmt_date(r.started_at)}" if r.started_at else ""
+            shown = [(name, k) for name, k in r.results.items() if is_measured(k.best)][:4]
+            for name, k in shown:
                 frac = f" ({100 * k.fraction_of_peak:.0f} % of peak)" if k.fraction_of_peak else ""
-                when = f" · {r.started_at[:10]}" if r.started_at else ""
-                card.add_row(f"measured {r.probe} {name}", f"{k.best:,.1f} {k.unit}{frac}{when}",
-                             "best of the repetitions; the date of the run")
+                card.add_row(kernel_label(r.probe, name, device), f"{kernel_value(k.best, k.unit)}{frac}{when}",
+                             f"measured on {device}: best of {k.repetitions} repetition(s); the date of the run")
+            missing = [name for name, k in r.results.items() if not is_measured(k.best)]
+            if missing or not shown:
+                card.add_row(kernel_label(r.probe, ", ".join(missing) or "all", device), "not measured",
+                             "the probe ran but produced no figure for these on this device")
 
     @Slot(object)
     def _on_ctx_gpu_events(self, events) -> None:
@@ -358,7 +374,7 @@ class MachinePage(Page):
             # A screenshot's demo sampler simulates the host too; this card describes the real one.
             h = sample.host if sampler.host is self.ctx.host or self.ctx.host is None else self.ctx.host.sample()
             host["cpu"].setText("—" if h.cpu_util_pct is None else f"{h.cpu_util_pct:.0f} %")
-            host["ram"].setText("—" if h.mem_used_bytes is None else fmt_bytes(h.mem_used_bytes, binary=True))
+            host["ram"].setText("—" if h.mem_used_bytes is None else fmt_mem(h.mem_used_bytes))
         for g in sample.gpus:
             labels = self._live.get(g.index)
             if not labels:
@@ -372,8 +388,7 @@ class MachinePage(Page):
                 continue
             labels["util"].setText("—" if g.util_pct is None else f"{g.util_pct:.0f} %")
             if g.mem_used_bytes is not None and g.mem_total_bytes:
-                labels["mem"].setText(f"{fmt_bytes(g.mem_used_bytes, binary=True)} of "
-                                      f"{fmt_bytes(g.mem_total_bytes, binary=True)}")
+                labels["mem"].setText(f"{fmt_mem(g.mem_used_bytes)} of {fmt_mem(g.mem_total_bytes)}")
             p = "—" if g.power_w is None else f"{g.power_w:,.0f} W"
             tc = "—" if g.temp_c is None else f"{g.temp_c:.0f} °C"
             labels["power"].setText(f"{p} · {tc}")

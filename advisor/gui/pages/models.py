@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBox
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_bytes, fmt_count
+from advisor.units import fmt_bytes, fmt_count, fmt_mem
 
 
 def plan_values(found) -> dict | None:
@@ -44,7 +44,7 @@ def _fit_text(fit) -> str | None:
     if fit is None:
         return None
     mark = {True: "fits", False: "too big", None: "no GPU"}[fit.fits]
-    return f"{mark} · {fmt_bytes(fit.per_device_bytes, binary=True)}"
+    return f"{mark} · {fmt_mem(fit.per_device_bytes)}"
 
 
 def _fit_color(fit) -> str | None:
@@ -184,7 +184,7 @@ class ModelsPage(Page):
         rows = [_Row(f, fit_model(f.model, gpus) if f.model else None) for f in self._found or []]
         self.table_model.set_rows(rows)
         fit_columns(self.table, max_width=320)
-        gpu_text = (f"{len(gpus)} GPU(s), smallest {fmt_bytes(min(gpus), binary=True)}" if gpus
+        gpu_text = (f"{len(gpus)} GPU(s), smallest {fmt_mem(min(gpus))}" if gpus
                     else "no GPU detected (fit not judged)")
         where = (f"Hugging Face cache {hub_cache_dir()}, Ollama {ollama_dir() or '(not installed)'}, LM Studio "
                  + (", ".join(str(d) for d in lmstudio_dirs()) or "(not installed)"))

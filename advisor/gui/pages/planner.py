@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from advisor.colours import memory_part_colour
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
@@ -28,7 +29,7 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
+from advisor.units import fmt_count, fmt_hours, fmt_mem, fmt_usd, mem_value, memory_unit, sig3
 
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
                 ("activations", "activations_bytes"), ("KV cache", "kv_cache_bytes"), ("overhead", "overhead_bytes"))
@@ -43,13 +44,13 @@ def _table_columns(machine_ids) -> list[Column]:
     return [
         Column("accelerator", lambda r: r["name"] + ("  ← this machine" if r["accelerator"] in machine_ids else ""),
                cell_tip=lambda r: r["accelerator"], tip="catalog accelerator; ← marks the GPUs in this machine"),
-        Column("memory (GiB)", lambda r: r["capacity_bytes"] / 2**30, lambda v: f"{v:,.0f}", align_right=True,
+        Column(f"memory ({memory_unit()})", lambda r: mem_value(r["capacity_bytes"]), sig3, align_right=True,
                tip="memory of one device"),
         Column("fits", lambda r: r["fits"], lambda v: "yes" if v else "no", color=fit_color,
                tip="whether the job fits in device memory at that device count"),
         Column("devices", lambda r: r["devices"], align_right=True,
                tip="devices needed: the fewest that fit, or the count you set"),
-        Column("per device (GB)", lambda r: r["memory_per_device_bytes"] / 1e9, lambda v: f"{v:,.1f}",
+        Column(f"per device ({memory_unit()})", lambda r: mem_value(r["memory_per_device_bytes"]), sig3,
                align_right=True, tip="memory each device needs at that count, GB = 1e9 bytes"),
         Column("time", lambda r: r["hours"], fmt_hours, align_right=True, tip="wall-clock time of the job"),
         Column("tokens/s", lambda r: r["tokens_per_s"], lambda v: f"{v:,.0f}", align_right=True,
@@ -148,6 +149,7 @@ class PlannerPage(Page):
         self.table.setToolTip("Every accelerator in the catalog; click a header to sort")
         rl.addWidget(self.table, 4)
         self.timing = QLabel()
+        self.timing.setWordWrap(True)  # a long status line must not set the splitter's minimum
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)
         split.addWidget(right)
@@ -250,8 +252,11 @@ class PlannerPage(Page):
             self.model.set_rows(rows)
         self.answer.setText(self._answer_text(result, rows, mine))
         self._draw_memory(bundle, mine)
+        ages = result.price_ages(result.ranked)
+        apart = len(result.infeasible)
         self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
-                            f"priced · cloud prices as of {result.prices_as_of}"
+                            f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
+                            + f" · cloud {ages.summary() if ages else 'prices as of ' + result.prices_as_of}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
 
     def _answer_text(self, result, rows, mine) -> str:
@@ -260,7 +265,7 @@ class PlannerPage(Page):
         name = result.model_name or f"a {fmt_count(result.params)}-parameter model"
         work = dict(WORKLOAD_WORDS).get(r.workload, r.workload)
         head = (f"<b style='font-size:13pt'>{work} {name}</b> · {fmt_count(result.params)} parameters · "
-                f"{fmt_bytes(result.memory.total_bytes)} per device on {result.parallelism.devices} device"
+                f"{fmt_mem(result.memory.total_bytes)} per device on {result.parallelism.devices} device"
                 f"{'s' if result.parallelism.devices > 1 else ''}")
         if result.tokens and r.workload != "inference":
             head += f" · {fmt_count(result.tokens)} tokens"
@@ -299,10 +304,9 @@ class PlannerPage(Page):
             acc = cat.get(acc_id)
             if acc is None or round(acc.memory_bytes / 2**30) in seen:
                 continue
-            gib = round(acc.memory_bytes / 2**30)
-            seen.add(gib)
+            seen.add(round(acc.memory_bytes / 2**30))
             colour = themes.current().good if acc_id in mine else themes.current().muted
-            label = f"{acc.name} ({gib} GiB)" + (" — this machine" if acc_id in mine else "")
+            label = f"{acc.name} ({fmt_mem(acc.memory_bytes)})" + (" — this machine" if acc_id in mine else "")
             self._cap_lines.append(plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
                                                         label_position=0.99, label_anchor=(1, 1)))
 
@@ -311,7 +315,8 @@ class PlannerPage(Page):
         parts = [(label, [getattr(m, attr) for _, m in bundle.memory_by_devices]) for label, attr in MEMORY_PARTS]
         if len(self._bars) != len(parts):
             plots.clear_bars(self.chart, self._bars)
-            self._bars = plots.stacked_bars(self.chart, parts, width=0.55)
+            self._bars = plots.stacked_bars(self.chart, parts, width=0.55, value_format=fmt_mem,
+                                            colours=[memory_part_colour(attr) for _, attr in MEMORY_PARTS])
         else:  # move the bars built once: cheaper than new items on every plan
             plots.update_stacked_bars(self._bars, parts)
         labels = [f"{n} device{'s' if n > 1 else ''}" for n in counts]

@@ -34,6 +34,9 @@ from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, ma
 from advisor.gui.workers import GeneratorWorker, release
 
 SCREENSHOT_PARAMS = {"host-bandwidth": {"elements": 8_000_000, "reps": 4, "trials": 1}}
+EMPTY_TEXT = ("<b>Nothing measured yet.</b><br>Tick a probe on the left, pick the device and press <b>Run</b> "
+              "(a quick host-bandwidth run takes seconds). The results show here, on the Machine page, "
+              "and can calibrate the planner.")
 
 
 def _kernel_rows(result) -> list[dict]:
@@ -157,10 +160,12 @@ class ProbesPage(Page):
         self.chart = plots.make_plot("Measured rates (bars: best, dots: median; dashed: the peak)", "rate", "",
                                      x_label="kernel", x_unit="", legend=True, min_height=260)
         self.chart.setMouseEnabled(x=False, y=False)
+        plots.set_empty_text(self.chart, EMPTY_TEXT)
         rl.addWidget(self.chart, 3)
         self.tabs = QTabWidget()
         self.result_model = RecordTableModel(_result_columns(), [], self)
         self.result_view = make_view(self.result_model)
+        self.result_view.setAccessibleName("Probe results")
         self.history_model = RecordTableModel(_history_columns(), [], self)
         self.history_view = make_view(self.history_model)
         self.history_view.setObjectName("historyTable")
@@ -298,6 +303,7 @@ class ProbesPage(Page):
         self._live_y.clear()
 
     def _add_point(self, point) -> None:
+        plots.set_empty_text(self.chart, None)
         name = str(point.get("series", "measured"))
         if name not in self._series:
             self._series[name] = plots.add_line(self.chart, name, len(self._series))
@@ -324,6 +330,7 @@ class ProbesPage(Page):
             plots.add_limit_line(self.chart, peak, f"peak {peak:,.0f} {unit} ({result.peak.get('origin', '')})")
 
     def _draw_bars(self, result) -> None:
+        plots.set_empty_text(self.chart, None)
         self.chart.clear()
         names = list(result.results)
         best = [result.results[k].best for k in names]
@@ -368,6 +375,7 @@ class ProbesPage(Page):
 
     def _compare_runs(self, a, b) -> None:
         """Two stored runs of one probe side by side: grouped bars of each kernel's best and the ratios."""
+        plots.set_empty_text(self.chart, None)
         self._clear_chart()
         best_a, best_b = a.best(), b.best()
         kernels = [k for k in best_a if k in best_b]

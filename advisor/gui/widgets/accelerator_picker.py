@@ -2,7 +2,8 @@
 
 No choice means every accelerator (the planner's default). The button says what is chosen ("All accelerators",
 the one name, or "3 accelerators"); ``selection()`` keeps the order the ids were given or checked in, so a
-scenario's list comes back as written.
+scenario's list comes back as written. A search box above the list filters it by name, id or memory size
+("h100", "mi300", "80 gb"); filtering never changes what is checked.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMenu,
@@ -22,7 +24,10 @@ from PySide6.QtWidgets import (
     QWidgetAction,
 )
 
+from advisor.units import fmt_mem
+
 ALL_TEXT = "All accelerators"
+SEARCH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class AcceleratorPicker(QToolButton):
@@ -38,14 +43,24 @@ class AcceleratorPicker(QToolButton):
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAccessibleName("Accelerators")
         menu = QMenu(self)
         panel = QWidget(menu)
         layout = QVBoxLayout(panel)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(4)
         layout.addWidget(QLabel("Plan only on the checked accelerators:"))
+        self.search = QLineEdit(panel)
+        self.search.setObjectName("acceleratorSearch")
+        self.search.setPlaceholderText("Search by name, id or memory…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search accelerators")
+        self.search.textChanged.connect(self._on_search_text_changed)
+        layout.addWidget(self.search)
         self.list = QListWidget(panel)
         self.list.setObjectName("acceleratorList")
+        self.list.setAccessibleName("Accelerators to plan on")
+        self.search.returnPressed.connect(self.list.setFocus)
         self.list.itemChanged.connect(self._on_list_item_changed)
         layout.addWidget(self.list)
         row = QHBoxLayout()
@@ -69,13 +84,20 @@ class AcceleratorPicker(QToolButton):
         for acc_id, name, mem in accelerators:
             item = QListWidgetItem(f"{name}  ({acc_id})")
             item.setData(Qt.ItemDataRole.UserRole, acc_id)
-            item.setToolTip(f"{acc_id} · {mem / 2**30:,.0f} GiB")
+            item.setToolTip(f"{acc_id} · {fmt_mem(mem)}")
+            item.setData(SEARCH_ROLE, f"{name} {acc_id} {fmt_mem(mem)}".lower())
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Unchecked)
             self.list.addItem(item)
         self.list.blockSignals(False)
         self.list.setMinimumSize(max(300, self.list.sizeHintForColumn(0) + 32), 300)  # whole names, no clipping
         self._apply([a for a in self._chosen if a in self._names], emit=False)
+        self._on_search_text_changed(self.search.text())
+
+    def visible_ids(self) -> list[str]:
+        """The ids the search leaves in the list, in list order."""
+        return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())
+                if not self.list.item(i).isHidden()]
 
     def selection(self) -> list[str]:
         """The chosen ids in the order given or checked; empty means all."""
@@ -118,6 +140,14 @@ class AcceleratorPicker(QToolButton):
         if item.checkState() == Qt.CheckState.Checked:
             ids.append(acc_id)
         self._apply(ids, emit=True)
+
+    @Slot(str)
+    def _on_search_text_changed(self, text: str) -> None:
+        words = text.lower().replace("gb", " gb").split()
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            haystack = item.data(SEARCH_ROLE) or ""
+            item.setHidden(not all(w in haystack for w in words))
 
     @Slot()
     def _on_clear_button_clicked(self) -> None:

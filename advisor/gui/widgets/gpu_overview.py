@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from advisor.gui import theme as themes
 from advisor.gui.widgets import plots
 from advisor.hw.records import GPU_LOST, GPU_OK, STATE_WORDS, THROTTLE_WORDS
-from advisor.units import fmt_bytes
+from advisor.units import fmt_mem, mem_value, memory_unit
 
 CARD_MAX = 4  # more GPUs than this: rows
 CARD_H = 118
@@ -177,7 +177,7 @@ class GpuOverviewWidget(QWidget):
     @staticmethod
     def _figures(g) -> dict[str, str]:
         mem = ("N/A" if g.mem_used_bytes is None else
-               f"{fmt_bytes(g.mem_used_bytes, binary=True)} / {fmt_bytes(g.mem_total_bytes, binary=True)}")
+               f"{fmt_mem(g.mem_used_bytes)} / {fmt_mem(g.mem_total_bytes)}")
         power = "N/A" if g.power_w is None else f"{g.power_w:.0f} W" + (
             f" / {g.power_limit_w:.0f} W" if g.power_limit_w else "")
         return {"utilisation": "N/A" if g.util_pct is None else f"{g.util_pct:.0f} %", "memory": mem,
@@ -224,7 +224,7 @@ class GpuOverviewWidget(QWidget):
             "util": ("N/A" if g.util_pct is None else f"{g.util_pct:.0f} %",
                      None if g.util_pct is None else g.util_pct / 100, None),
             "mem": ("N/A" if g.mem_used_bytes is None else
-                    f"{g.mem_used_bytes / 2**30:.1f} / {(total or 0) / 2**30:.1f} GiB",
+                    f"{mem_value(g.mem_used_bytes):.1f} / {mem_value(total or 0):.1f} {memory_unit()}",
                     g.mem_used_bytes / total if g.mem_used_bytes is not None and total else None, None),
             "power": (power, None, None), "temp": ("N/A" if g.temp_c is None else f"{g.temp_c:.0f} °C", None,
                                                    t.bad if hot else None),

@@ -57,6 +57,8 @@ CHOICE_TEXT = {
     "quant": {None: "none", "q8_0": "q8_0 (8.5 bits)", "q6_k": "q6_k (6.6 bits)",
               "q4_k_m": "q4_k_m (4.8 bits)", "q4_0": "q4_0 (4.5 bits)", "nf4": "nf4 (4.1 bits)"},
     "zero": {None: "auto", 0: "0 (none)"},
+    "runtime": {None: "auto (llama.cpp on consumer cards, vLLM on datacenter parts)", "llama.cpp": "llama.cpp",
+                "vllm": "vLLM", "exllama": "ExLlamaV2", "mlc": "MLC LLM"},
 }
 CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config"}
 UNIT_TEXT = {"fraction of dense peak": "of peak"}  # the whole unit is in the tooltip

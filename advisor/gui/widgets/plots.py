@@ -12,8 +12,9 @@ import weakref
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QLabel
 
 from advisor.gui import theme as themes
 
@@ -55,7 +56,7 @@ def pen(index: int = 0, width: float = 2.0, style=Qt.PenStyle.SolidLine, color_o
 
 
 def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time before now", x_unit: str = "s",
-              legend: bool = False, parent=None, min_height: int = 150, legend_columns: int = 1,
+              legend: bool = False, parent=None, min_height: int = 150, legend_columns: int = 4,
               legend_offset: tuple[int, int] = (8, 8)) -> pg.PlotWidget:
     """A chart with labelled axes and units, grid, clip-to-view and downsampling on.
 
@@ -83,11 +84,90 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
     item.setMenuEnabled(False)
     item.hideButtons()
     if legend:
-        item.addLegend(offset=legend_offset, labelTextSize="8pt", colCount=legend_columns)
+        # The legend sits in its own row under the bottom axis, outside the data area, so it never covers
+        # data however the series are scaled. (``legend_offset`` is kept for callers; it no longer applies.)
+        legend_item = pg.LegendItem(labelTextSize="8pt", colCount=legend_columns)
+        item.layout.addItem(legend_item, 4, 0, 1, 3)  # under the axes, as wide as the whole chart
+        item.legend = legend_item  # named items added to the plot join it by themselves
+        fitter = _LegendFitter(plot, legend_item, legend_columns)
+        plot.installEventFilter(fitter)
+        plot._legend_fitter = fitter  # kept alive with the plot
     plot.setProperty("y_unit", y_unit)
     _PLOTS.add(plot)
     _style(plot)
     return plot
+
+
+class _LegendFitter(QObject):
+    """Gives a legend under a chart as many columns as fit the chart's width (at most ``max_columns``), so a
+    narrow chart never gets a legend wider than itself (pyqtgraph would clip the whole chart to the view)."""
+
+    def __init__(self, plot: pg.PlotWidget, legend: pg.LegendItem, max_columns: int) -> None:
+        super().__init__(plot)
+        self._plot = plot
+        self._legend = legend
+        self._max = max(1, max_columns)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.LayoutRequest):
+            self.fit(obj.width())
+        return False
+
+    def fit(self, width: int) -> None:
+        """Choose the column count for a chart ``width`` pixels wide."""
+        labels = [label for _sample, label in self._legend.items]
+        widest = max((label.item.boundingRect().width() for label in labels), default=60.0)  # the text, not its cell
+        room = width - 30
+        columns = int(max(1, min(self._max, room // (widest + 32))))
+        if columns != self._legend.columnCount:
+            self._legend.setColumnCount(columns)
+
+
+class _EmptyNote(QLabel):
+    """A centred, wrapped sentence over an empty chart that says what to do to fill it."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        super().__init__(plot)
+        self.setObjectName("emptyNote")
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        plot.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Resize:
+            self.place()
+        return False
+
+    def place(self) -> None:
+        plot = self.parentWidget()
+        width = max(120, min(460, plot.width() - 40))
+        self.setFixedWidth(width)
+        self.adjustSize()
+        self.move((plot.width() - width) // 2, max(0, (plot.height() - self.height()) // 2))
+
+
+def set_empty_text(plot: pg.PlotWidget, text: str | None) -> None:
+    """Show ``text`` over the chart while it has no data (what to do first); None hides it."""
+    note = plot.findChild(_EmptyNote)
+    if text is None:
+        if note is not None:
+            note.hide()
+        return
+    if note is None:
+        note = _EmptyNote(plot)
+    note.setStyleSheet(f"QLabel#emptyNote {{ color: {_theme.text}; background: {_theme.surface}; "
+                       f"border: 1px solid {_theme.grid}; border-radius: 6px; padding: 10px; }}")
+    note.setText(text)
+    note.place()
+    note.show()
+    note.raise_()
+
+
+def empty_text(plot: pg.PlotWidget) -> str | None:
+    """The empty-state sentence shown over a chart, or None (tests)."""
+    note = plot.findChild(_EmptyNote)
+    return note.text() if note is not None and not note.isHidden() else None
 
 
 def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float = 2.0, dashed: bool = False,
@@ -101,6 +181,8 @@ def add_line(plot: pg.PlotWidget, name: str | None, index: int, *, width: float 
     if live:
         width = min(width, 1.5)
     item = plot.plot([], [], name=name, pen=pen(index, width, style), antialias=not live)
+    if name:
+        refit_legend(plot)
     item.setClipToView(True)
     item.setDownsampling(auto=True, method="peak")
     if fill:
@@ -158,12 +240,17 @@ def set_categories(plot: pg.PlotWidget, labels: Sequence[str], axis: str = "bott
 
 
 def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]]], *, width: float = 0.6,
-                 horizontal: bool = False) -> list[pg.BarGraphItem]:
-    """Draw stacked bars, one stack per category position, one colour per part.
+                 horizontal: bool = False, colours: Sequence[str] | None = None,
+                 value_format=None) -> list[pg.BarGraphItem]:
+    """Draw stacked bars, one stack per category position, one colour per part, each stack's total at its end.
 
     Args:
         parts: ``(part name, values per category)`` in stacking order; zero parts still get a legend entry.
         horizontal: bars grow along x, categories on y.
+        colours: one colour per part (from :mod:`advisor.colours`, so a part keeps its colour in every
+            chart); None cycles the series colours.
+        value_format: formats a stack's total for its label (e.g. :func:`advisor.units.fmt_usd`); None
+            draws no labels.
     Returns:
         The bar items (replace them by calling again after :func:`clear_bars`).
     """
@@ -172,30 +259,63 @@ def stacked_bars(plot: pg.PlotWidget, parts: Sequence[tuple[str, Sequence[float]
     base = [0.0] * n
     for i, (name, values) in enumerate(parts):
         vals = [float(v or 0.0) for v in values]
-        brush = pg.mkBrush(color(i))
+        brush = pg.mkBrush(QColor(colours[i]) if colours is not None else color(i))
         if horizontal:
             bar = pg.BarGraphItem(x0=base, y=list(range(n)), height=width, width=vals, brush=brush,
                                   pen=pg.mkPen(_theme.background, width=0.5), name=name)
         else:
             bar = pg.BarGraphItem(x=list(range(n)), y0=base, width=width, height=vals, brush=brush,
                                   pen=pg.mkPen(_theme.background, width=0.5), name=name)
+        bar.part_colour = brush.color().name()  # the colour tests check against advisor.colours
         plot.addItem(bar)  # a named item joins the legend by itself
         items.append(bar)
         base = [b + v for b, v in zip(base, vals)]
+    if value_format is not None:
+        items.extend(_total_labels(plot, base, value_format, horizontal))
+    refit_legend(plot)
     return items
 
+
+def refit_legend(plot: pg.PlotWidget) -> None:
+    """Re-choose the legend's columns after series were added (the widest name may have changed)."""
+    fitter = getattr(plot, "_legend_fitter", None)
+    if fitter is not None:
+        fitter.fit(plot.width())
+
+
+def _total_labels(plot: pg.PlotWidget, totals: Sequence[float], value_format, horizontal: bool) -> list:
+    """One text item per stack with its total, just past the stack's end."""
+    labels = []
+    for i, total in enumerate(totals):
+        anchor = (0, 0.5) if horizontal else (0.5, 1)
+        text = pg.TextItem(value_format(total), color=_theme.text, anchor=anchor)
+        text.setPos(total, i) if horizontal else text.setPos(i, total)
+        text.value_format = value_format
+        plot.addItem(text)
+        labels.append(text)
+    return labels
 
 def update_stacked_bars(items: list, parts: Sequence[tuple[str, Sequence[float]]]) -> None:
     """Give bars made by :func:`stacked_bars` new values (same parts, same orientation)."""
     n = max((len(v) for _, v in parts), default=0)
     base = [0.0] * n
-    for bar, (_name, values) in zip(items, parts):
+    bars = [it for it in items if isinstance(it, pg.BarGraphItem)]
+    horizontal = False
+    for bar, (_name, values) in zip(bars, parts):
         vals = [float(v or 0.0) for v in values]
         if bar.opts.get("x0") is not None:
+            horizontal = True
             bar.setOpts(x0=base, y=list(range(n)), width=vals)
         else:
             bar.setOpts(x=list(range(n)), y0=base, height=vals)
         base = [b + v for b, v in zip(base, vals)]
+    labels = [it for it in items if isinstance(it, pg.TextItem)]
+    if labels and len(labels) == n:
+        fmt = getattr(labels[0], "value_format", None)
+        for i, (label, total) in enumerate(zip(labels, base)):
+            if fmt is not None:
+                label.setText(fmt(total))
+            label.setPos(total, i) if horizontal else label.setPos(i, total)
 
 
 def clear_bars(plot: pg.PlotWidget, items: list) -> None:
@@ -203,7 +323,7 @@ def clear_bars(plot: pg.PlotWidget, items: list) -> None:
     legend = plot.getPlotItem().legend
     for it in items:
         plot.removeItem(it)
-        if legend is not None:
+        if legend is not None and isinstance(it, pg.BarGraphItem):
             legend.removeItem(it)
     items.clear()
 

@@ -15,7 +15,7 @@ from PySide6.QtCore import QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QVBoxLayout, QWidget
 
 from advisor.gui.widgets.tables import RECORD_ROLE, Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_bytes
+from advisor.units import fmt_mem
 
 KILL_AFTER_S = 3.0  # a process still running this long after terminate is offered a kill
 
@@ -40,12 +40,12 @@ def process_columns(now=time.time) -> list[Column]:
         Column("PID", lambda p: p.pid, align_right=True),
         Column("user", lambda p: p.user, tip="— when the PID is in another namespace (a container)"),
         Column("GPU", lambda p: p.gpu_index, align_right=True),
-        Column("GPU memory", lambda p: p.gpu_mem_bytes, lambda v: fmt_bytes(v, binary=True), align_right=True,
+        Column("GPU memory", lambda p: p.gpu_mem_bytes, fmt_mem, align_right=True,
                tip="memory the process holds on the GPU; — where the driver cannot tell (Windows WDDM, Intel, Apple)"),
         Column("GPU (%)", lambda p: p.gpu_util_pct, lambda v: f"{v:.0f}", align_right=True,
                tip="the process's share of the GPU's time over the last sample, where the driver gives it"),
         Column("CPU (%)", lambda p: p.cpu_pct, lambda v: f"{v:.0f}", align_right=True),
-        Column("host memory", lambda p: p.host_mem_bytes, lambda v: fmt_bytes(v, binary=True), align_right=True),
+        Column("host memory", lambda p: p.host_mem_bytes, fmt_mem, align_right=True),
         Column("running", lambda p: None if p.started_s is None else -p.started_s,
                lambda v: running_time(-v, now()), align_right=True, tip="time since the process started"),
         Column("command", lambda p: p.cmdline or p.name, cell_tip=lambda p: p.cmdline or p.name or "",

@@ -1,0 +1,166 @@
+"""Issue 17 wired into the plan: fitted utilisation, honest ranges, decode by format and runtime, and the
+inconsistencies a reader noticed (headline layout, MoE FLOPs line, spot rework per million tokens, bf16 on T4)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.catalog.training_runs import bundled_utilisation_model
+from advisor.commands.plan import render_table
+from advisor.estimate import decode
+from advisor.estimate import utilisation as U
+from advisor.job import JOB_FIELDS
+from advisor.job.schema import QUANTS, RUNTIMES
+from advisor.planner import PlanRequest, plan
+from advisor.store.calibration import Calibration
+
+CAT = load_catalog(use_user_file=False)
+MODEL = bundled_utilisation_model()
+
+
+def _plan(calibration=None, **kw):
+    return plan(PlanRequest.from_mapping(kw), CAT, calibration)
+
+
+# ---------------------------------------------------------------- utilisation and ranges
+def test_datacenter_training_takes_the_fitted_utilisation_with_its_interval():
+    r = _plan(model="llama-3-8b", workload="pretrain", tokens=1e10, accelerator=["h100-sxm"])
+    o = r.option("onprem:h100-sxm")
+    est = U.predict_utilisation(MODEL, generation=2022, active_params=r.active_params, seq_len=2048)
+    assert o.mfu_source == "fitted" and o.mfu == pytest.approx(est.mfu) and "documented runs" in o.mfu_origin
+    f = math.exp(MODEL.half_width_log)  # 1.28 (docs/method.md)
+    assert f == pytest.approx(1.28, abs=0.01)
+    assert o.hours_interval == pytest.approx((o.hours / f, o.hours * f))
+    assert o.tokens_per_s_interval == pytest.approx((o.tokens_per_s / f, o.tokens_per_s * f))
+    lo, hi = o.cost_usd_interval
+    assert lo < o.cost_usd < hi and hi / o.cost_usd == pytest.approx(f, rel=1e-6)  # no egress: all parts scale
+    doc = o.to_json()
+    assert doc["hours_interval"] == list(o.hours_interval) and doc["cost_usd_interval"] == list(o.cost_usd_interval)
+    assert r.to_json()["goodput"]["factor"] == pytest.approx(MODEL.goodput)
+
+
+def test_a_calibrated_machine_gets_a_narrower_range():
+    cal = Calibration(mfu=0.35, eta_mem=None, device="cuda:0", accelerator_id="h100-sxm",
+                      measured_at="2026-11-29T12:00:00Z", source="probe:train-step")
+    kw = dict(model="llama-3-8b", workload="pretrain", tokens=1e10, accelerator=["h100-sxm"])
+    o = _plan(**kw, calibration=cal).option("onprem:h100-sxm")
+    assert o.mfu == 0.35 and o.mfu_source == "calibrated"
+    f = math.exp(MODEL.half_width_calibrated_log)  # 1.11
+    assert f == pytest.approx(1.11, abs=0.01)
+    assert o.hours_interval[1] / o.hours == pytest.approx(f)
+    plain = _plan(**kw).option("onprem:h100-sxm")
+    assert o.hours_interval[1] / o.hours < plain.hours_interval[1] / plain.hours
+
+
+def test_priors_are_kept_where_the_documented_runs_have_no_data():
+    cases = [(dict(model="llama-3-8b", workload="lora", tokens=1e8, accelerator=["rtx-4090"]), "home:rtx-4090",
+              "consumer parts"),
+             (dict(model="llama-3-8b", workload="pretrain", precision="fp8", tokens=1e9, accelerator=["h100-sxm"]),
+              "onprem:h100-sxm", "fp8 training"),
+             (dict(model="mixtral-8x7b", workload="pretrain", tokens=1e9, accelerator=["h100-sxm"]),
+              "onprem:h100-sxm", "mixture-of-experts")]
+    for kw, option_id, why in cases:
+        o = _plan(**kw).option(option_id)
+        assert o.mfu_source == "prior" and o.mfu_origin.startswith("prior:")
+        assert why in o.note and "prior kept" in o.note
+
+
+def test_time_split_adds_up_and_shows_pcie_traffic():
+    # Two 4090s in one rig over PCIe 4.0 (31 GB/s): data-parallel gradients cross it.
+    r = _plan(model="llama-3-8b", workload="finetune", optimizer="adamw-8bit", gpus=4, tokens=1e8,
+              accelerator=["rtx-4090"], checkpointing="full")
+    o = r.option("home:rtx-4090")
+    split = o.time_split_s
+    assert set(split) == {"compute", "communication", "bubble"}
+    assert sum(split.values()) == pytest.approx(o.hours * 3600.0)
+    assert split["communication"] > 0 and split["bubble"] == 0.0
+    assert o.to_json()["time_split_s"] == split
+    assert f"Time of {r.best().id}: compute" in render_table(r)
+
+
+# ---------------------------------------------------------------- decode by format and runtime
+def test_runtime_field_is_declared_once():
+    assert RUNTIMES == decode.RUNTIMES
+    assert JOB_FIELDS["runtime"].choices == RUNTIMES and JOB_FIELDS["runtime"].workloads == ("inference",)
+    assert set(QUANTS) <= set(decode.FORMATS)
+
+
+def test_decode_efficiency_follows_format_and_default_runtime():
+    kw = dict(model="llama-3-8b", workload="inference", context=1024, batch=1)
+    f16 = _plan(**kw, accelerator=["rtx-4090"]).option("home:rtx-4090")
+    q4 = _plan(**kw, quant="q4_0", accelerator=["rtx-4090"]).option("home:rtx-4090")
+    # llama.cpp on an M2 Ultra: F16 41.35 t/s x 12.55 GiB / 800 GB/s; Q4_0 88.54 t/s x 3.56 GiB / 800 GB/s
+    assert f16.serving.bandwidth_efficiency == pytest.approx(41.35 * 12.55 * 2**30 / 800e9)
+    assert q4.serving.bandwidth_efficiency == pytest.approx(88.54 * 3.56 * 2**30 / 800e9)
+    assert "for llama.cpp" in f16.mfu_origin
+    dc = _plan(**kw, accelerator=["h100-sxm"]).option("onprem:h100-sxm")
+    assert "for vllm" in dc.mfu_origin
+    chosen = _plan(**kw, runtime="exllama", accelerator=["rtx-4090"]).option("home:rtx-4090")
+    assert "for exllama" in chosen.mfu_origin
+
+
+@pytest.mark.parametrize("quant", (None, *QUANTS))
+def test_decode_never_exceeds_the_bandwidth_bound(quant):
+    from advisor.estimate.memory import weight_bits
+
+    r = _plan(model="llama-3-8b", workload="inference", context=512, batch=1, quant=quant)
+    bits = weight_bits("bf16", quant)
+    for o in r.options:
+        acc = CAT.accelerators[o.accelerator]
+        bound = acc.mem_bandwidth_bps * o.devices / (r.params * bits / 8)
+        assert o.tokens_per_s <= bound
+        assert o.tokens_per_s_interval[1] <= bound * (1 + 1e-9)
+
+
+# ---------------------------------------------------------------- inconsistencies of issue 17
+def test_headline_memory_uses_the_chosen_options_layout():
+    # Full fine-tuning of Llama 3 8B on 2 H100s without ZeRO does not fit at tp 1: the cheapest option uses tp 2.
+    r = _plan(model="llama-3-8b", workload="finetune", gpus=2, zero=0, accelerator=["h100-sxm"])
+    best = r.best()
+    assert best.parallelism.tp == 2
+    assert r.parallelism == best.parallelism and r.memory.total_bytes == best.memory_per_device_bytes
+    assert r.to_json()["memory"]["parallelism"]["tp"] == 2
+    assert "(tp 2, pp 1, dp 1, ZeRO 0" in render_table(r)
+
+
+def test_moe_flops_line_counts_active_params():
+    r = _plan(model="mixtral-8x7b", workload="pretrain", tokens=1e9)
+    line = next(x for x in render_table(r).splitlines() if x.startswith("FLOPs:"))
+    assert "6 x active params x tokens" in line and " 0 x " not in line
+
+
+def test_spot_cost_per_million_tokens_includes_the_rework():
+    r = _plan(model="llama-3-8b", workload="inference", tokens=1e8, accelerator=["h100-sxm"])
+    spot = next(o for o in r.options if o.spot)
+    parts = spot.cost_breakdown_usd
+    assert parts["spot_rework"] > 0
+    assert spot.usd_per_million_tokens == pytest.approx(spot.cost_usd / spot.tokens * 1e6)
+    assert spot.usd_per_million_tokens > parts["rent"] / spot.tokens * 1e6
+
+
+def test_bf16_on_t4_is_timed_at_the_fp16_rate_and_says_so():
+    t4 = CAT.accelerators["t4"]
+    assert t4.peak_precision("bf16") == "fp16" and t4.peak_flops("bf16") == t4.fp16_flops
+    r = _plan(model="llama-3-8b", workload="lora", tokens=1e8, accelerator=["t4"])
+    assert all("no bf16 units on Tesla T4: timed at the fp16 rate" in o.note for o in r.options)
+    h100 = _plan(model="llama-3-8b", workload="lora", tokens=1e8, accelerator=["h100-sxm"])
+    assert not any("units" in o.note for o in h100.options)
+
+
+def test_the_allreduce_probe_figure_replaces_the_home_link():
+    from advisor.probes._types import ProbeResult
+    from advisor.probes.session import calibration_from
+
+    kw = dict(model="llama-3-8b", workload="finetune", optimizer="adamw-8bit", gpus=4, tokens=1e8,
+              accelerator=["rtx-4090"], checkpointing="full")
+    offer = {"allreduce_bus_bps": 5e9, "accelerator_id": "rtx-4090"}
+    result = ProbeResult(probe="allreduce", device="cuda", results={}, peak=None, calibration=offer)
+    cal = calibration_from([result])
+    assert cal.allreduce_bus_bps == 5e9 and cal.mfu is None and cal.applies_to("rtx-4090")
+    measured, catalog = _plan(**kw, calibration=cal).option("home:rtx-4090"), _plan(**kw).option("home:rtx-4090")
+    # 5 GB/s against PCIe 4.0's 31 GB/s: the gradients take longer to cross
+    assert measured.time_split_s["communication"] > catalog.time_split_s["communication"]
+    assert measured.hours > catalog.hours and "5.0 GB/s all-reduce bus bandwidth measured" in measured.note

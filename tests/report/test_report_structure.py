@@ -1,0 +1,69 @@
+"""Reports people send: one page per scenario (headline, chosen option, five alternatives, memory chart, cost
+parts, changed assumptions with their origin), the option tables in an appendix; three scenarios in at most
+eight PDF pages; HTML and Markdown in the same order."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from advisor.report import render_report, write_report
+from advisor.report.content import sections
+
+SCENARIOS = (
+    ["--model", "llama-3-8b", "--workload", "lora"],
+    ["--model", "mistral-7b", "--workload", "finetune", "--electricity-usd-per-kwh", "0.30"],
+    ["--model", "llama-2-13b", "--workload", "inference"],
+)
+
+
+@pytest.fixture(scope="module")
+def three_plans():
+    import json
+    import subprocess
+    import sys
+
+    docs = []
+    for args in SCENARIOS:
+        out = subprocess.run([sys.executable, "-m", "advisor", "plan", *args, "--json"], capture_output=True,
+                             text=True, timeout=120, check=True)
+        docs.append(json.loads(out.stdout))
+    return docs
+
+
+def test_scenario_page_holds_the_decision(three_plans):
+    secs = sections(three_plans)
+    for s in secs:
+        assert s.chosen is not None and s.chosen["fits"]
+        assert len(s.alternatives) == 5
+        costs = [s.chosen["cost_usd"], *(o["cost_usd"] for o in s.alternatives)]
+        assert costs == sorted(costs)  # the chosen one is the cheapest, the next five follow
+        assert dict(s.memory_parts)["weights"] > 0
+
+
+def test_changed_assumptions_name_their_value_default_and_origin():
+    doc = {"schema": "advisor.plan/1", "options": [], "assumptions": {
+        "electricity_usd_per_kwh": {"value": 0.30, "unit": "USD/kWh", "origin": "scenario file home.toml"},
+        "home_load_factor": {"value": 0.9, "unit": "fraction of TDP", "origin": "assumption"}}}
+    (s,) = sections([doc])
+    assert s.changed_assumptions == (("electricity_usd_per_kwh", 0.30, "USD/kWh", "scenario file home.toml", 0.17),)
+    html = render_report([doc], "html")
+    assert "scenario file home.toml" in html and "Nothing fits" in html
+
+
+def test_html_and_markdown_follow_the_same_structure(three_plans):
+    html = render_report(three_plans, "html")
+    md = render_report(three_plans, "md")
+    html_heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<h[23]>(.*?)</h[23]>", html)]
+    md_heads = [h for h in re.findall(r"^#{2,3} (.*)$", md, flags=re.M)]
+    # the same sections in the same order (the HTML escapes what Markdown writes plainly)
+    assert [h.replace("&amp;", "&") for h in html_heads] == md_heads
+    assert md_heads[0] == "Summary" and md_heads[1].startswith("1. ") and any(h.startswith("A3. ") for h in md_heads)
+
+
+def test_three_scenarios_fit_in_eight_pdf_pages(three_plans, tmp_path):
+    path = write_report(three_plans, tmp_path / "three.pdf")
+    data = path.read_bytes()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+    assert 4 <= pages <= 8, pages  # at least a page per scenario and the appendix
