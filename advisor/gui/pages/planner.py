@@ -87,6 +87,7 @@ class PlannerPage(Page):
 
         left = QScrollArea()
         left.setWidgetResizable(True)
+        left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # the form fits its width
         left.setMinimumWidth(340)
         form_host = QWidget()
         form_layout = QVBoxLayout(form_host)

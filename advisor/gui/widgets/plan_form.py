@@ -57,12 +57,12 @@ CHOICE_TEXT = {
     "quant": {None: "none", "q8_0": "q8_0 (8.5 bits)", "q6_k": "q6_k (6.6 bits)",
               "q4_k_m": "q4_k_m (4.8 bits)", "q4_0": "q4_0 (4.5 bits)", "nf4": "nf4 (4.1 bits)"},
     "zero": {None: "auto", 0: "0 (none)"},
-    "runtime": {None: "auto (llama.cpp on consumer cards, vLLM on datacenter parts)", "llama.cpp": "llama.cpp",
+    "runtime": {None: "auto", "llama.cpp": "llama.cpp",
                 "vllm": "vLLM", "exllama": "ExLlamaV2", "mlc": "MLC LLM"},
 }
 CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config"}
 UNIT_TEXT = {"fraction of dense peak": "of peak"}  # the whole unit is in the tooltip
-UNIT_WIDTH = 76  # px: units in one column, so the editors line up
+UNITS = tuple(dict.fromkeys(UNIT_TEXT.get(m.unit, m.unit) for m in JOB_FIELDS.values() if m.unit))
 AUTO = "auto"
 
 
@@ -111,6 +111,7 @@ class PlanFormWidget(QWidget):
         self.form.setRowVisible(self.error, False)
         self._row_visible[self.error] = False
         self._model_ids = list(model_ids)
+        self._unit_width = max(self.fontMetrics().horizontalAdvance(u) for u in UNITS) + 4
         self._accelerators = accelerators
         group = None
         for name, meta in JOB_FIELDS.items():
@@ -181,7 +182,7 @@ class PlanFormWidget(QWidget):
         lay.addWidget(editor, 1)
         u = QLabel(UNIT_TEXT.get(unit, unit))
         u.setStyleSheet(f"color: {themes.current().muted}")
-        u.setFixedWidth(UNIT_WIDTH)
+        u.setFixedWidth(self._unit_width)  # units in one column, as wide as the longest, so the editors line up
         lay.addWidget(u)
         row.setObjectName(f"planRow_{name}")
         return row
@@ -191,7 +192,7 @@ class PlanFormWidget(QWidget):
         """A combo box as wide as the form allows, not as its longest item (the popup shows items whole)."""
         if isinstance(widget, QComboBox):
             widget.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            widget.setMinimumContentsLength(8)
+            widget.setMinimumContentsLength(6)
 
     def _connect(self, widget: QWidget) -> None:
         if isinstance(widget, QComboBox):
