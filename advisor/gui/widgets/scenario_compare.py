@@ -358,8 +358,8 @@ class ScenarioCompareDialog(QDialog):
             self._bars.append(bar)
         plots.set_categories(self.chart, [s.name for s in summaries])
         self.chart.setXRange(-0.6, max(len(summaries), 1) - 0.4, padding=0)
-        self.chart.setYRange(floor, top + 1.2, padding=0)  # above the tallest bar: its label, then the legend
-        plots.set_log_ticks(self.chart, "left", plots.USD_TICKS, 10 ** floor, 10 ** (top + 1.2))
+        self.chart.setYRange(floor, top + 0.45, padding=0)  # room above the tallest bar for its label
+        plots.set_log_ticks(self.chart, "left", plots.USD_TICKS, 10 ** floor, 10 ** (top + 0.45))
         self._draw_front(summaries)
 
     def _draw_front(self, summaries) -> None:
