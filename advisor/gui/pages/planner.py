@@ -331,6 +331,9 @@ class PlannerPage(Page):
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
         top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
         y_top = nice_ceiling(max(top, min(top_cap, 2.5 * top)) * 1.08)
+        caps = [line.value() for line in self._cap_lines]
+        if any(0.9 * y_top < c <= y_top for c in caps):  # a line's label sits above it: leave it room
+            y_top = nice_ceiling(1.12 * y_top)
         x_range = (-0.6, len(counts) - 0.4)
         if (y_top, x_range) != self._ranges:  # a range unchanged leaves the axes as drawn (no new ticks)
             self._ranges = (y_top, x_range)
