@@ -91,6 +91,9 @@ def register(sub) -> None:
     from advisor.report.plan_outputs import add_output_flags  # --report, --launch, --save-scenario, --fleet
 
     add_output_flags(o)
+    from advisor.cli import add_fake_gpu
+
+    add_fake_gpu(p)
     p.set_defaults(run=run)
 
 
@@ -145,14 +148,26 @@ def request_values(args, scenario_plan: dict | None = None, scenario_assumptions
     return values
 
 
-def build_plan(values: dict, catalog=None, calibration=None):
-    """Validate values and plan; bad input raises UsageError with one line naming the field."""
+def build_plan(values: dict, catalog=None, calibration=None, machine=None, fleet_owned=None):
+    """Validate values and plan; bad input raises UsageError with one line naming the field.
+
+    Args:
+        machine: this machine (``planner.machine.LocalMachine``): its GPUs as owned options, its host figures.
+        fleet_owned: a fleet's machines as owned hardware (``--fleet``): planned instead of this machine's GPUs,
+            and no option needs more devices than the fleet holds.
+    """
     from advisor.cli import UsageError
     from advisor.planner import PlanInputError, PlanRequest, plan
+    from advisor.planner.owned import fleet_limits
 
     try:
         request = PlanRequest.from_mapping(values)
-        return plan(request, catalog=catalog, calibration=calibration)
+        host = machine.host if machine is not None else None
+        if fleet_owned is not None:
+            return plan(request, catalog=catalog, calibration=calibration, owned=fleet_owned, host=host,
+                        limits=fleet_limits(fleet_owned))
+        owned = machine.owned if machine is not None else ()
+        return plan(request, catalog=catalog, calibration=calibration, owned=owned, host=host)
     except PlanInputError as exc:
         raise UsageError(f"plan: {exc}") from None
     except TypeError as exc:  # wrong type from a scenario file
@@ -184,12 +199,22 @@ def run(args) -> int:
     from advisor.store.calibration import load_calibration
 
     catalog, calibration = load_catalog(), load_calibration()  # read once for every scenario and variation
+    machine = _this_machine(args, catalog)
+    if machine.simulated and not args.json:
+        print("*** SIMULATED HARDWARE: this machine's GPUs come from a fake scenario ***", file=sys.stderr)
+    fleet_owned = None
+    if args.fleet:
+        from advisor.planner.owned import owned_from_fleet
+        from advisor.store.fleet import load_fleet
+
+        fleet_owned = owned_from_fleet(load_fleet(), catalog)
     results, values_list = [], []
     for path, sc in named:
         values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None,
                                                      Path(path).name if path else ""))
         values_list.append(values)
-        results.append(build_plan(values, catalog, calibration))
+        results.append(build_plan(values, catalog, calibration, machine, fleet_owned))
+
     for warning in dict.fromkeys(w for r in results for w in r.warnings):
         print(f"warning: {warning}", file=sys.stderr)
     launch_text = write_outputs(args, results, values_list, scenarios)
@@ -200,7 +225,7 @@ def run(args) -> int:
         docs = [r.to_json() for r in results]
         if args.sensitivity:
             for r, doc in zip(results, docs):
-                doc["sensitivity"] = _sensitivity(r, catalog, calibration)
+                doc["sensitivity"] = _sensitivity(r, catalog, calibration, _plan_kw(machine, fleet_owned))
         doc = docs[0] if len(docs) == 1 else {"schema": "advisor.plan-set/1", "plans": docs}
         from advisor.report import ReportError
         from advisor.report.plan_json import plan_json_text
@@ -218,7 +243,28 @@ def run(args) -> int:
     return 0
 
 
-def _sensitivity(result, catalog, calibration) -> dict:
+def _this_machine(args, catalog):
+    """This machine's GPUs and host figures (``--fake-gpu`` honoured), read once per command."""
+    from advisor.cli import UsageError
+    from advisor.hw.detect import UnknownScenario
+    from advisor.planner.machine import local_machine
+
+    try:
+        return local_machine(getattr(args, "fake_gpu", None), catalog)
+    except UnknownScenario as exc:
+        raise UsageError(f"--fake-gpu: {exc}") from None
+
+
+def _plan_kw(machine, fleet_owned) -> dict:
+    """What ``build_plan`` gave the planner besides the request, for the plans sensitivity makes again."""
+    from advisor.planner.owned import fleet_limits
+
+    if fleet_owned is not None:
+        return {"owned": fleet_owned, "host": machine.host, "limits": fleet_limits(fleet_owned)}
+    return {"owned": machine.owned, "host": machine.host}
+
+
+def _sensitivity(result, catalog, calibration, plan_kw=None) -> dict:
     from advisor.cli import UsageError
     from advisor.planner import SENSITIVITY_PARAMETERS, PlanInputError, sensitivity
 
@@ -228,7 +274,7 @@ def _sensitivity(result, catalog, calibration) -> dict:
             continue
         try:
             out[name] = sensitivity(result.request, name, catalog=catalog, calibration=calibration,
-                                    base=result).as_dict()
+                                    base=result, **(plan_kw or {})).as_dict()
         except PlanInputError as exc:
             raise UsageError(f"plan: {exc}") from None
     return out
@@ -255,6 +301,7 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"FLOPs: {units.fmt_flops(result.flops_total)} (model FLOPs, "
                      f"{result.flops_per_token / result.active_params:.0f} x {'active ' if moe else ''}params x tokens; "
                      f"attention adds about {result.attention_flops_per_token:.2e} per token)")
+    lines.extend(headline(result))
     lay = result.parallelism
     lines.append("")
     lines.append(f"Memory per device on {lay.devices} device(s) (tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, "
@@ -306,6 +353,8 @@ def render_table(result, top: int | None = 12) -> str:
                                                           for k, v in split.items())
                      + " (communication model, docs/method.md); 'comm' above is communication and bubble")
     lines.extend(_infeasible_lines(result, top))
+    lines.extend(fit_advice_lines(result))
+    lines.extend(inference_lines(result))
     lines.extend(_dearer_hour_note(result))
     for kind in ("home", "onprem"):
         best = result.best(kind)
@@ -326,6 +375,39 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"Utilisation of the cheapest option: {best.mfu:.2f} ({best.mfu_origin})")
     lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def headline(result) -> list[str]:
+    """The headline: this machine first (fits or not, time, cost, against the cheapest rent)."""
+    from advisor.planner.summary import headline as sentence
+
+    return ["", sentence(result)]
+
+
+def fit_advice_lines(result) -> list[str]:
+    """What to change so the job fits this machine (or the hardware asked for), cheapest in time first."""
+    from advisor.planner.summary import fit_advice_rows, lost_text
+
+    rows = fit_advice_rows(result)
+    if not rows:
+        return []
+    target = result.fit_target()
+    where = f" {target.id} ({units.fmt_bytes(target.capacity_bytes)} per device)" if target else ""
+    lines = ["", f"What to change to fit{where}, cheapest in time first:"]
+    width = min(60, max(len(r["flags"]) for r in rows))
+    for r in rows:
+        hours = "-" if r["hours"] is None else units.fmt_hours(r["hours"])
+        lost = lost_text(r["hours_lost"])
+        lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {'fits' if r['fits'] else 'NO':>4} "
+                     f"{hours + lost:>20}  {r['why']}")
+    return lines
+
+
+def inference_lines(result) -> list[str]:
+    from advisor.planner.summary import inference_sentence
+
+    text = inference_sentence(result)
+    return ["", text] if text else []
 
 
 def _clip(text: str, width: int) -> str:

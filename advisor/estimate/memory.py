@@ -186,15 +186,17 @@ def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: f
 
 
 def inference_memory(arch: ModelArch, params: float, *, precision: str, devices: int, context: int, batch: int,
-                     quant: str | None = None, weight_bytes: float | None = None) -> MemoryBreakdown:
+                     quant: str | None = None, weight_bytes: float | None = None,
+                     kv_cache_bits: int = 16) -> MemoryBreakdown:
     """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel).
 
     Args:
         weight_bytes: the exact bytes of the stored weights (a GGUF file's tensors, a safetensors index), used
             instead of ``params * bits / 8`` when given.
+        kv_cache_bits: bits per cached key/value (16; 8 or 4 for a quantised cache); fp8 stores 8 at most.
     """
     total_weights = weight_bytes if weight_bytes else params * weight_bits(precision, quant) / 8
     weights = total_weights / devices
-    kv_value_bytes = 1.0 if precision == "fp8" else 2.0
+    kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
     kv = kv_cache_bytes(arch, context, batch, kv_value_bytes) / devices
     return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv))

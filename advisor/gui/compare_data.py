@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from advisor.units import fmt_hours, fmt_usd
 
-KIND_WORDS = {"home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
+KIND_WORDS = {"owned": "owned", "home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
 
 
 def option_label(o) -> str:
@@ -38,10 +38,10 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
     fitting = [o for o in result.ranked if o.fits]
     chosen: dict[str, object] = {}
     for o in fitting:
-        if o.kind == "home" and o.accelerator in machine_ids:
+        if o.this_machine or (o.kind == "home" and o.accelerator in machine_ids):
             chosen[o.id] = o
             break
-    for kind in ("home", "onprem", "cloud"):
+    for kind in ("owned", "home", "onprem", "cloud"):
         best = next((o for o in fitting if o.kind == kind), None)
         if best is not None:
             chosen.setdefault(best.id, best)

@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, QSettings, Signal, Slot
 from advisor.catalog import Catalog, load_catalog
 
 ASSUMPTIONS_KEY = "compare/assumptions"
+OWN_KEY = "planner/own"  # the GPUs the user owns besides this machine's, as --own specs ("2xrtx-3090")
 
 
 class AppContext(QObject):
@@ -37,6 +38,7 @@ class AppContext(QObject):
     probe_result = Signal(object)  # a ProbeResult finished on the Probes page
     gpu_events = Signal(object)  # list[MonitorEvent]: a GPU lost/asleep/back, an Xid error, throttling
     page_requested = Signal(str)  # a page asks the window to show another page (by id), e.g. Models -> Planner
+    owned_changed = Signal()  # the GPUs the user owns (a setting) or this machine's changed: plan again
 
     def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
                  parent=None) -> None:
@@ -53,6 +55,8 @@ class AppContext(QObject):
 
         # The cost-assumption overrides of the last session (edited on Compare, or from an opened scenario).
         self.assumptions: dict = settings_mod.read_json(settings, ASSUMPTIONS_KEY, {})
+        self.own_specs: list[str] = [x for x in settings_mod.read_json(settings, OWN_KEY, []) if isinstance(x, str)]
+        self.local = None  # planner.machine.LocalMachine: this machine's GPUs as owned hardware, host figures
         self.machine = None
         self.gpu = None
         self.host = None
@@ -137,6 +141,39 @@ class AppContext(QObject):
         settings_mod.write_json(self.settings, ASSUMPTIONS_KEY, self.assumptions)
         self.assumptions_changed.emit(dict(overrides))
 
+    def set_own(self, specs: list[str]) -> None:
+        """The GPUs the user owns besides this machine's (``--own`` specs), kept for the next session.
+
+        Raises:
+            ValueError: a spec that is not COUNTxACCELERATOR or names no catalog accelerator (one line).
+        """
+        from advisor.gui import settings as settings_mod
+        from advisor.job import Job
+        from advisor.planner.owned import parse_own
+
+        specs = [x.strip() for x in specs if x.strip()]
+        parse_own(Job.from_mapping({"model": "x", "own": specs}).own, self.catalog)
+        self.own_specs = specs
+        settings_mod.write_json(self.settings, OWN_KEY, specs)
+        self.owned_changed.emit()
+
+    def plan_kw(self) -> dict:
+        """What the planner is given besides the request: this machine's GPUs and host figures."""
+        if self.local is None:
+            return {}
+        return {"owned": self.local.owned, "host": self.local.host}
+
+    def plan_values(self, values: dict) -> dict:
+        """Form values with the app's settings added: cost assumptions and the GPUs the user owns."""
+        out = dict(values)
+        out["assumptions"] = dict(self.assumptions)
+        sources = dict.fromkeys(self.assumptions, "app setting (Compare page assumptions)")
+        if self.own_specs and "own" not in out:
+            out["own"] = list(self.own_specs)
+            sources["own"] = "app setting (Machine page: GPUs you own)"
+        out["sources"] = {**sources, **out.get("sources", {})}
+        return out
+
     def load_probe_results(self, entries=None) -> None:
         """Seed ``probe_results`` with the newest stored result per probe and device (once).
 
@@ -185,7 +222,7 @@ class AppContext(QObject):
 
     @Slot(object)
     def _on_detect_result_ready(self, result) -> None:
-        (self.gpu, self.host, self.machine), history = result
+        (self.gpu, self.host, self.machine), history, self.local = result
         self.load_probe_results(history)
         from advisor.monitor import Sampler
         from advisor.monitor.events import EventTracker
@@ -209,6 +246,14 @@ class AppContext(QObject):
             self.sampler.start()
         gc.freeze()  # start-up objects are long-lived: keep them out of full collections (see MainWindow.page)
         self.machine_ready.emit(self.machine)
+
+    def refresh_local(self) -> None:
+        """Read this machine's host figures again (after a host-bandwidth probe) and tell the planner."""
+        if self.machine is not None:
+            from advisor.planner.machine import from_profile
+
+            self.local = from_profile(self.machine)
+            self.owned_changed.emit()
 
     @Slot(object)
     def _on_event_bridge_events_found(self, events) -> None:
@@ -243,16 +288,18 @@ def _start_up(fake_gpu, catalog_of, ctx):
     ``catalog_of(ctx)`` reads the context's catalog under its lock (plain Python, no Qt object touched).
 
     Returns:
-        ``((gpu_backend, host_backend, MachineProfile), history entries newest first)``.
+        ``((gpu_backend, host_backend, MachineProfile), history entries newest first, LocalMachine)``: the last
+        is this machine for the planner (its GPUs as owned hardware, its host figures).
     """
     from advisor.gui.probe_runner import history_entries
+    from advisor.planner.machine import from_profile
 
     catalog = catalog_of(ctx)
     result = open_hardware(fake_gpu, catalog)
     history = history_entries(limit=200)
     import advisor.monitor  # noqa: F401 (warm import for the sampler)
 
-    return result, history
+    return result, history, from_profile(result[2])
 
 
 def open_hardware(fake_gpu, catalog):

@@ -25,13 +25,14 @@ from advisor.job import Job, JobInputError
 
 DEBOUNCE_MS = 120
 SETTINGS_KEY = "planner/inputs"
-APP_SOURCE = "app setting (Compare page assumptions)"
 
 
-def plan_or_error(job: Job, catalog, calibration=None) -> PlanBundle | JobInputError:
-    """Plan a job (runs in a worker); an input the catalog cannot honour comes back as the error, not raised."""
+def plan_or_error(job: Job, catalog, calibration=None, **kw) -> PlanBundle | JobInputError:
+    """Plan a job (runs in a worker); an input the catalog cannot honour comes back as the error, not raised.
+
+    ``kw``: this machine's owned GPUs and host figures (``AppContext.plan_kw``)."""
     try:
-        return plan_bundle(job, catalog, calibration)
+        return plan_bundle(job, catalog, calibration, **kw)
     except JobInputError as exc:
         return exc
 
@@ -103,6 +104,8 @@ class PlanModel(QObject):
         ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
         ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
         ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
+        ctx.owned_changed.connect(self._on_ctx_catalog_changed)  # this machine's GPUs or yours: plan again
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
         self._validate()
 
     # ------------------------------------------------------------ state
@@ -143,8 +146,7 @@ class PlanModel(QObject):
     def _validate(self) -> bool:
         """Check the values through the schema (and the catalog's names). Returns True when valid."""
         self._generation += 1
-        assumptions = dict(self.ctx.assumptions)
-        mapping = {**self.values, "assumptions": assumptions, "sources": dict.fromkeys(assumptions, APP_SOURCE)}
+        mapping = self.ctx.plan_values(self.values)  # the app's settings: cost assumptions, the GPUs owned
         try:
             job = Job.from_mapping(mapping)
             self._check_catalog(job)
@@ -191,7 +193,8 @@ class PlanModel(QObject):
 
             self._calibration, self._calibration_loaded = load_calibration(), True
         self._planned_generation = self._generation
-        self._worker = GeneratorWorker(plan_or_error, self.job, self.ctx.catalog, self._calibration, parent=self)
+        self._worker = GeneratorWorker(plan_or_error, self.job, self.ctx.catalog, self._calibration,
+                                       **self.ctx.plan_kw(), parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
         self._worker.done.connect(self._on_worker_done)
@@ -241,6 +244,11 @@ class PlanModel(QObject):
     @Slot()
     def _on_ctx_catalog_changed(self) -> None:
         if self._validate():
+            self._debounce.start()
+
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        if self._validate():  # this machine's GPUs are options now
             self._debounce.start()
 
     def shutdown(self) -> None:

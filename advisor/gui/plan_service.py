@@ -48,14 +48,17 @@ def device_counts(request: PlanRequest) -> tuple[int, ...]:
     return tuple(sorted(c for c in counts if c >= unit and c % unit == 0 and c <= 16384))
 
 
-def plan_bundle(request: PlanRequest, catalog, calibration=None) -> PlanBundle:
+def plan_bundle(request: PlanRequest, catalog, calibration=None, owned=(), host=None) -> PlanBundle:
     """Plan a request, with the memory per device at :func:`device_counts` read from the same plan.
 
+    Args:
+        owned: this machine's GPUs as ``planner.owned.OwnedHardware`` (``AppContext.owned_hardware``).
+        host: this machine's ``HostFigures`` (the CPU target, offload, host RAM for fit advice).
     Raises:
         PlanInputError: the request does not fit the catalog (unknown preset or accelerator).
     """
     t0 = time.perf_counter()
-    result = plan(request, catalog, calibration)
+    result = plan(request, catalog, calibration, owned=owned, host=host)
     memory = [(n, m) for n in device_counts(request) if (m := result.memory_at(n)) is not None]
     return PlanBundle(request, result, tuple(memory), time.perf_counter() - t0)
 
@@ -69,44 +72,76 @@ def per_accelerator(result: PlanResult) -> list[dict]:
     """
     rows: dict[str, dict] = {}
     for o in result.ranked:  # options that can run as laid out
-        row = rows.get(o.accelerator)
+        key = o.id if o.kind == "owned" else o.accelerator  # owned hardware keeps a row of its own
+        row = rows.get(key)
         if row is None or (o.fits and not row["fits"]) or (o.fits == row["fits"] and o.cost_usd < row["cost_usd"]):
-            rows[o.accelerator] = {
-                "accelerator": o.accelerator, "name": o.accelerator_name, "capacity_bytes": o.capacity_bytes,
+            name = o.accelerator_name
+            if o.kind == "owned":
+                name = ("This machine: " if o.this_machine else "Owned: ") + name
+            rows[key] = {
+                "accelerator": o.accelerator, "name": name, "capacity_bytes": o.capacity_bytes,
                 "fits": o.fits, "devices": o.devices, "hours": o.hours, "tokens_per_s": o.tokens_per_s,
                 "mfu": o.mfu, "mfu_origin": o.mfu_origin, "memory_per_device_bytes": o.memory_per_device_bytes,
-                "cost_usd": o.cost_usd, "where": o.id, "kind": o.kind,
+                "cost_usd": o.cost_usd, "where": o.id, "kind": o.kind, "this_machine": o.this_machine,
             }
-    return sorted(rows.values(), key=lambda r: (not r["fits"], r["hours"], r["accelerator"]))
+    # This machine's row first whatever its rank, then other owned hardware, then by fit and time.
+    return sorted(rows.values(), key=lambda r: (not r["this_machine"], r["kind"] != "owned", not r["fits"],
+                                                r["hours"], r["accelerator"]))
 
 
-FIT_WORKLOADS = (("inference", "serve (bf16)"), ("qlora", "QLoRA fine-tune"), ("lora", "LoRA fine-tune"),
+FIT_WORKLOADS = (("inference", "serve"), ("qlora", "QLoRA fine-tune"), ("lora", "LoRA fine-tune"),
                  ("finetune", "full fine-tune"))
+# Bytes per parameter a workload needs at the least (the weights alone at its smallest form): presets above
+# the capacity at this rate are skipped without planning. Inference: q4_0 (4.5 bits); QLoRA: nf4 (about 4.1
+# bits); LoRA: the bf16 base; full fine-tuning: bf16 weights and 8-bit AdamW states at the least.
+# Changes that make it another job than the one the row names (another workload, layers on the CPU).
+OTHER_JOB = {"workload", "gpu_layers"}
+MIN_BYTES_PER_PARAM = {"inference": 4.5 / 8, "qlora": 0.5, "lora": 2.0, "finetune": 4.0}
 
 
-def what_fits(accelerator_id: str, devices: int, catalog, calibration=None) -> list[dict]:
-    """The largest preset that fits this machine's GPUs for each workload (runs in a worker, ~70 small plans).
+def what_fits(owned, catalog, calibration=None, host=None) -> list[dict]:
+    """The largest preset that fits this machine's GPUs for each workload, and at what setting: as asked,
+    or with the cheapest change in time that makes it fit (the plan's fit advice, other than another workload
+    or layers on the CPU). Runs in a worker.
 
+    Args:
+        owned: this machine's owned hardware (``planner.owned.OwnedHardware``, catalog or derived); the first
+            is planned.
     Returns:
-        Dicts with ``workload`` (label), ``model`` (preset id or None when none fits), ``params``,
-        ``hours`` (default budget) and ``tokens_per_s``.
+        Dicts with ``workload`` (label), ``values`` (the plan inputs to open in the planner, or None when no
+        preset fits), ``model``, ``params``, ``change`` (the ``{flag: value}`` applied, {} when none),
+        ``hours`` (default budget), ``tokens_per_s`` and ``cost_usd``.
     """
     from advisor.estimate.model import param_count
 
+    hw = owned[0]
+    capacity = hw.accelerator.usable_memory_bytes * hw.count
     models = sorted(catalog.models.values(), key=param_count, reverse=True)
     out = []
     for workload, label in FIT_WORKLOADS:
-        found = {"workload": label, "model": None, "params": None, "hours": None, "tokens_per_s": None}
+        found = {"workload": label, "workload_id": workload, "values": None, "model": None, "params": None,
+                 "change": {}, "hours": None, "tokens_per_s": None, "cost_usd": None}
         for m in models:
+            if param_count(m) * MIN_BYTES_PER_PARAM[workload] > capacity:
+                continue
+            values = {"model": m.id, "workload": workload}
             try:
-                req = PlanRequest.from_mapping({"model": m.id, "workload": workload, "gpus": devices,
-                                                "accelerator": [accelerator_id]})
-                result = plan(req, catalog, calibration)
+                result = plan(PlanRequest.from_mapping(values), catalog, calibration, owned=[hw], host=host,
+                              only_owned=True)
             except PlanInputError:
                 continue
-            option = next((o for o in result.ranked if o.fits), None)
-            if option is not None:
-                found.update(model=m.id, params=result.params, hours=option.hours, tokens_per_s=option.tokens_per_s)
+            option = result.option(hw.id)
+            change = {}
+            if option is not None and not option.fits:
+                advice = next((a for a in result.fit_advice if a.fits and not set(a.change) & OTHER_JOB), None)
+                if advice is None:
+                    continue
+                change = dict(advice.change)
+                option = plan(PlanRequest.from_mapping({**values, **change}), catalog, calibration, owned=[hw],
+                              host=host, only_owned=True, advise=False).option(hw.id)
+            if option is not None and option.fits:
+                found.update(values={**values, **change}, model=m.id, params=result.params, change=change,
+                             hours=option.hours, tokens_per_s=option.tokens_per_s, cost_usd=option.cost_usd)
                 break
         out.append(found)
     return out

@@ -48,6 +48,7 @@ MAX_DEVICES = 16384
 # Cost assumptions with a flag of their own (help, unit and range come from CostAssumptions).
 ASSUMPTION_FLAGS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+\-]{0,127}$"
+_OWN_PATTERN = r"^([1-9][0-9]{0,4}x)?[A-Za-z0-9][A-Za-z0-9._+\-]{0,127}$"  # 2xrtx-3090 or rtx-3090
 _TEXT_PATTERN = r"^[^\x00-\x1f\x7f]{1,4096}$"  # one line of printable text (a preset id, a path, hf:ORG/NAME)
 
 
@@ -177,6 +178,10 @@ class Job(BaseModel):
     micro_batch: int = _field(1, unit="sequences", help="micro-batch per device", workloads=TRAINING, ge=1, le=65_536)
     checkpointing: Literal["none", "selective", "full"] = _field(
         "selective", help="activation checkpointing", workloads=TRAINING)
+    grad_accum: int = _field(1, unit="micro-batches", help="gradient accumulation steps per optimizer step (same "
+                             "memory as one micro-batch)", workloads=TRAINING, ge=1, le=65_536)
+    optimizer_offload: bool = _field(False, help="keep the optimizer states in host RAM (ZeRO-Offload): less GPU "
+                                     "memory, about 30 % slower", workloads=TRAINING)
     # ---- budget
     tokens: float | None = _field(None, unit="tokens", help="training tokens (inference: generated tokens)",
                                   group="budget", ge=1, le=1e16)
@@ -196,9 +201,19 @@ class Job(BaseModel):
     runtime: Literal["llama.cpp", "vllm", "exllama", "mlc"] | None = _field(
         None, help="inference runtime, for the decode's bandwidth efficiency by weight format (default: llama.cpp "
         "on consumer and workstation cards, vllm on datacenter parts)", group="inference", workloads=("inference",))
+    kv_cache_bits: Literal[16, 8, 4] = _field(16, unit="bits", help="bits per KV-cache value (8: llama.cpp "
+                                              "-ctk q8_0 -ctv q8_0)", group="inference", workloads=("inference",))
+    gpu_layers: int | None = _field(None, unit="layers", help="layers on the GPU, the rest on the CPU (llama.cpp "
+                                    "-ngl N); default: all", group="inference", workloads=("inference",), ge=0,
+                                    le=10_000)
     # ---- hardware and cost
     accelerator: tuple[str, ...] = _field((), help="restrict the options to these accelerator ids (repeatable)",
                                           group="hardware", max_length=256)
+    own: tuple[str, ...] = _field((), help="GPUs you own, priced at what running the job costs you: "
+                                  "COUNTxACCELERATOR, e.g. 2xrtx-3090 (repeatable)", group="hardware",
+                                  max_length=64)
+    owned_options: bool = _field(True, help="list this machine's GPUs and those you own (--no-own leaves them out)",
+                                 group="hardware", flag="--no-own")
     mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
                                group="hardware", gt=0, le=1)
     spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",
@@ -212,13 +227,30 @@ class Job(BaseModel):
 
     # ------------------------------------------------------------------ lax where files and flags need it
     @field_validator("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "lora_rank", "gpus", "tp", "pp",
-                     "seq_len", "micro_batch", "context", "batch", "output_tokens", "zero", mode="before")
+                     "seq_len", "micro_batch", "context", "batch", "output_tokens", "zero", "grad_accum",
+                     "kv_cache_bits", "gpu_layers", mode="before")
     @classmethod
     def _whole_float(cls, value: Any) -> Any:
         if isinstance(value, bool):
             raise ValueError("must be a whole number, not true/false")
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
             return int(value)
+        return value
+
+    @field_validator("own", mode="before")
+    @classmethod
+    def _owned(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = (value,)
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            import re
+
+            for v in value:
+                if not isinstance(v, str) or not re.match(_OWN_PATTERN, v):
+                    raise ValueError(f"not COUNTxACCELERATOR (like 2xrtx-3090): {v!r}")
+            return value
         return value
 
     @field_validator("accelerator", mode="before")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.estimate import memory
+from advisor.estimate.local import layer_sizes, offload_plan
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch, embedding_params
 from advisor.planner.request import PlanRequest
@@ -56,15 +57,21 @@ class MemoryModel:
         if hit is None:
             r = self.req
             if r.workload == "inference":
-                hit = memory.inference_memory(self.arch, self.params, precision=r.precision, devices=layout.devices,
-                                              context=self.context, batch=r.batch, quant=r.quant,
-                                              weight_bytes=self.weight_bytes)
+                if r.gpu_layers is not None and r.gpu_layers < self.arch.layers:
+                    hit = offloaded_memory(r, self.arch, self.params, self.context, layout.devices)
+                else:
+                    hit = memory.inference_memory(self.arch, self.params, precision=r.precision,
+                                                  devices=layout.devices, context=self.context, batch=r.batch,
+                                                  quant=r.quant, weight_bytes=self.weight_bytes,
+                                                  kv_cache_bits=r.kv_cache_bits)
             else:
                 hit = memory.training_memory(
                     self.arch, self.params, workload=r.workload, precision=r.precision, optimizer=r.optimizer,
                     zero=layout.zero, devices=layout.devices, tp=layout.tp, pp=layout.pp, seq_len=self.seq_len,
                     micro_batch=r.micro_batch, checkpointing=r.checkpointing, lora_rank=r.lora_rank,
                     embedding_params=self.embedding)
+                if r.optimizer_offload:  # ZeRO-Offload: the optimizer states live in host RAM
+                    hit = replace(hit, optimizer_bytes=0, host_offload_bytes=hit.optimizer_bytes * layout.devices)
             self._cache[layout] = hit
         return hit
 
@@ -83,22 +90,26 @@ class MemoryModel:
             return [auto_parallelism(r, devices, r.tp)] if devices % (r.tp * r.pp) == 0 else []
         return [auto_parallelism(r, devices, tp) for tp in TP_CHOICES if devices % (tp * r.pp) == 0]
 
-    def fewest_devices(self, capacity: int, max_tp: int | None = None) -> tuple[Parallelism, MemoryBreakdown, bool]:
+    def fewest_devices(self, capacity: int, max_tp: int | None = None,
+                       most: int | None = None) -> tuple[Parallelism, MemoryBreakdown, bool]:
         """The smallest layout that fits ``capacity`` bytes, or the largest tried when none fits.
 
         Args:
             max_tp: the most devices a tensor-parallel group may span (one node); layouts with more are
                 skipped, unless no layout is left (a requested ``--tp`` larger than the node).
+            most: the most devices there are (owned hardware): counts above it are not tried, and ``most``
+                itself is (three owned GPUs are tried as three).
         """
         if max_tp is not None and (max_tp >= max(TP_CHOICES) or self.req.workload == "inference"):
             max_tp = None  # every tensor-parallel degree tried fits in such a node; serving splits over all
-        key = (capacity, max_tp)
+        key = (capacity, max_tp, most)
         hit = self._fewest.get(key)
         if hit is None:
-            hit = self._fewest[key] = self._search(capacity, max_tp)
+            hit = self._fewest[key] = self._search(capacity, max_tp, most)
         return hit
 
-    def _search(self, capacity: int, max_tp: int | None) -> tuple[Parallelism, MemoryBreakdown, bool]:
+    def _search(self, capacity: int, max_tp: int | None,
+                most: int | None = None) -> tuple[Parallelism, MemoryBreakdown, bool]:
         if self.req.workload == "inference" or (self.req.tp and max_tp is not None and self.req.tp > max_tp):
             max_tp = None  # serving splits over every device; a requested --tp stays as asked (and is refused)
 
@@ -106,6 +117,11 @@ class MemoryModel:
             return max_tp is None or layout.tp <= max_tp
 
         counts = (self.req.gpus,) if self.req.gpus else DEVICE_COUNTS
+        if most is not None:
+            bounded = tuple(n for n in counts if n <= most)
+            counts = bounded if self.req.gpus else tuple(dict.fromkeys((*bounded, most)))
+            if not counts:  # --gpus above what is owned: plan on all of it
+                counts = (most,)
         last = None
         for n in counts:
             for layout in self.layouts(n):
@@ -118,7 +134,23 @@ class MemoryModel:
         if last is None:  # e.g. --gpus not divisible by --tp (validated earlier) or inference
             layout = Parallelism(counts[0], 1, 1, 0)
             return layout, self.at(layout), False
-        if self.req.gpus:  # a fixed count: report the least-memory layout
-            layout = min(filter(allowed, self.layouts(self.req.gpus)), key=lambda lay: self.at(lay).total_bytes)
+        if len(counts) == 1 and any(allowed(lay) for lay in self.layouts(counts[0])):  # a fixed count
+            layout = min(filter(allowed, self.layouts(counts[0])), key=lambda lay: self.at(lay).total_bytes)
             return layout, self.at(layout), False
         return last[0], last[1], False
+
+
+def offloaded_memory(req: PlanRequest, arch: ModelArch, params: int, context: int, devices: int) -> MemoryBreakdown:
+    """Inference memory with ``req.gpu_layers`` layers on the GPU(s) and the rest in host RAM (llama.cpp
+    ``-ngl N``, ``estimate.local.offload_plan``): the GPU side split over ``devices``, the host side in
+    ``host_offload_bytes``."""
+    sizes = layer_sizes(arch, params, precision=req.precision, quant=req.quant, context=context, batch=req.batch,
+                        kv_bytes_per_value=min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8))
+    split = offload_plan(sizes, req.gpu_layers, gpu_bandwidth_bps=1.0, cpu_bandwidth_bps=1.0,
+                         gpu_capacity_bytes=0, host_capacity_bytes=0, gpu_overhead_bytes=0)
+    n = req.gpu_layers
+    kv = n * sizes.kv_bytes_per_layer / devices
+    weights = (split.gpu_bytes - n * sizes.kv_bytes_per_layer) / devices
+    other = weights + kv
+    return memory.MemoryBreakdown(int(weights), 0, 0, 0, int(kv), memory.overhead_bytes(other) if n else 0,
+                                  host_offload_bytes=split.host_bytes)

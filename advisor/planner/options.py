@@ -11,6 +11,7 @@ app's charts read the resulting :class:`~advisor.planner.result.PlanOption` obje
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from advisor.catalog import Accelerator
 from advisor.cost.assumptions import CostAssumptions
@@ -18,13 +19,24 @@ from advisor.cost.breakeven import break_even
 from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
 from advisor.cost.jobs import OwnedQuote, can_own
 from advisor.cost.options import DeviceJob, quote_job
+from advisor.estimate.fit import OFFLOAD_TIME_FACTOR
+from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
 from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.owned import (
+    OwnedHardware,
+    offloaded_decode,
+    owned_capacity,
+    owned_note,
+    owned_quote,
+    trains_on,
+)
 from advisor.planner.placement import (
     Placement,
     cloud_placement,
     infeasible_reason,
     inference_layout,
+    intra_node_bps,
     owned_placement,
 )
 from advisor.planner.request import PlanRequest, compute_precision
@@ -159,7 +171,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                       usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                       break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
                                       owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
-                                      serving=_serving(t, per_h), nodes=common["nodes"],
+                                      serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
                                       gpus_per_node=common["gpus_per_node"], **common["figures"]))
                 continue
             offer = by_id[q.offer_id]
@@ -168,7 +180,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                   usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                   provider=offer.provider, instance=offer.instance, spot=q.spot, instances=q.instances,
                                   price_date=offer.price_date, price_stale=offer.id in stale_ids,
-                                  reference=place.reference, cost_usd_interval=cost_iv, serving=_serving(t, per_h),
+                                  reference=place.reference, cost_usd_interval=cost_iv,
+                                  serving=_serving(t, per_h, context * req.batch),
                                   nodes=q.instances if instance_row else common["nodes"],
                                   gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"],
                                   **common["figures"]))
@@ -196,11 +209,79 @@ def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits:
             "gpus_per_node": math.ceil(n / nodes), "note": t.note}
 
 
-def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:
-    """The serving figures of an option at its whole hourly cost (rent, spot rework, storage, egress)."""
+def _serving(t: Timing, total_usd_per_h: float, prompt_tokens: int | None = None) -> Serving | None:
+    """The serving figures of an option at its whole hourly cost (rent, spot rework, storage, egress).
+
+    ``prompt_tokens``: context x batch, for the prefill tokens/s."""
     d = t.decode
     if d is None:
         return None
+    prefill = prompt_tokens / d.prefill_s if prompt_tokens and d.prefill_s > 0 else None
     return Serving(ttft_s=d.prefill_s + d.step_s, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
+                   prefill_tokens_per_s=prefill,
                    decode_bound=d.bound, usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
                    usd_per_million_requests=usd_per_million_requests(total_usd_per_h, d.requests_per_s))
+
+
+def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryModel, arch: ModelArch, params: int,
+                      active: int, tokens: float | None, context: int, a: CostAssumptions, calib) -> list[PlanOption]:
+    """The option of hardware the user owns (``planner.owned``): kind ``owned``, at most the devices it holds,
+    placed on its machines (``per_machine`` devices each, no fabric between them unless measured), timed like
+    every other option and priced at its energy (and wear when a rate is set), never a purchase.
+
+    Returns:
+        One option, or none when the hardware cannot run the job's precision or workload.
+    """
+    acc = hw.accelerator
+    if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
+        return []
+    if not trains_on(hw, req.workload):
+        return []
+    capacity = owned_capacity(hw)
+    per_node = hw.per_machine or hw.count
+    place = Placement(per_node, intra_node_bps(acc), None)
+    layout, mem, fits = mem_model.fewest_devices(capacity, per_node, hw.count)
+    if req.workload == "inference":
+        layout = inference_layout(layout, place)
+    timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
+    t = timer.time(layout, place)
+    offload = None
+    if req.workload == "inference" and t.decode is not None:
+        t = local_decode(t, acc)
+        decode, offload = offloaded_decode(t.decode, req, arch, params, context, acc, hw, layout.devices)
+        if offload is not None:
+            t = replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
+            fits = fits and offload["host_fits"]
+    elif req.optimizer_offload:  # the optimizer step on the CPU and its PCIe copies (estimate.fit)
+        t = replace(t, tokens_per_s=t.tokens_per_s / OFFLOAD_TIME_FACTOR,
+                    note="; ".join(filter(None, [t.note, f"optimizer offload: {OFFLOAD_TIME_FACTOR:g}x the time "
+                                                          "(assumption)"])))
+    reason = infeasible_reason(layout, place, "machine")
+    common = _figures(req, acc, layout, mem, fits, t, tokens, reason, place.nodes(layout.devices))
+    figures = common["figures"]
+    figures["capacity_bytes"] = capacity
+    figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
+    hours = common["hours"]
+    q = owned_quote(hw, layout.devices, hours, a)
+    per_h = q.total_usd / hours if hours > 0 else 0.0
+    return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
+                       breakdown=q.breakdown, owning=OwningCost(0.0, q.variable_usd_per_device_hour),
+                       cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
+                       serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
+                       gpus_per_node=common["gpus_per_node"], origin=hw.origin, this_machine=hw.this_machine,
+                       derived=acc.derived, host_bytes=mem.host_offload_bytes, offload=offload, **figures)]
+
+
+def local_decode(t: Timing, acc: Accelerator) -> Timing:
+    """The CPU's decode at 0.8 of the measured triad: a memory-bound step scaled from the runtime's efficiency
+    to the CPU's; other devices as timed (docs/method.md, "This machine: CPU, Apple Silicon, offload")."""
+    d = t.decode
+    if acc.kind != "cpu" or d is None or d.bound != "memory" or not t.eta_mem:
+        return t
+    scale = t.eta_mem / CPU_ETA_MEM
+    step = d.step_s * scale
+    request_s = d.prefill_s + (d.request_s - d.prefill_s) * scale
+    batch = d.tokens_per_s * d.step_s
+    decode = replace(d, step_s=step, tokens_per_s=batch / step, request_s=request_s, requests_per_s=batch / request_s)
+    return replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, eta_mem=CPU_ETA_MEM, high_cap=None,
+                   mfu_origin=t.mfu_origin + f"; the CPU reads {CPU_ETA_MEM:g} of the host bandwidth (triad)")

@@ -8,7 +8,9 @@ downstream prices an option again.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
@@ -43,6 +45,7 @@ class Serving:
     decode_bound: str
     usd_per_million_tokens: float | None
     usd_per_million_requests: float | None
+    prefill_tokens_per_s: float | None = None  # prompt tokens per second (the context of every request)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,11 @@ class PlanOption:
     nodes: int = 1
     gpus_per_node: int = 0  # accelerators per node asked for (a cloud instance's real count)
     price_stale: bool = False  # priced more than a year before the catalog's date
+    origin: str = ""  # owned hardware: where it comes from ("this machine", "--own 2xrtx-3090", a fleet)
+    this_machine: bool = False  # the GPUs (or CPU) of the machine the advisor runs on: shown first
+    derived: bool = False  # the accelerator was derived from driver figures, not a catalog row
+    host_bytes: int = 0  # host RAM the job needs besides the device memory (offload)
+    offload: dict | None = None  # partial offload (gpu_layers): memory on each side and tokens/s
     cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
     def __post_init__(self) -> None:
@@ -141,12 +149,21 @@ class PlanOption:
                              "variable_usd_per_device_hour": self.owning.variable_usd_per_device_hour}
         if self.note:
             doc["note"] = self.note
+        if self.kind == "owned":
+            doc.update(origin=self.origin, this_machine=self.this_machine)
+        if self.derived:
+            doc["derived"] = True
+        if self.host_bytes:
+            doc["host_bytes"] = self.host_bytes
+        if self.offload is not None:
+            doc["offload"] = dict(self.offload)
         if self.serving is not None:
             s = self.serving
             doc.update(ttft_s=s.ttft_s, bandwidth_efficiency=s.bandwidth_efficiency,
                        usd_per_million_tokens=s.usd_per_million_tokens,
                        usd_per_million_requests=s.usd_per_million_requests, requests_per_s=s.requests_per_s,
-                       decode_bound=s.decode_bound)
+                       decode_bound=s.decode_bound, prefill_tokens_per_s=s.prefill_tokens_per_s,
+                       decode_tokens_per_s=self.tokens_per_s)
         return doc
 
 
@@ -189,6 +206,23 @@ class PlanResult:
     calibration: dict | None
     warnings: tuple[str, ...] = ()
     memory_model: MemoryModel | None = field(default=None, compare=False, repr=False)
+    fit_advice: tuple = ()  # ``estimate.fit.FitAdvice`` for the hardware asked for or owned, when it does not fit
+    replanner: Callable | None = field(default=None, compare=False, repr=False)  # re-plan on one target
+
+    @cached_property
+    def inference(self) -> dict | None:
+        """Inference the way people ask it (``planner.fit.inference_summary``): time to first token, prefill
+        and decode tokens/s, the largest context that fits and a context sweep, on this machine's option
+        (else the cheapest that fits). Computed on first use: the sweep re-plans."""
+        from advisor.planner.fit import inference_summary
+
+        return inference_summary(self, self.replanner)
+
+    def fit_target(self):
+        """The option the fit advice is for (``planner.fit.fit_target``), or None."""
+        from advisor.planner.fit import fit_target
+
+        return fit_target(self)
 
     def memory_at(self, devices: int) -> MemoryBreakdown | None:
         """Memory per device of this job at another device count (the preferred layout; None when the
@@ -199,11 +233,14 @@ class PlanResult:
         return self.memory_model.at(layouts[0]) if layouts else None
 
     def best(self, kind: str | None = None) -> PlanOption | None:
-        """The cheapest option that fits and can run as laid out (of a kind, when given)."""
-        for o in self.options:
-            if o.fits and o.feasible and (kind is None or o.kind == kind):
-                return o
-        return None
+        """The cheapest option that fits and can run as laid out (of a kind, when given); this machine's row,
+        listed first, only when it is the cheapest."""
+        fitting = [o for o in self.options if o.fits and o.feasible and (kind is None or o.kind == kind)]
+        return min(fitting, key=lambda o: (o.cost_usd, o.hours, o.id)) if fitting else None
+
+    def this_machine(self) -> PlanOption | None:
+        """This machine's option (its GPUs, or the CPU asked for), or None."""
+        return next((o for o in self.options if o.this_machine), None)
 
     @property
     def ranked(self) -> tuple[PlanOption, ...]:
@@ -285,6 +322,10 @@ class PlanResult:
             "catalog": {"date": self.catalog_date, "prices_as_of": self.prices_as_of,
                         "price_dates": _ages_json(self.price_ages())},
             "warnings": list(self.warnings),
+            "this_machine": getattr(self.this_machine(), "id", None),
+            "fit_target": getattr(self.fit_target(), "id", None),
+            "fit_advice": [a.to_json() for a in self.fit_advice],
+            "inference": self.inference,
         }
 
 

@@ -38,7 +38,7 @@ def _mfu_grid(request: PlanRequest, base: PlanResult) -> tuple[float, ...]:
 
 
 def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Catalog | None = None,
-                calibration=None, top: int = 10, base: PlanResult | None = None) -> SensitivitySeries:
+                calibration=None, top: int = 10, base: PlanResult | None = None, **plan_kw) -> SensitivitySeries:
     """How the total job costs and the ranking of the best options move with one parameter.
 
     Args:
@@ -48,13 +48,14 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
         values: the parameter values; by default a grid around the base value (a quarter to four times).
         top: follow the ``top`` cheapest fitting options of the base plan.
         base: the plan of ``request`` when the caller has it already (saves planning it again).
+        plan_kw: what the base plan was given besides the request (``owned``, ``host``, ``limits``).
     Returns:
         A ``cost.compare.SensitivitySeries`` (plain data via ``as_dict()``) for plotting.
     Raises:
         PlanInputError: an unknown parameter or a bad value.
     """
     catalog = catalog or load_catalog()
-    base = base or plan(request, catalog, calibration)
+    base = base or plan(request, catalog, calibration, advise=False, **plan_kw)
     follow = [o.id for o in base.options if o.fits][:top]
     described = base.assumptions.describe()
     if parameter == "tokens":
@@ -80,7 +81,7 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
             update = {"assumptions": {**request.assumptions, parameter: value}}
         try:
             changed = PlanRequest.from_mapping({**request.model_dump(), **update})
-            result = plan(changed, catalog, calibration)
+            result = plan(changed, catalog, calibration, advise=False, **plan_kw)
         except (PlanInputError, ValueError) as exc:
             raise PlanInputError(parameter, str(exc)) from None
         return [(o.hours, o.cost_usd, o.id) for o in result.options if o.id in follow]

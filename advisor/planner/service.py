@@ -8,19 +8,32 @@ app can re-plan on every keystroke.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
 from advisor.catalog import Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
 from advisor.estimate import compute
+from advisor.estimate.local import HostFigures
+from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.options import options_for
+from advisor.planner.options import options_for, owned_options_for
+from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own
 from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_job_model
 from advisor.planner.result import PlanOption, PlanResult, check_finite
 
 
 def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
-         assumptions: CostAssumptions | None = None) -> PlanResult:
+         assumptions: CostAssumptions | None = None, *, owned: Sequence[OwnedHardware] = (),
+         host: HostFigures | None = None, limits: Mapping[str, int] | None = None,
+         only_owned: bool = False, advise: bool = True) -> PlanResult:
     """Plan a job against every accelerator (or the requested ones) and price every option.
+
+    Owned hardware is injected, never detected here: ``owned`` (this machine's GPUs, a fleet; built by
+    ``planner.owned``) and ``request.own`` (``--own 2xrtx-3090``) become options of kind ``owned``, this
+    machine's listed first whatever its rank; ``request.owned_options`` False leaves them out.
+    ``--accelerator cpu`` plans on ``host`` (this machine's CPU), an Apple Silicon id on its unified memory.
 
     Args:
         request: validated inputs (``PlanRequest.from_mapping``: validated once there, not here nor per option).
@@ -28,8 +41,14 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         calibration: an ``advisor.store.calibration.Calibration`` measured on this machine, or None.
             Its MFU replaces the prior for its accelerator; its ``eta_mem`` replaces the decode prior.
         assumptions: cost assumptions; defaults with ``request.assumptions`` applied.
+        owned: hardware the user owns (``planner.owned.OwnedHardware``).
+        host: this machine's host figures (the CPU target, partial offload, host RAM for fit advice).
+        limits: accelerator id -> the most devices there are (``--fleet``): no option needs more.
+        only_owned: plan the owned hardware alone (fit advice re-plans this way).
+        advise: add fit advice when the job does not fit the hardware asked for or owned.
     Returns:
-        A PlanResult with options sorted: fitting first, then by total job cost; every figure finite.
+        A PlanResult with options sorted: this machine first, then fitting first, then by total job cost;
+        every figure finite.
     Raises:
         PlanInputError: an unknown preset, accelerator id or assumption, or figures that overflow.
     """
@@ -52,10 +71,19 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         if request.workload == "inference" and context > max_ctx:
             warnings.append(f"context {context:,} is longer than {name} supports: its maximum is {max_ctx:,} tokens")
 
+    local = []
     for acc_id in request.accelerator:
-        if acc_id not in catalog.accelerators:
+        target = local_target(acc_id, catalog, host)
+        if target is not None:
+            local.append(target)
+        elif acc_id not in catalog.accelerators:
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r}")
-    accels = [catalog.accelerators[a] for a in request.accelerator] or list(catalog.accelerators.values())
+    owned_all = merge_owned([owned, parse_own(request.own, catalog)] if request.owned_options else [])
+    owned_all = merge_owned([owned_all, local])
+    accels = [catalog.accelerators[a] for a in request.accelerator if a in catalog.accelerators] or (
+        [] if local else list(catalog.accelerators.values()))
+    if only_owned:
+        accels = []
 
     mem_model = MemoryModel(request, arch, params, seq_len, context, job_model.weight_bytes)
     devices0 = request.gpus or 1
@@ -71,14 +99,20 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         offers_by_accel.setdefault(offer.accelerator_id, []).append(offer)
     stale = frozenset(_stale_ids(catalog))
     try:
+        for hw in owned_all:
+            options.extend(owned_options_for(request, hw, mem_model, arch, params, active, tokens, context,
+                                             assumptions, calibration))
         for acc in accels:
-            options.extend(options_for(request, acc, offers_by_accel.get(acc.id, []), mem_model, arch, params,
-                                       active, tokens, context, assumptions, calibration, stale))
+            found = options_for(request, acc, offers_by_accel.get(acc.id, []), mem_model, arch, params,
+                                active, tokens, context, assumptions, calibration, stale)
+            if limits is not None:
+                found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
+            options.extend(found)
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
-    options.sort(key=lambda o: (not o.feasible, not o.fits, o.cost_usd, o.hours, o.id))
-    best = next((o for o in options if o.fits and o.feasible), None)
+    options.sort(key=lambda o: (not o.this_machine, not o.feasible, not o.fits, o.cost_usd, o.hours, o.id))
+    best = min((o for o in options if o.fits and o.feasible), key=lambda o: (o.cost_usd, o.hours, o.id), default=None)
     if best is not None and best.devices == devices0:  # the headline shows the chosen option's layout
         layout0 = best.parallelism
         mem0 = mem_model.at(layout0)
@@ -100,6 +134,15 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
         warnings=tuple(warnings), memory_model=mem_model)
     check_finite(result)
+    if advise:
+        def replan(changed: PlanRequest, target_ids: Sequence[str]) -> PlanResult:
+            keep = [hw for hw in owned_all if hw.id in target_ids]
+            changed = changed.model_copy(update={"accelerator": tuple(
+                a for a in target_ids if not a.startswith("owned:")), "own": ()})
+            return plan(changed, catalog, calibration, assumptions, owned=keep, host=host, limits=limits,
+                        only_owned=not changed.accelerator, advise=False)
+
+        result = replace(result, fit_advice=advise_fit(result, replan, host), replanner=replan)
     return result
 
 

@@ -39,7 +39,7 @@ SKYPILOT_CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure", "lambda": "lamb
                    "vast.ai": "vast", "vast": "vast", "oci": "oci", "paperspace": "paperspace", "nebius": "nebius",
                    "fluidstack": "fluidstack", "cudo": "cudo", "digitalocean": "do", "coreweave": "kubernetes"}
 _INSTANCE_TYPE_CLOUDS = ("aws", "gcp", "azure")
-_MAX_PER_NODE = {"home": 4, "onprem": 8, "cloud": 8}
+_MAX_PER_NODE = {"owned": 8, "home": 4, "onprem": 8, "cloud": 8}
 
 
 class LaunchError(ValueError):

@@ -94,7 +94,8 @@ def test_restricting_accelerators_restricts_the_plan(make_window, qtbot):
     result = w.ctx.last_plan
     assert {o.accelerator for o in result.options} == {"rtx-4090", "h100-sxm"}
     assert not any(o.spot for o in result.options) and w.ctx.last_request.spot_offers is False
-    assert page.model.rowCount() == 2  # the table lists the two chosen accelerators only
+    # The table lists the two chosen accelerators, and this machine's GPUs first whatever is chosen.
+    assert [r["where"] for r in page.model.rows()][0] == "owned:rtx-4090" and page.model.rowCount() == 3
 
 
 def test_scenario_with_the_keys_round_trips_through_the_file_menu(make_window, qtbot, tmp_path):
@@ -140,7 +141,7 @@ def test_form_fields_are_job_schema_fields(qtbot):
 
     form = _form(qtbot)
     assert set(form.w) - {"budget"} == set(JOB_FIELDS) - set(NOT_IN_FORM)  # budget picks tokens, epochs or hours
-    assert all(JOB_FIELDS[n].kind == "table" or not JOB_FIELDS[n].scenario for n in NOT_IN_FORM)
+    assert all(n in JOB_FIELDS and len(reason) > 20 for n, reason in NOT_IN_FORM.items())  # each with its reason
     widget_of = {"choice": QComboBox, "int": QSpinBox, "number": QLineEdit, "bool": QCheckBox, "ids": AcceleratorPicker,
                  "text": QComboBox}
     for name, editor in form.w.items():

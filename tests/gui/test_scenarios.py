@@ -91,7 +91,7 @@ def test_save_and_reopen_give_the_same_plan(make_window, qtbot, tmp_path):
 
     # Planned headlessly, the file gives the plan the window showed.
     mapping = {**saved.plan, "assumptions": dict(saved.assumptions)}
-    headless = plan(PlanRequest.from_mapping(mapping), w.ctx.catalog).to_json()
+    headless = plan(PlanRequest.from_mapping(mapping), w.ctx.catalog, **w.ctx.plan_kw()).to_json()
     assert without_sources(headless) == without_sources(before)
     assert before["assumptions"]["electricity_usd_per_kwh"]["origin"].startswith("app setting")
 

@@ -35,7 +35,7 @@ from advisor.gui.widgets.stale import fade_out
 from advisor.units import fmt_hours, fmt_usd
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
-KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2}
+KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
 
 
 class AssumptionsWidget(QWidget):

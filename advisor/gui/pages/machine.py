@@ -40,12 +40,12 @@ def peak_rows(acc) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _what_fits(accelerator_id, count, catalog):
-    """The largest preset per workload on this machine (worker thread: the planner is imported there, not on
-    the GUI thread at start-up)."""
+def _what_fits(owned, catalog, host):
+    """The largest preset per workload on this machine and at what setting (worker thread: the planner is
+    imported there, not on the GUI thread at start-up)."""
     from advisor.gui.plan_service import what_fits
 
-    return what_fits(accelerator_id, count, catalog)
+    return what_fits(owned, catalog, None, host)
 
 
 class MachinePage(Page):
@@ -163,8 +163,9 @@ class MachinePage(Page):
         if not m.gpus:
             cards.append(self._no_gpu_card(m))
         else:
-            self._fits_card = CardWidget("What fits on this machine", "the largest model preset per workload, on "
-                                         "all its GPUs, with the planner's default budget")
+            self._fits_card = CardWidget("What fits on this machine", "the largest model preset per workload on "
+                                         "its GPUs, as it is or with the change that makes it fit; the planner's "
+                                         "default budget, priced at its electricity")
             cards.insert(1, self._fits_card)
             self._start_fits(m)
         cards.append(self._software_card(m))
@@ -259,21 +260,23 @@ class MachinePage(Page):
     def _start_fits(self, m) -> None:
         from advisor.gui.workers import GeneratorWorker
 
-        ids = [g.catalog_id for g in m.gpus if g.catalog_id]
-        if not ids or self._fits_worker is not None:
-            if not ids and m.gpus and all(g.info.state == "suspended" for g in m.gpus):
+        local = self.ctx.local
+        owned = local.owned if local is not None else ()
+        if not owned or self._fits_worker is not None:
+            if not owned and m.gpus and all(g.info.state == "suspended" for g in m.gpus):
                 self._fits_card.add_row("GPU asleep", "its name is read when a program wakes it (the app does not "
                                         "wake it); the Planner plans for any accelerator you pick meanwhile")
-            elif not ids:
-                self._fits_card.add_row("unknown GPU", "this GPU is not in the catalog: add it with Edit overrides… "
-                                        "on the Catalog page (Ctrl+6) to plan for it")
+            elif not owned:
+                self._fits_card.add_row("unknown GPU", "the driver does not report enough to plan for this GPU: "
+                                        "add it with Edit overrides… on the Catalog page (Ctrl+6)")
             return
         if self.fits is not None:
             self._show_fits()
             return
-        count = sum(1 for g in m.gpus if g.catalog_id == ids[0])
-        self._fits_card.add_row("planning…", f"{count}× {ids[0]}")
-        self._fits_worker = GeneratorWorker(_what_fits, ids[0], count, self.ctx.catalog, parent=self)
+        hw = owned[0]
+        derived = " (derived from the driver's figures)" if hw.accelerator.derived else ""
+        self._fits_card.add_row("planning…", f"{hw.count}× {hw.accelerator.name}{derived}")
+        self._fits_worker = GeneratorWorker(_what_fits, owned, self.ctx.catalog, local.host, parent=self)
         self._fits_worker.result_ready.connect(self._on_fits_result_ready)
         self._fits_worker.done.connect(self._on_fits_done)
         self._fits_worker.start()
@@ -291,20 +294,24 @@ class MachinePage(Page):
         release(worker)
 
     def _show_fits(self) -> None:
-        from advisor.units import fmt_count, fmt_hours
+        from advisor.gui.widgets.what_fits import OwnedSettingWidget, WhatFitsWidget
 
         card = self._fits_card
         if card is None:
             return
         card.clear_rows()
-        for r in self.fits or []:
-            if r["model"] is None:
-                card.add_row(r["workload"], "no preset fits", color=themes.current().bad)
-                continue
-            card.add_row(r["workload"], f"{r['model']} ({fmt_count(r['params'])} parameters) · "
-                         f"{r['tokens_per_s']:,.0f} tokens/s" + (f" · {fmt_hours(r['hours'])} for the default "
-                                                                 "budget" if "serve" not in r["workload"] else ""),
-                         "planner estimate with published utilisation priors; see the Planner for details")
+        self.fits_list = WhatFitsWidget()
+        self.fits_list.set_rows(self.fits or [])
+        self.fits_list.plan_requested.connect(self._on_fits_list_plan_requested)
+        card.add_widget(self.fits_list)
+        self.own_setting = OwnedSettingWidget(self.ctx)
+        card.add_widget(self.own_setting)
+
+    @Slot(dict)
+    def _on_fits_list_plan_requested(self, values: dict) -> None:
+        """One click: the Planner opens on the row's job (its inputs, as a scenario is opened)."""
+        self.ctx.plan.load(values)
+        self.ctx.page_requested.emit("planner")
 
     def _no_gpu_card(self, m) -> CardWidget:
         card = CardWidget("No GPU found", m.gpu_backend.status)

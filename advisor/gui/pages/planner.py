@@ -26,6 +26,8 @@ from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
 from advisor.gui.widgets import plots
+from advisor.gui.widgets.context_plot import ContextSweepWidget
+from advisor.gui.widgets.fit_advice import FitAdviceWidget
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
@@ -137,6 +139,10 @@ class PlannerPage(Page):
         self.answer.setWordWrap(True)
         self.answer.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.answer)
+        self.fit_advice = FitAdviceWidget()
+        self.fit_advice.setVisible(False)
+        self.fit_advice.apply_requested.connect(self._on_fit_advice_apply_requested)
+        rl.addWidget(self.fit_advice)
         self.chart = plots.make_plot("Memory per device by part, against each accelerator's capacity",
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
@@ -150,6 +156,9 @@ class PlannerPage(Page):
         self.table.setObjectName("plannerTable")
         self.table.setToolTip("Every accelerator in the catalog; click a header to sort")
         rl.addWidget(self.table, 4)
+        self.context_plot = ContextSweepWidget()
+        self.context_plot.setVisible(False)
+        rl.addWidget(self.context_plot, 1)
         self.timing = QLabel()
         self.timing.setWordWrap(True)  # a long status line must not set the splitter's minimum
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
@@ -157,7 +166,8 @@ class PlannerPage(Page):
         split.addWidget(right)
         split.setStretchFactor(1, 1)
         split.setSizes([345, 1000])
-        self._faded = [self.answer, self.chart, self.table, self.timing]  # greyed out while the plan is stale
+        # greyed out while the plan is stale
+        self._faded = [self.answer, self.chart, self.table, self.timing, self.fit_advice, self.context_plot]
 
         self.form.show_values(self.plan.values)
         self.form.inputs_changed.connect(self._on_form_inputs_changed)
@@ -221,6 +231,11 @@ class PlannerPage(Page):
         if self.isVisible():
             self._show(bundle)
 
+    @Slot(dict)
+    def _on_fit_advice_apply_requested(self, change: dict) -> None:
+        """One click on a fit advice: its flags (every one a schema field) become the job's, undoable."""
+        self.plan.edit({**self.plan.values, **change})
+
     @Slot()
     def _on_ctx_catalog_changed(self) -> None:
         self.form.w["accelerator"].set_accelerators(_accelerators(self.ctx.catalog))
@@ -253,6 +268,8 @@ class PlannerPage(Page):
         else:
             self.model.set_rows(rows)
         self.answer.setText(self._answer_text(result, rows, mine))
+        self.fit_advice.show_plan(result)
+        self.context_plot.show_plan(result)
         self._draw_memory(bundle, mine)
         ages = result.price_ages(result.ranked)
         apart = len(result.infeasible)
@@ -271,19 +288,15 @@ class PlannerPage(Page):
                 f"{'s' if result.parallelism.devices > 1 else ''}")
         if result.tokens and r.workload != "inference":
             head += f" · {fmt_count(result.tokens)} tokens"
-        lines = [head]
-        if mine:
-            here = next((x for x in rows if x["accelerator"] == mine[0]), None)
-            count = len([g for g in self.ctx.machine.gpus if g.catalog_id == mine[0]])
-            if here is not None:
-                ok = here["fits"] and here["devices"] <= count
-                colour = t.good if ok else t.bad
-                verdict = (f"fits on {here['devices']} of your {count}" if ok else
-                           f"needs {here['devices']} (you have {count})" if here["fits"] else "does not fit")
-                lines.append(f"<span style='color:{colour}'><b>This machine ({count}× {here['name']}): {verdict}"
-                             f"</b></span>" + (f", about {fmt_hours(here['hours'])} at "
-                                               f"{here['tokens_per_s']:,.0f} tokens/s" if here["fits"] else ""))
-        fastest = next((x for x in rows if x["fits"]), None)
+        from advisor.planner.summary import headline
+
+        mine_option = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+        lines = []
+        if mine_option is not None:  # the headline starts with this machine: fits or not, time, cost, rent
+            colour = t.good if mine_option.fits else t.bad
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{headline(result)}</b></span>")
+        lines.append(head)
+        fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
             lines.append(f"Fastest: {fastest['devices']}× {fastest['name']}, {fmt_hours(fastest['hours'])}. "

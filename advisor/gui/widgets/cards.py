@@ -64,6 +64,11 @@ class CardWidget(QFrame):
         self._rows += 1
         return val
 
+    def add_widget(self, widget) -> None:
+        """Add a widget across both columns (a list with buttons, a setting)."""
+        self._grid.addWidget(widget, self._rows, 0, 1, 2)
+        self._rows += 1
+
     def add_rows(self, rows: Sequence[tuple[str, str, str]]) -> None:
         for label, value, tip in rows:
             self.add_row(label, value, tip)

@@ -42,6 +42,7 @@ NOT_IN_FORM = {
     "assumptions": "cost assumptions are edited on the Compare page (AppContext.assumptions)",
     "notes": "free-form notes are kept by the scenario file, not planned",
     "sources": "derived: where each value came from, filled in by the app",
+    "own": "the GPUs you own are a setting of the Machine page (AppContext.own_specs), added to every plan",
 }
 GROUP_TITLES = {"model": "Model", "job": "Job", "budget": "Budget", "inference": "Serving",
                 "hardware": "Hardware and cost"}
@@ -50,7 +51,9 @@ LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_head
           "gpus": "Devices", "tp": "Tensor parallel", "pp": "Pipeline stages", "seq_len": "Sequence length",
           "micro_batch": "Micro-batch", "dataset_tokens": "Dataset tokens", "context": "Context",
           "batch": "Concurrent requests", "output_tokens": "Output tokens", "accelerator": "Accelerators",
-          "mfu": "MFU", "spot_offers": "Cloud", "quant": "Quantisation", "download": "Download"}
+          "mfu": "MFU", "spot_offers": "Cloud", "quant": "Quantisation", "download": "Download",
+          "grad_accum": "Gradient accumulation", "optimizer_offload": "Optimizer offload",
+          "kv_cache_bits": "KV cache bits", "gpu_layers": "GPU layers", "owned_options": "Owned GPUs"}
 CHOICE_TEXT = {
     "workload": {"pretrain": "pretrain from scratch", "finetune": "full fine-tune", "lora": "LoRA fine-tune",
                  "qlora": "QLoRA (4-bit base)", "inference": "inference (serving)"},
@@ -60,7 +63,8 @@ CHOICE_TEXT = {
     "runtime": {None: "auto", "llama.cpp": "llama.cpp",
                 "vllm": "vLLM", "exllama": "ExLlamaV2", "mlc": "MLC LLM"},
 }
-CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config"}
+CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config",
+              "optimizer_offload": "Keep optimizer states in host RAM", "owned_options": "List this machine's and yours"}
 UNIT_TEXT = {"fraction of dense peak": "of peak"}  # the whole unit is in the tooltip
 UNITS = tuple(dict.fromkeys(UNIT_TEXT.get(m.unit, m.unit) for m in JOB_FIELDS.values() if m.unit))
 AUTO = "auto"

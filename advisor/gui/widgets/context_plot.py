@@ -1,0 +1,64 @@
+"""The context-length sweep of an inference plan: time to first token and decode tokens/s against the
+context, with the largest context that fits marked (read from ``PlanResult.inference``, never re-planned)."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from advisor.gui.widgets import plots
+
+
+class ContextSweepWidget(QWidget):
+    """A small plot of the plan's context sweep; hidden for training plans. ``show_plan(result)`` updates it."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.plot = plots.make_plot("Context length: time to first token and decode speed", "time to first token",
+                                    "s", x_label="context (log2 tokens)", x_unit="", legend=True, min_height=150,
+                                    legend_offset=(-10, 8))
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.setToolTip("Each point is the plan again at that context on the option named below: the time to "
+                             "the first token grows with the prompt, decode slows as the KV cache grows; the dashed "
+                             "line is the largest context that fits in memory.")
+        self.ttft = plots.add_line(self.plot, "time to first token (s)", 0)
+        self.decode = plots.add_line(self.plot, "decode speed (relative; figures below)", 1, dashed=True)
+        self.limit = plots.add_limit_line(self.plot, None, "largest that fits", horizontal=False,
+                                          label_position=0.9)
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+        layout.addWidget(self.plot)
+        layout.addWidget(self.caption)
+        self.points: list[dict] = []
+
+    def show_plan(self, result) -> None:
+        """Draw ``result.inference["context_sweep"]`` (or hide the widget for a training plan)."""
+        inf = result.inference if result is not None else None
+        sweep = (inf or {}).get("context_sweep") or []
+        self.setVisible(bool(sweep))
+        self.points = list(sweep)
+        if not sweep:
+            return
+        xs = [math.log2(p["context"]) for p in sweep]
+        ttft = [p["ttft_s"] or 0.0 for p in sweep]
+        top = max(ttft) or 1.0
+        rates = [p["decode_tokens_per_s"] for p in sweep]
+        peak = max(rates) or 1.0
+        self.ttft.setData(xs, ttft)
+        self.decode.setData(xs, [r / peak * top for r in rates])  # on the time scale: its shape, labelled below
+        largest = inf["largest_context"]
+        self.limit.setValue(math.log2(largest) if largest > 0 else xs[0])
+        self.limit.setVisible(largest > 0)
+        self.plot.getAxis("bottom").setTicks([[(x, _short(p["context"])) for x, p in zip(xs, sweep)], []])
+        self.caption.setText(
+            f"On {inf['option']}: {inf['ttft_s']:.2f} s to the first token for {inf['context']:,} tokens, "
+            f"prefill {inf['prefill_tokens_per_s'] or 0:,.0f} tokens/s, decode {inf['decode_tokens_per_s']:,.1f} "
+            f"tokens/s (from {peak:,.1f} at {sweep[0]['context']:,} tokens to {rates[-1]:,.1f} at "
+            f"{sweep[-1]['context']:,}); the largest context that fits is {largest:,} tokens.")
+
+
+def _short(tokens: int) -> str:
+    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else str(tokens)

@@ -1,0 +1,70 @@
+"""What to change to fit, as a list with one "Apply" button per change (``PlanResult.fit_advice``)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from advisor.gui import theme as themes
+from advisor.planner.summary import fit_advice_rows, lost_text
+from advisor.units import fmt_bytes, fmt_hours
+
+MAX_ROWS = 5
+
+
+class FitAdviceWidget(QWidget):
+    """The plan's fit advice (cheapest in time lost first); ``apply_requested`` carries a ``{flag: value}``."""
+
+    apply_requested = Signal(dict)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        outer.addWidget(self.title)
+        self.grid = QGridLayout()
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setHorizontalSpacing(10)
+        self.grid.setVerticalSpacing(2)
+        outer.addLayout(self.grid)
+        self.rows: list[dict] = []
+        self.buttons: list[QPushButton] = []
+
+    def show_plan(self, result) -> None:
+        """Show the advice of ``result`` (hidden when the job fits or there is none)."""
+        while self.grid.count():
+            w = self.grid.takeAt(0).widget()
+            if w is not None:
+                w.deleteLater()
+        self.buttons = []
+        self.rows = fit_advice_rows(result) if result is not None else []
+        self.setVisible(bool(self.rows))
+        if not self.rows:
+            return
+        t = themes.current()
+        target = result.fit_target()
+        self.title.setText(f"<b>What to change to fit {target.accelerator_name}</b> "
+                           f"({fmt_bytes(target.capacity_bytes)} per device), cheapest in time first:")
+        for i, row in enumerate(self.rows[:MAX_ROWS]):
+            button = QPushButton("Apply")
+            button.setEnabled(row["fits"])
+            button.setToolTip(f"set {row['flags']} in the form and plan again")
+            button.setProperty("row", i)
+            button.clicked.connect(self._on_button_clicked)
+            hours = "" if row["hours"] is None else fmt_hours(row["hours"])
+            lost = lost_text(row["hours_lost"])
+            colour = t.good if row["fits"] else t.muted
+            text = QLabel(f"<code>{row['flags']}</code> · <span style='color:{colour}'>{row['memory']}"
+                          f"{' fits' if row['fits'] else ' still too big'}</span> · {hours}{lost}")
+            text.setToolTip(row["why"])
+            self.grid.addWidget(button, i, 0)
+            self.grid.addWidget(text, i, 1)
+            self.buttons.append(button)
+        self.grid.setColumnStretch(1, 1)
+
+    @Slot()
+    def _on_button_clicked(self) -> None:
+        row = self.sender().property("row")
+        self.apply_requested.emit(dict(self.rows[int(row)]["change"]))

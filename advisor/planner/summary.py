@@ -1,0 +1,85 @@
+"""Sentences of a plan that the CLI table and the app both show: the headline (this machine first), the fit
+advice as flags, and the inference figures. Read from a ``PlanResult``; nothing is computed again.
+"""
+
+from __future__ import annotations
+
+from advisor import units
+from advisor.job import JOB_FIELDS
+
+
+def change_flags(change: dict) -> str:
+    """``{"checkpointing": "full", "optimizer_offload": True}`` -> ``--checkpointing full --optimizer-offload``."""
+    parts = []
+    for name, value in change.items():
+        meta = JOB_FIELDS.get(name)
+        flag = (meta.flag if meta is not None and meta.flag else "--" + name.replace("_", "-"))
+        if value is True:
+            parts.append(flag)
+        elif value is False:
+            parts.append(flag if flag.startswith("--no-") else f"{flag}=false")
+        else:
+            parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
+    return " ".join(parts)
+
+
+def cheapest_rent(result):
+    """The cheapest fitting cloud option (what renting would cost), or None."""
+    return result.best("cloud")
+
+
+def headline(result) -> str:
+    """One sentence that starts with this machine (or the owned hardware): fits or not, time, cost, and the
+    cheapest rent; the cheapest option when nothing is owned."""
+    mine = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+    rent = cheapest_rent(result)
+    rent_text = (f"cheapest rent {rent.id}: {units.fmt_hours(rent.hours)}, {units.fmt_usd(rent.cost_usd)}"
+                 if rent is not None else "no cloud offer fits")
+    if mine is None:
+        best = result.best()
+        if best is None:
+            return "Nothing in the catalog fits this job."
+        return f"Cheapest: {best.id}, {best.devices} x {best.accelerator_name}, {units.fmt_hours(best.hours)}, " \
+               f"{units.fmt_usd(best.cost_usd)}; {rent_text}."
+    who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Owned")
+    what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
+    if not mine.fits:
+        need = units.fmt_bytes(mine.memory_per_device_bytes)
+        have = units.fmt_bytes(mine.capacity_bytes)
+        advice = " (see what to change to fit)" if result.fit_advice else ""
+        return f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}; {rent_text}."
+    cost = units.fmt_usd(mine.cost_usd)
+    parts = ", ".join(k for k, v in mine.cost_breakdown_usd.items() if v) or "energy"
+    vs = ""
+    if rent is not None:
+        vs = (f"; renting ({rent.id}) costs {units.fmt_usd(rent.cost_usd)} and takes "
+              f"{units.fmt_hours(rent.hours)}")
+    return f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}."
+
+
+def lost_text(hours_lost: float | None) -> str:
+    """`` (+2.0 days)`` for time lost, `` (4.5 h faster)`` for time won, "" for none."""
+    if not hours_lost:
+        return ""
+    if hours_lost > 0:
+        return f" (+{units.fmt_hours(hours_lost)})"
+    return f" ({units.fmt_hours(-hours_lost)} faster)"
+
+
+def fit_advice_rows(result) -> list[dict]:
+    """The fit advice as rows for people: flags, memory, fits, hours and hours lost, why."""
+    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_bytes(a.memory_total_bytes),
+             "fits": a.fits, "hours": a.hours, "hours_lost": a.hours_lost, "why": a.why,
+             "host_ram_bytes": a.host_ram_bytes} for a in result.fit_advice]
+
+
+def inference_sentence(result) -> str:
+    """Time to first token, prefill and decode tokens/s and the largest context that fits ("" for training)."""
+    inf = result.inference
+    if not inf:
+        return ""
+    prefill = inf["prefill_tokens_per_s"]
+    prefill_text = f", prefill {prefill:,.0f} tokens/s" if prefill else ""
+    return (f"On {inf['option']}: first token after {inf['ttft_s']:.2f} s for a {inf['context']:,}-token context"
+            f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s; the largest context that fits is "
+            f"{inf['largest_context']:,} tokens.")
