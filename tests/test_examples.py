@@ -68,17 +68,20 @@ def test_cli_app_compare_dialog_and_reports_give_the_same_totals(name, capsys, t
     every report format show the same total cost and time for every option."""
     from advisor.catalog import load_catalog
     from advisor.gui.widgets.scenario_compare import summarize_scenario
+    from advisor.planner.machine import local_machine
     from advisor.report import render_report
 
     path = _scenario_path(name, tmp_path)
-    assert main(["plan", str(path), "--json"]) == 0
+    assert main(["plan", str(path), "--json", "--fake-gpu", "2x4090"]) == 0  # the machine the app runs on
     doc = json.loads(capsys.readouterr().out)
     app = app_plans[name]
     assert app["schema"] == doc["schema"] == "advisor.plan/1"
     figures = [(o["id"], o["cost_usd"], o["hours"]) for o in doc["options"]]
     assert [(o["id"], o["cost_usd"], o["hours"]) for o in app["options"]] == figures
     assert (app["tokens"], app["flops_total"]) == (doc["tokens"], doc["flops_total"])
-    summary = summarize_scenario(path, load_catalog())
+    catalog = load_catalog()
+    machine = local_machine("2x4090", catalog)
+    summary = summarize_scenario(path, catalog, owned=machine.owned, host=machine.host)
     assert summary.error is None
     best = next(o for o in doc["options"] if o["fits"])
     assert (summary.option_id, summary.cost_usd, summary.hours) == (best["id"], best["cost_usd"], best["hours"])

@@ -79,15 +79,20 @@ class ScenarioSummary:
     doc: dict | None = None
 
 
-def summarize_scenario(path, catalog, calibration=None) -> ScenarioSummary:
-    """Load and plan one scenario file (never raises: a failure becomes ``error``)."""
+def summarize_scenario(path, catalog, calibration=None, owned=(), host=None) -> ScenarioSummary:
+    """Load and plan one scenario file (never raises: a failure becomes ``error``).
+
+    Args:
+        owned / host: this machine's GPUs and host figures (``AppContext.plan_kw``), as the app plans its job.
+    """
     from advisor.planner import PlanInputError, PlanRequest, plan
     from advisor.store.scenario import ScenarioError, job_values, load_scenario
 
     path = Path(path)
     try:
         scenario = load_scenario(path)
-        result = plan(PlanRequest.from_mapping(job_values(scenario, path.name)), catalog, calibration)
+        result = plan(PlanRequest.from_mapping(job_values(scenario, path.name)), catalog, calibration, owned=owned,
+                      host=host)
     except (ScenarioError, PlanInputError, TypeError, ValueError) as exc:
         return ScenarioSummary(path.stem, path, error=" ".join(str(exc).split()))
     return summary_of(path.stem, path, result)
@@ -110,11 +115,11 @@ def summary_of(name: str, path: Path, result) -> ScenarioSummary:
                            best.hours, best.cost_usd, per_h, by_kind, doc)
 
 
-def summarize_scenarios(paths, catalog, calibration=None):
+def summarize_scenarios(paths, catalog, calibration=None, **kw):
     """Generator: yields ``(done, total)`` after each file and returns the list of :class:`ScenarioSummary`."""
     out = []
     for i, path in enumerate(paths):
-        out.append(summarize_scenario(path, catalog, calibration))
+        out.append(summarize_scenario(path, catalog, calibration, **kw))
         yield (i + 1, len(paths))
     return out
 
@@ -280,7 +285,7 @@ class ScenarioCompareDialog(QDialog):
         from advisor.store.calibration import load_calibration
 
         self._worker = GeneratorWorker(summarize_scenarios, list(self.paths), self.ctx.catalog, load_calibration(),
-                                       parent=self)
+                                       **self.ctx.plan_kw(), parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
         self._worker.done.connect(self._on_worker_done)
