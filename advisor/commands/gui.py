@@ -1,4 +1,4 @@
-"""``advisor gui [--fake-gpu S] [--screenshot DIR] [--theme light|dark]``: the desktop app."""
+"""``advisor gui [--fake-gpu S] [--open FILE] [--screenshot DIR] [--theme light|dark]``: the desktop app."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from advisor.cli import add_fake_gpu
 def register(subparsers) -> None:
     """Add the ``gui`` subcommand."""
     p = subparsers.add_parser("gui", help="open the desktop app",
-                              description="Open the desktop app. With --screenshot, render every page to "
-                                          "DIR/<page>.png and exit.")
+                              description="Open the desktop app. With --open, start on a scenario file's job. "
+                                          "With --screenshot, render every page to DIR/<page>.png, write the "
+                                          "app's current plan to DIR/plan.json (advisor.plan/1) and exit.")
     add_fake_gpu(p)
+    p.add_argument("--open", metavar="FILE", default=None, dest="open_file",
+                   help="open a scenario file (TOML) as the current job")
     p.add_argument("--screenshot", metavar="DIR", default=None,
-                   help="render every page, populated, to DIR/<page>.png and exit")
+                   help="render every page, populated, to DIR/<page>.png, write DIR/plan.json, and exit")
     p.add_argument("--size", metavar="WxH", default=None, type=_size,
                    help="window size in pixels, e.g. 1280x720 (screenshots default to 1440x900)")
     p.add_argument("--theme", choices=("light", "dark"), default=None,
@@ -42,8 +45,9 @@ def run(args) -> int:
     """Start the app (Qt is imported only here).
 
     Raises:
-        UsageError: an unknown ``--fake-gpu`` scenario, or no display to open a window on (what is missing:
-            the display, or the libraries Qt's X11 plugin links to, with their packages); exit 2, one line.
+        UsageError: an unknown ``--fake-gpu`` scenario, a scenario file that cannot be used, or no display to
+            open a window on (what is missing: the display, or the libraries Qt's X11 plugin links to, with
+            their packages); exit 2, one line.
     """
     import os
 
@@ -55,6 +59,8 @@ def run(args) -> int:
 
         if scenario not in SCENARIOS:
             raise UsageError(f"--fake-gpu: unknown scenario {scenario!r} (known: {', '.join(SCENARIOS)})")
+    if args.open_file is not None:
+        _check_scenario_file(args.open_file)
     if args.screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from advisor.display import display_problem
@@ -66,9 +72,23 @@ def run(args) -> int:
 
     try:
         return app.run(fake_gpu=args.fake_gpu, screenshot_dir=args.screenshot, size=args.size,
-                       theme=args.theme)
+                       theme=args.theme, open_path=args.open_file)
     except OSError as exc:
         if args.screenshot is None:
             raise
         where = exc.filename or args.screenshot
         raise UsageError(f"--screenshot: cannot write {where}: {exc.strerror or exc}") from None
+
+
+def _check_scenario_file(path: str) -> None:
+    """Refuse a scenario file that cannot be opened before Qt starts (one line, exit 2)."""
+    from advisor.cli import UsageError
+    from advisor.job import Job, JobInputError
+    from advisor.store.scenario import ScenarioError, job_values, load_scenario
+
+    try:
+        Job.from_mapping(job_values(load_scenario(path)))
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    except JobInputError as exc:
+        raise UsageError(f"{path}: plan.{exc}") from None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -233,13 +232,16 @@ def run(args) -> int:
             for r, doc in zip(results, docs):
                 doc["sensitivity"] = _sensitivity(r, catalog, calibration, _plan_kw(machine, fleet_owned))
         doc = docs[0] if len(docs) == 1 else {"schema": "advisor.plan-set/1", "plans": docs}
+        from advisor.report import ReportError
+        from advisor.report.plan_json import plan_json_text
+
         try:  # the whole document first: a figure out of range prints nothing but one line
-            text = json.dumps(doc, indent=1, allow_nan=False, default=_json_default)
-        except ValueError as exc:
+            text = plan_json_text(doc)
+        except ReportError as exc:
             from advisor.cli import UsageError
 
-            raise UsageError(f"plan: a figure is out of range ({exc}); give smaller inputs") from None
-        sys.stdout.write(text + "\n")
+            raise UsageError(str(exc)) from None
+        sys.stdout.write(text)
     else:
         for r, t in zip(results, tornados):
             sys.stdout.write(render_table(r, top=None if args.all else args.top))
@@ -313,12 +315,6 @@ def _sensitivity(result, catalog, calibration, plan_kw=None) -> dict:
         except PlanInputError as exc:
             raise UsageError(f"plan: {exc}") from None
     return out
-
-
-def _json_default(value):
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 # ---------------------------------------------------------------- the readable table

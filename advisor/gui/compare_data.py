@@ -140,3 +140,38 @@ def options_csv(result) -> str:
                     f"{o.tokens_per_s:.6g}", "" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.6g}",
                     f"{o.cost_usd:.6g}"] + [f"{o.cost_breakdown_usd.get(p, 0.0):.6g}" for p in parts])
     return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class FrontPoint:
+    """One fitting option of a plan document for the time-against-cost chart.
+
+    Attributes:
+        option_id / label: the option's id and its short chart label.
+        hours / cost_usd: its job time and total cost, as the plan priced them.
+        on_front: whether the plan lists it on its Pareto front (``"pareto"`` of ``advisor.plan/1``).
+    """
+
+    option_id: str
+    label: str
+    hours: float
+    cost_usd: float
+    on_front: bool
+
+
+def front_points(doc: dict) -> list[FrontPoint]:
+    """The fitting options of an ``advisor.plan/1`` document with a positive time and cost, fastest first.
+
+    Read from the document (its options and its ``pareto`` ids), never priced again.
+    """
+    from types import SimpleNamespace
+
+    front = set(doc.get("pareto") or ())
+    out = []
+    for o in doc.get("options", ()):
+        if not (o.get("fits") and o.get("hours", 0) > 0 and o.get("cost_usd", 0) > 0):
+            continue
+        view = SimpleNamespace(kind=o["kind"], provider=o.get("provider") or "", devices=o["devices"],
+                               accelerator_name=o.get("name") or o["accelerator"], spot=bool(o.get("spot")))
+        out.append(FrontPoint(o["id"], option_label(view), float(o["hours"]), float(o["cost_usd"]), o["id"] in front))
+    return sorted(out, key=lambda p: (p.hours, p.cost_usd))

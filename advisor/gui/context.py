@@ -1,8 +1,9 @@
 """What the pages share: the catalog, the hardware backends, the current plan and the settings.
 
 Pages never call each other; they read :class:`AppContext` and listen to its signals
-(``plan_ready`` from the planner feeds the Compare page, ``calibration_changed`` from the probes
-re-plans, ``catalog_changed`` after the user edits overrides).
+(``calibration_changed`` from the probes re-plans, ``catalog_changed`` after the user edits overrides).
+The current job and its plan live in ``ctx.plan`` (:class:`advisor.gui.plan_model.PlanModel`, built on first
+use so start-up does not import the planner): the Planner, Compare and Machine pages and the File menu observe it.
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ class AppContext(QObject):
         catalog: a preloaded catalog (tests), or None to load bundled data plus the user's file.
     """
 
-    plan_ready = Signal(object)  # the planner's PlanResult (or None when inputs are invalid)
+    plan_model_ready = Signal(object)  # the PlanModel, once built (observers that must not build it wait for it)
     assumptions_changed = Signal(dict)  # cost-assumption overrides edited on the Compare page
     calibration_changed = Signal()
     catalog_changed = Signal()
     machine_ready = Signal(object)  # MachineProfile once detection finished
     hardware_failed = Signal(str)  # detection could not run (the reason, one line)
     probe_result = Signal(object)  # a ProbeResult finished on the Probes page
-    scenario_loaded = Signal(dict)  # an opened scenario's [plan] values for the Planner form (File > Open)
     gpu_events = Signal(object)  # list[MonitorEvent]: a GPU lost/asleep/back, an Xid error, throttling
     page_requested = Signal(str)  # a page asks the window to show another page (by id), e.g. Models -> Planner
     owned_changed = Signal()  # the GPUs the user owns (a setting) or this machine's changed: plan again
@@ -49,8 +49,8 @@ class AppContext(QObject):
         # restored before detection finished), it is loaded there, once, under the lock.
         self._catalog: Catalog | None = catalog
         self._catalog_lock = threading.Lock()
-        self.last_plan = None
-        self.last_request = None
+        self._plan = None
+        self.screenshot_keep_inputs = False  # --open FILE --screenshot: show the file's job, not the demo inputs
         from advisor.gui import settings as settings_mod
 
         # The cost-assumption overrides of the last session (edited on Compare, or from an opened scenario).
@@ -97,11 +97,40 @@ class AppContext(QObject):
         self.catalog = load_catalog()
         self.catalog_changed.emit()
 
-    def publish_plan(self, request, result) -> None:
-        """The planner's latest result (None when the inputs are invalid)."""
-        self.last_request = request
-        self.last_plan = result
-        self.plan_ready.emit(result)
+    @property
+    def plan(self):
+        """The app's current job and plan (:class:`PlanModel`), built on first use from the last session's inputs."""
+        if self._plan is None:
+            from advisor.gui import settings as settings_mod
+            from advisor.gui.plan_model import SETTINGS_KEY, PlanModel
+            from advisor.gui.plan_service import DEFAULT_INPUTS
+
+            values = settings_mod.read_json(self.settings, SETTINGS_KEY, dict(DEFAULT_INPUTS))
+            self._plan = PlanModel(self, values if isinstance(values, dict) else dict(DEFAULT_INPUTS), parent=self)
+            self.plan_model_ready.emit(self._plan)
+        return self._plan
+
+    @property
+    def has_plan_model(self) -> bool:
+        return self._plan is not None
+
+    @property
+    def last_plan(self):
+        """The current plan's ``PlanResult`` (None before the first, or while the inputs are invalid)."""
+        return None if self._plan is None else self._plan.result
+
+    @property
+    def last_request(self):
+        """The job of :attr:`last_plan` (None with it)."""
+        return None if self.last_plan is None else self._plan.bundle.request
+
+    def save_plan_inputs(self) -> None:
+        """Keep the current job's values for the next session."""
+        if self._plan is not None:
+            from advisor.gui import settings as settings_mod
+            from advisor.gui.plan_model import SETTINGS_KEY
+
+            settings_mod.write_json(self.settings, SETTINGS_KEY, self._plan.values)
 
     def set_assumptions(self, overrides: dict) -> None:
         """New cost-assumption overrides (Compare page or a scenario): kept for the next session, and every
@@ -240,6 +269,8 @@ class AppContext(QObject):
         """Stop the sampler and the detection, close the backends (idempotent)."""
         if self._detect_worker is not None:
             self._detect_worker.stop()
+        if self._plan is not None:
+            self._plan.shutdown()
         if self.sampler is not None:
             self.sampler.stop()
             self.sampler = None

@@ -139,8 +139,6 @@ class MainWindow(QMainWindow):
             # The page's thousands of long-lived objects go to the permanent GC generation: a full
             # collection then scans only new objects (100+ ms saved per pass, on the GUI thread).
             gc.freeze()
-            if page_id == "compare":  # Compare prices the Planner's plan: make sure there is one
-                self.page("planner").ensure_plan()
         return self._pages[page_id]
 
     def current_page(self):
@@ -210,6 +208,7 @@ class MainWindow(QMainWindow):
         for page in self._pages.values():
             page.save_state(s)
             page.save_layout(s)
+        self.ctx.save_plan_inputs()
         s.sync()
 
     def shutdown(self) -> None:

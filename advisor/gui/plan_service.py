@@ -15,7 +15,9 @@ from advisor.planner import PlanInputError, PlanRequest, PlanResult, plan
 # Accelerators whose capacity the memory chart always draws (besides the ones in this machine):
 # one per common memory size, from a gaming card to the largest training parts.
 CAPACITY_CANDIDATES = ("rtx-4090", "rtx-5090", "l40s", "h100-sxm", "h200", "b200")
-DEFAULT_INPUTS: dict[str, Any] = {"model": "llama-3-8b", "workload": "lora", "precision": "bf16"}
+DEFAULT_INPUTS: dict[str, Any] = {"model": "llama-3-8b", "workload": "lora"}
+WORKLOAD_WORDS = (("pretrain", "Pretrain"), ("finetune", "Fine-tune"), ("lora", "LoRA fine-tune"),
+                  ("qlora", "QLoRA fine-tune"), ("inference", "Serve"))
 
 
 @dataclass(frozen=True)

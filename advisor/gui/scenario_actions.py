@@ -4,10 +4,10 @@
 whether the planner's inputs or the cost assumptions changed since it was opened or saved (the window
 title then ends in ``*``); closing the window or opening another file first asks Save / Discard / Cancel.
 
-Loading applies the file's ``[plan]`` to the Planner form (``AppContext.scenario_loaded``) and its
-``[assumptions]`` through ``AppContext.set_assumptions``. A file that cannot be used is reported in a
-message box with its one-line reason and changes nothing. Every dialog is an attribute holding a plain
-function, so tests answer them without a modal loop.
+Loading makes the file's ``[plan]`` the app's current job (``ctx.plan.load``: the Planner form, Compare
+and Machine pages follow) and its ``[assumptions]`` the current ones (``AppContext.set_assumptions``).
+A file that cannot be used is reported in a message box with its one-line reason and changes nothing.
+Every dialog is an attribute holding a plain function, so tests answer them without a modal loop.
 """
 
 from __future__ import annotations
@@ -29,13 +29,6 @@ def plain_assumptions(assumptions: dict) -> dict:
     return {k: (v.get("value") if isinstance(v, dict) else v) for k, v in assumptions.items()}
 
 
-def request_mapping(scenario) -> dict:
-    """The ``PlanRequest.from_mapping`` values of a scenario (``advisor.store.scenario.job_values``)."""
-    from advisor.store.scenario import job_values
-
-    return job_values(scenario)
-
-
 def check_scenario(scenario, catalog) -> None:
     """The checks that need the planner and the catalog, cheap enough for the GUI thread (no planning).
 
@@ -43,12 +36,13 @@ def check_scenario(scenario, catalog) -> None:
         ValueError: naming the field (an unknown preset, accelerator or assumption, a value out of range).
     """
     from advisor.cost.assumptions import CostAssumptions
-    from advisor.planner import PlanInputError, PlanRequest
+    from advisor.job import Job, JobInputError
+    from advisor.store.scenario import job_values
 
     try:
-        PlanRequest.from_mapping(request_mapping(scenario))
+        Job.from_mapping(job_values(scenario))
         CostAssumptions().with_overrides(**plain_assumptions(scenario.assumptions))
-    except PlanInputError as exc:
+    except JobInputError as exc:
         prefix = "" if exc.field == "assumptions" else "plan."  # the file's table, as load_scenario names it
         raise ValueError(prefix + " ".join(str(exc).split())) from None
     except TypeError as exc:
@@ -56,7 +50,8 @@ def check_scenario(scenario, catalog) -> None:
     except ValueError as exc:
         raise ValueError(f"assumptions.{' '.join(str(exc).split())}") from None
     model = scenario.plan.get("model")
-    if model is not None and model not in catalog.models:
+    spec = isinstance(model, str) and (any(c in model for c in ":/\\") or model.endswith((".gguf", ".json")))
+    if model is not None and model not in catalog.models and not spec:  # a spec is resolved when planned
         raise ValueError(f"plan.model: unknown preset {model!r}")
     for acc in scenario.plan.get("accelerator", ()):
         if acc not in catalog.accelerators:
@@ -81,7 +76,6 @@ class ScenarioController(QObject):
         self.path: Path | None = None
         self.dirty = False
         self._loaded = None  # the Scenario last opened or saved (notes, extra tables, assumption units kept)
-        self._kept: dict = {}  # [plan] keys the Planner form has no field for, written back unchanged
         self._baseline = None
         self._base_title = window.windowTitle()
         self.ask_unsaved = _ask_unsaved
@@ -94,7 +88,7 @@ class ScenarioController(QObject):
         self.reports.written.connect(self._on_reports_written)
         self.reports.failed.connect(self._on_reports_failed)
         self._build_menu()
-        self.ctx.plan_ready.connect(self._on_ctx_plan_ready)
+        self.ctx.plan_model_ready.connect(self._on_ctx_plan_model_ready)  # not built at start-up
         self.ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
 
     # ------------------------------------------------------------ menu
@@ -158,20 +152,13 @@ class ScenarioController(QObject):
         if action.data():
             self.open_path(action.data())
 
-    # ------------------------------------------------------------ the form and the state
-    def _planner(self):
-        return self.window.page("planner")
-
+    # ------------------------------------------------------------ the job and the state
     def current_scenario(self):
-        """The Planner's inputs and the assumptions as a ``Scenario`` (notes and other tables of the open file kept).
-
-        Raises:
-            ValueError: a Planner field holds text that is not a number.
-        """
+        """The current job and the assumptions as a ``Scenario`` (notes and other tables of the open file kept)."""
         from advisor.job import Job, JobInputError
         from advisor.store.scenario import Scenario, scenario_from_job
 
-        plan = {**self._kept, **self._planner().form.values()}
+        plan = dict(self.ctx.plan.values)
         loaded = self._loaded.assumptions if self._loaded is not None else {}
         notes = dict(self._loaded.notes) if self._loaded is not None else {}
         extra = dict(self._loaded.extra) if self._loaded is not None else {}
@@ -187,10 +174,7 @@ class ScenarioController(QObject):
         return scenario_from_job(job, notes=notes, extra=extra, assumption_tables=loaded)
 
     def _state(self):
-        try:
-            return (self._planner().form.values(), dict(self.ctx.assumptions))
-        except ValueError:
-            return None
+        return (dict(self.ctx.plan.values), dict(self.ctx.assumptions))
 
     def _update_dirty(self) -> None:
         dirty = self.path is not None and self._state() != self._baseline
@@ -219,7 +203,11 @@ class ScenarioController(QObject):
         self._fill_recent()
 
     @Slot(object)
-    def _on_ctx_plan_ready(self, _result) -> None:
+    def _on_ctx_plan_model_ready(self, model) -> None:
+        model.values_changed.connect(self._on_plan_values_changed)
+
+    @Slot(dict)
+    def _on_plan_values_changed(self, _values: dict) -> None:
         self._update_dirty()
 
     @Slot(dict)
@@ -259,25 +247,21 @@ class ScenarioController(QObject):
         self._mark_clean(Path(path), scenario)
         not_shown = self._not_shown(scenario)
         self.window.statusBar().showMessage(
-            f"Opened {Path(path).name}" + (f" · the Planner page does not apply as written: "
+            f"Opened {Path(path).name}" + (f" · not shown for this workload (planned as written): "
                                            f"{', '.join(not_shown)}" if not_shown else ""), 15000)
         return True
 
     def apply(self, scenario) -> None:
-        """Show a scenario's plan in the Planner form and make its assumptions the current ones."""
-        planner = self._planner()  # built now if needed, so it hears scenario_loaded
-        form_keys = set(planner.form.w)
-        self._kept = {k: v for k, v in scenario.plan.items() if k not in form_keys}
-        self.ctx.scenario_loaded.emit(dict(scenario.plan))  # the Planner resets what the plan leaves out
+        """Make a scenario's plan the current job (what it leaves out at its default) and its assumptions current."""
         self.ctx.set_assumptions(plain_assumptions(scenario.assumptions))
+        self.ctx.plan.load(dict(scenario.plan))
 
     def _not_shown(self, scenario) -> list[str]:
-        """Plan keys the Planner does not apply as written (no field for them, or a value it shows otherwise)."""
-        try:
-            shown = self._planner().form.values()
-        except ValueError:
-            shown = {}
-        return [k for k, v in scenario.plan.items() if k in self._kept or (k in shown and shown[k] != v)]
+        """Plan keys the Planner form does not show for the scenario's workload (they are planned as written)."""
+        from advisor.job import JOB_FIELDS
+
+        workload = scenario.plan.get("workload", JOB_FIELDS["workload"].default)
+        return [k for k in scenario.plan if k in JOB_FIELDS and workload not in JOB_FIELDS[k].workloads]
 
     # ------------------------------------------------------------ saving
     @Slot()
@@ -347,13 +331,15 @@ class ScenarioController(QObject):
         from advisor.gui.widgets.scenario_compare import ScenarioCompareDialog
         from advisor.store.scenario import recent_scenarios
 
+        current = paths is None  # from the menu: the current job beside the files
         if paths is None:
-            paths = ([self.path] if self.path else []) + [p for p in recent_scenarios() if p != self.path]
+            paths = [p for p in recent_scenarios() if p != self.path]
+            paths = ([self.path] if self.path and self.dirty else []) + paths  # the saved file beside its edits
             paths = paths[:4]
         if self.compare_dialog is not None:
             self.compare_dialog.close()
             self.compare_dialog.deleteLater()
-        self.compare_dialog = ScenarioCompareDialog(self.ctx, paths, self.window)
+        self.compare_dialog = ScenarioCompareDialog(self.ctx, paths, self.window, current=current)
         if show:
             self.compare_dialog.show()
         return self.compare_dialog
@@ -374,7 +360,7 @@ class ScenarioController(QObject):
         """
         result = self.ctx.last_plan
         if result is None:
-            self.show_error(self.window, "Export report", "There is no plan to export yet: open the Planner "
+            self.show_error(self.window, "Export report", "There is no current plan to export: open the Planner "
                                                           "and give it inputs it can plan.")
             return False
         doc = result.to_json()

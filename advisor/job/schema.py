@@ -1,8 +1,9 @@
 """The one job schema: every input of a plan declared once, with its type, unit, default, range and help.
 
 The ``advisor plan`` flags, the scenario file's ``[plan]`` keys, the JSON echo of a plan's inputs
-(``"inputs"`` of ``advisor.plan/1``) and the reports' inputs table are built from :class:`Job`; the app's
-form is checked against it by a test. pydantic v2 does the validation (one pass in pydantic-core per
+(``"inputs"`` of ``advisor.plan/1``), the reports' inputs table and the app's Planner form
+(``advisor/gui/widgets/plan_form.py``: a widget per field by kind, grouped, shown for its workloads) are built
+from :class:`Job`. pydantic v2 does the validation (one pass in pydantic-core per
 request, never per option); the cross-field rules are :func:`_check_rules`.
 
 How to add an input (one place):
@@ -11,7 +12,8 @@ How to add an input (one place):
     2. Read it in the planner as ``request.<name>`` (``PlanRequest`` is :class:`Job`).
     That is all: the CLI flag ``--<name-with-dashes>``, the scenario key ``<name>``, the JSON echo
     (``"inputs"``) and the report row follow; ``tests/job/test_generated.py`` checks each of them against
-    ``JOB_FIELDS``, and ``tests/gui/test_plan_form_keys.py`` the app's form. A new cost assumption is a field of
+    ``JOB_FIELDS``, and ``tests/gui/test_plan_form_keys.py`` the app's form (a field the form should not
+    show goes in its ``NOT_IN_FORM`` with the reason; a friendlier row label in its ``LABELS``). A new cost assumption is a field of
     ``CostAssumptions`` (``advisor/cost/assumptions.py``): it is then a ``--set`` name, a key of a scenario's
     ``[assumptions]`` and a row of every assumptions table; list it in ``ASSUMPTION_FLAGS`` for a flag of its own.
 

@@ -35,23 +35,24 @@ def _form(qtbot):
                                    {"workload": "lora", "accelerator": ["rtx-4090", "h100-sxm"]},
                                    {"workload": "inference", "accelerator": ["h200"]}])
 def test_each_key_is_shown_and_read_back(qtbot, extra):
+    from advisor.job import JOB_FIELDS
+
     form = _form(qtbot)
     form.set_values({"model": "llama-3-8b", **extra})
-    values = form.values()
+    values = form.values()  # a value at the schema's default is left out
     for key, value in extra.items():
-        assert values[key] == value
+        assert values.get(key, JOB_FIELDS[key].default) == value
 
 
 def test_defaults_are_left_out_and_rows_follow_the_workload(qtbot):
     form = _form(qtbot)
     form.set_values({"model": "llama-3-8b", "workload": "lora"})
     values = form.values()
-    assert not {"accelerator", "lora_rank", "quant", "spot_offers"} & set(values)
-    rows = form.form
-    assert rows.isRowVisible(form.w["lora_rank"]) and not rows.isRowVisible(form.w["quant"])
+    assert values == {"model": "llama-3-8b", "workload": "lora"}  # every other field is at its default
+    assert form.is_shown("lora_rank") and not form.is_shown("quant")
     assert form.w["accelerator"].text() == "All accelerators"
     form.set_values({"workload": "inference", "quant": "q8_0", "lora_rank": 32})
-    assert rows.isRowVisible(form.w["quant"]) and not rows.isRowVisible(form.w["lora_rank"])
+    assert form.is_shown("quant") and not form.is_shown("lora_rank")
     assert form.values()["quant"] == "q8_0" and "lora_rank" not in form.values()
     form.set_values({"workload": "pretrain"})
     assert "quant" not in form.values()  # quantisation is for serving only
@@ -131,16 +132,48 @@ def test_scenario_with_the_keys_round_trips_through_the_file_menu(make_window, q
 
 
 def test_form_fields_are_job_schema_fields(qtbot):
+    """Every schema field has a widget of its kind, or is listed with a reason; rows follow its workloads."""
+    from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
+
+    from advisor.gui.widgets.accelerator_picker import AcceleratorPicker
+    from advisor.gui.widgets.plan_form import NOT_IN_FORM
     from advisor.job import JOB_FIELDS, Job
 
     form = _form(qtbot)
-    keys = set(form.w) - {"budget"}  # budget picks which of tokens, epochs, hours is read
-    assert keys <= set(JOB_FIELDS)
-    missing = {n for n, m in JOB_FIELDS.items() if m.kind != "table"} - keys
-    # Until the form is built from the schema; the fit-advice flags reach the plan through the advice's Apply
-    # button, the GPUs owned through the Machine page's setting.
-    assert missing == {"active_params", "grad_accum", "optimizer_offload", "kv_cache_bits", "gpu_layers", "own",
-                       "owned_options"}
+    assert set(form.w) - {"budget"} == set(JOB_FIELDS) - set(NOT_IN_FORM)  # budget picks tokens, epochs or hours
+    assert all(n in JOB_FIELDS and len(reason) > 20 for n, reason in NOT_IN_FORM.items())  # each with its reason
+    from advisor.gui.widgets.choices_picker import ChoicesPicker
+
+    widget_of = {"choice": QComboBox, "int": QSpinBox, "number": QLineEdit, "bool": QCheckBox, "ids": AcceleratorPicker,
+                 "text": QComboBox}
+    assert isinstance(form.w["stack"], ChoicesPicker)  # an ids field with choices: some of a fixed list
+    assert [a.data() for a in form.w["stack"].actions_.values()] == list(JOB_FIELDS["stack"].choices)
+    for name, editor in form.w.items():
+        if name == "budget":
+            continue
+        meta = JOB_FIELDS[name]
+        assert isinstance(editor, ChoicesPicker if meta.kind == "ids" and meta.choices else widget_of[meta.kind]), name
+        tip = editor.toolTip() if name != "accelerator" else form.form.labelForField(form.rows[name]).toolTip()
+        assert meta.help[1:] in tip and meta.range_text() in tip, name
+        if isinstance(editor, QSpinBox):  # the schema's range, with "auto" one below it when the default is None
+            low = editor.minimum() + (1 if editor.specialValueText() else 0)
+            assert (low, editor.maximum()) == (meta.minimum, min(meta.maximum, 2**31 - 1)), name
+        if isinstance(editor, QComboBox) and meta.kind == "choice":
+            assert [editor.itemData(i) for i in range(editor.count()) if editor.itemData(i) is not None] \
+                == list(meta.choices), name
+    for workload in ("pretrain", "lora", "inference"):
+        form.set_values({"model": "llama-3-8b", "workload": workload, "budget": None})
+        for name in form.rows:
+            if name in ("budget", "tokens", "epochs", "dataset_tokens", "hours", "download") or name in \
+                    ("params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab"):
+                continue  # rows of their own rule (the budget chosen, a custom size, a Hugging Face name)
+            assert form.is_shown(name) == (workload in JOB_FIELDS[name].workloads), (workload, name)
     # A serving job with a token budget keeps it (it was dropped: $32.59 in the app against $326 on the CLI).
     form.set_values({"model": "llama-3-8b", "workload": "inference", "tokens": 1e9})
-    assert Job.from_mapping(form.values()).tokens == 1e9
+    assert form.is_shown("tokens") and Job.from_mapping(form.values()).tokens == 1e9
+    assert not form.is_shown("download")
+    form.set_values({"model": "hf:Qwen/Qwen2.5-0.5B", "download": True})  # a spec joins the model list
+    assert form.is_shown("download") and form.values()["model"] == "hf:Qwen/Qwen2.5-0.5B"
+    assert form.values()["download"] is True
+    form.set_values({"model": "custom", "params": 7e9, "active_params": 2e9})
+    assert form.is_shown("active_params") and form.values()["active_params"] == 2e9

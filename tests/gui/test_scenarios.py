@@ -266,6 +266,23 @@ def test_compare_dialog_shows_both_scenarios(make_window, qtbot, tmp_path):
     assert big.cost_usd > small.cost_usd > 0 and big.devices >= small.devices
     assert small.usd_per_device_h == pytest.approx(small.cost_usd / (small.devices * small.hours), rel=0.05)
     assert len(dialog._bars) == 3  # one bar series per option kind, grouped by scenario
+    assert dialog.chart.getPlotItem().ctrl.logYCheck.isChecked()  # a $5 and a $50,000 job side by side
+    assert dialog.scatter.getPlotItem().ctrl.logXCheck.isChecked() and not dialog.empty.isVisible()
+    import math
+
+    from advisor.gui.compare_data import front_points
+
+    # Each scenario's front is drawn from its plan's own Pareto ids (never priced again), fastest first.
+    fronts = [it for it in dialog._scatter_items if getattr(it, "opts", {}).get("pen") is not None]
+    assert len(fronts) == 2
+    for line, summary in zip(fronts, dialog.summaries):
+        xs, ys = line.getOriginalDataset()
+        ids = set(summary.doc["pareto"])
+        expected = [(p.hours, p.cost_usd) for p in front_points(summary.doc) if p.option_id in ids]
+        assert list(zip(xs, ys)) == expected and len(expected) == len(ids) >= 1
+        assert all(b[0] >= a[0] and b[1] <= a[1] for a, b in zip(expected, expected[1:]))  # faster is dearer
+    labels = [it for it in dialog._scatter_items if hasattr(it, "textItem")]
+    assert labels and all(math.isfinite(lab.pos().y()) for lab in labels)
 
     bad.write_bytes(os.urandom(100))
     dialog.add_paths([bad])
@@ -276,6 +293,16 @@ def test_compare_dialog_shows_both_scenarios(make_window, qtbot, tmp_path):
         assert dialog.export(out)
     text = out.read_text(encoding="utf-8")
     assert "small" in text and "big" in text
+    dialog.close()
+
+
+def test_compare_dialog_says_how_to_add_scenarios_when_empty(make_window, qtbot):
+    w, _page = _open_planner(make_window, qtbot)
+    dialog = w.scenarios.open_compare([], show=False)
+    qtbot.waitUntil(dialog.is_ready, timeout=10000)
+    assert "Add…" in dialog.empty.text() and "Save as" in dialog.empty.text()
+    assert not dialog.empty.isHidden() and dialog.chart.isHidden() and dialog.scatter.isHidden()
+    assert dialog.status.text() == "Add scenario files to compare them."
     dialog.close()
 
 

@@ -25,8 +25,10 @@ from advisor.colours import cost_part_colour
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
 from advisor.gui.pages.base import Page
+from advisor.gui.plan_service import WORKLOAD_WORDS
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
+from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tornado_panel import TornadoPanel
 from advisor.units import fmt_hours, fmt_usd
 
@@ -74,7 +76,7 @@ class ComparePage(Page):
         self.cost_chart.getAxis("left").setWidth(265)  # pyqtgraph drops a tick label wider than its axis
         self.cost_chart.getAxis("left").setLabel("")
         self.scatter = plots.make_plot("Time against cost (Pareto front highlighted)", "job cost", "USD",
-                                       x_label="job time", x_unit="h", legend=True, min_height=250)
+                                       x_label="job time", x_unit="", legend=True, min_height=250)
         self.scatter.setLogMode(x=True, y=True)
         self.scatter.setToolTip("Every option that fits. The front joins the options no other beats on both time "
                                 "and cost: pick along it by how much a faster result is worth to you. Log axes.")
@@ -132,10 +134,14 @@ class ComparePage(Page):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(250)
         self._debounce.timeout.connect(self._on_debounce_timeout)
-        ctx.plan_ready.connect(self._on_ctx_plan_ready)
+        self.plan = ctx.plan  # the app's one plan: Compare reads it, never the Planner page
+        self.plan.plan_ready.connect(self._on_plan_plan_ready)
+        self.plan.stale_changed.connect(self._on_plan_stale_changed)
         ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
-        if ctx.last_plan is not None:
-            self._show(ctx.last_plan)
+        if self.plan.bundle is not None:
+            self._show(self.plan.bundle.result)
+        if self.plan.stale:
+            self._on_plan_stale_changed(True)
 
     # ------------------------------------------------------------ assumptions
     def _on_assumptions_edited(self) -> None:
@@ -169,11 +175,20 @@ class ComparePage(Page):
 
     # ------------------------------------------------------------ drawing
     @Slot(object)
-    def _on_ctx_plan_ready(self, result) -> None:
-        if result is None:
-            self.summary.setText("The Planner's inputs are not valid yet: fix them on the Planner page (Ctrl+4).")
-            return
-        self._show(result)
+    def _on_plan_plan_ready(self, bundle) -> None:
+        if self.isVisible():
+            self._show(bundle.result)
+
+    @Slot(bool)
+    def _on_plan_stale_changed(self, stale: bool) -> None:
+        if stale:
+            t = themes.current()
+            self.summary.setText(f"<b style='color:{t.bad}'>Not current</b>: the job's inputs are not valid "
+                                 f"({self.plan.error}); fix them on the Planner page (Ctrl+4). The charts show "
+                                 "the last valid plan.")
+        elif self.result is not None:
+            self._show(self.result)
+        fade_out((self.cost_chart, self.scatter, self.breakeven, self.tornado), stale)
 
     def _machine_ids(self) -> list[str]:
         m = self.ctx.machine
@@ -185,8 +200,6 @@ class ComparePage(Page):
         chosen = chart_selection(result, mine)
         r = result.request
         name = result.model_name or "custom model"
-        from advisor.gui.pages.planner import WORKLOAD_WORDS
-
         text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b> ({len(result.options)} options priced). "
         best = result.best()
         if best is not None:
@@ -224,6 +237,11 @@ class ComparePage(Page):
         self._scatter_items.clear()
         fitting = [o for o in result.ranked if o.fits and o.hours > 0 and o.cost_usd > 0]
         front = set(result.pareto_ids())
+        if fitting:  # log axes labelled "1 h, 1 day" and "$10, $1k", not powers of ten
+            plots.set_log_ticks(self.scatter, "bottom", plots.HOUR_TICKS, min(o.hours for o in fitting) / 2,
+                                max(o.hours for o in fitting) * 2)
+            plots.set_log_ticks(self.scatter, "left", plots.USD_TICKS, min(o.cost_usd for o in fitting) / 2,
+                                max(o.cost_usd for o in fitting) * 2)
         for kind, idx in KIND_INDEX.items():
             pts = [o for o in fitting if o.kind == kind]
             if not pts:
@@ -287,8 +305,14 @@ class ComparePage(Page):
             self._calibration_cache = load_calibration()
         return self._calibration_cache
 
+    def on_shown(self) -> None:
+        bundle = self.plan.bundle
+        if bundle is not None and bundle.result is not self.result:
+            self._show(bundle.result)
+        self.plan.ensure_plan()
+
     def is_ready(self) -> bool:
-        return self.result is not None
+        return self.result is not None and self.plan.is_idle() and self.result is self.plan.bundle.result
 
     def shutdown(self) -> None:
         self.tornado.shutdown()

@@ -13,7 +13,7 @@ from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.cards import CardWidget
 from advisor.probes.labels import is_measured, kernel_label, kernel_value
-from advisor.units import fmt_bytes, fmt_date, fmt_mem, fmt_rate, sig3
+from advisor.units import fmt_bytes, fmt_date, fmt_hours, fmt_mem, fmt_rate, sig3
 
 UTIL_TIP = ("NVML utilisation: the share of the last sample period (1/6 s to 1 s, set by the driver) in which at "
             "least one kernel was running. It is time occupancy, not how busy the SMs were: a GPU at 100 % can "
@@ -77,6 +77,12 @@ class MachinePage(Page):
         self.summary.setWordWrap(True)
         self.summary.setObjectName("machineSummary")
         self._layout.addWidget(self.summary)
+        self.current_job = QLabel()  # the app's current job on this machine (from ctx.plan, never planned here)
+        self.current_job.setObjectName("machineCurrentJob")
+        self.current_job.setWordWrap(True)
+        self.current_job.setTextFormat(Qt.TextFormat.RichText)
+        self.current_job.setVisible(False)
+        self._layout.addWidget(self.current_job)
         self._grid = QGridLayout()
         self._grid.setSpacing(12)
         self._grid.setColumnStretch(0, 1)
@@ -90,13 +96,56 @@ class MachinePage(Page):
         ctx.hardware_failed.connect(self._on_ctx_hardware_failed)
         ctx.probe_result.connect(self._on_ctx_probe_result)
         ctx.gpu_events.connect(self._on_ctx_gpu_events)
+        if ctx.has_plan_model:  # the plan model is built by the first page that plans, not at start-up
+            self._on_ctx_plan_model_ready(ctx.plan)
+        else:
+            ctx.plan_model_ready.connect(self._on_ctx_plan_model_ready)
         if ctx.machine is not None:
             self._build(ctx.machine)
+
+    # ------------------------------------------------------------ the current job
+    @Slot(object)
+    def _on_ctx_plan_model_ready(self, model) -> None:
+        model.plan_ready.connect(self._on_plan_changed)
+        model.stale_changed.connect(self._on_plan_changed)
+        self._on_plan_changed()
+
+    @Slot()
+    def _on_plan_changed(self, *_args) -> None:
+        """One line: does the current job fit this machine, and how long would it take (read from the plan)."""
+        from advisor.gui.plan_service import WORKLOAD_WORDS, per_accelerator
+
+        model, m = self.ctx.plan, self.ctx.machine
+        result = model.result
+        ids = [g.catalog_id for g in m.gpus if g.catalog_id] if m is not None else []
+        if result is None or not ids:
+            self.current_job.setVisible(False)
+            return
+        t = themes.current()
+        here = next((r for r in per_accelerator(result) if r["accelerator"] == ids[0]), None)
+        work = dict(WORKLOAD_WORDS).get(result.request.workload, result.request.workload)
+        job = f"{work} {result.model_name or 'custom model'}"
+        count = ids.count(ids[0])
+        if here is None and result.request.accelerator and ids[0] not in result.request.accelerator:
+            verdict = f"<span style='color:{t.muted}'>not planned on this GPU (the job is restricted to others)</span>"
+        elif here is None:
+            reason = next((o.infeasible_reason for o in result.infeasible if o.accelerator == ids[0]), "")
+            verdict = f"<span style='color:{t.bad}'>cannot run here</span>" + (f" ({reason})" if reason else "")
+        elif here["fits"] and here["devices"] <= count:
+            verdict = (f"<span style='color:{t.good}'>fits on {here['devices']} of your {count}</span>, about "
+                       f"{fmt_hours(here['hours'])}")
+        else:
+            verdict = f"<span style='color:{t.bad}'>needs {here['devices']} (you have {count})</span>" if here["fits"] \
+                else f"<span style='color:{t.bad}'>does not fit</span>"
+        self.current_job.setText(f"Current job (Planner, Ctrl+4): <b>{job}</b>: {verdict}.")
+        self.current_job.setVisible(True)
 
     # ------------------------------------------------------------ building
     @Slot(object)
     def _on_ctx_machine_ready(self, profile) -> None:
         self._build(profile)
+        if self.ctx.has_plan_model:
+            self._on_plan_changed()
 
     @Slot(str)
     def _on_ctx_hardware_failed(self, reason: str) -> None:
@@ -261,7 +310,7 @@ class MachinePage(Page):
     @Slot(dict)
     def _on_fits_list_plan_requested(self, values: dict) -> None:
         """One click: the Planner opens on the row's job (its inputs, as a scenario is opened)."""
-        self.ctx.scenario_loaded.emit(values)
+        self.ctx.plan.load(values)
         self.ctx.page_requested.emit("planner")
 
     def _no_gpu_card(self, m) -> CardWidget:

@@ -2,7 +2,7 @@
 
 The stores are read off the GUI thread (``advisor.models.discover_models``, metadata only, no network); the fits
 come from ``advisor.models.fit.fit_model`` on the detected GPUs. "Plan this model" opens the Planner on the
-selected model through the shared context (``page_requested`` then ``scenario_loaded``).
+selected model through the shared context (``ctx.plan.load`` then ``page_requested``).
 """
 
 from __future__ import annotations
@@ -221,8 +221,8 @@ class ModelsPage(Page):
         values = plan_values(row.found) if row is not None else None
         if values is None:
             return
-        self.ctx.page_requested.emit("planner")  # builds the Planner page first, so it hears the values
-        self.ctx.scenario_loaded.emit(values)
+        self.ctx.plan.load(values)  # the app's current job: the Planner shows it
+        self.ctx.page_requested.emit("planner")
 
     @Slot(str)
     def _on_search_text_changed(self, text: str) -> None:

@@ -1,30 +1,38 @@
 """Planner page: inputs on the left, re-planned as they change; memory per device and a table of accelerators.
 
-Edits restart a short debounce timer; when it fires the request is validated on the GUI thread (cheap)
-and planned in a worker (about 25 ms). An edit during a plan waits for it and then plans the newest
-inputs only, so the GUI thread never waits and stale results never overwrite new ones.
+The page is a view of the app's plan model (``ctx.plan``, :mod:`advisor.gui.plan_model`): a form edit goes
+to the model (undoable: Ctrl+Z, Ctrl+Shift+Z), which validates it through the job schema and plans it in a
+worker; the page draws each new plan by updating the items built once (bars by ``setOpts``, table rows by
+model updates). While the inputs are invalid the reason is shown beside the field and the old plan is
+greyed out under a "Not current" line.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from advisor.colours import memory_part_colour
-from advisor.gui import settings as settings_mod
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
-from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, per_accelerator, plan_bundle
+from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.context_plot import ContextSweepWidget
 from advisor.gui.widgets.fit_advice import FitAdviceWidget
-from advisor.gui.widgets.plan_form import RESET, PlanFormWidget
+from advisor.gui.widgets.plan_form import PlanFormWidget
+from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.gui.workers import GeneratorWorker, release
-from advisor.store.calibration import load_calibration
 from advisor.units import fmt_count, fmt_hours, fmt_mem, fmt_usd, mem_value, memory_unit, sig3
 
-DEBOUNCE_MS = 120
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
                 ("activations", "activations_bytes"), ("KV cache", "kv_cache_bytes"), ("overhead", "overhead_bytes"))
 
@@ -59,22 +67,21 @@ def _table_columns(machine_ids) -> list[Column]:
 
 
 class PlannerPage(Page):
-    """Plan a job: inputs, memory chart, accelerator table, and a one-line answer."""
+    """Plan a job: the form (the view of ``ctx.plan``), memory chart, accelerator table, and a one-line answer."""
 
     page_id = "planner"
     title = "Planner"
 
     def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
-        self._worker: GeneratorWorker | None = None
-        self._pending = False
+        self.plan = ctx.plan
         self._bars: list = []
         self._cap_lines: list = []
-        self.bundle = None
-        self.plans_done = 0
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
-        self._calibration = load_calibration()
+        self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
+        self._categories: list[str] = []  # the chart's device-count labels as set last
+        self._bars_shape: tuple | None = None  # (parts, device counts) the bar items were built for
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -83,11 +90,36 @@ class PlannerPage(Page):
 
         left = QScrollArea()
         left.setWidgetResizable(True)
-        left.setMinimumWidth(300)
+        left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # the form fits its width
+        left.setMinimumWidth(340)
         form_host = QWidget()
         form_layout = QVBoxLayout(form_host)
         form_layout.setContentsMargins(16, 12, 8, 12)
-        form_layout.addWidget(QLabel("<h2 style='margin:0'>Plan a job</h2>"))
+        head = QHBoxLayout()
+        head.addWidget(QLabel("<h2 style='margin:0'>Plan a job</h2>"), 1)
+        stack = self.plan.undo_stack
+        # Actions of our own (not createUndoAction): their text stays "Undo" so the buttons keep their width.
+        self.undo_action = QAction("Undo", self)
+        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+        self.undo_action.triggered.connect(stack.undo)
+        stack.canUndoChanged.connect(self.undo_action.setEnabled)
+        stack.undoTextChanged.connect(self._on_stack_undo_text_changed)
+        self.redo_action = QAction("Redo", self)
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence.StandardKey.Redo])
+        self.redo_action.triggered.connect(stack.redo)
+        stack.canRedoChanged.connect(self.redo_action.setEnabled)
+        stack.redoTextChanged.connect(self._on_stack_redo_text_changed)
+        for action in (self.undo_action, self.redo_action):
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.addAction(action)
+            button = QToolButton()
+            button.setDefaultAction(action)
+            head.addWidget(button)
+        self._on_stack_undo_text_changed(stack.undoText())
+        self._on_stack_redo_text_changed(stack.redoText())
+        self.undo_action.setEnabled(stack.canUndo())
+        self.redo_action.setEnabled(stack.canRedo())
+        form_layout.addLayout(head)
         self.form = PlanFormWidget(sorted(ctx.catalog.models), form_host, accelerators=_accelerators(ctx.catalog))
         form_layout.addWidget(self.form)
         form_layout.addStretch(1)
@@ -97,6 +129,11 @@ class PlannerPage(Page):
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(8, 12, 16, 8)
+        self.stale_label = QLabel()
+        self.stale_label.setObjectName("planStale")
+        self.stale_label.setWordWrap(True)
+        self.stale_label.setVisible(False)
+        rl.addWidget(self.stale_label)
         self.answer = QLabel("Planning…")
         self.answer.setObjectName("planAnswer")
         self.answer.setWordWrap(True)
@@ -106,10 +143,6 @@ class PlannerPage(Page):
         self.fit_advice.setVisible(False)
         self.fit_advice.apply_requested.connect(self._on_fit_advice_apply_requested)
         rl.addWidget(self.fit_advice)
-        self.extra = QLabel()  # applied changes the form has no field for (grad_accum, optimizer_offload, ...)
-        self.extra.setVisible(False)
-        rl.addWidget(self.extra)
-        self._extra: dict = {}
         self.chart = plots.make_plot("Memory per device by part, against each accelerator's capacity",
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
@@ -127,122 +160,94 @@ class PlannerPage(Page):
         self.context_plot.setVisible(False)
         rl.addWidget(self.context_plot, 1)
         self.timing = QLabel()
-        self.timing.setWordWrap(True)  # the status line grows with the plan (ranges, price dates): wrap, never widen
+        self.timing.setWordWrap(True)  # a long status line must not set the splitter's minimum
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)
         split.addWidget(right)
         split.setStretchFactor(1, 1)
-        split.setSizes([340, 1000])
+        split.setSizes([345, 1000])
+        # greyed out while the plan is stale
+        self._faded = [self.answer, self.chart, self.table, self.timing, self.fit_advice, self.context_plot]
 
-        self._debounce = QTimer(self)
-        self._debounce.setSingleShot(True)
-        self._debounce.setInterval(DEBOUNCE_MS)
-        self._debounce.timeout.connect(self._on_debounce_timeout)
+        self.form.show_values(self.plan.values)
         self.form.inputs_changed.connect(self._on_form_inputs_changed)
-        ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
-        ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
+        self.plan.values_changed.connect(self._on_plan_values_changed)
+        self.plan.input_invalid.connect(self._on_plan_input_invalid)
+        self.plan.stale_changed.connect(self._on_plan_stale_changed)
+        self.plan.plan_ready.connect(self._on_plan_plan_ready)
         ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
-        ctx.scenario_loaded.connect(self._on_ctx_scenario_loaded)
-        ctx.owned_changed.connect(self._on_ctx_owned_changed)
+        if self.plan.error is not None:
+            self._on_plan_input_invalid(self.plan.error)
+            self._on_plan_stale_changed(True)
 
-    # ------------------------------------------------------------ re-planning
+    # ------------------------------------------------------------ the model
+    @property
+    def bundle(self):
+        """The plan on screen (or to be drawn): the model's last plan."""
+        return self.plan.bundle
+
+    @property
+    def plans_done(self) -> int:
+        return self.plan.plans_done
+
     @Slot()
     def _on_form_inputs_changed(self) -> None:
-        self._debounce.start()
+        self.plan.edit(self.form.values())
+
+    @Slot(dict)
+    def _on_plan_values_changed(self, values: dict) -> None:
+        self.form.show_values(values)
+
+    @Slot(str)
+    def _on_stack_undo_text_changed(self, text: str) -> None:
+        self.undo_action.setToolTip(f"Undo {text} (Ctrl+Z)" if text else "Undo the last form edit (Ctrl+Z)")
+
+    @Slot(str)
+    def _on_stack_redo_text_changed(self, text: str) -> None:
+        self.redo_action.setToolTip(f"Redo {text} (Ctrl+Shift+Z)" if text else "Redo the form edit undone "
+                                                                                "(Ctrl+Shift+Z)")
+
+    @Slot(object)
+    def _on_plan_input_invalid(self, exc) -> None:
+        self.form.show_error(exc.field, str(exc))
+        if self.plan.stale:
+            self._on_plan_stale_changed(True)  # the line above the plan names the newest reason
+
+    @Slot(bool)
+    def _on_plan_stale_changed(self, stale: bool) -> None:
+        """Grey out the plan on screen while the inputs are invalid, and say so."""
+        if not stale:
+            self.form.clear_error()
+        t = themes.current()
+        reason = str(self.plan.error) if stale and self.plan.error is not None else ""
+        self.stale_label.setText(f"<b style='color:{t.bad}'>Not current</b>: the plan below is for the last valid "
+                                 f"inputs. Fix the input named on the left to plan again ({reason})." if stale else "")
+        self.stale_label.setVisible(stale)
+        fade_out(self._faded, stale)
+
+    @Slot(object)
+    def _on_plan_plan_ready(self, bundle) -> None:
+        if self.isVisible():
+            self._show(bundle)
+
+    @Slot(dict)
+    def _on_fit_advice_apply_requested(self, change: dict) -> None:
+        """One click on a fit advice: its flags (every one a schema field) become the job's, undoable."""
+        self.plan.edit({**self.plan.values, **change})
 
     @Slot()
     def _on_ctx_catalog_changed(self) -> None:
         self.form.w["accelerator"].set_accelerators(_accelerators(self.ctx.catalog))
-        self._debounce.start()
-
-    @Slot(dict)
-    def _on_ctx_assumptions_changed(self, _overrides: dict) -> None:
-        self._debounce.start()
-
-    @Slot()
-    def _on_ctx_calibration_changed(self) -> None:
-        self._calibration = load_calibration()
-        self._debounce.start()
 
     @Slot(object)
     def _on_ctx_machine_ready(self, _profile) -> None:
-        self._debounce.start()  # this machine's GPUs are options now
-
-    @Slot()
-    def _on_ctx_owned_changed(self) -> None:
-        self._debounce.start()
-
-    @Slot(dict)
-    def _on_fit_advice_apply_requested(self, change: dict) -> None:
-        """One click on a fit advice: its flags go into the form (or, for a flag the form has no field for,
-        into the applied changes shown under the advice) and the job is planned again."""
-        in_form = {k: v for k, v in change.items() if k in self.form.w}
-        self._extra.update({k: v for k, v in change.items() if k not in self.form.w})
-        from advisor.planner.summary import change_flags
-
-        self.extra.setText(f"Applied besides the form: <code>{change_flags(self._extra)}</code>" if self._extra else "")
-        self.extra.setVisible(bool(self._extra))
-        if in_form:
-            self.form.set_values(in_form)
-        else:
-            self._debounce.start()
-
-    @Slot(dict)
-    def _on_ctx_scenario_loaded(self, values: dict) -> None:
-        self._extra = {k: v for k, v in values.items() if k not in self.form.w and k not in RESET_EXTRA_SKIP}
-        self.extra.setVisible(False)
-        self.form.set_values({**RESET, **values})  # a key the scenario leaves out goes back to its default
-
-    @Slot()
-    def _on_debounce_timeout(self) -> None:
-        self.replan()
+        if self.bundle is not None and self.isVisible():
+            self._show(self.bundle)
 
     def replan(self) -> None:
-        """Validate the inputs and plan them in a worker (or queue them behind the running plan)."""
-        from advisor.planner import PlanInputError, PlanRequest
-
-        if self._worker is not None:
-            self._pending = True
-            return
-        try:
-            values = self.ctx.plan_values({**self.form.values(), **self._extra})
-            request = PlanRequest.from_mapping(values)
-        except (PlanInputError, ValueError) as exc:
-            self.form.show_error(str(exc), themes.current().bad)
-            self.ctx.publish_plan(None, None)
-            return
-        self.form.show_error("", "")
-        self._worker = GeneratorWorker(plan_bundle, request, self.ctx.catalog, self._calibration,
-                                       **self.ctx.plan_kw(), parent=self)
-        self._worker.result_ready.connect(self._on_worker_result_ready)
-        self._worker.failed.connect(self._on_worker_failed)
-        self._worker.done.connect(self._on_worker_done)
-        self._worker.start()
-
-    @Slot(object)
-    def _on_worker_result_ready(self, bundle) -> None:
-        if self._pending:  # newer inputs are waiting: do not draw a stale plan
-            return
-        self.bundle = bundle
-        self.plans_done += 1
-        if self.isVisible():
-            self._show(bundle)
-        self.ctx.publish_plan(bundle.request, bundle.result)
-
-    @Slot(str)
-    def _on_worker_failed(self, reason: str) -> None:
-        if not self._pending:
-            self.form.show_error(reason.split(": ", 1)[-1], themes.current().bad)
-            self.ctx.publish_plan(None, None)
-
-    @Slot()
-    def _on_worker_done(self) -> None:
-        worker, self._worker = self._worker, None
-        release(worker)
-        if self._pending:
-            self._pending = False
-            self.replan()
+        """Plan the current inputs now (the model validates them; a plan already running is followed by one more)."""
+        self.plan.plan_now()
 
     # ------------------------------------------------------------ drawing
     def _machine_ids(self) -> list[str]:
@@ -323,56 +328,62 @@ class PlannerPage(Page):
     def _draw_memory(self, bundle, mine) -> None:
         counts = [n for n, _ in bundle.memory_by_devices]
         parts = [(label, [getattr(m, attr) for _, m in bundle.memory_by_devices]) for label, attr in MEMORY_PARTS]
-        if len(self._bars) != len(parts):
+        shape = (len(parts), len(counts))  # the items hold one bar per part and one total label per count
+        if shape != self._bars_shape:
+            self._bars_shape = shape
             plots.clear_bars(self.chart, self._bars)
             self._bars = plots.stacked_bars(self.chart, parts, width=0.55, value_format=fmt_mem,
                                             colours=[memory_part_colour(attr) for _, attr in MEMORY_PARTS])
-        else:  # move the bars built once: cheaper than new items on every plan
+        else:  # move the bars and labels built once (setOpts, setText): new items on every plan cost ~9 ms
             plots.update_stacked_bars(self._bars, parts)
-        plots.set_categories(self.chart, [f"{n} device{'s' if n > 1 else ''}" for n in counts])
+        labels = [f"{n} device{'s' if n > 1 else ''}" for n in counts]
+        if labels != self._categories:  # new ticks make the axis draw itself again
+            self._categories = labels
+            plots.set_categories(self.chart, labels)
         cat = self.ctx.catalog.accelerators
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
         top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
-        self.chart.setYRange(0, max(top, min(top_cap, 2.5 * top)) * 1.08, padding=0)
-        self.chart.setXRange(-0.6, len(counts) - 0.4, padding=0)
+        y_top = nice_ceiling(max(top, min(top_cap, 2.5 * top)) * 1.08)
+        caps = [line.value() for line in self._cap_lines]
+        if any(0.9 * y_top < c <= y_top for c in caps):  # a line's label sits above it: leave it room
+            y_top = nice_ceiling(1.12 * y_top)
+        x_range = (-0.6, len(counts) - 0.4)
+        if (y_top, x_range) != self._ranges:  # a range unchanged leaves the axes as drawn (no new ticks)
+            self._ranges = (y_top, x_range)
+            self.chart.setYRange(0, y_top, padding=0)
+            self.chart.setXRange(*x_range, padding=0)
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
         if self.bundle is not None and self._drawn is not self.bundle:
             self._show(self.bundle)
-        self.ensure_plan()
+        self.plan.ensure_plan()
 
     def ensure_plan(self) -> None:
         """Plan the current inputs unless a plan exists or is on its way."""
-        if self.bundle is None and self._worker is None and not self._debounce.isActive():
-            self.replan()
-
-    def save_state(self, s) -> None:
-        try:
-            settings_mod.write_json(s, "planner/inputs", self.form.values())
-        except ValueError:
-            pass
-
-    def restore_state(self, s) -> None:
-        self.form.set_values(settings_mod.read_json(s, "planner/inputs", dict(DEFAULT_INPUTS)))
+        self.plan.ensure_plan()
 
     def is_ready(self) -> bool:
-        return self.bundle is not None and self._worker is None and not self._debounce.isActive()
+        return self.bundle is not None and self.plan.is_idle() and (self._drawn is self.bundle or not self.isVisible())
 
     def prepare_screenshot(self) -> None:
-        self.form.set_values({**RESET, **DEFAULT_INPUTS})
-        self._debounce.stop()
-        self.replan()
-
-    def shutdown(self) -> None:
-        self._debounce.stop()
-        if self._worker is not None:
-            self._worker.stop()
+        if not self.ctx.screenshot_keep_inputs:
+            self.plan.load(dict(DEFAULT_INPUTS))
+        self.plan.plan_now()
 
 
-RESET_EXTRA_SKIP = ("assumptions", "notes", "sources")
-WORKLOAD_WORDS = (("pretrain", "Pretrain"), ("finetune", "Fine-tune"), ("lora", "LoRA fine-tune"),
-                  ("qlora", "QLoRA fine-tune"), ("inference", "Serve"))
+def nice_ceiling(x: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten that is at least ``x`` (> 0), so the
+    chart's range moves in steps people read, not with every figure."""
+    import math
+
+    if not x > 0 or not math.isfinite(x):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(x))
+    for step in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if step * power >= x * (1 - 1e-12):
+            return step * power
+    return 10 * power
 
 
 def _accelerators(catalog) -> list[tuple]:

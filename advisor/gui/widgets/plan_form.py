@@ -1,74 +1,99 @@
-"""The Planner's input form: every ``advisor plan`` flag as a widget, read back as a plan mapping.
+"""The Planner's input form, built from the job schema (``advisor.job.JOB_FIELDS``): one widget per field.
 
-``values()`` returns the keys of ``PlanRequest.from_mapping`` (the long flags with ``_``), leaving out
-what is on "auto", so the planner's own defaults apply. Any edit emits ``inputs_changed``.
+A field's kind picks its widget: a choice is a combo box, a whole number a spin box, a number a text box
+that takes ``7B`` or ``2e8``, true/false a check box, a list of accelerator ids the accelerator picker; the
+model preset is a combo of the catalog's presets plus "custom size". Each row shows the field's unit,
+its tooltip says the schema's help, range and default, and it is shown only for the field's workloads.
+Rows are grouped by the field's ``group``. A model spec that is not a preset (from the Models page or a
+scenario) joins the model list. Fields the form does not show are in :data:`NOT_IN_FORM`, with
+the reason; ``budget`` is the form's own choice of which of tokens, epochs and hours is read.
+
+``values()`` returns the fields that differ from their default (what ``Job.from_mapping`` takes; a number
+field whose text is not a number gives the text, so the schema names the field). ``show_error(field, text)``
+puts the one-line reason beside the field. Any edit emits ``inputs_changed``.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QWidget,
+)
 
+from advisor.gui import theme as themes
 from advisor.gui.widgets.accelerator_picker import AcceleratorPicker
+from advisor.gui.widgets.choices_picker import ChoicesPicker
+from advisor.job import JOB_FIELDS
 from advisor.units import parse_quantity
 
 CUSTOM = "custom"
-WORKLOADS = (("pretrain", "pretrain from scratch"), ("finetune", "full fine-tune"), ("lora", "LoRA fine-tune"),
-             ("qlora", "QLoRA (4-bit base)"), ("inference", "inference (serving)"))
+ARCH_FIELDS = ("params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 BUDGETS = (("default", "planner's default"), ("tokens", "tokens"), ("epochs", "epochs of a dataset"),
            ("hours", "hours of compute"))
-QUANTS = ((None, "none (weights at the precision)"), ("q8_0", "q8_0 (8.5 bits)"), ("q6_k", "q6_k (6.6 bits)"),
-          ("q4_k_m", "q4_k_m (4.8 bits)"), ("q4_0", "q4_0 (4.5 bits)"), ("nf4", "nf4 (4.1 bits)"))
-RUNTIMES = ((None, "auto (llama.cpp on consumer cards, vLLM on datacenter parts)"), ("llama.cpp", "llama.cpp"),
-            ("vllm", "vLLM"), ("exllama", "ExLlamaV2"), ("mlc", "MLC LLM"))
-LORA_RANK = 16
-# Values that return every field to its default or "auto" (set_values leaves keys it is not given alone;
-# spin boxes clamp 0 to their minimum, which is "auto"): a scenario is shown as {**RESET, **its plan}.
-RESET = {"workload": "pretrain", "precision": "bf16", "optimizer": "adamw", "zero": None, "gpus": 0,
-         "tp": None, "pp": 1, "seq_len": 0, "micro_batch": 1, "checkpointing": "selective",
-         "budget": "default", "context": 0, "batch": 1, "output_tokens": 256, "mfu": 0,
-         "layers": 0, "hidden": 0, "heads": 0, "kv_heads": 0, "ffn": 0, "vocab": 0,
-         "accelerator": [], "lora_rank": LORA_RANK, "quant": None, "runtime": None, "spot_offers": True, "download": False}
-TIPS = {
-    "model": "A preset with its exact architecture, a model from the Models page (Hugging Face cache, GGUF file, "
-             "Ollama, LM Studio), or 'custom' to give a parameter count",
-    "download": "Fetch this model's config.json from Hugging Face over HTTPS when it is not in the local cache "
-                "(nothing else opens a connection)",
-    "params": "Total parameters, e.g. 7B, 350M, 1.2T",
-    "workload": "Pretraining and full fine-tuning train every weight; LoRA trains small adapters on a frozen base; "
-                "QLoRA keeps the base in 4 bits",
-    "precision": "Numeric format of the compute; bf16/fp16/fp8 training keeps an fp32 master copy",
-    "optimizer": "AdamW keeps two fp32 moments per trained weight (8 bytes); 8-bit AdamW 2 bytes; SGD none",
-    "zero": "ZeRO sharding across data-parallel devices: 1 optimizer, 2 + gradients, 3 + weights",
-    "gpus": "Total devices; auto picks the fewest of each accelerator that fit",
-    "tp": "Tensor parallel degree (splits each layer across devices in one node)",
-    "pp": "Pipeline parallel stages (splits the layers)",
-    "seq_len": "Training sequence length in tokens; sets activation memory",
-    "micro_batch": "Sequences per device per step; activations grow with it",
-    "checkpointing": "Activation checkpointing: recompute activations instead of keeping them (full saves most)",
-    "budget": "How much work: a token count (generated tokens when serving), epochs of a dataset, or hours",
-    "context": "Prompt plus generated tokens per request; sets the KV cache",
-    "batch": "Concurrent requests decoded together",
-    "output_tokens": "Tokens generated per request",
-    "lora_rank": "LoRA/QLoRA adapter rank: trainable weights, their gradients and optimizer state grow with it",
-    "quant": "Serve quantised weights (llama.cpp/bitsandbytes formats, by effective bits per weight)",
-    "runtime": "Inference runtime: the decode's bandwidth efficiency depends on it and on the weight format",
-    "spot_offers": "List cloud spot instances (cheaper, can be interrupted) besides on-demand ones",
-    "mfu": "Model FLOPs utilisation to assume (0 = the planner's prior or this machine's measurement)",
+BUDGET_FIELDS = {"tokens": ("tokens",), "epochs": ("epochs", "dataset_tokens"), "hours": ("hours",)}
+# Schema fields without a widget here, and why.
+NOT_IN_FORM = {
+    "assumptions": "cost assumptions are edited on the Compare page (AppContext.assumptions)",
+    "notes": "free-form notes are kept by the scenario file, not planned",
+    "sources": "derived: where each value came from, filled in by the app",
+    "own": "the GPUs you own are a setting of the Machine page (AppContext.own_specs), added to every plan",
 }
+GROUP_TITLES = {"model": "Model", "job": "Job", "budget": "Budget", "inference": "Serving",
+                "hardware": "Hardware and cost"}
+LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_heads": "KV heads", "ffn": "FFN size",
+          "hidden": "Hidden size", "vocab": "Vocabulary", "lora_rank": "LoRA rank", "zero": "ZeRO stage",
+          "gpus": "Devices", "tp": "Tensor parallel", "pp": "Pipeline stages", "seq_len": "Sequence length",
+          "micro_batch": "Micro-batch", "dataset_tokens": "Dataset tokens", "context": "Context",
+          "batch": "Concurrent requests", "output_tokens": "Output tokens", "accelerator": "Accelerators",
+          "mfu": "MFU", "spot_offers": "Cloud", "quant": "Quantisation", "download": "Download",
+          "grad_accum": "Gradient accumulation", "optimizer_offload": "Optimizer offload",
+          "kv_cache_bits": "KV cache bits", "gpu_layers": "GPU layers", "owned_options": "Owned GPUs",
+          "stack": "Software stack"}
+CHOICE_TEXT = {
+    "workload": {"pretrain": "pretrain from scratch", "finetune": "full fine-tune", "lora": "LoRA fine-tune",
+                 "qlora": "QLoRA (4-bit base)", "inference": "inference (serving)"},
+    "quant": {None: "none", "q8_0": "q8_0 (8.5 bits)", "q6_k": "q6_k (6.6 bits)",
+              "q4_k_m": "q4_k_m (4.8 bits)", "q4_0": "q4_0 (4.5 bits)", "nf4": "nf4 (4.1 bits)"},
+    "zero": {None: "auto", 0: "0 (none)"},
+    "stack": {None: "default for the job"},
+    "runtime": {None: "auto", "llama.cpp": "llama.cpp",
+                "vllm": "vLLM", "exllama": "ExLlamaV2", "mlc": "MLC LLM"},
+}
+CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config",
+              "optimizer_offload": "Keep optimizer states in host RAM", "owned_options": "List this machine's and yours"}
+UNIT_TEXT = {"fraction of dense peak": "of peak"}  # the whole unit is in the tooltip
+UNITS = tuple(dict.fromkeys(UNIT_TEXT.get(m.unit, m.unit) for m in JOB_FIELDS.values() if m.unit))
+AUTO = "auto"
 
 
-def _auto_spin(lo: int, hi: int, auto_text: str = "auto") -> QSpinBox:
-    s = QSpinBox()
-    s.setRange(lo - 1 if lo > 0 else 0, hi)
-    s.setSpecialValueText(auto_text)
-    s.setValue(s.minimum())
-    s.setAccelerated(True)
-    return s
+def label_of(name: str) -> str:
+    """The row label of a schema field."""
+    return LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def _tip(name: str) -> str:
+    meta = JOB_FIELDS[name]
+    lines = [meta.help[:1].upper() + meta.help[1:]]
+    if meta.unit:
+        lines.append(f"Unit: {meta.unit}")
+    if meta.range_text():
+        lines.append(f"Allowed: {meta.range_text()}")
+    default = meta.default
+    lines.append(f"Default: {AUTO if default is None else 'none' if default == () else default}")
+    if meta.flag:
+        lines.append(f"Command line: {meta.flag}; scenario key: {name}")
+    return "\n".join(lines)
 
 
 class PlanFormWidget(QWidget):
-    """Inputs of a plan. ``values()`` -> mapping for ``PlanRequest.from_mapping``; ``inputs_changed`` on any edit."""
+    """Inputs of a plan from the job schema. ``values()`` -> ``Job.from_mapping`` mapping; ``inputs_changed``."""
 
     inputs_changed = Signal()
 
@@ -78,99 +103,113 @@ class PlanFormWidget(QWidget):
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
         self.form.setVerticalSpacing(6)
-        self.w: dict[str, QWidget] = {}
-        self._row_visible: dict[str, bool] = {}
-
-        model = QComboBox()
-        for mid in model_ids:
-            model.addItem(mid, mid)
-        model.addItem("custom size…", CUSTOM)
-        self._add("model", "Model", model)
-        self._add("download", "Download", QCheckBox("Allow fetching its config"))
-        self._add("params", "Parameters", QLineEdit(), placeholder="e.g. 7B")
-        self.arch_fields = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
-        for name, label, hi in (("layers", "Layers", 1000), ("hidden", "Hidden size", 100000),
-                                ("heads", "Heads", 1024), ("kv_heads", "KV heads", 1024),
-                                ("ffn", "FFN size", 1000000), ("vocab", "Vocabulary", 2000000)):
-            self._add(name, label, _auto_spin(1, hi), tip="architecture for activations and KV cache; auto = typical")
-        self._add("workload", "Workload", self._combo(WORKLOADS))
-        rank = QSpinBox()
-        rank.setRange(1, 4096)
-        rank.setValue(LORA_RANK)
-        self._add("lora_rank", "LoRA rank", rank)
-        self._add("precision", "Precision", self._combo([(p, p) for p in
-                                                          ("bf16", "fp16", "fp8", "fp32", "tf32", "int8", "int4")]))
-        self._add("quant", "Quantisation", self._combo(QUANTS))
-        self._add("runtime", "Runtime", self._combo(RUNTIMES))
-        self._add("optimizer", "Optimizer", self._combo([(o, o) for o in ("adamw", "adamw-8bit", "sgd", "adafactor")]))
-        self._add("zero", "ZeRO stage", self._combo([(None, "auto"), (0, "0 (none)"), (1, "1"), (2, "2"), (3, "3")]))
-        self._add("gpus", "Devices", _auto_spin(1, 16384, "auto (fewest that fit)"))
-        self._add("accelerator", "Accelerators", AcceleratorPicker(accelerators))
-        self._add("tp", "Tensor parallel", self._combo([(None, "auto"), (1, "1"), (2, "2"), (4, "4"), (8, "8")]))
-        pp = QSpinBox()
-        pp.setRange(1, 256)
-        self._add("pp", "Pipeline stages", pp)
-        seq = _auto_spin(128, 1048576)
-        seq.setSingleStep(512)
-        self._add("seq_len", "Sequence length", seq)
-        mb = QSpinBox()
-        mb.setRange(1, 4096)
-        self._add("micro_batch", "Micro-batch", mb)
-        ck = self._combo([(c, c) for c in ("selective", "none", "full")])
-        self._add("checkpointing", "Checkpointing", ck)
-        self._add("budget", "Budget", self._combo(BUDGETS))
-        self._add("tokens", "Tokens", QLineEdit(), placeholder="e.g. 2e8 or 200M")
-        epochs = QDoubleSpinBox()
-        epochs.setRange(0.01, 1000)
-        epochs.setValue(3)
-        self._add("epochs", "Epochs", epochs)
-        self._add("dataset_tokens", "Dataset tokens", QLineEdit(), placeholder="e.g. 50M")
-        hours = QDoubleSpinBox()
-        hours.setRange(0.01, 1e6)
-        hours.setValue(24)
-        hours.setSuffix(" h")
-        self._add("hours", "Hours", hours)
-        ctxs = _auto_spin(1, 1048576)
-        ctxs.setSingleStep(1024)
-        self._add("context", "Context (tokens)", ctxs)
-        batch = QSpinBox()
-        batch.setRange(1, 4096)
-        self._add("batch", "Batch (requests)", batch)
-        out = QSpinBox()
-        out.setRange(1, 1048576)
-        out.setValue(256)
-        self._add("output_tokens", "Output tokens", out)
-        mfu = QDoubleSpinBox()
-        mfu.setRange(0, 1)
-        mfu.setSingleStep(0.05)
-        mfu.setDecimals(2)
-        mfu.setSpecialValueText("prior / measured")
-        self._add("mfu", "MFU", mfu)
-        spot = QCheckBox("List spot offers")
-        spot.setChecked(True)
-        self._add("spot_offers", "Cloud", spot)
-        self.error = QLabel()
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.w: dict[str, QWidget] = {}  # field name -> its editor (plus "budget")
+        self.rows: dict[str, QWidget] = {}  # field name -> the row's widget (editor and unit)
+        self._errors: dict[str, QLabel] = {}
+        self._headers: dict[str, QLabel] = {}
+        self._group_of: dict[str, str] = {}
+        self._row_visible: dict[QWidget, bool] = {}
+        self._shown_error: str | None = None
+        self.error = QLabel()  # the reason the inputs cannot be planned, one line (also beside its field)
         self.error.setWordWrap(True)
         self.error.setObjectName("planError")
         self.form.addRow(self.error)
+        self.form.setRowVisible(self.error, False)
+        self._row_visible[self.error] = False
+        self._model_ids = list(model_ids)
+        self._unit_width = max(self.fontMetrics().horizontalAdvance(u) for u in UNITS) + 4
+        self._accelerators = accelerators
+        group = None
+        for name, meta in JOB_FIELDS.items():
+            if name in NOT_IN_FORM:
+                continue
+            if meta.group != group:
+                group = meta.group
+                header = QLabel(f"<b>{GROUP_TITLES.get(group, group.capitalize())}</b>")
+                header.setObjectName(f"planGroup_{group}")
+                self.form.addRow(header)
+                self._headers[group] = header
+            self._add(name, self._editor(name))
+            self._group_of[name] = group
+        budget = QComboBox()
+        for data, text in BUDGETS:
+            budget.addItem(text, data)
+        budget.setToolTip("How much work: a token count (generated tokens when serving), epochs of a dataset, or "
+                          "hours; the planner's default is 20 tokens per parameter for pretraining (Hoffmann et "
+                          "al. 2022), 1e8 tokens otherwise")
+        self._insert_before("tokens", "budget", "Budget", budget)
         self._update_rows()
 
-    # ------------------------------------------------------------ construction helpers
-    def _combo(self, items) -> QComboBox:
-        c = QComboBox()
-        for data, text in items:
-            c.addItem(text, data)
-        return c
+    # ------------------------------------------------------------ construction
+    def _editor(self, name: str) -> QWidget:
+        meta = JOB_FIELDS[name]
+        if name == "model":
+            box = QComboBox()
+            for mid in self._model_ids:
+                box.addItem(mid, mid)
+            box.addItem("custom size…", CUSTOM)
+            return box
+        if meta.kind == "choice":
+            box = QComboBox()
+            texts = CHOICE_TEXT.get(name, {})
+            if meta.default is None:
+                box.addItem(texts.get(None, AUTO), None)
+            for c in meta.choices:
+                box.addItem(texts.get(c, str(c)), c)
+            box.setCurrentIndex(max(0, box.findData(meta.default)))
+            return box
+        if meta.kind == "int":
+            spin = QSpinBox()
+            lo, hi = int(meta.minimum or 0), int(min(meta.maximum or 2**31 - 1, 2**31 - 1))
+            if meta.default is None:  # one below the minimum reads "auto"
+                spin.setRange(lo - 1, hi)
+                spin.setSpecialValueText(AUTO)
+                spin.setValue(lo - 1)
+            else:
+                spin.setRange(lo, hi)
+                spin.setValue(int(meta.default))
+            spin.setAccelerated(True)
+            return spin
+        if meta.kind == "bool":
+            box = QCheckBox(CHECK_TEXT.get(name, label_of(name)))
+            box.setChecked(bool(meta.default))
+            return box
+        if meta.kind == "ids" and meta.choices:  # some of a fixed list: the software stacks
+            from advisor.catalog.stacks import STACK_LABELS
 
-    def _add(self, key: str, label: str, widget: QWidget, *, tip: str = "", placeholder: str = "") -> None:
-        widget.setObjectName(f"plan_{key}")
-        if TIPS.get(key, tip):  # the accelerator picker keeps its own tip
-            widget.setToolTip(TIPS.get(key, tip))
-        if placeholder:
-            widget.setPlaceholderText(placeholder)
+            return ChoicesPicker([(c, STACK_LABELS.get(c, c)) for c in meta.choices],
+                                 CHOICE_TEXT.get(name, {}).get(None, "default"))
+        if meta.kind == "ids":
+            return AcceleratorPicker(self._accelerators)
+        edit = QLineEdit()  # numbers and text: "7B", "2e8", "200M"
+        edit.setPlaceholderText(AUTO if meta.default is None else str(meta.default))
+        return edit
+
+    def _row(self, name: str, editor: QWidget, unit: str) -> QWidget:
+        row = QWidget()
+        lay = QHBoxLayout(row)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(6)
+        lay.addWidget(editor, 1)
+        u = QLabel(UNIT_TEXT.get(unit, unit))
+        u.setStyleSheet(f"color: {themes.current().muted}")
+        u.setFixedWidth(self._unit_width)  # units in one column, as wide as the longest, so the editors line up
+        lay.addWidget(u)
+        row.setObjectName(f"planRow_{name}")
+        return row
+
+    @staticmethod
+    def _narrow(widget: QWidget) -> None:
+        """A combo box as wide as the form allows, not as its longest item (the popup shows items whole)."""
+        if isinstance(widget, QComboBox):
+            widget.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            widget.setMinimumContentsLength(6)
+
+    def _connect(self, widget: QWidget) -> None:
         if isinstance(widget, QComboBox):
             widget.currentIndexChanged.connect(self._on_widget_edited)
-        elif isinstance(widget, AcceleratorPicker):
+        elif isinstance(widget, (AcceleratorPicker, ChoicesPicker)):
             widget.selection_changed.connect(self._on_widget_edited)
         elif isinstance(widget, QCheckBox):
             widget.toggled.connect(self._on_widget_edited)
@@ -178,136 +217,194 @@ class PlanFormWidget(QWidget):
             widget.textEdited.connect(self._on_widget_edited)
         else:
             widget.valueChanged.connect(self._on_widget_edited)
-        self.w[key] = widget
-        self.form.addRow(label, widget)
 
+    def _add(self, name: str, editor: QWidget) -> None:
+        meta = JOB_FIELDS[name]
+        editor.setObjectName(f"plan_{name}")
+        editor.setAccessibleName(label_of(name))
+        self._narrow(editor)
+        if not isinstance(editor, AcceleratorPicker):  # the picker says what is chosen in its own tip
+            editor.setToolTip(_tip(name))
+        self._connect(editor)
+        row = self._row(name, editor, meta.unit if meta.kind in ("int", "number") else "")
+        label = QLabel(label_of(name))
+        label.setToolTip(_tip(name))
+        label.setBuddy(editor)
+        self.form.addRow(label, row)
+        err = QLabel()
+        err.setObjectName(f"planError_{name}")
+        err.setWordWrap(True)
+        err.setStyleSheet(f"color: {themes.current().bad}")
+        self.form.addRow("", err)
+        self.form.setRowVisible(err, False)
+        self._row_visible[err] = False
+        self.w[name] = editor
+        self.rows[name] = row
+        self._errors[name] = err
+
+    def _insert_before(self, before: str, key: str, label: str, editor: QWidget) -> None:
+        index, _role = self.form.getWidgetPosition(self.rows[before])
+        editor.setObjectName(f"plan_{key}")
+        editor.setAccessibleName(label)
+        self._narrow(editor)
+        self._connect(editor)
+        row = self._row(key, editor, "")
+        self.form.insertRow(index, label, row)
+        self.w[key] = editor
+        self.rows[key] = row
+        self._group_of[key] = JOB_FIELDS[before].group
+
+    # ------------------------------------------------------------ visibility
     @Slot()
     def _on_widget_edited(self, *_args) -> None:
         self._update_rows()
         self.inputs_changed.emit()
 
-    def _update_rows(self) -> None:
-        custom = self.w["model"].currentData() == CUSTOM
+    def applies(self, name: str) -> bool:
+        """Whether a field is shown (and read) for the current model, workload and budget."""
+        if name == "budget":
+            return True
         workload = self.w["workload"].currentData()
-        inference = workload == "inference"
-        budget = self.w["budget"].currentData()
-        model = self.w["model"].currentData()
-        show = {"params": custom, **{k: custom for k in self.arch_fields},
-                "download": isinstance(model, str) and model.startswith("hf:"),
-                "lora_rank": workload in ("lora", "qlora"), "quant": inference, "runtime": inference,
-                "optimizer": not inference, "zero": not inference, "seq_len": not inference,
-                "micro_batch": not inference, "checkpointing": not inference, "budget": True,
-                "tokens": budget == "tokens", "epochs": not inference and budget == "epochs",
-                "dataset_tokens": not inference and budget == "epochs", "hours": budget == "hours",
-                "context": inference, "batch": inference, "output_tokens": inference}
-        for key, visible in show.items():
-            if self._row_visible.get(key) != visible:  # an unchanged row must not re-lay out the window
-                self._row_visible[key] = visible
-                self.form.setRowVisible(self.w[key], visible)
+        if workload not in JOB_FIELDS[name].workloads:
+            return False
+        if name in ARCH_FIELDS:
+            return self.w["model"].currentData() == CUSTOM
+        if name == "download":  # only a Hugging Face name can be fetched
+            model = self.w["model"].currentData()
+            return isinstance(model, str) and model.startswith("hf:")
+        for budget, names in BUDGET_FIELDS.items():
+            if name in names:
+                return self.w["budget"].currentData() == budget
+        return True
+
+    def is_shown(self, name: str) -> bool:
+        """Whether the field's row is visible."""
+        return self._row_visible.get(self.rows[name], True)
+
+    def _set_visible(self, widget: QWidget, visible: bool) -> None:
+        if self._row_visible.get(widget) != visible:  # an unchanged row must not re-lay out the window
+            self._row_visible[widget] = visible
+            self.form.setRowVisible(widget, visible)
+
+    def _update_rows(self) -> None:
+        groups: dict[str, bool] = {}
+        for name, row in self.rows.items():
+            visible = self.applies(name)
+            self._set_visible(row, visible)
+            groups[self._group_of[name]] = groups.get(self._group_of[name], False) or visible
+            if name in self._errors:
+                self._set_visible(self._errors[name], visible and bool(self._errors[name].text()))
+        for group, header in self._headers.items():
+            self._set_visible(header, groups.get(group, False))
 
     # ------------------------------------------------------------ values
     def values(self) -> dict:
-        """The inputs as a ``PlanRequest.from_mapping`` mapping.
-
-        Raises:
-            ValueError: a number field holds text that is not a number (the message names the field).
-        """
-        w = self.w
+        """The fields shown that differ from their default, as a ``Job.from_mapping`` mapping (never raises)."""
         out: dict = {}
-        if w["model"].currentData() == CUSTOM:
-            out["params"] = self._number("params")
-            for k in self.arch_fields:
-                if w[k].value() > w[k].minimum():
-                    out[k] = w[k].value()
-        else:
-            out["model"] = w["model"].currentData()
-            if out["model"].startswith("hf:") and w["download"].isChecked():
-                out["download"] = True
-        for k in ("workload", "precision"):
-            out[k] = w[k].currentData()
-        if out["workload"] == "inference":
-            if w["context"].value() > w["context"].minimum():
-                out["context"] = w["context"].value()
-            out["batch"] = w["batch"].value()
-            out["output_tokens"] = w["output_tokens"].value()
-            for key in ("quant", "runtime"):
-                if w[key].currentData() is not None:
-                    out[key] = w[key].currentData()
-        else:
-            out["optimizer"] = w["optimizer"].currentData()
-            out["checkpointing"] = w["checkpointing"].currentData()
-            out["micro_batch"] = w["micro_batch"].value()
-            if out["workload"] in ("lora", "qlora") and w["lora_rank"].value() != LORA_RANK:
-                out["lora_rank"] = w["lora_rank"].value()
-            if w["zero"].currentData() is not None:
-                out["zero"] = w["zero"].currentData()
-            if w["seq_len"].value() > w["seq_len"].minimum():
-                out["seq_len"] = w["seq_len"].value()
-            if w["budget"].currentData() == "epochs":
-                out["epochs"] = w["epochs"].value()
-                out["dataset_tokens"] = self._number("dataset_tokens")
-        budget = w["budget"].currentData()  # a serving job has a budget too: generated tokens or hours
-        if budget == "tokens":
-            out["tokens"] = self._number("tokens")
-        elif budget == "hours":
-            out["hours"] = w["hours"].value()
-        if w["gpus"].value() > w["gpus"].minimum():
-            out["gpus"] = w["gpus"].value()
-        if w["accelerator"].selection():
-            out["accelerator"] = w["accelerator"].selection()
-        if w["tp"].currentData() is not None:
-            out["tp"] = w["tp"].currentData()
-        out["pp"] = w["pp"].value()
-        if w["mfu"].value() > 0:
-            out["mfu"] = w["mfu"].value()
-        if not w["spot_offers"].isChecked():
-            out["spot_offers"] = False
+        for name, meta in JOB_FIELDS.items():
+            if name in NOT_IN_FORM or not self.applies(name):
+                continue
+            value = self._read(name)
+            if value is not None and value != meta.default and not (meta.kind == "ids" and not value):
+                out[name] = value
         return out
 
-    def _number(self, key: str) -> float:
-        text = self.w[key].text().strip()
+    def _read(self, name: str):
+        w = self.w[name]
+        if name == "model":
+            data = w.currentData()
+            return None if data == CUSTOM else data
+        if isinstance(w, (AcceleratorPicker, ChoicesPicker)):
+            return w.selection()
+        if isinstance(w, QComboBox):
+            return w.currentData()
+        if isinstance(w, QCheckBox):
+            return w.isChecked()
+        if isinstance(w, QSpinBox):
+            return None if w.specialValueText() and w.value() == w.minimum() else w.value()
+        text = w.text().strip()
+        if not text:
+            return None
         try:
             return parse_quantity(text)
         except ValueError:
-            raise ValueError(f"{key}: {'missing' if not text else 'not a number: ' + text}") from None
+            return text  # the schema names the field: "must be a finite number ..., got 'abc'"
 
     def set_values(self, values: dict) -> None:
-        """Show a saved mapping (unknown keys and bad values are ignored); emits one ``inputs_changed``."""
-        self.blockSignals(True)
-        try:
-            for key, value in values.items():
-                widget = self.w.get(key)
-                if widget is None:
-                    continue
-                if isinstance(widget, AcceleratorPicker):
-                    widget.set_selection(value)
-                elif isinstance(widget, QCheckBox):
-                    if isinstance(value, bool):
-                        widget.setChecked(value)
-                elif isinstance(widget, QComboBox):
-                    i = widget.findData(value)
-                    if i < 0 and key == "model" and isinstance(value, str) and value.strip():
-                        i = widget.count() - 1  # a model spec (hf:ORG/NAME, a file, a store's name): before "custom"
-                        widget.insertItem(i, value, value)
-                    if i >= 0:
-                        widget.setCurrentIndex(i)
-                elif isinstance(widget, QLineEdit):
-                    widget.setText(_number_text(value) if isinstance(value, (int, float)) else str(value))
-                elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                    widget.setValue(value)
-            if "params" in values and "model" not in values:
-                self.w["model"].setCurrentIndex(self.w["model"].findData(CUSTOM))
-            budget = next((b for b in ("tokens", "epochs", "hours") if b in values), None)
-            if budget:
-                self.w["budget"].setCurrentIndex(self.w["budget"].findData(budget))
-        finally:
-            self.blockSignals(False)
-        self._update_rows()
+        """Change some fields (the others keep their value), as if the user had; emits one ``inputs_changed``."""
+        self._show({**self.values(), **values})
         self.inputs_changed.emit()
 
-    def show_error(self, message: str, color: str) -> None:
-        """Show (or clear, with an empty message) the reason the inputs cannot be planned."""
-        self.error.setText(f"<span style='color:{color}'>{message}</span>" if message else "")
+    def show_values(self, values: dict) -> None:
+        """Show exactly these values (a field left out shows its default); emits nothing."""
+        if values != self.values():
+            self._show(values)
+
+    def _show(self, values: dict) -> None:
+        widgets = [*self.w.values()]
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            custom = "model" not in values and values.get("params") is not None
+            self._show_model(CUSTOM if custom else values.get("model", self._model_ids[0]))
+            for name, meta in JOB_FIELDS.items():
+                if name in NOT_IN_FORM or name == "model":
+                    continue
+                self._write(name, values.get(name, meta.default))
+            budget = next((b for b, names in BUDGET_FIELDS.items() if any(n in values for n in names)), None)
+            self.w["budget"].setCurrentIndex(self.w["budget"].findData(budget or "default"))
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+        self._update_rows()
+
+    def _show_model(self, model) -> None:
+        """Select a preset, "custom", or a model spec (hf:ORG/NAME, a file, a store's name), added before "custom"."""
+        box = self.w["model"]
+        i = box.findData(model)
+        if i < 0 and isinstance(model, str) and model.strip():
+            i = box.count() - 1
+            box.insertItem(i, model, model)
+        box.setCurrentIndex(max(i, 0))
+
+    def _write(self, name: str, value) -> None:
+        w = self.w[name]
+        if isinstance(w, (AcceleratorPicker, ChoicesPicker)):
+            w.set_selection(value or [])
+        elif isinstance(w, QComboBox):
+            i = w.findData(value)
+            w.setCurrentIndex(i if i >= 0 else max(0, w.findData(JOB_FIELDS[name].default)))
+        elif isinstance(w, QCheckBox):
+            w.setChecked(bool(value))
+        elif isinstance(w, QSpinBox):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            w.setValue(int(value) if ok else w.minimum())
+        elif value is None:
+            w.setText("")
+        else:
+            w.setText(_number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
+                      else str(value))
+
+    # ------------------------------------------------------------ errors
+    def show_error(self, field: str | None, message: str) -> None:
+        """Show the one-line reason the inputs cannot be planned, beside ``field`` when the form shows it
+        (and in the line above the form); an empty message clears it."""
+        if self._shown_error is not None and self._shown_error in self._errors:
+            self._errors[self._shown_error].setText("")
+            self.rows[self._shown_error].setProperty("invalid", False)
+            self._set_visible(self._errors[self._shown_error], False)
+        self._shown_error = None
+        t = themes.current()
+        self.error.setText(f"<span style='color:{t.bad}'>{message}</span>" if message else "")
+        if message and field in self._errors and self.applies(field):
+            self._shown_error = field
+            self._errors[field].setText(message.removeprefix(f"{field}: "))
+            self._set_visible(self._errors[field], True)
+        self._set_visible(self.error, bool(message) and self._shown_error is None)  # shown once: beside its field
+
+    def clear_error(self) -> None:
+        """The inputs are valid again."""
+        self.show_error(None, "")
 
 
 def _number_text(value: float) -> str:

@@ -211,6 +211,29 @@ def add_limit_line(plot: pg.PlotWidget, value: float | None, label: str, *, inde
     return line
 
 
+# Ticks people read on log axes: job times from a minute to ten years, money by decades.
+HOUR_TICKS = ((1 / 60, "1 min"), (10 / 60, "10 min"), (1, "1 h"), (3, "3 h"), (10, "10 h"), (24, "1 day"),
+              (72, "3 days"), (168, "1 week"), (720, "1 month"), (2160, "3 months"), (8760, "1 year"),
+              (87600, "10 years"))
+USD_TICKS = ((0.01, "$0.01"), (0.1, "$0.10")) + tuple(
+    (10.0 ** k, f"${10 ** (k % 3)}{('', 'k', 'M', 'B')[k // 3]}") for k in range(12))
+
+
+def set_log_ticks(plot: pg.PlotWidget, axis: str, ticks: Sequence[tuple[float, str]], lo: float, hi: float) -> None:
+    """Label a log axis (``setLogMode``) at the given values within ``[lo, hi]`` (data units, not log10), so
+    a log axis reads "1 h, 1 day, 1 week" or "$10, $100, $1k" instead of powers of ten with every minor tick."""
+    import math
+
+    shown = [(math.log10(v), text) for v, text in ticks if lo <= v <= hi]
+    if len(shown) < 2:  # a narrow range: the ends as well
+        shown = sorted(set(shown) | {(math.log10(lo), _short_number(lo)), (math.log10(hi), _short_number(hi))})
+    plot.getAxis(axis).setTicks([shown, []])
+
+
+def _short_number(v: float) -> str:
+    return f"{v:.3g}"
+
+
 def set_categories(plot: pg.PlotWidget, labels: Sequence[str], axis: str = "bottom") -> None:
     """Label integer positions 0..n-1 on an axis with category names (bar charts)."""
     plot.getAxis(axis).setTicks([[(i, s) for i, s in enumerate(labels)], []])

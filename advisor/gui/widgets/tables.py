@@ -16,6 +16,15 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
+# Roles as plain ints, worked out once: data() runs for every visible cell and role on each repaint.
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_ALIGN = int(Qt.ItemDataRole.TextAlignmentRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_SORT = int(SORT_ROLE)
+_RECORD = int(RECORD_ROLE)
+_ROLES = frozenset((_DISPLAY, _TOOLTIP, _ALIGN, _FOREGROUND, _SORT, _RECORD))
+_RIGHT = int((Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter).value)
 
 
 @dataclass(frozen=True)
@@ -50,9 +59,18 @@ class RecordTableModel(QAbstractTableModel):
         self._rows = list(rows)
 
     def set_rows(self, rows: Sequence[Any]) -> None:
-        """Replace every row (views keep their sort and filter)."""
+        """Replace every row (views keep their sort and filter). The same number of rows is an update of the
+        cells (``dataChanged``: the view keeps its scroll position and repaints only what it shows), not a reset."""
+        rows = list(rows)
+        if rows and len(rows) == len(self._rows):
+            old, self._rows = self._rows, rows
+            changed = [c for c, col in enumerate(self._columns)
+                       if any(_shown(col, a) != _shown(col, b) for a, b in zip(old, rows))]
+            for first, last in _runs(changed):  # only the columns whose text changed are repainted
+                self.dataChanged.emit(self.index(0, first), self.index(len(rows) - 1, last))
+            return
         self.beginResetModel()
-        self._rows = list(rows)
+        self._rows = rows
         self.endResetModel()
 
     def rows(self) -> list[Any]:
@@ -74,33 +92,60 @@ class RecordTableModel(QAbstractTableModel):
             return col.tip or None
         return None
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+    def data(self, index, role=_DISPLAY):
+        if role not in _ROLES or not index.isValid():
             return None
         record = self._rows[index.row()]
         col = self._columns[index.column()]
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             value = col.get(record)
             if value is None:
                 return "—"
             return col.fmt(value) if col.fmt else str(value)
-        if role == SORT_ROLE:
+        if role == _ALIGN:
+            return _RIGHT if col.align_right else None
+        if role == _FOREGROUND:
+            name = col.color(record) if col.color else None
+            return _qcolor(name) if name else None
+        if role == _SORT:
             value = col.get(record)
             if value is None:
                 return float("-inf") if col.align_right else ""
             return value if isinstance(value, (int, float)) else str(value).lower()
-        if role == RECORD_ROLE:
+        if role == _RECORD:
             return record
-        if role == Qt.ItemDataRole.ToolTipRole:
-            if col.cell_tip:
-                return col.cell_tip(record) or None
-            return col.tip or None
-        if role == Qt.ItemDataRole.TextAlignmentRole and col.align_right:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ForegroundRole and col.color:
-            name = col.color(record)
-            return QColor(name) if name else None
-        return None
+        if col.cell_tip:  # _TOOLTIP
+            return col.cell_tip(record) or None
+        return col.tip or None
+
+
+def _shown(col: Column, record) -> tuple:
+    """What a cell shows: its text and colour."""
+    value = col.get(record)
+    text = "—" if value is None else col.fmt(value) if col.fmt else str(value)
+    return text, col.color(record) if col.color else None
+
+
+def _runs(indexes: list[int]) -> list[tuple[int, int]]:
+    """``[1, 2, 3, 6]`` -> ``[(1, 3), (6, 6)]``."""
+    out: list[tuple[int, int]] = []
+    for i in indexes:
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+_COLORS: dict[str, QColor] = {}
+
+
+def _qcolor(name: str) -> QColor:
+    """A QColor by name, made once (the table asks for each visible cell's colour on every repaint)."""
+    c = _COLORS.get(name)
+    if c is None:
+        c = _COLORS[name] = QColor(name)
+    return c
 
 
 def make_proxy(model: RecordTableModel, parent=None) -> QSortFilterProxyModel:

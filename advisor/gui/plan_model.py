@@ -1,0 +1,259 @@
+"""The app's one current job and its plan: pages and dialogs observe :class:`PlanModel`, never each other.
+
+The Planner form writes its values here (:meth:`PlanModel.edit`, undoable); an opened scenario or the
+Models page replaces them (:meth:`PlanModel.load`). The model validates them through the job schema
+(``Job.from_mapping``, with the cost assumptions of the context) on the GUI thread (well under a
+millisecond), plans a valid job in a worker (``plan_service.plan_bundle``) and tells every observer:
+
+- ``values_changed(dict)``: the form's values changed (an edit, an undo, an opened scenario);
+- ``input_invalid(object)``: a :class:`JobInputError` (``.field`` and a one-line message); the last plan stays
+  in :attr:`bundle` but is *stale* (``stale_changed(True)``) until the inputs are valid again;
+- ``plan_ready(object)``: the :class:`PlanBundle` of the current job.
+
+An edit during a plan waits for it and then plans the newest inputs only, so a stale result never
+overwrites a newer one.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+from advisor.gui.plan_service import DEFAULT_INPUTS, PlanBundle, plan_bundle
+from advisor.gui.workers import GeneratorWorker, release
+from advisor.job import Job, JobInputError
+
+DEBOUNCE_MS = 120
+SETTINGS_KEY = "planner/inputs"
+
+
+def plan_or_error(job: Job, catalog, calibration=None, **kw) -> PlanBundle | JobInputError:
+    """Plan a job (runs in a worker); an input the catalog cannot honour comes back as the error, not raised.
+
+    ``kw``: this machine's owned GPUs and host figures (``AppContext.plan_kw``)."""
+    try:
+        return plan_bundle(job, catalog, calibration, **kw)
+    except JobInputError as exc:
+        return exc
+
+
+class _EditCommand(QUndoCommand):
+    """One form edit: the values before and after. Consecutive edits of the same field merge (typing)."""
+
+    def __init__(self, model: PlanModel, before: dict, after: dict) -> None:
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        super().__init__(f"change {', '.join(changed) or 'inputs'}")
+        self.model = model
+        self.before = before
+        self.after = after
+        self.keys = tuple(changed)
+
+    def id(self) -> int:  # noqa: A003 (Qt API)
+        return 1 if len(self.keys) == 1 else -1
+
+    def mergeWith(self, other) -> bool:  # noqa: N802 (Qt API)
+        if not isinstance(other, _EditCommand) or other.keys != self.keys:
+            return False
+        self.after = other.after
+        return True
+
+    def redo(self) -> None:
+        self.model._apply(self.after)
+
+    def undo(self) -> None:
+        self.model._apply(self.before)
+
+
+class PlanModel(QObject):
+    """The current job (form values, validated :class:`Job`) and its plan.
+
+    Attributes:
+        values: the Planner form's values (schema field names; a number field that is not a number keeps
+            its text, so the schema names it).
+        job: the last valid job (None before the first).
+        error: the :class:`JobInputError` of the current values, or None when they are valid.
+        bundle: the last plan (of :attr:`job`); stale while :attr:`error` is set.
+        undo_stack: form edits (Ctrl+Z / Ctrl+Shift+Z on the Planner page).
+    """
+
+    values_changed = Signal(dict)
+    input_invalid = Signal(object)
+    plan_ready = Signal(object)
+    stale_changed = Signal(bool)
+
+    def __init__(self, ctx, values: dict | None = None, parent=None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.values: dict = dict(DEFAULT_INPUTS if values is None else values)
+        self.job: Job | None = None
+        self.error: JobInputError | None = None
+        self.bundle: PlanBundle | None = None
+        self.plans_done = 0
+        self.undo_stack = QUndoStack(self)
+        self._worker: GeneratorWorker | None = None
+        self._pending = False
+        self._valid = False  # whether the current values passed the schema (the error clears with the next plan)
+        self._generation = 0  # counts validations: a result of an older one is out of date
+        self._planned_generation = -1
+        self._calibration = None
+        self._calibration_loaded = False
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(DEBOUNCE_MS)
+        self._debounce.timeout.connect(self._on_debounce_timeout)
+        ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
+        ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
+        ctx.catalog_changed.connect(self._on_ctx_catalog_changed)
+        ctx.owned_changed.connect(self._on_ctx_catalog_changed)  # this machine's GPUs or yours: plan again
+        ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        self._validate()
+
+    # ------------------------------------------------------------ state
+    @property
+    def stale(self) -> bool:
+        """True while the inputs are invalid: the plan on screen is for earlier inputs."""
+        return self.error is not None
+
+    @property
+    def result(self):
+        """The current plan's ``PlanResult``, or None (no plan yet, or the inputs are invalid)."""
+        return None if self.bundle is None or self.stale else self.bundle.result
+
+    def is_idle(self) -> bool:
+        """True when no plan is running or waiting."""
+        return self._worker is None and not self._debounce.isActive() and not self._pending
+
+    # ------------------------------------------------------------ changing the values
+    def edit(self, values: dict) -> None:
+        """The form's new values (undoable; consecutive edits of one field merge)."""
+        values = dict(values)
+        if values != self.values:
+            self.undo_stack.push(_EditCommand(self, dict(self.values), values))
+
+    def load(self, values: dict) -> None:
+        """Replace the values (an opened scenario, a model from the Models page); the undo history restarts."""
+        self.undo_stack.clear()
+        self._apply(dict(values), force=True)
+
+    def _apply(self, values: dict, force: bool = False) -> None:
+        if values == self.values and not force:
+            return
+        self.values = dict(values)
+        self.values_changed.emit(dict(values))
+        if self._validate():
+            self._debounce.start()
+
+    def _validate(self) -> bool:
+        """Check the values through the schema (and the catalog's names). Returns True when valid."""
+        self._generation += 1
+        mapping = self.ctx.plan_values(self.values)  # the app's settings: cost assumptions, the GPUs owned
+        try:
+            job = Job.from_mapping(mapping)
+            self._check_catalog(job)
+        except JobInputError as exc:
+            self._valid = False
+            self._set_error(exc)
+            return False
+        self.job = job
+        self._valid = True
+        return True
+
+    def _check_catalog(self, job: Job) -> None:
+        """Accelerator ids the catalog lacks (cheap, here); a model spec is resolved by the planner in the worker
+        (it may read a file), and a name it cannot resolve comes back as the error."""
+        cat = self.ctx.catalog
+        for acc in job.accelerator:
+            if acc not in cat.accelerators:
+                raise JobInputError("accelerator", f"unknown accelerator {acc!r}")
+
+    def _set_error(self, exc: JobInputError | None) -> None:
+        was = self.stale
+        self.error = exc
+        if exc is not None:
+            self.input_invalid.emit(exc)
+        if self.stale != was:
+            self.stale_changed.emit(self.stale)
+
+    # ------------------------------------------------------------ planning
+    def ensure_plan(self) -> None:
+        """Plan the current values unless a plan of them exists or is on its way."""
+        if self.bundle is None and self.is_idle() and self._valid:
+            self.plan_now()
+
+    def plan_now(self) -> None:
+        """Plan the current job in a worker now (or once the running plan is done)."""
+        self._debounce.stop()
+        if self._worker is not None:
+            self._pending = True
+            return
+        if self.job is None or not self._valid:
+            return
+        if not self._calibration_loaded:
+            from advisor.store.calibration import load_calibration
+
+            self._calibration, self._calibration_loaded = load_calibration(), True
+        self._planned_generation = self._generation
+        self._worker = GeneratorWorker(plan_or_error, self.job, self.ctx.catalog, self._calibration,
+                                       **self.ctx.plan_kw(), parent=self)
+        self._worker.result_ready.connect(self._on_worker_result_ready)
+        self._worker.failed.connect(self._on_worker_failed)
+        self._worker.done.connect(self._on_worker_done)
+        self._worker.start()
+
+    @Slot()
+    def _on_debounce_timeout(self) -> None:
+        self.plan_now()
+
+    @Slot(object)
+    def _on_worker_result_ready(self, out) -> None:
+        if self._pending or self._planned_generation != self._generation:  # newer inputs came since
+            return
+        if isinstance(out, JobInputError):
+            self._set_error(out)
+            return
+        self.bundle = out
+        self.plans_done += 1
+        self._set_error(None)
+        self.plan_ready.emit(out)
+
+    @Slot(str)
+    def _on_worker_failed(self, reason: str) -> None:
+        if not self._pending and self._planned_generation == self._generation:
+            self._set_error(JobInputError("plan", reason.split(": ", 1)[-1]))
+
+    @Slot()
+    def _on_worker_done(self) -> None:
+        worker, self._worker = self._worker, None
+        release(worker)
+        if self._pending:
+            self._pending = False
+            self.plan_now()
+
+    # ------------------------------------------------------------ what else changes a plan
+    @Slot(dict)
+    def _on_ctx_assumptions_changed(self, _overrides: dict) -> None:
+        if self._validate():
+            self._debounce.start()
+
+    @Slot()
+    def _on_ctx_calibration_changed(self) -> None:
+        self._calibration_loaded = False
+        if self._validate():
+            self._debounce.start()
+
+    @Slot()
+    def _on_ctx_catalog_changed(self) -> None:
+        if self._validate():
+            self._debounce.start()
+
+    @Slot(object)
+    def _on_ctx_machine_ready(self, _profile) -> None:
+        if self._validate():  # this machine's GPUs are options now
+            self._debounce.start()
+
+    def shutdown(self) -> None:
+        """Stop the timer and the running plan (idempotent)."""
+        self._debounce.stop()
+        self._pending = False
+        if self._worker is not None:
+            self._worker.stop()
