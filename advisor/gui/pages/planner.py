@@ -37,15 +37,21 @@ MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), 
                 ("activations", "activations_bytes"), ("KV cache", "kv_cache_bytes"), ("overhead", "overhead_bytes"))
 
 
-def _table_columns(machine_ids) -> list[Column]:
+def _table_columns(machine_ids, serving: bool = False) -> list[Column]:
+    """The accelerator table's columns; a serving plan adds $ per million tokens and per million requests."""
     t = themes.current()
 
     def fit_color(r):
         return t.good if r["fits"] else t.bad
 
     return [
-        Column("accelerator", lambda r: r["name"] + ("  ← this machine" if r["accelerator"] in machine_ids else ""),
-               cell_tip=lambda r: r["accelerator"], tip="catalog accelerator; ← marks the GPUs in this machine"),
+        Column("accelerator", lambda r: r["name"] + ("  ← this machine" if r["accelerator"] in machine_ids else "")
+               + ("" if r.get("stack_ok", True) else f"  [{r['stack_reason']}]"),
+               cell_tip=lambda r: r["accelerator"] + ("" if r.get("stack_ok", True) else
+                                                      f": off the job's software stack, {r['stack_reason']}"),
+               color=lambda r: None if r.get("stack_ok", True) else t.warn,
+               tip="catalog accelerator; ← marks the GPUs in this machine; [needs …] marks a part that does not "
+                   "run the job's software stack (Software stack in the form), listed after those that do"),
         Column(f"memory ({memory_unit()})", lambda r: mem_value(r["capacity_bytes"]), sig3, align_right=True,
                tip="memory of one device"),
         Column("fits", lambda r: r["fits"], lambda v: "yes" if v else "no", color=fit_color,
@@ -63,7 +69,18 @@ def _table_columns(machine_ids) -> list[Column]:
                cell_tip=lambda r: f"{r['where']} ({r['kind']})",
                tip="cost of the whole job the cheapest way on this accelerator (home, on-prem or cloud; hover a "
                    "cell for which), USD"),
-    ]
+    ] + ([
+        Column("$/M tokens", lambda r: r.get("usd_per_million_tokens"), _usd_or_dash, align_right=True,
+               tip="serving: the option's whole cost per hour over its generated tokens per hour, USD per million "
+                   "tokens"),
+        Column("$/M requests", lambda r: r.get("usd_per_million_requests"), _usd_or_dash, align_right=True,
+               tip="serving: the option's whole cost per hour over its finished requests per hour, USD per "
+                   "million requests"),
+    ] if serving else [])
+
+
+def _usd_or_dash(v) -> str:
+    return "-" if v is None else fmt_usd(v)
 
 
 class PlannerPage(Page):
@@ -259,9 +276,10 @@ class PlannerPage(Page):
         result = bundle.result
         mine = self._machine_ids()
         rows = per_accelerator(result)
-        if self._columns_for != tuple(mine):  # first plan, or the machine was detected since
-            self._columns_for = tuple(mine)
-            self.model = RecordTableModel(_table_columns(set(mine)), rows, self)
+        serving = result.request.workload == "inference"
+        if self._columns_for != (tuple(mine), serving):  # first plan, the machine detected since, or serving
+            self._columns_for = (tuple(mine), serving)
+            self.model = RecordTableModel(_table_columns(set(mine), serving), rows, self)
             self.proxy.setSourceModel(self.model)
             fit_columns(self.table, max_width=230)
             self._draw_capacities(mine)
