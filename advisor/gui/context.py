@@ -17,6 +17,8 @@ from PySide6.QtCore import QObject, QSettings, Signal, Slot
 from advisor.catalog import Catalog, load_catalog
 
 ASSUMPTIONS_KEY = "compare/assumptions"
+ASSUMPTION_SOURCES_KEY = "compare/assumption_sources"
+APP_SOURCE = "app setting (Compare page assumptions)"  # where an assumption edited in the app comes from
 OWN_KEY = "planner/own"  # the GPUs the user owns besides this machine's, as --own specs ("2xrtx-3090")
 
 
@@ -55,6 +57,11 @@ class AppContext(QObject):
 
         # The cost-assumption overrides of the last session (edited on Compare, or from an opened scenario).
         self.assumptions: dict = settings_mod.read_json(settings, ASSUMPTIONS_KEY, {})
+        # Where each override came from ("scenario file x.toml", or the app setting), by name.
+        sources = settings_mod.read_json(settings, ASSUMPTION_SOURCES_KEY, {})
+        self.assumption_sources: dict[str, str] = {
+            k: v for k, v in (sources.items() if isinstance(sources, dict) else ())
+            if k in self.assumptions and isinstance(v, str)}
         self.own_specs: list[str] = [x for x in settings_mod.read_json(settings, OWN_KEY, []) if isinstance(x, str)]
         self.local = None  # planner.machine.LocalMachine: this machine's GPUs as owned hardware, host figures
         self.machine = None
@@ -132,13 +139,24 @@ class AppContext(QObject):
 
             settings_mod.write_json(self.settings, SETTINGS_KEY, self._plan.values)
 
-    def set_assumptions(self, overrides: dict) -> None:
+    def set_assumptions(self, overrides: dict, sources: dict | None = None) -> None:
         """New cost-assumption overrides (Compare page or a scenario): kept for the next session, and every
-        page that shows or uses them hears ``assumptions_changed``."""
+        page that shows or uses them hears ``assumptions_changed``.
+
+        Args:
+            sources: where each value comes from (``"scenario file x.toml"``), by name; None (an edit in the
+                app): a value that changed is an app setting, an unchanged one keeps its source.
+        """
         from advisor.gui import settings as settings_mod
 
+        if sources is None:
+            old = self.assumptions
+            sources = {k: self.assumption_sources.get(k, APP_SOURCE) if old.get(k) == v else APP_SOURCE
+                       for k, v in overrides.items()}
         self.assumptions = dict(overrides)
+        self.assumption_sources = {k: sources.get(k, APP_SOURCE) for k in overrides}
         settings_mod.write_json(self.settings, ASSUMPTIONS_KEY, self.assumptions)
+        settings_mod.write_json(self.settings, ASSUMPTION_SOURCES_KEY, self.assumption_sources)
         self.assumptions_changed.emit(dict(overrides))
 
     def set_own(self, specs: list[str]) -> None:
@@ -167,7 +185,7 @@ class AppContext(QObject):
         """Form values with the app's settings added: cost assumptions and the GPUs the user owns."""
         out = dict(values)
         out["assumptions"] = dict(self.assumptions)
-        sources = dict.fromkeys(self.assumptions, "app setting (Compare page assumptions)")
+        sources = {k: self.assumption_sources.get(k, APP_SOURCE) for k in self.assumptions}
         if self.own_specs and "own" not in out:
             out["own"] = list(self.own_specs)
             sources["own"] = "app setting (Machine page: GPUs you own)"

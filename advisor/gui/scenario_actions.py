@@ -243,7 +243,7 @@ class ScenarioController(QObject):
                 message = f"{path}: {message}"
             self.show_error(self.window, "Cannot open the scenario", message)
             return False
-        self.apply(scenario)
+        self.apply(scenario, f"scenario file {Path(path).name}")
         self._mark_clean(Path(path), scenario)
         not_shown = self._not_shown(scenario)
         self.window.statusBar().showMessage(
@@ -251,9 +251,11 @@ class ScenarioController(QObject):
                                            f"{', '.join(not_shown)}" if not_shown else ""), 15000)
         return True
 
-    def apply(self, scenario) -> None:
-        """Make a scenario's plan the current job (what it leaves out at its default) and its assumptions current."""
-        self.ctx.set_assumptions(plain_assumptions(scenario.assumptions))
+    def apply(self, scenario, source: str = "scenario file") -> None:
+        """Make a scenario's plan the current job (what it leaves out at its default) and its assumptions current
+        (each with ``source``, e.g. ``scenario file lora.toml``, as where its value comes from)."""
+        plain = plain_assumptions(scenario.assumptions)
+        self.ctx.set_assumptions(plain, dict.fromkeys(plain, source))
         self.ctx.plan.load(dict(scenario.plan))
 
     def _not_shown(self, scenario) -> list[str]:

@@ -36,7 +36,7 @@ def test_a_change_is_marked_has_a_source_and_resets(form):
     spin.setValue(1.5)
     assert form.overrides() == {"pue": 1.5}
     assert form.labels["pue"].text().endswith("•") and form.resets["pue"].isEnabled()
-    assert form.sources["pue"].toolTip() == "changed from 1.2 · app setting (changed here)"
+    assert form.sources["pue"].toolTip() == "changed from 1.2 · app setting (Compare page assumptions)"
     form.resets["pue"].click()
     assert form.overrides() == {} and not form.resets["pue"].isEnabled()
     assert not form.labels["pue"].text().endswith("•")
@@ -48,7 +48,7 @@ def test_values_from_a_scenario_keep_their_source_until_edited(form):
     assert form.overrides() == {"electricity_usd_per_kwh": 0.3, "reserved_years": 1}
     assert form.sources["electricity_usd_per_kwh"].toolTip() == "changed from 0.17 · scenario file home.toml"
     form.widgets["electricity_usd_per_kwh"].setValue(0.25)
-    assert form.source_of("electricity_usd_per_kwh") == "app setting (changed here)"
+    assert form.source_of("electricity_usd_per_kwh") == "app setting (Compare page assumptions)"
     assert form.source_of("reserved_years") == "scenario file home.toml"
 
 
@@ -60,3 +60,36 @@ def test_the_spot_box_is_the_cli_spot_flag(form):
     assert form.overrides() == {"spot": True}
     # the same override the CLI's --spot gives (advisor plan --spot sets the assumption 'spot')
     assert CostAssumptions().with_overrides(**form.overrides()).spot is True
+
+
+def test_round_trip_change_plan_save_reopen_keeps_value_and_source(make_window, qtbot, tmp_path):
+    from advisor.store.scenario import load_scenario
+
+    w = make_window()
+    w.show_page("compare")
+    page = w.page("compare")
+    qtbot.waitUntil(lambda: page.result is not None, timeout=10000)
+    # change a value in the form: the plan follows, the value comes from "app setting"
+    page.assumptions.widgets["pue"].setValue(1.45)
+    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.assumptions.pue == 1.45
+                    and page.is_ready(), timeout=10000)
+    described = w.ctx.last_plan.describe_assumptions()["pue"]
+    assert described["value"] == 1.45 and described["origin"] == "app setting (Compare page assumptions)"
+    assert described["default_value"] == 1.2
+    assert page.assumptions.sources["pue"].toolTip() == "changed from 1.2 · app setting (Compare page assumptions)"
+    # save a scenario, start again from the defaults, reopen it
+    path = tmp_path / "pue.toml"
+    assert w.scenarios.save_to(path)
+    saved = load_scenario(path).assumptions["pue"]
+    assert (saved.get("value") if isinstance(saved, dict) else saved) == 1.45
+    w.ctx.set_assumptions({})
+    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.assumptions.pue == 1.2, timeout=10000)
+    assert page.assumptions.overrides() == {}
+    assert w.scenarios.open_path(path, confirmed=True)
+    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.assumptions.pue == 1.45
+                    and page.is_ready(), timeout=10000)
+    assert page.assumptions.widgets["pue"].value() == 1.45 and page.assumptions.overrides() == {"pue": 1.45}
+    source = "scenario file pue.toml"
+    assert w.ctx.last_plan.describe_assumptions()["pue"]["origin"] == source
+    assert page.assumptions.sources["pue"].toolTip() == f"changed from 1.2 · {source}"
+    assert w.ctx.last_plan.to_json()["assumptions"]["pue"]["origin"] == source  # the reports read this

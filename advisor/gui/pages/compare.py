@@ -290,12 +290,12 @@ class ComparePage(Page):
 
     # ------------------------------------------------------------ page hooks
     def restore_state(self, s) -> None:
-        self.assumptions.set_overrides(self.ctx.assumptions)  # the context keeps them across sessions
+        self.assumptions.set_overrides(self.ctx.assumptions, self.ctx.assumption_sources)  # kept across sessions
 
     @Slot(dict)
     def _on_ctx_assumptions_changed(self, overrides: dict) -> None:
-        if overrides != self.assumptions.overrides():  # a scenario opened elsewhere: show its figures
-            self.assumptions.set_overrides(overrides)
+        # a scenario opened elsewhere: show its figures and where each came from
+        self.assumptions.set_overrides(overrides, self.ctx.assumption_sources)
 
     def _calibration(self):
         """The calibration the plan used (read once), so the tornado re-plans on the same figures."""

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from advisor.cost.assumptions import ASSUMPTION_GROUP_TITLES, ASSUMPTION_GROUPS, CostAssumptions, assumption_group
 from advisor.gui import theme as themes
+from advisor.gui.context import APP_SOURCE
 
 # The editor's range by the declared rule (``cost.assumptions._RULES``): (minimum, maximum).
 RULE_RANGES = {"nonneg": (0.0, 1e9), "positive": (0.001, 1000.0), "years": (0.01, 100.0), "fraction": (0.0, 1.0),
@@ -224,7 +225,7 @@ class AssumptionsForm(QWidget):
         """Where the shown value comes from: the default's source, or what changed it."""
         if not self.is_changed(name):
             return f"default: {self.describe[name]['origin']}"
-        return self._sources.get(name, "app setting (changed here)")
+        return self._sources.get(name, APP_SOURCE)
 
     def reset(self, name: str) -> None:
         """Put one assumption back to its default (an edit: the plan follows)."""
