@@ -105,7 +105,7 @@ class ComparePage(Page):
 
         side = QScrollArea()
         side.setWidgetResizable(True)
-        side.setMinimumWidth(340)
+        side.setMinimumWidth(300)
         side_body = QWidget()
         sl = QVBoxLayout(side_body)
         sl.setContentsMargins(8, 12, 16, 12)
@@ -128,7 +128,7 @@ class ComparePage(Page):
         side.setWidget(side_body)
         split.addWidget(side)
         split.setStretchFactor(0, 1)
-        split.setSizes([1000, 380])
+        split.setSizes([1000, 320])
 
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
@@ -312,7 +312,8 @@ class ComparePage(Page):
         self.plan.ensure_plan()
 
     def is_ready(self) -> bool:
-        return self.result is not None and self.plan.is_idle() and self.result is self.plan.bundle.result
+        return (self.result is not None and self.plan.is_idle() and self.result is self.plan.bundle.result
+                and self.tornado.is_idle())
 
     def shutdown(self) -> None:
         self.tornado.shutdown()

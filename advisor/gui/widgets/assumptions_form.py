@@ -97,8 +97,8 @@ class AssumptionsForm(QWidget):
         self._sources: dict[str, str] = {}
         self.changed_callback = None
         metrics = self.fontMetrics()
-        self._unit_width = metrics.horizontalAdvance("USD per GPU-") + 4  # longer units wrap
-        self._editor_width = metrics.horizontalAdvance("0000000.000") + 28
+        self._unit_width = metrics.horizontalAdvance("fraction of") + 2  # longer units wrap
+        self._editor_width = metrics.horizontalAdvance("00000.00") + 24
         rules = _rules()
         by_group: dict[str, list[str]] = {g: [] for g in ASSUMPTION_GROUPS}
         for name in self.describe:
