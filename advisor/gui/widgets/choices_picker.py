@@ -8,7 +8,7 @@ so the Planner form reads and writes both alike.
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import QMenu, QToolButton
+from PySide6.QtWidgets import QMenu, QSizePolicy, QToolButton
 
 
 class ChoicesPicker(QToolButton):
@@ -19,6 +19,7 @@ class ChoicesPicker(QToolButton):
     def __init__(self, choices, default_text: str = "default", parent=None) -> None:
         super().__init__(parent)
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)  # as wide as the other editors
         self._default_text = default_text
         self._labels = dict(choices)
         self.menu_ = QMenu(self)
