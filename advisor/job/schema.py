@@ -27,6 +27,7 @@ The API others use:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -124,6 +125,19 @@ def _field(default: Any, *, unit: str = "", help: str, workloads: tuple[str, ...
     return Field(default, description=help, ge=ge, gt=gt, le=le, json_schema_extra=extra, **kw)
 
 
+
+
+def _checked_tuple(value: Any, pattern: str, what: str) -> Any:
+    """A string or list of strings as a tuple, each matching ``pattern`` (else ValueError naming ``what``)."""
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, list):
+        value = tuple(value)
+    if isinstance(value, tuple):
+        for v in value:
+            if not isinstance(v, str) or not re.match(pattern, v):
+                raise ValueError(f"{what}: {v!r}")
+    return value
 
 class Job(BaseModel):
     """The inputs of one plan. Field names are the ``advisor plan`` long flags with ``-`` as ``_``.
@@ -240,34 +254,13 @@ class Job(BaseModel):
     @field_validator("own", mode="before")
     @classmethod
     def _owned(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = (value,)
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            import re
-
-            for v in value:
-                if not isinstance(v, str) or not re.match(_OWN_PATTERN, v):
-                    raise ValueError(f"not COUNTxACCELERATOR (like 2xrtx-3090): {v!r}")
-            return value
-        return value
+        return _checked_tuple(value, _OWN_PATTERN, "not COUNTxACCELERATOR (like 2xrtx-3090)")
 
     @field_validator("accelerator", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = (value,)
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            import re
-
-            for v in value:
-                if not isinstance(v, str) or not re.match(_ID_PATTERN, v):
-                    raise ValueError(f"not an accelerator id: {v!r}")
-            return tuple(dict.fromkeys(value))
-        return value
+        value = _checked_tuple(value, _ID_PATTERN, "not an accelerator id")
+        return tuple(dict.fromkeys(value)) if isinstance(value, tuple) else value
 
     # ------------------------------------------------------------------ building
     @classmethod

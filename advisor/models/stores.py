@@ -222,18 +222,11 @@ def discover_models(*, hf_cache: Path | None = None, ollama_root: Path | None = 
         except ModelSpecError as exc:
             found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot),
                                     error=_short(exc, snapshot)))
-    for name, blob, size in ollama_models(ollama_root):
-        spec = f"ollama:{name}"
+    gguf_stores = [("ollama", m) for m in ollama_models(ollama_root)] + [("lmstudio", m) for m in lmstudio_models(lmstudio)]
+    for source, (name, path, size) in gguf_stores:
         try:
-            found.append(FoundModel(name, "ollama", spec, str(blob), size,
-                                    read_gguf(blob, source="ollama", name=name, location=str(blob))))
+            found.append(FoundModel(name, source, f"{source}:{name}", str(path), size,
+                                    read_gguf(path, source=source, name=name, location=str(path))))
         except ModelSpecError as exc:
-            found.append(FoundModel(name, "ollama", spec, str(blob), size, error=_short(exc, blob)))
-    for name, path, size in lmstudio_models(lmstudio):
-        spec = f"lmstudio:{name}"
-        try:
-            found.append(FoundModel(name, "lmstudio", spec, str(path), size,
-                                    read_gguf(path, source="lmstudio", name=name, location=str(path))))
-        except ModelSpecError as exc:
-            found.append(FoundModel(name, "lmstudio", spec, str(path), size, error=_short(exc, path)))
+            found.append(FoundModel(name, source, f"{source}:{name}", str(path), size, error=_short(exc, path)))
     return found
