@@ -66,9 +66,9 @@ CHOICE_TEXT = {
     "runtime": {None: "auto", "llama.cpp": "llama.cpp",
                 "vllm": "vLLM", "exllama": "ExLlamaV2", "mlc": "MLC LLM"},
 }
-CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching its config",
-              "optimizer_offload": "Keep optimizer states in host RAM", "owned_options": "List this machine's and yours"}
-UNIT_TEXT = {"fraction of dense peak": "of peak"}  # the whole unit is in the tooltip
+CHECK_TEXT = {"spot_offers": "List spot offers", "download": "Allow fetching", "optimizer_offload": "In host RAM",
+              "owned_options": "List them"}  # short: the form's width is the longest row's (the tooltip says more)
+UNIT_TEXT = {"fraction of dense peak": "of peak", "micro-batches": "batches"}  # the whole unit: in the tooltip
 UNITS = tuple(dict.fromkeys(UNIT_TEXT.get(m.unit, m.unit) for m in JOB_FIELDS.values() if m.unit))
 AUTO = "auto"
 
