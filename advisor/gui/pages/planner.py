@@ -182,7 +182,10 @@ class PlannerPage(Page):
         rl.addWidget(self.timing)
         split.addWidget(right)
         split.setStretchFactor(1, 1)
-        split.setSizes([345, 1000])
+        # the form column is as wide as its widest row (plus the scroll bar), so nothing in it is clipped
+        form_w = max(340, form_host.sizeHint().width() + left.verticalScrollBar().sizeHint().width() + 4)
+        left.setMinimumWidth(form_w)
+        split.setSizes([form_w, 1000])
         # greyed out while the plan is stale
         self._faded = [self.answer, self.chart, self.table, self.timing, self.fit_advice, self.context_plot]
 
