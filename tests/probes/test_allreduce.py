@@ -85,7 +85,13 @@ def test_under_torchrun_each_process_is_a_rank(tmp_path):
                           "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(script)],
                          capture_output=True, text=True, timeout=180, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
-    docs = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    # both ranks print to one pipe: their lines may run together ("{...}{...}\n\n"), so read documents, not lines
+    docs, text, decoder = [], out.stdout, json.JSONDecoder()
+    i = text.find("{")
+    while i != -1:
+        doc, end = decoder.raw_decode(text, i)
+        docs.append(doc)
+        i = text.find("{", end)
     assert len(docs) == 2
     for doc in docs:
         assert doc == {"skipped": None, "launch": "torchrun", "ranks": 2, "sizes": [4096, 65536]}
