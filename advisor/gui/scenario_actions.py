@@ -131,7 +131,7 @@ class ScenarioController(QObject):
         self._fill_recent()
 
     def _fill_recent(self) -> None:
-        from advisor.store.scenario import recent_scenarios
+        from advisor.store.recent import recent_scenarios
 
         self.recent_menu.clear()
         recent = recent_scenarios()
@@ -189,7 +189,7 @@ class ScenarioController(QObject):
             self.window.setWindowTitle(f"{self.path.name}{'*' if self.dirty else ''} — {self._base_title}")
 
     def _mark_clean(self, path: Path, scenario) -> None:
-        from advisor.store.scenario import add_recent_scenario
+        from advisor.store.recent import add_recent_scenario
 
         self.path = Path(path)
         self._loaded = scenario
@@ -331,7 +331,7 @@ class ScenarioController(QObject):
         """The compare dialog (not modal), starting with ``paths`` (default: the current file and the recent
         ones, up to 4). Returns the dialog; ``show=False`` builds it without showing it (tests, screenshots)."""
         from advisor.gui.widgets.scenario_compare import ScenarioCompareDialog
-        from advisor.store.scenario import recent_scenarios
+        from advisor.store.recent import recent_scenarios
 
         current = paths is None  # from the menu: the current job beside the files
         if paths is None:
