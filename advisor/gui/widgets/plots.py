@@ -121,6 +121,10 @@ class _LegendFitter(QObject):
         columns = int(max(1, min(self._max, room // (widest + 32))))
         if columns != self._legend.columnCount:
             self._legend.setColumnCount(columns)
+            # the chart's layout keeps the old (wider) minimum until told: without this a chart drawn while its
+            # legend had more columns stays wider than its widget and is cut off on the right
+            self._legend.updateGeometry()
+            self._plot.getPlotItem().layout.invalidate()
 
 
 class _EmptyNote(QLabel):
