@@ -341,6 +341,7 @@ class ComparePage(Page):
         top = max((b.rent_usd_per_h for b in lines), default=1.0)
         self.breakeven.setYRange(0, 2.5 * top, padding=0)
         self.breakeven.setXRange(2, 5, padding=0)
+        plots.set_log_ticks(self.breakeven, "bottom", plots.USE_HOUR_TICKS, 1e2, 1e5)  # as many as fit
         plots.refit_legend(self.breakeven)
 
     # ------------------------------------------------------------ page hooks
