@@ -235,6 +235,12 @@ class PlanModel(QObject):
         if self._validate():
             self._debounce.start()
 
+    @property
+    def calibration(self):
+        """The calibration the current plan was made with (None before the first plan or without one), so work
+        that re-plans it (the tornado of an exported report) uses the same figures."""
+        return self._calibration
+
     @Slot()
     def _on_ctx_calibration_changed(self) -> None:
         self._calibration_loaded = False

@@ -21,10 +21,16 @@ def write_with_tornados(docs: list, path: str, plans: list):
         The path written (``advisor.report.write_report``).
     """
     from advisor.planner import tornado
-    from advisor.report import write_report
+    from advisor.report import ReportError, report_format, write_report
+    from advisor.store.atomic import check_target
 
+    report_format(Path(path), None)  # an unknown format or a target that cannot be written: said at once,
+    try:  # not after the tornado's re-plans (write_report checks both again)
+        check_target(Path(path))
+    except OSError as exc:
+        raise ReportError(f"cannot write {path}: {exc.strerror or exc}") from None
     docs = [dict(d) for d in docs]
-    for doc, job in zip(docs, plans):
+    for doc, job in zip(docs, plans, strict=False):
         if job is not None and "tornado" not in doc:
             result, catalog, calibration, plan_kw = job
             t = tornado(result.request, catalog, calibration, base=result, **(plan_kw or {}))
@@ -93,13 +99,15 @@ class ReportWriter(QObject):
         if self._worker is not None:
             self._worker.stop(15000)
 
+    # The outcome is signalled once the worker is released, so a slot that starts the next report at
+    # ``written`` or ``failed`` finds the writer free.
     @Slot(object)
     def _on_worker_result_ready(self, path) -> None:
-        self.written.emit(str(path))
+        self._outcome = (self.written, str(path))
 
     @Slot(str)
     def _on_worker_failed(self, reason: str) -> None:
-        self.failed.emit(reason.split(": ", 1)[-1])  # drop the exception's type name
+        self._outcome = (self.failed, reason.split(": ", 1)[-1])  # drop the exception's type name
 
     @Slot()
     def _on_worker_done(self) -> None:
@@ -107,3 +115,6 @@ class ReportWriter(QObject):
 
         worker, self._worker = self._worker, None
         release(worker)
+        outcome, self._outcome = getattr(self, "_outcome", None), None
+        if outcome is not None:
+            outcome[0].emit(outcome[1])

@@ -368,7 +368,10 @@ class ScenarioController(QObject):
         doc = result.to_json()
         if self.path is not None:
             doc["scenario"] = self.path.stem
-        if not self.reports.start([doc], path):
+        # the tornado (which input moves the chosen option's total most), as ``advisor plan --report --sensitivity``
+        # adds it: re-planned in the report's worker, on the plan's own catalog, calibration and machine
+        job = (result, self.ctx.catalog, self.ctx.plan.calibration, self.ctx.plan_kw())
+        if not self.reports.start([doc], path, plans=[job]):
             self.show_error(self.window, "Export report", "A report is still being written; try again when it is done.")
             return False
         self.window.statusBar().showMessage(f"Writing {Path(path).name}…")

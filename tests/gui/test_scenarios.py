@@ -337,3 +337,21 @@ def test_report_suffix_follows_the_chosen_format():
     filters = REPORT_FILTERS.split(";;")
     assert [with_report_suffix("/tmp/r", f) for f in filters] == ["/tmp/r.html", "/tmp/r.pdf", "/tmp/r.md", "/tmp/r.csv"]
     assert with_report_suffix("/tmp/r.PDF", filters[0]) == "/tmp/r.PDF"  # a name with a known suffix wins
+
+
+def test_exported_html_report_has_the_tornado(make_window, qtbot, tmp_path):
+    """File > Export report adds the tornado, as ``advisor plan --report --sensitivity`` does: the chart and its
+    inputs, largest swing first, with the chosen option's total at each end (re-planned in the worker)."""
+    from advisor.planner import tornado
+
+    w, _page = _open_planner(make_window, qtbot)
+    result = w.ctx.last_plan
+    out = tmp_path / "report.html"
+    with qtbot.waitSignal(w.scenarios.reports.written, timeout=60000):
+        assert w.scenarios.export_report(out)
+    text = out.read_text(encoding="utf-8")
+    assert "What moves the total cost most" in text
+    expected = tornado(result.request, w.ctx.catalog, w.ctx.plan.calibration, base=result, **w.ctx.plan_kw())
+    assert expected is not None and expected.bars
+    top = expected.bars[0].parameter  # the input that moves the total most is named in the chart
+    assert top.replace("_", " ") in text or top in text

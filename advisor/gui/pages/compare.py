@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,
@@ -34,6 +34,25 @@ from advisor.units import fmt_hours, fmt_usd
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
+
+
+SIDE_MIN_W = 240  # the assumptions panel: narrowest it may be dragged (its rows wrap, it scrolls)
+SIDE_DEFAULT_W = 290  # and its width at start
+STACK_BELOW_W = 760  # charts area narrower than this: the time/cost and break-even charts stack
+
+
+class _WidthWatch(QObject):
+    """Calls ``callback(width)`` whenever ``widget`` is resized or shown."""
+
+    def __init__(self, widget: QWidget, callback) -> None:
+        super().__init__(widget)
+        self._callback = callback
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
+            self._callback(obj.width())
+        return False
 
 
 AssumptionsWidget = AssumptionsForm  # the generated form (``widgets/assumptions_form.py``)
@@ -80,32 +99,38 @@ class ComparePage(Page):
         self.scatter.setLogMode(x=True, y=True)
         self.scatter.setToolTip("Every option that fits. The front joins the options no other beats on both time "
                                 "and cost: pick along it by how much a faster result is worth to you. Log axes.")
-        self.breakeven = plots.make_plot("Break-even: cost per device-hour against hours of use", "cost per "
-                                         "device-hour", "USD", x_label="hours of use per device over its life",
-                                         x_unit="h", legend=True, min_height=250)
+        self.breakeven = plots.make_plot("Break-even: owning against renting", "cost per device-hour", "USD",
+                                         x_label="hours of use per device over its life", x_unit="h", legend=True, min_height=250)
         self.breakeven.setLogMode(x=True, y=False)
         self.breakeven.setToolTip("Owning (solid): net price spread over the hours you use it, plus power. Renting "
                                   "(dashed): the cheapest cloud rate for the same device. Where they cross, owning "
                                   "starts to pay off. Log time axis.")
         for p in (self.cost_chart, self.scatter, self.breakeven):
             p.setMouseEnabled(x=False, y=False)
-        grid.addWidget(self.cost_chart, 0, 0, 1, 2)
-        grid.addWidget(self.scatter, 1, 0)
-        grid.addWidget(self.breakeven, 1, 1)
+        self._grid = grid
         self.tornado = TornadoPanel()  # which input moves the chosen option's total most
-        grid.addWidget(self.tornado, 2, 0, 1, 2)
-        grid.setRowStretch(0, 1)
-        grid.setRowStretch(1, 1)
+        self.stacked = None  # set by _arrange: True when the two small charts sit one under the other
+        self._arrange(stacked=False)
         bl.addLayout(grid, 1)
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setStyleSheet(f"color: {themes.current().muted}")
         bl.addWidget(self.note)
-        split.addWidget(body)
+        # The charts scroll vertically when the window is short, and never sideways: at a narrow width the two
+        # small charts stack (``_arrange``) instead of being cut off on the right.
+        self.body_scroll = QScrollArea()
+        self.body_scroll.setWidgetResizable(True)
+        self.body_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.body_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.body_scroll.setWidget(body)
+        self._width_watch = _WidthWatch(self.body_scroll.viewport(), self._on_body_width)
+        split.addWidget(self.body_scroll)
 
         side = QScrollArea()
         side.setWidgetResizable(True)
-        side.setMinimumWidth(300)
+        side.setMinimumWidth(SIDE_MIN_W)
+        side.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.side = side
         side_body = QWidget()
         sl = QVBoxLayout(side_body)
         sl.setContentsMargins(8, 12, 16, 12)
@@ -128,7 +153,11 @@ class ComparePage(Page):
         side.setWidget(side_body)
         split.addWidget(side)
         split.setStretchFactor(0, 1)
-        split.setSizes([1000, 320])
+        split.setStretchFactor(1, 0)
+        split.setCollapsible(0, False)
+        split.setCollapsible(1, True)  # drag the handle to the right edge to give the charts the whole width
+        split.setSizes([1000, SIDE_DEFAULT_W])
+        self.split = split
 
         self._debounce = QTimer(self)
         self._debounce.setSingleShot(True)
@@ -142,6 +171,30 @@ class ComparePage(Page):
             self._show(self.plan.bundle.result)
         if self.plan.stale:
             self._on_plan_stale_changed(True)
+
+    # ------------------------------------------------------------ layout
+    def _on_body_width(self, width: int) -> None:
+        self._arrange(stacked=width < STACK_BELOW_W)
+
+    def _arrange(self, stacked: bool) -> None:
+        """Place the charts: side by side, or (``stacked``) the time/cost and break-even charts one under the other."""
+        if stacked == self.stacked:
+            return
+        self.stacked = stacked
+        grid = self._grid
+        for w in (self.cost_chart, self.scatter, self.breakeven, self.tornado):
+            grid.removeWidget(w)
+        grid.addWidget(self.cost_chart, 0, 0, 1, 2)
+        if stacked:
+            grid.addWidget(self.scatter, 1, 0, 1, 2)
+            grid.addWidget(self.breakeven, 2, 0, 1, 2)
+            grid.addWidget(self.tornado, 3, 0, 1, 2)
+        else:
+            grid.addWidget(self.scatter, 1, 0)
+            grid.addWidget(self.breakeven, 1, 1)
+            grid.addWidget(self.tornado, 2, 0, 1, 2)
+        for row in range(4):
+            grid.setRowStretch(row, 1 if row < (3 if stacked else 2) else 0)
 
     # ------------------------------------------------------------ assumptions
     def _on_assumptions_edited(self) -> None:
@@ -266,6 +319,7 @@ class ComparePage(Page):
                 label.setPos(np.log10(o.hours), np.log10(o.cost_usd))
                 self.scatter.addItem(label)
                 self._scatter_items.append(label)
+        plots.refit_legend(self.scatter)
 
     def _draw_break_even(self, result, mine) -> None:
         for it in self._be_items:
@@ -287,6 +341,8 @@ class ComparePage(Page):
         top = max((b.rent_usd_per_h for b in lines), default=1.0)
         self.breakeven.setYRange(0, 2.5 * top, padding=0)
         self.breakeven.setXRange(2, 5, padding=0)
+        plots.set_log_ticks(self.breakeven, "bottom", plots.USE_HOUR_TICKS, 1e2, 1e5)  # as many as fit
+        plots.refit_legend(self.breakeven)
 
     # ------------------------------------------------------------ page hooks
     def restore_state(self, s) -> None:

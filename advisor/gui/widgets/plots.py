@@ -121,6 +121,10 @@ class _LegendFitter(QObject):
         columns = int(max(1, min(self._max, room // (widest + 32))))
         if columns != self._legend.columnCount:
             self._legend.setColumnCount(columns)
+            # the chart's layout keeps the old (wider) minimum until told: without this a chart drawn while its
+            # legend had more columns stays wider than its widget and is cut off on the right
+            self._legend.updateGeometry()
+            self._plot.getPlotItem().layout.invalidate()
 
 
 class _EmptyNote(QLabel):
@@ -212,22 +216,86 @@ def add_limit_line(plot: pg.PlotWidget, value: float | None, label: str, *, inde
 
 
 # Ticks people read on log axes: job times from a minute to ten years, money by decades.
-HOUR_TICKS = ((1 / 60, "1 min"), (10 / 60, "10 min"), (1, "1 h"), (3, "3 h"), (10, "10 h"), (24, "1 day"),
-              (72, "3 days"), (168, "1 week"), (720, "1 month"), (2160, "3 months"), (8760, "1 year"),
-              (87600, "10 years"))
-USD_TICKS = ((0.01, "$0.01"), (0.1, "$0.10")) + tuple(
-    (10.0 ** k, f"${10 ** (k % 3)}{('', 'k', 'M', 'B')[k // 3]}") for k in range(12))
+# Candidate labels for log axes, each (value, text, rank): rank 0 labels are shown first, rank 1 only where
+# there is room between them (so a narrow chart reads "1 h, 1 day, 1 week" and a wide one adds "3 h, 3 days").
+HOUR_TICKS = ((1 / 60, "1 min", 0), (10 / 60, "10 min", 1), (1, "1 h", 0), (3, "3 h", 1), (10, "10 h", 1),
+              (24, "1 day", 0), (72, "3 days", 1), (168, "1 week", 0), (720, "1 month", 0),
+              (2160, "3 months", 1), (8760, "1 year", 0), (87600, "10 years", 0))
+USD_TICKS = ((0.01, "$0.01", 0), (0.1, "$0.10", 0)) + tuple(
+    (10.0 ** k, f"${10 ** (k % 3)}{('', 'k', 'M', 'B')[k // 3]}", 0) for k in range(12))
+# Hours of use, 1-2-5 in each decade: decades first, then 5s, then 2s, as the width allows.
+USE_HOUR_TICKS = tuple((m * 10.0 ** k, f"{_n:,.0f} h", {1: 0, 5: 1, 2: 2}[m])
+                       for k in range(0, 7) for m in (1, 2, 5) for _n in (m * 10.0 ** k,))
+TICK_GAP_PX = 12  # the least space between two tick labels
 
 
-def set_log_ticks(plot: pg.PlotWidget, axis: str, ticks: Sequence[tuple[float, str]], lo: float, hi: float) -> None:
-    """Label a log axis (``setLogMode``) at the given values within ``[lo, hi]`` (data units, not log10), so
-    a log axis reads "1 h, 1 day, 1 week" or "$10, $100, $1k" instead of powers of ten with every minor tick."""
+def pick_log_ticks(ticks: Sequence[tuple], lo: float, hi: float, length_px: float,
+                   label_px) -> list[tuple[float, str]]:
+    """Choose the log-axis labels that fit without overlapping.
+
+    Args:
+        ticks: candidates ``(value, text[, rank])``; lower rank is placed first (default 0).
+        lo / hi: the axis range in data units (not log10), ``0 < lo < hi``.
+        length_px: the axis length in pixels.
+        label_px: ``text -> extent in pixels`` along the axis (width on a horizontal axis, height on a vertical).
+    Returns:
+        ``(log10(value), text)`` sorted by value: labels wholly on the axis, each pair at least
+        :data:`TICK_GAP_PX` apart edge to edge, candidates of lower rank taken before higher.
+    """
     import math
 
-    shown = [(math.log10(v), text) for v, text in ticks if lo <= v <= hi]
-    if len(shown) < 2:  # a narrow range: the ends as well
+    span = math.log10(hi) - math.log10(lo)
+    if span <= 0 or length_px <= 0:
+        return []
+    chosen: list[tuple[float, float, str]] = []  # (centre px, half extent px, text)
+    for t in sorted((t for t in ticks if lo <= t[0] <= hi), key=lambda t: (t[2] if len(t) > 2 else 0, t[0])):
+        centre = (math.log10(t[0]) - math.log10(lo)) / span * length_px
+        half = label_px(t[1]) / 2
+        inside = half <= centre <= length_px - half  # a label cut by the axis end would be dropped when drawn
+        if inside and all(abs(centre - c) >= half + h + TICK_GAP_PX for c, h, _ in chosen):
+            chosen.append((centre, half, t[1]))
+    return sorted((math.log10(lo) + c / length_px * span, text) for c, _, text in chosen)
+
+
+def set_log_ticks(plot: pg.PlotWidget, axis: str, ticks: Sequence[tuple], lo: float, hi: float) -> None:
+    """Label a log axis (``setLogMode``) at the given values within ``[lo, hi]`` (data units, not log10), so
+    a log axis reads "1 h, 1 day, 1 week" or "$10, $100, $1k" instead of powers of ten with every minor tick.
+    Only as many labels as fit the axis's length are shown (:func:`pick_log_ticks`), re-chosen when the chart
+    is resized or its range changes, so labels never run together."""
+    item = plot.getAxis(axis)
+    item._log_tick_candidates = (tuple(ticks), lo, hi)
+    if not getattr(item, "_log_ticks_hooked", False):
+        item._log_ticks_hooked = True
+        vb = plot.getViewBox()
+        vb.sigResized.connect(lambda *_: _refresh_log_ticks(plot, axis))
+        vb.sigRangeChanged.connect(lambda *_: _refresh_log_ticks(plot, axis))
+    _refresh_log_ticks(plot, axis)
+
+
+def _refresh_log_ticks(plot: pg.PlotWidget, axis: str) -> None:
+    import math
+
+    from PySide6.QtGui import QFontMetricsF
+
+    item = plot.getAxis(axis)
+    ticks, lo, hi = item._log_tick_candidates
+    vb = plot.getViewBox()
+    horizontal = axis in ("bottom", "top")
+    view_lo, view_hi = vb.viewRange()[0 if horizontal else 1]  # log10 units on a log axis
+    lo, hi = max(lo, 10 ** view_lo), min(hi, 10 ** view_hi)
+    length = vb.width() if horizontal else vb.height()
+    if hi <= lo or length <= 0:
+        return
+    metrics = QFontMetricsF(item.style.get("tickFont") or plot.font())
+    extent = (lambda text: metrics.horizontalAdvance(text)) if horizontal else (lambda text: metrics.height())
+    # positions are worked out over the visible part [lo, hi] of the view, which maps onto a share of the axis
+    share = (math.log10(hi) - math.log10(lo)) / max(view_hi - view_lo, 1e-12)
+    shown = pick_log_ticks(ticks, lo, hi, length * share, extent)
+    if sum(lo <= t[0] <= hi for t in ticks) < 2:  # a narrow range: the ends as well
         shown = sorted(set(shown) | {(math.log10(lo), _short_number(lo)), (math.log10(hi), _short_number(hi))})
-    plot.getAxis(axis).setTicks([shown, []])
+    if shown != getattr(item, "_log_ticks_shown", None):
+        item._log_ticks_shown = shown
+        item.setTicks([shown, []])
 
 
 def _short_number(v: float) -> str:
