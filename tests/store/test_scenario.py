@@ -219,9 +219,11 @@ def test_recent_scenarios_newest_first_and_broken_list_kept_aside(tmp_path):
     assert recent[0] == files[3].resolve() and len(recent) == sc.RECENT_MAX
     files[11].unlink()
     assert files[11].resolve() not in sc.recent_scenarios()
-    sc._recent_path().write_bytes(b"\xff garbage")
+    from advisor.store import recent
+
+    recent._recent_path().write_bytes(b"\xff garbage")
     assert sc.recent_scenarios() == []
-    assert any(".broken-" in p.name for p in sc._recent_path().parent.iterdir())
+    assert any(".broken-" in p.name for p in recent._recent_path().parent.iterdir())
 
 
 def test_several_scenarios_give_a_plan_set(tmp_path, capsys):
