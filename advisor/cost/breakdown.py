@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -44,9 +45,10 @@ class CostBreakdown:
         """Build a breakdown from keyword parts, in the order given."""
         return cls(tuple((name, float(usd)) for name, usd in parts.items()))
 
-    @property
+    @functools.cached_property
     def total_usd(self) -> float:
-        """The sum of the parts (``math.fsum``, so the sum matches the parts to the last digit)."""
+        """The sum of the parts (``math.fsum``, so the sum matches the parts to the last digit); computed once,
+        the planner reads it for every option it sorts and checks."""
         return math.fsum(usd for _, usd in self.parts)
 
     def as_dict(self) -> dict[str, float]:

@@ -9,7 +9,7 @@ user's stack, and ``PlanResult.best()`` never picks it while one of those fits (
 
 from __future__ import annotations
 
-from dataclasses import replace
+import copy
 
 from advisor.catalog.stacks import PYTORCH_DEFAULT, RUNTIME_STACKS, STACKS, needs_text
 from advisor.planner.request import PlanRequest
@@ -57,9 +57,18 @@ def mark_stacks(options: list[PlanOption], stacks_by_accel: dict[str, tuple[str,
     Returns:
         New options (frozen dataclasses), same order.
     """
+    verdicts: dict[str, tuple[tuple[str, ...], bool, str]] = {}  # one verdict per accelerator, not per option
     out = []
     for o in options:
-        runs = stacks_by_accel.get(o.accelerator, ())
-        ok = any(s in wanted for s in runs)
-        out.append(replace(o, stacks=runs, stack_ok=ok, stack_reason="" if ok else needs_text(runs)))
+        v = verdicts.get(o.accelerator)
+        if v is None:
+            runs = stacks_by_accel.get(o.accelerator, ())
+            ok = any(s in wanted for s in runs)
+            v = verdicts[o.accelerator] = (runs, ok, "" if ok else needs_text(runs))
+        # a shallow copy with three fields set: dataclasses.replace would re-run PlanOption's checks on every
+        # option of every plan (a third of the planning time); these fields take no part in them
+        new = copy.copy(o)
+        for name, value in zip(("stacks", "stack_ok", "stack_reason"), v):
+            object.__setattr__(new, name, value)
+        out.append(new)
     return out
