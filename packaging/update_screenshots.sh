@@ -15,4 +15,5 @@ trap 'rm -rf "$home"' EXIT
 
 mkdir -p docs/screenshots
 QT_QPA_PLATFORM=offscreen ADVISOR_HOME="$home" "$PYTHON" -m advisor gui --fake-gpu "$scenario" --screenshot docs/screenshots
+rm -f docs/screenshots/plan.json  # the app's plan document, not a picture
 ls -l docs/screenshots/*.png
