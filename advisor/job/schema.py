@@ -28,7 +28,7 @@ The API others use:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal, get_args, get_origin
@@ -131,16 +131,16 @@ def _field(default: Any, *, unit: str = "", help: str, workloads: tuple[str, ...
 
 
 
-def _checked_tuple(value: Any, pattern: str, what: str) -> Any:
-    """A string or list of strings as a tuple, each matching ``pattern`` (else ValueError naming ``what``)."""
+def _checked_tuple(value: Any, ok: Callable[[Any], bool], why: Callable[[Any], str]) -> Any:
+    """A string or list of strings as a tuple, each passing ``ok`` (else ValueError with ``why(item)``)."""
     if isinstance(value, str):
         value = (value,)
     if isinstance(value, list):
         value = tuple(value)
     if isinstance(value, tuple):
         for v in value:
-            if not isinstance(v, str) or not re.match(pattern, v):
-                raise ValueError(f"{what}: {v!r}")
+            if not ok(v):
+                raise ValueError(why(v))
     return value
 
 class Job(BaseModel):
@@ -262,27 +262,22 @@ class Job(BaseModel):
     @field_validator("own", mode="before")
     @classmethod
     def _owned(cls, value: Any) -> Any:
-        return _checked_tuple(value, _OWN_PATTERN, "not COUNTxACCELERATOR (like 2xrtx-3090)")
+        return _checked_tuple(value, lambda v: isinstance(v, str) and re.match(_OWN_PATTERN, v),
+                              lambda v: f"not COUNTxACCELERATOR (like 2xrtx-3090): {v!r}")
 
     @field_validator("accelerator", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> Any:
-        value = _checked_tuple(value, _ID_PATTERN, "not an accelerator id")
+        value = _checked_tuple(value, lambda v: isinstance(v, str) and re.match(_ID_PATTERN, v),
+                               lambda v: f"not an accelerator id: {v!r}")
         return tuple(dict.fromkeys(value)) if isinstance(value, tuple) else value
 
     @field_validator("stack", mode="before")
     @classmethod
     def _stacks(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = (value,)
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            for v in value:
-                if v not in STACKS:
-                    raise ValueError(f"unknown software stack {v!r}: one of {', '.join(STACKS)}")
-            return tuple(dict.fromkeys(value))
-        return value
+        value = _checked_tuple(value, lambda v: v in STACKS,
+                               lambda v: f"unknown software stack {v!r}: one of {', '.join(STACKS)}")
+        return tuple(dict.fromkeys(value)) if isinstance(value, tuple) else value
 
     # ------------------------------------------------------------------ building
     @classmethod
