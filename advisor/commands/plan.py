@@ -290,6 +290,11 @@ def _this_machine(args, catalog):
         return local_machine(getattr(args, "fake_gpu", None), catalog)
     except UnknownScenario as exc:
         raise UsageError(f"--fake-gpu: {exc}") from None
+    except ImportError as exc:  # a hardware library missing (a bare interpreter): plan without this machine
+        from advisor.planner.machine import LocalMachine
+
+        print(f"warning: this machine was not detected ({exc}); its GPUs are left out of the plan", file=sys.stderr)
+        return LocalMachine(owned=(), host=None)
 
 
 def _plan_kw(machine, fleet_owned) -> dict:

@@ -39,3 +39,17 @@ def test_an_unexpected_value_error_is_one_line_exit_1(monkeypatch, capsys):
     assert cli.main(["detect"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "internal error: ValueError" in err[0]
+
+
+def test_plan_without_a_hardware_library_leaves_this_machine_out(monkeypatch, capsys):
+    import advisor.planner.machine as machine
+
+    def missing(*_args, **_kw):
+        raise ModuleNotFoundError("No module named 'psutil'")
+
+    monkeypatch.setattr(machine, "local_machine", missing)
+    assert cli.main(["plan", "--params", "7e9", "--json"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc["options"] and not any(o["kind"] == "owned" for o in doc["options"])
+    assert "not detected" in out.err and "psutil" in out.err and len(out.err.strip().splitlines()) == 1
