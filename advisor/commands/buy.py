@@ -61,22 +61,15 @@ def _owned(args, catalog) -> list:
         if not 1 <= count <= 16:
             raise UsageError(f"buy: --own {item!r}: between 1 and 16 GPUs")
         out.extend([catalog.accelerators[m.group(2)]] * count)
-    from advisor.hw import select_backend
     from advisor.hw.detect import UnknownScenario
-    from advisor.hw.match import accelerator_for_gpu
+    from advisor.planner.machine import local_machine
 
     try:
-        gpu = select_backend(args.fake_gpu)
+        local = local_machine(args.fake_gpu, catalog)  # the same detection `advisor plan` uses
     except UnknownScenario as exc:
         raise UsageError(f"--fake-gpu: {exc}") from None
-    try:
-        for i in range(gpu.device_count()):
-            info = gpu.gpu_info(i)
-            acc = accelerator_for_gpu(info, catalog) if info.available else None
-            if acc is not None:
-                out.append(acc)
-    finally:
-        gpu.close()
+    for hw in local.owned:
+        out.extend([hw.accelerator] * hw.count)
     return out
 
 
