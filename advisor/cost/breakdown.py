@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Part names used by the cost model, in display order, with what each one is (for tables and tooltips).
 PART_HELP = {
@@ -31,25 +30,25 @@ class CostBreakdown:
     """
 
     parts: tuple[tuple[str, float], ...]
+    # The sum of the parts (``math.fsum``, so the sum matches the parts to the last digit), computed once: the
+    # planner reads it for every option it sorts and checks.
+    total_usd: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        names = [name for name, _ in self.parts]
-        if len(set(names)) != len(names):
-            raise ValueError(f"cost parts repeat a name: {names}")
-        for name, usd in self.parts:
-            if not isinstance(usd, (int, float)) or not math.isfinite(usd) or usd < 0:
+        parts = self.parts
+        if len({name for name, _ in parts}) != len(parts):
+            raise ValueError(f"cost parts repeat a name: {[name for name, _ in parts]}")
+        for name, usd in parts:
+            if usd.__class__ is not float and (isinstance(usd, bool) or not isinstance(usd, (int, float))):
                 raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
+            if not (0.0 <= usd < math.inf):  # also false for NaN
+                raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
+        object.__setattr__(self, "total_usd", math.fsum([usd for _, usd in parts]))
 
     @classmethod
     def of(cls, **parts: float) -> CostBreakdown:
         """Build a breakdown from keyword parts, in the order given."""
-        return cls(tuple((name, float(usd)) for name, usd in parts.items()))
-
-    @functools.cached_property
-    def total_usd(self) -> float:
-        """The sum of the parts (``math.fsum``, so the sum matches the parts to the last digit); computed once,
-        the planner reads it for every option it sorts and checks."""
-        return math.fsum(usd for _, usd in self.parts)
+        return cls(tuple([(name, float(usd)) for name, usd in parts.items()]))
 
     def as_dict(self) -> dict[str, float]:
         """The parts as a plain ``{name: usd}`` dict (for JSON ``cost_breakdown_usd``)."""

@@ -142,18 +142,20 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
             published discount for.
     """
     _check_job(devices, hours)
-    if reserved_years is None:
-        reserved_years = assumptions.reserved_years
-        if spot or assumptions.reserved_discount(offer.provider, reserved_years) is None:
-            reserved_years = 0
-    if spot and reserved_years:
-        raise ValueError("reserved_years: spot prices cannot be reserved")
+    if reserved_years is None:  # the assumptions' term where the provider publishes a discount, none for spot
+        reserved_years = 0 if spot else assumptions.reserved_years
+        discount = assumptions.reserved_discount(offer.provider, reserved_years)
+        if discount is None:
+            reserved_years, discount = 0, 0.0
+    else:
+        if spot and reserved_years:
+            raise ValueError("reserved_years: spot prices cannot be reserved")
+        discount = assumptions.reserved_discount(offer.provider, reserved_years)
+        if discount is None:
+            raise ValueError(f"reserved_years: no published reserved discount for {offer.provider}")
     price = offer.spot_usd_per_h if spot else offer.on_demand_usd_per_h
     if price is None:
         raise ValueError(f"{offer.id}: no {'spot' if spot else 'on-demand'} price")
-    discount = assumptions.reserved_discount(offer.provider, reserved_years)
-    if discount is None:
-        raise ValueError(f"reserved_years: no published reserved discount for {offer.provider}")
     instance_rate = price * (1.0 - discount)
     instances = math.ceil(devices / offer.accelerator_count)
     rework = assumptions.spot_rework_factor if spot else 0.0

@@ -41,6 +41,7 @@ from advisor.planner.placement import (
 )
 from advisor.planner.request import PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
+from advisor.planner.stacks import stack_fields
 from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
 
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
@@ -130,13 +131,14 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
 
 def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryModel, arch: ModelArch, params: int,
                 active: int, tokens: float | None, context: int, a: CostAssumptions, calib,
-                stale_ids: frozenset[str] = frozenset()) -> list[PlanOption]:
+                stale_ids: frozenset[str] = frozenset(), wanted: tuple[str, ...] = ()) -> list[PlanOption]:
     """Every priced option of one accelerator (none when it cannot run the job's precision or workload).
 
     Args:
         offers: the catalog's cloud offers of this accelerator.
         tokens: the token budget, or None for an hours budget (``req.hours``).
         stale_ids: offer ids priced more than a year before the catalog's date.
+        wanted: the job's software stacks (``planner.stacks.wanted_stacks``), to mark each option against.
     Raises:
         ValueError: a figure out of range (an overflow), from the cost model.
     """
@@ -146,6 +148,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     out: list[PlanOption] = []
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
+    stack = stack_fields(acc.stacks, wanted)
     for kind, offer, place, where in _places(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place)
@@ -154,6 +157,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         group = groups.get(key)
         if group is None:
             common = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
+            common["figures"].update(stack)
             if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
                 common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
                     f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
@@ -167,24 +171,23 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):
-                out.append(PlanOption(id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
-                                      usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
-                                      break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
-                                      owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
-                                      serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
-                                      gpus_per_node=common["gpus_per_node"], **common["figures"]))
+                out.append(PlanOption.build(common["figures"], id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
+                                            usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
+                                            break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
+                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
+                                            serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
+                                            gpus_per_node=common["gpus_per_node"]))
                 continue
             offer = by_id[q.offer_id]
             instance_row = place.devices_per_node == offer.accelerator_count
-            out.append(PlanOption(id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
-                                  usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
-                                  provider=offer.provider, instance=offer.instance, spot=q.spot, instances=q.instances,
-                                  price_date=offer.price_date, price_stale=offer.id in stale_ids,
-                                  reference=place.reference, cost_usd_interval=cost_iv,
-                                  serving=_serving(t, per_h, context * req.batch),
-                                  nodes=q.instances if instance_row else common["nodes"],
-                                  gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"],
-                                  **common["figures"]))
+            out.append(PlanOption.build(
+                common["figures"], id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
+                usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, provider=offer.provider,
+                instance=offer.instance, spot=q.spot, instances=q.instances, price_date=offer.price_date,
+                price_stale=offer.id in stale_ids, reference=place.reference, cost_usd_interval=cost_iv,
+                serving=_serving(t, per_h, context * req.batch),
+                nodes=q.instances if instance_row else common["nodes"],
+                gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"]))
     return out
 
 
@@ -224,7 +227,8 @@ def _serving(t: Timing, total_usd_per_h: float, prompt_tokens: int | None = None
 
 
 def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryModel, arch: ModelArch, params: int,
-                      active: int, tokens: float | None, context: int, a: CostAssumptions, calib) -> list[PlanOption]:
+                      active: int, tokens: float | None, context: int, a: CostAssumptions, calib,
+                      wanted: tuple[str, ...] = ()) -> list[PlanOption]:
     """The option of hardware the user owns (``planner.owned``): kind ``owned``, at most the devices it holds,
     placed on its machines (``per_machine`` devices each, no fabric between them unless measured), timed like
     every other option and priced at its energy (and wear when a rate is set), never a purchase.
@@ -260,6 +264,7 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     common = _figures(req, acc, layout, mem, fits, t, tokens, reason, place.nodes(layout.devices))
     figures = common["figures"]
     figures["capacity_bytes"] = capacity
+    figures.update(stack_fields(acc.stacks, wanted))
     figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
     hours = common["hours"]
     q = owned_quote(hw, layout.devices, hours, a)

@@ -22,7 +22,7 @@ from advisor.planner.options import options_for, owned_options_for
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own
 from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_job_model
 from advisor.planner.result import PlanOption, PlanResult, check_finite
-from advisor.planner.stacks import mark_stacks, wanted_stacks
+from advisor.planner.stacks import wanted_stacks
 
 
 def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
@@ -99,22 +99,20 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     for offer in catalog.offers:
         offers_by_accel.setdefault(offer.accelerator_id, []).append(offer)
     stale = frozenset(_stale_ids(catalog))
+    wanted = wanted_stacks(request)
     try:
         for hw in owned_all:
             options.extend(owned_options_for(request, hw, mem_model, arch, params, active, tokens, context,
-                                             assumptions, calibration))
+                                             assumptions, calibration, wanted))
         for acc in accels:
             found = options_for(request, acc, offers_by_accel.get(acc.id, []), mem_model, arch, params,
-                                active, tokens, context, assumptions, calibration, stale)
+                                active, tokens, context, assumptions, calibration, stale, wanted)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
             options.extend(found)
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
-    wanted = wanted_stacks(request)
-    stacks_by_accel = {a.id: a.stacks for a in accels} | {hw.accelerator.id: hw.accelerator.stacks for hw in owned_all}
-    options = mark_stacks(options, stacks_by_accel, wanted)
     options.sort(key=lambda o: (not o.this_machine, not o.feasible, not o.fits, not o.stack_ok, o.cost_usd, o.hours,
                                 o.id))
     best = min((o for o in options if o.fits and o.feasible), key=lambda o: (not o.stack_ok, o.cost_usd, o.hours, o.id),

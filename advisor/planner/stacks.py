@@ -9,11 +9,8 @@ user's stack, and ``PlanResult.best()`` never picks it while one of those fits (
 
 from __future__ import annotations
 
-import copy
-
 from advisor.catalog.stacks import PYTORCH_DEFAULT, RUNTIME_STACKS, STACKS, needs_text
 from advisor.planner.request import PlanRequest
-from advisor.planner.result import PlanOption
 
 
 def wanted_stacks(request: PlanRequest) -> tuple[str, ...]:
@@ -46,29 +43,14 @@ def default_stacks(request: PlanRequest) -> tuple[str, ...]:
     return PYTORCH_DEFAULT
 
 
-def mark_stacks(options: list[PlanOption], stacks_by_accel: dict[str, tuple[str, ...]],
-                wanted: tuple[str, ...]) -> list[PlanOption]:
-    """Each option with ``stacks``, ``stack_ok`` and, when false, ``stack_reason`` set.
+def stack_fields(runs: tuple[str, ...], wanted: tuple[str, ...]) -> dict:
+    """``stacks``, ``stack_ok`` and, when false, ``stack_reason`` of the options of one accelerator.
 
     Args:
-        options: the priced options.
-        stacks_by_accel: accelerator id -> the stacks that run on it (``Accelerator.stacks``).
+        runs: the stacks that run on the accelerator (``Accelerator.stacks``).
         wanted: the job's stacks (:func:`wanted_stacks`).
     Returns:
-        New options (frozen dataclasses), same order.
+        The three :class:`~advisor.planner.result.PlanOption` fields, computed once per accelerator.
     """
-    verdicts: dict[str, tuple[tuple[str, ...], bool, str]] = {}  # one verdict per accelerator, not per option
-    out = []
-    for o in options:
-        v = verdicts.get(o.accelerator)
-        if v is None:
-            runs = stacks_by_accel.get(o.accelerator, ())
-            ok = any(s in wanted for s in runs)
-            v = verdicts[o.accelerator] = (runs, ok, "" if ok else needs_text(runs))
-        # a shallow copy with three fields set: dataclasses.replace would re-run PlanOption's checks on every
-        # option of every plan (a third of the planning time); these fields take no part in them
-        new = copy.copy(o)
-        for name, value in zip(("stacks", "stack_ok", "stack_reason"), v):
-            object.__setattr__(new, name, value)
-        out.append(new)
-    return out
+    ok = any(s in wanted for s in runs)
+    return {"stacks": tuple(runs), "stack_ok": ok, "stack_reason": "" if ok else needs_text(runs)}

@@ -1,0 +1,48 @@
+"""PlanOption.build (the planner's fast constructor) gives the object __init__ gives, and checks the fields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.planner import PlanRequest, plan
+from advisor.planner.result import PlanOption
+
+
+@pytest.fixture(scope="module")
+def options():
+    cat = load_catalog(use_user_file=False)
+    return plan(PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8)), catalog=cat).options
+
+
+def _init_values(o: PlanOption) -> dict:
+    return {f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.init}
+
+
+def test_build_equals_init_for_every_option_of_a_plan(options):
+    assert len(options) > 100
+    for o in options:
+        via_init = PlanOption(**_init_values(o))
+        assert via_init == o
+        assert via_init.cost_usd == o.cost_usd == o.breakdown.total_usd
+        assert vars(via_init) == vars(o)
+
+
+def test_build_fills_the_declared_defaults(options):
+    o = options[0]
+    required = {f.name for f in dataclasses.fields(o) if f.init and f.default is dataclasses.MISSING}
+    values = {k: v for k, v in _init_values(o).items() if k in required}
+    built = PlanOption.build({}, **values)
+    assert built == PlanOption(**values)
+    assert built.provider == "" and built.nodes == 1 and built.stack_ok is True
+
+
+def test_build_refuses_unknown_and_missing_fields(options):
+    values = _init_values(options[0])
+    with pytest.raises(TypeError, match="unknown fields \\['colour'\\]"):
+        PlanOption.build(values, colour="red")
+    values.pop("hours")
+    with pytest.raises(TypeError, match="missing \\['hours'\\]"):
+        PlanOption.build(values)
