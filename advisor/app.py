@@ -14,6 +14,10 @@ from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
+from advisor.gui.compat import speed_up_feature_hook
+
+speed_up_feature_hook()  # before the app's own modules are imported (a twelfth of the start-up)
+
 APP_NAME = "Hardware Advisor"
 
 
@@ -51,12 +55,17 @@ def get_app(argv: list[str] | None = None) -> QApplication:
 
 
 def apply_theme(app) -> None:
-    """Palette and chart colours for the system scheme; followed again whenever the scheme changes."""
+    """Palette and chart colours for the system scheme; followed again whenever the scheme changes.
+
+    The charts' module (and pyqtgraph, a quarter of a second to import) is not imported for this: the Machine
+    page shown at start has no chart; the module takes the current theme when a page first imports it.
+    """
     from advisor.gui import theme
-    from advisor.gui.widgets import plots
 
     t = theme.apply(app)
-    plots.configure(t)
+    plots = sys.modules.get("advisor.gui.widgets.plots")
+    if plots is not None:
+        plots.configure(t)
     if not hasattr(app, "_advisor_scheme_follower"):
         follower = _SchemeFollower(app)
         QGuiApplication.styleHints().colorSchemeChanged.connect(follower.on_scheme_changed)

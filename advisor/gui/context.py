@@ -12,7 +12,7 @@ import gc
 import os
 import threading
 
-from PySide6.QtCore import QObject, QSettings, Signal, Slot
+from PySide6.QtCore import QObject, QSettings, QTimer, Signal, Slot
 
 from advisor.catalog import Catalog, load_catalog
 
@@ -41,6 +41,8 @@ class AppContext(QObject):
     gpu_events = Signal(object)  # list[MonitorEvent]: a GPU lost/asleep/back, an Xid error, throttling
     page_requested = Signal(str)  # a page asks the window to show another page (by id), e.g. Models -> Planner
     owned_changed = Signal()  # the GPUs the user owns (a setting) or this machine's changed: plan again
+    local_ready = Signal()  # ``local`` (this machine for the planner) is read, or ``local_error`` says why not
+    sampler_ready = Signal()  # ``sampler`` is running (just after machine_ready: it waits for numpy's import)
 
     def __init__(self, fake_gpu: str | None, settings: QSettings, catalog: Catalog | None = None,
                  parent=None) -> None:
@@ -64,6 +66,7 @@ class AppContext(QObject):
             if k in self.assumptions and isinstance(v, str)}
         self.own_specs: list[str] = [x for x in settings_mod.read_json(settings, OWN_KEY, []) if isinstance(x, str)]
         self.local = None  # planner.machine.LocalMachine: this machine's GPUs as owned hardware, host figures
+        self.local_error: str | None = None  # why ``local`` could not be read (one line)
         self.machine = None
         self.gpu = None
         self.host = None
@@ -72,6 +75,8 @@ class AppContext(QObject):
         self.probe_results: dict = {}  # (probe, device) -> the latest ProbeResult of this session
         self.screenshot_mode = False
         self._detect_worker = None
+        self._local_worker = None
+        self._shut_down = False
         self.event_log: list = []  # every MonitorEvent of this session, oldest first (bounded)
         self._event_bridge = _EventBridge(self)
         self._event_bridge.events_found.connect(self._on_event_bridge_events_found)
@@ -226,8 +231,11 @@ class AppContext(QObject):
     def start_hardware(self) -> None:
         """Open the backends and detect the machine off the GUI thread (idempotent).
 
-        When done, ``machine_ready`` carries the ``MachineProfile`` and ``self.sampler`` is running.
-        torch and JAX are not queried here (that would import torch at start-up); the Machine page offers it.
+        When done, ``machine_ready`` carries the ``MachineProfile`` and ``self.sampler`` is running. Then a second
+        worker reads this machine for the planner (``planner.machine.from_profile``, which imports the planner
+        and the job schema: a fifth of a second the Machine page does not wait for) and ``local_ready`` and
+        ``owned_changed`` follow. torch and JAX are not queried here (that would import torch at start-up); the
+        Machine page offers it.
         """
         if self._detect_worker is not None or self.machine is not None:
             return
@@ -240,8 +248,16 @@ class AppContext(QObject):
 
     @Slot(object)
     def _on_detect_result_ready(self, result) -> None:
-        (self.gpu, self.host, self.machine), history, self.local = result
+        (self.gpu, self.host, self.machine), history = result
         self.load_probe_results(history)
+        gc.freeze()  # start-up objects are long-lived: keep them out of full collections (see MainWindow.page)
+        self.machine_ready.emit(self.machine)
+        QTimer.singleShot(0, self._read_local)  # after the pages have drawn the machine (see _read_local)
+
+    def _start_sampler(self) -> None:
+        """Start sampling this machine (``advisor.monitor``, imported by the second worker: numpy with it)."""
+        if self.sampler is not None or self._shut_down:
+            return
         from advisor.monitor import Sampler
         from advisor.monitor.events import EventTracker
 
@@ -262,8 +278,46 @@ class AppContext(QObject):
                                    capacity=36000)
             self.sampler.add_listener(_find_events)
             self.sampler.start()
-        gc.freeze()  # start-up objects are long-lived: keep them out of full collections (see MainWindow.page)
-        self.machine_ready.emit(self.machine)
+        self.sampler_ready.emit()
+
+    def _read_local(self) -> None:
+        """This machine for the planner, off the GUI thread, once the event loop has drawn the machine: started
+        from the ``machine_ready`` slot itself, its imports (the planner, the job schema, pyqtgraph) held the GIL
+        while the Machine page waited to paint."""
+        from advisor.gui.workers import GeneratorWorker
+
+        if self._shut_down or self._local_worker is not None:
+            return
+        self._local_worker = GeneratorWorker(_local_of, self.machine, parent=self)
+        self._local_worker.progressed.connect(self._on_local_worker_progressed)
+        self._local_worker.result_ready.connect(self._on_local_worker_result_ready)
+        self._local_worker.failed.connect(self._on_local_worker_failed)
+        self._local_worker.start()
+
+    @property
+    def local_known(self) -> bool:
+        """Whether reading this machine for the planner has ended (``local`` set, or ``local_error``)."""
+        return self.local is not None or self.local_error is not None
+
+    @Slot(object)
+    def _on_local_worker_progressed(self, step) -> None:
+        if step == "monitor imported":
+            self._start_sampler()
+        elif isinstance(step, tuple) and step[0] == "local":
+            self.local = step[1]
+            self.local_ready.emit()
+            self.owned_changed.emit()
+
+    @Slot(object)
+    def _on_local_worker_result_ready(self, _result) -> None:
+        self._start_sampler()  # no-op unless a step was missed
+
+    @Slot(str)
+    def _on_local_worker_failed(self, reason: str) -> None:
+        self._start_sampler()  # the monitor does not need the planner
+        self.local_error = reason
+        self.local_ready.emit()
+        self.owned_changed.emit()  # plan without this machine
 
     def refresh_local(self) -> None:
         """Read this machine's host figures again (after a host-bandwidth probe) and tell the planner."""
@@ -285,8 +339,10 @@ class AppContext(QObject):
 
     def shutdown(self) -> None:
         """Stop the sampler and the detection, close the backends (idempotent)."""
-        if self._detect_worker is not None:
-            self._detect_worker.stop()
+        self._shut_down = True
+        for worker in (self._detect_worker, self._local_worker):
+            if worker is not None:
+                worker.stop()
         if self._plan is not None:
             self._plan.shutdown()
         if self.sampler is not None:
@@ -300,26 +356,35 @@ class AppContext(QObject):
 
 
 def _start_up(fake_gpu, catalog_of, ctx):
-    """The start-up work of the detection worker: load the catalog, detect the machine, read the probe history
-    and import the sampler the GUI thread starts next, so the Machine page fills without a pause.
+    """The start-up work of the detection worker: load the catalog, detect the machine, read the probe history.
 
     ``catalog_of(ctx)`` reads the context's catalog under its lock (plain Python, no Qt object touched).
 
     Returns:
-        ``((gpu_backend, host_backend, MachineProfile), history entries newest first, LocalMachine)``: the last
-        is this machine for the planner (its GPUs as owned hardware, its host figures).
+        ``((gpu_backend, host_backend, MachineProfile), history entries newest first)``.
     """
     from advisor.gui.probe_runner import history_entries
-    from advisor.planner.machine import from_profile
 
     catalog = catalog_of(ctx)
     result = open_hardware(fake_gpu, catalog)
     history = history_entries(limit=200)
-    import advisor.monitor  # noqa: F401 (warm import for the sampler)
-
-    return result, history, from_profile(result[2])
+    return result, history
 
 
+def _local_of(profile):
+    """The work after the Machine page has drawn the machine, in the order the app needs it: the monitor's
+    modules (numpy; the GUI thread starts the sampler on the step ``"monitor imported"``), then this machine for
+    the planner (step ``("local", LocalMachine)``: its GPUs as owned hardware, its host figures; the planner and
+    the job schema are imported for it), then pyqtgraph (a quarter of a second the start-up does not wait for),
+    so the first page with a chart opens without that pause.
+    """
+    import advisor.monitor  # noqa: F401
+
+    yield "monitor imported"
+    from advisor.planner.machine import from_profile
+
+    yield ("local", from_profile(profile))
+    import pyqtgraph  # noqa: F401
 def open_hardware(fake_gpu, catalog):
     """Open the GPU and host backends and describe the machine (runs in a worker thread).
 

@@ -254,6 +254,8 @@ class PlanModel(QObject):
 
     @Slot(object)
     def _on_ctx_machine_ready(self, _profile) -> None:
+        if not self.ctx.local_known:  # this machine for the planner follows; owned_changed plans then
+            return
         if self._validate():  # this machine's GPUs are options now
             self._debounce.start()
 

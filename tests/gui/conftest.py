@@ -40,7 +40,8 @@ def make_window(qtbot):
         window.show()
         windows.append(window)
         if wait_hardware:
-            qtbot.waitUntil(lambda: window.ctx.machine is not None, timeout=10000)
+            # the machine detected, then read for the planner (a second worker): plans include its GPUs
+            qtbot.waitUntil(lambda: window.ctx.machine is not None and window.ctx.local_known, timeout=10000)
         return window
 
     yield make

@@ -93,6 +93,7 @@ class MachinePage(Page):
         self._timer.setInterval(1000)
         self._timer.timeout.connect(self._on_timer_timeout)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.local_ready.connect(self._on_ctx_local_ready)
         ctx.hardware_failed.connect(self._on_ctx_hardware_failed)
         ctx.probe_result.connect(self._on_ctx_probe_result)
         ctx.gpu_events.connect(self._on_ctx_gpu_events)
@@ -261,7 +262,16 @@ class MachinePage(Page):
         from advisor.gui.workers import GeneratorWorker
 
         local = self.ctx.local
-        owned = local.owned if local is not None else ()
+        if local is None and not self.ctx.local_known:  # read off the GUI thread after detection: local_ready
+            self._fits_card.clear_rows()
+            self._fits_card.add_row("planning…", "reading this machine for the planner")
+            return
+        if local is None:
+            self._fits_card.clear_rows()
+            self._fits_card.add_row("not planned", f"this machine could not be read for the planner: "
+                                    f"{self.ctx.local_error}")
+            return
+        owned = local.owned
         if not owned or self._fits_worker is not None:
             if not owned and m.gpus and all(g.info.state == "suspended" for g in m.gpus):
                 self._fits_card.add_row("GPU asleep", "its name is read when a program wakes it (the app does not "
@@ -280,6 +290,14 @@ class MachinePage(Page):
         self._fits_worker.result_ready.connect(self._on_fits_result_ready)
         self._fits_worker.done.connect(self._on_fits_done)
         self._fits_worker.start()
+
+    @Slot()
+    def _on_ctx_local_ready(self) -> None:
+        m = self.ctx.machine
+        if m is not None and m.gpus and self._fits_card is not None and self.fits is None \
+                and self._fits_worker is None:
+            self._fits_card.clear_rows()
+            self._start_fits(m)
 
     @Slot(object)
     def _on_fits_result_ready(self, rows) -> None:
@@ -306,6 +324,7 @@ class MachinePage(Page):
         card.add_widget(self.fits_list)
         self.own_setting = OwnedSettingWidget(self.ctx)
         card.add_widget(self.own_setting)
+        self.name_controls()  # the card's buttons and field came after the page was named (screen readers)
 
     @Slot(dict)
     def _on_fits_list_plan_requested(self, values: dict) -> None:
@@ -405,7 +424,8 @@ class MachinePage(Page):
         self._on_timer_timeout()
 
     def is_ready(self) -> bool:
-        return (self.ctx.machine is not None and self._fits_worker is None) or self.ctx.hardware_error is not None
+        return (self.ctx.machine is not None and self.ctx.local_known and self._fits_worker is None) \
+            or self.ctx.hardware_error is not None
 
     def shutdown(self) -> None:
         self._timer.stop()

@@ -129,6 +129,7 @@ class MonitorPage(Page):
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._on_timer_timeout)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
+        ctx.sampler_ready.connect(self._on_ctx_sampler_ready)
         ctx.gpu_events.connect(self._on_ctx_gpu_events)
         if ctx.sampler is not None:
             self._on_ctx_machine_ready(ctx.machine)
@@ -180,6 +181,10 @@ class MonitorPage(Page):
         return bar
 
     # ------------------------------------------------------------ building (once)
+    @Slot()
+    def _on_ctx_sampler_ready(self) -> None:
+        self._on_ctx_machine_ready(self.ctx.machine)
+
     @Slot(object)
     def _on_ctx_machine_ready(self, _profile) -> None:
         sampler = self.ctx.sampler

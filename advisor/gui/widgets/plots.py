@@ -460,3 +460,6 @@ def tornado_bars(plot: pg.PlotWidget, bars: Sequence, base_usd: float, value_for
         plot.setYRange(-0.6, n + 0.6, padding=0)  # the top row is the legend's: it never covers a bar
     refit_legend(plot)
     return items
+
+
+configure(themes.current())  # the app's theme is applied before the first chart module import (app.apply_theme)
