@@ -30,39 +30,62 @@ class FitAdviceWidget(QWidget):
         self.grid.setVerticalSpacing(2)
         outer.addLayout(self.grid)
         self.rows: list[dict] = []
-        self.buttons: list[QPushButton] = []
+        self.buttons: list[QPushButton] = []  # the rows shown now (a prefix of the pool)
+        # MAX_ROWS rows built once and filled per plan: building and deleting them on every plan made Qt
+        # polish, lay out and move the whole Planner page each time (most of a re-plan's drawing)
+        self._pool: list[tuple[QPushButton, QLabel]] = []
+        for i in range(MAX_ROWS):
+            button = QPushButton("Apply")
+            button.setProperty("row", i)
+            button.clicked.connect(self._on_button_clicked)
+            text = QLabel()
+            self.grid.addWidget(button, i, 0)
+            self.grid.addWidget(text, i, 1)
+            button.setVisible(False)
+            text.setVisible(False)
+            self._pool.append((button, text))
+        self.grid.setColumnStretch(1, 1)
+        self._shown: tuple = ()
 
     def show_plan(self, result) -> None:
         """Show the advice of ``result`` (hidden when the job fits or there is none)."""
-        while self.grid.count():
-            w = self.grid.takeAt(0).widget()
-            if w is not None:
-                w.deleteLater()
-        self.buttons = []
         self.rows = fit_advice_rows(result) if result is not None else []
         self.setVisible(bool(self.rows))
         if not self.rows:
+            self.buttons = []
             return
         t = themes.current()
         target = result.fit_target()
-        self.title.setText(f"<b>What to change to fit {target.accelerator_name}</b> "
-                           f"({fmt_bytes(target.capacity_bytes)} per device), cheapest in time first:")
-        for i, row in enumerate(self.rows[:MAX_ROWS]):
-            button = QPushButton("Apply")
-            button.setEnabled(row["fits"])
-            button.setToolTip(f"set {row['flags']} in the form and plan again")
-            button.setProperty("row", i)
-            button.clicked.connect(self._on_button_clicked)
+        title = (f"<b>What to change to fit {target.accelerator_name}</b> "
+                 f"({fmt_bytes(target.capacity_bytes)} per device), cheapest in time first:")
+        lines = []
+        for row in self.rows[:MAX_ROWS]:
             hours = "" if row["hours"] is None else fmt_hours(row["hours"])
             lost = lost_text(row["hours_lost"])
             colour = t.good if row["fits"] else t.muted
-            text = QLabel(f"<code>{row['flags']}</code> · <span style='color:{colour}'>{row['memory']}"
-                          f"{' fits' if row['fits'] else ' still too big'}</span> · {hours}{lost}")
-            text.setToolTip(row["why"])
-            self.grid.addWidget(button, i, 0)
-            self.grid.addWidget(text, i, 1)
-            self.buttons.append(button)
-        self.grid.setColumnStretch(1, 1)
+            lines.append((f"<code>{row['flags']}</code> · <span style='color:{colour}'>{row['memory']}"
+                          f"{' fits' if row['fits'] else ' still too big'}</span> · {hours}{lost}",
+                          row["why"], f"set {row['flags']} in the form and plan again", bool(row["fits"])))
+        shown = (title, tuple(lines))
+        self.buttons = [button for button, _text in self._pool[:len(lines)]]
+        if shown == self._shown:  # the same advice as drawn: nothing to move or repaint
+            return
+        self._shown = shown
+        if self.title.text() != title:
+            self.title.setText(title)
+        for i, (button, text) in enumerate(self._pool):
+            if i >= len(lines):
+                button.setVisible(False)
+                text.setVisible(False)
+                continue
+            html, why, tip, fits = lines[i]
+            button.setEnabled(fits)
+            button.setToolTip(tip)
+            if text.text() != html:
+                text.setText(html)
+            text.setToolTip(why)
+            button.setVisible(True)
+            text.setVisible(True)
 
     @Slot()
     def _on_button_clicked(self) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QGraphicsItem, QLabel
 
 from advisor.gui import theme as themes
 
@@ -79,6 +79,11 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
         if unit in NO_PREFIX_UNITS or not unit:
             item.getAxis(axis).enableAutoSIPrefix(False)
     item.showGrid(x=True, y=True, alpha=0.25)
+    for name in ("left", "bottom"):
+        # An axis draws its grid over the whole data area, so every new series there repaints it: its labels,
+        # ticks and grid lines replayed each time (most of a re-plan's drawing). Kept as a pixmap, it is
+        # redrawn only when its ticks change (a new range), and blitted otherwise.
+        item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
     item.setMenuEnabled(False)
