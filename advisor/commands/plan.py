@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from advisor import units
+from advisor.cost.price_dates import price_date_label
 from advisor.job import ASSUMPTION_FLAGS, JOB_FIELDS, assumption_meta
 from advisor.job.schema import WORKLOADS
 
@@ -379,7 +380,7 @@ def render_table(result, top: int | None = 12) -> str:
         if not o.stack_ok:
             parts = f"[{o.stack_reason}] {parts}"
         if o.price_stale:
-            parts += f"  [price of {o.price_date[:10]}, older than a year]"
+            parts += f"  [price of {price_date_label(o.price_date)}, older than a year]"
         if o.note:
             parts += "  (*)"
         lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "

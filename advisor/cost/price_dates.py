@@ -1,8 +1,9 @@
 """How old the prices of a set of offers are (docs/method.md, "Price dates").
 
 Each cloud offer row carries the date its price was read (``price_date``). A plan states the oldest and
-newest of the offers it shows and marks the ones older than a year as of the catalog's date. A row whose
-date is not an ISO date (``YYYY-MM-DD``, possibly followed by a remark) counts as undated and is reported
+newest of the offers it shows and marks the ones older than a year as of the catalog's date. A row known
+only to be older than some date says ``on or before YYYY-MM-DD`` (with its evidence after it): it counts
+by that date, and is reported as bounded. A row whose date is neither counts as undated and is reported
 as such, never guessed.
 """
 
@@ -15,6 +16,18 @@ from dataclasses import dataclass
 
 STALE_AFTER_DAYS = 365
 _ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})")
+_BOUND = re.compile(r"^\s*on or before (\d{4}-\d{2}-\d{2})")
+
+
+def price_date_bound(text: str) -> _dt.date | None:
+    """The date of an ``on or before YYYY-MM-DD`` field (a price known only to be that old at the least)."""
+    m = _BOUND.match(text or "")
+    if not m:
+        return None
+    try:
+        return _dt.date.fromisoformat(m.group(1))
+    except ValueError:
+        return None
 
 
 def price_date_of(text: str) -> _dt.date | None:
@@ -32,15 +45,29 @@ def price_date_of(text: str) -> _dt.date | None:
         return None
 
 
+def price_date_label(text: str, short: bool = False) -> str:
+    """A price date in a few characters for tables: ``2026-03-11``, ``2025-06-05 or earlier`` (``short``:
+    ``≤2025-06-05``), or ``undated``."""
+    exact = price_date_of(text)
+    if exact is not None:
+        return exact.isoformat()
+    bound = price_date_bound(text)
+    if bound is None:
+        return "undated"
+    return f"≤{bound.isoformat()}" if short else f"{bound.isoformat()} or earlier"
+
+
 @dataclass(frozen=True)
 class PriceAges:
     """Price dates of a set of offers.
 
     Attributes:
-        oldest, newest: ISO dates (None when no offer is dated).
-        stale_ids: offers priced more than ``STALE_AFTER_DAYS`` before ``as_of``.
-        undated_ids: offers without an ISO price date.
+        oldest, newest: ISO dates (None when no offer is dated); a bound counts as its date.
+        stale_ids: offers priced more than ``STALE_AFTER_DAYS`` before ``as_of`` (a bound that old is too).
+        undated_ids: offers without an ISO price date or bound.
         as_of: the date the ages are measured from (the catalog's date).
+        bounded_ids: offers dated only by an upper bound (``on or before``).
+        oldest_bounded: the oldest date is such a bound (the price may be older still).
     """
 
     oldest: str | None
@@ -48,15 +75,18 @@ class PriceAges:
     stale_ids: tuple[str, ...]
     undated_ids: tuple[str, ...]
     as_of: str
+    bounded_ids: tuple[str, ...] = ()
+    oldest_bounded: bool = False
 
     def summary(self) -> str:
         """One line for plans and reports."""
+        oldest = f"{self.oldest} or earlier" if self.oldest_bounded else self.oldest
         if self.oldest is None:
             text = "prices undated"
         elif self.oldest == self.newest:
-            text = f"prices as of {self.oldest}"
+            text = f"prices as of {oldest}"
         else:
-            text = f"prices from {self.oldest} to {self.newest}"
+            text = f"prices from {oldest} to {self.newest}"
         if self.stale_ids:
             text += f"; {len(self.stale_ids)} older than a year (as of {self.as_of})"
         if self.undated_ids and self.oldest is not None:
@@ -74,14 +104,30 @@ def price_ages(offers: Iterable, as_of: str) -> PriceAges:
         ValueError: when ``as_of`` is not an ISO date.
     """
     ref = _dt.date.fromisoformat(as_of)
-    dated, stale, undated = [], [], []
+    exact, bounds, stale, undated = [], [], [], []
     for o in offers:
         d = price_date_of(o.price_date)
-        if d is None:
-            undated.append(o.id)
-            continue
-        dated.append(d)
+        if d is not None:
+            exact.append(d)
+        else:
+            d = price_date_bound(o.price_date)
+            if d is None:
+                undated.append(o.id)
+                continue
+            bounds.append((d, o.id))
         if (ref - d).days > STALE_AFTER_DAYS:
             stale.append(o.id)
-    return PriceAges(min(dated).isoformat() if dated else None, max(dated).isoformat() if dated else None,
-                     tuple(stale), tuple(undated), as_of)
+    dated = exact + [d for d, _ in bounds]
+    oldest = min(dated) if dated else None
+    return PriceAges(oldest.isoformat() if oldest else None, max(dated).isoformat() if dated else None,
+                     tuple(stale), tuple(undated), as_of, tuple(i for _, i in bounds),
+                     oldest is not None and oldest not in exact)
+
+
+def price_summary(offers: Iterable, as_of: str, fallback: str) -> str:
+    """:meth:`PriceAges.summary` of ``offers``, or ``fallback`` when ``as_of`` is not an ISO date (a user
+    catalog may have none): one line for the app's status bar and catalog page."""
+    try:
+        return price_ages(offers, as_of).summary()
+    except ValueError:
+        return fallback

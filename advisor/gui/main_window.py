@@ -116,9 +116,12 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _show_catalog_status(self) -> None:
+        from advisor.cost.price_dates import price_summary
+
         cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
+        prices = price_summary(cat.offers, cat.date, f"prices as of {cat.prices_as_of}")
         self.statusBar().showMessage(
-            f"Catalog {cat.date} · cloud prices as of {cat.prices_as_of}"
+            f"Catalog {cat.date} · cloud {prices}"
             + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
 
     # ------------------------------------------------------------ pages
@@ -269,3 +272,4 @@ def _settle(ms: int = 150) -> None:
     timer.start()
     while timer.elapsed() < ms:
         QCoreApplication.processEvents()
+

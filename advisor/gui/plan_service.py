@@ -69,7 +69,8 @@ def per_accelerator(result: PlanResult) -> list[dict]:
     Returns:
         Dicts with ``accelerator``, ``name``, ``capacity_bytes``, ``fits``, ``devices``, ``hours``,
         ``tokens_per_s``, ``mfu``, ``memory_per_device_bytes``, ``cost_usd``, ``where`` (the cheapest option's id),
-        ``stack_ok`` / ``stack_reason`` (whether the part runs the job's software stack) and, for serving,
+        ``stack_ok`` / ``stack_reason`` (whether the part runs the job's software stack), ``price_stale`` /
+        ``price_date`` of the cheapest option (a cloud price over a year old) and, for serving,
         ``usd_per_million_tokens`` / ``usd_per_million_requests`` (None for training).
     """
     rows: dict[str, dict] = {}
@@ -85,6 +86,7 @@ def per_accelerator(result: PlanResult) -> list[dict]:
                 "fits": o.fits, "devices": o.devices, "hours": o.hours, "tokens_per_s": o.tokens_per_s,
                 "mfu": o.mfu, "mfu_origin": o.mfu_origin, "memory_per_device_bytes": o.memory_per_device_bytes,
                 "cost_usd": o.cost_usd, "where": o.id, "kind": o.kind, "this_machine": o.this_machine,
+                "price_stale": o.price_stale, "price_date": o.price_date,
                 "stack_ok": o.stack_ok, "stack_reason": o.stack_reason,
                 "usd_per_million_tokens": o.usd_per_million_tokens,
                 "usd_per_million_requests": o.usd_per_million_requests,

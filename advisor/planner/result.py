@@ -364,7 +364,8 @@ def _ages_json(ages: PriceAges | None) -> dict | None:
     if ages is None:
         return None
     return {"oldest": ages.oldest, "newest": ages.newest, "older_than_a_year": list(ages.stale_ids),
-            "undated": len(ages.undated_ids), "summary": ages.summary()}
+            "undated": len(ages.undated_ids), "oldest_bounded": ages.oldest_bounded,
+            "bounded": len(ages.bounded_ids), "summary": ages.summary()}
 
 
 def check_finite(result: PlanResult) -> None:

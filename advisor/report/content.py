@@ -249,13 +249,19 @@ def sections(docs) -> list[PlanSection]:
 
 
 def _price_dates(doc: dict, options) -> str:
-    """The plan's price dates line (``catalog.price_dates.summary``), with the options older than a year named."""
+    """The plan's price dates in a few words (``catalog.price_dates``): oldest to newest, how many offers are
+    over a year old (each option marked beside its price) and how many undated."""
     dates = (doc.get("catalog") or {}).get("price_dates")
     if not isinstance(dates, dict) or not dates.get("summary"):
         return ""
-    old = [o["id"] for o in options if o.get("price_stale")]
-    return str(dates["summary"]) + (f" (older than a year: {', '.join(old[:5])}"
-                                    + (f" and {len(old) - 5} more" if len(old) > 5 else "") + ")" if old else "")
+    oldest, newest = dates.get("oldest"), dates.get("newest")
+    if not isinstance(oldest, str) or not isinstance(newest, str):
+        return str(dates["summary"])
+    text = f"{oldest}{' or earlier' if dates.get('oldest_bounded') is True else ''} to {newest}"
+    old = dates.get("older_than_a_year")
+    extra = [f"{len(old)} over a year old (marked old)" if isinstance(old, list) and old else "",
+             f"{dates['undated']} undated" if isinstance(dates.get("undated"), int) and dates["undated"] else ""]
+    return text + "".join(f"; {e}" for e in extra if e)
 
 
 def _num(v) -> float:
@@ -293,8 +299,8 @@ def cell(column: str, o: dict) -> str:
         return f"{fmt(v[0])} to {fmt(v[1])}"
     if column in ("cost_usd", "usd_per_million_tokens", "usd_per_million_requests"):
         return money(v)
-    if column == "usd_per_device_hour":
-        return "-" if v is None else f"{v:.2f}"
+    if column == "usd_per_device_hour":  # a price over a year old says so beside it (the price dates line)
+        return "-" if v is None else f"{v:.2f}" + (" (old)" if o.get("price_stale") else "")
     if column == "hours":
         return hours(v)
     if column == "fits":

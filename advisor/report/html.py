@@ -50,8 +50,6 @@ def parts_text(o: dict) -> str:
     text = ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
     if o.get("stack_ok", True) is False:  # runs off the job's software stack (docs/method.md, "Software stacks")
         text = f"[{o.get('stack_reason') or 'another software stack'}] {text}"
-    if o.get("price_stale"):
-        text += f" [price of {str(o.get('price_date', ''))[:10]}, older than a year]"
     return text
 
 

@@ -101,4 +101,6 @@ def test_catalog_search_and_numeric_sort(make_window, qtbot):
     page.views["accelerators"].sortByColumn(2, Qt.SortOrder.DescendingOrder)  # memory (GiB)
     first = proxy.index(0, 2).data(Qt.ItemDataRole.DisplayRole)
     assert float(first.replace(",", "")) >= 180
-    assert "prices as of" in page.as_of.text().lower()
+    # how old the prices are, from the rows' own dates: the newest, the oldest bound, the ones a year old
+    assert "prices from 2025-06-05 or earlier to 2026-03-15" in page.as_of.text()
+    assert "older than a year" in page.as_of.text() and "undated" in page.as_of.text()

@@ -144,7 +144,9 @@ def test_report_of_a_real_plan_lists_every_option():
     # ranges and price dates reach the report
     best = ranked[0]
     assert f"{money(best['cost_usd_interval'][0])} to {money(best['cost_usd_interval'][1])}" in md
-    assert doc["catalog"]["price_dates"]["summary"] in md
+    dates = doc["catalog"]["price_dates"]
+    assert f"{dates['oldest']}{' or earlier' if dates['oldest_bounded'] else ''} to {dates['newest']}" in md
+    assert (f"{len(dates['older_than_a_year'])} over a year old" in md) == bool(dates["older_than_a_year"])
 
 
 _option = st.fixed_dictionaries({

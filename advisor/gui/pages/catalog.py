@@ -196,7 +196,10 @@ class CatalogPage(Page):
     def _fill(self) -> None:
         cat = self.ctx.catalog
         users = cat.user_ids
-        self.as_of.setText(f"<b>Cloud prices as of {cat.prices_as_of}</b> · catalog data {cat.date}")
+        from advisor.cost.price_dates import price_summary
+
+        prices = price_summary(cat.offers, cat.date, f"prices as of {cat.prices_as_of}")
+        self.as_of.setText(f"<b>Cloud {prices}</b> · catalog data {cat.date}")
         specs = {
             "accelerators": (accelerator_columns(users), sorted(cat.accelerators.values(), key=lambda a: a.id)),
             "offers": (offer_columns(users), sorted(cat.offers, key=lambda o: o.id)),

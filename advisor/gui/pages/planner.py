@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.colours import memory_part_colour
+from advisor.cost.price_dates import price_date_label
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
@@ -66,9 +67,11 @@ def _table_columns(machine_ids, serving: bool = False) -> list[Column]:
         Column("MFU", lambda r: r["mfu"], lambda v: f"{100 * v:.0f} %", align_right=True,
                cell_tip=lambda r: r["mfu_origin"], tip="model FLOPs utilisation assumed (hover a cell for its source)"),
         Column("cheapest job", lambda r: r["cost_usd"], fmt_usd, align_right=True,
-               cell_tip=lambda r: f"{r['where']} ({r['kind']})",
+               cell_tip=lambda r: f"{r['where']} ({r['kind']})" + (
+                   f"; its price is over a year old ({price_date_label(r['price_date'])})" if r["price_stale"] else ""),
+               color=lambda r: t.warn if r["price_stale"] else None,
                tip="cost of the whole job the cheapest way on this accelerator (home, on-prem or cloud; hover a "
-                   "cell for which), USD"),
+                   "cell for which), USD; in the warning colour when that price is over a year old"),
     ] + ([
         Column("$/M tokens", lambda r: r.get("usd_per_million_tokens"), _usd_or_dash, align_right=True,
                tip="serving: the option's whole cost per hour over its generated tokens per hour, USD per million "
