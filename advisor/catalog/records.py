@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -71,9 +72,7 @@ class Accelerator:
     @property
     def stacks(self) -> tuple[str, ...]:
         """The software stacks that run on this part, from its vendor and kind (``catalog.stacks``)."""
-        from advisor.catalog.stacks import stacks_for
-
-        return stacks_for(self.vendor, self.kind)
+        return _stacks_of(self.vendor, self.kind)
 
     @property
     def memory_gib(self) -> float:
@@ -163,3 +162,11 @@ class CloudOffer:
         """Instance price / accelerators per instance (an 8-GPU instance is billed once, not eight times)."""
         price = self.spot_usd_per_h if spot else self.on_demand_usd_per_h
         return None if price is None else price / self.accelerator_count
+
+
+@functools.lru_cache(maxsize=256)
+def _stacks_of(vendor: str, kind: str) -> tuple[str, ...]:
+    """``catalog.stacks.stacks_for``, once per vendor and kind (the planner asks for every accelerator)."""
+    from advisor.catalog.stacks import stacks_for
+
+    return tuple(stacks_for(vendor, kind))

@@ -243,8 +243,9 @@ class CostAssumptions:
         _check("reserved_years", years, "reserved_years")
         if years == 0:
             return 0.0
+        provider = provider.strip().lower()
         for name, one, three in self.reserved_discounts:
-            if name == provider.strip().lower():
+            if name == provider:
                 return one if years == 1 else three
         return None
 

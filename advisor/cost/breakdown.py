@@ -21,6 +21,16 @@ PART_HELP = {
 PART_NAMES = tuple(PART_HELP)
 
 
+def _checked_total(parts: tuple[tuple[str, float], ...]) -> float:
+    """The sum of the amounts, each checked finite and zero or more (ValueError naming the first that is not)."""
+    total = math.fsum([usd for _, usd in parts])
+    if not (total < math.inf and all(usd >= 0.0 for _, usd in parts)):  # a NaN fails both ways
+        for name, usd in parts:
+            if not (0.0 <= usd < math.inf):
+                raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
+    return total
+
+
 @dataclass(frozen=True)
 class CostBreakdown:
     """A total cost in USD as a tuple of ``(part name, usd)`` pairs; the total is their sum.
@@ -41,14 +51,17 @@ class CostBreakdown:
         for name, usd in parts:
             if usd.__class__ is not float and (isinstance(usd, bool) or not isinstance(usd, (int, float))):
                 raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
-            if not (0.0 <= usd < math.inf):  # also false for NaN
-                raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
-        object.__setattr__(self, "total_usd", math.fsum([usd for _, usd in parts]))
+        object.__setattr__(self, "total_usd", _checked_total(parts))
 
     @classmethod
     def of(cls, **parts: float) -> CostBreakdown:
-        """Build a breakdown from keyword parts, in the order given."""
-        return cls(tuple([(name, float(usd)) for name, usd in parts.items()]))
+        """Build a breakdown from keyword parts, in the order given (the planner's path: the names are unique
+        as keywords are, the amounts floats; only their range is checked)."""
+        items = tuple([(name, float(usd)) for name, usd in parts.items()])
+        breakdown = object.__new__(cls)
+        object.__setattr__(breakdown, "parts", items)
+        object.__setattr__(breakdown, "total_usd", _checked_total(items))
+        return breakdown
 
     def as_dict(self) -> dict[str, float]:
         """The parts as a plain ``{name: usd}`` dict (for JSON ``cost_breakdown_usd``)."""

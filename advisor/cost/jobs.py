@@ -171,12 +171,16 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     energy = 0.0
     if accel is not None and accel.tdp_w:
         energy = datacenter_kw_per_device(accel.tdp_w, assumptions) * devices * hours * (1.0 + rework)
-    return CloudQuote(
+    # Every field given, none derived: the frozen dataclass's __init__ would only set them one by one (a plan
+    # makes two hundred quotes per keystroke); tests/cost/test_jobs.py checks it equals CloudQuote(...).
+    quote = object.__new__(CloudQuote)
+    quote.__dict__.update(
         offer_id=offer.id, accelerator_id=offer.accelerator_id, devices=devices, hours=float(hours),
         spot=spot, reserved_years=reserved_years, instances=instances, usd_per_instance_hour=instance_rate,
         usd_per_device_hour=per_device,
         billed_device_hours=instances * offer.accelerator_count * hours * (1.0 + rework),
         energy_kwh=energy, breakdown=parts)
+    return quote
 
 
 def home_rigs(devices: int, a: CostAssumptions) -> int:

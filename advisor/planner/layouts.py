@@ -23,6 +23,14 @@ class Parallelism:
     pp: int
     zero: int
 
+    def __post_init__(self) -> None:
+        # A layout keys the planner's memo tables (memory, timings, option groups), a thousand lookups a plan:
+        # its hash is computed once (the same value the dataclass would compute on every lookup).
+        object.__setattr__(self, "_hash", hash((self.devices, self.tp, self.pp, self.zero)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
     @property
     def dp(self) -> int:
         """The data-parallel degree."""

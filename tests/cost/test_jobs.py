@@ -192,3 +192,19 @@ def test_reserved_term_from_the_assumptions():
     rp = cloud_job_cost(make_offer("runpod:r", provider="RunPod", od=2.0), 1, 1, a)
     assert (rp.total_usd, rp.reserved_years, rp.option_id) == (pytest.approx(2.0), 0, "cloud:runpod:r")
     assert cloud_job_cost(aws, 1, 1, a, reserved_years=0).total_usd == pytest.approx(10.0)
+
+
+def test_a_cloud_quote_is_the_dataclass_its_init_makes():
+    """cloud_job_cost fills the frozen CloudQuote without its __init__ (a speed path): same fields, equal."""
+    import dataclasses
+
+    from advisor.catalog import load_catalog
+    from advisor.cost.assumptions import CostAssumptions
+    from advisor.cost.jobs import CloudQuote, cloud_job_cost
+
+    cat = load_catalog(use_user_file=False)
+    offer = next(o for o in cat.offers if o.id == "aws:p5.48xlarge-2026-03-11")
+    q = cloud_job_cost(offer, 12, 10.0, CostAssumptions(), accel=cat.accelerators[offer.accelerator_id])
+    via_init = CloudQuote(**{f.name: getattr(q, f.name) for f in dataclasses.fields(CloudQuote)})
+    assert via_init == q and vars(via_init) == vars(q) and hash(via_init) == hash(q)
+    assert q.instances == 2 and q.total_usd == q.breakdown.total_usd
