@@ -150,10 +150,11 @@ class CatalogPage(Page):
         top.addSpacing(16)
         self.as_of = QLabel()
         self.as_of.setObjectName("pricesAsOf")
-        self.as_of.setToolTip("The newest dated cloud price in the catalog. Cloud prices change often: "
-                              "check the provider before you spend money, or override a price below.")
-        top.addWidget(self.as_of)
-        top.addStretch(1)
+        self.as_of.setToolTip("How old the cloud prices are, from each row's own date: oldest to newest, how many "
+                              "are older than a year and how many have no date. Cloud prices change often: check "
+                              "the provider before you spend money, or override a price below.")
+        self.as_of.setWordWrap(True)  # two lines rather than pushing the search field off a narrow window
+        top.addWidget(self.as_of, 1)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search… (Ctrl+F)")
         self.search.setToolTip("Filters every column of every table: id, name, vendor, provider, source…")
