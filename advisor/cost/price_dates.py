@@ -19,15 +19,19 @@ _ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})")
 _BOUND = re.compile(r"^\s*on or before (\d{4}-\d{2}-\d{2})")
 
 
-def price_date_bound(text: str) -> _dt.date | None:
-    """The date of an ``on or before YYYY-MM-DD`` field (a price known only to be that old at the least)."""
-    m = _BOUND.match(text or "")
+def _date_matched(pattern: re.Pattern, text: str) -> _dt.date | None:
+    m = pattern.match(text or "")
     if not m:
         return None
     try:
         return _dt.date.fromisoformat(m.group(1))
     except ValueError:
         return None
+
+
+def price_date_bound(text: str) -> _dt.date | None:
+    """The date of an ``on or before YYYY-MM-DD`` field (a price known only to be that old at the least)."""
+    return _date_matched(_BOUND, text)
 
 
 def price_date_of(text: str) -> _dt.date | None:
@@ -36,13 +40,7 @@ def price_date_of(text: str) -> _dt.date | None:
     When a field names two dates (``"2026-03-13 (non-interruptible) / 2026-03-15 (interruptible)"``), the
     first one is the older by convention of the rows that do so; it is returned.
     """
-    m = _ISO.match(text or "")
-    if not m:
-        return None
-    try:
-        return _dt.date.fromisoformat(m.group(1))
-    except ValueError:
-        return None
+    return _date_matched(_ISO, text)
 
 
 def price_date_label(text: str, short: bool = False) -> str:
