@@ -60,7 +60,11 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
 
     clock = QElapsedTimer()
     clock.start()
-    while window.ctx.sampler is None and clock.elapsed() < 20000:
+    from advisor.gui.workers import live_workers
+
+    # the steady state: the start-up work after the Machine page (this machine read for the planner, what fits
+    # on it, pyqtgraph's import) has ended; the sampler already runs meanwhile, the watching cost is measured after
+    while (window.ctx.sampler is None or not window.ctx.local_known or live_workers()) and clock.elapsed() < 30000:
         spin(0.05)
     window.show_page("monitor")
     spin(warmup_s)

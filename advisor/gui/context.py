@@ -311,6 +311,7 @@ class AppContext(QObject):
     @Slot(object)
     def _on_local_worker_result_ready(self, _result) -> None:
         self._start_sampler()  # no-op unless a step was missed
+        gc.freeze()  # the planner's and pyqtgraph's modules are long-lived too (see _on_detect_result_ready)
 
     @Slot(str)
     def _on_local_worker_failed(self, reason: str) -> None:

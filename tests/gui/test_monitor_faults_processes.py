@@ -116,3 +116,28 @@ def qtbot_point(x: int, y: int):
     from PySide6.QtCore import QPoint
 
     return QPoint(x, y)
+
+
+def test_rows_layer_is_drawn_once_and_charts_out_of_view_wait(make_window, qtbot):
+    """16 GPUs: the overview's static layer is kept between repaints (a new one only for a new selection), and
+    charts pushed below the fold by the rows are not redrawn until they scroll into view."""
+    w = make_window("16xv100", interval_s=0.1)
+    w.show_page("monitor")
+    page = w.page("monitor")
+    ov = page.overview
+    qtbot.waitUntil(lambda: ov._static is not None and len(page._drawn_at) > 0, timeout=10000)
+    layer = ov._static[1]
+    for _ in range(3):
+        ov.repaint()
+    assert ov._static[1] is layer  # the same pixmap: not drawn again per paint
+    ov.toggle(9)
+    ov.repaint()
+    assert ov._static[1] is not layer  # a new selection draws a new layer
+    in_view = {k for k, plot in page._plots.items() if page._in_view(plot)}
+    assert in_view and in_view != set(page._plots)  # some charts in view, some below the fold
+    qtbot.wait(800)  # more than a chart period: every chart in view is redrawn, none out of view
+    assert set(page._drawn_at) == in_view
+    bar = page._scroll.verticalScrollBar()
+    bar.setValue(bar.maximum())  # scroll to the last charts: they are drawn at once
+    now_in_view = {k for k, plot in page._plots.items() if page._in_view(plot)}
+    qtbot.waitUntil(lambda: now_in_view <= set(page._drawn_at), timeout=3000)

@@ -9,10 +9,11 @@ curves of GPUs not chosen on the overview are hidden and not updated.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QPoint, QRect, Qt, QTimer, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -76,7 +77,8 @@ class MonitorPage(Page):
         self._limit_lines: list[tuple[str, object]] = []  # (metric, InfiniteLine)
         self._chart_curves: dict[str, list] = {}  # chart key -> [(metric, scale, item)]
         self._chart_lines: dict[str, list] = {}  # chart key -> [(metric, InfiniteLine)]
-        self._stale: list[str] = []  # charts still to redraw, in round-robin order
+        self._drawn_at: dict[str, float] = {}  # chart -> when it was last drawn (perf_counter), while in view
+        self._tables_at = -1e9
         self._y_top: dict[str, float] = {}  # current top of each chart's vertical range
         self._plots: dict[str, object] = {}
         self._event_rows: list = []
@@ -98,7 +100,7 @@ class MonitorPage(Page):
         layout.addWidget(self.overview)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        scroll = QScrollArea()
+        scroll = self._scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self._chart_host = QWidget()
@@ -106,6 +108,8 @@ class MonitorPage(Page):
         self._grid.setContentsMargins(0, 0, 0, 0)
         self._grid.setSpacing(6)
         scroll.setWidget(self._chart_host)
+        # a chart scrolled into view is drawn at once (charts out of view wait: see _redraw)
+        scroll.verticalScrollBar().valueChanged.connect(self._on_charts_scrolled)
         split.addWidget(scroll)
         self.tabs = QTabWidget()
         self.processes = ProcessPanelWidget(self._signal_host)
@@ -306,8 +310,7 @@ class MonitorPage(Page):
     # ------------------------------------------------------------ loop
     def _apply_draw_rate(self) -> None:
         """One chart per tick, so that every chart is redrawn once per ``CHART_PERIOD_S`` or per sample."""
-        sampler = self.ctx.sampler
-        period_s = max(CHART_PERIOD_S, sampler.interval_s if sampler else 1.0)
+        period_s = self._chart_period_s()
         charts = max(1, len(self._plots))
         self._timer.setInterval(max(MIN_TICK_MS, int(1000 * period_s / charts)))
 
@@ -324,23 +327,45 @@ class MonitorPage(Page):
             self._redraw(DRAW_BUDGET_S)
 
     def _redraw(self, budget_s: float | None = None) -> None:
-        """Redraw the charts; with a budget, only as many as fit in it (the rest on the next ticks).
+        """Redraw the charts that are due; with a budget, only as many as fit in it (the rest on the next ticks).
 
-        Spreading the charts over ticks keeps each pass of the GUI thread short even with eight GPUs.
+        A chart is due once per chart period (``CHART_PERIOD_S``, or the sampling interval when slower) and only
+        while it is in view: with 16 GPUs the cards push most charts below the fold. A chart out of view is due
+        as soon as it scrolls into view. Without a budget (a new window, screenshots) every chart is drawn.
         """
         sampler = self.ctx.sampler
         if sampler is None:
             return
-        if not self._stale:
-            self._stale = list(self._plots)
-        start = time.perf_counter()
+        full = budget_s is None or self.ctx.screenshot_mode
+        now = time.perf_counter()
+        period_s = self._chart_period_s()
+        due = []
+        for key, plot in self._plots.items():
+            if not (full or self._in_view(plot)):
+                self._drawn_at.pop(key, None)  # out of view: drawn again the moment it comes back
+            elif full or now - self._drawn_at.get(key, -math.inf) >= 0.9 * period_s:
+                due.append(key)
+        due.sort(key=lambda k: self._drawn_at.get(k, -math.inf))  # the longest waiting first
         window = float(self.window_box.currentData())
-        while self._stale:
-            self._redraw_chart(self._stale.pop(0), sampler.history, window)
-            if budget_s is not None and time.perf_counter() - start > budget_s:
+        drawn = 0
+        for key in due:
+            self._redraw_chart(key, sampler.history, window)
+            self._drawn_at[key] = time.perf_counter()
+            drawn += 1
+            if budget_s is not None and time.perf_counter() - now > budget_s:
                 break
-        self._dirty = bool(self._stale)
-        self._update_tables(sampler)
+        self._dirty = drawn < len(due)
+        # the tables and the overview at the charts' pace, not every tick, and on a tick of their own: drawn in
+        # the same pass as a chart, both would be painted in one window repaint (the GUI thread's longest stall)
+        if full or (now - self._tables_at >= period_s and not drawn):
+            self._tables_at = now
+            self._update_tables(sampler)
+        elif now - self._tables_at >= period_s:
+            self._dirty = True  # the next tick
+
+    def _chart_period_s(self) -> float:
+        sampler = self.ctx.sampler
+        return max(CHART_PERIOD_S, sampler.interval_s if sampler else 1.0)
 
     def _redraw_chart(self, key: str, history, window: float) -> None:
         curves = list(self._chart_curves.get(key, ()))
@@ -355,7 +380,10 @@ class MonitorPage(Page):
                 continue
             x = times - times[-1]
             y = values * scale if scale != 1.0 else values
-            item.setData(x, y, connect="finite")
+            if np.isfinite(y).all():  # the common case: no gap to leave (pyqtgraph's finite path copies twice)
+                item.setData(x, y, connect="all", skipFiniteCheck=True)
+            else:  # a lost GPU or a reading not available: a gap in the line
+                item.setData(x, y, connect="finite")
             if np.isfinite(y).any():
                 top = max(top, float(np.nanmax(y)))
         first = None
@@ -401,6 +429,17 @@ class MonitorPage(Page):
         text = f"{len(sampler.history)} samples kept · sampling {state}"
         if text != self.status.text():
             self.status.setText(text)
+
+    def _in_view(self, plot) -> bool:
+        """Whether any of a chart lies in the scrolled view (geometry only: ``visibleRegion`` also depends on
+        what the window system reports as exposed)."""
+        viewport = self._scroll.viewport()
+        return QRect(plot.mapTo(viewport, QPoint(0, 0)), plot.size()).intersects(viewport.rect())
+
+    @Slot(int)
+    def _on_charts_scrolled(self, _value: int) -> None:
+        if self.isVisible():
+            self._redraw(DRAW_BUDGET_S)  # a chart just scrolled into view is due
 
     # ------------------------------------------------------------ controls
     @Slot(int)

@@ -236,8 +236,8 @@ class GpuOverviewWidget(QWidget):
 
     def _static_rows(self, t) -> QPixmap:
         """Header, swatches, indices and names: drawn once per size, selection and theme, then blitted."""
-        key = (self.width(), self.height(), self.selected, t.dark, tuple(self._names), self.devicePixelRatioF())
-        if self._static is not None and self._static[0] == key:
+        cache_key = (self.width(), self.height(), self.selected, t.dark, tuple(self._names), self.devicePixelRatioF())
+        if self._static is not None and self._static[0] == cache_key:
             return self._static[1]
         ratio = self.devicePixelRatioF()
         pix = QPixmap(int(self.width() * ratio), int(self.height() * ratio))
@@ -277,7 +277,7 @@ class GpuOverviewWidget(QWidget):
                     p.drawText(cell, int(Qt.AlignmentFlag.AlignVCenter),
                                fm.elidedText(_short(name), Qt.TextElideMode.ElideRight, int(cell.width())))
         p.end()
-        self._static = (key, pix)
+        self._static = (cache_key, pix)  # (the loops above name their column ``key``: not the cache's)
         return pix
 
     def _paint_rows(self, p: QPainter, t) -> None:
