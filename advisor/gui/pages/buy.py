@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from advisor.cost.price_dates import price_summary
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
@@ -284,13 +285,15 @@ class BuyPage(Page):
                          for n, x in r.rent.items())
         left = r.considered - len(r.options)
         a = r.assumptions
+        cat = self.ctx.catalog
         self.rent.setText(
             f"The last columns are the time of one run of each job. Rent, the cheapest cloud option that fits each "
             f"job: {rent}. "
             + (f"{left} more within the budget fit none of the jobs. " if left else "")
             + f"Per job: price less {a.resale_fraction:.0%} resale over {a.lifetime_years:g} years, electricity at "
-            f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. Prices as of "
-            f"{r.prices_as_of}; hover a row for its price source.")
+            f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. Cloud "
+            f"{price_summary(cat.offers, cat.date, f'prices as of {r.prices_as_of}')}; hover a row for its price "
+            "source.")
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
