@@ -21,3 +21,22 @@ def test_compare_charts_fit_their_widgets(make_window, qtbot, size):
         assert chart.geometry().right() <= viewport
     assert page.stacked == (viewport < 760)
     assert page.split.sizes()[1] >= 240  # the assumptions panel is shown, at a usable width
+
+
+def test_break_even_labels_stay_inside_the_chart(make_window, qtbot):
+    """A break-even line's label sits right of it, or left of it in the chart's right third (it was cut off at
+    the right edge); the default job on 2x4090 has lines on both sides of 10,000 h."""
+    import pyqtgraph as pg
+
+    from advisor.gui.pages.compare import BREAK_EVEN_LABEL_FLIP
+
+    w = make_window()
+    w.show_page("compare")
+    page = w.page("compare")
+    qtbot.waitUntil(page.is_ready, timeout=60000)
+    marks = [it for it in page._be_items if isinstance(it, pg.InfiniteLine)]
+    sides = {it.value() > BREAK_EVEN_LABEL_FLIP for it in marks}
+    assert sides == {True, False}, [it.value() for it in marks]  # this job checks both sides
+    for it in marks:
+        anchor_x = it.label.anchors[0][0]
+        assert anchor_x == (1 if it.value() > BREAK_EVEN_LABEL_FLIP else 0), (it.value(), it.label.anchors)

@@ -35,6 +35,10 @@ from advisor.units import fmt_hours, fmt_usd
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
 
+# The break-even chart's hours of use, as log10 (100 h to 100,000 h), and where a line's label goes to its left.
+BREAK_EVEN_RANGE = (2.0, 5.0)
+BREAK_EVEN_LABEL_FLIP = BREAK_EVEN_RANGE[0] + 2 / 3 * (BREAK_EVEN_RANGE[1] - BREAK_EVEN_RANGE[0])
+
 
 SIDE_MIN_W = 240  # the assumptions panel: narrowest it may be dragged (its rows wrap, it scrolls)
 SIDE_DEFAULT_W = 290  # and its width at start
@@ -328,7 +332,7 @@ class ComparePage(Page):
             self.breakeven.removeItem(it)
         self._be_items.clear()
         lines = break_even_lines(result, mine)
-        x = np.logspace(2, 5, 120)  # 100 h to 100,000 h of use
+        x = np.logspace(*BREAK_EVEN_RANGE, 120)  # 100 h to 100,000 h of use
         for i, b in enumerate(lines):
             own = pg.PlotDataItem(x, b.fixed_usd / x + b.variable_usd_per_h, pen=plots.pen(i), name=b.label)
             rent = pg.PlotDataItem(x[[0, -1]], [b.rent_usd_per_h] * 2, pen=plots.pen(i, style=Qt.PenStyle.DashLine))
@@ -337,12 +341,15 @@ class ComparePage(Page):
             self._be_items += [own, rent]
             if b.break_even_h:
                 text = f"{b.break_even_h:,.0f} h"
-                mark = plots.add_limit_line(self.breakeven, np.log10(b.break_even_h), text, index=i,
-                                            horizontal=False, label_position=0.55 - 0.12 * i, label_anchor=(0, 0))
+                at = np.log10(b.break_even_h)
+                # the label right of its line, or left of it in the chart's right third (where it would be cut)
+                mark = plots.add_limit_line(self.breakeven, at, text, index=i, horizontal=False,
+                                            label_position=0.55 - 0.12 * i,
+                                            label_anchor=(1, 0) if at > BREAK_EVEN_LABEL_FLIP else (0, 0))
                 self._be_items.append(mark)
         top = max((b.rent_usd_per_h for b in lines), default=1.0)
         self.breakeven.setYRange(0, 2.5 * top, padding=0)
-        self.breakeven.setXRange(2, 5, padding=0)
+        self.breakeven.setXRange(*BREAK_EVEN_RANGE, padding=0)
         plots.set_log_ticks(self.breakeven, "bottom", plots.USE_HOUR_TICKS, 1e2, 1e5)  # as many as fit
         plots.refit_legend(self.breakeven)
 
