@@ -122,10 +122,10 @@ def price_ages(offers: Iterable, as_of: str) -> PriceAges:
                      oldest is not None and oldest not in exact)
 
 
-def price_summary(offers: Iterable, as_of: str, fallback: str) -> str:
-    """:meth:`PriceAges.summary` of ``offers``, or ``fallback`` when ``as_of`` is not an ISO date (a user
-    catalog may have none): one line for the app's status bar and catalog page."""
+def price_summary(offers: Iterable, as_of: str, prices_as_of: str) -> str:
+    """:meth:`PriceAges.summary` of ``offers``, or ``prices as of <prices_as_of>`` when ``as_of`` is not an ISO
+    date (a user catalog may have none): one line for the CLI, the app's status bar, pages and reports."""
     try:
         return price_ages(offers, as_of).summary()
     except ValueError:
-        return fallback
+        return f"prices as of {prices_as_of}"

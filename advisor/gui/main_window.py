@@ -119,7 +119,7 @@ class MainWindow(QMainWindow):
         from advisor.cost.price_dates import price_summary
 
         cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
-        prices = price_summary(cat.offers, cat.date, f"prices as of {cat.prices_as_of}")
+        prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
         self.statusBar().showMessage(
             f"Catalog {cat.date} · cloud {prices}"
             + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))

@@ -295,6 +295,12 @@ class PlanResult:
         except ValueError:
             return None
 
+    def prices_text(self, options=None) -> str:
+        """:meth:`price_ages` of ``options`` as one line, or ``prices as of`` the catalog's price date when the
+        catalog has no ISO date (the CLI table, the Planner and Compare pages)."""
+        ages = self.price_ages(options)
+        return ages.summary() if ages is not None else f"prices as of {self.prices_as_of}"
+
     def option(self, option_id: str) -> PlanOption | None:
         """The option with this id, or None."""
         return next((o for o in self.options if o.id == option_id), None)

@@ -292,7 +292,7 @@ class BuyPage(Page):
             + (f"{left} more within the budget fit none of the jobs. " if left else "")
             + f"Per job: price less {a.resale_fraction:.0%} resale over {a.lifetime_years:g} years, electricity at "
             f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. Cloud "
-            f"{price_summary(cat.offers, cat.date, f'prices as of {r.prices_as_of}')}; hover a row for its price "
+            f"{price_summary(cat.offers, cat.date, r.prices_as_of)}; hover a row for its price "
             "source.")
 
     # ------------------------------------------------------------ page hooks

@@ -199,7 +199,7 @@ class CatalogPage(Page):
         users = cat.user_ids
         from advisor.cost.price_dates import price_summary
 
-        prices = price_summary(cat.offers, cat.date, f"prices as of {cat.prices_as_of}")
+        prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
         self.as_of.setText(f"<b>Cloud {prices}</b> · catalog data {cat.date}")
         specs = {
             "accelerators": (accelerator_columns(users), sorted(cat.accelerators.values(), key=lambda a: a.id)),

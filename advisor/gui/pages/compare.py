@@ -269,9 +269,7 @@ class ComparePage(Page):
         self._draw_scatter(result)
         self._draw_break_even(result, mine)
         self.tornado.show_plan(result, self.ctx.catalog, self._calibration(), self.ctx.plan_kw())
-        ages = result.price_ages(result.ranked)
-        prices = ages.summary() if ages is not None else f"prices as of {result.prices_as_of}"
-        self.note.setText(f"Cloud {prices}; owned hardware is priced by depreciation over "
+        self.note.setText(f"Cloud {result.prices_text(result.ranked)}; owned hardware is priced by depreciation over "
                           f"its hours of use plus energy. Spot prices include rework for interruptions.")
 
     def _draw_costs(self, chosen) -> None:

@@ -295,11 +295,10 @@ class PlannerPage(Page):
         self.fit_advice.show_plan(result)
         self.context_plot.show_plan(result)
         self._draw_memory(bundle, mine)
-        ages = result.price_ages(result.ranked)
         apart = len(result.infeasible)
         self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
                             f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
-                            + f" · cloud {ages.summary() if ages else 'prices as of ' + result.prices_as_of}"
+                            + f" · cloud {result.prices_text(result.ranked)}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
 
     def _answer_text(self, result, rows, mine) -> str:
