@@ -22,6 +22,7 @@ from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.fit import OFFLOAD_TIME_FACTOR
 from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
+from advisor.planner.calibrated import calibrate_serving, calibrate_training
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.owned import (
     OwnedHardware,
@@ -42,7 +43,7 @@ from advisor.planner.placement import (
 from advisor.planner.request import PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
 from advisor.planner.stacks import stack_fields
-from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
+from advisor.planner.timing import Timing, default_runtime, serving_timing, training_step, training_timing
 
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
@@ -110,12 +111,13 @@ class _Timer:
             if self.req.workload == "inference":
                 hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.context,
                                      layout.devices, self.calib, self.mem_model.weight_bytes)
+                hit = calibrate_serving(hit, self.req, self.acc, self.req.runtime or default_runtime(self.acc))
             else:
                 step = self._steps.get(layout)
                 if step is None:
                     step = self._steps[layout] = training_step(self.req, self.acc, self.arch, self.params,
                                                                self.active, self.mem_model.seq_len, layout, self.calib)
-                hit = training_timing(step, place)
+                hit = calibrate_training(training_timing(step, place), self.req)
             self._timings[key] = hit
         return hit
 
@@ -220,10 +222,21 @@ def _serving(t: Timing, total_usd_per_h: float, prompt_tokens: int | None = None
     if d is None:
         return None
     prefill = prompt_tokens / d.prefill_s if prompt_tokens and d.prefill_s > 0 else None
-    return Serving(ttft_s=d.prefill_s + d.step_s, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
+    ttft = d.prefill_s + d.step_s
+    return Serving(ttft_s=ttft, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
                    prefill_tokens_per_s=prefill,
+                   ttft_s_interval=_log_interval(ttft, t.ttft_width_log if t.ttft_width_log is not None
+                                                 else t.width_log),
+                   prefill_tokens_per_s_interval=None if prefill is None else _log_interval(
+                       prefill, t.prefill_width_log if t.prefill_width_log is not None else t.width_log),
                    decode_bound=d.bound, usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
                    usd_per_million_requests=usd_per_million_requests(total_usd_per_h, d.requests_per_s))
+
+
+def _log_interval(value: float, width_log: float) -> tuple[float, float]:
+    """``[value / e^w, value * e^w]``: an 80 % interval of half-width ``w`` in log space."""
+    f = math.exp(width_log)
+    return value / f, value * f
 
 
 def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryModel, arch: ModelArch, params: int,

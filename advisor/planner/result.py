@@ -46,6 +46,8 @@ class Serving:
     usd_per_million_tokens: float | None
     usd_per_million_requests: float | None
     prefill_tokens_per_s: float | None = None  # prompt tokens per second (the context of every request)
+    ttft_s_interval: tuple[float, float] | None = None  # 80 % intervals (docs/method.md, "Honest ranges")
+    prefill_tokens_per_s_interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ class PlanOption:
                        usd_per_million_tokens=s.usd_per_million_tokens,
                        usd_per_million_requests=s.usd_per_million_requests, requests_per_s=s.requests_per_s,
                        decode_bound=s.decode_bound, prefill_tokens_per_s=s.prefill_tokens_per_s,
-                       decode_tokens_per_s=self.tokens_per_s)
+                       decode_tokens_per_s=self.tokens_per_s, ttft_s_interval=_pair(s.ttft_s_interval),
+                       prefill_tokens_per_s_interval=_pair(s.prefill_tokens_per_s_interval))
         return doc
 
 
@@ -237,6 +240,8 @@ class PlanResult:
     memory_model: MemoryModel | None = field(default=None, compare=False, repr=False)
     fit_advice: tuple = ()  # ``estimate.fit.FitAdvice`` for the hardware asked for or owned, when it does not fit
     replanner: Callable | None = field(default=None, compare=False, repr=False)  # re-plan on one target
+    # 80 % interval of the training peak memory per device (the calibration set's finetune_memory group)
+    memory_interval: tuple[float, float] | None = None
 
     @cached_property
     def inference(self) -> dict | None:
@@ -346,6 +351,7 @@ class PlanResult:
                 "devices": self.parallelism.devices,
                 "parallelism": self.parallelism.as_dict(),
                 "per_device_bytes": self.memory.as_dict(),
+                "per_device_bytes_interval": _pair(self.memory_interval),
             },
             "options": [o.to_json() for o in self.options],
             "infeasible": [{"id": o.id, "reason": o.infeasible_reason} for o in self.infeasible],

@@ -16,6 +16,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
 from advisor.estimate import compute
 from advisor.estimate.local import HostFigures
+from advisor.planner.calibrated import memory_interval
 from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for
@@ -136,7 +137,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         calibration=None if calibration is None else {
             "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
             "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
-        warnings=tuple(warnings), stacks=wanted, memory_model=mem_model)
+        warnings=tuple(warnings), stacks=wanted, memory_model=mem_model,
+        memory_interval=memory_interval(mem0.total_bytes, request.workload))
     check_finite(result)
     if advise:
         def replan(changed: PlanRequest, target_ids: Sequence[str]) -> PlanResult:

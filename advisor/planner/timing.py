@@ -60,6 +60,8 @@ class Timing:
             where the links cannot carry the layout.
         note: what the reader should know (a prior kept, a rate fallback).
         decode: the roofline of a serving option; eta_mem and eta_origin its bandwidth efficiency.
+        ttft_width_log, prefill_width_log: 80 % half-widths of the first token and the prefill rate where the
+            calibration set has them (``planner.calibrated``).
     """
 
     tokens_per_s: float
@@ -73,6 +75,8 @@ class Timing:
     decode: compute.DecodeEstimate | None = None
     eta_mem: float | None = None
     eta_origin: str = ""
+    ttft_width_log: float | None = None
+    prefill_width_log: float | None = None
 
     def interval(self, value: float, *, inverse: bool = False) -> tuple[float, float]:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""

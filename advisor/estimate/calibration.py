@@ -1,0 +1,407 @@
+"""Calibration of the planner's figures on published measurements, with honest 80 % ranges.
+
+Method (docs/method.md, "Calibration on published measurements"):
+
+1. Every published figure of ``resources/measurements/`` (one CSV per group: pretraining, finetune_rate,
+   finetune_memory, decode, prefill, serving, ttft) is planned with the project's own estimate; its raw
+   prediction ``p`` and the measured value ``m`` give ``r = log(m / p)``.
+2. The fitted efficiency of a group is ``exp(g)``, ``g`` the mean over *sources* of each source's mean ``r``
+   (a source's rows share one code base, so a source with 60 rows counts once). Within a group a *class*
+   (the runtime, backend and weight-format bits of a decode; the framework of a training run) gets
+   ``g + sum(r - g) / (n + K)`` over its n rows, shrunk towards the group by ``K = SHRINK_ROWS`` rows.
+3. Leave-one-source-out: each source's rows are predicted by the factors fitted on the other sources
+   only. The 80 % half-width of a group is the split-conformal quantile of those absolute log residuals
+   (the ``ceil((n+1) 0.8)``-th smallest, Vovk et al. 2005, Lei et al. 2018; ``utilisation._conformal_width``).
+   Coverage is checked the same way: a row's interval is built from the residuals of the *other* sources.
+4. A group with a single source cannot be left out source by source, so nothing fitted on it could be
+   checked: its figures keep the raw estimate (factor 1), its width is the conformal quantile of the raw
+   residuals, and the summary says so (``single_source``). The time to first token is derived from the
+   calibrated prefill and decode (``DERIVED``): it is compared with the calibrated plan and sizes its range only.
+
+Everything here is pure: records in, numbers out. Planning a measurement is ``advisor.planner.measured``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from advisor.estimate.utilisation import _conformal_width, _quantile
+
+GROUPS = ("pretraining", "finetune_rate", "finetune_memory", "decode", "prefill", "serving", "ttft")
+# What a group's figure is, for reports.
+GROUP_FIGURES = {"pretraining": "training tokens/s per device", "finetune_rate": "fine-tune tokens/s per device",
+                 "finetune_memory": "training peak memory per device", "decode": "decode tokens/s (one stream)",
+                 "prefill": "prompt tokens/s", "serving": "output tokens/s of a served batch",
+                 "ttft": "time to first token"}
+COVERAGE = 0.80
+SHRINK_ROWS = 3.0
+MIN_SOURCES = 2  # a factor is fitted only where it can be checked on a source the fit has not seen
+# Figures the planner derives from calibrated ones (the first token is the calibrated prefill plus one calibrated
+# decode step): no factor of their own; their measurements are compared with the calibrated plan, and their
+# residuals size only their range.
+DERIVED = ("ttft",)
+# The targets of issue 23: share within the tolerance, 80 % interval coverage, median interval width high/low.
+TOLERANCE = {"finetune_memory": 0.15}
+DEFAULT_TOLERANCE = 0.25
+TARGET_WITHIN = 0.80
+TARGET_COVERAGE = (0.75, 0.90)
+TARGET_WIDTH = 2.0
+# Units a measurement may be published in, to the SI unit of its group (tokens/s, seconds, bytes).
+UNITS = {"tokens/s": 1.0, "tokens/s/device": 1.0, "ms": 1e-3, "s": 1.0, "bytes": 1.0, "GB": 1e9, "GiB": 2.0**30}
+COLUMNS = ("row_id", "source_id", "source_title", "source_url", "source_date", "model", "params", "accelerator_id",
+           "devices", "software", "backend", "weight_format", "quant", "precision", "workload", "batch",
+           "prompt_tokens", "output_tokens", "seq_len", "parallelism", "checkpointing", "value", "unit", "notes",
+           "excluded")
+
+
+class MeasurementError(ValueError):
+    """A measurement row that cannot be read (names the file, row and field)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published figure with its setup and source (a row of ``resources/measurements/<group>.csv``).
+
+    ``value`` is in the group's SI unit (tokens/s, seconds or bytes); ``published`` and ``unit`` are as printed.
+    ``excluded`` is the reason a row is kept out of the fit (a run the source itself shows is broken), or "".
+    """
+
+    row_id: str
+    group: str
+    source_id: str
+    source_title: str
+    source_url: str
+    source_date: str
+    model: str
+    params: float
+    accelerator_id: str
+    devices: int
+    software: str
+    backend: str
+    weight_format: str
+    quant: str
+    precision: str
+    workload: str
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    seq_len: int
+    parallelism: str
+    checkpointing: str
+    value: float
+    published: float
+    unit: str
+    notes: str = ""
+    excluded: str = ""
+
+
+BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal", "Intel": "sycl"}
+
+
+def bits_class(bits: float) -> str:
+    """The bit class of a weight format of ``bits`` bits per weight: ``16``, ``8``, ``6`` (5 to 7) or ``4``."""
+    if bits >= 12:
+        return "16"
+    if bits >= 7.5:
+        return "8"
+    if bits >= 4.9:
+        return "6"
+    return "4"
+
+
+def format_bits(weight_format: str) -> str:
+    """The bit class of a published weight format name (``F16``, ``Q4_K_M``, ``EXL2 4.0 bpw``, ``FP8``...)."""
+    f = weight_format.lower()
+    bpw = re.search(r"(\d+(?:\.\d+)?) ?bpw", f)
+    if bpw:
+        return bits_class(float(bpw.group(1)))
+    if any(f.startswith(t) for t in ("q4", "q3", "q2", "iq", "nf4", "gptq", "awq", "int4", "mxfp4", "nvfp4")) \
+            or "4-bit" in f:
+        return "4"
+    if any(t in f for t in ("q8", "fp8", "int8", "8-bit")):
+        return "8"
+    if any(t in f for t in ("q6", "q5")):
+        return "6"
+    return "16"
+
+
+def efficiency_class(group: str, software: str, backend: str = "", bits: str = "") -> str:
+    """The class a figure's efficiency is fitted in, and looked up in when planning: the runtime, backend and
+    weight bits of a decode or prefill; the runtime and backend of a served batch or its first token; the
+    framework of a training run. ``software`` is the planner's runtime or framework name."""
+    sw = software or "default"
+    if group in ("decode", "prefill"):
+        return f"{sw}/{backend or 'unknown'}/{bits or '16'}bit"
+    if group in ("serving", "ttft"):
+        return f"{sw}/{backend or 'unknown'}"
+    return sw
+
+
+def _num(row: Mapping[str, str], key: str, where: str, *, default: float | None = None) -> float:
+    text = (row.get(key) or "").strip()
+    if not text:
+        if default is None:
+            raise MeasurementError(f"{where}: {key} is required")
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise MeasurementError(f"{where}: {key} is not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise MeasurementError(f"{where}: {key} must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def parse_measurements(text: str, group: str, where: str = "") -> tuple[Measurement, ...]:
+    """Parse one group's CSV text.
+
+    Raises:
+        MeasurementError: an unknown group or unit, a missing or non-numeric field, a duplicate row id.
+    """
+    if group not in GROUPS:
+        raise MeasurementError(f"unknown measurement group {group!r}; known: {', '.join(GROUPS)}")
+    where = where or f"{group}.csv"
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise MeasurementError(f"{where}: missing columns {', '.join(missing)}")
+    out = []
+    for i, row in enumerate(reader, start=2):
+        at = f"{where} row {i}"
+        unit = (row["unit"] or "").strip()
+        if unit not in UNITS:
+            raise MeasurementError(f"{at}: unit must be one of {', '.join(UNITS)}, not {unit!r}")
+        published = _num(row, "value", at)
+        if published <= 0:
+            raise MeasurementError(f"{at}: value must be positive")
+        for key in ("row_id", "source_id", "source_title", "source_url", "source_date", "model", "accelerator_id"):
+            if not (row.get(key) or "").strip():
+                raise MeasurementError(f"{at}: {key} is required")
+        out.append(Measurement(
+            row_id=row["row_id"].strip(), group=group, source_id=row["source_id"].strip(),
+            source_title=row["source_title"].strip(), source_url=row["source_url"].strip(),
+            source_date=row["source_date"].strip(), model=row["model"].strip(), params=_num(row, "params", at, default=0),
+            accelerator_id=row["accelerator_id"].strip(), devices=int(_num(row, "devices", at, default=1)) or 1,
+            software=row["software"].strip(), backend=row["backend"].strip(), weight_format=row["weight_format"].strip(),
+            quant=row["quant"].strip(), precision=row["precision"].strip(), workload=row["workload"].strip(),
+            batch=int(_num(row, "batch", at, default=1)) or 1, prompt_tokens=int(_num(row, "prompt_tokens", at, default=0)),
+            output_tokens=int(_num(row, "output_tokens", at, default=0)), seq_len=int(_num(row, "seq_len", at, default=0)),
+            parallelism=row["parallelism"].strip(), checkpointing=row["checkpointing"].strip(),
+            value=published * UNITS[unit], published=published, unit=unit, notes=(row.get("notes") or "").strip(),
+            excluded=(row.get("excluded") or "").strip()))
+    ids = [m.row_id for m in out]
+    if len(set(ids)) != len(ids):
+        raise MeasurementError(f"{where}: duplicate row_id")
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ fitting
+@dataclass(frozen=True)
+class Observation:
+    """A measurement's measured value and the project's raw prediction of it (same unit)."""
+
+    row_id: str
+    group: str
+    source_id: str
+    klass: str
+    measured: float
+    predicted: float
+
+    @property
+    def log_ratio(self) -> float:
+        """``log(measured / predicted)``; a time (ttft) is inverted so that every factor multiplies a speed."""
+        r = math.log(self.measured / self.predicted)
+        return -r if self.group == "ttft" else r
+
+
+@dataclass(frozen=True)
+class GroupFit:
+    """A group's fitted efficiency (log factors) and the half-width of its 80 % interval in log space."""
+
+    group: str
+    log_factor: float
+    class_log_factors: tuple[tuple[str, float], ...]
+    half_width_log: float
+    rows: int
+    sources: int
+
+    def factor(self, klass: str | None = None) -> float:
+        """The multiplicative efficiency of a class (the group's where the class was not fitted)."""
+        return math.exp(dict(self.class_log_factors).get(klass, self.log_factor) if klass else self.log_factor)
+
+
+def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
+    """``(g, {class: log factor})`` from observations of one group (module docstring, step 2)."""
+    if not obs:
+        return 0.0, {}
+    by_source: dict[str, list[float]] = {}
+    for o in obs:
+        by_source.setdefault(o.source_id, []).append(o.log_ratio)
+    g = sum(sum(v) / len(v) for v in by_source.values()) / len(by_source)
+    by_class: dict[str, list[float]] = {}
+    for o in obs:
+        by_class.setdefault(o.klass, []).append(o.log_ratio)
+    return g, {k: g + sum(r - g for r in v) / (len(v) + SHRINK_ROWS) for k, v in sorted(by_class.items())}
+
+
+def _predict_log(g: float, classes: Mapping[str, float], klass: str) -> float:
+    return classes.get(klass, g)
+
+
+@dataclass(frozen=True)
+class HoldOut:
+    """Held-out residuals of one group: ``log(measured / calibrated prediction)``, each without its source."""
+
+    group: str
+    row_ids: tuple[str, ...]
+    source_ids: tuple[str, ...]
+    log_residuals: tuple[float, ...]
+    single_source: bool  # True: only one source, so rows were left out one at a time (a flattering check)
+
+
+def leave_one_source_out(obs: Sequence[Observation]) -> HoldOut:
+    """Predict each source's rows with the factors fitted on the other sources (one group's observations).
+
+    A group of one source keeps its raw estimates (module docstring, step 4): the residuals are the raw ones."""
+    single = len({o.source_id for o in obs}) < MIN_SOURCES
+    res = []
+    for o in obs:
+        if single or o.group in DERIVED:
+            res.append(o.log_ratio)
+            continue
+        g, classes = fit_log_factors([p for p in obs if p.source_id != o.source_id])
+        res.append(o.log_ratio - _predict_log(g, classes, o.klass))
+    return HoldOut(obs[0].group if obs else "", tuple(o.row_id for o in obs), tuple(o.source_id for o in obs),
+                   tuple(res), single)
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """The check of one group against the targets (docs/method.md, "Calibration on published measurements")."""
+
+    group: str
+    rows: int
+    sources: int
+    tolerance: float
+    within: float  # share of held-out predictions within the tolerance
+    coverage: float  # share of rows inside the 80 % interval built without their source
+    median_width: float  # median of high/low of those intervals
+    single_source: bool
+    raw_within: float  # the same share for the raw (uncalibrated) predictions
+
+    @property
+    def passes(self) -> dict[str, bool]:
+        lo, hi = TARGET_COVERAGE
+        return {"within": self.within >= TARGET_WITHIN, "coverage": lo <= self.coverage <= hi,
+                "width": self.median_width < TARGET_WIDTH, "sources": not self.single_source}
+
+    @property
+    def ok(self) -> bool:
+        return all(self.passes.values())
+
+
+def summarise(obs: Sequence[Observation], hold: HoldOut) -> GroupSummary:
+    """Within-tolerance share, interval coverage and median width of one group's held-out residuals."""
+    group = hold.group
+    tol = TOLERANCE.get(group, DEFAULT_TOLERANCE)
+    n = len(hold.log_residuals)
+    if n == 0:
+        return GroupSummary(group, 0, 0, tol, 0.0, 0.0, math.inf, True, 0.0)
+    within = sum(_within(r, tol) for r in hold.log_residuals) / n
+    covered, widths = 0, []
+    for i, r in enumerate(hold.log_residuals):
+        others = [abs(v) for j, v in enumerate(hold.log_residuals)
+                  if (j != i if hold.single_source else hold.source_ids[j] != hold.source_ids[i])]
+        # a single source: its other rows size the interval (split-conformal over rows, stated as flattering)
+        w = _conformal_width(others) if others else math.inf
+        covered += abs(r) <= w
+        widths.append(math.exp(2.0 * w))
+    raw = sum(_within(o.log_ratio, tol) for o in obs) / len(obs)
+    return GroupSummary(group, n, len(set(hold.source_ids)), tol, within, covered / n, _quantile(widths, 0.5),
+                        hold.single_source, raw)
+
+
+def _within(log_residual: float, tol: float) -> bool:
+    """``|measured / predicted - 1| <= tol``."""
+    return abs(math.exp(log_residual) - 1.0) <= tol + 1e-12
+
+
+def fit_group(obs: Sequence[Observation]) -> GroupFit:
+    """The stored fit of one group: factors on all its rows (none for a single source), the width from the
+    held-out residuals."""
+    own = len({o.source_id for o in obs}) >= MIN_SOURCES and not (obs and obs[0].group in DERIVED)
+    g, classes = fit_log_factors(obs) if own else (0.0, {})
+    hold = leave_one_source_out(obs) if obs else None
+    width = _conformal_width([abs(r) for r in hold.log_residuals]) if hold and hold.log_residuals else 0.0
+    return GroupFit(obs[0].group if obs else "", g, tuple(classes.items()), width, len(obs),
+                    len({o.source_id for o in obs}))
+
+
+def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
+    """One ``GroupFit`` per group present in ``obs``."""
+    by_group: dict[str, list[Observation]] = {}
+    for o in obs:
+        by_group.setdefault(o.group, []).append(o)
+    return {g: fit_group(v) for g, v in by_group.items()}
+
+
+# ------------------------------------------------------------------ stored fit
+def fits_to_csv(fits: Mapping[str, GroupFit]) -> str:
+    """``group,class,log_factor,half_width_log,rows,sources`` text (``resources/calibration_fit.csv``);
+    the row with an empty class is the group's own factor."""
+    lines = ["group,class,log_factor,half_width_log,rows,sources"]
+    for g in GROUPS:
+        f = fits.get(g)
+        if f is None:
+            continue
+        lines.append(f"{g},,{f.log_factor!r},{f.half_width_log!r},{f.rows},{f.sources}")
+        lines += [f"{g},{k},{v!r},," for k, v in f.class_log_factors]
+    return "\n".join(lines) + "\n"
+
+
+def fits_from_csv(text: str) -> dict[str, GroupFit]:
+    """Read ``fits_to_csv`` output back.
+
+    Raises:
+        MeasurementError: an unknown group, a value that is not finite, a class before its group row.
+    """
+    heads: dict[str, tuple[float, float, int, int]] = {}
+    classes: dict[str, list[tuple[str, float]]] = {}
+    for i, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        g = (row.get("group") or "").strip()
+        if g not in GROUPS:
+            raise MeasurementError(f"calibration fit row {i}: unknown group {g!r}")
+        try:
+            lf = float(row["log_factor"])
+        except (TypeError, ValueError):
+            raise MeasurementError(f"calibration fit row {i}: log_factor is not a number") from None
+        if not math.isfinite(lf):
+            raise MeasurementError(f"calibration fit row {i}: log_factor is not finite")
+        k = (row.get("class") or "").strip()
+        if k:
+            if g not in heads:
+                raise MeasurementError(f"calibration fit row {i}: class {k!r} before its group row")
+            classes.setdefault(g, []).append((k, lf))
+            continue
+        w = float(row["half_width_log"])
+        if not math.isfinite(w) or w < 0:
+            raise MeasurementError(f"calibration fit row {i}: half_width_log must be finite and >= 0")
+        heads[g] = (lf, w, int(row["rows"]), int(row["sources"]))
+    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s) for g, (lf, w, n, s) in heads.items()}
+
+
+def interval(value: float, fit: GroupFit | None, *, inverse: bool = False) -> tuple[float, float] | None:
+    """The 80 % interval ``[value / e^w, value * e^w]`` of a figure of a fitted group (None without a fit).
+
+    The interval is symmetric in log space, so it serves speeds, times (``inverse`` only documents it) and
+    bytes alike."""
+    del inverse
+    if fit is None or not math.isfinite(value):
+        return None
+    f = math.exp(fit.half_width_log)
+    return value / f, value * f

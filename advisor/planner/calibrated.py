@@ -1,0 +1,127 @@
+"""The fitted efficiencies of the calibration set applied to a plan's timings, with their 80 % ranges
+(docs/method.md, "Calibration on published measurements"; ``advisor.estimate.calibration``).
+
+Each option's speed is the project's own estimate times the efficiency fitted for its group and class
+(training: pretraining or fine-tune rate by framework; serving: decode at batch 1 or a served batch,
+prefill and time to first token, by runtime, backend and weight bits). The 80 % half-width of each figure
+is its group's leave-one-source-out width. A figure measured on this machine (a calibrated accelerator)
+or set by the user (``--mfu``) is left as it is.
+
+``raw_estimates()`` turns the calibration off for the code inside it (the calibration set is planned that
+way, so the fit never sees its own output).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+
+from advisor.catalog.measurements import bundled_calibration_fit
+from advisor.estimate import memory
+from advisor.estimate.calibration import BACKEND_OF_VENDOR, GroupFit, MeasurementError, bits_class, efficiency_class
+
+log = logging.getLogger(__name__)
+_RAW: ContextVar[bool] = ContextVar("advisor_raw_estimates", default=False)
+KEEP_SOURCES = ("user", "calibrated")  # figures that are not the project's estimate: never rescaled
+MAX_MFU = 0.95  # the cap of a fitted utilisation (estimate.utilisation.predict_utilisation)
+
+
+@contextmanager
+def raw_estimates() -> Iterator[None]:
+    """Plan without the fitted efficiencies inside this block (the raw estimate the fit compares with)."""
+    token = _RAW.set(True)
+    try:
+        yield
+    finally:
+        _RAW.reset(token)
+
+
+def active_fits() -> dict[str, GroupFit]:
+    """The fitted groups in force: none inside ``raw_estimates()`` or when the stored fit cannot be read."""
+    if _RAW.get():
+        return {}
+    try:
+        return bundled_calibration_fit()
+    except (OSError, MeasurementError, ValueError) as exc:  # a broken file plans raw and says so in the log
+        log.warning("calibration fit not used: %s", exc)
+        return {}
+
+
+def backend_of(acc) -> str:
+    """The compute backend a part runs on by default (its vendor's: CUDA, ROCm, Metal), ``cpu`` for a CPU."""
+    if getattr(acc, "kind", "") == "cpu":
+        return "cpu"
+    return BACKEND_OF_VENDOR.get(acc.vendor, "unknown")
+
+
+def training_group(workload: str) -> str:
+    """The calibration group of a training workload."""
+    return "pretraining" if workload == "pretrain" else "finetune_rate"
+
+
+def _framework(req) -> str:
+    return str(getattr(req, "framework", None) or "default")
+
+
+def calibrate_training(t, req):
+    """A training timing times its group's efficiency (by framework), with the group's interval width."""
+    fits = active_fits()
+    fit = fits.get(training_group(req.workload))
+    if fit is None or t.source in KEEP_SOURCES:
+        return t
+    f = fit.factor(efficiency_class(fit.group, _framework(req)))
+    if t.mfu > 0:
+        f = min(f, MAX_MFU / t.mfu)  # the effective utilisation stays a utilisation
+    note = f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources)"
+    # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
+    return replace(t, tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=fit.half_width_log,
+                   mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",
+                   note="; ".join(filter(None, [t.note, note])))
+
+
+def calibrate_serving(t, req, acc, runtime: str):
+    """A serving timing times the fitted efficiencies of the decode (batch 1) or the served batch and of
+    the prefill, each with its group's width; the first token follows from both (its own group sizes only its
+    range); a decode never passes its bandwidth bound."""
+    fits = active_fits()
+    d = t.decode
+    backend = backend_of(acc)
+    if not fits or d is None or t.source in KEEP_SOURCES or backend == "cpu":  # a CPU is timed from its triad
+        return t
+    bits = bits_class(memory.weight_bits(req.precision, req.quant))
+    speed_group = "decode" if req.batch <= 1 else "serving"
+    sfit, pfit, tfit = fits.get(speed_group), fits.get("prefill"), fits.get("ttft")
+    fs = sfit.factor(efficiency_class(speed_group, runtime, backend, bits)) if sfit else 1.0
+    fp = pfit.factor(efficiency_class("prefill", runtime, backend, bits)) if pfit else 1.0
+    tps = d.tokens_per_s * fs
+    if t.high_cap is not None:
+        tps = min(tps, t.high_cap)  # no calibrated decode beyond the bandwidth bound
+    fs = tps / d.tokens_per_s if d.tokens_per_s > 0 else 1.0
+    prefill_s = d.prefill_s / fp
+    step_s = d.step_s / fs
+    request_s = prefill_s + (d.request_s - d.prefill_s) / fs
+    batch = d.tokens_per_s * d.step_s
+    decode = replace(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
+                     requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s)
+    width = sfit.half_width_log if sfit else t.width_log
+    return replace(t, decode=decode, tokens_per_s=tps, width_log=width,
+                   ttft_width_log=tfit.half_width_log if tfit else None,
+                   prefill_width_log=pfit.half_width_log if pfit else None,
+                   eta_origin=t.eta_origin + f"; calibrated x{fs:.2f} ({speed_group})")
+
+
+def memory_interval(total_bytes: float, workload: str) -> tuple[float, float] | None:
+    """The 80 % interval of a training job's peak memory per device (the finetune_memory group), None for
+    inference or without a fit. The interval is centred on the fitted ratio and always holds the estimate."""
+    if workload == "inference":
+        return None
+    fit = active_fits().get("finetune_memory")
+    if fit is None or total_bytes <= 0:
+        return None
+    centre = total_bytes * fit.factor()
+    w = math.exp(fit.half_width_log)
+    return min(total_bytes, centre / w), max(total_bytes, centre * w)

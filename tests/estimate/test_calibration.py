@@ -1,0 +1,120 @@
+"""The calibration on published measurements, worked by hand: source-weighted factors, shrunk classes,
+leave-one-source-out residuals, conformal widths, the stored fit's round trip and the measurement files."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor.catalog.measurements import bundled_measurements
+from advisor.estimate import calibration as C
+from advisor.estimate.calibration import Observation
+
+
+def _o(row, source, ratio, klass="k", group="decode", predicted=100.0):
+    return Observation(row, group, source, klass, predicted * ratio, predicted)
+
+
+def test_group_factor_weighs_each_source_once():
+    # source a: 3 rows at 2x, source b: 1 row at 1x -> g = (log 2 + 0) / 2, not (3 log 2) / 4
+    obs = [_o("a1", "a", 2), _o("a2", "a", 2), _o("a3", "a", 2), _o("b1", "b", 1)]
+    g, classes = C.fit_log_factors(obs)
+    assert g == pytest.approx(math.log(2) / 2)
+    # the one class holds all 4 rows: g + sum(r - g) / (4 + 3)
+    expected = g + (3 * (math.log(2) - g) + (0 - g)) / (4 + C.SHRINK_ROWS)
+    assert classes["k"] == pytest.approx(expected)
+
+
+def test_leave_one_source_out_predicts_a_source_from_the_others_only():
+    obs = [_o("a1", "a", 2), _o("a2", "a", 2), _o("b1", "b", 1), _o("c1", "c", 1.5)]
+    hold = C.leave_one_source_out(obs)
+    # a's rows: fitted on b and c -> g = (0 + log 1.5) / 2; class k from b and c: g + (0 - g + log1.5 - g) / 5
+    g = math.log(1.5) / 2
+    k = g + ((0 - g) + (math.log(1.5) - g)) / (2 + C.SHRINK_ROWS)
+    assert hold.log_residuals[0] == pytest.approx(math.log(2) - k)
+    assert not hold.single_source
+
+
+def test_a_single_source_keeps_the_raw_estimate():
+    obs = [_o("a1", "a", 2), _o("a2", "a", 1.5)]
+    hold = C.leave_one_source_out(obs)
+    assert hold.single_source and hold.log_residuals == pytest.approx((math.log(2), math.log(1.5)))
+    fit = C.fit_group(obs)
+    assert fit.log_factor == 0.0 and fit.class_log_factors == ()
+
+
+def test_time_to_first_token_is_inverted_and_derived():
+    o = Observation("t", "ttft", "s", "k", measured=2.0, predicted=1.0)  # twice as slow as planned
+    assert o.log_ratio == pytest.approx(-math.log(2))  # the speed factor is 1/2
+    obs = [o, Observation("u", "ttft", "v", "k", 1.0, 1.0)]
+    assert C.fit_group(obs).log_factor == 0.0  # derived: no factor of its own
+
+
+def test_summary_counts_within_coverage_and_width_by_hand():
+    # a, b, c measured as planned, d 10 % faster; l = log 1.1. Leaving a out: g = l/3 over b, c, d, and the class
+    # factor g + (l - 3g)/6 = l/3, so a's residual is -l/3 (same for b, c); leaving d out: 0, residual l.
+    obs = [_o("a", "a", 1.0, "x"), _o("b", "b", 1.0, "x"), _o("c", "c", 1.0, "x"), _o("d", "d", 1.1, "x")]
+    hold = C.leave_one_source_out(obs)
+    lg = math.log(1.1)
+    assert hold.log_residuals == pytest.approx((-lg / 3, -lg / 3, -lg / 3, lg))
+    s = C.summarise(obs, hold)
+    assert s.rows == 4 and s.sources == 4 and s.within == 1.0 and s.raw_within == 1.0
+    # a's interval: the min(3, ceil(4 x 0.8)) = 3rd smallest of {l/3, l/3, l} = l, covered; d's: l/3 < l, missed
+    assert s.coverage == pytest.approx(0.75)
+    # widths high/low: exp(2l) = 1.21 for a, b, c and exp(2l/3) for d; the median is 1.21
+    assert s.median_width == pytest.approx(1.21)
+    assert s.passes == {"within": True, "coverage": True, "width": True, "sources": True}
+
+
+def test_stored_fit_round_trips_and_refuses_bad_text():
+    fits = C.fit_all([_o("a1", "a", 2), _o("b1", "b", 1.2, klass="m")])
+    back = C.fits_from_csv(C.fits_to_csv(fits))
+    assert back["decode"].factor("m") == pytest.approx(fits["decode"].factor("m"))
+    assert back["decode"].half_width_log == pytest.approx(fits["decode"].half_width_log)
+    with pytest.raises(C.MeasurementError, match="unknown group"):
+        C.fits_from_csv("group,class,log_factor,half_width_log,rows,sources\nnope,,0,0,1,1\n")
+    with pytest.raises(C.MeasurementError, match="not finite"):
+        C.fits_from_csv("group,class,log_factor,half_width_log,rows,sources\ndecode,,inf,0,1,1\n")
+
+
+def test_parse_refuses_bad_rows():
+    head = ",".join(C.COLUMNS)
+    row = "r1,s,t,u,2024-01-01,llama-3-8b,8e9,rtx-4090,1,llama.cpp,cuda,Q4_K_M,q4_k_m,fp16,inference,1,0,128,,,,{v},{u},,"
+    assert C.parse_measurements(f"{head}\n{row.format(v=100, u='tokens/s')}\n", "decode")[0].value == 100
+    assert C.parse_measurements(f"{head}\n{row.format(v=250, u='ms')}\n", "ttft")[0].value == pytest.approx(0.25)
+    with pytest.raises(C.MeasurementError, match="unit"):
+        C.parse_measurements(f"{head}\n{row.format(v=1, u='furlongs')}\n", "decode")
+    with pytest.raises(C.MeasurementError, match="positive"):
+        C.parse_measurements(f"{head}\n{row.format(v=0, u='ms')}\n", "ttft")
+    with pytest.raises(C.MeasurementError, match="duplicate"):
+        one = row.format(v=1, u="ms")
+        C.parse_measurements(f"{head}\n{one}\n{one}\n", "ttft")
+
+
+def test_bits_of_published_formats():
+    assert [C.format_bits(f) for f in ("F16", "Q8_0", "FP8", "Q6_K", "Q5_K_M", "Q4_K_M", "GPTQ 4-bit g128",
+                                       "EXL2 5.0 bpw", "EXL2 2.5 bpw", "q4f16_1")] == \
+        ["16", "8", "8", "6", "6", "4", "4", "6", "4", "4"]
+
+
+def test_the_public_set_is_large_and_every_row_names_its_source():
+    ms = bundled_measurements()
+    assert len(ms) >= 130
+    groups = {m.group for m in ms}
+    assert groups == set(C.GROUPS)
+    for m in ms:
+        assert m.source_url.startswith("https://") and m.source_title and m.source_date[:2] == "20"
+        assert m.value > 0 and m.accelerator_id and m.model
+
+
+@given(st.lists(st.floats(0.2, 5.0), min_size=2, max_size=12))
+def test_the_stored_width_covers_its_own_held_out_residuals(ratios):
+    # split-conformal: the ceil((n+1) 0.8)-th smallest of n residuals covers at least that many of them
+    obs = [_o(f"r{i}", f"s{i % 3}", r) for i, r in enumerate(ratios)]
+    fit = C.fit_group(obs)
+    hold = C.leave_one_source_out(obs)
+    covered = sum(abs(r) <= fit.half_width_log + 1e-12 for r in hold.log_residuals)
+    assert covered >= min(len(obs), math.ceil((len(obs) + 1) * C.COVERAGE))
