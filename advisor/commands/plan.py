@@ -332,6 +332,8 @@ def render_table(result, top: int | None = 12) -> str:
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
     lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {r.precision}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
+    if result.software is not None:
+        lines.append("Software: " + result.software.summary())
     if result.tokens is not None:
         lines.append(f"Budget: {units.fmt_count(result.tokens)} tokens ({result.budget_origin})")
     else:
