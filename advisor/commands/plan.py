@@ -356,6 +356,9 @@ def render_table(result, top: int | None = 12) -> str:
         if md[part]:
             lines.append(f"  {part:<12} {md[part] / 1e9:10.2f} GB")
     lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB")
+    if result.memory.host_offload_bytes:
+        lines.append(f"  {'host RAM':<12} {result.memory.host_offload_bytes / 1e9:10.2f} GB (offloaded or paged, "
+                     "not on the device)")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
