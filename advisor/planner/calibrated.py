@@ -21,13 +21,13 @@ from contextvars import ContextVar
 from dataclasses import replace
 
 from advisor.catalog.measurements import bundled_calibration_fit
-from advisor.estimate import memory
 from advisor.estimate.calibration import BACKEND_OF_VENDOR, GroupFit, MeasurementError, bits_class, efficiency_class
+from advisor.estimate.software import MFU_CEILING
+from advisor.planner.request import training_software
 
 log = logging.getLogger(__name__)
 _RAW: ContextVar[bool] = ContextVar("advisor_raw_estimates", default=False)
 KEEP_SOURCES = ("user", "calibrated")  # figures that are not the project's estimate: never rescaled
-MAX_MFU = 0.95  # the cap of a fitted utilisation (estimate.utilisation.predict_utilisation)
 
 
 @contextmanager
@@ -63,8 +63,15 @@ def training_group(workload: str) -> str:
     return "pretraining" if workload == "pretrain" else "finetune_rate"
 
 
-def _framework(req) -> str:
-    return str(getattr(req, "framework", None) or "default")
+def framework_id(req) -> str:
+    """The training framework a request plans with (named or the workload's default profile)."""
+    software = training_software(req)
+    return software.profile.id if software is not None else "default"
+
+
+def serving_class(group: str, choice) -> str:
+    """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``)."""
+    return efficiency_class(group, choice.runtime.id, choice.backend, bits_class(choice.weight_format.bits_per_weight))
 
 
 def calibrate_training(t, req):
@@ -73,9 +80,9 @@ def calibrate_training(t, req):
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
         return t
-    f = fit.factor(efficiency_class(fit.group, _framework(req)))
-    if t.mfu > 0:
-        f = min(f, MAX_MFU / t.mfu)  # the effective utilisation stays a utilisation
+    f = fit.factor(efficiency_class(fit.group, framework_id(req)))
+    if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
+        f = min(f, max(1.0, MFU_CEILING / t.mfu))
     note = f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources)"
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
     return replace(t, tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=fit.half_width_log,
@@ -83,20 +90,18 @@ def calibrate_training(t, req):
                    note="; ".join(filter(None, [t.note, note])))
 
 
-def calibrate_serving(t, req, acc, runtime: str):
+def calibrate_serving(t, req, acc):
     """A serving timing times the fitted efficiencies of the decode (batch 1) or the served batch and of
     the prefill, each with its group's width; the first token follows from both (its own group sizes only its
     range); a decode never passes its bandwidth bound."""
     fits = active_fits()
-    d = t.decode
-    backend = backend_of(acc)
-    if not fits or d is None or t.source in KEEP_SOURCES or backend == "cpu":  # a CPU is timed from its triad
-        return t
-    bits = bits_class(memory.weight_bits(req.precision, req.quant))
+    d, choice = t.decode, t.software
+    if not fits or d is None or choice is None or t.source in KEEP_SOURCES or "cpu" in (backend_of(acc), choice.backend):
+        return t  # a CPU is timed from its measured triad
     speed_group = "decode" if req.batch <= 1 else "serving"
     sfit, pfit, tfit = fits.get(speed_group), fits.get("prefill"), fits.get("ttft")
-    fs = sfit.factor(efficiency_class(speed_group, runtime, backend, bits)) if sfit else 1.0
-    fp = pfit.factor(efficiency_class("prefill", runtime, backend, bits)) if pfit else 1.0
+    fs = sfit.factor(serving_class(speed_group, choice)) if sfit else 1.0
+    fp = pfit.factor(serving_class("prefill", choice)) if pfit else 1.0
     tps = d.tokens_per_s * fs
     if t.high_cap is not None:
         tps = min(tps, t.high_cap)  # no calibrated decode beyond the bandwidth bound
@@ -108,7 +113,11 @@ def calibrate_serving(t, req, acc, runtime: str):
     decode = replace(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
                      requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s)
     width = sfit.half_width_log if sfit else t.width_log
-    return replace(t, decode=decode, tokens_per_s=tps, width_log=width,
+    # one request alone: its prefill at the prefill factor, one step at the decode's
+    one = t.ttft_one_s
+    if one is not None and d.prefill_s + d.step_s > 0:
+        one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
+    return replace(t, decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
                    ttft_width_log=tfit.half_width_log if tfit else None,
                    prefill_width_log=pfit.half_width_log if pfit else None,
                    eta_origin=t.eta_origin + f"; calibrated x{fs:.2f} ({speed_group})")

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.estimate.calibration import DERIVED, Measurement, Observation, bits_class, efficiency_class, format_bits
+from advisor.estimate.calibration import DERIVED, Measurement, Observation, efficiency_class, format_bits
 from advisor.job import JOB_FIELDS, JobInputError
-from advisor.planner.calibrated import backend_of, raw_estimates
+from advisor.planner.calibrated import framework_id, raw_estimates, serving_class
 from advisor.planner.request import PlanRequest
-from advisor.planner.timing import default_runtime
 
 # The software named in a measurement -> the runtime or framework flag the planner knows (where it has one).
-RUNTIME_OF = {"llama.cpp": "llama.cpp", "exllama": "exllama", "mlc": "mlc", "vllm": "vllm", "nim": "tensorrt-llm",
+RUNTIME_OF = {"llama.cpp": "llama.cpp", "exllama": "exllamav2", "mlc": "mlc", "vllm": "vllm", "nim": "tensorrt-llm",
               "sglang": "sglang", "tensorrt-llm": "tensorrt-llm", "mlx": "mlx", "transformers": "transformers"}
+# NeMo AutoModel is PyTorch FSDP2 with Transformer Engine kernels: torchtitan's profile is the nearest.
 FRAMEWORK_OF = {"torchtitan": "torchtitan", "megatron-lm": "megatron", "nemo-automodel": "torchtitan",
                 "transformers": "transformers"}
+# A published format name the runtime profiles spell differently.
+QUANT_OF = {"exl2-4.0": "exl2"}
 TRAINING_WORKLOADS = {"pretrain": "pretrain", "full": "finetune", "lora": "lora", "qlora": "qlora"}
 
 
@@ -69,7 +71,7 @@ def request_values(m: Measurement) -> dict:
     v["workload"] = "inference"
     v["precision"] = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
     if m.quant and m.quant != "fp8":
-        v["quant"] = m.quant
+        v["quant"] = QUANT_OF.get(m.quant, m.quant)
     v["batch"] = max(1, m.batch)
     rt = RUNTIME_OF.get(_first_word(m.software))
     if rt:
@@ -115,14 +117,15 @@ def figure_of(m: Measurement, option) -> float | None:
     return s.ttft_s
 
 
-def klass_of(m: Measurement, values: dict, acc) -> str:
-    """The efficiency class of a measurement as the planner will look it up (``planner.calibrated``)."""
+def klass_of(m: Measurement, req: PlanRequest, option) -> str:
+    """The efficiency class of a measurement as the planner looks it up (``planner.calibrated``): the framework
+    a training request plans with; the runtime, backend and weight bits of the planned serving option."""
     if m.group in ("pretraining", "finetune_rate", "finetune_memory"):
-        return efficiency_class(m.group, values.get("framework") or "default")
-    runtime = values.get("runtime") or default_runtime(acc)
-    backend = m.backend or backend_of(acc)
-    bits = format_bits(m.weight_format) if m.weight_format else bits_class(16)
-    return efficiency_class(m.group, runtime, backend, bits)
+        return efficiency_class(m.group, framework_id(req))
+    choice = option.serving.software if option.serving is not None else None
+    if choice is None:
+        return efficiency_class(m.group, "unknown", m.backend, format_bits(m.weight_format))
+    return serving_class(m.group, choice)
 
 
 def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
@@ -154,7 +157,7 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
     if value is None or value <= 0:
         return Prediction(m.row_id, None, "the plan has no such figure")
     return Prediction(m.row_id, value, ("not in this build: " + ", ".join(dropped)) if dropped else "",
-                      klass_of(m, values, acc))
+                      klass_of(m, req, options[0]))
 
 
 def observation(m: Measurement, p: Prediction) -> Observation:

@@ -43,7 +43,7 @@ from advisor.planner.placement import (
 from advisor.planner.request import Lengths, PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
 from advisor.planner.stacks import stack_fields
-from advisor.planner.timing import Timing, default_runtime, serving_timing, training_step, training_timing
+from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
 
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
@@ -111,7 +111,7 @@ class _Timer:
             if self.req.workload == "inference":
                 hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.lens,
                                      layout.devices, self.calib, self.mem_model.weight_bytes)
-                hit = calibrate_serving(hit, self.req, self.acc, self.req.runtime or default_runtime(self.acc))
+                hit = calibrate_serving(hit, self.req, self.acc)
             else:
                 step = self._steps.get(layout)
                 if step is None:

@@ -16,7 +16,7 @@ from advisor.estimate import utilisation as U
 from advisor.job import JOB_FIELDS
 from advisor.job.schema import QUANTS, RUNTIMES
 from advisor.planner import PlanRequest, plan
-from advisor.planner.calibrated import raw_estimates
+from advisor.planner.calibrated import framework_id, raw_estimates
 from advisor.store.calibration import Calibration
 
 CAT = load_catalog(use_user_file=False)
@@ -33,12 +33,13 @@ def test_datacenter_training_takes_the_fitted_utilisation_with_its_interval():
     o = r.option("onprem:h100-sxm")
     est = U.predict_utilisation(MODEL, generation=2022, active_params=r.active_params, seq_len=2048)
     fit = bundled_calibration_fit()["pretraining"]  # the efficiency fitted on published runs, and its range
-    assert o.mfu_source == "fitted" and o.mfu == pytest.approx(est.mfu * fit.factor("default"))
+    factor = fit.factor(framework_id(r.request))  # Megatron-LM, the default profile of pretraining
+    assert o.mfu_source == "fitted" and o.mfu == pytest.approx(est.mfu * factor)
     assert "documented runs" in o.mfu_origin and "calibrated" in o.mfu_origin
     with raw_estimates():
         raw = _plan(model="llama-3-8b", workload="pretrain", tokens=1e10, accelerator=["h100-sxm"])
     assert raw.option("onprem:h100-sxm").mfu == pytest.approx(est.mfu)
-    assert o.hours == pytest.approx(raw.option("onprem:h100-sxm").hours / fit.factor("default"))
+    assert o.hours == pytest.approx(raw.option("onprem:h100-sxm").hours / factor)
     f = math.exp(fit.half_width_log)  # sized on the published runs left out source by source
     assert o.hours_interval == pytest.approx((o.hours / f, o.hours * f))
     assert o.tokens_per_s_interval == pytest.approx((o.tokens_per_s / f, o.tokens_per_s * f))
