@@ -5,14 +5,16 @@ Method (docs/method.md, "Calibration on published measurements"):
 1. Every published figure of ``resources/measurements/`` (one CSV per group: pretraining, finetune_rate,
    finetune_memory, decode, prefill, serving, ttft) is planned with the project's own estimate; its raw
    prediction ``p`` and the measured value ``m`` give ``r = log(m / p)``.
-2. The fitted efficiency of a group is ``exp(g)``, ``g`` the mean over *sources* of each source's mean ``r``
-   (a source's rows share one code base, so a source with 60 rows counts once). Within a group a *class*
+2. The fitted efficiency of a group is ``exp(g)``, ``g = sum_s mean_s(r) / (S + 1)`` over its S *sources* (a
+   source's rows share one code base, so a source with 60 rows counts once), shrunk towards the raw estimate by
+   one source that agrees with it (``SHRINK_SOURCES``): a correction only one source asks for is halved. Within a group a *class*
    (the runtime, backend and weight-format bits of a decode; the framework of a training run) gets
    ``g + sum(r - g) / (n + K)`` over its n rows, shrunk towards the group by ``K = SHRINK_ROWS`` rows.
 3. Leave-one-source-out: each source's rows are predicted by the factors fitted on the other sources
    only. The 80 % half-width of a group is the split-conformal quantile of those absolute log residuals
    (the ``ceil((n+1) 0.8)``-th smallest, Vovk et al. 2005, Lei et al. 2018; ``utilisation._conformal_width``).
-   Coverage is checked the same way: a row's interval is built from the residuals of the *other* sources.
+   Coverage is checked the same way: a row's interval is built from every other row's held-out residual
+   (cross-conformal with the sources as folds, Barber et al. 2021; as ``utilisation.leave_one_study_out``).
 4. A group with a single source cannot be left out source by source, so nothing fitted on it could be
    checked: its figures keep the raw estimate (factor 1), its width is the conformal quantile of the raw
    residuals, and the summary says so (``single_source``). The time to first token is derived from the
@@ -40,6 +42,7 @@ GROUP_FIGURES = {"pretraining": "training tokens/s per device", "finetune_rate":
                  "ttft": "time to first token"}
 COVERAGE = 0.80
 SHRINK_ROWS = 3.0
+SHRINK_SOURCES = 1.0  # the group factor is shrunk towards the raw estimate by one source that agrees with it
 MIN_SOURCES = 2  # a factor is fitted only where it can be checked on a source the fit has not seen
 # Figures the planner derives from calibrated ones (the first token is the calibrated prefill plus one calibrated
 # decode step): no factor of their own; their measurements are compared with the calibrated plan, and their
@@ -242,7 +245,7 @@ def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]
     by_source: dict[str, list[float]] = {}
     for o in obs:
         by_source.setdefault(o.source_id, []).append(o.log_ratio)
-    g = sum(sum(v) / len(v) for v in by_source.values()) / len(by_source)
+    g = sum(sum(v) / len(v) for v in by_source.values()) / (len(by_source) + SHRINK_SOURCES)
     by_class: dict[str, list[float]] = {}
     for o in obs:
         by_class.setdefault(o.klass, []).append(o.log_ratio)
@@ -315,9 +318,9 @@ def summarise(obs: Sequence[Observation], hold: HoldOut) -> GroupSummary:
     within = sum(_within(r, tol) for r in hold.log_residuals) / n
     covered, widths = 0, []
     for i, r in enumerate(hold.log_residuals):
-        others = [abs(v) for j, v in enumerate(hold.log_residuals)
-                  if (j != i if hold.single_source else hold.source_ids[j] != hold.source_ids[i])]
-        # a single source: its other rows size the interval (split-conformal over rows, stated as flattering)
+        # every other row's held-out residual (its own source's rows were held out with it): the cross-conformal
+        # rule of utilisation.leave_one_study_out, with sources as the folds (Barber et al. 2021, CV+)
+        others = [abs(v) for j, v in enumerate(hold.log_residuals) if j != i]
         w = _conformal_width(others) if others else math.inf
         covered += abs(r) <= w
         widths.append(math.exp(2.0 * w))

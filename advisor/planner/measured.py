@@ -114,6 +114,10 @@ def figure_of(m: Measurement, option) -> float | None:
         return None
     if m.group == "prefill":
         return s.prefill_tokens_per_s
+    # A server under load admits each request's prefill as it arrives (continuous batching): the first token of
+    # one request, not of a batch arriving at once, is what its users measure.
+    if m.batch > 1 and s.ttft_single_request_s is not None:
+        return s.ttft_single_request_s
     return s.ttft_s
 
 

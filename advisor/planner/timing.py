@@ -39,6 +39,7 @@ FINETUNE_BATCH_TOKENS = 2**18
 # (docs/method.md, "Inference speed"), as a geometric half-width.
 DECODE_WIDTH_LOG = math.log(0.80 / 0.55) / 2.0
 FITTED_KINDS = ("datacenter", "tpu")
+LAYER_SPLIT_RUNTIMES = ("llama.cpp", "exllamav2")  # several GPUs hold one layer each, used in turn
 _generation = functools.lru_cache(maxsize=None)(U.generation_of)
 
 
@@ -244,6 +245,12 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     """
     choice = runtime_choice(req, acc)
     prof, fmt = choice.profile, choice.weight_format
+    # llama.cpp (--split-mode layer, its default: llama.cpp tools/server README) and ExLlamaV2 (gpu_split) put
+    # whole layers on each GPU and run them one after the other: a step and a prompt go through the GPUs in turn,
+    # at one GPU's bandwidth and compute (XiongjieDai llama-bench tables: 70B Q4_K_M on 2, 4 and 6 RTX 3090s
+    # decodes at 16.6-17.1 t/s). Their memory is still split over the devices.
+    if choice.runtime.id in LAYER_SPLIT_RUNTIMES:
+        devices = 1
     measured = calib.eta_mem if calib is not None and calib.eta_mem and calib.applies_to(acc.id) else None
     eta, eta_note = decode.measured_eta(prof.eta_for(fmt.cls), prof.eta_for("f16"), measured)
     eta_kv, _ = decode.measured_eta(prof.eta_for("f16"), prof.eta_for("f16"), measured)

@@ -19,10 +19,11 @@ def _o(row, source, ratio, klass="k", group="decode", predicted=100.0):
 
 
 def test_group_factor_weighs_each_source_once():
-    # source a: 3 rows at 2x, source b: 1 row at 1x -> g = (log 2 + 0) / 2, not (3 log 2) / 4
+    # source a: 3 rows at 2x, source b: 1 row at 1x -> g = (log 2 + 0) / (2 + 1): each source once, and one more
+    # source that agrees with the raw estimate (SHRINK_SOURCES), not (3 log 2) / 4
     obs = [_o("a1", "a", 2), _o("a2", "a", 2), _o("a3", "a", 2), _o("b1", "b", 1)]
     g, classes = C.fit_log_factors(obs)
-    assert g == pytest.approx(math.log(2) / 2)
+    assert C.SHRINK_SOURCES == 1.0 and g == pytest.approx(math.log(2) / 3)
     # the one class holds all 4 rows: g + sum(r - g) / (4 + 3)
     expected = g + (3 * (math.log(2) - g) + (0 - g)) / (4 + C.SHRINK_ROWS)
     assert classes["k"] == pytest.approx(expected)
@@ -31,8 +32,8 @@ def test_group_factor_weighs_each_source_once():
 def test_leave_one_source_out_predicts_a_source_from_the_others_only():
     obs = [_o("a1", "a", 2), _o("a2", "a", 2), _o("b1", "b", 1), _o("c1", "c", 1.5)]
     hold = C.leave_one_source_out(obs)
-    # a's rows: fitted on b and c -> g = (0 + log 1.5) / 2; class k from b and c: g + (0 - g + log1.5 - g) / 5
-    g = math.log(1.5) / 2
+    # a's rows: fitted on b and c -> g = (0 + log 1.5) / 3; class k from b and c: g + (0 - g + log1.5 - g) / 5
+    g = math.log(1.5) / 3
     k = g + ((0 - g) + (math.log(1.5) - g)) / (2 + C.SHRINK_ROWS)
     assert hold.log_residuals[0] == pytest.approx(math.log(2) - k)
     assert not hold.single_source
@@ -54,17 +55,19 @@ def test_time_to_first_token_is_inverted_and_derived():
 
 
 def test_summary_counts_within_coverage_and_width_by_hand():
-    # a, b, c measured as planned, d 10 % faster; l = log 1.1. Leaving a out: g = l/3 over b, c, d, and the class
-    # factor g + (l - 3g)/6 = l/3, so a's residual is -l/3 (same for b, c); leaving d out: 0, residual l.
+    # a, b, c measured as planned, d 10 % faster; l = log 1.1. Leaving a out: g = l/4 over b, c, d (and the one
+    # agreeing source), the class factor g + (l - 3g)/6 = 7l/24, so a's residual is -7l/24 (b, c alike); leaving d
+    # out: 0, residual l.
     obs = [_o("a", "a", 1.0, "x"), _o("b", "b", 1.0, "x"), _o("c", "c", 1.0, "x"), _o("d", "d", 1.1, "x")]
     hold = C.leave_one_source_out(obs)
     lg = math.log(1.1)
-    assert hold.log_residuals == pytest.approx((-lg / 3, -lg / 3, -lg / 3, lg))
+    assert hold.log_residuals == pytest.approx((-7 * lg / 24, -7 * lg / 24, -7 * lg / 24, lg))
     s = C.summarise(obs, hold)
     assert s.rows == 4 and s.sources == 4 and s.within == 1.0 and s.raw_within == 1.0
-    # a's interval: the min(3, ceil(4 x 0.8)) = 3rd smallest of {l/3, l/3, l} = l, covered; d's: l/3 < l, missed
+    # a's interval: the min(3, ceil(4 x 0.8)) = 3rd smallest of the other rows' {7l/24, 7l/24, l} = l, covered
+    # (b, c alike); d's: the 3rd smallest of {7l/24 x 3} = 7l/24 < l, missed
     assert s.coverage == pytest.approx(0.75)
-    # widths high/low: exp(2l) = 1.21 for a, b, c and exp(2l/3) for d; the median is 1.21
+    # widths high/low: exp(2l) = 1.21 for a, b, c and exp(7l/12) for d; the median is 1.21
     assert s.median_width == pytest.approx(1.21)
     assert s.passes == {"within": True, "coverage": True, "width": True, "sources": True}
 
