@@ -355,7 +355,9 @@ def render_table(result, top: int | None = 12) -> str:
     for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         if md[part]:
             lines.append(f"  {part:<12} {md[part] / 1e9:10.2f} GB")
-    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB")
+    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB" + (
+        f"  (80 %: {result.memory_interval[0] / 1e9:.1f}-{result.memory_interval[1] / 1e9:.1f} GB)"
+        if result.memory_interval else ""))
     if result.memory.host_offload_bytes:
         lines.append(f"  {'host RAM':<12} {result.memory.host_offload_bytes / 1e9:10.2f} GB (offloaded or paged, "
                      "not on the device)")

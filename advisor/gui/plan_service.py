@@ -71,7 +71,8 @@ def per_accelerator(result: PlanResult) -> list[dict]:
         ``tokens_per_s``, ``mfu``, ``memory_per_device_bytes``, ``cost_usd``, ``where`` (the cheapest option's id),
         ``stack_ok`` / ``stack_reason`` (whether the part runs the job's software stack), ``price_stale`` /
         ``price_date`` of the cheapest option (a cloud price over a year old) and, for serving,
-        ``usd_per_million_tokens`` / ``usd_per_million_requests`` (None for training).
+        ``usd_per_million_tokens`` / ``usd_per_million_requests`` (None for training), and the 80 % intervals
+        ``hours_interval``, ``tokens_per_s_interval``, ``cost_usd_interval``.
     """
     rows: dict[str, dict] = {}
     for o in result.ranked:  # options that can run as laid out
@@ -90,6 +91,8 @@ def per_accelerator(result: PlanResult) -> list[dict]:
                 "stack_ok": o.stack_ok, "stack_reason": o.stack_reason,
                 "usd_per_million_tokens": o.usd_per_million_tokens,
                 "usd_per_million_requests": o.usd_per_million_requests,
+                "hours_interval": o.hours_interval, "tokens_per_s_interval": o.tokens_per_s_interval,
+                "cost_usd_interval": o.cost_usd_interval,
             }
     # This machine's row first whatever its rank, then other owned hardware, then by fit and time.
     # Parts off the job's software stack (``stack_ok`` false) after the fitting ones on it.

@@ -164,6 +164,10 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
     return out
 
 
+def _pair(pair) -> list[float] | None:
+    return None if pair is None else [pair[0], pair[1]]
+
+
 def inference_summary(result, replan: Replan | None) -> dict | None:
     """The ``inference`` block of a plan's JSON: on the target option, time to first token for the context,
     prefill and decode tokens/s, the largest context that fits, and the context sweep."""
@@ -178,5 +182,8 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
             "output_tokens": lens.output if lens else None, "ttft_s": s.ttft_s,
             "ttft_single_request_s": s.ttft_single_request_s,
             "prefill_tokens_per_s": s.prefill_tokens_per_s, "decode_tokens_per_s": option.tokens_per_s,
+            "ttft_s_interval": _pair(s.ttft_s_interval),
+            "prefill_tokens_per_s_interval": _pair(s.prefill_tokens_per_s_interval),
+            "decode_tokens_per_s_interval": _pair(option.tokens_per_s_interval),
             "largest_context": largest_context(result, option),
             "context_sweep": [p.to_json() for p in context_sweep(result, replan, option)] if replan else []}

@@ -54,7 +54,8 @@ def headline(result) -> str:
     if rent is not None:
         vs = (f"; renting ({rent.id}) costs {units.fmt_usd(rent.cost_usd)} and takes "
               f"{units.fmt_hours(rent.hours)}")
-    return f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}."
+    hours = units.fmt_hours(mine.hours) + range_text(mine.hours_interval, units.fmt_hours)
+    return f"{who} ({what}): fits, {hours}, {cost} ({parts}){vs}."
 
 
 def lost_text(hours_lost: float | None) -> str:
@@ -73,13 +74,41 @@ def fit_advice_rows(result) -> list[dict]:
              "host_ram_bytes": a.host_ram_bytes} for a in result.fit_advice]
 
 
+def range_text(interval, fmt) -> str:
+    """`` (80 %: 0.21-0.48 s)``: an interval in the figure's own format, "" when there is none."""
+    if not interval:
+        return ""
+    lo, hi = fmt(interval[0]), fmt(interval[1])
+    unit = lo.rpartition(" ")[2]
+    if " " in lo and hi.endswith(" " + unit):  # one unit for both ends: 0.21-0.48 s
+        lo = lo.rpartition(" ")[0]
+    return f" (80 %: {lo}-{hi})"
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.2f} s" if x < 10 else f"{x:,.0f} s"
+
+
 def inference_sentence(result) -> str:
-    """Time to first token, prefill and decode tokens/s and the largest context that fits ("" for training)."""
+    """Time to first token, prefill and decode tokens/s with their 80 % ranges, and the largest context that
+    fits ("" for training)."""
     inf = result.inference
     if not inf:
         return ""
     prefill = inf["prefill_tokens_per_s"]
-    prefill_text = f", prefill {prefill:,.0f} tokens/s" if prefill else ""
-    return (f"On {inf['option']}: first token after {inf['ttft_s']:.2f} s for a {inf['context']:,}-token context"
-            f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s; the largest context that fits is "
-            f"{inf['largest_context']:,} tokens.")
+    prefill_text = (f", prefill {prefill:,.0f} tokens/s"
+                    + range_text(inf.get("prefill_tokens_per_s_interval"), lambda x: f"{x:,.0f}")) if prefill else ""
+    return (f"On {inf['option']}: first token after {_seconds(inf['ttft_s'])}"
+            f"{range_text(inf.get('ttft_s_interval'), _seconds)} for a {inf['context']:,}-token context"
+            f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s"
+            f"{range_text(inf.get('decode_tokens_per_s_interval'), lambda x: f'{x:,.1f}')}; the largest context "
+            f"that fits is {inf['largest_context']:,} tokens.")
+
+
+def memory_sentence(result) -> str:
+    """A training job's memory per device with its 80 % range ("" for inference or without a range)."""
+    iv = result.memory_interval
+    if not iv:
+        return ""
+    return (f"Memory {units.fmt_bytes(result.memory.total_bytes)} per device"
+            f"{range_text(iv, units.fmt_bytes)} (the spread of published fine-tune and training peaks).")

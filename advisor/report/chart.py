@@ -110,12 +110,13 @@ def _usd(v: float) -> str:
 
 
 def memory_chart_svg(parts, capacity_bytes: float | None = None, *, width: int = 760,
-                     title: str = "Memory per device by part") -> str:
+                     title: str = "Memory per device by part", note: str = "") -> str:
     """SVG of one horizontal bar of the memory one device needs, stacked by part, each part labelled.
 
     Args:
         parts: ``(part name, bytes)`` pairs (``weights``, ``kv_cache``, ...), in stacking order.
         capacity_bytes: the chosen device's memory, drawn as a dashed line when given.
+        note: a line under the legend (the total's 80 % range), "" for none.
     Returns:
         An ``<svg>`` element (text); colours from :mod:`advisor.colours`, memory in GB (1e9 bytes).
     """
@@ -153,6 +154,9 @@ def memory_chart_svg(parts, capacity_bytes: float | None = None, *, width: int =
         anchor = "end" if cx > width / 2 else "start"
         body.append(f'<text x="{cx:.1f}" y="{bar_y + bar_h + 20}" text-anchor="{anchor}" fill="#555555">capacity '
                     f'{escape(fmt_mem(capacity_bytes))}</text>')
+    if note:
+        ly += 20
+        body.append(f'<text x="{left}" y="{ly:.0f}" fill="#555555">{escape(note)}</text>')
     height = int(ly + 12)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img" '

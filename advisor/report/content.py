@@ -55,6 +55,13 @@ class PlanSection:
     infeasible: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (option id, reason): not ranked
     price_dates: str = ""  # oldest and newest price date of the options, and how many are older than a year
     tornado: dict | None = None  # ``advisor plan --sensitivity``'s tornado of the chosen option, when the plan has it
+    memory_range: str = ""  # `` (80 %: 14.7-34.8 GB)`` of a training plan's memory per device, "" without one
+
+    @property
+    def memory_note(self) -> str:
+        """The memory chart's line for the range: ``80 % range of the total: 14.7-34.8 GB``."""
+        return "80 % range of the total: " + self.memory_range.strip(" ()").removeprefix("80 %: ") \
+            if self.memory_range else ""
 
     @property
     def headline(self) -> str:
@@ -180,7 +187,30 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
         rows.append(("FLOPs per generated token", f"{doc['flops_per_token']:.4g}"))
     if per.get("total") is not None:
         rows.append((f"memory per device on {mem.get('devices', 1)} device(s)", fmt_mem(per["total"])))
+    inf = doc.get("inference") if isinstance(doc.get("inference"), dict) else None
+    if inf and _num(inf.get("ttft_s")) < math.inf and inf.get("decode_tokens_per_s"):
+        # the serving figures of the target option in one row, each with its 80 % range
+        text = (f"first token {_fmt_seconds(inf['ttft_s'])}{_range_words(inf.get('ttft_s_interval'), _fmt_seconds)}"
+                + (f", prefill {inf['prefill_tokens_per_s']:,.0f} tokens/s"
+                   + _range_words(inf.get("prefill_tokens_per_s_interval"), lambda x: f"{x:,.0f}")
+                   if inf.get("prefill_tokens_per_s") else "")
+                + f", decode {inf['decode_tokens_per_s']:,.1f} tokens/s"
+                + _range_words(inf.get("decode_tokens_per_s_interval"), lambda x: f"{x:,.1f}"))
+        rows.append((f"serving on {inf.get('option')}", text))
     return tuple(rows)
+
+
+def _fmt_seconds(x: float) -> str:
+    return f"{x:.2f} s" if x < 10 else f"{x:,.0f} s"
+
+
+def _range_words(pair, fmt) -> str:
+    """`` (80 %: 0.21-0.48 s)`` of an interval, one unit where both ends share it; "" when there is none."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(isinstance(v, (int, float)) for v in pair):
+        return ""
+    from advisor.planner.summary import range_text
+
+    return range_text(pair, fmt)
 
 
 def input_rows(doc: dict) -> tuple[tuple[str, str, str, str], ...]:
@@ -244,7 +274,9 @@ def sections(docs) -> list[PlanSection]:
                                alternatives=tuple(fitting[1:1 + ALTERNATIVES]), changed_assumptions=changed,
                                memory_parts=memory_parts, inputs=input_rows(doc),
                                infeasible=apart, price_dates=_price_dates(doc, options),
-                               tornado=doc.get("tornado") if isinstance(doc.get("tornado"), dict) else None))
+                               tornado=doc.get("tornado") if isinstance(doc.get("tornado"), dict) else None,
+                               memory_range=_range_words((doc.get("memory") or {}).get("per_device_bytes_interval"),
+                                                         fmt_mem)))
     return out
 
 

@@ -119,7 +119,8 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
             # side by side, so a scenario keeps to one page (narrower, three across, with a tornado)
             narrow = bool(s.tornado)
             memory = chart(n_chart, memory_chart_svg(s.memory_parts, capacity, width=270 if narrow else 380,
-                                                     title=f"Memory per device on {devices}"))
+                                                     title=f"Memory per device on {devices}",
+                                                     note=s.memory_note))
             cost = chart(n_chart + 1, cost_chart_svg(picks, s.breakdown_parts, limit=len(picks),
                                                      width=410 if narrow else 620, title="Total job cost by part"))
             n_chart += 2

@@ -44,6 +44,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
     for i, s in enumerate(secs):
         out += [f"## {i + 1}. {_esc(s.title)}", "", f"**{_esc(s.headline)}**", ""]
         facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
+        if s.memory_range:
+            facts.insert(len(s.summary), ("memory, 80 % range", s.memory_range.strip(" ()").removeprefix("80 %: ")))
         out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in facts), ""]
         if s.chosen is not None:
             picks = [s.chosen, *s.alternatives]
@@ -54,7 +56,8 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
             if embed_chart:
                 devices = int((s.doc.get("memory") or {}).get("devices") or 1)
                 capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
-                out += _svg(memory_chart_svg(s.memory_parts, capacity, title=f"Memory per device on {devices}"),
+                out += _svg(memory_chart_svg(s.memory_parts, capacity, title=f"Memory per device on {devices}",
+                                             note=s.memory_note),
                             "Memory per device")
                 out += _svg(cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), title="Total job cost by part"),
                             "Total job cost by part")

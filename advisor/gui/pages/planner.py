@@ -63,9 +63,17 @@ def _table_columns(machine_ids, serving: bool = False) -> list[Column]:
                tip="devices needed: the fewest that fit, or the count you set"),
         Column(f"per device ({memory_unit()})", lambda r: mem_value(r["memory_per_device_bytes"]), sig3,
                align_right=True, tip="memory each device needs at that count, GB = 1e9 bytes"),
-        Column("time", lambda r: r["hours"], fmt_hours, align_right=True, tip="wall-clock time of the job"),
+        Column("time", lambda r: r["hours"], fmt_hours, align_right=True,
+               cell_tip=lambda r: "80 % range " + _range(r.get("hours_interval"), fmt_hours),
+               tip="wall-clock time of the job (hover a cell for its 80 % range)"),
         Column("tokens/s", lambda r: r["tokens_per_s"], lambda v: f"{v:,.0f}", align_right=True,
+               cell_tip=lambda r: "80 % range " + _range(r.get("tokens_per_s_interval"), lambda v: f"{v:,.0f}"),
                tip="training: tokens trained per second; inference: tokens generated per second for the batch"),
+        Column("80 % range", lambda r: (r.get("tokens_per_s_interval") if serving else r.get("hours_interval"))
+               or (0.0, 0.0), lambda v: _range(v, (lambda x: f"{x:,.0f}") if serving else fmt_hours),
+               align_right=True,
+               tip=("tokens/s" if serving else "time") + " that 80 % of published measurements of the same kind "
+                   "fall within (docs/method.md, 'Calibration on published measurements')"),
         Column("MFU", lambda r: r["mfu"], lambda v: f"{100 * v:.0f} %", align_right=True,
                cell_tip=lambda r: r["mfu_origin"], tip="model FLOPs utilisation assumed (hover a cell for its source)"),
         Column("cheapest job", lambda r: r["cost_usd"], fmt_usd, align_right=True,
@@ -86,6 +94,17 @@ def _table_columns(machine_ids, serving: bool = False) -> list[Column]:
 
 def _usd_or_dash(v) -> str:
     return "-" if v is None else fmt_usd(v)
+
+
+def _range(pair, fmt) -> str:
+    """``low–high`` of an 80 % interval, one unit where both ends share it; ``-`` when there is none."""
+    if not pair or not pair[1]:
+        return "-"
+    lo, hi = fmt(pair[0]), fmt(pair[1])
+    unit = lo.rpartition(" ")[2]
+    if " " in lo and hi.endswith(" " + unit):
+        lo = lo.rpartition(" ")[0]
+    return f"{lo}–{hi}"
 
 
 class PlannerPage(Page):
@@ -308,12 +327,14 @@ class PlannerPage(Page):
         r = result.request
         name = result.model_name or f"a {fmt_count(result.params)}-parameter model"
         work = dict(WORKLOAD_WORDS).get(r.workload, r.workload)
+        from advisor.planner.summary import headline, range_text
+
+        mem_range = range_text(result.memory_interval, fmt_mem)
         head = (f"<b style='font-size:13pt'>{work} {name}</b> · {fmt_count(result.params)} parameters · "
-                f"{fmt_mem(result.memory.total_bytes)} per device on {result.parallelism.devices} device"
+                f"{fmt_mem(result.memory.total_bytes)}{mem_range} per device on {result.parallelism.devices} device"
                 f"{'s' if result.parallelism.devices > 1 else ''}")
         if result.tokens and r.workload != "inference":
             head += f" · {fmt_count(result.tokens)} tokens"
-        from advisor.planner.summary import headline
 
         mine_option = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
         lines = []
@@ -326,7 +347,8 @@ class PlannerPage(Page):
         fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
-            lines.append(f"Fastest: {fastest['devices']}× {fastest['name']}, {fmt_hours(fastest['hours'])}. "
+            lines.append(f"Fastest: {fastest['devices']}× {fastest['name']}, {fmt_hours(fastest['hours'])}"
+                         f"{range_text(fastest.get('hours_interval'), fmt_hours)}. "
                          + (f"Cheapest: {cheapest.devices}× {cheapest.accelerator_name} ({cheapest.kind}), "
                             f"{fmt_usd(cheapest.cost_usd)} in {fmt_hours(cheapest.hours)} — see Compare (Ctrl+5)."
                             if cheapest else ""))

@@ -8,6 +8,7 @@ import math
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from advisor.gui.widgets import plots
+from advisor.planner.summary import range_text
 
 
 class ContextSweepWidget(QWidget):
@@ -54,10 +55,14 @@ class ContextSweepWidget(QWidget):
         self.limit.setVisible(largest > 0)
         self.plot.getAxis("bottom").setTicks([[(x, _short(p["context"])) for x, p in zip(xs, sweep)], []])
         self.caption.setText(
-            f"On {inf['option']}: {inf['ttft_s']:.2f} s to the first token for {inf['context']:,} tokens, "
-            f"prefill {inf['prefill_tokens_per_s'] or 0:,.0f} tokens/s, decode {inf['decode_tokens_per_s']:,.1f} "
-            f"tokens/s (from {peak:,.1f} at {sweep[0]['context']:,} tokens to {rates[-1]:,.1f} at "
-            f"{sweep[-1]['context']:,}); the largest context that fits is {largest:,} tokens.")
+            f"On {inf['option']}: {inf['ttft_s']:.2f} s to the first token"
+            f"{range_text(inf.get('ttft_s_interval'), lambda x: f'{x:.2f} s')} for {inf['context']:,} tokens, "
+            f"prefill {inf['prefill_tokens_per_s'] or 0:,.0f} tokens/s"
+            f"{range_text(inf.get('prefill_tokens_per_s_interval'), lambda x: f'{x:,.0f}')}, decode "
+            f"{inf['decode_tokens_per_s']:,.1f} tokens/s"
+            f"{range_text(inf.get('decode_tokens_per_s_interval'), lambda x: f'{x:,.1f}')} (from {peak:,.1f} at "
+            f"{sweep[0]['context']:,} tokens to {rates[-1]:,.1f} at {sweep[-1]['context']:,}); the largest context "
+            f"that fits is {largest:,} tokens. Ranges hold 80 % of published measurements.")
 
 
 def _short(tokens: int) -> str:
