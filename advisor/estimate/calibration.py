@@ -59,7 +59,7 @@ UNITS = {"tokens/s": 1.0, "tokens/s/device": 1.0, "ms": 1e-3, "s": 1.0, "bytes":
 COLUMNS = ("row_id", "source_id", "source_title", "source_url", "source_date", "model", "params", "accelerator_id",
            "devices", "software", "backend", "weight_format", "quant", "precision", "workload", "batch",
            "prompt_tokens", "output_tokens", "seq_len", "parallelism", "checkpointing", "value", "unit", "notes",
-           "excluded")
+           "excluded")  # and, optionally, "settings": job inputs the source states beyond these (name=value;...)
 
 
 class MeasurementError(ValueError):
@@ -101,6 +101,7 @@ class Measurement:
     unit: str
     notes: str = ""
     excluded: str = ""
+    settings: tuple[tuple[str, str], ...] = ()  # job inputs the source states beyond the columns (name, value)
 
 
 BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal", "Intel": "sycl"}
@@ -160,6 +161,17 @@ def _num(row: Mapping[str, str], key: str, where: str, *, default: float | None 
     return value
 
 
+def _settings(text: str, where: str) -> tuple[tuple[str, str], ...]:
+    """``name=value;name=value`` (job input names, e.g. ``master_weights=bf16``) as pairs."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise MeasurementError(f"{where}: settings must be name=value pairs separated by ';', got {part!r}")
+        out.append((name.strip(), value.strip()))
+    return tuple(out)
+
+
 def parse_measurements(text: str, group: str, where: str = "") -> tuple[Measurement, ...]:
     """Parse one group's CSV text.
 
@@ -196,7 +208,7 @@ def parse_measurements(text: str, group: str, where: str = "") -> tuple[Measurem
             output_tokens=int(_num(row, "output_tokens", at, default=0)), seq_len=int(_num(row, "seq_len", at, default=0)),
             parallelism=row["parallelism"].strip(), checkpointing=row["checkpointing"].strip(),
             value=published * UNITS[unit], published=published, unit=unit, notes=(row.get("notes") or "").strip(),
-            excluded=(row.get("excluded") or "").strip()))
+            excluded=(row.get("excluded") or "").strip(), settings=_settings(row.get("settings") or "", at)))
     ids = [m.row_id for m in out]
     if len(set(ids)) != len(ids):
         raise MeasurementError(f"{where}: duplicate row_id")

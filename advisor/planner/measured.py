@@ -29,7 +29,7 @@ TRAINING_WORKLOADS = {"pretrain": "pretrain", "full": "finetune", "lora": "lora"
 
 
 # Fields a build may refuse for a setup it cannot express: the prediction would be of another setup.
-ESSENTIAL = ("model", "accelerator", "workload", "quant", "gpus", "own")
+ESSENTIAL = ("model", "accelerator", "workload", "quant", "gpus", "own", "precision")
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def request_values(m: Measurement) -> dict:
                "own": (f"{m.devices}x{m.accelerator_id}",), "spot_offers": False}
     if m.group in ("pretraining", "finetune_rate", "finetune_memory"):
         v["workload"] = TRAINING_WORKLOADS.get(m.workload, "pretrain")
-        v["precision"] = m.precision if m.precision in ("bf16", "fp16", "fp8", "fp32") else "bf16"
+        v["precision"] = m.precision or "bf16"  # one the job refuses (an 8-bit LoRA base) is not planned
         if m.seq_len:
             v["seq_len"] = m.seq_len
         v["micro_batch"] = max(1, m.batch)
@@ -67,7 +67,7 @@ def request_values(m: Measurement) -> dict:
         fw = FRAMEWORK_OF.get(_first_word(m.software))
         if fw and "framework" in JOB_FIELDS:
             v["framework"] = fw
-        return v
+        return _with_settings(v, m)
     v["workload"] = "inference"
     v["precision"] = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
     if m.quant and m.quant != "fp8":
@@ -83,7 +83,20 @@ def request_values(m: Measurement) -> dict:
         v["context"] = max(1, m.prompt_tokens + m.output_tokens // 2)
         v["output_tokens"] = max(1, m.output_tokens)
     v["tokens"] = 1e8
-    return v
+    return _with_settings(v, m)
+
+
+def _with_settings(values: dict, m: Measurement) -> dict:
+    """The measurement's stated job inputs on top (numbers read as numbers)."""
+    for name, text in m.settings:
+        try:
+            values[name] = int(text)
+        except ValueError:
+            try:
+                values[name] = float(text)
+            except ValueError:
+                values[name] = text
+    return values
 
 
 def _valid(values: dict) -> tuple[PlanRequest | None, dict, list[str]]:
