@@ -1,0 +1,79 @@
+"""Planning a published measurement: the request its setup becomes, setups the job cannot express, excluded
+rows, and the figure each group is compared with (advisor/planner/measured.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.catalog.measurements import bundled_measurements
+from advisor.estimate.calibration import Measurement
+from advisor.planner import PlanRequest, plan
+from advisor.planner.calibrated import raw_estimates
+from advisor.planner.measured import predict, request_values
+
+CAT = load_catalog(use_user_file=False)
+
+
+def _m(**kw) -> Measurement:
+    base = dict(row_id="r", group="decode", source_id="s", source_title="t", source_url="https://x", source_date="2024",
+                model="llama-3-8b", params=8.03e9, accelerator_id="rtx-4090", devices=1, software="llama.cpp",
+                backend="cuda", weight_format="Q4_K_M", quant="q4_k_m", precision="fp16", workload="inference",
+                batch=1, prompt_tokens=0, output_tokens=512, seq_len=0, parallelism="none", checkpointing="",
+                value=130.58, published=130.58, unit="tokens/s")
+    base.update(kw)
+    return Measurement(**base)
+
+
+def test_a_llama_bench_row_plans_its_own_setup():
+    v = request_values(_m())
+    assert v["workload"] == "inference" and v["runtime"] == "llama.cpp" and v["quant"] == "q4_k_m"
+    assert v["prompt_tokens"] == 1 and v["output_tokens"] == 512 and v["own"] == ("1xrtx-4090",)
+    p = predict(_m(), CAT)
+    with raw_estimates():
+        direct = plan(PlanRequest.from_mapping(v), CAT, advise=False).option("owned:rtx-4090")
+    assert p.predicted == pytest.approx(direct.tokens_per_s) and p.klass == "llama.cpp/cuda/4bit"
+
+
+def test_a_training_row_carries_its_framework_batch_and_stated_settings():
+    m = _m(group="finetune_memory", workload="full", precision="bf16", software="transformers + peft", quant="",
+           weight_format="", batch=4, seq_len=768, checkpointing="none", model="llama-3.2-3b", accelerator_id="l40s",
+           settings=(("master_weights", "bf16"), ("optimizer_state", "bf16"), ("loss_chunks", "8")))
+    v = request_values(m)
+    assert (v["workload"], v["framework"], v["micro_batch"], v["seq_len"], v["checkpointing"]) == \
+        ("finetune", "transformers", 4, 768, "none")
+    assert v["master_weights"] == "bf16" and v["optimizer_state"] == "bf16" and v["loss_chunks"] == 8
+    p = predict(m, CAT)
+    with raw_estimates():
+        r = plan(PlanRequest.from_mapping(v), CAT, advise=False)
+    assert p.predicted == pytest.approx(r.option("owned:l40s").memory_per_device_bytes)
+
+
+def test_setups_the_job_cannot_express_and_excluded_rows_are_not_planned():
+    int8_lora = _m(group="finetune_memory", workload="lora", precision="int8", quant="", software="transformers")
+    assert predict(int8_lora, CAT).predicted is None and "int8" in predict(int8_lora, CAT).reason
+    assert predict(_m(quant="exl2-2.5", software="exllama"), CAT).predicted is None
+    broken = predict(_m(excluded="a broken run"), CAT)
+    assert broken.predicted is None and broken.reason == "excluded: a broken run"
+    assert predict(_m(accelerator_id="no-such-part"), CAT).predicted is None
+
+
+def test_a_server_under_load_is_compared_with_one_requests_first_token():
+    m = _m(group="ttft", model="llama-3.3-70b", accelerator_id="h100-sxm", devices=2, software="nim (TensorRT-LLM)",
+           quant="fp8", precision="fp8", weight_format="FP8", batch=25, prompt_tokens=5000, output_tokens=500,
+           value=0.689, published=688.69, unit="ms")
+    p = predict(m, CAT)
+    r = plan(PlanRequest.from_mapping(request_values(m)), CAT, advise=False)
+    s = r.option("owned:h100-sxm").serving
+    assert p.predicted == pytest.approx(s.ttft_single_request_s) and s.ttft_single_request_s < s.ttft_s
+    one = predict(dataclasses.replace(m, batch=1), CAT)
+    assert one.predicted == pytest.approx(plan(PlanRequest.from_mapping(request_values(dataclasses.replace(m, batch=1))),
+                                               CAT, advise=False).option("owned:h100-sxm").serving.ttft_s)
+
+
+def test_most_of_the_public_set_is_planned():
+    ms = bundled_measurements()
+    planned = [m for m in ms[::7] if predict(m, CAT).predicted is not None]
+    assert len(planned) >= 0.85 * len(ms[::7])
