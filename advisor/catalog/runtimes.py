@@ -9,8 +9,8 @@ Each weight format's effective bits per weight is declared once, with its source
 
 The file is validated at the border (``RuntimeDataError`` names the entry); the planner resolves a
 request's runtime, format and backend into a :class:`RuntimeChoice`, and the estimate modules take the
-numbers of its :class:`BackendProfile`, never a runtime's name (docs/method.md, "Runtimes, weight formats
-and backends").
+numbers of its :class:`BackendProfile`, never a runtime's name
+(docs/method.md, "Runtimes, weight formats and backends").
 """
 
 from __future__ import annotations
