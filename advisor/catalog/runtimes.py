@@ -106,6 +106,7 @@ class RuntimeProfile:
         gpu_memory_utilization: the share of device memory a server takes (vLLM's 0.9), or None.
         kv_free_memory_fraction: the share of the memory left after the weights given to the KV cache, or None.
         slots_share_context: llama.cpp's ``-np`` slots divide one ``-c`` context between them.
+        offloads_layers: it can keep some layers on the CPU (llama.cpp's ``-ngl N``).
         backends: one :class:`BackendProfile` per backend it runs on, most used first.
         source: the documentation the behaviours come from.
     """
@@ -121,6 +122,7 @@ class RuntimeProfile:
     gpu_memory_utilization: float | None
     kv_free_memory_fraction: float | None
     slots_share_context: bool
+    offloads_layers: bool
     backends: tuple[BackendProfile, ...]
     source: str
 
@@ -249,7 +251,8 @@ def _runtime(rid: str, t: dict, formats: dict[str, WeightFormat]) -> RuntimeProf
         kv_formats=kv_formats, batching=batching,
         gpu_memory_utilization=None if gmu is None else _fraction(gmu, f"{where}.gpu_memory_utilization"),
         kv_free_memory_fraction=None if kvf is None else _fraction(kvf, f"{where}.kv_free_memory_fraction"),
-        slots_share_context=bool(t.get("slots_share_context", False)), backends=backends,
+        slots_share_context=bool(t.get("slots_share_context", False)),
+        offloads_layers=bool(t.get("offloads_layers", False)), backends=backends,
         source=_need(t, "source", where, str))
 
 
