@@ -148,6 +148,8 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
         contexts.append(c)
         c *= 2
     contexts = sorted({*contexts, min(top, c), result.context})
+    out_tokens = result.lengths.output if result.lengths else 0
+    contexts = [ctx for ctx in contexts if ctx > out_tokens] or [result.context]  # a window holds some prompt
     values = result.request.model_dump()
     key = target_key(option)
     out = []
