@@ -74,6 +74,11 @@ def memory_unit() -> str:
     return "GiB" if _memory_binary else "GB"
 
 
+def memory_unit_note() -> str:
+    """What the memory unit means, for a table's heading: ``GB = 1e9 bytes`` (or ``GiB = 2^30 bytes``)."""
+    return "GiB = 2^30 bytes" if _memory_binary else "GB = 1e9 bytes"
+
+
 def sig3(value: float) -> str:
     """A number to three significant figures, without exponent for everyday magnitudes.
 

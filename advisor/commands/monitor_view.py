@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.hw.records import GPU_OK, STATE_WORDS, THROTTLE_WORDS
-from advisor.units import fmt_bytes
+from advisor.units import fmt_mem
 
 BAR_CELLS = 10
 
@@ -46,7 +46,7 @@ def gpu_table(sample, infos) -> Table:
             continue
         used, total = g.mem_used_bytes, g.mem_total_bytes
         mem = _bar(used / total if used is not None and total else None,
-                   f"{fmt_bytes(used, binary=True)} / {fmt_bytes(total, binary=True)}" if used is not None and total
+                   f"{fmt_mem(used)} / {fmt_mem(total)}" if used is not None and total
                    else "")
         power = ("n/a" if g.power_w is None else f"{g.power_w:.0f}"
                  + (f" / {g.power_limit_w:.0f} W" if g.power_limit_w else " W"))
@@ -72,9 +72,9 @@ def process_table(processes, now_s: float, width: int = 60) -> Table:
                      overflow="ellipsis", max_width=width if name == "command" else None)
     for p in sorted(processes, key=lambda p: -(p.gpu_mem_bytes or 0)):
         t.add_row(str(p.pid), p.user or "?", str(p.gpu_index),
-                  fmt_bytes(p.gpu_mem_bytes, binary=True) if p.gpu_mem_bytes is not None else "n/a",
+                  fmt_mem(p.gpu_mem_bytes) if p.gpu_mem_bytes is not None else "n/a",
                   _num(p.gpu_util_pct, ".0f"), _num(p.cpu_pct, ".0f"),
-                  fmt_bytes(p.host_mem_bytes, binary=True) if p.host_mem_bytes is not None else "n/a",
+                  fmt_mem(p.host_mem_bytes) if p.host_mem_bytes is not None else "n/a",
                   _elapsed(p.started_s, now_s), p.cmdline or p.name or "(another PID namespace)")
     if not processes:
         t.add_row("", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
@@ -84,7 +84,7 @@ def process_table(processes, now_s: float, width: int = 60) -> Table:
 def live_view(sample, infos, processes, banner: str) -> Group:
     """Everything the live terminal view shows for one sample."""
     h = sample.host
-    host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_bytes(h.mem_used_bytes, binary=True)} / "
-            f"{fmt_bytes(h.mem_total_bytes, binary=True)}" if h.mem_used_bytes is not None else "")
+    host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_mem(h.mem_used_bytes)} / "
+            f"{fmt_mem(h.mem_total_bytes)}" if h.mem_used_bytes is not None else "")
     return Group(Text(banner, style="bold yellow" if "SIMULATED" in banner else "bold"), Text(host),
                  gpu_table(sample, infos), process_table(processes, sample.wall_time_s))
