@@ -157,7 +157,7 @@ def _record(sampler, gpu, banner: str, args) -> int:
         sampler.stop()
 
     try:
-        recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error)
+        recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error, simulated=gpu.simulated)
     except CsvTargetError as exc:
         raise UsageError(f"--csv: {exc}") from None
     try:
