@@ -41,7 +41,7 @@ def wall_time_utc(epoch_s: float) -> str:
     """Epoch seconds as ``2026-12-02T07:41:26.250Z`` (UTC, milliseconds)."""
     import datetime as _dt
 
-    t = _dt.datetime.fromtimestamp(epoch_s, tz=_dt.timezone.utc)
+    t = _dt.datetime.fromtimestamp(epoch_s, tz=_dt.UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 

@@ -203,6 +203,6 @@ def test_csv_rows_carry_wall_clock_and_the_simulated_flag():
     sampler.run(max_ticks=2)
     rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
     # 1_800_000_000.25 s after the epoch is 2027-01-15 08:00:00.250 UTC
-    assert dt.datetime(2027, 1, 15, 8, 0, 0, 250000, tzinfo=dt.timezone.utc).timestamp() == 1_800_000_000.25
+    assert dt.datetime(2027, 1, 15, 8, 0, 0, 250000, tzinfo=dt.UTC).timestamp() == 1_800_000_000.25
     assert [r["wall_time_utc"] for r in rows] == ["2027-01-15T08:00:00.250Z"] * 2
     assert [r["simulated"] for r in rows] == ["1", "1"]
