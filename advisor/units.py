@@ -134,6 +134,11 @@ def fmt_bytes(n: float, binary: bool = False) -> str:
     return f"{value:.0f} {units[i]}" if i == 0 else f"{sig3(value)} {units[i]}"
 
 
+def upper_first(text: str) -> str:
+    """The text with its first letter in capitals, the rest untouched (``str.capitalize`` lowers the rest)."""
+    return text[:1].upper() + text[1:]
+
+
 def fmt_date(value) -> str:
     """A date (or datetime, or ISO text) as ``YYYY-MM-DD``; other text is returned unchanged."""
     if isinstance(value, _dt.datetime):

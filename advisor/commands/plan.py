@@ -363,7 +363,7 @@ def render_table(result, top: int | None = 12) -> str:
     ranked = result.ranked
     fitting = [o for o in ranked if o.fits]
     shown = ranked if top is None else ranked[:top]
-    prices = result.prices_text(shown)
+    prices = result.prices_text()
     lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
     lines.append(_stack_line(result, ranked))
     inference = r.workload == "inference"
