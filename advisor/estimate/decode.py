@@ -174,6 +174,8 @@ class ServingSpeed:
         overhead_s: per-step launch overhead (layers x the runtime's per-layer figure).
         matmul_peak_flops, matmul_eta: the peak the matrix multiplies run at and its share reached.
         attention_peak_flops, attention_eta: the same for attention (fp16 peak).
+        layer_split: the devices hold whole layers and run in turn (llama.cpp's default split): a decode step
+            reads at one device's bandwidth; a long prompt's chunks still flow through them in a pipeline.
     """
 
     weight_bytes: float
@@ -191,6 +193,12 @@ class ServingSpeed:
     matmul_eta: float
     attention_peak_flops: float
     attention_eta: float
+    layer_split: bool = False
+
+    @property
+    def decode_devices(self) -> int:
+        """Devices whose bandwidth a decode step adds up: one when they run in turn."""
+        return 1 if self.layer_split else self.devices
 
     def weights_read(self, batch: int) -> float:
         """Weight bytes a step reads: all of them, or for MoE the experts a batch of ``batch`` touches."""
@@ -203,7 +211,8 @@ class ServingSpeed:
         prefill being the batch's prompts arriving together."""
         return compute.decode_estimate(
             weight_bytes_read=self.weights_read(batch), kv_bytes_read=self.kv_bytes_per_token * mean_cache * batch,
-            active_params=self.active_params, batch=batch, devices=self.devices, mem_bandwidth_bps=self.bandwidth_bps,
+            active_params=self.active_params, batch=batch, devices=self.decode_devices,
+            mem_bandwidth_bps=self.bandwidth_bps,
             peak_flops=self.matmul_peak_flops, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
             eta_mem=self.eta_mem, eta_compute=self.matmul_eta, overhead_s=self.overhead_s, eta_kv=self.eta_kv,
             attention_flops=4.0 * self.layers * self.attention_dim * mean_cache * batch,
@@ -220,5 +229,5 @@ class ServingSpeed:
 
     def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:
         """The bandwidth bound at this batch: ``B * N * BW / (weights read + caches)``."""
-        return batch * decode_bound_tokens_per_s(self.bandwidth_bps * self.devices,
+        return batch * decode_bound_tokens_per_s(self.bandwidth_bps * self.decode_devices,
                                                  self.weights_read(batch) + self.kv_bytes_per_token * mean_cache * batch)

@@ -243,7 +243,8 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
         attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
-        attention_peak_flops=acc.peak_flops("fp16") or mm_peak, attention_eta=prof.attention_eta)
+        attention_peak_flops=acc.peak_flops("fp16") or mm_peak, attention_eta=prof.attention_eta,
+        layer_split=choice.runtime.multi_device == "layer")
     est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
     prefill_one = speed.prefill_s(lens.prompt, 1)
     tps = est.tokens_per_s

@@ -142,3 +142,17 @@ def test_unknown_or_unloadable_names_are_one_line_exit_2(capsys, args, words):
     code = main(["plan", "--model", "llama-3-8b", "--workload", "inference", *args])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and words in err and "Traceback" not in err
+
+
+def test_llama_cpp_splits_layers_so_two_gpus_read_in_turn():
+    # XiongjieDai (llama-bench tg512): Llama 3 70B Q4_K_M on 2x RTX 3090, 16.57 tokens/s: each GPU reads its half
+    # of the layers in turn, so a step reads the whole model at one GPU's bandwidth. vLLM splits every layer
+    # (tensor parallel): both GPUs read at once.
+    kw = dict(model="llama-3-70b", prompt_tokens=512, output_tokens=128, accelerator=["rtx-3090"],
+              own=["2xrtx-3090"])
+    _, lc = _option("owned:rtx-3090", runtime="llama.cpp", quant="q4_k_m", **kw)
+    _, vl = _option("owned:rtx-3090", runtime="vllm", quant="awq", **kw)
+    assert lc.devices == vl.devices == 2
+    assert lc.serving.software.runtime.multi_device == "layer" and lc.to_json()["software"]["multi_device"] == "layer"
+    assert lc.tokens_per_s == pytest.approx(16.57, rel=0.08)
+    assert vl.tokens_per_s > 1.7 * lc.tokens_per_s
