@@ -180,6 +180,7 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
     return {"option": option.id, "context": result.context, "prompt_tokens": lens.prompt if lens else None,
             "output_tokens": lens.output if lens else None, "ttft_s": s.ttft_s,
             "ttft_single_request_s": s.ttft_single_request_s,
+            "software": s.software.to_json() if s.software is not None else None,
             "prefill_tokens_per_s": s.prefill_tokens_per_s, "decode_tokens_per_s": option.tokens_per_s,
             "largest_context": largest_context(result, option),
             "context_sweep": [p.to_json() for p in context_sweep(result, replan, option)] if replan else []}

@@ -259,10 +259,6 @@ class PlanResult:
 
         return inference_summary(self, self.replanner)
 
-    def to_json_software(self) -> dict | None:
-        """The runtime profile of the option the inference summary describes, None for training or no option."""
-        return self._serving_json().get("software")
-
     def _serving_json(self) -> dict:
         """Inference: prompt and output tokens per request, and the runtime profile of the option the inference
         summary describes (each option carries its own ``"software"``)."""

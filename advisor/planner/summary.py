@@ -84,7 +84,7 @@ def inference_sentence(result) -> str:
     one = inf.get("ttft_single_request_s")
     together = (f" ({batch} requests arriving together; {one:.2f} s for one alone)"
                 if batch > 1 and one is not None else "")
-    sw = (result.to_json_software() or {})
+    sw = inf.get("software") or {}
     runtime = f" with {sw['name']} ({sw['weight_format']} weights, {sw['backend']})" if sw else ""
     return (f"On {inf['option']}{runtime}: first token after {inf['ttft_s']:.2f} s for a "
             f"{inf['prompt_tokens'] or inf['context']:,}-token prompt{together}{prefill_text}, decode "
