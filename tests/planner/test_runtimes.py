@@ -134,7 +134,7 @@ def test_plan_json_names_the_profile(capsys):
 
 @pytest.mark.parametrize(("args", "words"), [
     (["--runtime", "llama.cpp", "--quant", "awq"], "quant: llama.cpp does not load awq; it loads f32, f16"),
-    (["--runtime", "ollama-turbo"], "runtime: must be one of llama.cpp, vllm, sglang"),
+    (["--runtime", "ollama-turbo"], "runtime: unknown runtime 'ollama-turbo'; known: llama.cpp (also ollama, lm-studio"),
     (["--quant", "q9_k"], "quant: must be one of f32, f16"),
     (["--runtime", "vllm", "--kv-cache-bits", "4"], "kv_cache_bits: vllm has no 4-bit KV cache"),
 ])
