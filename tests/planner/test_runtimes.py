@@ -156,3 +156,14 @@ def test_llama_cpp_splits_layers_so_two_gpus_read_in_turn():
     assert lc.serving.software.runtime.multi_device == "layer" and lc.to_json()["software"]["multi_device"] == "layer"
     assert lc.tokens_per_s == pytest.approx(16.57, rel=0.08)
     assert vl.tokens_per_s > 1.7 * lc.tokens_per_s
+
+
+def test_fit_advice_shortens_a_prompt_given_apart(capsys):
+    code = main(["plan", "--model", "llama-3-8b", "--workload", "inference", "--prompt-tokens", "8000",
+                 "--output-tokens", "192", "--batch", "4", "--runtime", "vllm", "--fake-gpu", "laptop-4060", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    changes = [a["change"] for a in doc["fit_advice"]]
+    assert {"prompt_tokens": 4000} in changes or any("prompt_tokens" in c for c in changes)
+    assert not any("context" in c or "gpu_layers" in c for c in changes)  # vLLM keeps every layer on the GPU
+    assert {"quant": "awq"} in changes or {"quant": "w8a8"} in changes  # vLLM's own formats
