@@ -44,8 +44,8 @@ def headline(result) -> str:
     who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Owned")
     what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
     if not mine.fits:
-        need = units.fmt_bytes(mine.memory_per_device_bytes)
-        have = units.fmt_bytes(mine.capacity_bytes)
+        need = units.fmt_mem(mine.memory_per_device_bytes)
+        have = units.fmt_mem(mine.capacity_bytes)
         advice = " (see what to change to fit)" if result.fit_advice else ""
         return f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}; {rent_text}."
     cost = units.fmt_usd(mine.cost_usd)
@@ -69,7 +69,7 @@ def lost_text(hours_lost: float | None) -> str:
 
 def fit_advice_rows(result) -> list[dict]:
     """The fit advice as rows for people: flags, memory, fits, hours and hours lost, why."""
-    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_bytes(a.memory_total_bytes),
+    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_mem(a.memory_total_bytes),
              "fits": a.fits, "hours": a.hours, "hours_lost": a.hours_lost, "why": a.why,
              "host_ram_bytes": a.host_ram_bytes} for a in result.fit_advice]
 
@@ -98,11 +98,19 @@ def inference_sentence(result) -> str:
     prefill = inf["prefill_tokens_per_s"]
     prefill_text = (f", prefill {prefill:,.0f} tokens/s"
                     + range_text(inf.get("prefill_tokens_per_s_interval"), lambda x: f"{x:,.0f}")) if prefill else ""
-    return (f"On {inf['option']}: first token after {_seconds(inf['ttft_s'])}"
-            f"{range_text(inf.get('ttft_s_interval'), _seconds)} for a {inf['context']:,}-token context"
-            f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s"
-            f"{range_text(inf.get('decode_tokens_per_s_interval'), lambda x: f'{x:,.1f}')}; the largest context "
-            f"that fits is {inf['largest_context']:,} tokens.")
+    batch = result.request.batch
+    one = inf.get("ttft_single_request_s")
+    together = (f" ({batch} requests arriving together; {one:.2f} s for one alone)"
+                if batch > 1 and one is not None else "")
+    sw = inf.get("software") or {}
+    runtime = f" with {sw['name']} ({sw['weight_format']} weights, {sw['backend']})" if sw else ""
+    return (f"On {inf['option']}{runtime}: first token after {_seconds(inf['ttft_s'])}"
+            f"{range_text(inf.get('ttft_s_interval'), _seconds)} for a "
+            f"{inf['prompt_tokens'] or inf['context']:,}-token prompt{together}{prefill_text}, decode "
+            f"{inf['decode_tokens_per_s']:,.1f} tokens/s"
+            f"{range_text(inf.get('decode_tokens_per_s_interval'), lambda x: f'{x:,.1f}')} over "
+            f"{inf['output_tokens']:,} output tokens; the largest context that fits is {inf['largest_context']:,} "
+            f"tokens.")
 
 
 def memory_sentence(result) -> str:
