@@ -361,8 +361,8 @@ def render_table(result, top: int | None = 12) -> str:
         f"  (80 %: {units.mem_value(result.memory_interval[0]):.1f}-{units.mem_value(result.memory_interval[1]):.1f} "
         f"{units.memory_unit()})" if result.memory_interval else ""))
     if result.memory.host_offload_bytes:
-        lines.append(f"  {'host RAM':<12} {result.memory.host_offload_bytes / 1e9:10.2f} GB (offloaded or paged, "
-                     "not on the device)")
+        lines.append(f"  {'host RAM':<12} {units.mem_value(result.memory.host_offload_bytes):10.2f} "
+                     f"{units.memory_unit()} (offloaded or paged, not on the device)")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism

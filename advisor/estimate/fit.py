@@ -124,7 +124,9 @@ def candidate_changes(job: Mapping[str, Any], *, devices: int = 1, layers: int |
                               "micro-batch 1 with gradient accumulation (same effective batch)"))
     if wl in ("pretrain", "finetune") and job.get("optimizer", "adamw") == "adamw":
         out.append(_Candidate({"optimizer": "adamw-8bit"}, "an 8-bit optimizer (bitsandbytes AdamW8bit)"))
-    if job.get("framework") in (None, "transformers") and wl in FRAMEWORK_FOR_FIT:
+    # both are single-GPU recipes (Unsloth's open-source release trains on one GPU; torchtune's
+    # full_finetune_single_device): offered only for a one-device target
+    if devices == 1 and job.get("framework") in (None, "transformers") and wl in FRAMEWORK_FOR_FIT:
         name, why = FRAMEWORK_FOR_FIT[wl]
         out.append(_Candidate({"framework": name}, why))
     if wl == "finetune":

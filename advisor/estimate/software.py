@@ -96,7 +96,7 @@ class TrainingBehaviours:
             loss = f"{self.loss} cross-entropy ({self.loss_chunks} chunks)"
         parts = [loss, f"checkpointing {self.checkpointing}" + (" offloaded to host" if self.activation_offload else ""),
                  "fp32 master copy" if self.master_weights == "fp32" else "pure bf16 weights",
-                 f"{self.optimizer_state} optimizer states"]
+                 _STATE_WORDS[self.optimizer_state]]
         if self.optimizer_in_backward:
             parts.append("optimizer step in the backward")
         if self.kernel_efficiency != 1.0:
@@ -105,6 +105,8 @@ class TrainingBehaviours:
 
 
 PLAIN = TrainingBehaviours()
+_STATE_WORDS = {"fp32": "fp32 optimizer states", "bf16": "bf16 optimizer states", "8bit": "8-bit optimizer states",
+                "paged-8bit": "paged 8-bit optimizer states (host RAM)"}
 
 
 def optimizer_moment_bytes(optimizer: str, state: str, hidden: int) -> float:

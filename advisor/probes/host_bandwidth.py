@@ -63,7 +63,7 @@ def default_elements(quick: bool, itemsize: int) -> int:
 def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = None, *,
         elements: int | None = None, reps: int | None = None, warmup_s: float | None = None,
         dtype: str = "float64", threads: int | None = None, trials: int | None = None,
-        triad_reps: int | None = None, timer: Timer = time.perf_counter):
+        triad_reps: int | None = None, peak_gbps: float | None = None, timer: Timer = time.perf_counter):
     """Measure host memory bandwidth.
 
     Args:
@@ -76,6 +76,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         trials: rounds over all kernels; the best over all rounds is kept (default 1 quick, 4 full).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
+        peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
+            a figure above it is refused with a note (``_types.refuse_impossible``).
         timer: clock for the timed calls (tests inject a fake one).
     Returns:
         ProbeResult with kernels copy, scale, add, triad in GB/s.
@@ -124,11 +126,12 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                                              budget_s=QUICK_BUDGET_S if quick else None)
         finally:
             del a, b, c
-    results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s",
+    results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,
                                  bytes_per_call=STREAMS[name] * itemsize * n)
                for name, ts in times.items()}
     return ProbeResult(
-        probe=NAME, device=device, results=results, peak=None,
+        probe=NAME, device=device, results=results,
+        peak={"GB/s": peak_gbps, "origin": "given"} if peak_gbps else None,
         params={"quick": quick, "elements": n, "array_bytes": n * itemsize, "dtype": dtype, "reps": reps,
                 "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "warmup_s": warmup_s},
         notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of the per-trial medians",)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor import paths
-from advisor.probes._types import ProbeResult
+from advisor.probes._types import KernelResult, impossible_reason
 from advisor.probes.labels import run_mode
 from advisor.store.atomic import keep_aside
 
@@ -112,10 +112,13 @@ class HistoryEntry:
     def best(self) -> dict[str, tuple[float, str]]:
         """Kernel -> (headline figure, unit), without the figures that cannot be true (a utilisation above 100 %,
         a rate above the device's peak: ``_types.refuse_impossible``; an older version may have stored them)."""
-        if not self.result.get("results"):
-            return {}
-        shown = ProbeResult.from_dict(self.result).results
-        return {k: (v.best, v.unit) for k, v in shown.items()}
+        out = {}
+        for name, v in (self.result.get("results") or {}).items():
+            k = KernelResult(best=v["best"], median=v.get("median", v["best"]), unit=v["unit"],
+                             fraction_of_peak=v.get("fraction_of_peak"))
+            if impossible_reason(name, k) is None:
+                out[name] = (k.best, k.unit)
+        return out
 
     def to_dict(self) -> dict:
         return {"id": self.id, "probe": self.probe, "device": self.device, "mode": self.mode,

@@ -74,3 +74,13 @@ def test_no_utilisation_above_100_percent_reaches_any_output(kernels):
                 text = kernel_value(k.best, k.unit)
                 assert text == "not measured" or float(text.split()[0]) <= 100.0
             assert k.fraction_of_peak is None or k.fraction_of_peak <= 1.0
+
+
+def test_host_bandwidth_above_a_given_physical_peak_is_refused():
+    from advisor.probes import drive, open_probe
+
+    # a peak of 0.001 GB/s: any real triad is above it, so the figure is refused with the note, never shown
+    r = drive(open_probe("host-bandwidth", quick=True, elements=200_000, reps=4, warmup_s=0.0, peak_gbps=0.001))
+    assert "triad" not in r.results and any("physical peak" in n for n in r.notes)
+    ok = drive(open_probe("host-bandwidth", quick=True, elements=200_000, reps=4, warmup_s=0.0, peak_gbps=1e6))
+    assert ok.results["triad"].fraction_of_peak < 1 and ok.peak == {"GB/s": 1e6, "origin": "given"}
