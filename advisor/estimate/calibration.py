@@ -7,7 +7,9 @@ Method (docs/method.md, "Calibration on published measurements"):
    prediction ``p`` and the measured value ``m`` give ``r = log(m / p)``.
 2. The fitted efficiency of a group is ``exp(g)``, ``g = sum_s mean_s(r) / (S + 1)`` over its S *sources* (a
    source's rows share one code base, so a source with 60 rows counts once), shrunk towards the raw estimate by
-   one source that agrees with it (``SHRINK_SOURCES``): a correction only one source asks for is halved. Within a group a *class*
+   one source that agrees with it (``SHRINK_SOURCES``): a correction only one source asks for is halved.
+   Classes nest (``llama.cpp``, ``llama.cpp/cuda``, ``llama.cpp/cuda/4bit``, ``llama.cpp/cuda/4bit/gddr``): each
+   level is shrunk towards the level above it, the first towards ``g``. Within a group a *class*
    (the runtime, backend and weight-format bits of a decode; the framework of a training run) gets
    ``g + sum(r - g) / (n + K)`` over its n rows, shrunk towards the group by ``K = SHRINK_ROWS`` rows.
 3. Leave-one-source-out: each source's rows are predicted by the factors fitted on the other sources
@@ -134,16 +136,43 @@ def format_bits(weight_format: str) -> str:
     return "16"
 
 
-def efficiency_class(group: str, software: str, backend: str = "", bits: str = "") -> str:
-    """The class a figure's efficiency is fitted in, and looked up in when planning: the runtime, backend and
-    weight bits of a decode or prefill; the runtime and backend of a served batch or its first token; the
-    framework of a training run. ``software`` is the planner's runtime or framework name."""
+def memory_class(memory_type: str, kind: str = "") -> str:
+    """``hbm``, ``unified`` (Apple's LPDDR) or ``gddr``: the memory a decode streams from. llama.cpp's kernels
+    read GDDR cards near their peak and HBM parts well below it (XiongjieDai tables: A100 and H100 at 0.6-0.7 of
+    what their bandwidth gives a GeForce card)."""
+    t = (memory_type or "").upper()
+    if t.startswith("HBM"):
+        return "hbm"
+    if kind == "apple" or t.startswith("LPDDR"):
+        return "unified"
+    return "gddr"
+
+
+def efficiency_class(group: str, software: str, backend: str = "", bits: str = "", memory: str = "") -> str:
+    """The class a figure's efficiency is fitted in, and looked up in when planning: the runtime, backend,
+    weight bits and memory kind of a decode or prefill; the runtime and backend of a served batch or its first
+    token; the framework of a training run. ``software`` is the planner's runtime or framework name. Classes
+    nest by ``/``: each level is shrunk towards the one above it (``fit_log_factors``)."""
     sw = software or "default"
     if group in ("decode", "prefill"):
-        return f"{sw}/{backend or 'unknown'}/{bits or '16'}bit"
+        return f"{sw}/{backend or 'unknown'}/{bits or '16'}bit" + (f"/{memory}" if memory else "")
     if group in ("serving", "ttft"):
         return f"{sw}/{backend or 'unknown'}"
     return sw
+
+
+def _levels(klass: str) -> list[str]:
+    """``a/b/c`` -> ``["a", "a/b", "a/b/c"]``."""
+    parts = klass.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def lookup(classes: Mapping[str, float], klass: str, default: float) -> float:
+    """The log factor of the deepest fitted level of ``klass`` (``default`` when none is fitted)."""
+    for level in reversed(_levels(klass)):
+        if level in classes:
+            return classes[level]
+    return default
 
 
 def _num(row: Mapping[str, str], key: str, where: str, *, default: float | None = None) -> float:
@@ -247,7 +276,7 @@ class GroupFit:
 
     def factor(self, klass: str | None = None) -> float:
         """The multiplicative efficiency of a class (the group's where the class was not fitted)."""
-        return math.exp(dict(self.class_log_factors).get(klass, self.log_factor) if klass else self.log_factor)
+        return math.exp(lookup(dict(self.class_log_factors), klass, self.log_factor) if klass else self.log_factor)
 
 
 def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
@@ -258,14 +287,20 @@ def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]
     for o in obs:
         by_source.setdefault(o.source_id, []).append(o.log_ratio)
     g = sum(sum(v) / len(v) for v in by_source.values()) / (len(by_source) + SHRINK_SOURCES)
-    by_class: dict[str, list[float]] = {}
+    by_level: dict[str, list[float]] = {}
     for o in obs:
-        by_class.setdefault(o.klass, []).append(o.log_ratio)
-    return g, {k: g + sum(r - g for r in v) / (len(v) + SHRINK_ROWS) for k, v in sorted(by_class.items())}
+        for level in _levels(o.klass):
+            by_level.setdefault(level, []).append(o.log_ratio)
+    classes: dict[str, float] = {}
+    for level in sorted(by_level, key=lambda k: (k.count("/"), k)):  # parents first
+        parent = lookup(classes, level.rpartition("/")[0], g) if "/" in level else g
+        v = by_level[level]
+        classes[level] = parent + sum(r - parent for r in v) / (len(v) + SHRINK_ROWS)
+    return g, dict(sorted(classes.items()))
 
 
 def _predict_log(g: float, classes: Mapping[str, float], klass: str) -> float:
-    return classes.get(klass, g)
+    return lookup(classes, klass, g)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,14 @@ from contextvars import ContextVar
 from dataclasses import replace
 
 from advisor.catalog.measurements import bundled_calibration_fit
-from advisor.estimate.calibration import BACKEND_OF_VENDOR, GroupFit, MeasurementError, bits_class, efficiency_class
+from advisor.estimate.calibration import (
+    BACKEND_OF_VENDOR,
+    GroupFit,
+    MeasurementError,
+    bits_class,
+    efficiency_class,
+    memory_class,
+)
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.request import training_software
 
@@ -69,9 +76,11 @@ def framework_id(req) -> str:
     return software.profile.id if software is not None else "default"
 
 
-def serving_class(group: str, choice) -> str:
-    """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``)."""
-    return efficiency_class(group, choice.runtime.id, choice.backend, bits_class(choice.weight_format.bits_per_weight))
+def serving_class(group: str, choice, acc) -> str:
+    """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``) and
+    the accelerator's memory."""
+    return efficiency_class(group, choice.runtime.id, choice.backend, bits_class(choice.weight_format.bits_per_weight),
+                            memory_class(acc.memory_type, acc.kind))
 
 
 def calibrate_training(t, req):
@@ -100,8 +109,8 @@ def calibrate_serving(t, req, acc):
         return t  # a CPU is timed from its measured triad
     speed_group = "decode" if req.batch <= 1 else "serving"
     sfit, pfit, tfit = fits.get(speed_group), fits.get("prefill"), fits.get("ttft")
-    fs = sfit.factor(serving_class(speed_group, choice)) if sfit else 1.0
-    fp = pfit.factor(serving_class("prefill", choice)) if pfit else 1.0
+    fs = sfit.factor(serving_class(speed_group, choice, acc)) if sfit else 1.0
+    fp = pfit.factor(serving_class("prefill", choice, acc)) if pfit else 1.0
     tps = d.tokens_per_s * fs
     if t.high_cap is not None:
         tps = min(tps, t.high_cap)  # no calibrated decode beyond the bandwidth bound
@@ -111,12 +120,19 @@ def calibrate_serving(t, req, acc):
     request_s = prefill_s + (d.request_s - d.prefill_s) / fs
     batch = d.tokens_per_s * d.step_s
     decode = replace(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
-                     requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s)
+                     requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s,
+                     overhead_s=d.overhead_s / fs)  # the step's launch overhead is part of the step scaled
     width = sfit.half_width_log if sfit else t.width_log
     # one request alone: its prefill at the prefill factor, one step at the decode's
     one = t.ttft_one_s
     if one is not None and d.prefill_s + d.step_s > 0:
         one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
+    speed = getattr(t, "speed", None)
+    if speed is not None:  # the runtime's numbers a serving model reuses, at the same efficiencies (capped at 1)
+        speed = replace(speed, eta_mem=min(1.0, speed.eta_mem * fs), eta_kv=min(1.0, speed.eta_kv * fs),
+                        overhead_s=speed.overhead_s / fs, matmul_eta=min(1.0, speed.matmul_eta * fp),
+                        attention_eta=min(1.0, speed.attention_eta * fp))
+        t = replace(t, speed=speed)
     return replace(t, decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
                    ttft_width_log=tfit.half_width_log if tfit else None,
                    prefill_width_log=pfit.half_width_log if pfit else None,

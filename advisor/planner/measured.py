@@ -134,7 +134,7 @@ def figure_of(m: Measurement, option) -> float | None:
     return s.ttft_s
 
 
-def klass_of(m: Measurement, req: PlanRequest, option) -> str:
+def klass_of(m: Measurement, req: PlanRequest, option, acc) -> str:
     """The efficiency class of a measurement as the planner looks it up (``planner.calibrated``): the framework
     a training request plans with; the runtime, backend and weight bits of the planned serving option."""
     if m.group in ("pretraining", "finetune_rate", "finetune_memory"):
@@ -142,7 +142,7 @@ def klass_of(m: Measurement, req: PlanRequest, option) -> str:
     choice = option.serving.software if option.serving is not None else None
     if choice is None:
         return efficiency_class(m.group, "unknown", m.backend, format_bits(m.weight_format))
-    return serving_class(m.group, choice)
+    return serving_class(m.group, choice, acc)
 
 
 def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
@@ -174,7 +174,7 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
     if value is None or value <= 0:
         return Prediction(m.row_id, None, "the plan has no such figure")
     return Prediction(m.row_id, value, ("not in this build: " + ", ".join(dropped)) if dropped else "",
-                      klass_of(m, req, options[0]))
+                      klass_of(m, req, options[0], acc))
 
 
 def observation(m: Measurement, p: Prediction) -> Observation:

@@ -126,6 +126,7 @@ def test_compiled_frameworks_are_faster_than_plain_hugging_face(capsys):
                    "--accelerator", "h100-sxm", "--gpus", "1", "--framework", framework)
         return doc["options"][0]["mfu"]
 
-    base = mfu("transformers")
-    for framework, factor in (("unsloth", 2.0), ("torchtune-compile", 1.36), ("liger", 1.2), ("torchtune", 1.0)):
-        assert mfu(framework) == pytest.approx(min(0.75, factor * base), rel=1e-6), framework
+    with raw_estimates():  # the priors; the calibration set then fits each framework's efficiency
+        base = mfu("transformers")
+        for framework, factor in (("unsloth", 2.0), ("torchtune-compile", 1.36), ("liger", 1.2), ("torchtune", 1.0)):
+            assert mfu(framework) == pytest.approx(min(0.75, factor * base), rel=1e-6), framework

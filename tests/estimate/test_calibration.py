@@ -47,6 +47,23 @@ def test_a_single_source_keeps_the_raw_estimate():
     assert fit.log_factor == 0.0 and fit.class_log_factors == ()
 
 
+def test_nested_classes_shrink_towards_their_parent():
+    # one source, rows in llama.cpp/cuda/4bit/gddr (log 2, twice) and llama.cpp/cuda/4bit/hbm (0): g = log2 x 2/3 / 2
+    obs = [_o("a", "s", 2, "rt/cuda/4bit/gddr"), _o("b", "s", 2, "rt/cuda/4bit/gddr"), _o("c", "s", 1, "rt/cuda/4bit/hbm")]
+    g, classes = C.fit_log_factors(obs)
+    lg = math.log(2)
+    assert g == pytest.approx((2 * lg / 3) / 2)
+    top = g + (2 * lg - 3 * g) / (3 + C.SHRINK_ROWS)  # "rt": all three rows towards g
+    assert classes["rt"] == pytest.approx(top)
+    assert classes["rt/cuda"] == pytest.approx(top + (2 * lg - 3 * top) / 6)
+    mid = classes["rt/cuda/4bit"]
+    assert classes["rt/cuda/4bit/gddr"] == pytest.approx(mid + 2 * (lg - mid) / 5)
+    assert classes["rt/cuda/4bit/hbm"] == pytest.approx(mid + (0 - mid) / 4)
+    # a class never fitted takes its deepest fitted level
+    assert C.lookup(classes, "rt/cuda/8bit/gddr", g) == classes["rt/cuda"]
+    assert C.lookup(classes, "other/metal", g) == g
+
+
 def test_time_to_first_token_is_inverted_and_derived():
     o = Observation("t", "ttft", "s", "k", measured=2.0, predicted=1.0)  # twice as slow as planned
     assert o.log_ratio == pytest.approx(-math.log(2))  # the speed factor is 1/2

@@ -69,7 +69,7 @@ def test_calibrated_decode_is_the_raw_one_times_its_class_factor_and_never_past_
         raw = plan(PlanRequest.from_mapping(kw), CAT).options[0]
     cal = plan(PlanRequest.from_mapping(kw), CAT).options[0]
     fit = bundled_calibration_fit()["decode"]
-    factor = fit.factor(C.efficiency_class("decode", "llama.cpp", "cuda", "4"))
+    factor = fit.factor(C.efficiency_class("decode", "llama.cpp", "cuda", "4", "gddr"))
     acc = CAT.accelerators["rtx-4090"]
     bound = acc.mem_bandwidth_bps / (8.03e9 * 4.5 / 8)  # eta = 1 over the Q4_K_M weights alone
     assert cal.tokens_per_s == pytest.approx(min(raw.tokens_per_s * factor, raw.tokens_per_s / raw.serving.

@@ -34,7 +34,7 @@ def test_a_llama_bench_row_plans_its_own_setup():
     p = predict(_m(), CAT)
     with raw_estimates():
         direct = plan(PlanRequest.from_mapping(v), CAT, advise=False).option("owned:rtx-4090")
-    assert p.predicted == pytest.approx(direct.tokens_per_s) and p.klass == "llama.cpp/cuda/4bit"
+    assert p.predicted == pytest.approx(direct.tokens_per_s) and p.klass == "llama.cpp/cuda/4bit/gddr"
 
 
 def test_a_training_row_carries_its_framework_batch_and_stated_settings():

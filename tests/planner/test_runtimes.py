@@ -10,8 +10,17 @@ import pytest
 from advisor.catalog import load_catalog
 from advisor.cli import main
 from advisor.planner import PlanRequest, plan
+from advisor.planner.calibrated import raw_estimates
 
 CAT = load_catalog(use_user_file=False)
+
+
+@pytest.fixture
+def raw():
+    """The runtime profiles' own figures: the calibration on published measurements multiplies them
+    (tests/planner/test_calibrated.py)."""
+    with raw_estimates():
+        yield
 
 
 def _option(option_id: str, **kw):
@@ -20,7 +29,7 @@ def _option(option_id: str, **kw):
 
 
 # ---------------------------------------------------------------- the KV cache grows over the output
-def test_decode_reads_the_cache_at_its_mean_length_by_hand():
+def test_decode_reads_the_cache_at_its_mean_length_by_hand(raw):
     # llama-2-7b: 32 layers, 32 KV heads of 128, so 2*32*32*128*2 = 524,288 bytes of fp16 cache per token.
     # vLLM on one H100 SXM (3.35e12 B/s): 16-bit weights at 0.85 of the bandwidth, 30 us per layer a step.
     # A step at batch 64 reads the weights once and 64 caches at prompt + (output - 1)/2 tokens.
@@ -53,7 +62,7 @@ def test_context_alone_is_the_window_and_the_prompt_what_the_output_leaves():
 
 
 # ---------------------------------------------------------------- prefill counts the prompt's attention
-def test_prefill_counts_attention_by_hand():
+def test_prefill_counts_attention_by_hand(raw):
     # llama.cpp on an RTX 4090, Q4_K_M: matrix multiplies on the int8 peak (660.6e12) at 0.2, attention on the
     # fp16 peak (165.2e12) at 0.15. Prompt P: 2*8.03e9*P + 2*32*4096*P*(P+1) FLOPs.
     per_token = {}
@@ -99,7 +108,7 @@ def test_llama_3_1_8b_q4_k_m_on_geforce_cards(accelerator, low, high):
     assert low <= o.tokens_per_s <= high
 
 
-def test_metal_reads_at_its_own_efficiency():
+def test_metal_reads_at_its_own_efficiency(raw):
     # M2 Ultra, llama.cpp Metal: Llama 3 8B Q4_K_M 78.81 tokens/s at tg512 (XiongjieDai)
     r = plan(PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "inference", "quant": "q4_k_m",
                                        "prompt_tokens": 256, "output_tokens": 256, "own": ["m2-ultra"],
