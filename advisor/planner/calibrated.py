@@ -134,7 +134,10 @@ def calibrate_serving(t, req, acc):
                         attention_eta=min(1.0, speed.attention_eta * fp))
         t = replace(t, speed=speed)
     return replace(t, decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
-                   ttft_width_log=tfit.half_width_log if tfit else None,
+                   # one request's first token is its prefill and one step: the prefill's spread; under load the
+                   # loaded servers' first-token spread (queueing the plan does not model)
+                   ttft_width_log=(pfit.half_width_log if pfit and req.batch <= 1 else
+                                   tfit.half_width_log if tfit else None),
                    prefill_width_log=pfit.half_width_log if pfit else None,
                    eta_origin=t.eta_origin + f"; calibrated x{fs:.2f} ({speed_group})")
 

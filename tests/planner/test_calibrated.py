@@ -58,8 +58,13 @@ def test_serving_figures_carry_their_ranges():
         lo, hi = doc[key]
         assert lo < doc[value] < hi, key
     fits = bundled_calibration_fit()
-    lo, hi = doc["ttft_s_interval"]
-    assert math.log(hi / doc["ttft_s"]) == pytest.approx(fits["ttft"].half_width_log)
+    lo, hi = doc["ttft_s_interval"]  # one request: its prefill and a step, so the prefill's spread
+    assert math.log(hi / doc["ttft_s"]) == pytest.approx(fits["prefill"].half_width_log)
+    loaded = plan(PlanRequest.from_mapping(dict(model="llama-3-8b", workload="inference", prompt_tokens=2048,
+                                                output_tokens=256, batch=8, accelerator=["rtx-4090"],
+                                                owned_options=False)), CAT).options[0].to_json()
+    lo, hi = loaded["ttft_s_interval"]  # a batch: the loaded servers' first-token spread
+    assert math.log(hi / loaded["ttft_s"]) == pytest.approx(fits["ttft"].half_width_log)
 
 
 def test_calibrated_decode_is_the_raw_one_times_its_class_factor_and_never_past_the_bound():
