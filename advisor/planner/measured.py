@@ -120,8 +120,11 @@ def figure_of(m: Measurement, option) -> float | None:
         return option.tokens_per_s / max(1, option.devices)
     if m.group == "finetune_memory":
         return float(option.memory_per_device_bytes)
-    if m.group in ("decode", "serving"):
+    if m.group == "decode":
         return option.tokens_per_s
+    if m.group == "serving":  # output tokens over the whole of each request, its prefill included (a server's rate)
+        s = option.serving
+        return s.requests_per_s * m.output_tokens if s is not None and m.output_tokens else option.tokens_per_s
     s = option.serving
     if s is None:
         return None
