@@ -30,7 +30,7 @@ from advisor.estimate.calibration import (
     memory_class,
 )
 from advisor.estimate.software import MFU_CEILING
-from advisor.planner.request import training_software
+from advisor.planner.request import compute_precision, training_software
 
 log = logging.getLogger(__name__)
 _RAW: ContextVar[bool] = ContextVar("advisor_raw_estimates", default=False)
@@ -83,13 +83,19 @@ def serving_class(group: str, choice, acc) -> str:
                             memory_class(acc.memory_type, acc.kind))
 
 
-def calibrate_training(t, req):
-    """A training timing times its group's efficiency (by framework), with the group's interval width."""
+def training_class(group: str, req, moe: bool) -> str:
+    """The efficiency class of a training plan: its framework, the precision it computes in, dense or MoE."""
+    return efficiency_class(group, f"{framework_id(req)}/{compute_precision(req)}/{'moe' if moe else 'dense'}")
+
+
+def calibrate_training(t, req, moe: bool = False):
+    """A training timing times its group's efficiency (by framework, precision, dense or MoE), with the group's
+    interval width."""
     fits = active_fits()
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
         return t
-    f = fit.factor(efficiency_class(fit.group, framework_id(req)))
+    f = fit.factor(training_class(fit.group, req, moe))
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     note = f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources)"

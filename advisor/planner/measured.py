@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from advisor.estimate.calibration import DERIVED, Measurement, Observation, efficiency_class, format_bits
 from advisor.job import JOB_FIELDS, JobInputError
-from advisor.planner.calibrated import framework_id, raw_estimates, serving_class
+from advisor.planner.calibrated import raw_estimates, serving_class, training_class
 from advisor.planner.request import PlanRequest
 
 # The software named in a measurement -> the runtime or framework flag the planner knows (where it has one).
@@ -137,11 +137,11 @@ def figure_of(m: Measurement, option) -> float | None:
     return s.ttft_s
 
 
-def klass_of(m: Measurement, req: PlanRequest, option, acc) -> str:
+def klass_of(m: Measurement, req: PlanRequest, option, acc, moe: bool = False) -> str:
     """The efficiency class of a measurement as the planner looks it up (``planner.calibrated``): the framework
     a training request plans with; the runtime, backend and weight bits of the planned serving option."""
     if m.group in ("pretraining", "finetune_rate", "finetune_memory"):
-        return efficiency_class(m.group, framework_id(req))
+        return training_class(m.group, req, moe)
     choice = option.serving.software if option.serving is not None else None
     if choice is None:
         return efficiency_class(m.group, "unknown", m.backend, format_bits(m.weight_format))
@@ -177,7 +177,7 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
     if value is None or value <= 0:
         return Prediction(m.row_id, None, "the plan has no such figure")
     return Prediction(m.row_id, value, ("not in this build: " + ", ".join(dropped)) if dropped else "",
-                      klass_of(m, req, options[0], acc))
+                      klass_of(m, req, options[0], acc, result.active_params < result.params))
 
 
 def observation(m: Measurement, p: Prediction) -> Observation:

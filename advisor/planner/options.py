@@ -117,7 +117,7 @@ class _Timer:
                 if step is None:
                     step = self._steps[layout] = training_step(self.req, self.acc, self.arch, self.params,
                                                                self.active, self.mem_model.seq_len, layout, self.calib)
-                hit = calibrate_training(training_timing(step, place), self.req)
+                hit = calibrate_training(training_timing(step, place), self.req, self.arch.is_moe)
             self._timings[key] = hit
         return hit
 

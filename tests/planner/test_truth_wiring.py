@@ -16,7 +16,7 @@ from advisor.estimate import utilisation as U
 from advisor.job import JOB_FIELDS
 from advisor.job.schema import QUANTS, RUNTIMES
 from advisor.planner import PlanRequest, plan
-from advisor.planner.calibrated import framework_id, raw_estimates
+from advisor.planner.calibrated import raw_estimates, training_class
 from advisor.store.calibration import Calibration
 
 CAT = load_catalog(use_user_file=False)
@@ -33,7 +33,7 @@ def test_datacenter_training_takes_the_fitted_utilisation_with_its_interval():
     o = r.option("onprem:h100-sxm")
     est = U.predict_utilisation(MODEL, generation=2022, active_params=r.active_params, seq_len=2048)
     fit = bundled_calibration_fit()["pretraining"]  # the efficiency fitted on published runs, and its range
-    factor = fit.factor(framework_id(r.request))  # Megatron-LM, the default profile of pretraining
+    factor = fit.factor(training_class("pretraining", r.request, False))  # Megatron-LM (pretraining's default), bf16, dense
     assert o.mfu_source == "fitted" and o.mfu == pytest.approx(est.mfu * factor)
     assert "documented runs" in o.mfu_origin and "calibrated" in o.mfu_origin
     with raw_estimates():
