@@ -6,6 +6,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.gui import theme as themes
+from advisor.gui.widgets.wrapped import WrappedLabel
 from advisor.planner.summary import fit_advice_rows, lost_text
 from advisor.units import fmt_hours, fmt_mem
 
@@ -17,12 +18,16 @@ class FitAdviceWidget(QWidget):
 
     apply_requested = Signal(dict)
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt API)
+        # its wrapped text asks for its height through its minimum (WrappedLabel): a height-for-width here
+        # makes the page's layout give this widget more than its minimum and squeeze the chart above it
+        return False
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel()
-        self.title.setWordWrap(True)
+        self.title = WrappedLabel()
         outer.addWidget(self.title)
         self.grid = QGridLayout()
         self.grid.setContentsMargins(0, 0, 0, 0)
