@@ -107,38 +107,61 @@ def decode_text(raw: bytes) -> str:
     return raw.decode("utf-8-sig", errors="replace")
 
 
-def parse_json(raw: bytes | str, *, several: bool = False):
-    """Parse JSON from outside: text decoded with replacement, long integers as floats, nesting bounded.
+def _decode_one(decoder: json.JSONDecoder, text: str, pos: int):
+    try:
+        value, end = decoder.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        return BadJson(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"), None
+    except RecursionError:
+        return BadJson(f"nested deeper than {MAX_JSON_DEPTH} levels"), None
+    except ValueError as exc:  # a number json cannot build
+        return BadJson(f"not valid JSON: {' '.join(str(exc).split())[:120]}"), None
+    if _depth(value) > MAX_JSON_DEPTH:
+        return BadJson(f"nested deeper than {MAX_JSON_DEPTH} levels"), end
+    return value, end
 
-    Args:
-        raw: the bytes (or text) of the document.
-        several: accept documents back to back (``srun ... --json`` output); a list of them is returned.
+
+def parse_json(raw: bytes | str):
+    """Parse one JSON document from outside: text decoded with replacement, long integers as floats,
+    nesting bounded.
+
     Raises:
-        BadJson: not JSON (with line and column), or nested deeper than ``MAX_JSON_DEPTH``.
+        BadJson: not JSON (with line and column), nested deeper than ``MAX_JSON_DEPTH``, or extra data after it.
+    """
+    text = decode_text(raw) if isinstance(raw, bytes) else raw
+    value, end = _decode_one(json.JSONDecoder(parse_int=_parse_int), text, _skip_space(text, 0))
+    if isinstance(value, BadJson):
+        raise value
+    end = _skip_space(text, end)
+    if end < len(text):
+        line = text.count("\n", 0, end) + 1
+        raise BadJson(f"not valid JSON (line {line}: extra data after the document)")
+    return value
+
+
+def _skip_space(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def parse_json_stream(raw: bytes | str) -> list:
+    """Every JSON document in ``raw`` back to back (what ``srun ... --json`` prints), each parsed as
+    ``parse_json`` does; a document that cannot be parsed is a :class:`BadJson` in the list, and reading
+    goes on at the next line that starts with ``{`` or ``[`` (one broken node does not hide the others).
     """
     text = decode_text(raw) if isinstance(raw, bytes) else raw
     decoder = json.JSONDecoder(parse_int=_parse_int)
-    docs, pos, n = [], 0, len(text)
-    try:
-        while True:
-            while pos < n and text[pos].isspace():
-                pos += 1
-            if pos >= n and docs:
+    out: list = []
+    pos = _skip_space(text, 0)
+    while pos < len(text):
+        value, end = _decode_one(decoder, text, pos)
+        out.append(value)
+        if end is None:  # resume at the next document's first line
+            nxt = min((i for i in (text.find("\n{", pos + 1), text.find("\n[", pos + 1)) if i >= 0), default=-1)
+            if nxt < 0:
                 break
-            value, pos = decoder.raw_decode(text, pos)
-            if _depth(value) > MAX_JSON_DEPTH:
-                raise BadJson(f"nested deeper than {MAX_JSON_DEPTH} levels")
-            docs.append(value)
-            if not several:
-                while pos < n and text[pos].isspace():
-                    pos += 1
-                if pos < n:
-                    raise BadJson(f"not valid JSON: extra data at character {pos}")
-                break
-    except json.JSONDecodeError as exc:
-        raise BadJson(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except RecursionError:
-        raise BadJson(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except ValueError as exc:  # a number json cannot build
-        raise BadJson(f"not valid JSON: {' '.join(str(exc).split())[:120]}") from None
-    return docs if several else docs[0]
+            end = nxt
+        pos = _skip_space(text, end)
+    return out

@@ -212,7 +212,7 @@ def run(args) -> int:
     results, values_list = [], []
     for path, sc in named:
         values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None,
-                                                     Path(path).name if path else ""))
+                                                     Path(path).name if path else ""), catalog)
         values_list.append(values)
         results.append(build_plan(values, catalog, calibration, machine, fleet_owned))
 
