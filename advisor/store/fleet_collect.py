@@ -13,6 +13,7 @@ import datetime as _dt
 import json
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,11 +121,49 @@ def allreduce_command(nodes: Sequence[str], partition: str | None, advisor: Sequ
             *module, "probe", "allreduce", "--json", "--no-save", "--quick"]
 
 
-def _run(run: Runner, cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+def bounded_run(cmd: list[str], *, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES,
+                **_kw) -> subprocess.CompletedProcess:
+    """``subprocess.run`` for a command whose output is not trusted: stdout is kept up to ``max_bytes + 1``
+    bytes (the command is then killed: a node answering 200 MB never fills the memory), stderr's last 4 KiB.
+
+    Raises:
+        subprocess.TimeoutExpired: the command ran past ``timeout`` (it is killed).
+        FileNotFoundError: the program does not exist.
+    """
+    out, err = bytearray(), bytearray()
+    with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        def pump_out() -> None:
+            while len(out) <= max_bytes:
+                chunk = proc.stdout.read1(1 << 16)
+                if not chunk:
+                    return
+                out.extend(chunk)
+            proc.kill()  # enough: the reply is refused for its size, the rest is not waited for
+
+        def pump_err() -> None:
+            while chunk := proc.stderr.read1(1 << 16):
+                err.extend(chunk)
+                del err[:-4096]
+
+        pumps = [threading.Thread(target=f, daemon=True) for f in (pump_out, pump_err)]
+        for t in pumps:
+            t.start()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        finally:
+            for t in pumps:
+                t.join(5)
+    return subprocess.CompletedProcess(cmd, proc.returncode, bytes(out), bytes(err))
+
+
+def _run(run: Runner, cmd: list[str], timeout_s: float, max_bytes: int = MAX_REPLY_BYTES) -> subprocess.CompletedProcess:
     """Run ``cmd``; its output comes back as text, bytes that are not UTF-8 replaced (a node's reply is not
-    trusted to be text)."""
+    trusted to be text), at most ``max_bytes`` of it kept by the default runner."""
     try:
-        proc = run(cmd, capture_output=True, timeout=timeout_s, check=False)
+        proc = run(cmd, capture_output=True, timeout=timeout_s, check=False, max_bytes=max_bytes)
     except FileNotFoundError:
         raise FleetError(f"{cmd[0]} not found: is this a Slurm login node (or ssh installed)?") from None
     except subprocess.TimeoutExpired:
@@ -140,7 +179,7 @@ def _last_line(text: str) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
-def slurm_nodes(partition: str | None = None, *, run: Runner = subprocess.run, timeout_s: float = 60.0) -> list[str]:
+def slurm_nodes(partition: str | None = None, *, run: Runner = bounded_run, timeout_s: float = 60.0) -> list[str]:
     """Node names of the partition (or the cluster) from ``sinfo``, validated, in order, without repeats."""
     proc = _run(run, sinfo_command(partition), timeout_s)
     if proc.returncode != 0:
@@ -164,7 +203,7 @@ def _machines(text: str, where: str, stamp: str, nodes: int = 1) -> tuple[list[F
 
 
 def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFAULT_ADVISOR,
-                  run: Runner = subprocess.run, timeout_s: float = TIMEOUT_S,
+                  run: Runner = bounded_run, timeout_s: float = TIMEOUT_S,
                   nodes: Sequence[str] | None = None) -> tuple[CollectResult, list[str]]:
     """One ``advisor detect --json`` per node through ``srun``.
 
@@ -177,7 +216,7 @@ def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFA
     for n in nodes:
         check_host(n, "node")
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s)
+    proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s, MAX_REPLY_BYTES * len(nodes))
     if proc.returncode != 0 and not proc.stdout.strip():
         raise FleetError(f"srun failed: {_last_line(proc.stderr)}")
     machines, bad = _machines(proc.stdout, "srun output", stamp, len(nodes))
@@ -189,7 +228,7 @@ def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFA
     return CollectResult(tuple(machines), failures), nodes
 
 
-def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = subprocess.run,
+def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = bounded_run,
                   timeout_s: float = 120.0) -> CollectResult:
     """One ``advisor detect --json`` per host over ``ssh`` (batch mode: keys, no password prompts).
 
@@ -213,7 +252,7 @@ def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVI
 
 
 def measure_allreduce(nodes: Sequence[str], partition: str | None = None, *,
-                      advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = subprocess.run,
+                      advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = bounded_run,
                       timeout_s: float = TIMEOUT_S) -> dict:
     """The all-reduce probe across ``nodes``: ``{"busbw_gbps", "nodes", "measured_at", "size_bytes"}``.
 

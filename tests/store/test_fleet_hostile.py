@@ -120,3 +120,18 @@ def test_fifo_and_dev_zero_hosts_and_fleet_files(tmp_path):
     assert isinstance(out.get("error"), fl.FleetError) and "FIFO" in str(out["error"])
     out = _ends_within(lambda: fl.import_detect_files([fifo, "/dev/zero"]), 5)
     assert isinstance(out.get("error"), fl.FleetError) and "not a regular file" in str(out["error"])
+
+
+def test_an_endless_reply_is_cut_at_the_limit_without_filling_memory():
+    """The default runner keeps at most the limit of a node's reply and stops the command (before: all of it
+    was captured, 200 MB and more, and imported)."""
+    import sys
+    import time
+
+    endless = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.buffer.write(b'x' * 65536)"]
+    start = time.monotonic()
+    proc = fc.bounded_run(endless, timeout=30, max_bytes=2**20)
+    assert time.monotonic() - start < 10
+    assert 2**20 < len(proc.stdout) <= 2**20 + 2**16 and proc.returncode != 0
+    with pytest.raises(fl.FleetError, match="over the limit of 4 MiB"):
+        fc._machines("x" * (fc.MAX_REPLY_BYTES + 1), "node9", "")
