@@ -332,6 +332,8 @@ def render_table(result, top: int | None = 12) -> str:
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
     lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {r.precision}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
+    if result.software is not None:
+        lines.append("Software: " + result.software.summary())
     if result.tokens is not None:
         lines.append(f"Budget: {units.fmt_count(result.tokens)} tokens ({result.budget_origin})")
     else:
@@ -354,6 +356,9 @@ def render_table(result, top: int | None = 12) -> str:
         if md[part]:
             lines.append(f"  {part:<12} {units.mem_value(md[part]):10.2f} {units.memory_unit()}")
     lines.append(f"  {'total':<12} {units.mem_value(md['total']):10.2f} {units.memory_unit()}")
+    if result.memory.host_offload_bytes:
+        lines.append(f"  {'host RAM':<12} {units.mem_value(result.memory.host_offload_bytes):10.2f} "
+                     f"{units.memory_unit()} (offloaded or paged, not on the device)")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
