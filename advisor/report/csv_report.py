@@ -41,6 +41,9 @@ def render_csv(secs: list[PlanSection]) -> str:
         for name, value, unit, origin in s.assumptions:
             w.writerow({"record": "assumption", "plan": s.title, "id": name, "value": _raw(value), "unit": unit,
                         "origin": origin})
+        for name, unit, pair in _ranges(s.doc):  # the plan-level figures' 80 % intervals, "low;high"
+            w.writerow({"record": "range", "plan": s.title, "id": name, "value": _raw(pair), "unit": unit,
+                        "origin": "80 % interval (docs/method.md, 'Honest ranges')"})
         w.writerow({"record": "catalog", "plan": s.title, "id": "catalog_date", "value": s.catalog_date})
         w.writerow({"record": "catalog", "plan": s.title, "id": "prices_as_of", "value": s.prices_as_of})
         if s.price_dates:
@@ -55,6 +58,20 @@ def render_csv(secs: list[PlanSection]) -> str:
             w.writerow({"record": "probe", "plan": s.title, "id": "none",
                         "origin": "no calibration saved: planner priors used"})
     return out.getvalue()
+
+
+def _ranges(doc: dict) -> list[tuple[str, str, list]]:
+    """``(figure, unit, [low, high])`` of the plan's memory per device and its serving figures, where given."""
+    out = []
+    mem = (doc.get("memory") or {}).get("per_device_bytes_interval")
+    if mem:
+        out.append(("memory_per_device_bytes", "bytes", mem))
+    inf = doc.get("inference") if isinstance(doc.get("inference"), dict) else {}
+    for key, unit in (("ttft_s_interval", "s"), ("prefill_tokens_per_s_interval", "tokens/s"),
+                      ("decode_tokens_per_s_interval", "tokens/s")):
+        if inf.get(key):
+            out.append((key.removesuffix("_interval"), unit, inf[key]))
+    return out
 
 
 class _SafeWriter(csv.DictWriter):
