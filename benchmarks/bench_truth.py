@@ -51,6 +51,22 @@ def collect(catalog):
     return planned, skipped
 
 
+def in_sample_sources(planned) -> list[str]:
+    """The sources whose repository a runtime profile says it was fitted on (``resources/runtimes.toml``)."""
+    from advisor.catalog.load import _resource_text
+
+    fitted = [line for line in _resource_text("runtimes.toml").splitlines() if "fitted on" in line]
+    out = []
+    for sid, url in sorted({(m.source_id, m.source_url) for m, _ in planned}):
+        parts = url.split("github.com/")[-1].split("/")
+        repo = "/".join(parts[:2]) if len(parts) >= 2 else ""
+        pr = f"#{parts[-1]}" if len(parts) >= 4 and parts[-2] == "pull" else None
+        if (repo and any(repo.lower() in line.lower() for line in fitted)) or \
+                (pr and any(pr in line for line in fitted)):
+            out.append(sid)
+    return out
+
+
 def _pct(x: float) -> str:
     return f"{x:6.1%}"
 
@@ -85,6 +101,10 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     print("\n'raw ok' and 'within': share within the group's tolerance (25 %; 15 % for fine-tune peak memory), raw "
           "estimate and calibrated held-out estimate; 'cover': share inside the 80 % interval built without the "
           "row's source; 'width': median high/low of those intervals.")
+    inside = in_sample_sources(planned)
+    if inside:
+        print("\nSources a runtime profile was fitted on (their rows are partly in sample for the raw estimate, "
+              "which leaving the source out does not undo): " + ", ".join(inside))
     if skipped:
         print(f"\n{len(skipped)} figures not planned:")
         reasons: dict[str, int] = {}
