@@ -105,6 +105,15 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     if inside:
         print("\nSources a runtime profile was fitted on (their rows are partly in sample for the raw estimate, "
               "which leaving the source out does not undo): " + ", ".join(inside))
+        for g in ("decode", "prefill"):
+            obs = obs_by.get(g, [])
+            if not obs or g not in out:
+                continue
+            hold = C.leave_one_source_out(obs)
+            rest = [r for r, sid in zip(hold.log_residuals, hold.source_ids) if sid not in inside]
+            if rest:
+                share = sum(C._within(r, C.DEFAULT_TOLERANCE) for r in rest) / len(rest)
+                print(f"  {g} on the other sources alone: {len(rest)} rows, {share:.1%} within 25 %")
     if skipped:
         print(f"\n{len(skipped)} figures not planned:")
         reasons: dict[str, int] = {}
