@@ -42,8 +42,32 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="with --once: print one advisor.monitor/1 JSON document")
     p.add_argument("--no-laptop-safe", action="store_true",
                    help="poll GPUs even when in runtime suspend (wakes a laptop's discrete GPU)")
+    p.add_argument("--usd-per-kwh", type=_price, default=None, metavar="USD",
+                   help="electricity price for each process's cost (default: the cost assumptions' home price)")
+    from advisor.commands.monitor_job import register_flags
+
+    register_flags(p)
     add_fake_gpu(p)
     p.set_defaults(run=run)
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100 USD per kWh, got {text!r}")
+    return value
+
+
+def usd_per_kwh(args) -> float:
+    """The electricity price of the books: ``--usd-per-kwh``, else the cost assumptions' home price."""
+    if getattr(args, "usd_per_kwh", None) is not None:
+        return args.usd_per_kwh
+    from advisor.cost.assumptions import CostAssumptions
+
+    return CostAssumptions().electricity_usd_per_kwh
 
 
 def format_line(sample, simulated: bool) -> str:
@@ -80,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--json: only with --once (one advisor.monitor/1 document); use --csv to record")
     if args.once and args.csv is not None:
         raise UsageError("--once: not with --csv (a recording is a series of samples)")
+    if args.pid is None and (args.save or args.save_run or args.tokens or args.trainer_state):
+        raise UsageError("--save, --save-run, --tokens and --trainer-state: only with --pid (one job followed)")
+    if args.pid is not None and (args.once or args.csv):
+        raise UsageError("--pid: not with --once or --csv (it follows one job to its end)")
     if args.csv is not None:
         target = Path(args.csv)
         if not target.is_symlink() and (target.is_dir() or not target.parent.is_dir()):
@@ -94,18 +122,28 @@ def run(args: argparse.Namespace) -> int:
         banner = f"GPU backend [{status.name}]: {status.status}"
         if gpu.simulated:
             banner = "SIMULATED HARDWARE - " + banner
+        from advisor.monitor.books import BookKeeper
+
+        if args.pid is not None:
+            from advisor.commands.monitor_job import follow
+
+            return follow(sampler, gpu, banner, args)
         if args.once:
-            return _once(sampler, gpu, status, args.json)
+            return _once(sampler, gpu, status, args.json, BookKeeper(sampler, usd_per_kwh(args)))
         if args.csv is not None:
             return _record(sampler, gpu, banner, args)
         if sys.stdout.isatty():
-            return _live(sampler, gpu, banner, args.duration)
+            return _live(sampler, gpu, banner, args.duration, usd_per_kwh(args))
         print(banner, flush=True)
         simulated = gpu.simulated
 
         def _print_line(sample) -> None:
             print(format_line(sample, simulated), flush=True)
 
+        def _print_end(books) -> None:
+            print(f"ended: {books.summary()}", flush=True)
+
+        sampler.add_listener(BookKeeper(sampler, usd_per_kwh(args), on_end=_print_end))
         sampler.add_listener(_print_line)
         _run(sampler, args.duration)
         if sampler.last_error:
@@ -124,17 +162,19 @@ def _run(sampler, duration) -> None:
         sampler.stop()
 
 
-def _once(sampler, gpu, status, as_json: bool) -> int:
+def _once(sampler, gpu, status, as_json: bool, keeper) -> int:
     import time
 
     from advisor.monitor.snapshot import monitor_document, read_infos
 
     infos = read_infos(gpu)
+    sampler.add_listener(keeper)
+    sampler.tick()  # the books' first reading: each process's books run from here
     time.sleep(ONCE_SETTLE_S)  # CPU load is a rate: measured over this span since the sampler primed it
     sample = sampler.tick()
     sampler.stop()
     doc = monitor_document(infos, sample, sampler.processes(), backend=status.name, status=status.status,
-                           simulated=gpu.simulated)
+                           simulated=gpu.simulated, books=keeper.current())
     if as_json:
         print_json(doc, indent=2)
     else:
@@ -142,7 +182,7 @@ def _once(sampler, gpu, status, as_json: bool) -> int:
 
         from advisor.commands.monitor_view import live_view
 
-        Console().print(live_view(sample, infos, sampler.processes(), status.status))
+        Console().print(live_view(sample, infos, sampler.processes(), status.status, keeper.current()))
     return 0
 
 
@@ -160,12 +200,26 @@ def _record(sampler, gpu, banner: str, args) -> int:
         recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error)
     except CsvTargetError as exc:
         raise UsageError(f"--csv: {exc}") from None
+    from advisor.monitor.books import BookKeeper, write_processes_csv
+
+    keeper = BookKeeper(sampler, usd_per_kwh(args),
+                        on_end=lambda b: print(f"ended: {b.summary()}", file=sys.stderr, flush=True))
     try:
+        sampler.add_listener(keeper)
         sampler.add_listener(recorder)
         print(banner, file=sys.stderr, flush=True)
         _run(sampler, args.duration)
     finally:
         recorder.close()
+    books = keeper.ended + keeper.finish()
+    target = Path(args.csv)
+    books_csv = target.with_name(f"{target.stem}.processes.csv")
+    if not failed and books:
+        try:
+            write_processes_csv(books_csv, books)
+            print(f"process books ({len(books)} processes) in {books_csv}", file=sys.stderr)
+        except OSError as exc:
+            print(f"warning: process books not written to {books_csv}: {exc.strerror or exc}", file=sys.stderr)
     if failed:
         raise UsageError(f"--csv: {failed[0]}")
     note = " (simulated hardware)" if gpu.simulated else ""
@@ -175,20 +229,24 @@ def _record(sampler, gpu, banner: str, args) -> int:
     return 0
 
 
-def _live(sampler, gpu, banner: str, duration) -> int:
-    """The refreshing terminal table (rich ``Live``), redrawn after every sample."""
+def _live(sampler, gpu, banner: str, duration, price: float) -> int:
+    """The refreshing terminal table (rich ``Live``), redrawn after every sample; a line when a process ends."""
     from rich.console import Console
     from rich.live import Live
 
     from advisor.commands.monitor_view import live_view
+    from advisor.monitor.books import BookKeeper
     from advisor.monitor.snapshot import read_infos
 
     infos = read_infos(gpu)
     console = Console()
     with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
-        def _draw(sample) -> None:
-            live.update(live_view(sample, infos, sampler.processes(), banner), refresh=True)
+        keeper = BookKeeper(sampler, price, on_end=lambda b: live.console.print(f"ended: {b.summary()}"))
 
+        def _draw(sample) -> None:
+            live.update(live_view(sample, infos, sampler.processes(), banner, keeper.current()), refresh=True)
+
+        sampler.add_listener(keeper)
         sampler.add_listener(_draw)
         _run(sampler, duration)
     if sampler.last_error:

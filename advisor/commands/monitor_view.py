@@ -64,27 +64,38 @@ def _elapsed(started_s: float | None, now_s: float) -> str:
     return f"{s // 86400}d {s % 86400 // 3600:02d}h" if s >= 86400 else f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def process_table(processes, now_s: float, width: int = 60) -> Table:
-    """One row per GPU process, largest GPU memory first."""
+def process_table(processes, now_s: float, width: int = 60, books: dict | None = None) -> Table:
+    """One row per GPU process, largest GPU memory first; with ``books`` ({(pid, gpu): ProcessBooks}) its
+    GPU-hours, energy, cost and peak memory since the monitor first saw it."""
     t = Table(title="GPU processes", expand=True, title_justify="left", pad_edge=False)
-    for name in ("PID", "user", "GPU", "GPU mem", "GPU %", "CPU %", "host mem", "time", "command"):
+    for name in ("PID", "user", "GPU", "GPU mem", "GPU %", "CPU %", "host mem", "time", "GPU-h", "energy", "cost",
+                 "peak", "command"):
         t.add_column(name, justify="left" if name in ("user", "command") else "right", no_wrap=True,
                      overflow="ellipsis", max_width=width if name == "command" else None)
     for p in sorted(processes, key=lambda p: -(p.gpu_mem_bytes or 0)):
+        b = (books or {}).get((p.pid, p.gpu_index))
         t.add_row(str(p.pid), p.user or "?", str(p.gpu_index),
                   fmt_bytes(p.gpu_mem_bytes, binary=True) if p.gpu_mem_bytes is not None else "n/a",
                   _num(p.gpu_util_pct, ".0f"), _num(p.cpu_pct, ".0f"),
                   fmt_bytes(p.host_mem_bytes, binary=True) if p.host_mem_bytes is not None else "n/a",
-                  _elapsed(p.started_s, now_s), p.cmdline or p.name or "(another PID namespace)")
+                  _elapsed(p.started_s, now_s), *book_cells(b), p.cmdline or p.name or "(another PID namespace)")
     if not processes:
-        t.add_row("", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
+        t.add_row("", "", "", "", "", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
     return t
 
 
-def live_view(sample, infos, processes, banner: str) -> Group:
+def book_cells(b) -> tuple[str, str, str, str]:
+    """GPU-hours, energy (Wh), cost and peak GPU memory of one process's books ("n/a" without books)."""
+    if b is None:
+        return ("n/a",) * 4
+    peak = fmt_bytes(b.peak_gpu_mem_bytes, binary=True) if b.peak_gpu_mem_bytes is not None else "n/a"
+    return f"{b.gpu_hours:.3f}", f"{b.energy_j / 3600.0:.1f} Wh", f"${b.cost_usd:.3f}", peak
+
+
+def live_view(sample, infos, processes, banner: str, books: dict | None = None) -> Group:
     """Everything the live terminal view shows for one sample."""
     h = sample.host
     host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_bytes(h.mem_used_bytes, binary=True)} / "
             f"{fmt_bytes(h.mem_total_bytes, binary=True)}" if h.mem_used_bytes is not None else "")
     return Group(Text(banner, style="bold yellow" if "SIMULATED" in banner else "bold"), Text(host),
-                 gpu_table(sample, infos), process_table(processes, sample.wall_time_s))
+                 gpu_table(sample, infos), process_table(processes, sample.wall_time_s, books=books))
