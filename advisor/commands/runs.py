@@ -142,21 +142,16 @@ def _import(args) -> int:
 
 
 def _list(args, only=None, catalog=None, machine=None) -> int:
-    from advisor.runs.predict import compare, predict
-    from advisor.store.calibration import load_planner_calibration
-    from advisor.store.runs import RunStore, this_machine_id
+    from advisor.runs.listing import run_entries
+    from advisor.store.runs import RunStore
 
     with RunStore(create=False) as store:
-        entries = [e for e in store.list() if only is None or e.id in only]
+        has_any = bool(store.list())
     rows = []
-    if entries:
+    if has_any:
         if catalog is None:
             catalog, machine = _context(args)
-        calibration = load_planner_calibration()
-        here = this_machine_id()
-        for e in entries:
-            now = predict(e.record, catalog=catalog, calibration=calibration, host=machine.host)
-            rows.append(run_entry(e, None if now is None else now.to_dict(), here, compare))
+        rows = [r for r in run_entries(catalog, machine.host) if only is None or r["id"] in only]
     if args.json:
         print_json({"schema": SCHEMA, "runs": rows}, indent=2)
         return 0
@@ -169,29 +164,6 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
     for r in rows:
         print(_line(r))
     return 0
-
-
-def run_entry(e, now: dict | None, here: str, compare) -> dict:
-    """One element of ``runs`` in ``advisor.runs/1``."""
-    rec = e.record
-    then_err, then_held = compare(rec, e.predicted_at_import)
-    err, held = compare(rec, now)
-    return {
-        "id": e.id, "source_file": rec.source_file, "kind": rec.kind, "recorded_at": rec.recorded_at,
-        "imported_at": e.imported_at, "model": rec.model, "params": rec.params, "workload": rec.workload,
-        "machine": {"this_machine": bool(rec.machine_id) and rec.machine_id == here, "id": rec.machine_id,
-                    "note": rec.machine_note},
-        "accelerator": {"id": rec.accelerator_id, "name": rec.accelerator_name, "devices": rec.devices},
-        "software": {"name": rec.software, "version": rec.software_version},
-        "lengths": {"seq_len": rec.seq_len, "batch": rec.batch, "prompt_tokens": rec.prompt_tokens,
-                    "output_tokens": rec.output_tokens, "tokens": rec.tokens},
-        "precision": rec.precision, "quant": rec.quant,
-        "measured": rec.measured.present(),
-        "predicted_at_import": e.predicted_at_import, "predicted_now": now,
-        "error_factor": err, "range_held": held,
-        "error_factor_at_import": then_err, "range_held_at_import": then_held,
-        "notes": list(rec.notes),
-    }
 
 
 def _fmt(v, spec=".0f") -> str:

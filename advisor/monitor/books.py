@@ -27,7 +27,7 @@ class BookKeeper:
     """Feeds every sample and the sampler's process snapshot into ``Books``."""
 
     def __init__(self, sampler, usd_per_kwh: float, on_end: Callable[[ProcessBooks], object] | None = None) -> None:
-        self.sampler = sampler
+        self.sampler = sampler  # may be set later (before the first sample), for a sampler built after the keeper
         self.books = Books(usd_per_kwh)
         self.on_end = on_end
         self.ended: list[ProcessBooks] = []  # merged books of every process that ended, oldest first
