@@ -106,7 +106,7 @@ def _import(args) -> int:
     from advisor.probes._device_info import cpu_model
     from advisor.runs import ImportOptions, RunImportError, import_file
     from advisor.runs.predict import predict
-    from advisor.store.calibration import load_planner_calibration
+    from advisor.store.calibration import load_planner_calibration, with_runs
     from advisor.store.runs import RunStore, this_machine_id
 
     catalog, machine = _context(args)
@@ -124,7 +124,8 @@ def _import(args) -> int:
             records.extend(import_file(f, opts))
         except RunImportError as exc:
             raise UsageError(f"runs import: {exc}") from None
-    calibration = load_planner_calibration()
+    # each file is predicted from what was known before it: the stored runs and the others imported with it
+    calibration = with_runs(load_planner_calibration(), records, this_machine_id())
     docs = []
     with RunStore() as store:
         for rec in records:

@@ -151,6 +151,20 @@ def clear_calibration() -> None:
         pass
 
 
+def with_runs(calib: Calibration | None, extra, machine_id: str | None) -> Calibration | None:
+    """``calib`` with more run records (files being imported together: each is predicted from the others)."""
+    extra = tuple(extra)
+    if not extra:
+        return calib
+    if calib is None:
+        return Calibration(mfu=None, eta_mem=None, device="", accelerator_id=None,
+                           measured_at=max(r.recorded_at for r in extra), source="runs", runs=extra,
+                           machine_id=machine_id)
+    known = {r.content_sha256 for r in calib.runs}
+    return replace(calib, runs=calib.runs + tuple(r for r in extra if r.content_sha256 not in known),
+                   machine_id=calib.machine_id or machine_id)
+
+
 def load_planner_calibration() -> Calibration | None:
     """What the planner learns from on this machine: the probes' calibration with the user's run records
     (``advisor.store.runs``) and this machine's fingerprint id attached; records alone when no probe was saved.
@@ -168,9 +182,4 @@ def load_planner_calibration() -> Calibration | None:
         records = ()
     if not records:
         return calib
-    machine = this_machine_id()
-    if calib is None:
-        newest = max(r.recorded_at for r in records)
-        return Calibration(mfu=None, eta_mem=None, device="", accelerator_id=None, measured_at=newest,
-                           source="runs", runs=records, machine_id=machine)
-    return replace(calib, runs=records, machine_id=machine)
+    return with_runs(calib, records, this_machine_id())

@@ -218,13 +218,13 @@ class RunsPage(Page):
         """Import files (all read and checked first); a bad one is one line in the message, nothing stored."""
         from advisor.runs import ImportOptions, RunImportError, import_file
         from advisor.runs.predict import predict
-        from advisor.store.calibration import load_planner_calibration
+        from advisor.store.calibration import load_planner_calibration, with_runs
         from advisor.store.runs import RunStore, RunStoreError, this_machine_id
 
         opts = ImportOptions(this_machine_id=this_machine_id())
         try:
             records = [r for f in files for r in import_file(f, opts)]
-            calibration = load_planner_calibration()
+            calibration = with_runs(load_planner_calibration(), records, this_machine_id())
             host = (self.ctx.plan_kw() or {}).get("host")
             with RunStore() as store:
                 for rec in records:
