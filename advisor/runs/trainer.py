@@ -27,6 +27,7 @@ from advisor.runs.common import (
     content_hash,
     file_time,
     machine_of,
+    model_arch,
     parse_json,
     read_bytes,
     validation_reason,
@@ -162,22 +163,12 @@ def _workload(adapter: _Adapter | None, arch: dict) -> str:
 
 def _arch(path: Path, opts: ImportOptions) -> dict:
     """The model's architecture: ``--model`` if given, else ``config.json`` beside the state (read by
-    ``advisor.models``, which validates it)."""
-    from advisor.catalog import load_catalog
-    from advisor.estimate.model import param_count
-    from advisor.models import ModelSpecError, resolve_model
-
-    spec = opts.model or (str(path.parent / "config.json") if (path.parent / "config.json").exists() else None)
-    if spec is None:
-        return {}
-    try:
-        model = resolve_model(spec, load_catalog())
-    except ModelSpecError as exc:
-        raise RunImportError(path, f"the model ({spec}): {exc}") from None
-    a = model.arch
-    out = {"name": model.name, "params": model.params_exact or param_count(a), "layers": a.layers,
-           "hidden": a.hidden, "heads": a.heads, "vocab": a.vocab}
+    ``advisor.models``, which validates it), with the transformers version and 4-bit loading of that file."""
     cfg = path.parent / "config.json"
+    spec = opts.model or (str(cfg) if cfg.exists() else None)
+    out = model_arch(spec)
+    if spec and not out:
+        raise RunImportError(path, f"the model ({spec}) cannot be read: give --model")
     if cfg.exists():
         doc = parse_json(cfg, read_bytes(cfg))
         if isinstance(doc, dict):

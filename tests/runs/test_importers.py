@@ -145,3 +145,22 @@ def test_a_damaged_store_is_kept_aside(capsys):
         assert store.list() == []
     assert "kept aside" in capsys.readouterr().err
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 1
+
+
+def test_trainer_files_beside_the_state(tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "hf-trainer" / "small-4x256", run)
+    (run / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 16}))
+    (rec,) = import_file(run / "trainer_state.json", _opts())
+    assert rec.workload == "lora"
+    (run / "training_args.json").unlink()
+    (run / "training_args.bin").write_bytes(b"\x80\x04not unpickled")
+    with pytest.raises(RunImportError, match="--accelerator"):
+        import_file(run / "trainer_state.json", _opts())
+    (rec,) = import_file(run / "trainer_state.json", _opts(accelerator="cpu"))
+    assert any("pickle" in n for n in rec.notes) and any("bf16 assumed" in n for n in rec.notes)
+    (run / "config.json").write_text('{"hidden_size": ')
+    with pytest.raises(RunImportError, match="config.json"):
+        import_file(run / "trainer_state.json", _opts(accelerator="cpu"))
