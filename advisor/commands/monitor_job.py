@@ -61,7 +61,8 @@ def follow(sampler, gpu, banner: str, args) -> int:
     host = sampler.host
     if not host.process_alive(args.pid):
         raise UsageError(f"--pid: no running process {args.pid}")
-    tokens = args.tokens or (_trainer_tokens(args.trainer_state) if args.trainer_state else None)
+    trainer = _trainer_run(args.trainer_state) if args.trainer_state else None
+    tokens = args.tokens or (trainer.tokens if trainer else None)
     keeper = BookKeeper(sampler, usd_per_kwh(args))
     started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
@@ -80,7 +81,7 @@ def follow(sampler, gpu, banner: str, args) -> int:
         return 0
     books = merge(mine)
     print(("still running: " if still else "ended: ") + books.summary(), flush=True)
-    doc = job_document(books, gpu, started, tokens)
+    doc = job_document(books, gpu, started, tokens, trainer)
     if args.save:
         from advisor.store.atomic import write_atomic
 
@@ -94,8 +95,9 @@ def follow(sampler, gpu, banner: str, args) -> int:
     return 0
 
 
-def job_document(books, gpu, started_at: str, tokens: float | None) -> dict:
-    """The ``advisor.job/1`` document of a followed process."""
+def job_document(books, gpu, started_at: str, tokens: float | None, trainer=None) -> dict:
+    """The ``advisor.job/1`` document of a followed process; a Trainer run record (``trainer``) adds the
+    model, lengths and precision, so the record teaches the planner a utilisation."""
     from advisor.catalog import load_catalog
     from advisor.hw.match import match_catalog_id
     from advisor.store.runs import this_machine_id
@@ -111,10 +113,17 @@ def job_document(books, gpu, started_at: str, tokens: float | None) -> dict:
             "duration_s": max(books.duration_s, 1e-3), "gpus": gpus, "machine_id": this_machine_id(),
             "simulated": bool(gpu.simulated), "gpu_hours": books.gpu_hours, "energy_j": books.energy_j,
             "cost_usd": books.cost_usd, "peak_gpu_mem_bytes": books.peak_gpu_mem_bytes,
-            "mean_util_pct": books.mean_util_pct, "tokens": tokens}
+            "mean_util_pct": books.mean_util_pct, "tokens": tokens,
+            **({} if trainer is None else {k: getattr(trainer, k) for k in TRAINER_FIELDS})}
 
 
-def _trainer_tokens(path: str) -> float:
+TRAINER_FIELDS = ("model", "params", "layers", "hidden", "heads", "vocab", "seq_len", "batch", "precision", "workload",
+                  "software", "software_version", "recompute")
+
+
+def _trainer_run(path: str):
+    """The Trainer run record of ``--trainer-state`` (its tokens, model and lengths; the accelerator is the
+    monitor's)."""
     from advisor.cli import UsageError
     from advisor.runs import ImportOptions, RunImportError, import_file
 
@@ -126,7 +135,7 @@ def _trainer_tokens(path: str) -> float:
         raise UsageError(f"--trainer-state: {path}: not one Trainer run") from None
     if rec.kind != "hf-trainer" or not rec.tokens:
         raise UsageError(f"--trainer-state: {path}: not a Trainer state with its tokens")
-    return rec.tokens
+    return rec
 
 
 def _save_run(doc: dict, args) -> None:

@@ -139,7 +139,7 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
     found: list[tuple[float, float, RunRecord]] = []  # (weight, log utilisation at the target, record)
     usable: list[tuple[float, RunRecord]] = []  # (utilisation, record), for the transfer errors
     for rec in getattr(calib, "runs", ()) or ():
-        if (rec.accelerator_id != acc.id or not rec.training or _family(rec.workload) != _family(workload)
+        if (rec.simulated or rec.accelerator_id != acc.id or not rec.training or _family(rec.workload) != _family(workload)
                 or not _software_matches(rec, software) or acc.peak_precision(rec.precision or "bf16") != rate):
             continue
         u = record_utilisation(rec, acc.peak_flops(rec.precision or "bf16"))
@@ -200,7 +200,8 @@ def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_forma
     machine_id = getattr(calib, "machine_id", None)
     found, usable = [], []
     for rec in getattr(calib, "runs", ()) or ():
-        if rec.accelerator_id != acc.id or rec.workload != "inference" or not _software_matches(rec, runtime):
+        if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
+                or not _software_matches(rec, runtime)):
             continue
         eta = record_bandwidth_efficiency(rec, acc.mem_bandwidth_bps)
         if eta is None:

@@ -77,6 +77,7 @@ class RunRecord:
             is known (the file names its hardware, the user said, or assumed to be the importing machine).
         seq_len, batch, prompt_tokens, output_tokens, tokens: the job's lengths, batch and tokens processed.
         recompute: ``full`` when activations were recomputed (gradient checkpointing), else ``none``.
+        simulated: the job ran on simulated GPUs (``--fake-gpu``): shown, never learned from.
         measured: what was measured.
     """
 
@@ -108,6 +109,7 @@ class RunRecord:
     output_tokens: int | None = None
     tokens: float | None = None
     recompute: str = "none"
+    simulated: bool = False  # made on simulated GPUs (--fake-gpu): listed, never learned from
     notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:

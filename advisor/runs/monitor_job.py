@@ -9,6 +9,7 @@ but teaches the planner nothing about speed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,6 +48,18 @@ class _Job(BaseModel):
     tokens: float | None = Field(default=None, gt=0, le=1e18, allow_inf_nan=False)
     workload: str | None = Field(default=None, max_length=20)
     model: str | None = Field(default=None, max_length=1000)
+    # from the job's trainer_state.json (advisor monitor --trainer-state), when it was given
+    params: int | None = Field(default=None, gt=0, le=MAX_COUNT)
+    layers: int | None = Field(default=None, gt=0, le=100_000)
+    hidden: int | None = Field(default=None, gt=0, le=10**7)
+    heads: int | None = Field(default=None, gt=0, le=10**6)
+    vocab: int | None = Field(default=None, gt=0, le=10**8)
+    seq_len: int | None = Field(default=None, gt=0, le=10**8)
+    batch: int | None = Field(default=None, gt=0, le=10**7)
+    precision: Literal["fp32", "tf32", "bf16", "fp16", "fp8"] | None = None
+    software: str | None = Field(default=None, max_length=100)
+    software_version: str | None = Field(default=None, max_length=100)
+    recompute: Literal["none", "full"] = "none"
 
 
 def looks_like(doc) -> bool:
@@ -70,7 +83,7 @@ def read_monitor_job(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRe
     here = opts.this_machine_id and job.machine_id == opts.this_machine_id and not opts.other_machine
     note = "this machine: recorded by its monitor" if here else "another machine: its monitor's fingerprint differs"
     if job.simulated:
-        note += " (simulated GPUs)"
+        note += " (simulated GPUs: listed, never learned from)"
     tokens = opts.tokens or job.tokens
     return RunRecord(
         kind="monitor", source_file=str(path.resolve()), content_sha256=content_hash(data),
@@ -79,4 +92,7 @@ def read_monitor_job(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRe
                           energy_j=job.energy_j, gpu_hours=job.gpu_hours, peak_mem_bytes=job.peak_gpu_mem_bytes),
         model=opts.model or job.model or job.name, accelerator_id=opts.accelerator or (first.catalog_id if first else None),
         accelerator_name=first.name if first else None, devices=opts.devices or max(1, len(job.gpus)),
-        machine_id=job.machine_id if here else None, machine_note=note, tokens=tokens)
+        machine_id=job.machine_id if here else None, machine_note=note, tokens=tokens,
+        params=job.params, layers=job.layers, hidden=job.hidden, heads=job.heads, vocab=job.vocab,
+        seq_len=job.seq_len, batch=job.batch, precision=job.precision, software=job.software,
+        software_version=job.software_version, recompute=job.recompute, simulated=job.simulated)

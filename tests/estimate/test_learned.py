@@ -111,3 +111,11 @@ def test_decode_efficiency_moves_between_formats_by_the_published_ratio():
     assert f16.value == pytest.approx(min(1.0, 0.7 * ratio))
     assert learned.decode_bandwidth_efficiency(Calib(runs=(rec,)), acc=acc, runtime="vllm", weight_format="q4_k_m",
                                                width_log=0.2, base_width_log=0.1) is None
+
+
+def test_simulated_records_are_never_learned_from():
+    from dataclasses import replace
+
+    rec = replace(train(0.4), simulated=True)
+    assert learned.training_utilisation(Calib(runs=(rec,)), acc=ACC, workload="finetune", precision="bf16",
+                                        software=None, active_params=1e9, seq_len=2048, model=MODEL) is None

@@ -52,3 +52,20 @@ def test_pid_follows_one_job_and_keeps_it_as_a_run(tmp_path, capsys):
     assert main(["monitor", "--pid", "1", "--fake-gpu", "2x4090", "--duration", "0.1"]) == 2
     assert "no running process 1" in capsys.readouterr().err
     assert main(["monitor", "--save", str(job), "--duration", "0.1"]) == 2
+
+
+def test_pid_with_a_trainer_state_records_the_model_and_its_tokens(tmp_path, capsys):
+    from pathlib import Path
+
+    state = Path(__file__).parents[1] / "runs" / "fixtures" / "hf-trainer" / "small-4x256" / "trainer_state.json"
+    job = tmp_path / "job.json"
+    assert main(["monitor", "--pid", str(OWN_PID_BASE), "--duration", "0.4", "--interval", "0.2", "--fake-gpu",
+                 "2x4090", "--trainer-state", str(state), "--save", str(job)]) == 0
+    doc = json.loads(job.read_text())
+    assert doc["tokens"] == 24576 and doc["seq_len"] == 256 and doc["layers"] == 4 and doc["precision"] == "fp32"
+    assert main(["runs", "import", str(job)]) == 0
+    assert "never learned from" in capsys.readouterr().out  # simulated GPUs
+    bad = tmp_path / "state.json"
+    bad.write_text("{}")
+    assert main(["monitor", "--pid", str(OWN_PID_BASE), "--duration", "0.2", "--fake-gpu", "2x4090",
+                 "--trainer-state", str(bad)]) == 2
