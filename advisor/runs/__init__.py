@@ -40,7 +40,7 @@ def import_file(path: str | Path, opts: ImportOptions | None = None) -> list[Run
             raise RunImportError(path, "not a run file the advisor reads (a Trainer state, llama-bench JSON/JSONL/"
                                        "CSV, a vLLM benchmark result or an advisor job recording)")
         return llama_bench.read_llama_bench(path, data, rows, opts)
-    if head == "{" and "\n{" in text.strip() and text.strip().count("\n") and _is_jsonl(text):
+    if head == "{" and _is_jsonl(text):
         rows = llama_bench.rows_of(path, text)
         return llama_bench.read_llama_bench(path, data, rows or [], opts)
     doc = parse_json(path, data)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.hw.fake import FakeGpuBackend
 from advisor.hw.records import ProcessSample
@@ -112,3 +114,24 @@ def test_merge_adds_a_process_over_its_gpus():
     assert merged.gpu_hours == pytest.approx(20.0 / 3600.0) and merged.peak_gpu_mem_bytes == 30
     assert merged.mean_util_pct == pytest.approx(75.0)  # equal GPU-hours on each
     assert merge([merged]) == merged
+
+_tick = st.tuples(st.floats(0.01, 10.0), st.floats(0.0, 1000.0), st.lists(st.one_of(st.none(), st.floats(0.0, 100.0)),
+                                                                            min_size=1, max_size=4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_tick, min_size=2, max_size=30))
+def test_property_every_joule_of_a_busy_gpu_goes_to_its_processes(ticks):
+    """Whatever the power and the utilisations, the processes' energy is the GPU's energy (power x time)."""
+    books = Books(0.2)
+    t = 0.0
+    n = len(ticks[0][2])
+    for dt, power, utils in ticks:
+        t += dt
+        g = type("G", (), {"index": 0, "energy_j": None, "power_w": power})
+        procs = [ProcessSample(pid=100 + i, gpu_index=0, gpu_mem_bytes=None, kind="compute", name=None, user=None,
+                               started_s=0.0, gpu_util_pct=(utils + [None] * n)[i]) for i in range(n)]
+        books.update(t, [g], procs)
+    total = sum(b.energy_j for b in books.current().values())
+    assert total == pytest.approx(books.gpu_energy_j[0], rel=1e-9, abs=1e-9)
+    assert all(b.energy_j >= 0 and b.cost_usd >= 0 for b in books.current().values())
