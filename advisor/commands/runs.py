@@ -126,12 +126,10 @@ def _import(args) -> int:
             raise UsageError(f"runs import: {exc}") from None
     # each file is predicted from what was known before it: the stored runs and the others imported with it
     calibration = with_runs(load_planner_calibration(), records, this_machine_id())
-    docs = []
-    with RunStore() as store:
-        for rec in records:
-            pred = predict(rec, catalog=catalog, calibration=calibration, host=machine.host)
-            run_id, added = store.add(rec, None if pred is None else pred.to_dict())
-            docs.append((run_id, added, rec))
+    preds = [predict(rec, catalog=catalog, calibration=calibration, host=machine.host) for rec in records]
+    with RunStore() as store:  # one transaction: every record or none
+        ids = store.add_all([(rec, None if p is None else p.to_dict()) for rec, p in zip(records, preds)])
+    docs = [(run_id, added, rec) for (run_id, added), rec in zip(ids, records)]
     if args.json:
         return _list(args, only={rid for rid, _, _ in docs}, catalog=catalog, machine=machine)
     for run_id, added, rec in docs:

@@ -158,18 +158,32 @@ class RunStore:
 
     def add(self, record: RunRecord, predicted: dict | None = None) -> tuple[int, bool]:
         """Store ``record`` unless a record of the same file content exists; returns ``(id, added)``."""
-        same = self._read("SELECT id FROM runs WHERE content_sha256 = ?", (record.content_sha256,))
-        if same:
-            return int(same[0][0]), False
+        return self.add_all([(record, predicted)])[0]
+
+    def add_all(self, items) -> list[tuple[int, bool]]:
+        """Store ``(record, predicted)`` pairs in one transaction (all or none); ``(id, added)`` for each, a
+        record whose file content is already stored keeping the stored one."""
+        if self._db is None:
+            raise RunStoreError(f"run store {self.path}: not opened for writing")
         now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        cur = self._write(
-            "INSERT OR IGNORE INTO runs (content_sha256, kind, recorded_at, imported_at, record, predicted_at_import)"
-            " VALUES (?,?,?,?,?,?)",
-            (record.content_sha256, record.kind, record.recorded_at, now, json.dumps(record.to_dict()),
-             None if predicted is None else json.dumps(predicted)))
-        if cur.rowcount == 0:  # another process stored the same content in between
-            return int(self._read("SELECT id FROM runs WHERE content_sha256 = ?", (record.content_sha256,))[0][0]), False
-        return int(cur.lastrowid), True
+        out = []
+        try:
+            with self._db:
+                for record, predicted in items:
+                    cur = self._db.execute(
+                        "INSERT OR IGNORE INTO runs (content_sha256, kind, recorded_at, imported_at, record,"
+                        " predicted_at_import) VALUES (?,?,?,?,?,?)",
+                        (record.content_sha256, record.kind, record.recorded_at, now, json.dumps(record.to_dict()),
+                         None if predicted is None else json.dumps(predicted)))
+                    if cur.rowcount:
+                        out.append((int(cur.lastrowid), True))
+                    else:  # that content is stored already
+                        row = self._db.execute("SELECT id FROM runs WHERE content_sha256 = ?",
+                                               (record.content_sha256,)).fetchone()
+                        out.append((int(row[0]), False))
+        except sqlite3.DatabaseError as exc:
+            raise RunStoreError(f"run store {self.path}: cannot write: {_why(exc)}; nothing was stored") from None
+        return out
 
     def list(self) -> list[RunEntry]:
         """Every stored run, oldest run first; a row that no longer reads as a record is skipped with a warning."""

@@ -164,3 +164,14 @@ def test_trainer_files_beside_the_state(tmp_path):
     (run / "config.json").write_text('{"hidden_size": ')
     with pytest.raises(RunImportError, match="config.json"):
         import_file(run / "trainer_state.json", _opts(accelerator="cpu"))
+
+
+def test_cli_same_file_twice_in_one_import_and_again_keeps_one(capsys):
+    from advisor.cli import main
+
+    f = str(BENCH / "llama-bench-rtx4080.jsonl")
+    assert main(["runs", "import", f, f]) == 0
+    assert main(["runs", "import", f]) == 0
+    assert "already imported" in capsys.readouterr().out
+    with RunStore() as store:
+        assert len(store.list()) == 1

@@ -226,10 +226,9 @@ class RunsPage(Page):
             records = [r for f in files for r in import_file(f, opts)]
             calibration = with_runs(load_planner_calibration(), records, this_machine_id())
             host = (self.ctx.plan_kw() or {}).get("host")
+            preds = [predict(rec, catalog=self.ctx.catalog, calibration=calibration, host=host) for rec in records]
             with RunStore() as store:
-                for rec in records:
-                    pred = predict(rec, catalog=self.ctx.catalog, calibration=calibration, host=host)
-                    store.add(rec, None if pred is None else pred.to_dict())
+                store.add_all([(rec, None if p is None else p.to_dict()) for rec, p in zip(records, preds)])
         except (RunImportError, RunStoreError) as exc:
             self.message.setText(f"Not imported: {exc}")
             return False
