@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 
 from PySide6.QtCore import QObject, QSettings, QTimer, Signal, Slot
 
@@ -282,7 +283,13 @@ class AppContext(QObject):
 
         from advisor.monitor.books import BookKeeper
 
-        self.books = BookKeeper(None, self.electricity_usd_per_kwh())
+        def _process_ended(books) -> None:  # on the sampler thread: one event, the books' summary line
+            from advisor.monitor.events import MonitorEvent
+
+            bridge.events_found.emit([MonitorEvent(time.time(), books.gpus[0] if books.gpus else 0, "process",
+                                                   f"process ended: {books.summary()}")])
+
+        self.books = BookKeeper(None, self.electricity_usd_per_kwh(), on_end=_process_ended)
         if self.screenshot_mode and self.simulated:
             self.sampler = demo_sampler(self.fake_gpu, seconds=300, listener=_find_events, books=self.books)
         else:

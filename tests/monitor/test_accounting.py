@@ -135,3 +135,28 @@ def test_property_every_joule_of_a_busy_gpu_goes_to_its_processes(ticks):
     total = sum(b.energy_j for b in books.current().values())
     assert total == pytest.approx(books.gpu_energy_j[0], rel=1e-9, abs=1e-9)
     assert all(b.energy_j >= 0 and b.cost_usd >= 0 for b in books.current().values())
+
+
+def test_bookkeeper_reports_a_process_once_over_all_its_gpus():
+    from advisor.monitor.books import BookKeeper
+
+    class S:
+        procs: tuple = ()
+
+        def processes(self):
+            return self.procs
+
+    sampler = S()
+    ended = []
+    keeper = BookKeeper(sampler, 0.2, on_end=ended.append)
+    g = [type("G", (), {"index": i, "energy_j": None, "power_w": 100.0})() for i in (0, 1)]
+    sampler.procs = tuple(ProcessSample(pid=5, gpu_index=i, gpu_mem_bytes=1, kind="compute", name="job", user="u",
+                                        started_s=1.0, gpu_util_pct=50.0) for i in (0, 1))
+    for t in (0.0, 10.0):
+        keeper(type("M", (), {"time_s": t, "gpus": g})())
+    assert set(keeper.current()) == {(5, 0), (5, 1)}
+    sampler.procs = ()
+    keeper(type("M", (), {"time_s": 11.0, "gpus": g})())
+    (b,) = ended
+    assert b.gpus == (0, 1) and b.energy_j == pytest.approx(2 * 100.0 * 10.0) and b.ended
+    assert keeper.current() == {} and keeper.finish() == []
