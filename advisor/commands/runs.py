@@ -162,6 +162,8 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
           f"{'at import':>10}  {'now':>10}  {'error':>6}  range  machine")
     for r in rows:
         print(_line(r))
+    print("error = predicted now / measured tokens/s (above 1: the plan was optimistic); range: whether the measured "
+          "figure fell in the plan's 80 % range; machine 'other': counts less in plans")
     return 0
 
 
