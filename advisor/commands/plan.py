@@ -437,19 +437,9 @@ def _stack_line(result, ranked) -> str:
 def headline(result) -> list[str]:
     """The headline: this machine first (fits or not, time, cost, against the cheapest rent)."""
     from advisor.planner.summary import headline as sentence
+    from advisor.planner.summary import learned_lines
 
     return ["", sentence(result), *learned_lines(result)]
-
-
-def learned_lines(result) -> list[str]:
-    """One line per accelerator whose speed comes from the user's own runs ("from your run of DATE (FILE)")."""
-    seen, out = set(), []
-    for o in result.options:
-        if o.accelerator not in seen and "from your run of" in o.mfu_origin:
-            seen.add(o.accelerator)
-            origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
-            out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
-    return out
 
 
 def fit_advice_lines(result) -> list[str]:

@@ -76,3 +76,14 @@ def test_record_from_another_machine_counts_less_and_widens_the_range():
 
     # the fitted model's full width, not the within-study one
     assert hi / option.hours == pytest.approx(2.718281828 ** bundled_utilisation_model().half_width_log, rel=1e-6)
+
+
+def test_the_plan_says_which_run_it_learned_from(capsys):
+    from advisor.cli import main
+
+    assert main(["runs", "import", str(SMALL / "trainer_state.json")]) == 0
+    capsys.readouterr()
+    assert main(["plan", "--model", str(LARGE / "config.json"), "--workload", "finetune", "--precision", "fp32",
+                 "--seq-len", "256", "--tokens", "16384", "--accelerator", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "Speed on CPU (host RAM): from your run of " in out and "(trainer_state.json)" in out
