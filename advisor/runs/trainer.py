@@ -139,6 +139,13 @@ def read_trainer_state(path: Path, data: bytes, doc, opts: ImportOptions) -> Run
     if precision is None:
         notes.append("precision not in the files: bf16 assumed (--precision)")
     accelerator = opts.accelerator or ("cpu" if args.use_cpu or args.no_cuda else None)
+    if accelerator is None and opts.this_gpus:
+        from advisor.hw.match import match_catalog_id
+
+        accelerator = match_catalog_id(opts.this_gpus[0])
+        if accelerator:
+            notes.append(f"accelerator assumed: this machine's {opts.this_gpus[0]} (--accelerator, --devices say "
+                         "otherwise)")
     if accelerator is None:
         raise RunImportError(path, "the files do not say which accelerator ran the job: give --accelerator ID")
     machine_id, machine_note = machine_of(opts)

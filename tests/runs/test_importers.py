@@ -175,3 +175,15 @@ def test_cli_same_file_twice_in_one_import_and_again_keeps_one(capsys):
     assert "already imported" in capsys.readouterr().out
     with RunStore() as store:
         assert len(store.list()) == 1
+
+
+def test_trainer_run_without_a_device_in_its_files_is_this_machines_gpu(tmp_path):
+    import shutil
+
+    run = tmp_path / "gpu-run"
+    shutil.copytree(FIX / "hf-trainer" / "small-4x256", run)
+    args = json.loads((run / "training_args.json").read_text())
+    args["use_cpu"] = False
+    (run / "training_args.json").write_text(json.dumps(args))
+    (rec,) = import_file(run / "trainer_state.json", _opts(this_gpus=("NVIDIA GeForce RTX 4090",)))
+    assert rec.accelerator_id == "rtx-4090" and any("assumed" in n for n in rec.notes)

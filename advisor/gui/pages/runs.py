@@ -221,7 +221,9 @@ class RunsPage(Page):
         from advisor.store.calibration import load_planner_calibration, with_runs
         from advisor.store.runs import RunStore, RunStoreError, this_machine_id
 
-        opts = ImportOptions(this_machine_id=this_machine_id())
+        profile = self.ctx.machine
+        gpus = tuple(g.info.name for g in profile.gpus) if profile is not None else ()
+        opts = ImportOptions(this_machine_id=this_machine_id(), this_gpus=gpus)
         try:
             records = [r for f in files for r in import_file(f, opts)]
             calibration = with_runs(load_planner_calibration(), records, this_machine_id())
