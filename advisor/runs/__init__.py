@@ -21,13 +21,16 @@ __all__ = ["ImportOptions", "RunImportError", "import_file"]
 
 
 def import_file(path: str | Path, opts: ImportOptions | None = None) -> list[RunRecord]:
-    """The run records of one file (a llama-bench file may hold several models).
+    """The run records of one file (a llama-bench file may hold several models); a Trainer's output folder
+    stands for its ``trainer_state.json``.
 
     Raises:
         RunImportError: unreadable, truncated, hostile or unrelated content.
     """
     path = Path(path)
     opts = opts or ImportOptions()
+    if path.is_dir() and (path / "trainer_state.json").is_file():  # a Trainer's output folder
+        path = path / "trainer_state.json"
     data = read_bytes(path)
     try:
         text = data.decode("utf-8")

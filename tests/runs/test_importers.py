@@ -187,3 +187,10 @@ def test_trainer_run_without_a_device_in_its_files_is_this_machines_gpu(tmp_path
     (run / "training_args.json").write_text(json.dumps(args))
     (rec,) = import_file(run / "trainer_state.json", _opts(this_gpus=("NVIDIA GeForce RTX 4090",)))
     assert rec.accelerator_id == "rtx-4090" and any("assumed" in n for n in rec.notes)
+
+
+def test_a_trainer_output_folder_reads_its_state_and_another_folder_is_refused(tmp_path):
+    (rec,) = import_file(FIX / "hf-trainer" / "small-4x256", _opts())
+    assert rec.kind == "hf-trainer" and rec.source_file.endswith("trainer_state.json")
+    with pytest.raises(RunImportError, match="not a regular file"):
+        import_file(tmp_path, _opts())
