@@ -146,6 +146,8 @@ def test_rows_layer_is_drawn_once_and_charts_out_of_view_wait(make_window, qtbot
 
 
 def test_process_table_shows_each_process_books(qtbot):
+    from dataclasses import replace
+
     from advisor.gui.widgets.process_panel import ProcessPanelWidget
     from advisor.hw.records import ProcessSample
     from advisor.monitor.accounting import ProcessBooks
@@ -160,5 +162,12 @@ def test_process_table_shows_each_process_books(qtbot):
     cells = {h: panel.proxy.index(0, c).data() for c, h in enumerate(heads)}
     assert cells["GPU-h"] == "1.000" and cells["energy"] == "1 kWh" and cells["cost"] == "$0.300"
     assert cells["peak"] == "2 GB" or cells["peak"].startswith("2.")
+    from advisor.gui.widgets.process_panel import BOOK_FIRST, BOOK_LAST
+
+    assert heads[BOOK_FIRST:BOOK_LAST + 1] == ["GPU-h", "energy", "cost", "peak"]
+    changed = []
+    panel.model.dataChanged.connect(lambda a, b: changed.append((a.column(), b.column())))
+    panel.set_rows([p], books={(7, 0): replace(b, gpu_hours=2.0)})  # same rows, new books: those cells change
+    assert (BOOK_FIRST, BOOK_LAST) in changed and panel.proxy.index(0, BOOK_FIRST).data() == "2.000"
     panel.set_rows([p], books={})
     assert panel.proxy.index(0, heads.index("GPU-h")).data() in ("—", "", None)

@@ -39,6 +39,9 @@ def _kwh(j: float) -> str:
     return f"{j / 3.6e6:.3g} kWh" if j >= 3.6e5 else f"{j / 3600.0:.1f} Wh"
 
 
+BOOK_FIRST, BOOK_LAST = 8, 11  # the GPU-h, energy, cost and peak columns of ``process_columns``
+
+
 def process_columns(now=time.time, books=lambda p: None) -> list[Column]:
     """The table's columns; ``books(p)`` gives a process's ``ProcessBooks`` on that GPU (None: no books)."""
     def book(field):
@@ -134,10 +137,15 @@ class ProcessPanelWidget(QWidget):
         books = dict(books or {})
         if rows == self.model.rows() and books == self._books:
             return
+        books_changed = books != self._books
         self._books = books
         chosen = self.selected()
         same = [(p.pid, p.gpu_index) for p in rows] == [(p.pid, p.gpu_index) for p in self.model.rows()]
         self.model.set_rows(rows)
+        if books_changed and same and rows:
+            # the model compares old and new rows through the columns, and the book columns read the books
+            # already replaced: their cells are said to have changed here
+            self.model.dataChanged.emit(self.model.index(0, BOOK_FIRST), self.model.index(len(rows) - 1, BOOK_LAST))
         if not same:
             fit_columns(self.view, max_width=200)
         if chosen is not None:
