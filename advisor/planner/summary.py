@@ -103,3 +103,15 @@ def inference_sentence(result) -> str:
     return (f"On {inf['option']}: first token after {inf['ttft_s']:.2f} s for a {inf['context']:,}-token context"
             f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s; the largest context that fits is "
             f"{inf['largest_context']:,} tokens.")
+
+
+def learned_lines(result) -> list[str]:
+    """One line per accelerator whose speed comes from the user's own runs (``estimate.learned``):
+    "Speed on X: from your run of DATE (FILE) ..."."""
+    seen, out = set(), []
+    for o in result.options:
+        if o.accelerator not in seen and "from your run of" in o.mfu_origin:
+            seen.add(o.accelerator)
+            origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
+            out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
+    return out

@@ -4,7 +4,8 @@ from the decode roofline with the bandwidth efficiency of the weight format and 
 Training (docs/method.md, "Utilisation fitted on documented runs" and "Communication model"): datacenter
 and TPU parts take the utilisation fitted on documented runs; consumer and workstation cards, fp8, MoE and
 QLoRA keep their stated priors (the calibration set has no run of them), and the option's note says so.
-A training-step calibration of this very accelerator, or the user's ``--mfu``, replaces either. The link
+The user's own runs on this accelerator (``estimate.learned``), else a training-step calibration of it, or the
+user's ``--mfu``, replaces either. The link
 slowdown of the option's node and fabric against the fitted clusters' scales the time, and the step's
 split (compute, communication, bubble) is what the plan shows.
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 
 from advisor.catalog import Accelerator
 from advisor.catalog.training_runs import bundled_utilisation_model
-from advisor.estimate import comms, compute, decode, memory
+from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch
 from advisor.estimate.priors import ETA_COMPUTE_PRIOR, mfu_prior
@@ -54,7 +55,8 @@ class Timing:
     Attributes:
         tokens_per_s: training tokens/s, or generated tokens/s of the batch.
         mfu, mfu_origin: the utilisation used (training) or achieved (serving), and where it comes from.
-        source: ``fitted``, ``prior``, ``calibrated`` or ``user`` (training); ``decode`` (serving).
+        source: ``fitted``, ``prior``, ``calibrated``, ``learned`` (the user's runs) or ``user`` (training);
+            ``decode`` (serving).
         width_log: half-width of the 80 % interval in log space (time, throughput and cost alike).
         high_cap: the largest tokens/s the interval may reach (the bandwidth bound for a decode), or None.
         shares: the step's split ``{"compute", "communication", "bubble"}`` (fractions), None for serving or
@@ -101,22 +103,27 @@ def _fitted_reason(req: PlanRequest, acc: Accelerator, arch: ModelArch, precisio
     return ""
 
 
-def _utilisation(req, acc, arch, precision, calib, model) -> tuple[float | None, str, str, str]:
-    """``(mfu or None for the fitted one, origin, source, note)`` of a training option.
+def _utilisation(req, acc, arch, precision, calib, model, active, seq_len
+                 ) -> tuple[float | None, str, str, str, float | None]:
+    """``(mfu or None for the fitted one, origin, source, note, width or None)`` of a training option.
 
     Every figure then goes through ``utilisation.training_time`` as its utilisation, so all paths count the
-    same FLOPs; the interval width follows the source (``Timing.width_log``)."""
+    same FLOPs; the interval width follows the source (``Timing.width_log``). What was measured (the user's
+    run records, else the training-step probe) comes from ``learned.training_utilisation``."""
     if req.mfu is not None:
-        return req.mfu, "set by the user (--mfu)", "user", ""
-    if calib is not None and calib.mfu and calib.applies_to(acc.id):
-        return (calib.mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})", "calibrated", "")
+        return req.mfu, "set by the user (--mfu)", "user", "", None
+    found = learned.training_utilisation(calib, acc=acc, workload=req.workload, precision=precision,
+                                         software=getattr(req, "framework", None), active_params=active,
+                                         seq_len=seq_len, model=model)
+    if found is not None:
+        return found.value, found.origin, found.source, "", found.width_log
     why = _fitted_reason(req, acc, arch, precision)
     if why:
         prior = mfu_prior(acc.id, acc.kind, precision, moe=arch.is_moe, workload=req.workload)
         note = (f"utilisation: prior kept, the documented runs have none of {why}; "
                 "its range is at least the fitted model's")
-        return prior.mfu, f"prior: {prior.origin}", "prior", note
-    return None, "", "fitted", ""
+        return prior.mfu, f"prior: {prior.origin}", "prior", note, None
+    return None, "", "fitted", "", None
 
 
 def step_layout(req: PlanRequest, layout: Parallelism, arch: ModelArch, params: int, seq_len: int) -> dict:
@@ -156,7 +163,7 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     """
     precision = compute_precision(req)
     model = bundled_utilisation_model()
-    mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
+    mfu, origin, source, note, width = _utilisation(req, acc, arch, precision, calib, model, active, seq_len)
     if source == "fitted":
         est = _fitted(_generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
@@ -175,7 +182,8 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
                                        f"(train in {rate})", note]))
-    width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
+    if width is None:
+        width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     return TrainingStep(step, shape, source, origin, note, width)
 
 
@@ -236,8 +244,12 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     """
     peak = acc.peak_flops(req.precision)
     runtime = req.runtime or default_runtime(acc)
-    measured = calib.eta_mem if calib is not None and calib.eta_mem and calib.applies_to(acc.id) else None
-    eff = decode.decode_efficiency(decode.format_key(req.precision, req.quant), runtime, measured_eta_mem=measured)
+    fmt = decode.format_key(req.precision, req.quant)
+    calibrated = bundled_utilisation_model().half_width_calibrated_log
+    found = learned.decode_bandwidth_efficiency(calib, acc=acc, runtime=runtime, weight_format=fmt,
+                                                width_log=DECODE_WIDTH_LOG, base_width_log=calibrated)
+    eff = decode.decode_efficiency(fmt, runtime) if found is None else decode.DecodeEfficiency(
+        found.value, found.origin, True)
     bits = memory.weight_bits(req.precision, req.quant)
     touched = 1.0
     if active < params:  # MoE: the experts a batch touches, 1 - (1 - k/E)^B
@@ -253,7 +265,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     mfu = 2.0 * active * tps / (peak * devices)
     origin = (f"achieved by the decode: 2 x active params x tokens/s over the peak; bandwidth efficiency "
               f"{eff.eta_mem:.2f} for {runtime} ({eff.origin})")
-    width = bundled_utilisation_model().half_width_calibrated_log if measured else DECODE_WIDTH_LOG
+    width = DECODE_WIDTH_LOG if found is None else found.width_log
     bound = req.batch * acc.mem_bandwidth_bps * devices / (weight_read + kv_read)  # eta = 1
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
                   high_cap=max(bound, tps), decode=est, eta_mem=eff.eta_mem, eta_origin=eff.origin)
