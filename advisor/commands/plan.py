@@ -339,8 +339,10 @@ def render_table(result, top: int | None = 12) -> str:
     else:
         lines.append(f"Budget: {r.hours:g} hours ({result.budget_origin})")
     if r.workload == "inference":
-        lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; context {result.context}, "
-                     f"batch {r.batch}, {r.output_tokens} output tokens per request")
+        lens = result.lengths
+        prompt = f"prompt {lens.prompt:,} and output {lens.output:,}" if lens else f"output {r.output_tokens:,}"
+        lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; {prompt} tokens per request "
+                     f"(context {result.context:,}), batch {r.batch}")
     else:
         moe = result.active_params != result.params
         lines.append(f"FLOPs: {units.fmt_flops(result.flops_total)} (model FLOPs, "

@@ -9,7 +9,7 @@ Two kinds of evidence, one path (docs/method.md, "Learning from your runs"):
   model on the same accelerator and software; raw tokens/s does not, so a record is never copied as a speed.
   Training utilisation is moved to the target's size and length by the fitted model's own slopes
   (``exp(b_p * dlog10 P + b_s * dlog2 s)``, ``utilisation.FEATURES``); a decode efficiency by the published
-  ratio of the two weight formats on the runtime (``decode.decode_efficiency``).
+  ratio of the two weight formats' efficiencies on the runtime (``resources/runtimes.toml``).
 * **The training-step probe and the device-bandwidth probe** (``advisor.store.calibration``): a measured MFU of
   a small transformer and a read-bandwidth efficiency, used where no run record matches.
 
@@ -25,7 +25,7 @@ full width.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from advisor.estimate import decode
@@ -177,21 +177,18 @@ def record_bandwidth_efficiency(rec: RunRecord, mem_bandwidth_bps: float | None)
     return eta if 0.0 < eta <= 1.0 else None
 
 
-def _format_eta(fmt: str, runtime: str | None) -> float:
-    try:
-        return decode.decode_efficiency(fmt, runtime if runtime in decode.RUNTIMES else None).eta_mem
-    except ValueError:
-        return decode.decode_efficiency(fmt).eta_mem
-
-
-def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_format: str, width_log: float,
+def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_format: str,
+                                format_eta: Callable[[str], float], width_log: float,
                                 base_width_log: float) -> Learned | None:
     """The bandwidth efficiency of a decode on ``acc`` taught by the user's decode benchmarks (moved to the
-    target's weight format by the published format ratio), else by the device-bandwidth probe.
+    target's weight format by the runtime's ratio of the two formats' efficiencies), else by the
+    device-bandwidth probe (which replaces the runtime's 16-bit figure, the format keeping its ratio to it).
 
     Args:
         calib: as for ``training_utilisation``; its ``eta_mem`` is the probe's figure.
-        runtime, weight_format: the plan's (``decode.format_key``).
+        runtime, weight_format: the plan's runtime id and weight format id (``resources/runtimes.toml``).
+        format_eta: a weight format id -> the runtime's published efficiency for it on this backend (a format
+            it does not know reads at its 16-bit figure).
         width_log: the half-width the planner would use without records (the documented decode range);
             base_width_log: the half-width of one record on this machine (the probe-calibrated width).
     """
@@ -207,14 +204,14 @@ def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_forma
         if eta is None:
             continue
         fmt = _record_format(rec)
-        ratio = _format_eta(weight_format, runtime) / _format_eta(fmt, runtime)
+        ratio = format_eta(weight_format) / format_eta(fmt)
         usable.append((eta, fmt, rec))
         w = _weight(rec, machine_id, 0.0, 0.0)  # bandwidth efficiency does not depend on the model's size
         found.append((w * (1.0 if fmt == weight_format else 0.5), math.log(eta * ratio), rec))
     if found:
         total = sum(w for w, _, _ in found)
         eta = min(1.0, math.exp(sum(w * le for w, le, _ in found) / total))
-        errors = [math.log(ej) - math.log(ei * _format_eta(fj, runtime) / _format_eta(fi, runtime))
+        errors = [math.log(ej) - math.log(ei * format_eta(fj) / format_eta(fi))
                   for ei, fi, ri in usable for ej, fj, rj in usable if ri is not rj]
         width = _width(errors, base_width_log)
         if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
@@ -224,19 +221,18 @@ def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_forma
                        tuple(r for _, _, r in found))
     measured = getattr(calib, "eta_mem", None)
     if measured and calib.applies_to(acc.id):
-        eff = decode.decode_efficiency(weight_format, runtime, measured_eta_mem=measured)
-        return Learned(eff.eta_mem, eff.origin, "calibrated", base_width_log)
+        eta, note = decode.measured_eta(format_eta(weight_format), format_eta("f16"), measured)
+        return Learned(eta, note, "calibrated", base_width_log)
     return None
 
 
 def _record_format(rec: RunRecord) -> str:
-    """The decode format of a record (its quantisation, else its precision), ``f16`` when unknown."""
-    if rec.quant and rec.quant.lower() in decode.FORMATS:
+    """The weight format id of a record: its quantisation (``q4_k_m``), else ``f16`` for a 16-bit run, ``fp8``
+    or ``int8`` for those (the ids of ``resources/runtimes.toml``; a caller's ``format_eta`` reads an id it does
+    not know at the 16-bit figure)."""
+    if rec.quant:
         return rec.quant.lower()
-    try:
-        return decode.format_key(rec.precision or "bf16", None)
-    except ValueError:
-        return "f16"
+    return {"fp8": "fp8", "int8": "int8"}.get((rec.precision or "").lower(), "f16")
 
 
 def records_matching(records: Iterable[RunRecord], accelerator_id: str) -> list[RunRecord]:
