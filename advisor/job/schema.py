@@ -292,14 +292,24 @@ class Job(BaseModel):
 
     # ------------------------------------------------------------------ lax where files and flags need it
     @field_validator("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "lora_rank", "gpus", "tp", "pp",
-                     "seq_len", "micro_batch", "context", "prompt_tokens", "batch", "output_tokens", "zero", "grad_accum",
-                     "kv_cache_bits", "gpu_layers", "loss_chunks", mode="before")
+                     "seq_len", "micro_batch", "context", "prompt_tokens", "batch", "output_tokens", "zero",
+                     "grad_accum", "kv_cache_bits", "gpu_layers", "loss_chunks", mode="before")
     @classmethod
     def _whole_float(cls, value: Any) -> Any:
         if isinstance(value, bool):
             raise ValueError("must be a whole number, not true/false")
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
             return int(value)
+        return value
+
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _framework_alias(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return canonical_framework(value.strip().lower())
+            except KeyError:
+                return value
         return value
 
     @field_validator("runtime", mode="before")
@@ -322,16 +332,6 @@ class Job(BaseModel):
     def _quant_case(cls, value: Any) -> Any:
         """GGUF types are written upper case too (Q4_K_M)."""
         return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("framework", mode="before")
-    @classmethod
-    def _framework_alias(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                return canonical_framework(value.strip().lower())
-            except KeyError:
-                return value
-        return value
 
     @field_validator("own", mode="before")
     @classmethod

@@ -140,3 +140,15 @@ def memory_sentence(result) -> str:
         return ""
     return (f"Memory {units.fmt_bytes(result.memory.total_bytes)} per device"
             f"{range_text(iv, units.fmt_bytes)} (the spread of published fine-tune and training peaks).")
+
+
+def learned_lines(result) -> list[str]:
+    """One line per accelerator whose speed comes from the user's own runs (``estimate.learned``):
+    "Speed on X: from your run of DATE (FILE) ..."."""
+    seen, out = set(), []
+    for o in result.options:
+        if o.accelerator not in seen and "from your run of" in o.mfu_origin:
+            seen.add(o.accelerator)
+            origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
+            out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
+    return out
