@@ -5,7 +5,7 @@ Each option's speed is the project's own estimate times the efficiency fitted fo
 (training: pretraining or fine-tune rate by framework; serving: decode at batch 1 or a served batch,
 prefill and time to first token, by runtime, backend and weight bits). The 80 % half-width of each figure
 is its group's leave-one-source-out width. A figure measured on this machine (a calibrated accelerator)
-or set by the user (``--mfu``) is left as it is.
+or by the user's own runs, or set by the user (``--mfu``), is left as it is.
 
 ``raw_estimates()`` turns the calibration off for the code inside it (the calibration set is planned that
 way, so the fit never sees its own output).
@@ -34,7 +34,7 @@ from advisor.planner.request import compute_precision, training_software
 
 log = logging.getLogger(__name__)
 _RAW: ContextVar[bool] = ContextVar("advisor_raw_estimates", default=False)
-KEEP_SOURCES = ("user", "calibrated")  # figures that are not the project's estimate: never rescaled
+KEEP_SOURCES = ("user", "calibrated", "learned")  # figures that are not the project's estimate: never rescaled
 
 
 @contextmanager
@@ -111,8 +111,9 @@ def calibrate_serving(t, req, acc):
     range); a decode never passes its bandwidth bound."""
     fits = active_fits()
     d, choice = t.decode, t.software
-    if not fits or d is None or choice is None or t.source in KEEP_SOURCES or "cpu" in (backend_of(acc), choice.backend):
-        return t  # a CPU is timed from its measured triad
+    if not fits or d is None or choice is None or t.source in KEEP_SOURCES or getattr(t, "measured", False) \
+            or "cpu" in (backend_of(acc), choice.backend):
+        return t  # measured on this machine (runs, probe), or a CPU timed from its measured triad
     speed_group = "decode" if req.batch <= 1 else "serving"
     sfit, pfit, tfit = fits.get(speed_group), fits.get("prefill"), fits.get("ttft")
     fs = sfit.factor(serving_class(speed_group, choice, acc)) if sfit else 1.0

@@ -81,6 +81,7 @@ class Timing:
     eta_mem: float | None = None
     eta_origin: str = ""
     ttft_width_log: float | None = None
+    measured: bool = False  # the decode efficiency was measured here (the user's runs, the probe): kept as it is
     prefill_width_log: float | None = None
     software: RuntimeChoice | None = None  # the runtime profile a serving option assumes
     ttft_one_s: float | None = None  # time to first token of one request alone (serving)
@@ -305,4 +306,4 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
                   high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,
                   software=choice, ttft_one_s=prefill_one + est.step_s, prompt_tokens=lens.prompt, batch=req.batch,
-                  speed=speed)
+                  speed=speed, measured=found is not None)

@@ -88,3 +88,16 @@ def test_training_memory_has_a_range_and_inference_none():
     fit = bundled_calibration_fit()["finetune_memory"]
     w = math.exp(fit.half_width_log)
     assert lo == pytest.approx(min(10e9, 10e9 * fit.factor() / w)) and hi == pytest.approx(max(10e9, 10e9 * fit.factor() * w))
+
+
+def test_a_decode_measured_on_this_machine_is_not_rescaled():
+    from advisor.store.calibration import Calibration
+
+    cal = Calibration(mfu=None, eta_mem=0.7, device="cuda:0", accelerator_id="rtx-4090",
+                      measured_at="2026-11-29T12:00:00Z", source="probe:device-bandwidth")
+    kw = dict(model="llama-3-8b", workload="inference", quant="q4_k_m", prompt_tokens=512, output_tokens=128,
+              accelerator=["rtx-4090"], owned_options=False, runtime="llama.cpp")
+    measured = plan(PlanRequest.from_mapping(kw), CAT, cal).options[0]
+    with raw_estimates():
+        raw = plan(PlanRequest.from_mapping(kw), CAT, cal).options[0]
+    assert measured.tokens_per_s == pytest.approx(raw.tokens_per_s, rel=1e-9)
