@@ -6,8 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import math
+from unittest.mock import patch
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.catalog import load_catalog
 from advisor.catalog.load import _resource_text
@@ -101,3 +104,28 @@ def test_a_decode_measured_on_this_machine_is_not_rescaled():
     with raw_estimates():
         raw = plan(PlanRequest.from_mapping(kw), CAT, cal).options[0]
     assert measured.tokens_per_s == pytest.approx(raw.tokens_per_s, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(acc_id=st.sampled_from(["rtx-4090", "rtx-3090", "h100-sxm", "a100-80gb-sxm", "m2-ultra", "l40s", "mi300x"]),
+       model=st.sampled_from(["llama-3-8b", "llama-2-7b", "qwen2.5-7b", "mixtral-8x7b"]),
+       quant=st.sampled_from([None, "q4_k_m", "q8_0"]), batch=st.integers(1, 64),
+       log_factor=st.floats(-1.0, 3.0))
+def test_no_calibrated_decode_passes_the_bandwidth_bound(acc_id, model, quant, batch, log_factor):
+    # whatever the fitted factor (up to 20x), the decode stays under B x bandwidth / (weights + caches) (eta = 1)
+    from advisor.estimate.calibration import GroupFit
+    from advisor.planner import calibrated
+    from advisor.planner.request import lengths, resolve_job_model
+    from advisor.planner.timing import serving_timing
+
+    req = PlanRequest.from_mapping(dict(model=model, workload="inference", quant=quant, batch=batch,
+                                        prompt_tokens=512, output_tokens=128, accelerator=[acc_id]))
+    acc = CAT.accelerators[acc_id]
+    m = resolve_job_model(req, CAT)
+    t = serving_timing(req, acc, m.arch, m.params, m.active_params, lengths(req, m.arch.max_context or 1 << 30),
+                       1, None)
+    fits = {g: GroupFit(g, log_factor, (), 0.2, 10, 2) for g in ("decode", "serving", "prefill")}
+    with patch.object(calibrated, "active_fits", return_value=fits):
+        cal = calibrated.calibrate_serving(t, req, acc)
+    assert cal.tokens_per_s <= t.high_cap * (1 + 1e-9)
+    assert cal.speed is None or (cal.speed.eta_mem <= 1.0 and cal.speed.eta_kv <= 1.0)
