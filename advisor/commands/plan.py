@@ -401,15 +401,7 @@ def render_table(result, top: int | None = 12) -> str:
     lines.extend(fit_advice_lines(result))
     lines.extend(inference_lines(result))
     lines.extend(_dearer_hour_note(result))
-    for kind in ("home", "onprem"):
-        best = result.best(kind)
-        if best and best.break_even:
-            be = best.break_even
-            if be.device_hours is None:
-                verdict = "never: renting is always cheaper" if be.vs else "no cloud offer to compare"
-            else:
-                verdict = f"after {be.device_hours:,.0f} device-hours of use ({be.months:.1f} months at the stated hours per day)"
-            lines.append(f"Break-even {best.id} vs {be.vs or '-'}: {verdict}")
+    lines.extend(_ownership_lines(result))
     lines.append("")
     lines.append("Assumptions (value, unit, origin; change with --set NAME=VALUE or a scenario's [assumptions]):")
     for key, a in result.describe_assumptions().items():
@@ -524,3 +516,10 @@ def _dearer_hour_note(result) -> list[str]:
 def _tornado_value(parameter: str, value: float) -> str:
     """A tornado end as people read it: ``25M`` tokens, ``0.221`` of peak, ``2.00`` years."""
     return units.fmt_count(value) if parameter == "tokens" else units.sig3(value)
+
+
+def _ownership_lines(result) -> list[str]:
+    """How busy the owned, home and on-prem hardware is behind its figure, and whether buying pays back."""
+    from advisor.planner.summary import ownership_lines
+
+    return ownership_lines(result)

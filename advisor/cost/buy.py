@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from advisor.catalog.records import Accelerator
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import home_rigs, home_system_usd
-from advisor.cost.owned import owned_job_cost
+from advisor.cost.ownership import owned_job_cost
 
 BUY_KINDS = ("consumer", "workstation")
 MAX_CARDS = 4
@@ -188,7 +188,7 @@ class BuyOption:
 
 def running_usd(p: Purchase, hours: float, a: CostAssumptions) -> float:
     """What one run of a job costs on a purchase once owned: electricity of the GPUs and the system (wear when a
-    wear rate is set), ``advisor.cost.owned``; a Mac's power is its whole machine at the wall."""
+    wear rate is set), ``advisor.cost.ownership``; a Mac's power is its whole machine at the wall."""
     if p.whole_machine_power:
         quote = owned_job_cost(p.accelerator, p.devices, hours, a.with_overrides(home_system_power_w=0.0))
     else:

@@ -236,6 +236,14 @@ class Job(BaseModel):
                                   max_length=64)
     owned_options: bool = _field(True, help="list this machine's GPUs and those you own (--no-own leaves them out)",
                                  group="hardware", flag="--no-own")
+    jobs_per_month: float | None = _field(None, unit="jobs a month", help="how often the job runs: owned, home "
+                                          "and on-prem hardware carries its monthly costs over this use, and a "
+                                          "reserved cloud term is spread over it (default: not stated, the "
+                                          "assumptions' hours per day and utilisation)", group="hardware", gt=0,
+                                          le=100_000)
+    other_use_hours_per_month: float = _field(0.0, unit="hours a month", help="other work on the same hardware a "
+                                              "month, sharing its monthly costs (with --jobs-per-month)",
+                                              group="hardware", ge=0, le=744)
     mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
                                group="hardware", gt=0, le=1)
     spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",

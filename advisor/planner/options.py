@@ -15,10 +15,10 @@ from dataclasses import replace
 
 from advisor.catalog import Accelerator
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.breakeven import break_even
 from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
 from advisor.cost.jobs import OwnedQuote, can_own
 from advisor.cost.options import DeviceJob, quote_job
+from advisor.cost.ownership import Use, home_holding, onprem_holding, payback
 from advisor.estimate.fit import OFFLOAD_TIME_FACTOR
 from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
@@ -47,6 +47,12 @@ from advisor.planner.timing import Timing, serving_timing, training_step, traini
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
 FIXED_PARTS = ("egress",)  # cost parts that do not grow with the hours (the rest scale with the time)
+
+
+def plan_use(req: PlanRequest) -> Use:
+    """The use the request states (``jobs_per_month``, ``other_use_hours_per_month``) for owned hardware and
+    reserved terms (``advisor.cost.ownership``)."""
+    return Use(req.jobs_per_month, req.other_use_hours_per_month if req.jobs_per_month is not None else 0.0)
 
 
 def trains(acc: Accelerator) -> bool:
@@ -167,13 +173,14 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     by_id = {o.id: o for o in offers}
     for (kind, *_rest), (common, group_offers, t, place) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        for q in quote_job(DeviceJob(acc, n, hours, (kind,)), group_offers, a, spot_offers=req.spot_offers):
+        for q in quote_job(DeviceJob(acc, n, hours, (kind,), plan_use(req)), group_offers, a,
+                           spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):
                 out.append(PlanOption.build(common["figures"], id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
-                                            break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
+                                            utilisation=q.utilisation, cost_usd_interval=cost_iv,
                                             owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
                                             serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
@@ -188,6 +195,35 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 serving=_serving(t, per_h, context * req.batch),
                 nodes=q.instances if instance_row else common["nodes"],
                 gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"]))
+    return out
+
+
+def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions, use: Use) -> list[PlanOption]:
+    """Home and on-prem options with their break-even against renting the same job (``cost.ownership.payback``).
+
+    The rent compared with is the cheapest cloud option that can run the job (fits, and runs as laid out) on
+    the same accelerator, else on any accelerator of the plan; never one listed as infeasible. On-demand prices
+    unless the assumptions rank by spot (a steady cadence cannot count on spot capacity); spot where there is
+    no on-demand offer.
+    """
+    runs = [o for o in options if o.kind == "cloud" and o.fits and o.feasible]
+    rentable = [o for o in runs if a.spot or not o.spot] or runs
+    cheapest_any = min(rentable, key=lambda o: (o.cost_usd, o.id), default=None)
+    by_acc: dict[str, PlanOption] = {}
+    for o in sorted(rentable, key=lambda o: (o.cost_usd, o.id)):
+        by_acc.setdefault(o.accelerator, o)
+    out = []
+    for o in options:
+        if o.kind not in ("home", "onprem") or o.accelerator not in accelerators:
+            out.append(o)
+            continue
+        holding = (home_holding if o.kind == "home" else onprem_holding)(accelerators[o.accelerator], o.devices, a)
+        rent = by_acc.get(o.accelerator, cheapest_any)
+        be = payback(holding, o.hours, use, None if rent is None else rent.id,
+                     None if rent is None else rent.cost_usd, None if rent is None else rent.hours,
+                     "" if rent is None else rent.provider,
+                     None if rent is None or not rent.device_hours else rent.cost_usd / rent.device_hours)
+        out.append(replace(o, break_even=be))
     return out
 
 
@@ -267,9 +303,10 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     figures.update(stack_fields(acc.stacks, wanted))
     figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
     hours = common["hours"]
-    q = owned_quote(hw, layout.devices, hours, a)
+    q = owned_quote(hw, layout.devices, hours, a, plan_use(req))
     per_h = q.total_usd / hours if hours > 0 else 0.0
     return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
+                       utilisation=q.utilisation,
                        breakdown=q.breakdown, owning=OwningCost(0.0, q.variable_usd_per_device_hour),
                        cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
                        serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],

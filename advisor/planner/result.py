@@ -17,6 +17,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakdown import CostBreakdown
 from advisor.cost.breakeven import BreakEven
 from advisor.cost.compare import pareto_front
+from advisor.cost.ownership import Utilisation
 from advisor.cost.price_dates import PriceAges, price_ages
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
@@ -88,6 +89,7 @@ class PlanOption:
     price_date: str = ""
     break_even: BreakEven | None = None
     owning: OwningCost | None = None
+    utilisation: Utilisation | None = None  # owned, home, on-prem: the busy hours behind the figure
     serving: Serving | None = None
     note: str = ""
     hours_interval: tuple[float, float] | None = None  # 80 % intervals (docs/method.md, "Honest ranges")
@@ -168,6 +170,8 @@ class PlanOption:
                        price_date=self.price_date, price_stale=self.price_stale, reference=self.reference)
         if self.break_even is not None:
             doc["break_even"] = self.break_even.as_dict()
+        if self.utilisation is not None:
+            doc["utilisation"] = self.utilisation.as_dict()
         if self.owning is not None:
             doc["owning"] = {"fixed_usd_per_device": self.owning.fixed_usd_per_device,
                              "variable_usd_per_device_hour": self.owning.variable_usd_per_device_hour}

@@ -28,33 +28,95 @@ def cheapest_rent(result):
     return result.best("cloud")
 
 
-def headline(result) -> str:
-    """One sentence that starts with this machine (or the owned hardware): fits or not, time, cost, and the
-    cheapest rent; the cheapest option when nothing is owned."""
-    mine = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
-    rent = cheapest_rent(result)
-    rent_text = (f"cheapest rent {rent.id}: {units.fmt_hours(rent.hours)}, {units.fmt_usd(rent.cost_usd)}"
-                 if rent is not None else "no cloud offer fits")
-    if mine is None:
-        best = result.best()
-        if best is None:
-            return "Nothing in the catalog fits this job."
-        return f"Cheapest: {best.id}, {best.devices} x {best.accelerator_name}, {units.fmt_hours(best.hours)}, " \
-               f"{units.fmt_usd(best.cost_usd)}; {rent_text}."
-    who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Owned")
-    what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
-    if not mine.fits:
-        need = units.fmt_bytes(mine.memory_per_device_bytes)
-        have = units.fmt_bytes(mine.capacity_bytes)
-        advice = " (see what to change to fit)" if result.fit_advice else ""
-        return f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}; {rent_text}."
-    cost = units.fmt_usd(mine.cost_usd)
-    parts = ", ".join(k for k, v in mine.cost_breakdown_usd.items() if v) or "energy"
-    vs = ""
+def owned_option(result):
+    """The user's own hardware option: this machine's, else the first owned one (None when nothing is owned)."""
+    return result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+
+
+def owned_accelerators(result) -> set[str]:
+    """Accelerator ids of the hardware the user owns in this plan."""
+    return {o.accelerator for o in result.options if o.kind == "owned"}
+
+
+def buy_label(option, owned_ids=frozenset()) -> str:
+    """A home or on-prem option in words, marked when its cards are the ones the user already owns:
+    ``home rig 2 x GeForce RTX 4090 (buying again the cards you own)``."""
+    where = {"home": "home rig", "onprem": "on-prem"}.get(option.kind, option.kind)
+    text = f"{where} {option.devices} x {option.accelerator_name}"
+    return text + (" (buying again the cards you own)" if option.accelerator in owned_ids else "")
+
+
+def best_buy(result):
+    """The home or on-prem option to buy that runs the job at the lowest cost per job, preferring one whose
+    cards the user does not own already (None when none fits)."""
+    mine = owned_accelerators(result)
+    buys = [o for o in result.options if o.kind in ("home", "onprem") and o.fits and o.feasible]
+    return min(buys, key=lambda o: (o.accelerator in mine, not o.stack_ok, o.cost_usd, o.id), default=None)
+
+
+def _use_text(o) -> str:
+    u = o.utilisation
+    return "" if u is None else f"; {u.text()}"
+
+
+def headline_parts(result) -> list[str]:
+    """The answer in the order the user can act on: the GPUs they own (fits, time, cost), the cheapest rent
+    that can run the job, then what to buy and whether it pays back. Each part one sentence."""
+    parts = []
+    mine = owned_option(result)
+    if mine is not None:
+        who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Your GPUs")
+        what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
+        if not mine.fits:
+            need = units.fmt_bytes(mine.memory_per_device_bytes)
+            have = units.fmt_bytes(mine.capacity_bytes)
+            advice = " (see what to change to fit)" if result.fit_advice else ""
+            parts.append(f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}.")
+        elif not mine.feasible:
+            parts.append(f"{who} ({what}): cannot run it as laid out ({mine.infeasible_reason}).")
+        else:
+            paid = ", ".join(k for k, v in mine.cost_breakdown_usd.items() if v) or "energy"
+            parts.append(f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {units.fmt_usd(mine.cost_usd)} "
+                         f"({paid}).")
+    rent = result.best("cloud")
     if rent is not None:
-        vs = (f"; renting ({rent.id}) costs {units.fmt_usd(rent.cost_usd)} and takes "
-              f"{units.fmt_hours(rent.hours)}")
-    return f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}."
+        parts.append(f"Cheapest rent that can run it: {rent.id}, {rent.devices} x {rent.accelerator_name}, "
+                     f"{units.fmt_hours(rent.hours)}, {units.fmt_usd(rent.cost_usd)}.")
+    else:
+        parts.append("No cloud offer in the catalog can run it.")
+    buy = best_buy(result)
+    if buy is not None:
+        be = buy.break_even
+        pay = "" if be is None or be.vs is None else f" against renting: {be.verdict()}"
+        u = buy.utilisation
+        share = "" if u is None else (f" at {u.jobs_per_month:g} job{'s' if u.jobs_per_month != 1 else ''} a month"
+                                      if u.stated else f" at an assumed {u.fraction:.0%} use (--jobs-per-month)")
+        parts.append(f"To buy: {buy_label(buy, owned_accelerators(result))}, {units.fmt_usd(buy.cost_usd)} per job"
+                     f"{share}{pay}.")
+    elif mine is None and rent is None:
+        return ["Nothing in the catalog fits this job."]
+    return parts
+
+
+def headline(result) -> str:
+    """:func:`headline_parts` as one paragraph (the CLI table, the Planner page)."""
+    return " ".join(headline_parts(result))
+
+
+def ownership_lines(result) -> list[str]:
+    """For each owned, home and on-prem option shown first of its kind: how busy the hardware is behind its
+    figure and, for a purchase, its break-even against a rent that can run the job."""
+    lines = []
+    mine = owned_accelerators(result)
+    for kind in ("owned", "home", "onprem"):
+        o = result.best(kind) if kind != "owned" else owned_option(result)
+        if o is None or o.utilisation is None:
+            continue
+        label = o.id + (" (buying again the cards you own)" if kind != "owned" and o.accelerator in mine else "")
+        lines.append(f"Use of {label}: {o.utilisation.text()}; {units.fmt_usd(o.cost_usd)} per job.")
+        if kind != "owned" and o.break_even is not None:
+            lines.append(f"Break-even: {o.break_even.sentence(label)}.")
+    return ([""] + lines) if lines else []
 
 
 def lost_text(hours_lost: float | None) -> str:
