@@ -84,6 +84,7 @@ class OwnedQuote(_Quote):
     breakdown: CostBreakdown
     utilisation: object = None  # ``advisor.cost.ownership.Utilisation``: the busy hours behind the figure
     monthly_usd: float = 0.0  # holding costs a month at that use (what the job carries a share of)
+    holding: object = None  # ``advisor.cost.ownership.Holding``: what it costs by month and by hour of work
 
     @property
     def option_id(self) -> str:

@@ -295,7 +295,7 @@ def job_cost(h: Holding, hours: float, use: Use = Use()) -> OwnedQuote:
     return OwnedQuote(kind=h.kind, accelerator_id=h.accelerator_id, devices=h.devices, hours=float(hours),
                       hardware_usd=h.upfront_usd, fixed_usd_per_device=(h.upfront_usd - h.resale_usd) / h.devices,
                       variable_usd_per_device_hour=variable / h.devices, energy_kwh=h.running_kw * hours,
-                      breakdown=CostBreakdown(tuple(parts)), utilisation=u, monthly_usd=fixed_month)
+                      breakdown=CostBreakdown(tuple(parts)), utilisation=u, monthly_usd=fixed_month, holding=h)
 
 
 def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions,
@@ -345,6 +345,40 @@ def owned_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: 
 
 
 # ------------------------------------------------------------------------------------------------ payback
+@dataclass(frozen=True)
+class SpendLine:
+    """Money spent on one option after some months at a cadence: the purchase at month 0, then the same
+    spending every month (a straight line; the cumulative-cost chart and the reports draw these).
+
+    Attributes:
+        option_id / kind / label: the plan option and how people name it.
+        upfront_usd: the purchase (0 when renting or already owned).
+        monthly_usd: running and holding costs paid a month (no depreciation: the purchase is counted once).
+        life_months: the hardware's life (None when renting).
+    """
+
+    option_id: str
+    kind: str
+    label: str
+    upfront_usd: float
+    monthly_usd: float
+    life_months: float | None = None
+
+    def usd_after(self, months: float) -> float:
+        return self.upfront_usd + self.monthly_usd * months
+
+    def as_dict(self) -> dict[str, object]:
+        return {"id": self.option_id, "kind": self.kind, "label": self.label, "upfront_usd": self.upfront_usd,
+                "monthly_usd": self.monthly_usd, "life_months": self.life_months}
+
+
+def monthly_spend_usd(h: Holding, hours: float, jobs_per_month: float, other_hours_per_month: float = 0.0) -> float:
+    """Money paid a month for held hardware running ``jobs_per_month`` jobs of ``hours`` (and other use):
+    holding costs paid in cash (:meth:`Holding.monthly_cash_usd`) plus running costs of the busy hours."""
+    busy = min(jobs_per_month * hours + other_hours_per_month, h.available_hours_per_month)
+    return h.monthly_cash_usd(busy) + h.running_rate_usd_per_hour * busy
+
+
 def cumulative_usd(upfront_usd: float, monthly_usd: float, months: float) -> float:
     """Money spent after ``months``: the purchase at month 0 plus the monthly spending (a straight line)."""
     return upfront_usd + monthly_usd * months

@@ -181,7 +181,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 out.append(PlanOption.build(common["figures"], id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                             utilisation=q.utilisation, cost_usd_interval=cost_iv,
-                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
+                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour,
+                                                              q.holding),
                                             serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
@@ -307,7 +308,8 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     per_h = q.total_usd / hours if hours > 0 else 0.0
     return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
                        utilisation=q.utilisation,
-                       breakdown=q.breakdown, owning=OwningCost(0.0, q.variable_usd_per_device_hour),
+                       breakdown=q.breakdown,
+                       owning=OwningCost(0.0, q.variable_usd_per_device_hour, q.holding),
                        cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
                        serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
                        gpus_per_node=common["gpus_per_node"], origin=hw.origin, this_machine=hw.this_machine,

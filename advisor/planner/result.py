@@ -17,7 +17,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakdown import CostBreakdown
 from advisor.cost.breakeven import BreakEven
 from advisor.cost.compare import pareto_front
-from advisor.cost.ownership import Utilisation
+from advisor.cost.ownership import Holding, Utilisation
 from advisor.cost.price_dates import PriceAges, price_ages
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
@@ -55,6 +55,7 @@ class OwningCost:
 
     fixed_usd_per_device: float
     variable_usd_per_device_hour: float
+    holding: Holding | None = field(default=None, compare=False)  # by month and by hour (``cost.ownership``)
 
 
 @dataclass(frozen=True)
@@ -305,6 +306,14 @@ class PlanResult:
         ages = self.price_ages(options)
         return ages.summary() if ages is not None else f"prices as of {self.prices_as_of}"
 
+    def cost_over_time(self):
+        """Money spent against months on the user's own GPUs, the home rig and on-prem servers to buy and the
+        cheapest rent, at the stated cadence (``planner.summary.cost_over_time``; the Compare page's chart and
+        the reports read it)."""
+        from advisor.planner.summary import cost_over_time
+
+        return cost_over_time(self)
+
     def option(self, option_id: str) -> PlanOption | None:
         """The option with this id, or None."""
         return next((o for o in self.options if o.id == option_id), None)
@@ -367,6 +376,7 @@ class PlanResult:
             "fit_target": getattr(self.fit_target(), "id", None),
             "fit_advice": [a.to_json() for a in self.fit_advice],
             "inference": self.inference,
+            "cost_over_time": self.cost_over_time().as_dict(),
         }
 
 

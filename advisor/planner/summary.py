@@ -4,8 +4,13 @@ advice as flags, and the inference figures. Read from a ``PlanResult``; nothing 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor import units
+from advisor.cost.ownership import SpendLine, monthly_spend_usd
 from advisor.job import JOB_FIELDS
+
+CHART_JOBS_PER_MONTH = 4.0  # the cadence of the cost-over-time chart when none is stated (the buy advisor's)
 
 
 def change_flags(change: dict) -> str:
@@ -117,6 +122,48 @@ def ownership_lines(result) -> list[str]:
         if kind != "owned" and o.break_even is not None:
             lines.append(f"Break-even: {o.break_even.sentence(label)}.")
     return ([""] + lines) if lines else []
+
+
+@dataclass(frozen=True)
+class CostOverTime:
+    """Money spent against months for the options of a job, at one cadence (``jobs_per_month``; ``stated``
+    False when the plan states none and :data:`CHART_JOBS_PER_MONTH` is drawn)."""
+
+    jobs_per_month: float
+    stated: bool
+    lines: tuple[SpendLine, ...]
+    months: float
+
+    def as_dict(self) -> dict:
+        return {"jobs_per_month": self.jobs_per_month, "stated": self.stated, "months": self.months,
+                "lines": [line.as_dict() for line in self.lines]}
+
+
+def cost_over_time(result) -> CostOverTime:
+    """The user's own GPUs (running costs), the cheapest home rig and on-prem servers that run the job (bought at
+    month 0, then holding and running costs), and the cheapest rent (each job rented), at the stated cadence.
+    Read from the plan's options and their holdings; only options that can run the job."""
+    r = result.request
+    n = r.jobs_per_month if r.jobs_per_month is not None else CHART_JOBS_PER_MONTH
+    other = r.other_use_hours_per_month if r.jobs_per_month is not None else 0.0
+    mine = owned_accelerators(result)
+    lines = []
+    own = owned_option(result)
+    if own is not None and own.fits and own.feasible:
+        lines.append(SpendLine(own.id, "owned", f"your {own.devices} x {own.accelerator_name}", 0.0,
+                               n * own.cost_usd))
+    for kind in ("home", "onprem"):
+        o = result.best(kind)
+        h = None if o is None or o.owning is None else o.owning.holding
+        if h is None:
+            continue
+        lines.append(SpendLine(o.id, kind, buy_label(o, mine), h.upfront_usd,
+                               monthly_spend_usd(h, o.hours, n, other), h.life_months))
+    rent = result.best("cloud")
+    if rent is not None:
+        lines.append(SpendLine(rent.id, "cloud", f"rent {rent.id.removeprefix('cloud:')}", 0.0, n * rent.cost_usd))
+    life = max((line.life_months or 0.0 for line in lines), default=0.0) or 48.0
+    return CostOverTime(float(n), r.jobs_per_month is not None, tuple(lines), life)
 
 
 def lost_text(hours_lost: float | None) -> str:

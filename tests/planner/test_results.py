@@ -77,17 +77,22 @@ def test_memory_at_other_device_counts_comes_from_the_same_plan():
     assert r.memory_at(0) is None
 
 
-def test_break_even_lines_read_the_plan():
-    from advisor.gui.compare_data import break_even_lines
-
-    r = _plan(model="llama-3-8b", workload="lora", accelerator=["rtx-4090"])
-    lines = break_even_lines(r)
+def test_cost_over_time_reads_the_plan():
+    # Money spent against months: the home rig bought at month 0 (its upfront), then running and holding costs
+    # at the stated cadence; the rent is each job rented. Read from the plan's options and their holdings.
+    r = _plan(model="llama-3-8b", workload="qlora", accelerator=["rtx-4090"], jobs_per_month=3)
+    spend = r.cost_over_time()
+    assert spend.stated and spend.jobs_per_month == 3
     home = r.option("home:rtx-4090")
-    assert lines and lines[0].fixed_usd == home.owning.fixed_usd_per_device
-    assert lines[0].rent_usd_per_h == home.break_even.rent_usd_per_device_hour
-    rate, fixed, var = lines[0].rent_usd_per_h, lines[0].fixed_usd, lines[0].variable_usd_per_h
-    assert lines[0].break_even_h == pytest.approx(fixed / (rate - var))
-    assert lines[0].break_even_h == pytest.approx(home.break_even.device_hours)
+    rent = r.best("cloud")
+    line = {x.kind: x for x in spend.lines}
+    assert line["home"].upfront_usd == pytest.approx(home.owning.holding.upfront_usd)
+    # 3 jobs of h hours: energy of 3h hours, idle power of the rest of the 243.3 available hours.
+    h = home.hours
+    expected = 3 * h * 0.555 * 0.17 + (8 * 365 / 12 - 3 * h) * 0.05 * 0.17  # 450 W x 0.9 + 150 W = 0.555 kW
+    assert home.devices == 1 and line["home"].monthly_usd == pytest.approx(expected)
+    assert line["cloud"].monthly_usd == pytest.approx(3 * rent.cost_usd) and line["cloud"].upfront_usd == 0
+    assert home.break_even.vs == rent.id or r.option(home.break_even.vs).accelerator == "rtx-4090"
 
 
 def test_no_page_or_report_prices_an_option():
