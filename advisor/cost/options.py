@@ -15,7 +15,7 @@ from advisor.catalog.records import Accelerator, CloudOffer
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.compare import Point
 from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost
-from advisor.cost.ownership import Use, home_job_cost, onprem_job_cost
+from advisor.cost.ownership import NO_STATED_USE, Use, home_job_cost, onprem_job_cost
 
 Quote = CloudQuote | OwnedQuote
 KINDS = ("home", "onprem", "cloud")
@@ -30,7 +30,7 @@ class DeviceJob:
     devices: int
     hours: float
     kinds: tuple[str, ...] = KINDS
-    use: Use = Use()
+    use: Use = NO_STATED_USE
 
     @property
     def use_hours_per_month(self) -> float | None:

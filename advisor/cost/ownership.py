@@ -73,6 +73,9 @@ class Use:
         return self.jobs_per_month is not None
 
 
+NO_STATED_USE = Use()  # nothing stated: the assumptions' hours per day and utilisation apply
+
+
 @dataclass(frozen=True)
 class Holding:
     """``devices`` of an accelerator held as a home rig, on-prem servers or owned hardware.
@@ -165,44 +168,54 @@ def financing_usd_per_month(principal_usd: float, rate_per_year: float, months: 
     return payment - principal_usd / months
 
 
-def home_holding(accel: Accelerator, devices: int, a: CostAssumptions) -> Holding:
-    """A home rig of ``devices`` GPUs: price less resale over ``lifetime_years``, financing, idle power of its
-    rigs for the available hours it does not work; energy of GPUs (TDP x load) and system while working.
-
-    Raises:
-        ValueError: bad devices, or an accelerator without a purchase price or TDP.
-    """
-    _check_job(devices, 0.0)
-    price, tdp = _own_inputs(accel)
-    hardware = price * devices + home_system_usd(devices, a)
-    resale = hardware * a.resale_fraction
+def rig_holding(accel_id: str, devices: int, upfront_usd: float, running_w: float, idle_w: float,
+                a: CostAssumptions) -> Holding:
+    """A home rig (or a whole machine such as a Mac) bought for ``upfront_usd``: price less resale over
+    ``lifetime_years``, financing, ``idle_w`` for the available hours it does not work; ``running_w`` at the wall
+    while working (wear when set)."""
+    resale = upfront_usd * a.resale_fraction
     life = a.lifetime_years * MONTHS_PER_YEAR
-    rigs = home_rigs(devices, a)
-    kw = (tdp * a.home_load_factor * devices + a.home_system_power_w * rigs) / 1000.0
-    monthly = [("depreciation", (hardware - resale) / life)]
-    fin = financing_usd_per_month(hardware, a.financing_rate_per_year, life)
+    monthly = [("depreciation", (upfront_usd - resale) / life)]
+    fin = financing_usd_per_month(upfront_usd, a.financing_rate_per_year, life)
     if fin > 0:
         monthly.append(("financing", fin))
+    kw = running_w / 1000.0
     running = [("energy", kw * a.electricity_usd_per_kwh)]
     if a.owned_wear_usd_per_gpu_hour > 0:
         running.append(("wear", a.owned_wear_usd_per_gpu_hour * devices))
     available = a.hours_per_day * DAYS_PER_MONTH
-    return Holding("home", accel.id, devices, hardware, resale, life, tuple(monthly),
-                   a.home_idle_power_w * rigs / 1000.0, a.electricity_usd_per_kwh, kw, tuple(running), available,
-                   available * a.utilisation)
+    return Holding("home", accel_id, devices, upfront_usd, resale, life, tuple(monthly), idle_w / 1000.0,
+                   a.electricity_usd_per_kwh, kw, tuple(running), available, available * a.utilisation)
 
 
-def onprem_holding(accel: Accelerator, devices: int, a: CostAssumptions) -> Holding:
-    """On-prem servers for ``devices`` GPUs: capex (``onprem_capex_per_device``) over the amortisation years,
-    financing, colocation per kW of server power and staff per GPU-year every month, idle power (a fraction of
-    the server power, with the PUE) for the hours it does not work; facility energy while working.
+def home_holding(accel: Accelerator, devices: int, a: CostAssumptions) -> Holding:
+    """A home rig of ``devices`` GPUs at the catalog price with its rest of system (:func:`rig_holding`):
+    GPUs at TDP x load plus each rig's system power while working, each rig's idle power otherwise.
 
     Raises:
         ValueError: bad devices, or an accelerator without a purchase price or TDP.
     """
     _check_job(devices, 0.0)
     price, tdp = _own_inputs(accel)
-    capex = onprem_capex_per_device(price, a) * devices
+    rigs = home_rigs(devices, a)
+    return rig_holding(accel.id, devices, price * devices + home_system_usd(devices, a),
+                       tdp * a.home_load_factor * devices + a.home_system_power_w * rigs,
+                       a.home_idle_power_w * rigs, a)
+
+
+def onprem_holding(accel: Accelerator, devices: int, a: CostAssumptions, *,
+                   capex_usd: float | None = None) -> Holding:
+    """On-prem servers for ``devices`` GPUs: capex (``onprem_capex_per_device``) over the amortisation years,
+    financing, colocation per kW of server power and staff per GPU-year every month, idle power (a fraction of
+    the server power, with the PUE) for the hours it does not work; facility energy while working.
+    ``capex_usd`` replaces the capex (one server bought for a team: no share of a cluster network).
+
+    Raises:
+        ValueError: bad devices, or an accelerator without a purchase price or TDP.
+    """
+    _check_job(devices, 0.0)
+    price, tdp = _own_inputs(accel)
+    capex = onprem_capex_per_device(price, a) * devices if capex_usd is None else capex_usd
     life = a.onprem_amortisation_years * MONTHS_PER_YEAR
     it_kw = tdp * a.onprem_power_factor / 1000.0 * devices
     monthly = [("capex_share", capex / life)]
@@ -269,7 +282,7 @@ def utilisation(h: Holding, job_hours: float, use: Use) -> Utilisation:
                        overbooked=wanted > h.available_hours_per_month * (1 + 1e-9))
 
 
-def job_cost(h: Holding, hours: float, use: Use = Use()) -> OwnedQuote:
+def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
     """A job's cost on held hardware: running parts for its hours, plus ``hours / busy hours`` of a month's
     holding parts (a job longer than the busy hours of a month carries more than one month).
 
@@ -299,7 +312,7 @@ def job_cost(h: Holding, hours: float, use: Use = Use()) -> OwnedQuote:
 
 
 def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions,
-                  use: Use = Use()) -> OwnedQuote:
+                  use: Use = NO_STATED_USE) -> OwnedQuote:
     """A job on a home rig of ``devices`` GPUs (:func:`home_holding`, :func:`job_cost`).
 
     With the default use (none stated) and no idle power: depreciation = (hardware - resale) / lifetime hours
@@ -313,7 +326,7 @@ def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: C
 
 
 def onprem_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions,
-                    use: Use = Use()) -> OwnedQuote:
+                    use: Use = NO_STATED_USE) -> OwnedQuote:
     """A job on on-prem servers for ``devices`` GPUs (:func:`onprem_holding`, :func:`job_cost`).
 
     Raises:
@@ -329,7 +342,7 @@ def owned_option_id(accelerator_id: str) -> str:
 
 
 def owned_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions, *,
-                   machines: int = 1, gpu_power_w: float | None = None, use: Use = Use()) -> OwnedQuote:
+                   machines: int = 1, gpu_power_w: float | None = None, use: Use = NO_STATED_USE) -> OwnedQuote:
     """The cost to its owner of running a job on owned GPUs: energy (and wear when set), no purchase part.
 
     energy = (devices x GPU power + machines x ``home_system_power_w``) / 1000 x hours x

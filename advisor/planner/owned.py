@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from advisor.catalog import Accelerator, Catalog
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.ownership import Use, owned_job_cost, owned_option_id
+from advisor.cost.ownership import NO_STATED_USE, Use, owned_job_cost, owned_option_id
 from advisor.estimate.compute import DecodeEstimate
 from advisor.estimate.local import (
     CPU_ETA_MEM,
@@ -169,7 +169,7 @@ def offloaded_decode(decode: DecodeEstimate, req, arch: ModelArch, params: int, 
     return out, shown
 
 
-def owned_quote(hw: OwnedHardware, devices: int, hours: float, a: CostAssumptions, use: Use = Use()):
+def owned_quote(hw: OwnedHardware, devices: int, hours: float, a: CostAssumptions, use: Use = NO_STATED_USE):
     """``cost.ownership.owned_job_cost`` for ``devices`` of it; no TDP (CPU, Apple Silicon): the system power only."""
     power = hw.gpu_power_w
     if power is None and not hw.accelerator.tdp_w:

@@ -31,7 +31,7 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tornado_panel import TornadoPanel
-from advisor.units import fmt_hours, fmt_usd
+from advisor.units import fmt_usd
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
