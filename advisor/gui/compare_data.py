@@ -10,10 +10,13 @@ from advisor.units import fmt_hours, fmt_usd
 KIND_WORDS = {"owned": "owned", "home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
 
 
-def option_label(o) -> str:
+def option_label(o, owned_ids=()) -> str:
     """Short label of an option for chart axes: ``home 2× RTX 4090``, ``Lambda 1× H100 SXM spot``; an option off
-    the job's software stack says what it needs (``GCP 1× TPU v6e spot [needs JAX/XLA]``)."""
+    the job's software stack says what it needs (``GCP 1× TPU v6e spot [needs JAX/XLA]``); a purchase of the
+    cards the user owns (``owned_ids``) says so (``home rig 2× RTX 4090 (cards you own)``)."""
     mark = "" if getattr(o, "stack_ok", True) else f" [{o.stack_reason}]"
+    if o.kind in ("home", "onprem") and o.accelerator in owned_ids:
+        mark += " (cards you own)"
     if o.kind == "cloud":
         return f"{_provider(o.provider)} {o.devices}× {_short(o.accelerator_name)}" + (" spot" if o.spot else "") + mark
     return f"{KIND_WORDS[o.kind]} {o.devices}× {_short(o.accelerator_name)}{mark}"
@@ -102,10 +105,10 @@ def lead_sentences(result, shown) -> list[str]:
     out = []
     own = owned_option(result)
     if own is not None and own.id in ids:
-        out.append(f"your <b>{option_label(own)}</b> runs it in {fmt_hours(own.hours)} for "
+        out.append(f"your <b>{option_label(own).removeprefix('owned ')}</b> runs it in {fmt_hours(own.hours)} for "
                    f"<b>{fmt_usd(own.cost_usd)}</b> of electricity.")
     elif own is not None:
-        out.append(f"your {option_label(own)} cannot run it ({'does not fit' if not own.fits else 'as laid out'}).")
+        out.append(f"your {option_label(own).removeprefix('owned ')} cannot run it ({'does not fit' if not own.fits else 'as laid out'}).")
     rent = result.best("cloud")
     if rent is not None and rent.id in ids:
         out.append(f"The cheapest rent that can run it is <b>{option_label(rent)}</b>: {fmt_usd(rent.cost_usd)} in "
@@ -113,10 +116,13 @@ def lead_sentences(result, shown) -> list[str]:
     buy = best_buy(result)
     if buy is not None and buy.id in ids:
         again = " (buying again the cards you own)" if buy.accelerator in mine else ""
-        be = buy.break_even
-        pay = "" if be is None or be.vs is None else f"; against that rent it {be.verdict()}"
+        spend = result.cost_over_time()  # the chart's cadence, so the sentence says what the chart shows
+        cadence = f"{spend.jobs_per_month:g} jobs a month" + ("" if spend.stated else " (assumed)")
+        pay = (f"; against that rent at {cadence} it {spend.payback_text(buy.id)}"
+               if rent is not None and any(x.option_id == buy.id for x in spend.lines) else "")
         u = buy.utilisation
-        use = "" if u is None else f" at {u.fraction:.0%} use"
+        use = "" if u is None else (f" at {u.fraction:.0%} use" if u.stated else
+                                    f" at an assumed {u.fraction:.0%} use (set Jobs per month on the Planner)")
         out.append(f"To buy: <b>{option_label(buy)}</b>{again}, {fmt_usd(buy.cost_usd)} per job{use}{pay}.")
     if not out:
         out.append("nothing in the catalog can run it.")

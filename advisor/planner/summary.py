@@ -134,9 +134,31 @@ class CostOverTime:
     lines: tuple[SpendLine, ...]
     months: float
 
+    def payback_months(self, option_id: str) -> float | None:
+        """Months until the purchase ``option_id`` has cost less than the rent line (where the lines cross), or
+        None when it never does (or either line is missing)."""
+        line = next((x for x in self.lines if x.option_id == option_id), None)
+        rent = next((x for x in self.lines if x.kind == "cloud"), None)
+        if line is None or rent is None or rent.monthly_usd <= line.monthly_usd:
+            return None
+        return line.upfront_usd / (rent.monthly_usd - line.monthly_usd)
+
+    def payback_text(self, option_id: str) -> str:
+        """``pays back after 14 months`` / ``does not pay back within its 4-year life`` / ``never pays back``,
+        at this cadence."""
+        line = next((x for x in self.lines if x.option_id == option_id), None)
+        m = self.payback_months(option_id)
+        life = (line.life_months if line is not None else None) or self.months
+        if m is None:
+            return "never pays back (renting costs less a month than owning costs to run)"
+        if m > life:
+            return f"does not pay back within its {life / 12:g}-year life ({m:,.0f} months)"
+        return f"pays back after {m:,.1f} months"
+
     def as_dict(self) -> dict:
         return {"jobs_per_month": self.jobs_per_month, "stated": self.stated, "months": self.months,
-                "lines": [line.as_dict() for line in self.lines]}
+                "lines": [dict(line.as_dict(), payback_months=self.payback_months(line.option_id))
+                          if line.kind in ("home", "onprem") else line.as_dict() for line in self.lines]}
 
 
 def cost_over_time(result) -> CostOverTime:
@@ -152,8 +174,9 @@ def cost_over_time(result) -> CostOverTime:
     if own is not None and own.fits and own.feasible:
         lines.append(SpendLine(own.id, "owned", f"your {own.devices} x {own.accelerator_name}", 0.0,
                                n * own.cost_usd))
+    buy = best_buy(result)
     for kind in ("home", "onprem"):
-        o = result.best(kind)
+        o = buy if buy is not None and buy.kind == kind else result.best(kind)
         h = None if o is None or o.owning is None else o.owning.holding
         if h is None:
             continue

@@ -40,13 +40,13 @@ GROUP_WORDS = {"own": "yours", "upgrade": "add to this machine", "new": "new rig
 
 
 def _break_even_text(o) -> str:
-    """``owned``, ``never``, ``14.2 months`` or ``122 months, beyond its life`` (the CLI's column, in words)."""
+    """``owned``, ``never``, ``14.2 mo`` or ``122 mo > life`` (beyond its life): the CLI's column."""
     m = o.break_even_months
     if o.purchase.kind == "owned":
         return "owned"
     if m is None:
         return "never"
-    return f"{m:,.1f} months" if o.pays_back else f"{m:,.0f} months, beyond its life"
+    return f"{m:,.1f} mo" if o.pays_back else f"{m:,.0f} mo > life"
 
 
 class _Months(float):

@@ -9,6 +9,8 @@ editing one re-plans through the Planner (``AppContext.set_assumptions``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
@@ -102,8 +104,9 @@ class ComparePage(Page):
         self.scatter.setLogMode(x=True, y=True)
         self.scatter.setToolTip("Every option that fits. The front joins the options no other beats on both time "
                                 "and cost: pick along it by how much a faster result is worth to you. Log axes.")
-        self.breakeven = plots.make_plot("Money spent over time", "spent", "USD", x_label="months", x_unit="",
+        self.breakeven = plots.make_plot("Money spent over time", "spent", "", x_label="months", x_unit="",
                                          legend=True, min_height=250)
+        self.breakeven.setLogMode(x=False, y=True)
         self.breakeven.setToolTip("Money spent after each month at the job's cadence (Jobs per month on the "
                                   "Planner): your GPUs (electricity), a home rig or on-prem servers bought at month "
                                   "0 then their running and monthly costs, and the cheapest rent that runs the job. "
@@ -284,7 +287,10 @@ class ComparePage(Page):
         series = [(p.replace("_", " "), [o.cost_breakdown_usd.get(p, 0.0) for o in rows]) for p in parts]
         self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6, value_format=fmt_usd,
                                          colours=[cost_part_colour(p) for p in parts])
-        plots.set_categories(self.cost_chart, [option_label(o) for o in rows], axis="left")
+        from advisor.planner.summary import owned_accelerators
+
+        mine = owned_accelerators(self.result) if self.result is not None else set()
+        plots.set_categories(self.cost_chart, [option_label(o, mine) for o in rows], axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
         self.cost_chart.setXRange(0, top * 1.3, padding=0)  # room for the total after each bar
         self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
@@ -327,20 +333,28 @@ class ComparePage(Page):
         plots.refit_legend(self.scatter)
 
     def _draw_break_even(self, result, mine) -> None:
-        """Money spent against months (``PlanResult.cost_over_time``): one straight line per option, a mark where
-        a purchase pays back against the rent within the chart."""
+        """Money spent against months (``PlanResult.cost_over_time``): your GPUs, the purchases and the rent, from
+        month 1 on a log money axis (a purchase costs hundreds of times a month of rent); a mark where a purchase
+        pays back against the rent within its life."""
+        from advisor.planner.summary import owned_accelerators
+
         for it in self._be_items:
             self.breakeven.removeItem(it)
         self._be_items.clear()
         spend = result.cost_over_time()
-        months = np.array([0.0, spend.months])
-        top = 0.0
+        owned = owned_accelerators(result)
+        months = np.linspace(1.0, spend.months, 60)
+        lo, hi = math.inf, 0.0
         for line in spend.lines:
-            y = [line.usd_after(m) for m in months]
-            top = max(top, *y)
+            y = np.array([line.usd_after(m) for m in months])
+            if not (y > 0).any():
+                continue
+            lo, hi = min(lo, float(y[y > 0].min())), max(hi, float(y.max()))
+            o = result.option(line.option_id)
+            label = option_label(o, owned) if o is not None else line.label
             style = Qt.PenStyle.DashLine if line.kind == "cloud" else Qt.PenStyle.SolidLine
-            item = pg.PlotDataItem(months, y, pen=plots.pen(SPEND_INDEX.get(line.kind, 0), style=style),
-                                   name=line.label[:44])
+            item = pg.PlotDataItem(months, np.where(y > 0, y, np.nan), pen=plots.pen(SPEND_INDEX.get(line.kind, 0),
+                                                                                    style=style), name=label)
             self.breakeven.addItem(item)
             self._be_items.append(item)
         rent = next((line for line in spend.lines if line.kind == "cloud"), None)
@@ -348,13 +362,18 @@ class ComparePage(Page):
             if rent is None or rent.monthly_usd <= line.monthly_usd:
                 continue
             at = line.upfront_usd / (rent.monthly_usd - line.monthly_usd)
-            if at <= spend.months:
-                mark = plots.add_limit_line(self.breakeven, at, f"pays back: {at:,.0f} mo", index=SPEND_INDEX[line.kind],
-                                            horizontal=False, label_position=0.85 - 0.12 * i,
+            if 1.0 <= at <= min(spend.months, line.life_months or spend.months):
+                mark = plots.add_limit_line(self.breakeven, at, f"pays back: {at:,.0f} mo",
+                                            index=SPEND_INDEX[line.kind], horizontal=False,
+                                            label_position=0.85 - 0.12 * i,
                                             label_anchor=(1, 0) if at > 2 / 3 * spend.months else (0, 0))
                 self._be_items.append(mark)
+        cadence = f"{spend.jobs_per_month:g} jobs a month" + ("" if spend.stated else " (assumed)")
+        self.breakeven.setTitle(f"Money spent, {cadence}")
         self.breakeven.setXRange(0, spend.months, padding=0)
-        self.breakeven.setYRange(0, max(top, 1.0) * 1.05, padding=0)
+        if hi > 0:
+            self.breakeven.setYRange(np.log10(lo / 1.5), np.log10(hi * 1.5), padding=0)
+            plots.set_log_ticks(self.breakeven, "left", plots.USD_TICKS, lo / 1.5, hi * 1.5)
         plots.refit_legend(self.breakeven)
 
     # ------------------------------------------------------------ page hooks
