@@ -358,8 +358,10 @@ def summary_parts(result: BuyResult) -> tuple[str, str]:
     bought = next((o for o in result.options if o.purchase.kind != "owned"), None)
     if buying is None:
         if best.purchase.kind == "owned":
-            return (f"Keep renting: your {best.purchase.hardware.replace(' (owned)', '')} costs "
-                    f"{fmt_usd(best.usd_per_job)} per job with the rent of what it cannot run",
+            yours = best.purchase.hardware.replace(" (owned)", "")
+            how = ("in electricity" if all(best.fits.values()) else
+                   "in electricity and the rent of the jobs it cannot run")
+            return (f"Keep renting: your {yours} costs {fmt_usd(best.usd_per_job)} per job {how}, more than renting",
                     f"{rent_text}; {_then(bought, budget)}")
         return (f"Renting is cheaper than anything within {budget}: keep renting",
                 f"{rent_text}; the best buy, {_named(best)}, costs {fmt_usd(best.usd_per_job)} per job over its life")

@@ -64,9 +64,10 @@ def _use_text(o) -> str:
     return "" if u is None else f"; {u.text()}"
 
 
-def headline_parts(result) -> list[str]:
+def headline_parts(result, cadence_hint: str = "--jobs-per-month") -> list[str]:
     """The answer in the order the user can act on: the GPUs they own (fits, time, cost), the cheapest rent
-    that can run the job, then what to buy and whether it pays back. Each part one sentence."""
+    that can run the job, then what to buy and whether it pays back. Each part one sentence; ``cadence_hint``
+    names where to state the cadence (the flag, or the app's field)."""
     parts = []
     mine = owned_option(result)
     if mine is not None:
@@ -95,7 +96,7 @@ def headline_parts(result) -> list[str]:
         pay = "" if be is None or be.vs is None else f" against renting: {be.verdict()}"
         u = buy.utilisation
         share = "" if u is None else (f" at {u.jobs_per_month:g} job{'s' if u.jobs_per_month != 1 else ''} a month"
-                                      if u.stated else f" at an assumed {u.fraction:.0%} use (--jobs-per-month)")
+                                      if u.stated else f" at an assumed {u.fraction:.0%} use ({cadence_hint})")
         parts.append(f"To buy: {buy_label(buy, owned_accelerators(result))}, {units.fmt_usd(buy.cost_usd)} per job"
                      f"{share}{pay}.")
     elif mine is None and rent is None:

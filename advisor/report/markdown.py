@@ -6,7 +6,15 @@ import base64
 import html
 
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
-from advisor.report.content import COLUMN_TITLES, PlanSection, cell, generated_at, money, option_columns
+from advisor.report.content import (
+    COLUMN_TITLES,
+    PlanSection,
+    cell,
+    generated_at,
+    money,
+    option_columns,
+    spend_table,
+)
 from advisor.report.html import option_head, option_rows, parts_text, short_columns
 
 _MD_SPECIAL = "\\`*[]|"  # what can start code, emphasis, a link or an image, or end a table cell
@@ -74,6 +82,9 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         if s.infeasible:
             out += [f"### Not ranked: {len(s.infeasible)} option(s) cannot run as laid out", ""]
             out += _table(("option", "reason"), s.infeasible) + [""]
+        spend = spend_table(s.doc)
+        if spend is not None:
+            out += [f"### {spend[0]}", ""] + _table(spend[1], spend[2]) + [""]
         if s.inputs:
             out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
         out += ["### All assumptions", ""]
