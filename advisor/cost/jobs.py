@@ -54,6 +54,8 @@ class CloudQuote(_Quote):
     billed_device_hours: float
     energy_kwh: float
     breakdown: CostBreakdown
+    term_usd_per_instance_hour: float | None = None  # a reserved term's rate at full use (None: no term)
+    term_use_hours_per_month: float | None = None  # the hours a month the term is spread over
 
     @property
     def option_id(self) -> str:
@@ -170,15 +172,21 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     if price is None:
         raise ValueError(f"{offer.id}: no {'spot' if spot else 'on-demand'} price")
     instance_rate = price * (1.0 - discount)
-    if reserved_years and hours > 0:
-        # The whole term is paid: a month of it over the month's hours of use (the reserved rate at full use).
-        used = min(hours if use_hours_per_month is None else use_hours_per_month, HOURS_PER_MONTH)
-        instance_rate *= HOURS_PER_MONTH / max(used, MIN_USE_H)
     instances = math.ceil(devices / offer.accelerator_count)
     rework = assumptions.spot_rework_factor if spot else 0.0
-    per_device = instance_rate / offer.accelerator_count
-    # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
-    rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
+    term_rate = used = None
+    if reserved_years and hours > 0:
+        # The whole term is paid: a month of it (at the reserved rate) times the job's share of the month's use,
+        # 1 for this job alone; the hourly equivalent follows from that rent (one rounding path).
+        term_rate = instance_rate
+        used = min(hours if use_hours_per_month is None else use_hours_per_month, HOURS_PER_MONTH)
+        rent = instances * term_rate * HOURS_PER_MONTH * (hours / max(used, MIN_USE_H))
+        instance_rate = rent / (instances * hours)
+        per_device = instance_rate / offer.accelerator_count
+    else:
+        per_device = instance_rate / offer.accelerator_count
+        # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
+        rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
     parts = CostBreakdown.of(
         rent=rent,
         spot_rework=rent * rework,
@@ -196,7 +204,7 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
         spot=spot, reserved_years=reserved_years, instances=instances, usd_per_instance_hour=instance_rate,
         usd_per_device_hour=per_device,
         billed_device_hours=instances * offer.accelerator_count * hours * (1.0 + rework),
-        energy_kwh=energy, breakdown=parts)
+        energy_kwh=energy, breakdown=parts, term_usd_per_instance_hour=term_rate, term_use_hours_per_month=used)
     return quote
 
 

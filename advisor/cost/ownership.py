@@ -164,8 +164,10 @@ def financing_usd_per_month(principal_usd: float, rate_per_year: float, months: 
     if rate_per_year <= 0 or principal_usd <= 0:
         return 0.0
     r = rate_per_year / MONTHS_PER_YEAR
-    payment = principal_usd * r / (1.0 - (1.0 + r) ** -months)
-    return payment - principal_usd / months
+    paid_down = -math.expm1(-months * math.log1p(r))  # 1 - (1 + r)^-n, exact for a tiny rate too
+    if paid_down <= 0:
+        return 0.0
+    return max(0.0, principal_usd * r / paid_down - principal_usd / months)
 
 
 def rig_holding(accel_id: str, devices: int, upfront_usd: float, running_w: float, idle_w: float,

@@ -55,6 +55,16 @@ def plan_use(req: PlanRequest) -> Use:
     return Use(req.jobs_per_month, req.other_use_hours_per_month if req.jobs_per_month is not None else 0.0)
 
 
+def reserved_note(q, req: PlanRequest) -> str:
+    """What a reserved option's price is: the term's rate at full use, spread over the stated (or this job's)
+    hours a month, and the hourly equivalent (``cost.jobs.cloud_job_cost``)."""
+    used = q.term_use_hours_per_month
+    how = "the stated use" if req.jobs_per_month is not None else "this job once a month (--jobs-per-month)"
+    return (f"reserved {q.reserved_years}-year term: {q.term_usd_per_instance_hour:.2f} USD/h per instance at full "
+            f"use, paid every hour; spread over {used:,.1f} h a month ({how}): {q.usd_per_instance_hour:,.2f} USD/h "
+            f"equivalent")
+
+
 def trains(acc: Accelerator) -> bool:
     """Whether an accelerator is meant for training (AWS Inferentia serves models only)."""
     return not acc.id.startswith("inferentia")
@@ -188,8 +198,11 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 continue
             offer = by_id[q.offer_id]
             instance_row = place.devices_per_node == offer.accelerator_count
+            figures = common["figures"]
+            if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
+                figures = dict(figures, note="; ".join(filter(None, [figures["note"], reserved_note(q, req)])))
             out.append(PlanOption.build(
-                common["figures"], id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
+                figures, id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
                 usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, provider=offer.provider,
                 instance=offer.instance, spot=q.spot, instances=q.instances, price_date=offer.price_date,
                 price_stale=offer.id in stale_ids, reference=place.reference, cost_usd_interval=cost_iv,

@@ -126,3 +126,36 @@ def test_onprem_once_a_month_does_not_pay_back():
     busy = payback(h, 10, Use(30), "cloud:y", 300.0, 10.0)
     assert busy.months == pytest.approx(474074.07 / (9000 - 2262.667 - 164.707 - 287.28), rel=1e-5)
     assert not busy.pays_back and "within its 4-year life" in busy.sentence("onprem:dc")
+
+
+# ---------------------------------------------------------------- properties
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None)
+@given(hours=st.floats(0.1, 500), n=st.floats(0.05, 200), more=st.floats(1.0, 10.0),
+       idle=st.floats(0.0, 1.0), fin=st.floats(0.0, 0.5))
+def test_more_use_never_makes_a_job_dearer(hours, n, more, idle, fin):
+    # The holding costs of a month are shared by more busy hours: a job's share falls (or stays, when overbooked),
+    # never below its running costs; the parts always sum to the total.
+    a = A.with_overrides(onprem_idle_power_fraction=idle, financing_rate_per_year=fin)
+    few = onprem_job_cost(DC, 8, hours, a, Use(n))
+    many = onprem_job_cost(DC, 8, hours, a, Use(n * more))
+    assert many.total_usd <= few.total_usd * (1 + 1e-9)
+    running = onprem_holding(DC, 8, a).running_rate_usd_per_hour * hours
+    assert many.total_usd >= running * (1 - 1e-9)
+    assert sum(v for _, v in many.breakdown.parts) == pytest.approx(many.total_usd)
+
+
+@settings(max_examples=80, deadline=None)
+@given(hours=st.floats(0.5, 100), n=st.floats(0.1, 60), rent=st.floats(1.0, 5000.0))
+def test_payback_is_where_spending_crosses(hours, n, rent):
+    # After the break-even months, the purchase plus its monthly spending equals the same work rented.
+    h = onprem_holding(DC, 8, A)
+    be = payback(h, hours, Use(n), "cloud:x", rent, hours)
+    if be.months is not None:
+        assert h.upfront_usd + be.own_monthly_usd * be.months == pytest.approx(be.rent_monthly_usd * be.months)
+        assert be.pays_back == (be.months <= 48)
+    else:
+        assert be.rent_monthly_usd <= be.own_monthly_usd * (1 + 1e-9)
