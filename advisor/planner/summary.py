@@ -74,8 +74,8 @@ def headline_parts(result, cadence_hint: str = "--jobs-per-month") -> list[str]:
         who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Your GPUs")
         what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
         if not mine.fits:
-            need = units.fmt_bytes(mine.memory_per_device_bytes)
-            have = units.fmt_bytes(mine.capacity_bytes)
+            need = units.fmt_mem(mine.memory_per_device_bytes)
+            have = units.fmt_mem(mine.capacity_bytes)
             advice = " (see what to change to fit)" if result.fit_advice else ""
             parts.append(f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}.")
         elif not mine.feasible:
@@ -201,7 +201,7 @@ def lost_text(hours_lost: float | None) -> str:
 
 def fit_advice_rows(result) -> list[dict]:
     """The fit advice as rows for people: flags, memory, fits, hours and hours lost, why."""
-    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_bytes(a.memory_total_bytes),
+    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_mem(a.memory_total_bytes),
              "fits": a.fits, "hours": a.hours, "hours_lost": a.hours_lost, "why": a.why,
              "host_ram_bytes": a.host_ram_bytes} for a in result.fit_advice]
 

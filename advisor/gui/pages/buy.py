@@ -27,7 +27,7 @@ from advisor.cost.price_dates import price_summary
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_count, fmt_hours, fmt_usd
+from advisor.units import fmt_count, fmt_hours, fmt_usd, upper_first
 
 log = logging.getLogger(__name__)
 
@@ -334,8 +334,8 @@ class BuyPage(Page):
             + f"Monthly: electricity at ${a.electricity_usd_per_kwh:g}/kWh plus a rig's price less "
             f"{a.resale_fraction:.0%} resale over {a.lifetime_years:g} years and its idle power, or a server's capex "
             f"over {a.onprem_amortisation_years:g} years, colocation and support; {a.hours_per_day:g} h a day "
-            f"available. Cloud {price_summary(cat.offers, cat.date, r.prices_as_of)}; hover a row for its price "
-            "source and what to check before adding cards.")
+            f"available. {upper_first(price_summary(cat.offers, cat.date, r.prices_as_of))}; hover a row for its "
+            "price source and what to check before adding cards.")
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:

@@ -26,14 +26,22 @@ from PySide6.QtWidgets import (
 
 from advisor.colours import cost_part_colour
 from advisor.gui import theme as themes
-from advisor.gui.compare_data import chart_selection, dearer_hour_example, lead_sentences, option_label, options_csv
+from advisor.gui.compare_data import (
+    chart_selection,
+    dearer_hour_example,
+    distinct_labels,
+    lead_sentences,
+    option_label,
+    options_csv,
+    scatter_flat_text,
+)
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import WORKLOAD_WORDS
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tornado_panel import TornadoPanel
-from advisor.units import fmt_usd
+from advisor.units import fmt_usd, upper_first
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
@@ -272,9 +280,9 @@ class ComparePage(Page):
         spend = result.cost_over_time()
         cadence = (f"{spend.jobs_per_month:g} jobs a month" if spend.stated else
                    f"{spend.jobs_per_month:g} jobs a month (assumed: set Jobs per month on the Planner)")
-        self.note.setText(f"Cloud {result.prices_text(result.ranked)}. Your GPUs are priced at their electricity; a "
-                          f"home rig or on-prem servers to buy carry their monthly costs over the use (money spent "
-                          f"over time at {cadence}). Spot prices include rework for interruptions.")
+        self.note.setText(f"{upper_first(result.prices_text())}. Your GPUs are priced at their electricity; a home "
+                          f"rig or on-prem servers to buy carry their monthly costs over the use (money spent over "
+                          f"time at {cadence}). Spot prices include rework for interruptions.")
 
     def _draw_costs(self, chosen) -> None:
         plots.clear_bars(self.cost_chart, self._items)
@@ -290,7 +298,7 @@ class ComparePage(Page):
         from advisor.planner.summary import owned_accelerators
 
         mine = owned_accelerators(self.result) if self.result is not None else set()
-        plots.set_categories(self.cost_chart, [option_label(o, mine) for o in rows], axis="left")
+        plots.set_categories(self.cost_chart, distinct_labels(rows, mine), axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
         self.cost_chart.setXRange(0, top * 1.3, padding=0)  # room for the total after each bar
         self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
@@ -301,6 +309,11 @@ class ComparePage(Page):
         self._scatter_items.clear()
         fitting = [o for o in result.ranked if o.fits and o.hours > 0 and o.cost_usd > 0]
         front = set(result.pareto_ids())
+        flat = scatter_flat_text(fitting)
+        plots.set_empty_text(self.scatter, flat)
+        if flat:  # a line of dots on one time (or one cost) says nothing: the sentence says what it would
+            plots.refit_legend(self.scatter)
+            return
         if fitting:  # log axes labelled "1 h, 1 day" and "$10, $1k", not powers of ten
             plots.set_log_ticks(self.scatter, "bottom", plots.HOUR_TICKS, min(o.hours for o in fitting) / 2,
                                 max(o.hours for o in fitting) * 2)
@@ -324,9 +337,10 @@ class ComparePage(Page):
                                    symbolBrush=None, symbolPen=pg.mkPen(t.text, width=2))
             self.scatter.addItem(line)
             self._scatter_items.append(line)
-            ends = [(on_front[0], (0, 1.0))] + ([(on_front[-1], (-0.04, 0.5))] if len(on_front) > 1 else [])
-            for o, anchor in ends:
-                label = pg.TextItem(option_label(o), color=t.text, anchor=anchor)
+            ends = [(on_front[0], (0, 1.0))] + ([(on_front[-1], (1.0, 1.2))] if len(on_front) > 1 else [])
+            names = dict(zip((o.id for o in fitting), distinct_labels(fitting)))
+            for o, anchor in ends:  # above its point (the fastest left-aligned, the cheapest right-aligned)
+                label = pg.TextItem(names[o.id], color=t.text, anchor=anchor)
                 label.setPos(np.log10(o.hours), np.log10(o.cost_usd))
                 self.scatter.addItem(label)
                 self._scatter_items.append(label)
