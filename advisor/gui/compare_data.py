@@ -125,9 +125,12 @@ def dearer_hour_example(result, shown=None) -> str | None:
     if best is None:
         return None
     a, b = best
-    return (f"<b>A dearer hour is often the cheaper job.</b> {option_label(a)} costs "
+    from advisor.planner.summary import owned_accelerators
+
+    mine = owned_accelerators(result)  # a purchase of the user's own cards is named as the bars name it
+    return (f"<b>A dearer hour is often the cheaper job.</b> {option_label(a, mine)} costs "
             f"{fmt_usd(a.cost_usd / a.hours)} per hour, {a.cost_usd / a.hours / (b.cost_usd / b.hours):.1f}× "
-            f"{option_label(b)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
+            f"{option_label(b, mine)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
             f"{fmt_hours(a.hours)} instead of {fmt_hours(b.hours)}, so the whole job costs "
             f"<b>{fmt_usd(a.cost_usd)}</b> instead of <b>{fmt_usd(b.cost_usd)}</b>. Compare jobs, not hourly prices.")
 
