@@ -50,13 +50,13 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _owned(args, catalog) -> tuple[list, dict[str, float]]:
-    """The owned accelerators, one entry per GPU: this machine's (detected or simulated) and ``--own``'s; and the
-    driver's power figure of those the catalog has no TDP for."""
+def _owned(args, catalog) -> tuple[list, dict[str, float], int | None]:
+    """The owned accelerators, one entry per GPU: this machine's (detected or simulated) and ``--own``'s; the
+    driver's power figure of those the catalog has no TDP for; this machine's RAM (None when not known)."""
     from advisor.cli import UsageError
 
     if args.no_own:
-        return [], {}
+        return [], {}, None
     out = []
     for item in args.own:
         m = _OWN.match(item.strip())
@@ -78,7 +78,8 @@ def _owned(args, catalog) -> tuple[list, dict[str, float]]:
         out.extend([hw.accelerator] * hw.count)
         if hw.gpu_power_w is not None:
             power[hw.accelerator.id] = hw.gpu_power_w
-    return out, power
+    ram = getattr(local.host, "memory_total_bytes", None) if local.host is not None else None
+    return out, power, ram or None
 
 
 def _assumptions(items: list[str]):
@@ -118,10 +119,10 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     try:
         jobs = [load_job(text) for text in args.job] or default_jobs(args.budget)
-        accs, power = _owned(args, catalog)
+        accs, power, ram = _owned(args, catalog)
         result = buy_advice(jobs, args.budget, args.jobs_per_month, owned_groups(accs), catalog=catalog,
                             calibration=load_calibration(), assumptions=a, owned_power_w=power,
-                            default_jobs=not args.job)
+                            default_jobs=not args.job, host_memory_bytes=ram)
     except PlanInputError as exc:
         raise UsageError(f"buy: {exc}") from None
     for w in result.warnings:

@@ -111,15 +111,23 @@ def server_capex_usd(price_usd: float, devices: int, a: CostAssumptions) -> floa
     return price_usd * devices * a.onprem_server_overhead
 
 
-def upgrade_note(acc: Accelerator, owned: int, added: int, a: CostAssumptions) -> str:
-    """What to check before adding cards: a free slot each, and a power supply for all the cards (detection reads
-    neither; the board's PCIe lanes and the case's room are the user's to check)."""
+def upgrade_note(acc: Accelerator, owned: int, added: int, a: CostAssumptions,
+                 host_memory_bytes: int | None = None) -> str:
+    """What to check before adding cards: a free slot each and a power supply for all the cards (detection reads
+    neither; the board's PCIe lanes and the case's room are the user's to check), and this machine's RAM against
+    the cards' memory where detection knows it (loading a model that fills the cards passes through host RAM)."""
     if not acc.tdp_w:
-        return "check a free PCIe slot per card and the power supply"
-    need = (acc.tdp_w * (owned + added) + a.home_system_power_w) * 1.25
-    return (f"needs {added} free PCIe x16 slot{'s' if added > 1 else ''} and a power supply of about "
-            f"{need:,.0f} W ({owned + added} x {acc.tdp_w:g} W + {a.home_system_power_w:g} W, 25 % headroom); "
-            f"detection reads neither, so check them")
+        note = "check a free PCIe slot per card and the power supply"
+    else:
+        need = (acc.tdp_w * (owned + added) + a.home_system_power_w) * 1.25
+        note = (f"needs {added} free PCIe x16 slot{'s' if added > 1 else ''} and a power supply of about "
+                f"{need:,.0f} W ({owned + added} x {acc.tdp_w:g} W + {a.home_system_power_w:g} W, 25 % headroom); "
+                f"detection reads neither, so check them")
+    vram = acc.memory_bytes * (owned + added)
+    if host_memory_bytes and host_memory_bytes < vram:
+        note += (f"; this machine's {host_memory_bytes / 1e9:,.0f} GB of RAM is less than the cards' "
+                 f"{vram / 1e9:,.0f} GB: a model that fills them may need more RAM to load")
+    return note
 
 
 def buyable(acc: Accelerator) -> bool:
@@ -130,7 +138,8 @@ def buyable(acc: Accelerator) -> bool:
 def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[object, Accelerator]],
               owned: Sequence[tuple[Accelerator, int]], a: CostAssumptions,
               budget_usd: float | None = None, used: Mapping[str, object] | None = None,
-              servers: bool = True, owned_power_w: Mapping[str, float] | None = None) -> list[Purchase]:
+              servers: bool = True, owned_power_w: Mapping[str, float] | None = None,
+              host_memory_bytes: int | None = None) -> list[Purchase]:
     """Everything one could buy within a budget, and the owned hardware as it is.
 
     Args:
@@ -143,6 +152,7 @@ def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[obje
         used: used-market rows by accelerator id (``advisor.catalog.used.UsedPrice``).
         servers: list 4- and 8-GPU servers of datacenter and workstation GPUs (for teams).
         owned_power_w: power per owned GPU by accelerator id where the driver reports it (no TDP in the catalog).
+        host_memory_bytes: this machine's RAM where detection knows it (an upgrade's note compares it).
     Returns:
         Purchases in a stable order: owned first, then upgrades, new rigs, Macs, servers.
     """
@@ -159,7 +169,7 @@ def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[obje
                 system = home_system_usd(k + m, a) - home_system_usd(k, a)
                 out.append(Purchase(f"add-{kind}:{m}x{acc.id}", f"add {m} x {acc.name} to this machine's {k}",
                                     "upgrade", acc, k + m, m * price, system, basis, acc.source, owned_devices=k,
-                                    note=upgrade_note(acc, k, m, a)))
+                                    note=upgrade_note(acc, k, m, a, host_memory_bytes)))
     for acc in accelerators:
         if not buyable(acc):
             continue

@@ -247,7 +247,7 @@ def cheapest_rent(job: BuyJob, catalog: Catalog, calibration, a: CostAssumptions
 def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
                owned: list[tuple[Accelerator, int]] = (), catalog: Catalog | None = None, calibration=None,
                assumptions: CostAssumptions | None = None, owned_power_w: dict[str, float] | None = None,
-               used=None, default_jobs: bool = False) -> BuyResult:
+               used=None, default_jobs: bool = False, host_memory_bytes: int | None = None) -> BuyResult:
     """Rank what to buy within a budget for jobs run ``jobs_per_month`` times each, against renting them.
 
     Args:
@@ -258,6 +258,7 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
         calibration: this machine's calibration, as for ``plan``.
         owned_power_w: the driver's power figure of an owned GPU with no TDP in the catalog, by accelerator id.
         used: used-market rows (``advisor.catalog.used``); None: the bundled ones and the user's file.
+        host_memory_bytes: this machine's RAM where detection knows it (an upgrade says when it is short).
         assumptions: cost assumptions for every plan and purchase (defaults when None).
     Returns:
         A BuyResult with options ranked by cost per job (``advisor.cost.buy.rank``).
@@ -282,7 +283,8 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
     if used is None:
         used = _used_prices(catalog)
     candidates = purchases(catalog.accelerators.values(), machines, owned, a, budget_usd,
-                           used={u.accelerator_id: u for u in used}, owned_power_w=owned_power_w)
+                           used={u.accelerator_id: u for u in used}, owned_power_w=owned_power_w,
+                           host_memory_bytes=host_memory_bytes)
     buy_catalog = replace(catalog, accelerators={**catalog.accelerators, **{acc.id: acc for _m, acc in machines},
                                                  **{acc.id: acc for acc, _k in owned}})
     warnings = [f"owned {acc.name}: no power figure for it, so its electricity counts the machine's power alone"

@@ -173,3 +173,12 @@ def test_break_even_repays_the_upfront_and_more_upfront_never_costs_less(upfront
         idle = max(0.0, 8 * 365 / 12 - n * hours) * 0.05 * 0.17  # the rig's idle power a month (50 W)
         saving = n * (rent - running_usd(p, hours, A)) - idle
         assert o.break_even_months * saving == pytest.approx(upfront, abs=1e-6)
+
+
+def test_an_upgrade_says_when_this_machines_ram_is_short():
+    # 2 owned + 1 added 24 GiB cards = 77.3 GB of card memory against 32 GB of RAM: the note says so; 128 GB: not.
+    acc = card(id="c24", tdp=350.0)
+    short = {p.id: p for p in purchases([acc], [], [(acc, 2)], A, host_memory_bytes=32 * 10**9)}
+    assert "32 GB of RAM is less than the cards' 77 GB" in short["add-street:1xc24"].note
+    ample = {p.id: p for p in purchases([acc], [], [(acc, 2)], A, host_memory_bytes=128 * 10**9)}
+    assert "RAM" not in ample["add-street:1xc24"].note

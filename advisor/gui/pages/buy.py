@@ -300,9 +300,12 @@ class BuyPage(Page):
                 self.jobs = default_jobs(self.budget.value())
                 self._show_jobs()
             power = {hw.accelerator.id: hw.gpu_power_w for hw in self._owned_hardware() if hw.gpu_power_w}
+            m = self.ctx.machine
+            ram = getattr(getattr(getattr(m, "host", None), "memory", None), "total_bytes", None) \
+                if self.own.isChecked() else None
             self.result = buy_advice(self.jobs, self.budget.value(), self.per_month.value(), self.owned(),
                                      catalog=self.ctx.catalog, calibration=self._calibration, assumptions=a,
-                                     owned_power_w=power, default_jobs=self._default_jobs)
+                                     owned_power_w=power, default_jobs=self._default_jobs, host_memory_bytes=ram)
         except (PlanInputError, TypeError, ValueError) as exc:
             log.info("buy: %s", exc)
             self.result = None
