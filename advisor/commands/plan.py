@@ -367,6 +367,7 @@ def render_table(result, top: int | None = 12) -> str:
     lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
     lines.append(_stack_line(result, ranked))
     inference = r.workload == "inference"
+    mine = {o.accelerator for o in result.options if o.kind == "owned"}
     rate_head = "$/M tokens" if inference else "tokens/s"
     width = min(60, max([len(o.id) for o in shown] + [6]))
     header = (f"  {'option':<{width}} {'dev':>4} {'fits':>4} {'time':>10} {'time, 80 %':>21} {'$/dev-h':>8} {'total':>11} "
@@ -380,6 +381,8 @@ def render_table(result, top: int | None = 12) -> str:
             parts = f"[{o.stack_reason}] {parts}"
         if o.price_stale:
             parts += f"  [price of {price_date_label(o.price_date)}, older than a year]"
+        if o.kind in ("home", "onprem") and o.accelerator in mine:
+            parts += "  [buying again the cards you own]"
         if o.note:
             parts += "  (*)"
         lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "

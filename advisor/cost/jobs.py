@@ -136,8 +136,8 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     are paid every hour of the term at the provider's discounted rate, so a month of the term,
     ``instances x rate x (1 - discount) x 730 h``, is spread over the hours of use a month
     (``use_hours_per_month``, at most 730; this job once a month when not stated), and the hourly equivalent is
-    that month over those hours. Storage is per instance-hour, egress once per job (docs/method.md, "Cost of a
-    job").
+    that month over those hours. Storage is per instance-hour, egress once per job
+    (docs/method.md, "Cost of a job").
 
     Args:
         offer: the cloud offer; its prices are for the whole instance.

@@ -344,6 +344,7 @@ class PlanResult:
 
     def to_json(self) -> dict:
         r = self.request
+        mine = {o.accelerator for o in self.options if o.kind == "owned"}
         return {
             "schema": SCHEMA,
             "model": {"name": self.model_name, "params": self.params, "active_params": self.active_params,
@@ -364,7 +365,7 @@ class PlanResult:
                 "parallelism": self.parallelism.as_dict(),
                 "per_device_bytes": self.memory.as_dict(),
             },
-            "options": [o.to_json() for o in self.options],
+            "options": [_marked(o, mine) for o in self.options],
             "infeasible": [{"id": o.id, "reason": o.infeasible_reason} for o in self.infeasible],
             "goodput": {"factor": bundled_utilisation_model().goodput,
                         "note": "hours are clean training time; published GPU-hour totals include restarts, failures "
@@ -382,6 +383,14 @@ class PlanResult:
             "inference": self.inference,
             "cost_over_time": self.cost_over_time().as_dict(),
         }
+
+
+def _marked(o: PlanOption, owned_ids: set[str]) -> dict:
+    """An option's JSON; a home or on-prem purchase of cards the user owns says so (``"buys_owned_cards"``)."""
+    doc = o.to_json()
+    if o.kind in ("home", "onprem") and o.accelerator in owned_ids:
+        doc["buys_owned_cards"] = True
+    return doc
 
 
 def _ages_json(ages: PriceAges | None) -> dict | None:

@@ -122,3 +122,15 @@ def test_bad_scenario_files_exit_2(capsys, tmp_path):
     for path in (junk, wrong, tmp_path / "missing.toml"):
         code, out, err = run(capsys, "plan", str(path), "--json")
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
+def test_a_purchase_of_the_cards_you_own_is_marked(capsys):
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--fake-gpu", "2x4090",
+                       "--all")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.strip().startswith("home:rtx-4090 "))
+    assert "[buying again the cards you own]" in row
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--fake-gpu", "2x4090", "--json")
+    doc = json.loads(out)
+    assert [o["id"] for o in doc["options"] if o.get("buys_owned_cards")] == ["home:rtx-4090"]
+    assert doc["options"][0]["utilisation"]["stated"] is False  # the owned option: the busy hours behind it
