@@ -183,6 +183,8 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
         rent = instances * term_rate * HOURS_PER_MONTH * (hours / max(used, MIN_USE_H))
         instance_rate = rent / (instances * hours)
         per_device = instance_rate / offer.accelerator_count
+        while devices * hours * per_device > rent:  # rounding: the shown rate never claims more than the rent
+            per_device = math.nextafter(per_device, 0.0)
     else:
         per_device = instance_rate / offer.accelerator_count
         # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
