@@ -368,8 +368,13 @@ def summary_parts(result: BuyResult) -> tuple[str, str]:
         return (f"Renting is cheaper than anything within {budget}: keep renting",
                 f"{rent_text}; the best buy, {_named(best)}, costs {fmt_usd(best.usd_per_job)} per job over its life")
     if buying.purchase.kind == "owned":
-        return (f"Use what you own: {buying.purchase.hardware.replace(' (owned)', '')} runs these jobs for "
-                f"{fmt_usd(buying.usd_per_job)} per job in electricity", f"{rent_text}; {_then(bought, budget)}")
+        yours = buying.purchase.hardware.replace(" (owned)", "")
+        if all(buying.fits.values()):
+            return (f"Use what you own: {yours} runs these jobs for {fmt_usd(buying.usd_per_job)} per job in "
+                    f"electricity", f"{rent_text}; {_then(bought, budget)}")
+        runs = [n for n, ok in buying.fits.items() if ok]
+        return (f"Use what you own: {yours} runs {', '.join(runs)}; with the rent of the rest, "
+                f"{fmt_usd(buying.usd_per_job)} per job", f"{rent_text}; {_then(bought, budget)}")
     return f"Buy {_named(buying)}: {fmt_usd(buying.usd_per_job)} per job over its life{_payback(buying)}", rent_text
 
 
