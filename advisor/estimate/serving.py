@@ -1,0 +1,508 @@
+"""A model of an LLM server under load: KV-cache capacity, batched decode, prefill and queueing (pure).
+
+One replica of a server is a :class:`ServerSpec` of plain numbers (bandwidth and its efficiency, prefill FLOP/s,
+KV bytes per token, how the runtime batches and reserves memory); a load is concurrent users or an arrival rate
+with prompt and output lengths (:class:`Lengths`). :func:`serve_at` gives the steady state at that load: the
+requests in service, throughput, time to first token (TTFT) and time per output token (TPOT) at p50 and p95.
+:func:`max_load` finds the highest load that meets latency targets by bisection on that cheap model.
+
+The method (docs/method.md, "Serving under load"):
+
+* **Capacity.** vLLM and SGLang take ``gpu_memory_utilization`` (0.9 by default) of each device for weights,
+  activations and the KV cache; the cache gets what is left (vLLM ``docs/configuration/optimization.md``;
+  ``vllm/engine/arg_utils.py``). llama.cpp allocates ``-c`` tokens of cache at start, shared by ``-np`` slots
+  of ``c / np`` tokens each (llama.cpp ``tools/server/README.md``), so a slot must hold a whole request.
+* **A decode step** at batch B reads the weights once and B caches at their mean length:
+  ``t = max((W + B * kv * ctx) / (BW * eta), 2 * P_act * B / (F * eta_c)) + t_step`` where ``t_step`` is the
+  step's fixed cost (tensor-parallel all-reduce latency, two per layer).
+* **Prefill** is compute-bound: ``(2 * P_act * s + a * s^2 / 2) / F_prefill`` with ``a`` the attention FLOPs per
+  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights.
+  Runtimes that chunk it (vLLM's chunked prefill, ``max_num_batched_tokens`` per step; llama.cpp's ``-b``)
+  mix the chunks into decode steps, so the prompt takes ``ceil(s / chunk)`` mixed steps.
+* **Queueing** is analytical, not simulated (the whole catalog is sized in milliseconds): a mean-value fixed
+  point (Little's law) for the batch, the prefill work as an M/G/1 queue in front of the decode (Pollaczek-
+  Khinchine mean, an exponential tail for p95), admission beyond the sequences that fit as an M/M/c queue
+  (Erlang C) for an arrival rate, and a closed loop for concurrent users (each sends the next request when the
+  last one ends, as serving benchmarks count "concurrency").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+BATCHING = ("continuous", "slots")
+Z95 = 1.6449  # standard normal quantile at 0.95
+_RHO_MAX = 0.999
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Prompt and output lengths of the requests: means and coefficients of variation (sd / mean).
+
+    Quantiles assume a log-normal shape, the usual fit of chat request lengths.
+    """
+
+    prompt_mean: float
+    output_mean: float
+    prompt_cv: float = 0.0
+    output_cv: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (self.prompt_mean >= 1 and self.output_mean >= 1):
+            raise ValueError("prompt and output lengths must be at least 1 token")
+        if not (0 <= self.prompt_cv <= 10 and 0 <= self.output_cv <= 10):
+            raise ValueError("length spreads (coefficients of variation) must be between 0 and 10")
+
+    def prompt_q(self, q: float) -> float:
+        """The prompt length at quantile ``q``."""
+        return lognormal_quantile(self.prompt_mean, self.prompt_cv, q)
+
+    def output_q(self, q: float) -> float:
+        """The output length at quantile ``q``."""
+        return lognormal_quantile(self.output_mean, self.output_cv, q)
+
+    @property
+    def mean_context(self) -> float:
+        """The mean tokens a request holds in the cache while it decodes: prompt + half its output."""
+        return self.prompt_mean + self.output_mean / 2.0
+
+
+def lognormal_quantile(mean: float, cv: float, q: float) -> float:
+    """Quantile ``q`` of a log-normal with this mean and coefficient of variation (``mean`` when cv is 0).
+
+    ``sigma^2 = ln(1 + cv^2)``, ``mu = ln(mean) - sigma^2 / 2``.
+    """
+    if cv <= 0:
+        return float(mean)
+    s2 = math.log1p(cv * cv)
+    z = {0.5: 0.0, 0.95: Z95, 0.99: 2.3263}.get(q)
+    if z is None:
+        raise ValueError(f"quantile {q} not tabulated (0.5, 0.95, 0.99)")
+    return mean * math.exp(z * math.sqrt(s2) - s2 / 2.0)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One replica of a server, in plain numbers.
+
+    Attributes:
+        weight_bytes: weights of the whole model (split over ``devices``).
+        devices: devices of the replica.
+        parallel_devices: devices whose bandwidth and compute add up in one step: the tensor-parallel degree;
+            1 for llama.cpp's layer split (the layers run one device after the other).
+        capacity_bytes: memory of one device.
+        bandwidth_bps: peak memory bandwidth of one device.
+        eta_mem: share of the peak bandwidth a decode step reaches.
+        decode_flops: effective FLOP/s of one device in a decode step (peak x efficiency).
+        prefill_flops: effective FLOP/s of one device in prefill (the runtime's kernel peak x efficiency).
+        active_params: parameters each token passes through.
+        attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
+        kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
+        batching: ``continuous`` (vLLM, SGLang, TensorRT-LLM: a paged pool shared by every sequence) or ``slots``
+            (llama.cpp: ``slots`` fixed slots of ``slot_tokens`` each, reserved at start).
+        memory_fraction: the share of each device the runtime may use (vLLM ``gpu_memory_utilization``); 1 for
+            runtimes that take what they need.
+        overhead_bytes: per device: context, activation workspace, graphs (not weights, not cache).
+        max_seqs: most sequences in one batch (vLLM ``max_num_seqs``; llama.cpp: the slots).
+        chunk_tokens: prefill tokens per step when the runtime chunks prefill into decode steps; 0 when a
+            prompt's prefill runs on its own before decoding resumes.
+        step_overhead_s: fixed cost of a step (all-reduce latency of tensor parallelism, launches).
+        slot_tokens: context of one slot (``slots`` batching; llama.cpp ``-c / -np``); 0 for continuous.
+    """
+
+    weight_bytes: float
+    devices: int
+    parallel_devices: int
+    capacity_bytes: float
+    bandwidth_bps: float
+    eta_mem: float
+    decode_flops: float
+    prefill_flops: float
+    active_params: float
+    attn_flops_per_pair: float
+    kv_bytes_per_token: float
+    batching: str = "continuous"
+    memory_fraction: float = 0.9
+    overhead_bytes: float = 0.0
+    max_seqs: int = 256
+    chunk_tokens: int = 0
+    step_overhead_s: float = 0.0
+    slot_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.batching not in BATCHING:
+            raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
+        if not 1 <= self.parallel_devices <= self.devices:
+            raise ValueError("parallel_devices must be between 1 and devices")
+        if not 0 < self.eta_mem <= 1 or not 0 < self.memory_fraction <= 1:
+            raise ValueError("eta_mem and memory_fraction must be in (0, 1]")
+        for name in ("weight_bytes", "capacity_bytes", "bandwidth_bps", "decode_flops", "prefill_flops",
+                     "active_params", "kv_bytes_per_token"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
+        if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0:
+            raise ValueError("max_seqs must be at least 1; chunk, step overhead and slot size not negative")
+
+
+# ---------------------------------------------------------------------------------------------- capacity
+def kv_pool_bytes(spec: ServerSpec) -> float:
+    """Bytes left for the KV cache on all devices: ``devices x (capacity x fraction - weights/devices -
+    overhead)`` (vLLM's ``gpu_memory_utilization`` rule; llama.cpp with fraction 1). Negative: the weights do
+    not fit."""
+    per_device = spec.capacity_bytes * spec.memory_fraction - spec.weight_bytes / spec.devices - spec.overhead_bytes
+    return per_device * spec.devices
+
+
+def kv_capacity_tokens(spec: ServerSpec) -> int:
+    """Tokens of KV cache the replica holds (0 when the weights leave no room)."""
+    pool = kv_pool_bytes(spec)
+    return max(0, int(pool // spec.kv_bytes_per_token))
+
+
+def concurrency_limit(spec: ServerSpec, lengths: Lengths) -> tuple[int, str]:
+    """The most requests in service at once and what limits it (``"kv"``, ``"seqs"``, ``"slots"``).
+
+    Continuous batching: the pool over the mean tokens a request holds (prompt + half its output; the cache
+    grows block by block), at most ``max_seqs``. Slots: ``max_seqs`` slots of ``slot_tokens`` (a slot holds a
+    whole request, so their sum must fit the pool).
+    """
+    tokens = kv_capacity_tokens(spec)
+    if spec.batching == "slots":
+        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+        fit = tokens // slot if slot > 0 else 0
+        return (spec.max_seqs, "slots") if spec.max_seqs <= fit else (int(fit), "kv")
+    fit = int(tokens // max(1.0, lengths.mean_context))
+    return (spec.max_seqs, "seqs") if spec.max_seqs <= fit else (fit, "kv")
+
+
+# --------------------------------------------------------------------------------------------- step times
+def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tokens: float = 0.0,
+                  extra_flops: float = 0.0) -> float:
+    """One step for ``batch`` decoding sequences at ``mean_context`` cached tokens, plus ``extra_tokens``
+    prefill tokens (and their attention ``extra_flops``) mixed into the step.
+
+    ``max((W + B * ctx * kv) / (BW * eta * n), (2 * P_act * (B + extra) + extra_flops) / (F * n)) + t_step``
+    with ``n`` the devices working in parallel (docs/method.md, "Serving under load").
+    """
+    n = spec.parallel_devices
+    t_mem = (spec.weight_bytes + batch * mean_context * spec.kv_bytes_per_token) / (
+        spec.bandwidth_bps * spec.eta_mem * n)
+    attn = batch * mean_context * spec.attn_flops_per_pair
+    flops = 2.0 * spec.active_params * batch + attn
+    t_dec = flops / (spec.decode_flops * n)
+    t_pre = (2.0 * spec.active_params * extra_tokens + extra_flops) / (spec.prefill_flops * n)
+    return max(t_mem, t_dec + t_pre) + spec.step_overhead_s
+
+
+def prefill_flops(spec: ServerSpec, prompt_tokens: float) -> float:
+    """FLOPs of one prompt: ``2 * P_act * s + a * s^2 / 2`` (causal attention over the prompt)."""
+    return 2.0 * spec.active_params * prompt_tokens + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
+
+
+def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
+    """Time of one prompt's prefill alone: compute-bound, at least one read of the weights."""
+    n = spec.parallel_devices
+    t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
+    return max(t_weights, prefill_flops(spec, prompt_tokens) / (spec.prefill_flops * n)) + spec.step_overhead_s
+
+
+def _prefill_in_service_s(spec: ServerSpec, prompt_tokens: float, decoding: float, mean_context: float) -> float:
+    """A prompt's prefill while ``decoding`` sequences decode: chunked into mixed steps, or on its own."""
+    if spec.chunk_tokens <= 0 or decoding < 0.5:
+        return prefill_s(spec, prompt_tokens)
+    chunks = math.ceil(prompt_tokens / spec.chunk_tokens)
+    chunk = prompt_tokens / chunks
+    # Attention of a chunk over the prompt before it: on average half the prompt.
+    attn = spec.attn_flops_per_pair * chunk * prompt_tokens / 2.0
+    return chunks * decode_step_s(spec, decoding, mean_context, chunk, attn)
+
+
+# ------------------------------------------------------------------------------------------------ queues
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability that an arrival waits in an M/M/c queue (Erlang C) with ``offered = lambda x service``.
+
+    Far below saturation (more than six standard deviations of a Poisson load) it is taken as 0
+    (Halfin-Whitt: about 1e-9 there).
+    """
+    c = int(servers)
+    if offered <= 0:
+        return 0.0
+    if offered >= c:
+        return 1.0
+    if offered < c - 6.0 * math.sqrt(c) - 1.0:
+        return 0.0
+    b = 1.0
+    for k in range(1, c + 1):  # Erlang B by its recursion, stable for large c
+        b = offered * b / (k + offered * b)
+    rho = offered / c
+    return b / (1.0 - rho + rho * b)
+
+
+def _exp_tail_quantile(p_wait: float, mean_wait_if_waiting: float, q: float) -> float:
+    """Quantile ``q`` of a wait that is 0 with probability ``1 - p_wait`` and else exponential."""
+    tail = 1.0 - q
+    if p_wait <= tail or mean_wait_if_waiting <= 0:
+        return 0.0
+    return mean_wait_if_waiting * math.log(p_wait / tail)
+
+
+@dataclass(frozen=True)
+class ServePoint:
+    """The steady state of one replica at one load.
+
+    Attributes:
+        users / requests_per_s_offered: the load given (one of them).
+        in_service: mean requests holding a sequence (prefilling or decoding).
+        waiting: mean requests waiting for a sequence or slot.
+        requests_per_s: requests completed per second.
+        output_tokens_per_s: generated tokens per second, all requests together.
+        ttft_p50_s / ttft_p95_s: time to first token (queue, prefill and the first step).
+        tpot_p50_s / tpot_p95_s: time per output token after the first, per request.
+        utilisation: throughput over the replica's most (the load's share of what it can serve).
+        stable: False when an arrival rate exceeds what the replica serves (queues grow without bound).
+        limit: what bounds the batch: ``kv``, ``seqs``, ``slots`` or ``""``.
+    """
+
+    users: int | None
+    requests_per_s_offered: float | None
+    in_service: float
+    waiting: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    ttft_p50_s: float
+    ttft_p95_s: float
+    tpot_p50_s: float
+    tpot_p95_s: float
+    utilisation: float
+    stable: bool
+    limit: str
+
+    @property
+    def per_user_tokens_per_s(self) -> float:
+        """What one request sees while it decodes: 1 / mean TPOT."""
+        return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class _Inner:
+    """The service a batch of ``batch`` requests gets (no admission queue)."""
+
+    requests_per_s: float
+    decoding: float
+    rho_prefill: float
+    tpot_s: float
+    tpot_p95_s: float
+    ttft_p50_s: float
+    ttft_p95_s: float
+    residence_s: float
+
+
+def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
+    """The mean-value fixed point of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
+
+    Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
+    ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
+    reaches a request every ``t(B_dec) / (1 - rho)``; a prompt waits for the prefills ahead of it (M/G/1).
+    """
+    o1 = max(lengths.output_mean - 1.0, 0.0)
+    ctx = lengths.mean_context
+    n = spec.parallel_devices
+    # A decode step is linear in the batch on each side of the roofline: t = max(a0 + a1 B, c1 B + pre) + s0.
+    bw = spec.bandwidth_bps * spec.eta_mem * n
+    a0, a1 = spec.weight_bytes / bw, ctx * spec.kv_bytes_per_token / bw
+    c1 = (2.0 * spec.active_params + ctx * spec.attn_flops_per_pair) / (spec.decode_flops * n)
+    s0 = spec.step_overhead_s
+    p_mean = prefill_s(spec, lengths.prompt_mean)
+    chunked = spec.chunk_tokens > 0
+    if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
+        chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
+        pre_total = prefill_flops(spec, lengths.prompt_mean) / (spec.prefill_flops * n)
+        pre_chunk = pre_total / chunks
+    # Second moment of the prefill time: proportional to the prompt (log-normal spread) for the M/G/1 wait.
+    es2 = p_mean * p_mean * (1.0 + lengths.prompt_cv ** 2)
+    b = batch if batch is not None else 1.0
+    step = max(a0 + a1 * b, c1 * b) + s0
+    tpot, ttft = step, p_mean
+    x = rho = dec = wq = 0.0
+    for _ in range(60):
+        r = ttft + o1 * tpot
+        if batch is not None:
+            x = batch / r
+        else:
+            x, b = rate, rate * r
+        rho = min(x * p_mean, _RHO_MAX)
+        dec = max(b * o1 * tpot / r, 1.0)
+        step = max(a0 + a1 * dec, c1 * dec) + s0
+        new_tpot = step / (1.0 - rho)
+        wq = rho * es2 / (2.0 * p_mean * (1.0 - rho))  # Pollaczek-Khinchine
+        if chunked:
+            service = chunks * (max(a0 + a1 * dec, c1 * dec + pre_chunk) + s0)
+        else:
+            service = p_mean
+        new_ttft = service + wq + step
+        if abs(new_tpot - tpot) <= 1e-4 * tpot and abs(new_ttft - ttft) <= 1e-4 * ttft:
+            tpot, ttft = new_tpot, new_ttft
+            break
+        tpot, ttft = 0.5 * (tpot + new_tpot), 0.5 * (ttft + new_ttft)
+    r = ttft + o1 * tpot
+    # p95: a long prompt's prefill and the tail of the prefill queue; a request's TPOT p95 adds the spread of
+    # the prefills (a Poisson count) that land in its decode.
+    p95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx)
+    p50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx)
+    cond = wq / rho if rho > 0 else 0.0
+    ttft95 = p95 + _exp_tail_quantile(rho, cond, 0.95) + step
+    ttft50 = p50 + _exp_tail_quantile(rho, cond, 0.5) + step
+    n_pref = x * o1 * tpot
+    tpot95 = tpot + Z95 * math.sqrt(n_pref) * p_mean / max(1.0, o1)
+    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
+                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r)
+
+
+@lru_cache(maxsize=4096)
+def max_throughput(spec: ServerSpec, lengths: Lengths) -> tuple[float, int, str]:
+    """Requests/s the replica serves with every sequence it fits busy: ``(requests/s, sequences, limit)``.
+    Zero sequences (the cache holds no request) serves nothing."""
+    c, limit = concurrency_limit(spec, lengths)
+    if c < 1:
+        return 0.0, 0, limit
+    return _inner(spec, lengths, float(c), None).requests_per_s, c, limit
+
+
+def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
+             requests_per_s: float | None = None) -> ServePoint:
+    """The steady state of one replica at ``users`` concurrent users or ``requests_per_s`` arrivals.
+
+    Users: a closed loop (each sends the next request when the last ends); those beyond the sequences that
+    fit wait for one, ``W = users / X - R``. A rate: Poisson arrivals; beyond the sequences that fit they wait
+    in an M/M/c queue (Erlang C) of ``c`` sequences each held for ``R``.
+
+    Raises:
+        ValueError: neither or both loads given, or a load out of range.
+    """
+    if (users is None) == (requests_per_s is None):
+        raise ValueError("give users or requests_per_s")
+    x_max, c, limit = max_throughput(spec, lengths)
+    if c < 1:
+        return ServePoint(users, requests_per_s, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0,
+                          False, limit)
+    o = lengths.output_mean
+    if users is not None:
+        if users < 1:
+            raise ValueError("users must be at least 1")
+        b = min(users, c)
+        inner = _inner(spec, lengths, float(b), None)
+        waiting = float(users - b)
+        wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
+        # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
+        wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
+        return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
+                          inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
+                          min(1.0, inner.requests_per_s / x_max), True, limit if users >= c else "")
+    rate = float(requests_per_s)
+    if not rate > 0 or not math.isfinite(rate):
+        raise ValueError("requests_per_s must be a positive finite number")
+    if rate >= x_max:
+        return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
+                          math.inf, 1.0, False, limit)
+    inner = _inner(spec, lengths, None, rate)
+    if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
+        inner = _inner(spec, lengths, float(c), None)
+    held = inner.residence_s
+    offered = rate * held
+    pw = erlang_c(c, offered)
+    cond = held / max(c - offered, 1e-9)
+    wait_mean = pw * cond
+    in_service = min(float(c), offered)
+    return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
+                      inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
+                      inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
+                      min(1.0, rate / x_max), True, limit if pw > 0.05 else "")
+
+
+# ------------------------------------------------------------------------------------------- targets
+@dataclass(frozen=True)
+class Targets:
+    """Latency targets: p95 TTFT and p95 TPOT in seconds (None: no target)."""
+
+    ttft_p95_s: float | None = None
+    tpot_p95_s: float | None = None
+
+    def met(self, point: ServePoint) -> bool:
+        """Whether a point meets every target (an unstable point meets none)."""
+        if not point.stable:
+            return False
+        if self.ttft_p95_s is not None and not point.ttft_p95_s <= self.ttft_p95_s:
+            return False
+        return self.tpot_p95_s is None or point.tpot_p95_s <= self.tpot_p95_s
+
+
+def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = "users",
+             ceiling: float | None = None) -> tuple[float, ServePoint | None]:
+    """The highest load one replica serves within the targets: ``(load, point at it)``; ``(0, None)`` when
+    even one user (or a trickle of requests) misses them.
+
+    Latency grows with the load, so the search bisects: over whole users up to ``ceiling`` (default: the
+    sequences that fit, a queue beyond them only adds waiting), or over requests/s below the most it serves.
+    """
+    if by not in ("users", "requests_per_s"):
+        raise ValueError("by must be 'users' or 'requests_per_s'")
+    x_max, c, _ = max_throughput(spec, lengths)
+    if c < 1:
+        return 0.0, None
+    if by == "users":
+        hi = int(ceiling) if ceiling is not None else c
+        lo_point = serve_at(spec, lengths, users=1)
+        if not targets.met(lo_point):
+            return 0.0, None
+        lo, best = 1, lo_point
+        top = serve_at(spec, lengths, users=hi)
+        if targets.met(top):
+            return float(hi), top
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            p = serve_at(spec, lengths, users=mid)
+            if targets.met(p):
+                lo, best = mid, p
+            else:
+                hi = mid
+        return float(lo), best
+    lo_rate = x_max * 1e-4
+    best = serve_at(spec, lengths, requests_per_s=lo_rate)
+    if not targets.met(best):
+        return 0.0, None
+    lo, hi = lo_rate, x_max * 0.999
+    if ceiling is not None:
+        hi = min(hi, ceiling)
+    top = serve_at(spec, lengths, requests_per_s=hi)
+    if targets.met(top):
+        return hi, top
+    for _ in range(24):
+        if hi - lo <= 0.005 * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        p = serve_at(spec, lengths, requests_per_s=mid)
+        if targets.met(p):
+            lo, best = mid, p
+        else:
+            hi = mid
+    return lo, best
+
+
+def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points: int = 16) -> list[ServePoint]:
+    """Throughput against latency over loads from one user (or a trickle) to the most the replica serves:
+    the chart of the knee. Users on a geometric grid up to twice the sequences that fit; rates up to 98 %."""
+    x_max, c, _ = max_throughput(spec, lengths)
+    if c < 1:
+        return []
+    out = []
+    if by == "users":
+        top = max(2, 2 * c)
+        grid = sorted({max(1, round(top ** (i / (points - 1)))) for i in range(points)})
+        for u in grid:
+            out.append(serve_at(spec, lengths, users=int(u)))
+    else:
+        for i in range(points):
+            out.append(serve_at(spec, lengths, requests_per_s=x_max * (0.02 + 0.96 * i / (points - 1))))
+    return out
