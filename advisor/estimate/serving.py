@@ -260,7 +260,8 @@ class ServePoint:
         output_tokens_per_s: generated tokens per second, all requests together.
         ttft_p50_s / ttft_p95_s: time to first token (queue, prefill and the first step).
         tpot_p50_s / tpot_p95_s: time per output token after the first, per request.
-        utilisation: throughput over the replica's most (the load's share of what it can serve).
+        utilisation: throughput over the most the replica serves with its cache full of requests (the load's
+            share of what it can serve).
         stable: False when an arrival rate exceeds what the replica serves (queues grow without bound).
         limit: what bounds the batch: ``kv``, ``seqs``, ``slots`` or ``""``.
     """
@@ -361,6 +362,20 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
 
 
 @lru_cache(maxsize=4096)
+def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
+    """Requests/s with as many sequences busy as the cache holds (continuous batching: at most ``max_seqs``;
+    slots: as many slots of ``slot_tokens`` as fit, whatever ``-np`` says): what a load's utilisation is
+    measured against."""
+    tokens = kv_capacity_tokens(spec)
+    if spec.batching == "slots":
+        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+        c = int(tokens // slot) if slot > 0 else 0
+    else:
+        c = min(spec.max_seqs, int(tokens // max(1.0, lengths.mean_context)))
+    return _inner(spec, lengths, float(c), None).requests_per_s if c >= 1 else 0.0
+
+
+@lru_cache(maxsize=4096)
 def max_throughput(spec: ServerSpec, lengths: Lengths) -> tuple[float, int, str]:
     """Requests/s the replica serves with every sequence it fits busy: ``(requests/s, sequences, limit)``.
     Zero sequences (the cache holds no request) serves nothing."""
@@ -399,7 +414,7 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
         return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
                           inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
-                          min(1.0, inner.requests_per_s / x_max), True, limit if users >= c else "")
+                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "")
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -418,7 +433,13 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
                       inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                       inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
-                      min(1.0, rate / x_max), True, limit if pw > 0.05 else "")
+                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "")
+
+
+def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
+    """Utilisation: throughput over the most the replica serves with its cache full (at most 1)."""
+    full = max(full_throughput(spec, lengths), x_max)
+    return min(1.0, x / full) if full > 0 else 0.0
 
 
 # ------------------------------------------------------------------------------------------- targets

@@ -96,6 +96,11 @@ class ServeResult:
     assumptions: CostAssumptions
     warnings: tuple[str, ...] = ()
     model: ModelServing | None = field(default=None, compare=False, repr=False)
+    owned_hardware: tuple[OwnedHardware, ...] = field(default=(), compare=False, repr=False)
+
+    def hardware_of(self, option: ServeOption) -> OwnedHardware | None:
+        """The owned hardware an owned option runs on."""
+        return next((hw for hw in self.owned_hardware if hw.id == option.id), None)
 
     @property
     def load_text(self) -> str:
@@ -266,7 +271,7 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
                                 is None, o.usd_per_million_requests or 0.0, o.id))
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
-                       warnings=tuple(warnings), model=model)
+                       warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all))
 
 
 def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a) -> list[ServeOption]:

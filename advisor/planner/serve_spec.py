@@ -150,7 +150,12 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, runtime: s
     eta = eta_mem if eta_mem is not None else eff.eta_mem
     compute_precision = "fp8" if precision == "fp8" else "bf16"
     peak = acc.peak_flops(compute_precision) or acc.peak_flops("fp16") or acc.peak_flops("fp32") or 0.0
-    longest = context or int(math.ceil((lengths.prompt_q(0.99) + lengths.output_q(0.99)) / 256.0) * 256)
+    # The longest request: p99 of prompt and output; a paged cache spends nothing on the headroom of twice the
+    # mean, fixed slots reserve it (so they keep p99).
+    tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)
+    if prof.batching != "slots":
+        tail = max(tail, 2.0 * (lengths.prompt_mean + lengths.output_mean))
+    longest = context or int(math.ceil(tail / 256.0) * 256)
     if model.arch.max_context:
         longest = min(longest, model.arch.max_context) if context is None else longest
     chunk, seqs = prof.chunk_tokens, 256
