@@ -300,6 +300,7 @@ class _Inner:
     residence_s: float
 
 
+@lru_cache(maxsize=16384)
 def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
     """The mean-value fixed point of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
 
@@ -333,7 +334,8 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             x = batch / r
         else:
             x, b = rate, rate * r
-        rho = min(x * p_mean, _RHO_MAX)
+        # The prefills that hold a request up are the others': in a closed loop of B, (B - 1) / B of them.
+        rho = min(x * p_mean * ((batch - 1.0) / batch if batch is not None else 1.0), _RHO_MAX)
         dec = max(b * o1 * tpot / r, 1.0)
         step = max(a0 + a1 * dec, c1 * dec) + s0
         new_tpot = step / (1.0 - rho)
@@ -355,7 +357,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     cond = wq / rho if rho > 0 else 0.0
     ttft95 = p95 + _exp_tail_quantile(rho, cond, 0.95) + step
     ttft50 = p50 + _exp_tail_quantile(rho, cond, 0.5) + step
-    n_pref = x * o1 * tpot
+    n_pref = x * o1 * tpot * ((batch - 1.0) / batch if batch is not None else 1.0)
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * p_mean / max(1.0, o1)
     return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
                   ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r)
@@ -462,25 +464,37 @@ class Targets:
 def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = "users",
              ceiling: float | None = None) -> tuple[float, ServePoint | None]:
     """The highest load one replica serves within the targets: ``(load, point at it)``; ``(0, None)`` when
-    even one user (or a trickle of requests) misses them.
+    even one user (or a trickle of requests) misses them. Without a target: the sequences that fit (users),
+    or just under the most it serves (a rate).
 
-    Latency grows with the load, so the search bisects: over whole users up to ``ceiling`` (default: the
-    sequences that fit, a queue beyond them only adds waiting), or over requests/s below the most it serves.
+    Latency grows with the load, so the search bisects: over whole users (up to ``ceiling``; by default past
+    the sequences that fit too, where the others wait for one, doubling until the target is missed), or over
+    requests/s below the most it serves.
     """
     if by not in ("users", "requests_per_s"):
         raise ValueError("by must be 'users' or 'requests_per_s'")
     x_max, c, _ = max_throughput(spec, lengths)
     if c < 1:
         return 0.0, None
+    if targets.ttft_p95_s is None and targets.tpot_p95_s is None:  # no target: what it serves without a queue
+        if by == "users":
+            return float(c), serve_at(spec, lengths, users=c)
+        return x_max * 0.999, serve_at(spec, lengths, requests_per_s=x_max * 0.999)
     if by == "users":
-        hi = int(ceiling) if ceiling is not None else c
         lo_point = serve_at(spec, lengths, users=1)
         if not targets.met(lo_point):
             return 0.0, None
         lo, best = 1, lo_point
-        top = serve_at(spec, lengths, users=hi)
-        if targets.met(top):
-            return float(hi), top
+        # Up to the sequences that fit, then beyond them (the others wait for a sequence): double until missed.
+        hi = int(ceiling) if ceiling is not None else c
+        while True:
+            top = serve_at(spec, lengths, users=hi)
+            if not targets.met(top):
+                break
+            lo, best = hi, top
+            if ceiling is not None or hi >= 1_000_000:
+                return float(hi), top
+            hi = min(2 * hi, 1_000_000)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             p = serve_at(spec, lengths, users=mid)
