@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
 
 from advisor.gui.widgets.cards import banner
 
-# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..8.
+# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..9.
 PAGES = (
     ("machine", "advisor.gui.pages.machine", "MachinePage", "Machine",
      "What this computer has: CPU, GPUs, their catalog peaks and measured figures"),
@@ -26,6 +26,8 @@ PAGES = (
      "Measure bandwidth and TFLOP/s on this machine and calibrate the planner"),
     ("planner", "advisor.gui.pages.planner", "PlannerPage", "Planner",
      "Will a model fit, on how many devices, and how long will the job take"),
+    ("serve", "advisor.gui.pages.serve", "ServePage", "Serve",
+     "How many users a model serves within a latency target, what each sees, and what a million requests cost"),
     ("compare", "advisor.gui.pages.compare", "ComparePage", "Compare",
      "Home rig, on-prem and cloud: what the job costs and when owning pays off"),
     ("catalog", "advisor.gui.pages.catalog", "CatalogPage", "Catalog",

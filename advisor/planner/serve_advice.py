@@ -39,11 +39,14 @@ def _resize(result: ServeResult, hw: OwnedHardware, **changes) -> ServeOption | 
 def owned_changes(result: ServeResult, option: ServeOption, hw: OwnedHardware) -> list[ServeChange]:
     """Changes that bring the owned option to its targets (or nearer), each sized on the same GPUs.
 
-    Returns an empty list when the option meets its targets or does not fit.
+    Returns an empty list when the option meets its targets; for a model that does not fit, whether 4-bit
+    weights would.
     """
-    if option.meets_target or not option.fits or option.point is None:
-        return []
     job = result.request
+    if not option.fits:
+        return _smaller_weights(result, hw)
+    if option.meets_target or option.point is None:
+        return []
     out: list[ServeChange] = []
     per_replica = option.max_load_per_replica
     most = per_replica * (option.replicas_available or option.replicas)
@@ -75,6 +78,19 @@ def owned_changes(result: ServeResult, option: ServeOption, hw: OwnedHardware) -
                                    f"{option.launch.get('max_model_len', 0):,} tokens; the other users queue)",
                                    False, {"max_seqs": fit}))
     return out
+
+
+def _smaller_weights(result: ServeResult, hw: OwnedHardware) -> list[ServeChange]:
+    """The model does not fit these GPUs: does a 4-bit GGUF (llama.cpp's Q4_K_M) with an 8-bit cache?"""
+    job = result.request
+    if job.quant in ("q4_k_m", "q4_0", "nf4"):
+        return []
+    again = _resize(result, hw, quant="q4_k_m", kv_cache_bits=8, runtime=job.runtime or "llama.cpp")
+    if again is None or not again.fits:
+        return []
+    return [ServeChange(f"4-bit weights and an 8-bit cache fit (--quant q4_k_m --kv-cache-bits 8, llama.cpp): "
+                        f"{_verdict(again)}", again.meets_target,
+                        {"quant": "q4_k_m", "kv_cache_bits": 8})]
 
 
 def _verdict(option: ServeOption) -> str:

@@ -70,6 +70,11 @@ def _miss(result: ServeResult, o: ServeOption) -> str:
     return "; ".join(why) or "misses it"
 
 
+def load_number(result: ServeResult, value: float) -> str:
+    """A load as people read it: whole users with separators, requests/s to three figures."""
+    return f"{int(value):,}" if result.by == "users" else f"{value:.3g}"
+
+
 def _unit(result: ServeResult) -> str:
     return "users" if result.by == "users" else "requests/s"
 
@@ -82,13 +87,14 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         lines.append(f"Your GPUs: {_option_name(o)}" + (f" [{o.origin}]" if o.origin else ""))
         if not o.fits:
             lines.append(f"  {o.note}")
+            lines.extend(f"  To change: {c.text}" for c in changes.get(o.id, ()))
             continue
         verdict = "meets" if o.meets_target else "does NOT meet"
         lines.append(f"  {result.load_text}: {verdict} the target" + ("" if o.meets_target else
                                                                        f" ({_miss(result, o)})"))
         lines.append(f"  Each user sees: {sees_text(o)}")
         most = o.max_load_per_replica * (o.replicas_available or o.replicas)
-        lines.append(f"  Most within the target: {most:.3g} {_unit(result)}" if most > 0 else
+        lines.append(f"  Most within the target: {load_number(result, most)} {_unit(result)}" if most > 0 else
                      "  Most within the target: none (one request alone misses it)")
         for c in changes.get(o.id, ()):
             lines.append(f"  To change: {c.text}")
@@ -135,7 +141,7 @@ def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict 
         p = o.point
         most = o.max_load_per_replica * (o.replicas_available if o.replicas_available is not None else o.replicas)
         table.append((o.id[:44], o.runtime, f"{o.replicas}x{o.devices_per_replica}", "yes" if o.meets_target else "no",
-                      f"{most:.3g}", f"{1 / p.tpot_p50_s:.3g}" if p and p.stable and p.tpot_p50_s else "-",
+                      load_number(result, most), f"{1 / p.tpot_p50_s:.3g}" if p and p.stable and p.tpot_p50_s else "-",
                       f"{_s(p.ttft_p50_s)}/{_s(p.ttft_p95_s)}" if p else "-",
                       f"{_s(p.tpot_p50_s)}/{_s(p.tpot_p95_s)}" if p else "-",
                       f"{p.utilisation:.0%}" if p and p.stable else "-", _usd(o.usd_per_million_requests),
