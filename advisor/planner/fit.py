@@ -151,7 +151,8 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
     out = []
     for ctx in contexts:
         try:
-            changed = PlanRequest.from_mapping({**values, "context": ctx})
+            # the window varies; the prompt is what the output leaves of it
+            changed = PlanRequest.from_mapping({**values, "context": ctx, "prompt_tokens": None})
         except JobInputError:
             continue
         found = _same(replan(changed, [key]), option)
@@ -171,7 +172,10 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
     if option is None or option.serving is None:
         return None
     s = option.serving
-    return {"option": option.id, "context": result.context, "ttft_s": s.ttft_s,
+    lens = result.lengths
+    return {"option": option.id, "context": result.context, "prompt_tokens": lens.prompt if lens else None,
+            "output_tokens": lens.output if lens else None, "ttft_s": s.ttft_s,
+            "ttft_single_request_s": s.ttft_single_request_s,
             "prefill_tokens_per_s": s.prefill_tokens_per_s, "decode_tokens_per_s": option.tokens_per_s,
             "largest_context": largest_context(result, option),
             "context_sweep": [p.to_json() for p in context_sweep(result, replan, option)] if replan else []}

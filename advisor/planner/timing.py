@@ -8,8 +8,9 @@ A training-step calibration of this very accelerator, or the user's ``--mfu``, r
 slowdown of the option's node and fabric against the fitted clusters' scales the time, and the step's
 split (compute, communication, bubble) is what the plan shows.
 
-Serving (docs/method.md, "Decode by format and runtime"): ``advisor.estimate.decode`` gives the bandwidth
-efficiency of the weight format on the runtime, capped at 1, so no decode exceeds the bandwidth bound.
+Serving (docs/method.md, "Runtimes, weight formats and backends"): the runtime profile on the accelerator's
+backend gives the bandwidth efficiency of the weight format (at most 1), the per-step overhead (not negative)
+and the prefill kernels, so no decode exceeds the bandwidth bound.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog import Accelerator
+from advisor.catalog.runtimes import RuntimeChoice
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate import comms, compute, decode, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch
-from advisor.estimate.priors import ETA_COMPUTE_PRIOR, mfu_prior
+from advisor.estimate.priors import mfu_prior
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
-from advisor.planner.request import PlanRequest, compute_precision
+from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -73,6 +75,10 @@ class Timing:
     decode: compute.DecodeEstimate | None = None
     eta_mem: float | None = None
     eta_origin: str = ""
+    software: RuntimeChoice | None = None  # the runtime profile a serving option assumes
+    ttft_one_s: float | None = None  # time to first token of one request alone (serving)
+    prompt_tokens: int = 0  # per request (serving)
+    batch: int = 1  # requests decoding together (serving)
 
     def interval(self, value: float, *, inverse: bool = False) -> tuple[float, float]:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""
@@ -201,41 +207,66 @@ def training_timing(ts: TrainingStep, place: Placement) -> Timing:
                   width_log=ts.width_log, shares=shares, note=ts.note)
 
 
-def default_runtime(acc: Accelerator) -> str:
-    """The runtime a serving plan assumes when none is given: llama.cpp on consumer and workstation cards,
-    vLLM on datacenter parts."""
-    return "llama.cpp" if acc.kind in ("consumer", "workstation") else "vllm"
-
-
-def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, context: int,
+def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, lens: Lengths,
                    devices: int, calib, weight_bytes: int | None = None) -> Timing:
-    """The speed of a serving option from the decode roofline (``compute.decode_estimate``).
+    """The speed of a serving option (docs/method.md, "Runtimes, weight formats and backends").
 
-    ``weight_bytes``: the exact bytes of stored weights (a model file), else parameters x bits of the format.
+    The runtime's profile on the accelerator's backend (``request.runtime_choice``) gives the bandwidth
+    efficiency of the weight format's class, the per-layer overhead of a step and the prefill kernels. A decode
+    step at batch B reads the weights (the experts the batch touches, for MoE) and B caches at their mean length
+    over the output, ``prompt + (output - 1) / 2`` (``compute.decode_estimate``); prefill runs the prompt's
+    matrix multiplies at the runtime's kernel peak and counts its attention (``compute.prefill_seconds``).
+    This machine's measured bandwidth efficiency replaces the backend's 16-bit figure for its accelerator.
 
-    The bandwidth efficiency is that of the weight format on the runtime (``decode.decode_efficiency``);
-    this machine's measured efficiency replaces the F16 figure for its accelerator.
+    ``weight_bytes``: the exact bytes of the stored weights (a model file, or parameters x the format's bits).
     """
-    peak = acc.peak_flops(req.precision)
-    runtime = req.runtime or default_runtime(acc)
+    choice = runtime_choice(req, acc)
+    prof, fmt = choice.profile, choice.weight_format
     measured = calib.eta_mem if calib is not None and calib.eta_mem and calib.applies_to(acc.id) else None
-    eff = decode.decode_efficiency(decode.format_key(req.precision, req.quant), runtime, measured_eta_mem=measured)
-    bits = memory.weight_bits(req.precision, req.quant)
+    eta, eta_note = decode.measured_eta(prof.eta_for(fmt.cls), prof.eta_for("f16"), measured)
+    eta_kv, _ = decode.measured_eta(prof.eta_for("f16"), prof.eta_for("f16"), measured)
     touched = 1.0
     if active < params:  # MoE: the experts a batch touches, 1 - (1 - k/E)^B
         touched = 1.0 - (1.0 - active / params) ** req.batch
-    weight_read = (weight_bytes or params * bits / 8) * touched
-    kv_read = memory.kv_cache_bytes(arch, context, req.batch, 1.0 if req.precision == "fp8" else 2.0)
+    weight_read = (weight_bytes or params * fmt.bits_per_weight / 8) * touched
+    kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
+    kv_read = memory.kv_cache_bytes(arch, 1, req.batch, kv_value) * lens.mean_cache
+    attn_dim = arch.heads * arch.d_head
+    # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
+    # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
+    if fmt.quantised:
+        kernel = fmt.native or prof.prefill_peak_quantized
+        mm_eta = prof.prefill_eta_quantized
+    else:
+        kernel, mm_eta = compute_precision(req), prof.prefill_eta
+    if req.mfu is not None:
+        mm_eta = req.mfu
+    mm_peak = acc.peak_flops(kernel) or acc.peak_flops(req.precision)
+    att_peak = acc.peak_flops("fp16") or mm_peak
+    overhead = arch.layers * prof.overhead_per_layer_s
+    pre = dict(active_params=active, prompt_tokens=lens.prompt, layers=arch.layers, attention_dim=attn_dim,
+               devices=devices, matmul_peak_flops=mm_peak, matmul_eta=mm_eta, attention_peak_flops=att_peak,
+               attention_eta=prof.attention_eta, weight_bytes=weight_read, mem_bandwidth_bps=acc.mem_bandwidth_bps,
+               eta_mem=eta)
+    prefill_batch = compute.prefill_seconds(**pre, batch=req.batch)
+    prefill_one = compute.prefill_seconds(**pre, batch=1)
     est = compute.decode_estimate(
         weight_bytes_read=weight_read, kv_bytes_read=kv_read, active_params=active, batch=req.batch, devices=devices,
-        mem_bandwidth_bps=acc.mem_bandwidth_bps, peak_flops=peak, prompt_tokens=context,
-        output_tokens=req.output_tokens, eta_mem=eff.eta_mem,
-        eta_compute=req.mfu if req.mfu is not None else ETA_COMPUTE_PRIOR)
+        mem_bandwidth_bps=acc.mem_bandwidth_bps, peak_flops=mm_peak, prompt_tokens=lens.prompt,
+        output_tokens=lens.output, eta_mem=eta, eta_compute=mm_eta, overhead_s=overhead, eta_kv=eta_kv,
+        attention_flops=4.0 * arch.layers * attn_dim * lens.mean_cache * req.batch, prefill_s=prefill_batch)
     tps = est.tokens_per_s
+    peak = acc.peak_flops(req.precision)
     mfu = 2.0 * active * tps / (peak * devices)
-    origin = (f"achieved by the decode: 2 x active params x tokens/s over the peak; bandwidth efficiency "
-              f"{eff.eta_mem:.2f} for {runtime} ({eff.origin})")
+    rt = choice.runtime
+    origin = "; ".join(filter(None, [
+        f"achieved by the decode: 2 x active params x tokens/s over the peak; {rt.name} on {choice.backend} reads "
+        f"{fmt.id} weights at {eta:.2f} of the bandwidth with {overhead * 1e3:.2f} ms a step of launch overhead",
+        eta_note, f"({prof.source})"]))
+    note = "" if choice.backend_supported else (f"{rt.name} has no {choice.backend} backend: timed with its "
+                                                f"{prof.backend} figures")
     width = bundled_utilisation_model().half_width_calibrated_log if measured else DECODE_WIDTH_LOG
-    bound = req.batch * acc.mem_bandwidth_bps * devices / (weight_read + kv_read)  # eta = 1
+    bound = req.batch * acc.mem_bandwidth_bps * devices / (weight_read + kv_read)  # eta = 1, no overhead
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
-                  high_cap=max(bound, tps), decode=est, eta_mem=eff.eta_mem, eta_origin=eff.origin)
+                  high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,
+                  software=choice, ttft_one_s=prefill_one + est.step_s, prompt_tokens=lens.prompt, batch=req.batch)
