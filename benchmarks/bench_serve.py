@@ -33,14 +33,17 @@ def main() -> None:
     for name, values in SCENARIOS.items():
         job = ServeJob.from_mapping(values)
         owned = tuple(parse_own(job.own, catalog))
-        times = []
+        times, cpu = [], []
         for _ in range(args.repeat):
             clear_caches()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             result = serve_plan(job.model_copy(update={"own": ()}), catalog, owned=owned)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        # CPU time as well: on a shared, oversubscribed machine the wall clock counts other processes' turns
         print(f"{name:<24} {len(result.options):>4} options  median {statistics.median(times) * 1e3:6.2f} ms  "
-              f"best {min(times) * 1e3:6.2f} ms  (target < 50 ms)")
+              f"best {min(times) * 1e3:6.2f} ms  CPU median {statistics.median(cpu) * 1e3:6.2f} ms  "
+              "(target < 50 ms)")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from functools import lru_cache
 BATCHING = ("continuous", "slots")
 Z95 = 1.6449  # standard normal quantile at 0.95
 _RHO_MAX = 0.999
+_TOL = 2e-4  # relative change at which the fixed point is taken as found
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,9 @@ class Lengths:
 
     @property
     def mean_context(self) -> float:
-        """The mean tokens a request holds in the cache while it decodes: prompt + half its output."""
-        return self.prompt_mean + self.output_mean / 2.0
+        """The mean tokens a request's cache holds over its decode: each step reads ``prompt + i`` tokens,
+        ``i = 0 .. output - 1``."""
+        return self.prompt_mean + (self.output_mean - 1.0) / 2.0
 
 
 def lognormal_quantile(mean: float, cv: float, q: float) -> float:
@@ -96,7 +98,12 @@ class ServerSpec:
         bandwidth_bps: peak memory bandwidth of one device.
         eta_mem: share of the peak bandwidth a decode step reaches.
         decode_flops: effective FLOP/s of one device in a decode step (peak x efficiency).
-        prefill_flops: effective FLOP/s of one device in prefill (the runtime's kernel peak x efficiency).
+        prefill_flops: effective FLOP/s of one device in the prompt's matrix multiplies (the runtime's kernel
+            peak x its efficiency).
+        attention_flops: effective FLOP/s of one device in the prompt's attention (0: ``prefill_flops``).
+        eta_kv: share of the peak bandwidth reading the KV cache reaches (0: ``eta_mem``).
+        kv_free_fraction: the share of what is left after weights and overhead the cache takes (TensorRT-LLM's
+            ``free_gpu_memory_fraction`` 0.9; 1 for the others).
         active_params: parameters each token passes through.
         attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
         kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
@@ -130,14 +137,19 @@ class ServerSpec:
     chunk_tokens: int = 0
     step_overhead_s: float = 0.0
     slot_tokens: int = 0
+    attention_flops: float = 0.0
+    eta_kv: float = 0.0
+    kv_free_fraction: float = 1.0
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
             raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
         if not 1 <= self.parallel_devices <= self.devices:
             raise ValueError("parallel_devices must be between 1 and devices")
-        if not 0 < self.eta_mem <= 1 or not 0 < self.memory_fraction <= 1:
-            raise ValueError("eta_mem and memory_fraction must be in (0, 1]")
+        if not 0 < self.eta_mem <= 1 or not 0 < self.memory_fraction <= 1 or not 0 < self.kv_free_fraction <= 1:
+            raise ValueError("eta_mem, memory_fraction and kv_free_fraction must be in (0, 1]")
+        if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0:
+            raise ValueError("eta_kv must be in [0, 1] and attention_flops not negative")
         for name in ("weight_bytes", "capacity_bytes", "bandwidth_bps", "decode_flops", "prefill_flops",
                      "active_params", "kv_bytes_per_token"):
             if not getattr(self, name) > 0:
@@ -149,10 +161,10 @@ class ServerSpec:
 # ---------------------------------------------------------------------------------------------- capacity
 def kv_pool_bytes(spec: ServerSpec) -> float:
     """Bytes left for the KV cache on all devices: ``devices x (capacity x fraction - weights/devices -
-    overhead)`` (vLLM's ``gpu_memory_utilization`` rule; llama.cpp with fraction 1). Negative: the weights do
-    not fit."""
+    overhead) x free fraction`` (vLLM's ``gpu_memory_utilization`` rule; TensorRT-LLM's share of the free
+    memory; llama.cpp with both 1). Negative: the weights do not fit."""
     per_device = spec.capacity_bytes * spec.memory_fraction - spec.weight_bytes / spec.devices - spec.overhead_bytes
-    return per_device * spec.devices
+    return per_device * spec.devices * (spec.kv_free_fraction if per_device > 0 else 1.0)
 
 
 def kv_capacity_tokens(spec: ServerSpec) -> int:
@@ -183,16 +195,18 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     """One step for ``batch`` decoding sequences at ``mean_context`` cached tokens, plus ``extra_tokens``
     prefill tokens (and their attention ``extra_flops``) mixed into the step.
 
-    ``max((W + B * ctx * kv) / (BW * eta * n), (2 * P_act * (B + extra) + extra_flops) / (F * n)) + t_step``
-    with ``n`` the devices working in parallel (docs/method.md, "Serving under load").
+    ``max(W / (BW * eta * n) + B * ctx * kv / (BW * eta_kv * n), (2 * P_act * B + attn) / (F_dec * n)
+    + 2 * P_act * extra / (F_mm * n) + extra_flops / (F_att * n)) + t_step`` with ``n`` the devices working in
+    parallel (docs/method.md, "Serving under load").
     """
     n = spec.parallel_devices
-    t_mem = (spec.weight_bytes + batch * mean_context * spec.kv_bytes_per_token) / (
-        spec.bandwidth_bps * spec.eta_mem * n)
+    t_mem = (spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
+             + batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n))
     attn = batch * mean_context * spec.attn_flops_per_pair
     flops = 2.0 * spec.active_params * batch + attn
     t_dec = flops / (spec.decode_flops * n)
-    t_pre = (2.0 * spec.active_params * extra_tokens + extra_flops) / (spec.prefill_flops * n)
+    t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
+             + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n
     return max(t_mem, t_dec + t_pre) + spec.step_overhead_s
 
 
@@ -202,10 +216,14 @@ def prefill_flops(spec: ServerSpec, prompt_tokens: float) -> float:
 
 
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
-    """Time of one prompt's prefill alone: compute-bound, at least one read of the weights."""
+    """Time of one prompt's prefill alone: its matrix multiplies at the kernel's rate and its attention at the
+    attention rate, at least one read of the weights."""
     n = spec.parallel_devices
     t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
-    return max(t_weights, prefill_flops(spec, prompt_tokens) / (spec.prefill_flops * n)) + spec.step_overhead_s
+    mm = 2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
+    att = spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0 / (spec.attention_flops or spec.prefill_flops)
+    t = (mm + att) / n
+    return (t if t > t_weights else t_weights) + spec.step_overhead_s
 
 
 def _prefill_in_service_s(spec: ServerSpec, prompt_tokens: float, decoding: float, mean_context: float) -> float:
@@ -313,14 +331,17 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     n = spec.parallel_devices
     # A decode step is linear in the batch on each side of the roofline: t = max(a0 + a1 B, c1 B + pre) + s0.
     bw = spec.bandwidth_bps * spec.eta_mem * n
-    a0, a1 = spec.weight_bytes / bw, ctx * spec.kv_bytes_per_token / bw
+    a0 = spec.weight_bytes / bw
+    a1 = ctx * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     c1 = (2.0 * spec.active_params + ctx * spec.attn_flops_per_pair) / (spec.decode_flops * n)
     s0 = spec.step_overhead_s
     p_mean = prefill_s(spec, lengths.prompt_mean)
     chunked = spec.chunk_tokens > 0
     if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
         chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
-        pre_total = prefill_flops(spec, lengths.prompt_mean) / (spec.prefill_flops * n)
+        pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
+                     + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
+                     / (spec.attention_flops or spec.prefill_flops)) / n
         pre_chunk = pre_total / chunks
     # Second moment of the prefill time: proportional to the prompt (log-normal spread) for the M/G/1 wait.
     es2 = p_mean * p_mean * (1.0 + lengths.prompt_cv ** 2)
@@ -332,6 +353,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     ttft = p_mean
     x = rho = dec = wq = 0.0
     step = tpot
+    w, last = 1.0, math.inf
     # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
     for _ in range(60):
         r = ttft + o1 * tpot
@@ -357,10 +379,15 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             service = p_mean
         new_ttft = service + wq + step
         d1, d2 = new_tpot - tpot, new_ttft - ttft
-        if -1e-4 * tpot <= d1 <= 1e-4 * tpot and -1e-4 * ttft <= d2 <= 1e-4 * ttft:
+        if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
             tpot, ttft = new_tpot, new_ttft
             break
-        tpot, ttft = 0.5 * (tpot + new_tpot), 0.5 * (ttft + new_ttft)
+        # Full steps while the change shrinks; halved when it grows (a loop near saturation oscillates).
+        size = (d1 / tpot) ** 2 + (d2 / ttft) ** 2
+        if size > last:
+            w = w * 0.5 if w > 0.1 else w
+        last = size
+        tpot, ttft = tpot + w * d1, ttft + w * d2
     r = ttft + o1 * tpot
     # p95: a long prompt's prefill and the tail of the prefill queue; a request's TPOT p95 adds the spread of
     # the prefills (a Poisson count) that land in its decode.

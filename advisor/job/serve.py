@@ -23,8 +23,8 @@ from advisor.job.schema import FieldMeta, Job, JobInputError, _build_fields, _fi
 
 # Fields of a plan a serving job reads too (the rest are training or budget inputs).
 FROM_JOB = ("model", "params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "download",
-            "precision", "quant", "runtime", "kv_cache_bits", "context", "output_tokens", "tp", "accelerator", "own",
-            "owned_options", "spot_offers", "assumptions", "notes", "sources")
+            "precision", "quant", "runtime", "kv_cache_bits", "context", "prompt_tokens", "output_tokens", "tp",
+            "accelerator", "own", "owned_options", "spot_offers", "assumptions", "notes", "sources")
 SERVE = ("inference",)
 # Request lengths of a preset: (prompt mean, prompt spread, output mean, output spread, source).
 LENGTH_PRESETS = {
@@ -47,9 +47,7 @@ class ServeJob(Job):
                                workloads=SERVE, ge=1, le=1_000_000)
     requests_per_s: float | None = _field(None, unit="requests/s", help="arrival rate of requests (Poisson) "
                                           "instead of --users", group="serve", workloads=SERVE, gt=0, le=1e6)
-    prompt_tokens: int | None = _field(None, unit="tokens", help=f"mean prompt length (default "
-                                       f"{DEFAULT_PROMPT_TOKENS}, or the --lengths preset's)", group="serve",
-                                       workloads=SERVE, ge=1, le=16_777_216)
+    # --prompt-tokens and --output-tokens are the plan's (their mean here; DEFAULT_PROMPT_TOKENS without one).
     prompt_spread: float | None = _field(None, unit="sd/mean", help="spread of the prompt lengths: standard "
                                          "deviation over mean (0: all alike; default 0 or the preset's)",
                                          group="serve", workloads=SERVE, ge=0, le=10)

@@ -24,8 +24,8 @@ from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.serving import Lengths, ServePoint, ServerSpec, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_quote, parse_own
-from advisor.planner.request import PlanInputError, resolve_job_model
-from advisor.planner.serve_spec import ModelServing, default_runtime, fewest_devices, model_serving, replica_spec
+from advisor.planner.request import PlanInputError, resolve_job_model, runtime_choice
+from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
 
 # Ranges: the serving model has not been fitted per runtime group yet, so a stated prior (x/÷) widens each
 # figure: throughput and TPOT by 1.3, TTFT by 1.5 (prefill and queueing add their own error).
@@ -148,17 +148,17 @@ class _Sizer:
     """Replicas of one accelerator, memoised by devices per replica (offers of one accelerator share them)."""
 
     def __init__(self, job: ServeJob, model: ModelServing, acc: Accelerator, lengths: Lengths, targets: Targets,
-                 by: str, load: float, runtime: str):
+                 by: str, load: float, choice):
         self.job, self.model, self.acc, self.lengths, self.targets = job, model, acc, lengths, targets
-        self.by, self.load, self.runtime = by, load, runtime
+        self.by, self.load, self.choice = by, load, choice
         self._memo: dict[int, tuple] = {}
 
     def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
         hit = self._memo.get(devices)
         if hit is None:
-            spec, launch = replica_spec(self.model, self.acc, devices, self.runtime, precision=self.job.precision,
-                                        max_seqs=self.job.max_seqs or (self.job.users if launch_slots(self.runtime)
-                                                                       else None),
+            slots = self.choice.runtime.batching == "slots"  # llama.cpp: a slot for each user by default
+            spec, launch = replica_spec(self.model, self.acc, devices, self.choice,
+                                        max_seqs=self.job.max_seqs or (self.job.users if slots else None),
                                         lengths=self.lengths, context=self.job.context)
             most, _ = max_load(spec, self.lengths, self.targets, by=self.by)
             hit = self._memo[devices] = (spec, launch, most)
@@ -176,13 +176,6 @@ class _Sizer:
             point = serve_at(spec, self.lengths, requests_per_s=share)
         meets = most > 0 and replicas >= need and self.targets.met(point)
         return replicas, point, meets, most
-
-
-def launch_slots(runtime: str) -> bool:
-    """Whether the runtime serves from fixed slots (its default count is the users)."""
-    from advisor.planner.serve_spec import serving_profile
-
-    return serving_profile(runtime).batching == "slots"
 
 
 def _costs(usd_per_h: float | None, point: ServePoint | None, replicas: int) -> tuple[float | None, float | None]:
@@ -209,9 +202,10 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
                        spec=spec, **extra)
 
 
-def _unfit(hw: OwnedHardware, model: ModelServing, runtime: str) -> ServeOption:
+def _unfit(hw: OwnedHardware, model: ModelServing, choice) -> ServeOption:
     acc = hw.accelerator
-    need = model.weight_bytes / 1e9
+    runtime = choice.runtime.id
+    need = model.weights_of(choice) / 1e9
     have = acc.usable_memory_bytes * hw.count / 1e9
     return ServeOption(id=hw.id, kind="owned", accelerator=acc.id, accelerator_name=acc.name, runtime=runtime,
                        devices_per_replica=hw.count, replicas=0, replicas_available=0, fits=False,
@@ -248,8 +242,7 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     targets = Targets(job.ttft_p95_s, tpot_target_s(job))
     by = "users" if job.users is not None else "requests_per_s"
     load = float(job.users if job.users is not None else job.requests_per_s)
-    model = model_serving(jm.arch, jm.params, jm.active_params, job.precision, job.quant, job.kv_cache_bits,
-                          jm.weight_bytes)
+    model = model_serving(jm.arch, jm.params, jm.active_params, job.precision, job.kv_cache_bits, jm.weight_bytes)
     for acc_id in job.accelerator:
         if acc_id not in catalog.accelerators:
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r} (advisor catalog list)")
@@ -264,9 +257,10 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     offers_by: dict[str, list] = {}
     for offer in catalog.offers:
         offers_by.setdefault(offer.accelerator_id, []).append(offer)
+    choices: dict[tuple, Any] = {}  # the runtime choice depends on the part's vendor and kind only
     for acc in accels:
         options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
-                                        service))
+                                        service, choices))
     options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, o.usd_per_million_requests
                                 is None, o.usd_per_million_requests or 0.0, o.id))
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
@@ -276,32 +270,44 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
 
 def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a) -> list[ServeOption]:
     acc = hw.accelerator
-    runtime = job.runtime or default_runtime(acc)
     if acc.peak_flops("bf16") is None and acc.peak_flops("fp16") is None and acc.peak_flops("fp32") is None:
         return []
+    choice = runtime_choice(job, acc)
     per_node = hw.per_machine or hw.count
-    devices = job.tp or fewest_devices(model, acc, runtime, lengths, min(per_node, hw.count))
+    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(per_node, hw.count))
     if devices is None or devices > hw.count:
-        return [_unfit(hw, model, runtime)]
-    sizer = _Sizer(job, model, acc, lengths, targets, by, load, runtime)
+        return [_unfit(hw, model, choice)]
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice)
+    note = "" if choice.backend_supported else (f"{choice.runtime.name} has no {choice.backend} backend: timed "
+                                                f"with its {choice.profile.backend} figures")
 
     def per_h(n: int) -> float:
         return _per_hour(owned_quote(hw, n, 1.0, a))
 
     return [_option(sizer, devices, hw.count // devices, id=hw.id, kind="owned", usd_per_h_of=per_h,
-                    origin=hw.origin, this_machine=hw.this_machine)]
+                    origin=hw.origin, this_machine=hw.this_machine, note=note)]
 
 
-def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions
-                     ) -> list[ServeOption]:
+def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions,
+                     choices: dict) -> list[ServeOption]:
     if acc.peak_flops("fp8" if job.precision == "fp8" else "bf16") is None or acc.kind == "cpu":
         return []
-    runtime = job.runtime or default_runtime(acc)
+    key = (acc.vendor, acc.kind)
+    if key not in choices:
+        try:
+            choices[key] = runtime_choice(job, acc)
+        except PlanInputError:  # the runtime asked for does not load the format here
+            choices[key] = None
+    choice = choices[key]
+    if choice is None:
+        return []
+    if not choice.backend_supported:  # the runtime does not run on this part (TPU, Trainium, Gaudi)
+        return []
     most = max([o.accelerator_count for o in offers if o.accelerator_count] + [MAX_REPLICA_DEVICES])
-    devices = job.tp or fewest_devices(model, acc, runtime, lengths, min(most, MAX_REPLICA_DEVICES))
+    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
     if devices is None:
         return []
-    sizer = _Sizer(job, model, acc, lengths, targets, by, load, runtime)
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice)
     spec, launch, _ = sizer.replica(devices)
     replicas, point, meets, most_load = sizer.size(devices, None)
     total = devices * replicas

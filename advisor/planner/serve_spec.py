@@ -1,8 +1,12 @@
 """One replica of a server as the serving model sees it: a model, a weight format and a runtime on an accelerator
 (``estimate.serving.ServerSpec``), with the launch values that make the runtime behave so.
 
-What each runtime does with memory and batches (``RuntimeServing``) is taken from its own documentation and
-source; the decode's bandwidth efficiency by weight format and runtime is ``estimate.decode``'s.
+The runtime's profile (``resources/runtimes.toml`` through ``planner.request.runtime_choice``) gives the weight
+format's bits, the decode's bandwidth efficiency by format class on the accelerator's backend, the per-layer
+overhead of a step, the prefill kernels and their efficiencies, the KV-cache formats, how it batches and its
+memory rule. What only a server needs beyond that (the prefill chunk, the default batch limit, whether devices
+split a step or its layers, the memory kept for activations) is ``RuntimeServing``, from each server's own
+documentation and source.
 """
 
 from __future__ import annotations
@@ -11,14 +15,12 @@ import math
 from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
-from advisor.estimate import decode, memory
+from advisor.catalog.runtimes import RuntimeChoice
 from advisor.estimate.model import ModelArch, kv_values_per_token
 from advisor.estimate.serving import Lengths, ServerSpec
 from advisor.planner.placement import intra_node_bps
 
 GIB = 2**30
-PREFILL_ETA_PRIOR = 0.50  # assumption: prefill reaches half the tensor peak (GEMMs at a few thousand tokens)
-DECODE_COMPUTE_ETA_PRIOR = 0.50  # assumption: batched decode GEMMs (small M) reach half the tensor peak
 # All-reduce latency per call for small messages (two per layer in tensor-parallel decode): an assumption of
 # about 10 us over NVLink/XGMI and 30 us over PCIe (NCCL's small-message latency is of this order).
 ALLREDUCE_LATENCY_S = {"fabric": 10e-6, "pcie": 30e-6}
@@ -27,64 +29,60 @@ FABRIC_BPS = 64e9  # links faster than PCIe 5.0 x16 (one direction) are a GPU fa
 
 @dataclass(frozen=True)
 class RuntimeServing:
-    """How a runtime serves: batching, memory rule, prefill chunks, defaults of its server.
+    """What a server does beyond its runtime profile.
 
     Attributes:
-        batching: ``continuous`` (a paged pool shared by all sequences) or ``slots`` (fixed slots).
-        memory_fraction: the share of each device it takes (vLLM ``--gpu-memory-utilization`` 0.9; SGLang
-            ``--mem-fraction-static`` about 0.88; 1.0 for runtimes that allocate what they need).
+        memory_fraction: the share of each device it takes when the profile names none (SGLang's
+            ``--mem-fraction-static``); the profile's ``gpu_memory_utilization`` wins.
         overhead_bytes: per device beyond weights and cache: CUDA context, activation workspace, graphs.
         chunk_tokens: prefill tokens per step mixed with decode (0: prefill runs on its own).
         tensor_parallel: whether several devices work on one step together (False: llama.cpp's layer split,
             the layers run one device after the other).
+        max_seqs: the default batch limit (vLLM's depends on the device: ``vllm_batch_defaults``).
         source: where these behaviours are documented.
     """
 
-    batching: str
     memory_fraction: float
     overhead_bytes: float
     chunk_tokens: int
     tensor_parallel: bool
+    max_seqs: int
     source: str
 
 
 RUNTIME_SERVING = {
-    "vllm": RuntimeServing("continuous", 0.90, 1.5 * GIB, 2048, True,
-                           "vLLM engine arguments: --gpu-memory-utilization 0.9, chunked prefill on by default "
-                           "(V1), max_num_batched_tokens 2048 / max_num_seqs 256, or 8192 / 1024 on devices of "
-                           "70 GiB or more other than A100 (vllm/engine/arg_utils.py, get_batch_defaults)"),
-    "sglang": RuntimeServing("continuous", 0.88, 1.5 * GIB, 8192, True,
-                             "SGLang server arguments: --mem-fraction-static (about 0.88 on large GPUs), "
+    "vllm": RuntimeServing(1.0, 1.5 * GIB, 2048, True, 256,
+                           "vLLM engine arguments: chunked prefill on by default (V1), max_num_batched_tokens 2048 "
+                           "and max_num_seqs 256, or 8192 and 1024 on devices of 70 GiB or more other than A100 "
+                           "(vllm/engine/arg_utils.py, get_batch_defaults); activations and CUDA graphs: about "
+                           "1.5 GiB (assumption)"),
+    "sglang": RuntimeServing(0.88, 1.5 * GIB, 8192, True, 1024,
+                             "SGLang server arguments: --mem-fraction-static about 0.88 on large GPUs, "
                              "--chunked-prefill-size 8192 (sglang/srt/server_args.py)"),
-    "tensorrt-llm": RuntimeServing("continuous", 0.90, 1.5 * GIB, 8192, True,
-                                   "TensorRT-LLM: in-flight batching, paged KV cache with "
-                                   "free_gpu_memory_fraction 0.9, chunked context (docs: KV cache management)"),
-    "llama.cpp": RuntimeServing("slots", 1.0, 1.0 * GIB, 2048, False,
-                                "llama.cpp server: -c tokens of cache shared by -np slots, continuous batching of "
-                                "the slots on by default, prompt batches of -b 2048, layers split over GPUs "
-                                "(tools/server/README.md)"),
-    "exllama": RuntimeServing("continuous", 1.0, 1.0 * GIB, 2048, False,
-                              "ExLlamaV2 dynamic generator: paged cache of a fixed size, prompts in chunks "
-                              "(exllamav2 README)"),
-    "mlc": RuntimeServing("continuous", 0.90, 1.0 * GIB, 2048, True,
-                          "MLC LLM serve: paged KV cache sized by gpu_memory_utilization 0.85-0.9, prefill chunk "
-                          "2048 (mlc-llm docs, serve configuration)"),
+    "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, True, 256,
+                                   "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
+                                   "default (trtllm-serve)"),
+    "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, False, 64,
+                                "llama.cpp server: continuous batching of the slots on by default, prompt batches "
+                                "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
+                                "buffers and context about 1 GiB (assumption)"),
+    "exllamav2": RuntimeServing(1.0, 1.0 * GIB, 2048, False, 64,
+                                "ExLlamaV2 dynamic generator: paged cache of a fixed size, prompts in chunks, "
+                                "layers split over GPUs (exllamav2 README)"),
+    "mlc": RuntimeServing(0.90, 1.0 * GIB, 2048, True, 128,
+                          "MLC LLM serve: paged KV cache sized by gpu_memory_utilization, prefill chunk 2048 "
+                          "(mlc-llm docs, serve configuration)"),
+    "mlx": RuntimeServing(1.0, 1.0 * GIB, 0, False, 1,
+                          "mlx-lm server: one request at a time (static batching in the runtime profile)"),
+    "transformers": RuntimeServing(1.0, 1.0 * GIB, 0, False, 1,
+                                   "transformers generate behind a plain server: one request at a time"),
 }
-ALIASES = {"ollama": "llama.cpp", "lm-studio": "llama.cpp", "lmstudio": "llama.cpp", "trt-llm": "tensorrt-llm",
-           "exllamav2": "exllama"}
 
 
 def serving_profile(runtime: str) -> RuntimeServing:
-    """The serving behaviour of a runtime (an alias resolves to its engine; unknown: vLLM's, which every
+    """What a runtime's server does beyond its profile (an unknown id: vLLM's, which every
     continuous-batching server resembles)."""
-    name = ALIASES.get(runtime, runtime)
-    return RUNTIME_SERVING.get(name, RUNTIME_SERVING["vllm"])
-
-
-def default_runtime(acc: Accelerator) -> str:
-    """The runtime a serving job assumes when none is given: llama.cpp on consumer, workstation and Apple
-    parts, vLLM on datacenter parts (what each group mostly runs)."""
-    return "llama.cpp" if acc.kind in ("consumer", "workstation", "apple") else "vllm"
+    return RUNTIME_SERVING.get(runtime, RUNTIME_SERVING["vllm"])
 
 
 def vllm_batch_defaults(acc: Accelerator) -> tuple[int, int]:
@@ -97,110 +95,131 @@ def vllm_batch_defaults(acc: Accelerator) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class ModelServing:
-    """What a model brings to a server, whatever the hardware."""
+    """What a model brings to a server, whatever the hardware: its architecture and parameters (the weight
+    format, and so the bytes, come with each option's runtime choice)."""
 
     arch: ModelArch
     params: float
     active_params: float
-    weight_bytes: float
-    weight_format: str
+    weight_bytes: float | None  # the exact bytes of a model file, when the request reads them
+    precision: str
     kv_bits: int
-    kv_cache_dtype: str  # the runtime's name for the cache format: auto, fp8, q8_0, q4_0
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        return kv_values_per_token(self.arch) * self.kv_bits / 8.0
 
     @property
     def attn_flops_per_pair(self) -> float:
         """``4 * L * n_heads * d_head``: scores and values, two FLOPs per multiply-add."""
         return 4.0 * self.arch.layers * self.arch.heads * self.arch.d_head
 
+    def kv_bytes_per_token(self) -> float:
+        """KV bytes of one token, all layers (fp8 weights keep an 8-bit cache at most)."""
+        bits = min(self.kv_bits, 8 if self.precision == "fp8" else 16)
+        return kv_values_per_token(self.arch) * bits / 8.0
 
-def model_serving(arch: ModelArch, params: float, active: float, precision: str, quant: str | None,
-                  kv_cache_bits: int, weight_bytes: float | None = None) -> ModelServing:
-    """The model's weights in its format and its cache in the asked format (fp8 weights keep an fp8 cache
-    at most 8 bits, as ``memory.inference_memory`` does)."""
-    fmt = decode.format_key(precision, quant)
-    wb = weight_bytes or params * memory.weight_bits(precision, quant) / 8.0
-    bits = min(kv_cache_bits, 8 if precision == "fp8" else 16)
-    dtype = {16: "auto", 8: "fp8", 4: "q4_0"}[bits]
-    return ModelServing(arch, float(params), float(active), float(wb), fmt, bits, dtype)
+    def weights_of(self, choice: RuntimeChoice) -> float:
+        """The weights' bytes in the runtime's format (a file's own bytes when the request reads them)."""
+        return float(self.weight_bytes or self.params * choice.weight_format.bits_per_weight / 8.0)
 
 
-def replica_spec(model: ModelServing, acc: Accelerator, devices: int, runtime: str, *, precision: str,
+def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
+                  weight_bytes: float | None = None) -> ModelServing:
+    """The model as every replica sees it."""
+    return ModelServing(arch, float(params), float(active), weight_bytes, precision, kv_cache_bits)
+
+
+def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: RuntimeChoice, *,
                  max_seqs: int | None, lengths: Lengths, context: int | None = None,
                  eta_mem: float | None = None) -> tuple[ServerSpec, dict]:
-    """One replica of ``devices`` accelerators running ``runtime``, and its launch values.
+    """One replica of ``devices`` accelerators running the runtime ``choice``, and its launch values.
 
     Args:
         max_seqs: the job's ``--max-seqs`` (slots for llama.cpp), or None for the runtime's default (llama.cpp:
             as many slots of the request's length as the cache holds, at most 64).
         context: the job's ``--context``: the longest request the server takes (vLLM ``--max-model-len``;
-            llama.cpp's context of one slot). Default: the p99 prompt + p99 output, rounded up to 256.
-        eta_mem: a bandwidth efficiency measured on this machine, instead of the runtime's.
+            llama.cpp's context of one slot). Default: the p99 prompt + p99 output (a paged cache: at least
+            twice the mean request, the headroom costs it nothing), rounded up to 256.
+        eta_mem: a bandwidth efficiency measured on this machine, instead of the profile's 16-bit figure (the
+            format keeps its ratio to it).
     Returns:
         ``(spec, launch)``: launch holds ``runtime``, ``tp``, ``max_num_seqs``, ``max_model_len``,
         ``gpu_memory_utilization``, ``kv_cache_dtype``, ``chunk_tokens``, ``slots``, ``ctx_size`` (llama.cpp
-        ``-c``) and ``origin`` (where the efficiencies come from).
+        ``-c``), ``batching`` and ``origin`` (where the efficiencies come from).
     """
-    prof = serving_profile(runtime)
-    name = ALIASES.get(runtime, runtime)
-    eff = decode.decode_efficiency(model.weight_format, name if name in decode.RUNTIMES else None)
-    eta = eta_mem if eta_mem is not None else eff.eta_mem
-    compute_precision = "fp8" if precision == "fp8" else "bf16"
-    peak = acc.peak_flops(compute_precision) or acc.peak_flops("fp16") or acc.peak_flops("fp32") or 0.0
-    # The longest request: p99 of prompt and output; a paged cache spends nothing on the headroom of twice the
-    # mean, fixed slots reserve it (so they keep p99).
+    rt, prof, fmt = choice.runtime, choice.profile, choice.weight_format
+    srv = serving_profile(rt.id)
+    eta = prof.eta_for(fmt.cls)
+    eta_kv = prof.eta_for("f16")
+    if eta_mem is not None:  # the machine's measured figure replaces the 16-bit one; formats keep their ratio
+        eta, eta_kv = min(1.0, eta_mem * eta / eta_kv), min(1.0, eta_mem)
+    weights = model.weights_of(choice)
+    # Prompt matrix multiplies at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; fp8 and W8A8 at
+    # their own type) or the 16-bit one; attention at the fp16 peak (catalog.runtimes.BackendProfile).
+    if fmt.quantised:
+        kernel, mm_eta = fmt.native or prof.prefill_peak_quantized, prof.prefill_eta_quantized
+    else:
+        kernel, mm_eta = ("fp8" if model.precision == "fp8" else "bf16"), prof.prefill_eta
+    mm_peak = acc.peak_flops(kernel) or acc.peak_flops("bf16") or acc.peak_flops("fp16") or acc.peak_flops("fp32")
+    att_peak = acc.peak_flops("fp16") or mm_peak
+    if not mm_peak:
+        raise ValueError(f"{acc.id}: no peak FLOP/s for {kernel}")
     tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)
-    if prof.batching != "slots":
+    if rt.batching != "slots":
         tail = max(tail, 2.0 * (lengths.prompt_mean + lengths.output_mean))
     longest = context or int(math.ceil(tail / 256.0) * 256)
-    if model.arch.max_context:
-        longest = min(longest, model.arch.max_context) if context is None else longest
-    chunk, seqs = prof.chunk_tokens, 256
-    if name == "vllm":
+    if model.arch.max_context and context is None:
+        longest = min(longest, model.arch.max_context)
+    chunk, seqs = srv.chunk_tokens, srv.max_seqs
+    if rt.id == "vllm":
         chunk, seqs = vllm_batch_defaults(acc)
-    parallel = devices if prof.tensor_parallel else 1
-    overhead = prof.overhead_bytes
+    fraction = rt.gpu_memory_utilization or srv.memory_fraction
+    parallel = devices if srv.tensor_parallel else 1
     link = "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
-    step_overhead = 2 * model.arch.layers * ALLREDUCE_LATENCY_S[link] if parallel > 1 else 0.0
+    step_overhead = model.arch.layers * prof.overhead_per_layer_s
+    if parallel > 1:
+        step_overhead += 2 * model.arch.layers * ALLREDUCE_LATENCY_S[link]
     capacity = float(acc.usable_memory_bytes)
+    kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
-    if prof.batching == "slots":
+    batching = "slots" if rt.batching == "slots" else "continuous"
+    if batching == "slots":
         slot_tokens = longest
-        free = capacity * prof.memory_fraction - model.weight_bytes / devices - overhead
-        fit = int(max(0.0, free * devices) // (model.kv_bytes_per_token * slot_tokens))
-        seqs = max_seqs or max(1, min(fit, 64))
-    elif max_seqs:
+        free = capacity * fraction - weights / devices - srv.overhead_bytes
+        fit = int(max(0.0, free * devices) // (kv_token * slot_tokens))
+        seqs = max_seqs or max(1, min(fit, srv.max_seqs))
+    elif max_seqs and rt.batching != "static":
         seqs = max_seqs
     spec = ServerSpec(
-        weight_bytes=model.weight_bytes, devices=devices, parallel_devices=parallel, capacity_bytes=capacity,
-        bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=min(1.0, eta), decode_flops=peak * DECODE_COMPUTE_ETA_PRIOR,
-        prefill_flops=peak * PREFILL_ETA_PRIOR, active_params=model.active_params,
-        attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=model.kv_bytes_per_token,
-        batching=prof.batching, memory_fraction=prof.memory_fraction, overhead_bytes=overhead, max_seqs=seqs,
-        chunk_tokens=chunk, step_overhead_s=step_overhead, slot_tokens=slot_tokens)
-    launch = {"runtime": name, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
-              "gpu_memory_utilization": prof.memory_fraction, "kv_cache_dtype": model.kv_cache_dtype,
-              "chunk_tokens": chunk, "slots": seqs if prof.batching == "slots" else None,
-              "ctx_size": seqs * slot_tokens if prof.batching == "slots" else None,
-              "batching": prof.batching, "tensor_parallel": prof.tensor_parallel,
-              "origin": (f"bandwidth efficiency {eta:.2f} ({'measured on this machine' if eta_mem else eff.origin});"
-                         f" prefill at {PREFILL_ETA_PRIOR:g} and batched decode at {DECODE_COMPUTE_ETA_PRIOR:g} "
-                         f"of the {compute_precision} peak (assumptions); {prof.source}")}
+        weight_bytes=weights, devices=devices, parallel_devices=parallel, capacity_bytes=capacity,
+        bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta, eta_kv=eta_kv, decode_flops=mm_peak * mm_eta,
+        prefill_flops=mm_peak * mm_eta, attention_flops=att_peak * prof.attention_eta,
+        active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
+        batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
+        overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
+        slot_tokens=slot_tokens)
+    launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
+              "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
+              "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
+              "ctx_size": seqs * slot_tokens if batching == "slots" else None, "batching": rt.batching,
+              "tensor_parallel": srv.tensor_parallel, "backend": choice.backend,
+              "backend_supported": choice.backend_supported,
+              "origin": (f"{rt.name} on {choice.backend}: {fmt.id} weights read at {eta:.2f} of the bandwidth"
+                         f"{' (measured on this machine)' if eta_mem else ''}, {step_overhead * 1e3:.2f} ms a step "
+                         f"of overhead, prompt multiplies at {mm_eta:.2f} of the {kernel} peak ({prof.source}); "
+                         f"{srv.source}")}
     return spec, launch
 
 
-def fewest_devices(model: ModelServing, acc: Accelerator, runtime: str, lengths: Lengths, most: int) -> int | None:
+def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice, lengths: Lengths, most: int
+                   ) -> int | None:
     """The fewest devices (1, 2, 4, 8 ... up to ``most``) whose memory holds the weights, the runtime's overhead
     and the cache of one request of the mean length; None when none do."""
-    prof = serving_profile(runtime)
-    one = model.kv_bytes_per_token * (lengths.prompt_mean + lengths.output_mean)
+    srv = serving_profile(choice.runtime.id)
+    fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
+    weights = model.weights_of(choice)
+    one = model.kv_bytes_per_token() * (lengths.prompt_mean + lengths.output_mean)
     n = 1
     while n <= most:
-        free = acc.usable_memory_bytes * prof.memory_fraction - model.weight_bytes / n - prof.overhead_bytes
-        if free * n >= one:
+        free = acc.usable_memory_bytes * fraction - weights / n - srv.overhead_bytes
+        if free * n * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most
     return None

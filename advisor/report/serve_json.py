@@ -70,6 +70,11 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
     return out
 
 
+def _first_format(result: ServeResult) -> str | None:
+    """The weight format of the first option that fits (each option's own is in its ``launch``)."""
+    return next((o.launch.get("weight_format") for o in result.options if o.fits and o.launch), None)
+
+
 def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
     """The whole ``advisor.serve/1`` document; ``changes``: option id -> its ``ServeChange`` list."""
     changes = changes or {}
@@ -82,9 +87,9 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
         "schema": SCHEMA,
         "model": {"name": result.model_name, "id": job.model, "source": m.arch.source if m else None,
                   "params": m.params if m else None,
-                  "active_params": m.active_params if m else None, "weight_format": m.weight_format if m else None,
-                  "weight_bytes": m.weight_bytes if m else None, "kv_cache_bits": m.kv_bits if m else None,
-                  "kv_bytes_per_token": m.kv_bytes_per_token if m else None},
+                  "active_params": m.active_params if m else None, "kv_cache_bits": m.kv_bits if m else None,
+                  "kv_bytes_per_token": m.kv_bytes_per_token() if m else None,
+                  "weight_format": _first_format(result)},
         "load": load,
         "lengths": {"prompt_tokens_mean": result.lengths.prompt_mean, "prompt_spread": result.lengths.prompt_cv,
                     "output_tokens_mean": result.lengths.output_mean, "output_spread": result.lengths.output_cv,

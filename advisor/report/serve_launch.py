@@ -70,30 +70,30 @@ def _words(kind: str, doc: dict, o: dict, port: int | None = None) -> list[str]:
     repo = model_repo(doc)
     tp = int(launch.get("tp") or 1)
     port = port or PORTS.get(kind, 8000)
-    kv = str(launch.get("kv_cache_dtype") or "auto")
     if kind == "vllm":
         words = ["vllm", "serve", repo, "--tensor-parallel-size", str(tp),
                  "--max-num-seqs", str(launch.get("max_num_seqs", 256)),
                  "--max-model-len", str(launch.get("max_model_len", 4096)),
                  "--gpu-memory-utilization", f"{float(launch.get('gpu_memory_utilization', 0.9)):g}",
-                 "--kv-cache-dtype", "fp8" if kv in ("fp8", "q8_0") else "auto"]
+                 "--kv-cache-dtype", "fp8" if int(launch.get("kv_cache_bits") or 16) == 8 else "auto"]
         return words + ["--port", str(port)]
     if kind == "sglang":
         words = ["python", "-m", "sglang.launch_server", "--model-path", repo, "--tp-size", str(tp),
                  "--max-running-requests", str(launch.get("max_num_seqs", 256)),
                  "--context-length", str(launch.get("max_model_len", 4096)),
                  "--mem-fraction-static", f"{float(launch.get('gpu_memory_utilization', 0.88)):g}",
-                 "--kv-cache-dtype", "fp8_e4m3" if kv in ("fp8", "q8_0") else "auto",
+                 "--kv-cache-dtype", "fp8_e4m3" if int(launch.get("kv_cache_bits") or 16) == 8 else "auto",
                  "--chunked-prefill-size", str(launch.get("chunk_tokens", 8192))]
         return words + ["--port", str(port)]
     if kind == "llama-server":
         slots = int(launch.get("slots") or launch.get("max_num_seqs") or 1)
         ctx = int(launch.get("ctx_size") or slots * int(launch.get("max_model_len", 4096)))
-        fmt = str((doc.get("model") or {}).get("weight_format") or "f16").upper()
+        fmt = str(launch.get("weight_format") or (doc.get("model") or {}).get("weight_format") or "f16").upper()
         gguf = f"{doc.get('model', {}).get('name') or 'model'}-{fmt}.gguf".replace(" ", "-")
         words = ["llama-server", "-m", gguf, "-ngl", "999", "-c", str(ctx), "-np", str(slots), "--flash-attn", "on"]
-        if kv in ("q8_0", "fp8", "q4_0"):
-            cache = "q4_0" if kv == "q4_0" else "q8_0"
+        bits = int(launch.get("kv_cache_bits") or 16)
+        if bits < 16:
+            cache = "q4_0" if bits == 4 else "q8_0"
             words += ["-ctk", cache, "-ctv", cache]
         return words + ["--port", str(port)]
     raise LaunchError(f"launch: unknown server {kind!r} (one of {', '.join(SERVE_KINDS)})")

@@ -125,7 +125,8 @@ def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict 
     m = result.model
     ln = result.lengths
     spread = (f", spread {ln.prompt_cv:g}/{ln.output_cv:g}" if ln.prompt_cv or ln.output_cv else "")
-    head = [f"Serve: {result.model_name} ({m.weight_format if m else j.precision} weights, {m.kv_bits if m else 16}-bit "
+    fmt = next((o.launch.get("weight_format") for o in result.options if o.fits and o.launch), j.quant or j.precision)
+    head = [f"Serve: {result.model_name} ({fmt} weights, {m.kv_bits if m else 16}-bit "
             f"KV cache) to {result.load_text}; prompts {ln.prompt_mean:,.0f} tokens, outputs {ln.output_mean:,.0f}"
             f"{spread}",
             f"Target: {target_text(result)}"]

@@ -41,6 +41,9 @@ def spec(**kw) -> ServerSpec:
 def test_kv_capacity_follows_the_memory_utilisation_rule():
     # 0.9 x 80 GiB - 16 GB weights - 1 GiB = 60,235,669,504 bytes over 131,072 per token.
     assert kv_capacity_tokens(spec()) == 459_561
+    # TensorRT-LLM: 0.9 of what is left after the weights and overhead
+    trt = spec(memory_fraction=1.0, kv_free_fraction=0.9)
+    assert kv_capacity_tokens(trt) == int(0.9 * (80 * GIB - 16e9 - GIB) // KV)
     # Two devices of tensor parallelism: each keeps half the weights, the pools add up.
     two = spec(devices=2, parallel_devices=2)
     assert kv_capacity_tokens(two) == int((2 * (0.9 * 80 * GIB - 8e9 - GIB)) // KV)
@@ -49,8 +52,8 @@ def test_kv_capacity_follows_the_memory_utilisation_rule():
 
 def test_concurrency_is_the_pool_over_a_request_at_its_mean_length_or_the_slots():
     s = spec(max_seqs=1024)
-    # prompt 1000 + half of 400 output = 1200 tokens held on average
-    assert concurrency_limit(s, Lengths(1000, 400)) == (459_561 // 1200, "kv")
+    # prompt 1000 + (400 - 1) / 2 output = 1199.5 tokens held on average over the decode
+    assert concurrency_limit(s, Lengths(1000, 400)) == (int(459_561 // 1199.5), "kv")
     assert concurrency_limit(spec(max_seqs=64), Lengths(1000, 400)) == (64, "seqs")
     # llama.cpp: 8 slots of 4096 tokens fit (32,768 of 459,561); 200 slots of 4096 do not: 112 fit
     slots = spec(batching="slots", memory_fraction=1.0, slot_tokens=4096, max_seqs=8)
@@ -63,6 +66,8 @@ def test_concurrency_is_the_pool_over_a_request_at_its_mean_length_or_the_slots(
 def test_decode_step_reads_the_weights_once_and_every_cache_at_its_mean_length():
     # weights 16e9 / (2e12 x 0.8) = 10 ms; 10 caches x 1000 tokens x 131,072 B = 1.31072e9 B -> 0.8192 ms
     assert decode_step_s(spec(), 10, 1000) == pytest.approx(0.010 + 0.00081920, rel=1e-9)
+    # the cache read at its own efficiency (the 16-bit figure of the runtime): 1.31072e9 / (2e12 x 0.9)
+    assert decode_step_s(spec(eta_kv=0.9), 10, 1000) == pytest.approx(0.010 + 1.31072e9 / 1.8e12, rel=1e-9)
     # at a large batch the compute bound takes over: 2 x 8e9 x 4096 + 4096 x 10 x ATTN over 5e14
     t = decode_step_s(spec(bandwidth_bps=1e15), 4096, 10)
     assert t == pytest.approx((2 * 8e9 * 4096 + 4096 * 10 * ATTN) / 5e14, rel=1e-9)
@@ -72,6 +77,8 @@ def test_decode_step_reads_the_weights_once_and_every_cache_at_its_mean_length()
 def test_prefill_is_compute_bound_and_counts_attention():
     # 2 x 8e9 x 2000 + 524,288 x 2000^2 / 2 = 3.3048576e13 FLOPs at 5e14 FLOP/s = 66.1 ms
     assert prefill_s(spec(), 2000) == pytest.approx(3.3048576e13 / 5e14, rel=1e-9)
+    # attention at its own rate: the 1.048576e12 attention FLOPs at 1e14 FLOP/s instead of 5e14
+    assert prefill_s(spec(attention_flops=1e14), 2000) == pytest.approx(3.2e13 / 5e14 + 1.048576e12 / 1e14, rel=1e-9)
     # a one-token prompt still reads the weights once: 10 ms
     assert prefill_s(spec(), 1) == pytest.approx(0.010, rel=1e-9)
 
@@ -93,7 +100,7 @@ def test_lognormal_quantiles():
 def test_one_user_sees_prefill_then_the_batch_one_step():
     s = spec()
     p = serve_at(s, Lengths(2000, 200), users=1)
-    step = decode_step_s(s, 1, 2100)
+    step = decode_step_s(s, 1, 2000 + 199 / 2)
     assert p.tpot_p50_s == pytest.approx(step, rel=1e-3)
     assert p.ttft_p50_s == pytest.approx(prefill_s(s, 2000) + step, rel=1e-3)
     # Little's law: one request at a time, each lasting TTFT + 199 steps
@@ -135,7 +142,7 @@ def test_slots_reserve_their_context_and_chunked_prefill_mixes_into_steps():
     assert p.in_service == 4 and p.stable
     alone = serve_at(spec(chunk_tokens=2048), Lengths(4000, 300), users=1)
     # one user: no decode to mix with, the prompt runs on its own
-    assert alone.ttft_p50_s == pytest.approx(prefill_s(spec(), 4000) + decode_step_s(spec(), 1, 4150), rel=1e-3)
+    assert alone.ttft_p50_s == pytest.approx(prefill_s(spec(), 4000) + decode_step_s(spec(), 1, 4149.5), rel=1e-3)
 
 
 def test_knee_curve_rises_in_throughput_and_latency():
