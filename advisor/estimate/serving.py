@@ -282,6 +282,7 @@ class ServePoint:
             share of what it can serve).
         stable: False when an arrival rate exceeds what the replica serves (queues grow without bound).
         limit: what bounds the batch: ``kv``, ``seqs``, ``slots`` or ``""``.
+        ttft_mean_s: the mean time to first token (what load generators such as AIPerf and MLPerf report).
     """
 
     users: int | None
@@ -297,6 +298,7 @@ class ServePoint:
     utilisation: float
     stable: bool
     limit: str
+    ttft_mean_s: float = math.inf
 
     @property
     def per_user_tokens_per_s(self) -> float:
@@ -316,6 +318,7 @@ class _Inner:
     ttft_p50_s: float
     ttft_p95_s: float
     residence_s: float
+    ttft_mean_s: float
 
 
 @lru_cache(maxsize=16384)
@@ -399,7 +402,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * p_mean / max(1.0, o1)
     return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
-                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r)
+                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft)
 
 
 @lru_cache(maxsize=4096)
@@ -455,7 +458,8 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
         return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
                           inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
-                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "")
+                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "",
+                          inner.ttft_mean_s + wait)
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -474,7 +478,8 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
                       inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                       inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
-                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "")
+                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "",
+                      inner.ttft_mean_s + wait_mean)
 
 
 def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
