@@ -44,6 +44,7 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
     out["per_user_tokens_per_s_interval"] = interval(_num(tps), "throughput")
     ttft, ttft_iv = _pair(p.ttft_p50_s if p else None, p.ttft_p95_s if p else None, "ttft")
     tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "throughput")
+    ttft["mean"] = _num(p.ttft_mean_s) if p is not None else None
     out.update(ttft_s=ttft, ttft_s_interval=ttft_iv, tpot_s=tpot, tpot_s_interval=tpot_iv)
     if p is not None:
         out.update(requests_per_s=_num(p.requests_per_s * o.replicas),
