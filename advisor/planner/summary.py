@@ -54,6 +54,14 @@ def headline(result) -> str:
     if rent is not None:
         vs = (f"; renting ({rent.id}) costs {units.fmt_usd(rent.cost_usd)} and takes "
               f"{units.fmt_hours(rent.hours)}")
+    if result.request.workload == "inference":  # speed first; the budget is a stated amount of output, not the job
+        batch = result.request.batch
+        per = f" in all, {mine.tokens_per_s / batch:,.1f} per request" if batch > 1 else ""
+        budget = units.fmt_count(result.tokens) + " generated tokens" if result.tokens else "the hours given"
+        if "default" in (result.budget_origin or ""):
+            budget = f"the default {budget}"
+        return (f"{who} ({what}): fits, decode {mine.tokens_per_s:,.1f} tokens/s{per}; {budget} take "
+                f"{units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}. For users and latency targets: advisor serve.")
     return f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}."
 
 
@@ -74,12 +82,29 @@ def fit_advice_rows(result) -> list[dict]:
 
 
 def inference_sentence(result) -> str:
-    """Time to first token, prefill and decode tokens/s and the largest context that fits ("" for training)."""
+    """Time to first token (one request alone, and the batch arriving together), prefill, decode in all and per
+    request, and the largest context that fits, on the user's GPUs when there are any ("" for training)."""
     inf = result.inference
     if not inf:
         return ""
+    what = f"{inf['devices']} x {inf['accelerator_name']}" if inf.get("devices") else inf["option"]
+    where = (f"this machine's {what}" if inf.get("this_machine") else f"your {what}" if inf.get("owned")
+             else what) + f" ({inf['option']})"
+    batch = inf.get("batch") or 1
+    largest = f"the largest context that fits is {inf['largest_context']:,} tokens."
+    if not inf.get("fits", True) or inf.get("decode_tokens_per_s") is None:
+        return (f"On {where}: a {inf['context']:,}-token context at batch {batch} does not fit (see what to change "
+                f"to fit); {largest}")
     prefill = inf["prefill_tokens_per_s"]
-    prefill_text = f", prefill {prefill:,.0f} tokens/s" if prefill else ""
-    return (f"On {inf['option']}: first token after {inf['ttft_s']:.2f} s for a {inf['context']:,}-token context"
-            f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s; the largest context that fits is "
-            f"{inf['largest_context']:,} tokens.")
+    prefill_text = f"; prefill {prefill:,.0f} tokens/s" if prefill else ""
+    prompt = inf.get("prompt_tokens") or inf["context"]
+    one = inf.get("ttft_single_request_s")
+    if batch > 1 and one is not None:
+        first = (f"first token after {one:.2f} s for one request alone, {inf['ttft_s']:.2f} s when all {batch} "
+                 f"arrive together ({prompt:,}-token prompts)")
+        decode = (f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s in all over {batch} requests, "
+                  f"{inf['decode_tokens_per_s_per_request']:,.1f} per request")
+    else:
+        first = f"first token after {inf['ttft_s']:.2f} s for a {prompt:,}-token prompt"
+        decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s"
+    return f"On {where}: {first}{prefill_text}; {decode}; {largest}"
