@@ -30,7 +30,7 @@ def test_five_friends_json_answers_for_the_owned_gpus_first(capsys):
     for key in ("meets_target", "max_users", "replicas", "devices", "per_user_tokens_per_s", "ttft_s", "tpot_s",
                 "usd_per_million_requests", "usd_per_million_output_tokens"):
         assert key in first
-    assert set(first["ttft_s"]) == {"p50", "p95"} and first["ttft_s"]["p95"] >= first["ttft_s"]["p50"]
+    assert {"p50", "p95"} <= set(first["ttft_s"]) and first["ttft_s"]["p95"] >= first["ttft_s"]["p50"]
     lo, hi = first["ttft_s_interval"]["p95"]
     assert lo < first["ttft_s"]["p95"] < hi
     # llama.cpp splits the 70B model's layers over both cards: one replica of two devices, five slots
@@ -77,7 +77,7 @@ def test_impossible_loads_and_lengths_are_one_line_exit_2(capsys, args, field):
 
 def test_a_scenario_serve_table(tmp_path, capsys):
     f = tmp_path / "friends.toml"
-    f.write_text('schema = "advisor.scenario/1"\n[plan]\n[serve]\nmodel = "llama-3-8b"\nusers = 20\n'
+    f.write_text('schema = "advisor.scenario/1"\n[serve]\nmodel = "llama-3-8b"\nusers = 20\n'
                  'prompt_tokens = 500\nttft_p95_s = 1.0\naccelerator = ["l4"]\n[assumptions]\n'
                  'electricity_usd_per_kwh = 0.3\n')
     code, out, err = run(capsys, "serve", str(f), "--json", "--fake-gpu", "no-driver")
