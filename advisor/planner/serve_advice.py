@@ -97,7 +97,7 @@ def _verdict(option: ServeOption) -> str:
     p = option.point
     if option.meets_target:
         return "meets the target"
-    return (f"still misses it (p95 first token {p.ttft_p95_s:.2g} s, {1 / p.tpot_p50_s:.3g} tokens/s each)"
+    return (f"still misses it (p95 first token {p.ttft_p95_s:.3g} s, {1 / p.tpot_p50_s:.3g} tokens/s each)"
             if p is not None and p.stable and p.tpot_p50_s > 0 else "still misses it")
 
 
