@@ -9,8 +9,8 @@ Each weight format's effective bits per weight is declared once, with its source
 
 The file is validated at the border (``RuntimeDataError`` names the entry); the planner resolves a
 request's runtime, format and backend into a :class:`RuntimeChoice`, and the estimate modules take the
-numbers of its :class:`BackendProfile`, never a runtime's name (docs/method.md, "Runtimes, weight formats
-and backends").
+numbers of its :class:`BackendProfile`, never a runtime's name
+(docs/method.md, "Runtimes, weight formats and backends").
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ FILE_NAME = "runtimes.toml"
 CLASSES = ("f16", "q8", "q6", "q5", "q4", "q3", "q2")
 BACKENDS = ("cuda", "rocm", "metal", "vulkan", "cpu")
 BATCHING = ("continuous", "slots", "static")
+MULTI_DEVICE = ("tensor", "layer")
 PEAKS = ("fp32", "fp16", "bf16", "fp8", "int8")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_BITS = (16, 8, 4)
@@ -106,6 +107,10 @@ class RuntimeProfile:
         gpu_memory_utilization: the share of device memory a server takes (vLLM's 0.9), or None.
         kv_free_memory_fraction: the share of the memory left after the weights given to the KV cache, or None.
         slots_share_context: llama.cpp's ``-np`` slots divide one ``-c`` context between them.
+        offloads_layers: it can keep some layers on the CPU (llama.cpp's ``-ngl N``).
+        multi_device: how it spreads a model over several devices by default: ``tensor`` (each layer split,
+            the devices read in parallel) or ``layer`` (whole layers per device, run one after the other, so a
+            step reads at one device's bandwidth: llama.cpp's ``--split-mode layer``).
         backends: one :class:`BackendProfile` per backend it runs on, most used first.
         source: the documentation the behaviours come from.
     """
@@ -121,6 +126,8 @@ class RuntimeProfile:
     gpu_memory_utilization: float | None
     kv_free_memory_fraction: float | None
     slots_share_context: bool
+    offloads_layers: bool
+    multi_device: str
     backends: tuple[BackendProfile, ...]
     source: str
 
@@ -230,6 +237,9 @@ def _runtime(rid: str, t: dict, formats: dict[str, WeightFormat]) -> RuntimeProf
         raise RuntimeDataError(f"{where}: kv_formats keys must be bits ({', '.join(map(str, KV_BITS))})") from None
     if not kv_formats or any(b not in KV_BITS for b, _ in kv_formats) or 16 not in dict(kv_formats):
         raise RuntimeDataError(f"{where}: kv_formats must give 16 and only bits among {', '.join(map(str, KV_BITS))}")
+    multi = _need(t, "multi_device", where, str)
+    if multi not in MULTI_DEVICE:
+        raise RuntimeDataError(f"{where}: multi_device must be one of {', '.join(MULTI_DEVICE)}, got {multi!r}")
     batching = _need(t, "batching", where, str)
     if batching not in BATCHING:
         raise RuntimeDataError(f"{where}: batching must be one of {', '.join(BATCHING)}, got {batching!r}")
@@ -249,7 +259,8 @@ def _runtime(rid: str, t: dict, formats: dict[str, WeightFormat]) -> RuntimeProf
         kv_formats=kv_formats, batching=batching,
         gpu_memory_utilization=None if gmu is None else _fraction(gmu, f"{where}.gpu_memory_utilization"),
         kv_free_memory_fraction=None if kvf is None else _fraction(kvf, f"{where}.kv_free_memory_fraction"),
-        slots_share_context=bool(t.get("slots_share_context", False)), backends=backends,
+        slots_share_context=bool(t.get("slots_share_context", False)),
+        offloads_layers=bool(t.get("offloads_layers", False)), multi_device=multi, backends=backends,
         source=_need(t, "source", where, str))
 
 
@@ -318,6 +329,7 @@ class RuntimeChoice:
         return {"kind": "runtime", "id": self.runtime.id, "name": self.runtime.name,
                 "weight_format": self.weight_format.id, "bits_per_weight": self.weight_format.bits_per_weight,
                 "kv_format": self.kv_format, "backend": self.backend, "batching": self.runtime.batching,
+                "multi_device": self.runtime.multi_device,
                 "backend_supported": self.backend_supported, "source": self.profile.source}
 
 

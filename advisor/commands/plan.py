@@ -338,8 +338,10 @@ def render_table(result, top: int | None = 12) -> str:
     else:
         lines.append(f"Budget: {r.hours:g} hours ({result.budget_origin})")
     if r.workload == "inference":
-        lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; context {result.context}, "
-                     f"batch {r.batch}, {r.output_tokens} output tokens per request")
+        lens = result.lengths
+        prompt = f"prompt {lens.prompt:,} and output {lens.output:,}" if lens else f"output {r.output_tokens:,}"
+        lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; {prompt} tokens per request "
+                     f"(context {result.context:,}), batch {r.batch}")
     else:
         moe = result.active_params != result.params
         lines.append(f"FLOPs: {units.fmt_flops(result.flops_total)} (model FLOPs, "
@@ -349,22 +351,22 @@ def render_table(result, top: int | None = 12) -> str:
     lay = result.parallelism
     lines.append("")
     lines.append(f"Memory per device on {lay.devices} device(s) (tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, "
-                 f"ZeRO {lay.zero}; GB = 1e9 bytes):")
+                 f"ZeRO {lay.zero}; {units.memory_unit_note()}):")
     md = result.memory.as_dict()
     for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         if md[part]:
-            lines.append(f"  {part:<12} {md[part] / 1e9:10.2f} GB")
-    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB")
+            lines.append(f"  {part:<12} {units.mem_value(md[part]):10.2f} {units.memory_unit()}")
+    lines.append(f"  {'total':<12} {units.mem_value(md['total']):10.2f} {units.memory_unit()}")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
         lines.append(f"  On the cheapest option ({best.devices} x {best.accelerator_name}, tp {bl.tp}, ZeRO {bl.zero}): "
-                     f"{best.memory_per_device_bytes / 1e9:.2f} GB per device of {best.capacity_bytes / 1e9:.1f} GB")
+                     f"{units.fmt_mem(best.memory_per_device_bytes)} per device of {units.fmt_mem(best.capacity_bytes)}")
     lines.append("")
     ranked = result.ranked
     fitting = [o for o in ranked if o.fits]
     shown = ranked if top is None else ranked[:top]
-    prices = result.prices_text(shown)
+    prices = result.prices_text()
     lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
     lines.append(_stack_line(result, ranked))
     inference = r.workload == "inference"
@@ -450,7 +452,7 @@ def fit_advice_lines(result) -> list[str]:
     if not rows:
         return []
     target = result.fit_target()
-    where = f" {target.id} ({units.fmt_bytes(target.capacity_bytes)} per device)" if target else ""
+    where = f" {target.id} ({units.fmt_mem(target.capacity_bytes)} per device)" if target else ""
     lines = ["", f"What to change to fit{where}, cheapest in time first:"]
     width = min(60, max(len(r["flags"]) for r in rows))
     for r in rows:

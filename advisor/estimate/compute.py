@@ -70,7 +70,7 @@ def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attenti
     Matrix multiplies: ``2 * P_act * P`` (Kaplan et al. 2020, table 1: 2N per token forward). Attention: the
     token at position ``i`` scores ``i`` keys (``2 * i * d`` FLOPs, ``d`` = heads x head size) and sums ``i``
     values (``2 * i * d``) in each layer; summed over ``i = 1..P`` that is ``2 * L * d * P * (P + 1)``, the
-    causal half of Kaplan's non-causal ``4 * L * d * P`` per token (docs/method.md, "Prefill").
+    causal half of Kaplan's non-causal ``4 * L * d * P`` per token (docs/method.md, "Inference speed").
     """
     p = float(prompt_tokens)
     return 2.0 * active_params * p, 2.0 * layers * attention_dim * p * (p + 1.0)
@@ -79,7 +79,7 @@ def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attenti
 def prefill_seconds(*, active_params: float, prompt_tokens: int, batch: int, layers: int, attention_dim: int,
                     devices: int, matmul_peak_flops: float, matmul_eta: float, attention_peak_flops: float,
                     attention_eta: float, weight_bytes: float, mem_bandwidth_bps: float, eta_mem: float) -> float:
-    """Time to process ``batch`` prompts of ``prompt_tokens`` together (docs/method.md, "Prefill").
+    """Time to process ``batch`` prompts of ``prompt_tokens`` together (docs/method.md, "Inference speed").
 
     ``t = max(matmul / (N * peak_mm * eta_mm) + attention / (N * peak_fp16 * eta_att), W / (N * BW * eta_mem))``:
     compute-bound, but never faster than reading the weights once.

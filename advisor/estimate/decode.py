@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from advisor.estimate import compute
+
 GIB = 2**30
 
 
@@ -153,3 +155,79 @@ def decode_bound_tokens_per_s(bandwidth_bps: float, bytes_read_per_token: float)
     if not (bandwidth_bps > 0 and bytes_read_per_token > 0 and math.isfinite(bandwidth_bps)):
         raise ValueError("decode_bound_tokens_per_s: bandwidth and bytes must be positive")
     return bandwidth_bps / bytes_read_per_token
+
+
+@dataclass(frozen=True)
+class ServingSpeed:
+    """The numbers a runtime's profile gives one model on one set of devices: everything a decode step or a
+    prefill needs, with the runtime resolved away (the planner builds it; a serving model can reuse it).
+
+    Attributes:
+        weight_bytes: the stored weights (all devices together).
+        active_fraction: active over total parameters (MoE; 1 for a dense model): a batch reads the experts it
+            touches, ``1 - (1 - f)^B`` of the weights.
+        kv_bytes_per_token: one sequence's cache bytes per cached token.
+        active_params, layers, attention_dim: the model (``attention_dim`` = query heads x head size).
+        devices: devices the weights and caches are split over (tensor parallel), read in parallel.
+        bandwidth_bps: one device's peak memory bandwidth.
+        eta_mem, eta_kv: bandwidth efficiency reading weights (the format's class) and the cache (16-bit class).
+        overhead_s: per-step launch overhead (layers x the runtime's per-layer figure).
+        matmul_peak_flops, matmul_eta: the peak the matrix multiplies run at and its share reached.
+        attention_peak_flops, attention_eta: the same for attention (fp16 peak).
+        layer_split: the devices hold whole layers and run in turn (llama.cpp's default split): a decode step
+            reads at one device's bandwidth; a long prompt's chunks still flow through them in a pipeline.
+    """
+
+    weight_bytes: float
+    active_fraction: float
+    kv_bytes_per_token: float
+    active_params: float
+    layers: int
+    attention_dim: int
+    devices: int
+    bandwidth_bps: float
+    eta_mem: float
+    eta_kv: float
+    overhead_s: float
+    matmul_peak_flops: float
+    matmul_eta: float
+    attention_peak_flops: float
+    attention_eta: float
+    layer_split: bool = False
+
+    @property
+    def decode_devices(self) -> int:
+        """Devices whose bandwidth a decode step adds up: one when they run in turn."""
+        return 1 if self.layer_split else self.devices
+
+    def weights_read(self, batch: int) -> float:
+        """Weight bytes a step reads: all of them, or for MoE the experts a batch of ``batch`` touches."""
+        if self.active_fraction >= 1.0:
+            return self.weight_bytes
+        return self.weight_bytes * (1.0 - (1.0 - self.active_fraction) ** batch)
+
+    def decode(self, batch: int, mean_cache: float, prompt_tokens: int, output_tokens: int) -> compute.DecodeEstimate:
+        """``compute.decode_estimate`` at ``batch`` sequences whose caches average ``mean_cache`` tokens, the
+        prefill being the batch's prompts arriving together."""
+        return compute.decode_estimate(
+            weight_bytes_read=self.weights_read(batch), kv_bytes_read=self.kv_bytes_per_token * mean_cache * batch,
+            active_params=self.active_params, batch=batch, devices=self.decode_devices,
+            mem_bandwidth_bps=self.bandwidth_bps,
+            peak_flops=self.matmul_peak_flops, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+            eta_mem=self.eta_mem, eta_compute=self.matmul_eta, overhead_s=self.overhead_s, eta_kv=self.eta_kv,
+            attention_flops=4.0 * self.layers * self.attention_dim * mean_cache * batch,
+            prefill_s=self.prefill_s(prompt_tokens, batch))
+
+    def prefill_s(self, prompt_tokens: int, batch: int = 1) -> float:
+        """Seconds to prefill ``batch`` prompts of ``prompt_tokens`` together (``compute.prefill_seconds``)."""
+        return compute.prefill_seconds(
+            active_params=self.active_params, prompt_tokens=prompt_tokens, batch=batch, layers=self.layers,
+            attention_dim=self.attention_dim, devices=self.devices, matmul_peak_flops=self.matmul_peak_flops,
+            matmul_eta=self.matmul_eta, attention_peak_flops=self.attention_peak_flops,
+            attention_eta=self.attention_eta, weight_bytes=self.weights_read(batch * prompt_tokens),
+            mem_bandwidth_bps=self.bandwidth_bps, eta_mem=self.eta_mem)
+
+    def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:
+        """The bandwidth bound at this batch: ``B * N * BW / (weights read + caches)``."""
+        return batch * decode_bound_tokens_per_s(self.bandwidth_bps * self.decode_devices,
+                                                 self.weights_read(batch) + self.kv_bytes_per_token * mean_cache * batch)

@@ -123,7 +123,7 @@ class MainWindow(QMainWindow):
         cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
         prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
         self.statusBar().showMessage(
-            f"Catalog {cat.date} · cloud {prices}"
+            f"Catalog {cat.date} · {prices}"
             + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
 
     # ------------------------------------------------------------ pages

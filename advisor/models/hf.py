@@ -251,7 +251,7 @@ def resolve_config_file(path: Path, source: str = "hf-config", name: str | None 
     """
     cfg = read_json(path, "config.json")
     folder = path.parent
-    name = name or folder.name or path.stem
+    name = name or folder_name(folder) or path.stem
     arch = arch_from_config(cfg, name, name, where=str(path), source=location or str(path))
     params, nbytes = folder_weights(folder)
     return ResolvedModel(arch=arch, name=name, source=source, location=location or str(path), params_exact=params,
@@ -263,7 +263,19 @@ def resolve_dir(folder: Path) -> ResolvedModel:
     cfg = folder / "config.json"
     if not cfg.is_file():
         raise ModelSpecError(f"{folder}: no config.json in this directory (a Hugging Face model folder has one)")
-    return resolve_config_file(cfg, source="hf-dir", name=folder.resolve().name, location=str(folder))
+    return resolve_config_file(cfg, source="hf-dir", name=folder_name(folder), location=str(folder))
+
+
+def folder_name(folder: Path) -> str:
+    """A model folder's name: ``ORG/NAME`` for a Hugging Face cache snapshot, else the folder's own name.
+
+    The hub cache keeps ``models--ORG--NAME/snapshots/<commit>/``; the commit hash says nothing to a reader.
+    """
+    folder = folder.resolve()
+    repo = folder.parent.parent.name
+    if folder.parent.name == "snapshots" and repo.startswith("models--") and "--" in repo[8:]:
+        return repo[8:].replace("--", "/", 1)
+    return folder.name
 
 
 # ---------------------------------------------------------------- the cache

@@ -55,6 +55,8 @@ def job_values(result, target) -> dict:
     """The job's values by flag name with the planner's choices filled in (sequence, context, ZeRO)."""
     values = result.request.model_dump()
     values.update(seq_len=result.seq_len, context=result.context)
+    if result.request.workload == "inference":  # the window stands for prompt + output: a change of it is one
+        values["prompt_tokens"] = None
     if result.request.workload != "inference":
         values["zero"] = target.parallelism.zero
     return values
@@ -150,6 +152,8 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
         contexts.append(c)
         c *= 2
     contexts = sorted({*contexts, min(top, c), result.context})
+    out_tokens = result.lengths.output if result.lengths else 0
+    contexts = [ctx for ctx in contexts if ctx > out_tokens] or [result.context]  # a window holds some prompt
     values = result.request.model_dump()
     par = option.parallelism
     fixed = {"gpus": option.devices, "tp": par.tp, "pp": par.pp}
@@ -190,6 +194,7 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
             "output_tokens": lens.output if lens else None,
             "ttft_s": s.ttft_s if ok else None, "ttft_batch_arriving_together_s": s.ttft_s if ok else None,
             "ttft_single_request_s": s.ttft_single_request_s if ok else None,
+            "software": s.software.to_json() if s.software is not None else None,
             "prefill_tokens_per_s": s.prefill_tokens_per_s if ok else None,
             "decode_tokens_per_s": option.tokens_per_s if ok else None,
             "decode_tokens_per_s_per_request": option.tokens_per_s / batch if ok else None,

@@ -145,7 +145,7 @@ class Lengths:
 
 
 def lengths(req: PlanRequest, max_context: int) -> Lengths:
-    """Prompt, output and window of an inference request (docs/method.md, "Prompt and output").
+    """Prompt, output and window of an inference request (docs/method.md, "Inference speed").
 
     ``--prompt-tokens`` with ``--output-tokens`` give the window (unless ``--context`` is larger); ``--context``
     alone is the window and the prompt what the output leaves of it (the default window 2048, capped at the

@@ -113,6 +113,7 @@ class PlanOption:
     this_machine: bool = False  # the GPUs (or CPU) of the machine the advisor runs on: shown first
     derived: bool = False  # the accelerator was derived from driver figures, not a catalog row
     host_bytes: int = 0  # host RAM the job needs besides the device memory (offload)
+    memory: MemoryBreakdown | None = None  # per device, on this option's layout (the parts of memory_per_device_bytes)
     offload: dict | None = None  # partial offload (gpu_layers): memory on each side and tokens/s
     cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
@@ -171,6 +172,8 @@ class PlanOption:
         if self.kind == "cloud":
             doc.update(provider=self.provider, instance=self.instance, spot=self.spot, instances=self.instances,
                        price_date=self.price_date, price_stale=self.price_stale, reference=self.reference)
+        if self.memory is not None:
+            doc["memory_per_device_parts_bytes"] = self.memory.as_dict()
         if self.break_even is not None:
             doc["break_even"] = self.break_even.as_dict()
         if self.owning is not None:
@@ -317,10 +320,11 @@ class PlanResult:
             return None
 
     def prices_text(self, options=None) -> str:
-        """:meth:`price_ages` of ``options`` as one line, or ``prices as of`` the catalog's price date when the
-        catalog has no ISO date (the CLI table, the Planner and Compare pages)."""
+        """:meth:`price_ages` of ``options`` (all by default) as one line that says what it counts ("this plan's
+        242 cloud offers: ..."), or ``prices as of`` the catalog's price date when the catalog has no ISO date
+        (the CLI table, the Planner and Compare pages and the reports: one count for one plan)."""
         ages = self.price_ages(options)
-        return ages.summary() if ages is not None else f"prices as of {self.prices_as_of}"
+        return ages.summary("this plan's") if ages is not None else f"cloud prices as of {self.prices_as_of}"
 
     def option(self, option_id: str) -> PlanOption | None:
         """The option with this id, or None."""
@@ -393,7 +397,7 @@ def _ages_json(ages: PriceAges | None) -> dict | None:
         return None
     return {"oldest": ages.oldest, "newest": ages.newest, "older_than_a_year": list(ages.stale_ids),
             "undated": len(ages.undated_ids), "oldest_bounded": ages.oldest_bounded,
-            "bounded": len(ages.bounded_ids), "summary": ages.summary()}
+            "bounded": len(ages.bounded_ids), "offers": ages.count, "summary": ages.summary("this plan's")}
 
 
 def check_finite(result: PlanResult) -> None:

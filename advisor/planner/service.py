@@ -71,8 +71,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             warnings.append(f"seq_len {seq_len} exceeds {name}'s context of {max_ctx:,} tokens; the model "
                             f"supports at most {max_ctx:,}")
         if request.workload == "inference" and context > max_ctx:
-            warnings.append(f"context {context:,} (prompt and output) is longer than {name} supports: its maximum is "
-                            f"{max_ctx:,} tokens")
+            warnings.append(f"context {context:,} is longer than {name} supports: its maximum is {max_ctx:,} tokens "
+                            "(the window holds prompt and output)")
 
     local = []
     for acc_id in request.accelerator:

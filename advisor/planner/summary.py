@@ -44,8 +44,8 @@ def headline(result) -> str:
     who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Owned")
     what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
     if not mine.fits:
-        need = units.fmt_bytes(mine.memory_per_device_bytes)
-        have = units.fmt_bytes(mine.capacity_bytes)
+        need = units.fmt_mem(mine.memory_per_device_bytes)
+        have = units.fmt_mem(mine.capacity_bytes)
         advice = " (see what to change to fit)" if result.fit_advice else ""
         return f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}; {rent_text}."
     cost = units.fmt_usd(mine.cost_usd)
@@ -76,7 +76,7 @@ def lost_text(hours_lost: float | None) -> str:
 
 def fit_advice_rows(result) -> list[dict]:
     """The fit advice as rows for people: flags, memory, fits, hours and hours lost, why."""
-    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_bytes(a.memory_total_bytes),
+    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_mem(a.memory_total_bytes),
              "fits": a.fits, "hours": a.hours, "hours_lost": a.hours_lost, "why": a.why,
              "host_ram_bytes": a.host_ram_bytes} for a in result.fit_advice]
 
@@ -99,12 +99,15 @@ def inference_sentence(result) -> str:
     prefill_text = f"; prefill {prefill:,.0f} tokens/s" if prefill else ""
     prompt = inf.get("prompt_tokens") or inf["context"]
     one = inf.get("ttft_single_request_s")
+    sw = inf.get("software") or {}
+    runtime = f" with {sw['name']} ({sw['weight_format']} weights, {sw['backend']})" if sw else ""
+    out = f" over {inf['output_tokens']:,} output tokens" if inf.get("output_tokens") else ""
     if batch > 1 and one is not None:
         first = (f"first token after {one:.2f} s for one request alone, {inf['ttft_s']:.2f} s when all {batch} "
                  f"arrive together ({prompt:,}-token prompts)")
         decode = (f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s in all over {batch} requests, "
-                  f"{inf['decode_tokens_per_s_per_request']:,.1f} per request")
+                  f"{inf['decode_tokens_per_s_per_request']:,.1f} per request{out}")
     else:
         first = f"first token after {inf['ttft_s']:.2f} s for a {prompt:,}-token prompt"
-        decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s"
-    return f"On {where}: {first}{prefill_text}; {decode}; {largest}"
+        decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s{out}"
+    return f"On {where}{runtime}: {first}{prefill_text}; {decode}; {largest}"

@@ -79,6 +79,7 @@ class Timing:
     ttft_one_s: float | None = None  # time to first token of one request alone (serving)
     prompt_tokens: int = 0  # per request (serving)
     batch: int = 1  # requests decoding together (serving)
+    speed: decode.ServingSpeed | None = None  # the runtime's numbers for this model and devices (serving)
 
     def interval(self, value: float, *, inverse: bool = False) -> tuple[float, float]:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""
@@ -225,13 +226,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     measured = calib.eta_mem if calib is not None and calib.eta_mem and calib.applies_to(acc.id) else None
     eta, eta_note = decode.measured_eta(prof.eta_for(fmt.cls), prof.eta_for("f16"), measured)
     eta_kv, _ = decode.measured_eta(prof.eta_for("f16"), prof.eta_for("f16"), measured)
-    touched = 1.0
-    if active < params:  # MoE: the experts a batch touches, 1 - (1 - k/E)^B
-        touched = 1.0 - (1.0 - active / params) ** req.batch
-    weight_read = (weight_bytes or params * fmt.bits_per_weight / 8) * touched
     kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
-    kv_read = memory.kv_cache_bytes(arch, 1, req.batch, kv_value) * lens.mean_cache
-    attn_dim = arch.heads * arch.d_head
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
     # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
     if fmt.quantised:
@@ -242,19 +237,16 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     if req.mfu is not None:
         mm_eta = req.mfu
     mm_peak = acc.peak_flops(kernel) or acc.peak_flops(req.precision)
-    att_peak = acc.peak_flops("fp16") or mm_peak
     overhead = arch.layers * prof.overhead_per_layer_s
-    pre = dict(active_params=active, prompt_tokens=lens.prompt, layers=arch.layers, attention_dim=attn_dim,
-               devices=devices, matmul_peak_flops=mm_peak, matmul_eta=mm_eta, attention_peak_flops=att_peak,
-               attention_eta=prof.attention_eta, weight_bytes=weight_read, mem_bandwidth_bps=acc.mem_bandwidth_bps,
-               eta_mem=eta)
-    prefill_batch = compute.prefill_seconds(**pre, batch=req.batch)
-    prefill_one = compute.prefill_seconds(**pre, batch=1)
-    est = compute.decode_estimate(
-        weight_bytes_read=weight_read, kv_bytes_read=kv_read, active_params=active, batch=req.batch, devices=devices,
-        mem_bandwidth_bps=acc.mem_bandwidth_bps, peak_flops=mm_peak, prompt_tokens=lens.prompt,
-        output_tokens=lens.output, eta_mem=eta, eta_compute=mm_eta, overhead_s=overhead, eta_kv=eta_kv,
-        attention_flops=4.0 * arch.layers * attn_dim * lens.mean_cache * req.batch, prefill_s=prefill_batch)
+    speed = decode.ServingSpeed(
+        weight_bytes=weight_bytes or params * fmt.bits_per_weight / 8, active_fraction=active / params,
+        kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
+        attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
+        eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
+        attention_peak_flops=acc.peak_flops("fp16") or mm_peak, attention_eta=prof.attention_eta,
+        layer_split=choice.runtime.multi_device == "layer")
+    est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
+    prefill_one = speed.prefill_s(lens.prompt, 1)
     tps = est.tokens_per_s
     peak = acc.peak_flops(req.precision)
     mfu = 2.0 * active * tps / (peak * devices)
@@ -266,7 +258,8 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     note = "" if choice.backend_supported else (f"{rt.name} has no {choice.backend} backend: timed with its "
                                                 f"{prof.backend} figures")
     width = bundled_utilisation_model().half_width_calibrated_log if measured else DECODE_WIDTH_LOG
-    bound = req.batch * acc.mem_bandwidth_bps * devices / (weight_read + kv_read)  # eta = 1, no overhead
+    bound = speed.bound_tokens_per_s(req.batch, lens.mean_cache)  # eta = 1, no overhead
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
                   high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,
-                  software=choice, ttft_one_s=prefill_one + est.step_s, prompt_tokens=lens.prompt, batch=req.batch)
+                  software=choice, ttft_one_s=prefill_one + est.step_s, prompt_tokens=lens.prompt, batch=req.batch,
+                  speed=speed)

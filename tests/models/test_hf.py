@@ -130,3 +130,15 @@ def test_bad_json_and_missing_files_are_one_line(tmp_path):
 def test_embedding_share_of_the_mapped_llama():
     arch = arch_from_config(configs.LLAMA31_8B, "m", "m")
     assert embedding_params(arch) == 2 * 128256 * 4096 + 4096  # untied input and output embeddings, final norm
+
+
+def test_a_snapshot_folder_is_named_after_its_repository(tmp_path):
+    snap = add_to_hf_cache(tmp_path / "hub", "meta-llama/Llama-3.1-8B", {"config.json": config_bytes(configs.LLAMA31_8B)},
+                           revision="abc123" + "0" * 34)
+    cat = bundled_catalog()
+    assert resolve_model(str(snap), cat).name == "meta-llama/Llama-3.1-8B"
+    assert resolve_model(str(snap / "config.json"), cat).name == "meta-llama/Llama-3.1-8B"
+    plain = tmp_path / "my-model"
+    plain.mkdir()
+    (plain / "config.json").write_bytes(config_bytes(configs.LLAMA31_8B))
+    assert resolve_model(str(plain), cat).name == "my-model"

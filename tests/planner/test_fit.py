@@ -141,7 +141,8 @@ def test_the_inference_summary_stays_on_the_owned_gpus_and_labels_its_figures():
     # one request alone waits for its own prompt; five arriving together wait for all five
     assert inf["ttft_single_request_s"] < inf["ttft_batch_arriving_together_s"] == inf["ttft_s"]
     text = inference_sentence(result)
-    assert text.startswith("On your 2 x GeForce RTX 3090 (owned:rtx-3090): first token after")
+    assert text.startswith("On your 2 x GeForce RTX 3090 (owned:rtx-3090) with llama.cpp (q4_k_m weights, cuda): "
+                           "first token after")
     assert "for one request alone" in text and "when all 5 arrive together" in text
     assert "tokens/s in all over 5 requests" in text and "per request" in text
 

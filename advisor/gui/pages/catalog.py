@@ -28,7 +28,7 @@ from advisor.estimate.model import active_param_count, param_count
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_count, mem_value, memory_unit, sig3
+from advisor.units import fmt_count, mem_value, memory_unit, sig3, upper_first
 
 USER_TEMPLATE = """# Your catalog overrides (TOML). Entries here override or extend the bundled catalog.
 # Field names are those of resources/accelerators.csv, cloud_offers.csv and models.toml.
@@ -200,7 +200,7 @@ class CatalogPage(Page):
         from advisor.cost.price_dates import price_summary
 
         prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
-        self.as_of.setText(f"<b>Cloud {prices}</b> · catalog data {cat.date}")
+        self.as_of.setText(f"<b>{html.escape(upper_first(prices))}</b> · catalog data {cat.date}")
         specs = {
             "accelerators": (accelerator_columns(users), sorted(cat.accelerators.values(), key=lambda a: a.id)),
             "offers": (offer_columns(users), sorted(cat.offers, key=lambda o: o.id)),

@@ -30,7 +30,7 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tornado_panel import TornadoPanel
-from advisor.units import fmt_hours, fmt_usd
+from advisor.units import fmt_hours, fmt_usd, upper_first
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
@@ -269,7 +269,7 @@ class ComparePage(Page):
         self._draw_scatter(result)
         self._draw_break_even(result, mine)
         self.tornado.show_plan(result, self.ctx.catalog, self._calibration(), self.ctx.plan_kw())
-        self.note.setText(f"Cloud {result.prices_text(result.ranked)}; owned hardware is priced by depreciation over "
+        self.note.setText(f"{upper_first(result.prices_text())}; owned hardware is priced by depreciation over "
                           f"its hours of use plus energy. Spot prices include rework for interruptions.")
 
     def _draw_costs(self, chosen) -> None:

@@ -298,7 +298,7 @@ class PlannerPage(Page):
         apart = len(result.infeasible)
         self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
                             f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
-                            + f" · cloud {result.prices_text(result.ranked)}"
+                            + f" · {result.prices_text()}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
 
     def _answer_text(self, result, rows, mine) -> str:

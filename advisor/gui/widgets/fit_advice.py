@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from advisor.gui import theme as themes
 from advisor.planner.summary import fit_advice_rows, lost_text
-from advisor.units import fmt_bytes, fmt_hours
+from advisor.units import fmt_hours, fmt_mem
 
 MAX_ROWS = 5
 
@@ -57,7 +57,7 @@ class FitAdviceWidget(QWidget):
         t = themes.current()
         target = result.fit_target()
         title = (f"<b>What to change to fit {target.accelerator_name}</b> "
-                 f"({fmt_bytes(target.capacity_bytes)} per device), cheapest in time first:")
+                 f"({fmt_mem(target.capacity_bytes)} per device), cheapest in time first:")
         lines = []
         for row in self.rows[:MAX_ROWS]:
             hours = "" if row["hours"] is None else fmt_hours(row["hours"])
