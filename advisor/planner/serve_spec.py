@@ -4,8 +4,8 @@
 The runtime's profile (``resources/runtimes.toml`` through ``planner.request.runtime_choice``) gives the weight
 format's bits, the decode's bandwidth efficiency by format class on the accelerator's backend, the per-layer
 overhead of a step, the prefill kernels and their efficiencies, the KV-cache formats, how it batches and its
-memory rule. What only a server needs beyond that (the prefill chunk, the default batch limit, whether devices
-split a step or its layers, the memory kept for activations) is ``RuntimeServing``, from each server's own
+memory rule and how it spreads a model over devices. What only a server needs beyond that (the prefill chunk, the
+default batch limit, the memory kept for activations) is ``RuntimeServing``, from each server's own
 documentation and source.
 """
 
@@ -36,8 +36,6 @@ class RuntimeServing:
             ``--mem-fraction-static``); the profile's ``gpu_memory_utilization`` wins.
         overhead_bytes: per device beyond weights and cache: CUDA context, activation workspace, graphs.
         chunk_tokens: prefill tokens per step mixed with decode (0: prefill runs on its own).
-        tensor_parallel: whether several devices work on one step together (False: llama.cpp's layer split,
-            the layers run one device after the other).
         max_seqs: the default batch limit (vLLM's depends on the device: ``vllm_batch_defaults``).
         source: where these behaviours are documented.
     """
@@ -45,36 +43,35 @@ class RuntimeServing:
     memory_fraction: float
     overhead_bytes: float
     chunk_tokens: int
-    tensor_parallel: bool
     max_seqs: int
     source: str
 
 
 RUNTIME_SERVING = {
-    "vllm": RuntimeServing(1.0, 1.5 * GIB, 2048, True, 256,
+    "vllm": RuntimeServing(1.0, 1.5 * GIB, 2048, 256,
                            "vLLM engine arguments: chunked prefill on by default (V1), max_num_batched_tokens 2048 "
                            "and max_num_seqs 256, or 8192 and 1024 on devices of 70 GiB or more other than A100 "
                            "(vllm/engine/arg_utils.py, get_batch_defaults); activations and CUDA graphs: about "
                            "1.5 GiB (assumption)"),
-    "sglang": RuntimeServing(0.88, 1.5 * GIB, 8192, True, 1024,
+    "sglang": RuntimeServing(0.88, 1.5 * GIB, 8192, 1024,
                              "SGLang server arguments: --mem-fraction-static about 0.88 on large GPUs, "
                              "--chunked-prefill-size 8192 (sglang/srt/server_args.py)"),
-    "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, True, 256,
+    "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve)"),
-    "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, False, 64,
+    "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "llama.cpp server: continuous batching of the slots on by default, prompt batches "
                                 "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
                                 "buffers and context about 1 GiB (assumption)"),
-    "exllamav2": RuntimeServing(1.0, 1.0 * GIB, 2048, False, 64,
+    "exllamav2": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "ExLlamaV2 dynamic generator: paged cache of a fixed size, prompts in chunks, "
                                 "layers split over GPUs (exllamav2 README)"),
-    "mlc": RuntimeServing(0.90, 1.0 * GIB, 2048, True, 128,
+    "mlc": RuntimeServing(0.90, 1.0 * GIB, 2048, 128,
                           "MLC LLM serve: paged KV cache sized by gpu_memory_utilization, prefill chunk 2048 "
                           "(mlc-llm docs, serve configuration)"),
-    "mlx": RuntimeServing(1.0, 1.0 * GIB, 0, False, 1,
+    "mlx": RuntimeServing(1.0, 1.0 * GIB, 0, 1,
                           "mlx-lm server: one request at a time (static batching in the runtime profile)"),
-    "transformers": RuntimeServing(1.0, 1.0 * GIB, 0, False, 1,
+    "transformers": RuntimeServing(1.0, 1.0 * GIB, 0, 1,
                                    "transformers generate behind a plain server: one request at a time"),
 }
 
@@ -171,7 +168,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     if rt.id == "vllm":
         chunk, seqs = vllm_batch_defaults(acc)
     fraction = rt.gpu_memory_utilization or srv.memory_fraction
-    parallel = devices if srv.tensor_parallel else 1
+    tensor = rt.multi_device == "tensor"  # else whole layers per device, run one after the other
+    parallel = devices if tensor else 1
     link = "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
     step_overhead = model.arch.layers * prof.overhead_per_layer_s
     if parallel > 1:
@@ -199,7 +197,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
               "ctx_size": seqs * slot_tokens if batching == "slots" else None, "batching": rt.batching,
-              "tensor_parallel": srv.tensor_parallel, "backend": choice.backend,
+              "tensor_parallel": tensor, "backend": choice.backend,
               "backend_supported": choice.backend_supported,
               "origin": (f"{rt.name} on {choice.backend}: {fmt.id} weights read at {eta:.2f} of the bandwidth"
                          f"{' (measured on this machine)' if eta_mem else ''}, {step_overhead * 1e3:.2f} ms a step "
