@@ -9,7 +9,7 @@ greyed out under a "Not current" line.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from advisor.colours import memory_part_colour
 from advisor.cost.price_dates import price_date_label
 from advisor.gui import theme as themes
+from advisor.gui.compare_data import short_name
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
 from advisor.gui.widgets import plots
@@ -167,6 +168,10 @@ class PlannerPage(Page):
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
         self.chart.setMouseEnabled(x=False, y=False)
+        # after a resize the lines learn their new length first: place the labels once that is done
+        self._place_timer = QTimer(self, singleShot=True, interval=0)
+        self._place_timer.timeout.connect(self._place_capacity_labels)
+        self.chart.getViewBox().sigResized.connect(self._place_timer.start)
         self.chart.setToolTip("Each bar is the memory one device needs at that device count (ZeRO/tensor parallel "
                               "shard it); dashed lines are device capacities: a bar under a line fits that device.")
         rl.addWidget(self.chart, 3)
@@ -344,9 +349,12 @@ class PlannerPage(Page):
                 continue
             seen.add(round(acc.memory_bytes / 2**30))
             colour = themes.current().good if acc_id in mine else themes.current().muted
-            label = f"{acc.name} ({fmt_mem(acc.memory_bytes)})" + (" — this machine" if acc_id in mine else "")
-            self._cap_lines.append(plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
-                                                        label_position=0.99, label_anchor=(1, 1)))
+            label = f"{short_name(acc.name)} {fmt_mem(acc.memory_bytes)}" + (", this machine" if acc_id in mine else "")
+            line = plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
+                                        label_position=0.99, label_anchor=(1, 1))
+            line.setZValue(20)  # its label over the bars, never under them
+            self._cap_lines.append(line)
+        self._place_capacity_labels()
 
     def _draw_memory(self, bundle, mine) -> None:
         counts = [n for n, _ in bundle.memory_by_devices]
@@ -375,6 +383,35 @@ class PlannerPage(Page):
             self._ranges = (y_top, x_range)
             self.chart.setYRange(0, y_top, padding=0)
             self.chart.setXRange(*x_range, padding=0)
+        self._totals = [(i, sum(getattr(m, a) for _, a in MEMORY_PARTS)) for i, (_, m) in
+                        enumerate(bundle.memory_by_devices)]
+        self._place_capacity_labels()
+
+    @Slot()
+    def _place_capacity_labels(self) -> None:
+        """Capacity labels clear of each other and of the bars' totals, at the chart's size now (and again on
+        each resize): right-aligned at the right edge, moved left where they would overlap."""
+        vb = self.chart.getViewBox()
+        width, height = vb.width(), vb.height()
+        if width <= 0 or height <= 0 or not self._cap_lines:
+            return
+        (x0, x1), (y0, y1) = vb.viewRange()
+        px_y = height / (y1 - y0)
+        totals = getattr(self, "_totals", [])
+        obstacles = []
+        for i, total in totals:
+            mid, top = (i - x0) / (x1 - x0), total * px_y
+            half_bar = 0.55 / 2 / (x1 - x0)  # stacked_bars(width=0.55)
+            obstacles.append((0.0, top, mid - half_bar, mid + half_bar))  # the bar
+            obstacles.append((top, top + 18, mid - 35 / width, mid + 35 / width))  # its total, about 70 px wide
+        order = sorted((line for line in self._cap_lines if y0 <= line.value() <= y1), key=lambda line: -line.value())
+        obstacles += [(line.value() * px_y - 1, line.value() * px_y + 1, 0.0, 1.0) for line in order]  # no label on a line
+        lines = [(line.value() * px_y, min(1.0, (line.label.boundingRect().width() + 6) / width)) for line in order]
+        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24))
+        for line, (slot, above) in zip(order, places):
+            anchor = (1, 1) if above else (1, 0)
+            line.label.anchors = [anchor, anchor]
+            line.label.setPosition(slot)
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
