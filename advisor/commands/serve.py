@@ -68,10 +68,14 @@ def _values(args, table: dict | None, assumptions: dict | None, name: str) -> di
         except ValueError as exc:
             raise UsageError(f"--set {key}: {exc}") from None
         sources[key] = f"--set {key}={raw.strip()}"
-    if args.launch in ("vllm", "sglang", "llama-server") and "runtime" not in values:
+    if args.launch in ("vllm", "sglang", "llama-server"):  # the server launched is the runtime sized
         from advisor.report.serve_launch import RUNTIME_OF
 
-        values["runtime"] = RUNTIME_OF[args.launch]
+        want = RUNTIME_OF[args.launch]
+        if values.get("runtime") not in (None, want):
+            raise UsageError(f"serve: --launch {args.launch} starts {want}, but the job is sized for "
+                             f"--runtime {values['runtime']}: give --runtime {want} or leave --runtime out")
+        values["runtime"] = want
     values["assumptions"] = assumed
     values["sources"] = sources
     return values

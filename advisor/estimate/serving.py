@@ -104,6 +104,8 @@ class ServerSpec:
         eta_kv: share of the peak bandwidth reading the KV cache reaches (0: ``eta_mem``).
         kv_free_fraction: the share of what is left after weights and overhead the cache takes (TensorRT-LLM's
             ``free_gpu_memory_fraction`` 0.9; 1 for the others).
+        expert_fraction: for a mixture of experts, the share of the weights one token reads (active over total
+            parameters); a step at batch B reads ``1 - (1 - f)^B`` of them (1: dense, every weight every step).
         active_params: parameters each token passes through.
         attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
         kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
@@ -140,6 +142,7 @@ class ServerSpec:
     attention_flops: float = 0.0
     eta_kv: float = 0.0
     kv_free_fraction: float = 1.0
+    expert_fraction: float = 1.0
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
@@ -148,7 +151,7 @@ class ServerSpec:
             raise ValueError("parallel_devices must be between 1 and devices")
         if not 0 < self.eta_mem <= 1 or not 0 < self.memory_fraction <= 1 or not 0 < self.kv_free_fraction <= 1:
             raise ValueError("eta_mem, memory_fraction and kv_free_fraction must be in (0, 1]")
-        if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0:
+        if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0 or not 0 < self.expert_fraction <= 1:
             raise ValueError("eta_kv must be in [0, 1] and attention_flops not negative")
         for name in ("weight_bytes", "capacity_bytes", "bandwidth_bps", "decode_flops", "prefill_flops",
                      "active_params", "kv_bytes_per_token"):
@@ -200,7 +203,7 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     parallel (docs/method.md, "Serving under load").
     """
     n = spec.parallel_devices
-    t_mem = (spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
+    t_mem = (spec.weight_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
              + batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n))
     attn = batch * mean_context * spec.attn_flops_per_pair
     flops = 2.0 * spec.active_params * batch + attn
@@ -208,6 +211,13 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
              + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n
     return max(t_mem, t_dec + t_pre) + spec.step_overhead_s
+
+
+def touched(spec: ServerSpec, batch: float) -> float:
+    """The share of the weights a step at ``batch`` reads: all for a dense model; for a mixture of experts
+    ``1 - (1 - f)^B``, the experts some sequence of the batch routes to (each chosen independently)."""
+    f = spec.expert_fraction
+    return 1.0 if f >= 1.0 else 1.0 - (1.0 - f) ** max(batch, 1.0)
 
 
 def prefill_flops(spec: ServerSpec, prompt_tokens: float) -> float:
@@ -335,6 +345,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # A decode step is linear in the batch on each side of the roofline: t = max(a0 + a1 B, c1 B + pre) + s0.
     bw = spec.bandwidth_bps * spec.eta_mem * n
     a0 = spec.weight_bytes / bw
+    moe = spec.expert_fraction < 1.0
     a1 = ctx * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     c1 = (2.0 * spec.active_params + ctx * spec.attn_flops_per_pair) / (spec.decode_flops * n)
     s0 = spec.step_overhead_s
@@ -352,7 +363,8 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
     ps = p_mean * share
     pk = es2 / (2.0 * p_mean)
-    tpot = (a0 + a1 * b if a0 + a1 * b > c1 * b else c1 * b) + s0
+    m0 = (a0 * touched(spec, b) if moe else a0) + a1 * b
+    tpot = (m0 if m0 > c1 * b else c1 * b) + s0
     ttft = p_mean
     x = rho = dec = wq = 0.0
     step = tpot
@@ -370,7 +382,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         dec = b * o1 * tpot / r
         if dec < 1.0:
             dec = 1.0
-        mem = a0 + a1 * dec
+        mem = (a0 * touched(spec, dec) if moe else a0) + a1 * dec
         cmp_ = c1 * dec
         step = (mem if mem > cmp_ else cmp_) + s0
         new_tpot = step / (1.0 - rho)

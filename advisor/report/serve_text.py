@@ -9,14 +9,16 @@ from advisor.planner.serve import RANGE_ORIGIN, ServeOption, ServeResult, miss_r
 
 
 def _s(x: float | None) -> str:
-    """Seconds as people read them: 45 ms, 1.8 s, 2.3 min."""
+    """Seconds as people read them: 0.4 ms, 45 ms, 1.8 s, 2.3 min, 5.0 h, 3.2 days."""
     if x is None or x != x or x == float("inf"):
         return "-"
     if x < 1.0:
-        return f"{x * 1e3:.0f} ms"
+        return f"{x * 1e3:.2g} ms" if x < 0.01 else f"{x * 1e3:.0f} ms"
     if x < 120:
         return f"{x:.2g} s" if x < 10 else f"{x:.0f} s"
-    return f"{x / 60:.1f} min"
+    if x < 7200:
+        return f"{x / 60:.1f} min"
+    return f"{x / 3600:.1f} h" if x < 172_800 else f"{x / 86400:.1f} days"
 
 
 def _usd(x: float | None) -> str:

@@ -67,6 +67,8 @@ def test_a_target_no_option_meets_is_an_answer(capsys):
     (["--model", "llama-3-8b", "--users", "3", "--tpot-p95", "0.1", "--tokens-per-s-per-user", "10"],
      "tokens_per_s_per_user"),
     (["--model", "llama-3-8b", "--users", "3", "--accelerator", "nope"], "accelerator"),
+    (["--model", "llama-3-8b", "--users", "3", "--runtime", "llama.cpp", "--launch", "vllm"], "--runtime"),
+    (["--model", "llama-3-8b", "--users", "3", "--quant", "awq", "--runtime", "llama.cpp"], "quant"),
 ])
 def test_impossible_loads_and_lengths_are_one_line_exit_2(capsys, args, field):
     code = main(["serve", *args])

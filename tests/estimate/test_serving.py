@@ -175,3 +175,13 @@ def test_bad_specs_and_loads_are_refused():
         serve_at(spec(), Lengths(10, 10))
     with pytest.raises(ValueError):
         Lengths(0, 10)
+
+
+def test_a_mixture_of_experts_step_reads_the_experts_its_batch_touches():
+    # a quarter of the weights per token: one sequence reads 1/4 of 16e9 bytes (2.5 ms at 1.6e12 B/s),
+    # two read 1 - (3/4)^2 = 7/16 of them
+    moe = spec(expert_fraction=0.25)
+    assert decode_step_s(moe, 1, 0) == pytest.approx(0.25 * 0.010, rel=1e-9)
+    assert decode_step_s(moe, 2, 0) == pytest.approx(7 / 16 * 0.010, rel=1e-9)
+    p = serve_at(moe, Lengths(100, 100), users=1)
+    assert p.tpot_p50_s == pytest.approx(decode_step_s(moe, 1, 149.5), rel=1e-3)
