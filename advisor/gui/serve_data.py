@@ -12,8 +12,8 @@ from advisor.planner.serve import ServeOption, ServeResult, serve_plan
 from advisor.planner.serve_advice import owned_changes
 
 # The Serve form's fields, in order (their widgets, ranges and help come from advisor.job.serve.SERVE_FIELDS).
-FORM_FIELDS = ("model", "quant", "runtime", "kv_cache_bits", "users", "prompt_tokens", "output_tokens", "lengths",
-               "ttft_p95_s", "tokens_per_s_per_user")
+FORM_FIELDS = ("model", "quant", "runtime", "kv_cache_bits", "users", "requests_per_s", "prompt_tokens",
+               "output_tokens", "lengths", "ttft_p95_s", "tokens_per_s_per_user")
 DEFAULT_VALUES = {"model": "llama-3-8b", "users": 8, "prompt_tokens": 1000, "output_tokens": 300,
                   "ttft_p95_s": 2.0}
 CHART_OPTIONS = 4  # curves on the chart: the owned options, then the cheapest meeting the target by kind

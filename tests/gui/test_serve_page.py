@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from PySide6.QtCore import Qt
 
 from advisor.cli import main
 
@@ -40,3 +41,14 @@ def test_bad_input_is_a_message_not_a_traceback(make_window, qtbot):
     page._widgets["prompt_tokens"].setValue(9000)  # 9,000 + 300 tokens: longer than Llama 3 8B's 8,192
     qtbot.waitUntil(lambda: "context" in page.answer.text(), timeout=15000)
     assert "exceed" in page.answer.text()
+
+
+def test_a_rate_replaces_the_users(make_window, qtbot):
+    w = make_window("2x4090")
+    w.show_page("serve")
+    page = w.page("serve")
+    qtbot.waitUntil(page.is_ready, timeout=15000)
+    page._widgets["requests_per_s"].setValue(2.0)
+    qtbot.waitUntil(lambda: page.bundle is not None and page.bundle.result.by == "requests_per_s", timeout=15000)
+    assert "2 requests/s" in page.answer.text()
+    assert page.table_model.headerData(4, Qt.Orientation.Horizontal) == "most (req/s)"

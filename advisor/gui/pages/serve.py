@@ -37,7 +37,7 @@ from advisor.gui.workers import GeneratorWorker, release
 log = logging.getLogger(__name__)
 DEBOUNCE_MS = 150
 LABELS = {"model": "Model", "quant": "Weights", "runtime": "Runtime", "kv_cache_bits": "KV cache bits",
-          "users": "Users at once", "prompt_tokens": "Prompt tokens", "output_tokens": "Output tokens",
+          "users": "Users at once", "requests_per_s": "or requests/s", "prompt_tokens": "Prompt tokens", "output_tokens": "Output tokens",
           "lengths": "Lengths preset", "ttft_p95_s": "p95 first token (s)",
           "tokens_per_s_per_user": "Tokens/s per user"}
 
@@ -207,6 +207,8 @@ class ServePage(Page):
                 v = w.text().strip() or None
             if v is not None:
                 out[name] = v
+        if out.get("requests_per_s"):  # a rate given replaces the users (the schema takes one load)
+            out.pop("users", None)
         return self.ctx.plan_values(out)
 
     # ------------------------------------------------------------ sizing in a worker
