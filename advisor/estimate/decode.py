@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from advisor.estimate import compute
 
 GIB = 2**30
+# llama.cpp's default physical micro-batch (n_ubatch, common/common.h): a prompt is processed in chunks of it,
+# which pipeline parallelism (llama.cpp PR #6017) passes from device to device.
+PIPELINE_CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -219,13 +222,23 @@ class ServingSpeed:
             prefill_s=self.prefill_s(prompt_tokens, batch))
 
     def prefill_s(self, prompt_tokens: int, batch: int = 1) -> float:
-        """Seconds to prefill ``batch`` prompts of ``prompt_tokens`` together (``compute.prefill_seconds``)."""
-        return compute.prefill_seconds(
+        """Seconds to prefill ``batch`` prompts of ``prompt_tokens`` together (``compute.prefill_seconds``).
+
+        With whole layers per device the prompt flows through them in chunks of ``PIPELINE_CHUNK`` tokens
+        (llama.cpp's default micro-batch): ``n`` chunks on ``D`` devices take ``(n + D - 1) / D`` chunk-times of
+        the whole model, so one chunk gains nothing and a long prompt nearly ``D`` times.
+        """
+        devices = 1 if self.layer_split else self.devices
+        t = compute.prefill_seconds(
             active_params=self.active_params, prompt_tokens=prompt_tokens, batch=batch, layers=self.layers,
-            attention_dim=self.attention_dim, devices=self.devices, matmul_peak_flops=self.matmul_peak_flops,
+            attention_dim=self.attention_dim, devices=devices, matmul_peak_flops=self.matmul_peak_flops,
             matmul_eta=self.matmul_eta, attention_peak_flops=self.attention_peak_flops,
             attention_eta=self.attention_eta, weight_bytes=self.weights_read(batch * prompt_tokens),
             mem_bandwidth_bps=self.bandwidth_bps, eta_mem=self.eta_mem)
+        if self.layer_split and self.devices > 1:
+            chunks = math.ceil(batch * prompt_tokens / PIPELINE_CHUNK)
+            t *= (chunks + self.devices - 1) / (self.devices * chunks)
+        return t
 
     def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:
         """The bandwidth bound at this batch: ``B * N * BW / (weights read + caches)``."""

@@ -93,10 +93,18 @@ def candidate_changes(job: Mapping[str, Any], *, devices: int = 1, layers: int |
         kv8 = "q8_0" if runtime is None else runtime.kv_format(8)
         if job.get("kv_cache_bits", 16) > 8 and kv8:
             out.append(_Candidate({"kv_cache_bits": 8}, f"an 8-bit KV cache ({kv8})"))
-        ctx = int(job.get("context", 2048))
-        shorter = _halvings(ctx, MIN_CONTEXT)
-        if shorter:
-            out.append(_Candidate({"context": shorter[0]}, "a shorter context", tuple({"context": c} for c in shorter)))
+        prompt = job.get("prompt_tokens")
+        if prompt:  # prompt and output given apart: the prompt is what can be shorter
+            shorter = _halvings(int(prompt), MIN_CONTEXT // 2)
+            if shorter:
+                out.append(_Candidate({"prompt_tokens": shorter[0]}, "a shorter prompt",
+                                      tuple({"prompt_tokens": p} for p in shorter)))
+        else:
+            ctx = int(job.get("context") or 2048)
+            shorter = _halvings(ctx, MIN_CONTEXT)
+            if shorter:
+                out.append(_Candidate({"context": shorter[0]}, "a shorter context",
+                                      tuple({"context": c} for c in shorter)))
         if layers and (runtime is None or runtime.offloads_layers):  # llama.cpp's -ngl
             ladder = tuple({"gpu_layers": n} for n in range(layers - 1, -1, -1))
             out.append(_Candidate(ladder[0], "some layers on the CPU (llama.cpp -ngl N)", ladder))

@@ -272,9 +272,16 @@ class Job(BaseModel):
     @field_validator("runtime", mode="before")
     @classmethod
     def _runtime_alias(cls, value: Any) -> Any:
-        """ollama, lm-studio and the other aliases name the runtime they run (case-insensitive)."""
+        """ollama, lm-studio and the other aliases name the runtime they run (case-insensitive); an unknown name
+        is refused with every known one."""
         if isinstance(value, str):
-            return runtime_data().aliases.get(value.strip().lower(), value)
+            data = runtime_data()
+            rid = data.aliases.get(value.strip().lower())
+            if rid is None:
+                known = [rid + (f" (also {', '.join(rt.aliases)})" if rt.aliases else "")
+                         for rid, rt in data.runtimes.items()]
+                raise ValueError(f"unknown runtime {value!r}; known: {'; '.join(known)}")
+            return rid
         return value
 
     @field_validator("quant", mode="before")
@@ -403,6 +410,8 @@ def _input_error(exc: ValidationError) -> JobInputError:
         what = "a whole number" if meta.kind == "int" else "a finite number"
         return JobInputError(name, f"must be {what} {meta.range_text()}, got {shown}")
     if meta.kind == "choice":
+        if kind == "value_error":  # a validator's own message (an unknown runtime lists the aliases too)
+            return JobInputError(name, err.get("msg", "invalid").removeprefix("Value error, "))
         return JobInputError(name, f"must be {meta.range_text()}, got {shown}")
     if meta.kind == "bool":
         return JobInputError(name, f"must be true or false, got {shown}")

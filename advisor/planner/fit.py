@@ -55,8 +55,8 @@ def job_values(result, target) -> dict:
     """The job's values by flag name with the planner's choices filled in (sequence, context, ZeRO)."""
     values = result.request.model_dump()
     values.update(seq_len=result.seq_len, context=result.context)
-    if result.request.workload == "inference":  # the window stands for prompt + output: a change of it is one
-        values["prompt_tokens"] = None
+    if result.request.prompt_tokens is not None:  # the window follows the prompt the advice may shorten
+        values["context"] = result.request.context
     if result.request.workload != "inference":
         values["zero"] = target.parallelism.zero
     return values

@@ -134,7 +134,7 @@ def test_plan_json_names_the_profile(capsys):
 
 @pytest.mark.parametrize(("args", "words"), [
     (["--runtime", "llama.cpp", "--quant", "awq"], "quant: llama.cpp does not load awq; it loads f32, f16"),
-    (["--runtime", "ollama-turbo"], "runtime: must be one of llama.cpp, vllm, sglang"),
+    (["--runtime", "ollama-turbo"], "runtime: unknown runtime 'ollama-turbo'; known: llama.cpp (also ollama, lm-studio"),
     (["--quant", "q9_k"], "quant: must be one of f32, f16"),
     (["--runtime", "vllm", "--kv-cache-bits", "4"], "kv_cache_bits: vllm has no 4-bit KV cache"),
 ])
@@ -156,3 +156,27 @@ def test_llama_cpp_splits_layers_so_two_gpus_read_in_turn():
     assert lc.serving.software.runtime.multi_device == "layer" and lc.to_json()["software"]["multi_device"] == "layer"
     assert lc.tokens_per_s == pytest.approx(16.57, rel=0.08)
     assert vl.tokens_per_s > 1.7 * lc.tokens_per_s
+
+
+def test_fit_advice_shortens_a_prompt_given_apart(capsys):
+    code = main(["plan", "--model", "llama-3-8b", "--workload", "inference", "--prompt-tokens", "8000",
+                 "--output-tokens", "192", "--batch", "4", "--runtime", "vllm", "--fake-gpu", "laptop-4060", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    changes = [a["change"] for a in doc["fit_advice"]]
+    assert {"prompt_tokens": 4000} in changes or any("prompt_tokens" in c for c in changes)
+    assert not any("context" in c or "gpu_layers" in c for c in changes)  # vLLM keeps every layer on the GPU
+    assert {"quant": "awq"} in changes or {"quant": "w8a8"} in changes  # vLLM's own formats
+
+
+def test_layer_split_pipelines_a_long_prompt_but_not_a_decode():
+    # llama-bench (XiongjieDai, RTX 4090, 8B Q4_K_M): one GPU pp4096 5,266 and tg 127.7; two GPUs 8,422 and 122.6.
+    # 4096 tokens are 8 chunks of 512: two GPUs take (8 + 1) / 2 chunk-times instead of 8, 1.78x faster.
+    kw = dict(model="llama-3-8b", quant="q4_k_m", runtime="llama.cpp", prompt_tokens=4096, output_tokens=64,
+              accelerator=["rtx-4090"], owned_options=False)
+    r1 = plan(PlanRequest.from_mapping({"workload": "inference", "gpus": 1, **kw}), CAT)
+    r2 = plan(PlanRequest.from_mapping({"workload": "inference", "gpus": 2, **kw}), CAT)
+    one = next(o for o in r1.options if o.devices == 1)
+    two = next(o for o in r2.options if o.devices == 2)
+    assert two.tokens_per_s == pytest.approx(one.tokens_per_s, rel=1e-9)
+    assert two.serving.prefill_tokens_per_s / one.serving.prefill_tokens_per_s == pytest.approx(16 / 9, rel=1e-6)
