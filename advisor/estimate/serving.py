@@ -104,6 +104,9 @@ class ServerSpec:
         eta_kv: share of the peak bandwidth reading the KV cache reaches (0: ``eta_mem``).
         kv_free_fraction: the share of what is left after weights and overhead the cache takes (TensorRT-LLM's
             ``free_gpu_memory_fraction`` 0.9; 1 for the others).
+        pipeline_devices: devices a prompt flows through in chunks when whole layers sit on each (llama.cpp's
+            pipeline parallelism): ``n`` chunks of ``pipeline_chunk`` tokens take ``(n + D - 1) / D`` chunk-times
+            of the whole model (``estimate.decode.ServingSpeed.prefill_s``); 1 otherwise.
         expert_fraction: for a mixture of experts, the share of the weights one token reads (active over total
             parameters); a step at batch B reads ``1 - (1 - f)^B`` of them (1: dense, every weight every step).
         active_params: parameters each token passes through.
@@ -143,6 +146,8 @@ class ServerSpec:
     eta_kv: float = 0.0
     kv_free_fraction: float = 1.0
     expert_fraction: float = 1.0
+    pipeline_devices: int = 1
+    pipeline_chunk: int = 512
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
@@ -209,8 +214,17 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     flops = 2.0 * spec.active_params * batch + attn
     t_dec = flops / (spec.decode_flops * n)
     t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
-             + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n
+             + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, extra_tokens)
     return max(t_mem, t_dec + t_pre) + spec.step_overhead_s
+
+
+def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
+    """The share of a prompt's one-device compute time it takes flowing through a layer split in chunks."""
+    d = spec.pipeline_devices
+    if d <= 1:
+        return 1.0
+    chunks = max(1, math.ceil(prompt_tokens / spec.pipeline_chunk))
+    return (chunks + d - 1) / (d * chunks)
 
 
 def touched(spec: ServerSpec, batch: float) -> float:
@@ -232,7 +246,7 @@ def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
     t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
     mm = 2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
     att = spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0 / (spec.attention_flops or spec.prefill_flops)
-    t = (mm + att) / n
+    t = (mm + att) / n * pipelined(spec, prompt_tokens)
     return (t if t > t_weights else t_weights) + spec.step_overhead_s
 
 
@@ -355,7 +369,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
         pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
                      + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
-                     / (spec.attention_flops or spec.prefill_flops)) / n
+                     / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
         pre_chunk = pre_total / chunks
     # Second moment of the prefill time: proportional to the prompt (log-normal spread) for the M/G/1 wait.
     es2 = p_mean * p_mean * (1.0 + lengths.prompt_cv ** 2)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
+from advisor.estimate import decode
 from advisor.estimate.model import ModelArch, kv_values_per_token
 from advisor.estimate.serving import Lengths, ServerSpec
 from advisor.planner.placement import intra_node_bps
@@ -192,7 +193,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
-        slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params))
+        slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params),
+        pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK)
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,

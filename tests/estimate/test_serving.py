@@ -185,3 +185,12 @@ def test_a_mixture_of_experts_step_reads_the_experts_its_batch_touches():
     assert decode_step_s(moe, 2, 0) == pytest.approx(7 / 16 * 0.010, rel=1e-9)
     p = serve_at(moe, Lengths(100, 100), users=1)
     assert p.tpot_p50_s == pytest.approx(decode_step_s(moe, 1, 149.5), rel=1e-3)
+
+
+def test_a_prompt_pipelines_over_a_layer_split():
+    # 4096 tokens in 8 chunks of 512 over 2 devices: (8 + 1) / 16 of one device's compute time
+    one = spec(devices=2, parallel_devices=1)
+    two = spec(devices=2, parallel_devices=1, pipeline_devices=2)
+    mm_att = (2 * 8e9 * 4096 + ATTN * 4096**2 / 2) / 5e14
+    assert prefill_s(one, 4096) == pytest.approx(mm_att, rel=1e-9)
+    assert prefill_s(two, 4096) == pytest.approx(mm_att * 9 / 16, rel=1e-9)
