@@ -275,9 +275,15 @@ def erlang_c(servers: int, offered: float) -> float:
         return 1.0
     if offered < c - 6.0 * math.sqrt(c) - 1.0:
         return 0.0
-    b = 1.0
-    for k in range(1, c + 1):  # Erlang B by its recursion, stable for large c
-        b = offered * b / (k + offered * b)
+    # Erlang B = P(c) / sum_{k<=c} P(k) for a Poisson(offered) count: summed from k = c downwards as ratios to
+    # P(c) (P(k-1)/P(k) = k/offered), stopping once the terms no longer count (a few sqrt(offered) below it).
+    term = total = 1.0
+    for k in range(c, 0, -1):
+        term *= k / offered
+        total += term
+        if term < 1e-12 * total:
+            break
+    b = 1.0 / total
     rho = offered / c
     return b / (1.0 - rho + rho * b)
 
