@@ -377,16 +377,14 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
                      + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
                      / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
         pre_chunk = pre_total / chunks
-    # Second moment of the prefill time: proportional to the prompt (log-normal spread) for the M/G/1 wait.
-    es2 = p_mean * p_mean * (1.0 + lengths.prompt_cv ** 2)
+    # Second moment of the prefill time over its mean squared: proportional to the prompt (log-normal spread).
+    cv2 = 1.0 + lengths.prompt_cv ** 2
     b = batch if batch is not None else 1.0
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
-    ps = p_mean * share
-    pk = es2 / (2.0 * p_mean)
     m0 = (a0 * touched(spec, b) if moe else a0) + a1 * b
     tpot = (m0 if m0 > c1 * b else c1 * b) + s0
     ttft = p_mean
-    x = rho = dec = wq = 0.0
+    x = rho = rq = dec = wq = stall = 0.0
     step = tpot
     w, last = 1.0, math.inf
     # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
@@ -396,22 +394,34 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             x = batch / r
         else:
             x, b = rate, rate * r
-        rho = x * ps
-        if rho > _RHO_MAX:
-            rho = _RHO_MAX
         dec = b * o1 * tpot / r
         if dec < 1.0:
             dec = 1.0
         mem = (a0 * touched(spec, dec) if moe else a0) + a1 * dec
         cmp_ = c1 * dec
         step = (mem if mem > cmp_ else cmp_) + s0
+        if chunked:  # a chunk's compute overlaps the step's reading: it holds the others up by the difference
+            c2 = cmp_ + pre_chunk
+            service = chunks * ((mem if mem > c2 else c2) + s0)
+            stall = service - chunks * step
+        else:  # the prompt runs on its own: every decoding request waits for all of it
+            service = stall = p_mean
+        rho = x * stall * share
+        if rho > _RHO_MAX:
+            rho = _RHO_MAX
+        # The prompts' own queue, one prompt (or chunk) at a time. In a closed loop a request ends only with a
+        # decode step; prompts that run on their own stop the decode, so a new prompt never finds one running
+        # (ties within one step aside): no wait there. An open stream, or chunks riding on the steps, do wait.
         new_tpot = step / (1.0 - rho)
-        wq = rho * pk / (1.0 - rho)  # Pollaczek-Khinchine
-        if chunked:
-            cmp_ += pre_chunk
-            service = chunks * ((mem if mem > cmp_ else cmp_) + s0)
+        if batch is not None and not chunked:
+            # ties: the other requests ending in the same step (dec / O of them on average) go first half the time
+            rq = 0.0
+            wq = 0.5 * dec / (o1 + 1.0) * share * service
         else:
-            service = p_mean
+            rq = x * service * share
+            if rq > _RHO_MAX:
+                rq = _RHO_MAX
+            wq = rq * service * cv2 / (2.0 * (1.0 - rq))  # Pollaczek-Khinchine
         new_ttft = service + wq + step
         d1, d2 = new_tpot - tpot, new_ttft - ttft
         if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
@@ -428,12 +438,13 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # the prefills (a Poisson count) that land in its decode.
     p95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx)
     p50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx)
-    cond = wq / rho if rho > 0 else 0.0
-    ttft95 = p95 + _exp_tail_quantile(rho, cond, 0.95) + step
-    ttft50 = p50 + _exp_tail_quantile(rho, cond, 0.5) + step
+    cond = wq / rq if rq > 0 else 0.0
+    tie = wq if rq == 0.0 else 0.0  # the wait behind ties, small: added to both quantiles
+    ttft95 = p95 + _exp_tail_quantile(rq, cond, 0.95) + step + tie
+    ttft50 = p50 + _exp_tail_quantile(rq, cond, 0.5) + step + tie
     n_pref = x * o1 * tpot * share
-    tpot95 = tpot + Z95 * math.sqrt(n_pref) * p_mean / max(1.0, o1)
-    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
+    tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
+    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rq, tpot_s=tpot, tpot_p95_s=tpot95,
                   ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft)
 
 
