@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from advisor.catalog import load_catalog
-from advisor.estimate.serving import clear_caches
+from advisor.estimate.serving_queue import clear_caches
 from advisor.job.serve import ServeJob
 from advisor.planner.owned import parse_own
 from advisor.planner.serve import serve_plan
@@ -57,7 +57,8 @@ def predict(row: dict, catalog):
     """The serving model's steady state for one published run: one replica of the run's devices at its
     concurrency (a closed loop, as load generators run it) or, for MLPerf's server scenario, at its Poisson
     arrival rate; its weight format and runtime. None when the row names what it cannot plan."""
-    from advisor.estimate.serving import Lengths, serve_at
+    from advisor.estimate.serving import Lengths
+    from advisor.estimate.serving_queue import serve_at
     from advisor.planner.request import resolve_job_model, runtime_choice
     from advisor.planner.serve_spec import model_serving, replica_spec
 

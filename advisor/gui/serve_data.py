@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from advisor.estimate.serving import ServePoint, knee_curve
+from advisor.estimate.serving_queue import ServePoint, knee_curve
 from advisor.job.serve import ServeJob
 from advisor.planner.serve import ServeOption, ServeResult, serve_plan
 from advisor.planner.serve_advice import owned_changes

@@ -1,7 +1,7 @@
 """Size a serving job on every option: the GPUs the user owns, a home rig, on-prem servers, each cloud offer.
 
 Per option: one replica (``serve_spec.replica_spec``: tensor parallel inside one box, or llama.cpp's layer
-split), the highest load it serves within the targets (``estimate.serving.max_load``), the replicas the stated
+split), the highest load it serves within the targets (``estimate.serving_queue.max_load``), the replicas the stated
 load needs, what each request sees at that load (TTFT and TPOT at p50 and p95, tokens/s per user), and what a
 million requests and a million output tokens cost at that load. A service holds its hardware every hour, so
 hardware bought or rented for it is priced for every hour (idle ones too): home and on-prem at 24 hours a day
@@ -21,7 +21,8 @@ from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate.serving import Lengths, ServePoint, ServerSpec, Targets, max_load, serve_at
+from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
+from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_quote, parse_own
 from advisor.planner.request import PlanInputError, resolve_job_model, runtime_choice
@@ -192,8 +193,6 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
     replicas, point, meets, most = sizer.size(devices, available)
     usd_h = usd_per_h_of(devices * replicas)
     per_req, per_tok = _costs(usd_h, point, replicas)
-    from advisor.estimate.serving import kv_capacity_tokens
-
     return ServeOption(id=id, kind=kind, accelerator=sizer.acc.id, accelerator_name=sizer.acc.name,
                        runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
                        replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
@@ -315,8 +314,6 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
     quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
     by_id = {o.id: o for o in offers}
-    from advisor.estimate.serving import kv_capacity_tokens
-
     kv_tokens = kv_capacity_tokens(spec)
     for q in quotes:
         usd_h = _per_hour(q)

@@ -1,4 +1,5 @@
-"""The serving model (advisor/estimate/serving.py): capacity, step times and queues against hand-worked values."""
+"""The serving model (advisor/estimate/serving.py, serving_queue.py): capacity, step times and queues against
+hand-worked values."""
 
 from __future__ import annotations
 
@@ -11,17 +12,13 @@ from hypothesis import strategies as st
 from advisor.estimate.serving import (
     Lengths,
     ServerSpec,
-    Targets,
     concurrency_limit,
     decode_step_s,
-    erlang_c,
-    knee_curve,
     kv_capacity_tokens,
     lognormal_quantile,
-    max_load,
     prefill_s,
-    serve_at,
 )
+from advisor.estimate.serving_queue import Targets, erlang_c, knee_curve, max_load, serve_at
 
 GIB = 2**30
 # Llama 3 8B in bf16 on one 80 GiB device: KV 2 x 32 layers x 8 heads x 128 x 2 bytes = 131,072 B/token;

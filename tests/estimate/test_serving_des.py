@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from advisor.estimate.serving import Lengths, ServerSpec, decode_step_s, prefill_s, serve_at
+from advisor.estimate.serving import Lengths, ServerSpec, decode_step_s, prefill_s
+from advisor.estimate.serving_queue import serve_at
 
 GIB = 2**30
 
