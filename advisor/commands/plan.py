@@ -213,7 +213,7 @@ def run(args) -> int:
     results, values_list = [], []
     for path, sc in named:
         values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None,
-                                                     Path(path).name if path else ""))
+                                                     Path(path).name if path else ""), catalog)
         values_list.append(values)
         results.append(build_plan(values, catalog, calibration, machine, fleet_owned))
 
@@ -445,21 +445,26 @@ def headline(result) -> list[str]:
 
 
 def fit_advice_lines(result) -> list[str]:
-    """What to change so the job fits this machine (or the hardware asked for), cheapest in time first."""
-    from advisor.planner.summary import fit_advice_rows, lost_text
+    """What to change so the job fits this machine (or the hardware asked for), cheapest in time first: only
+    changes that fit, each with the time and cost it makes; when none fits, one line with the closest."""
+    from advisor.planner.summary import cost_text, fit_advice_closest, fit_advice_rows, lost_text
 
     rows = fit_advice_rows(result)
-    if not rows:
-        return []
     target = result.fit_target()
     where = f" {target.id} ({units.fmt_mem(target.capacity_bytes)} per device)" if target else ""
+    if not rows:
+        closest = fit_advice_closest(result)
+        if closest is None:
+            return []
+        return ["", f"No change the advisor tries makes the job fit{where}; the closest, {closest['flags']} "
+                    f"({closest['why']}), still needs {closest['memory']} per device."]
     lines = ["", f"What to change to fit{where}, cheapest in time first:"]
     width = min(60, max(len(r["flags"]) for r in rows))
     for r in rows:
         hours = "-" if r["hours"] is None else units.fmt_hours(r["hours"])
         lost = lost_text(r["hours_lost"])
-        lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {'fits' if r['fits'] else 'NO':>4} "
-                     f"{hours + lost:>20}  {r['why']}")
+        cost = cost_text(r["cost_usd"], r["cost_added_usd"]) or "-"
+        lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {hours + lost:>20} {cost:>20}  {r['why']}")
     return lines
 
 

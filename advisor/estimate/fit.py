@@ -39,6 +39,7 @@ class Outcome:
     memory_total_bytes: int
     hours: float | None = None
     host_bytes: int = 0
+    cost_usd: float | None = None  # the job's total cost with the change (None: not known)
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,14 @@ class FitAdvice:
     hours_lost: float | None
     host_ram_bytes: int = 0
     host_fits: bool = True
+    cost_usd: float | None = None  # the job's total cost with the change
+    cost_added_usd: float | None = None  # over the job as given (negative: cheaper)
 
     def to_json(self) -> dict:
         return {"change": dict(self.change), "why": self.why, "memory_total_bytes": self.memory_total_bytes,
                 "fits": self.fits, "hours": self.hours, "hours_lost": self.hours_lost,
-                "host_ram_bytes": self.host_ram_bytes, "host_fits": self.host_fits}
+                "host_ram_bytes": self.host_ram_bytes, "host_fits": self.host_fits, "cost_usd": self.cost_usd,
+                "cost_added_usd": self.cost_added_usd}
 
 
 @dataclass(frozen=True)
@@ -214,9 +218,11 @@ def _least_that_fits(cand: _Candidate, evaluate, capacity: int, host_ram: int | 
 
 def _advice(change: dict, why: str, o: Outcome, base: Outcome, capacity: int, host_ram: int | None) -> FitAdvice:
     lost = None if o.hours is None or base.hours is None else o.hours - base.hours
+    added = None if o.cost_usd is None or base.cost_usd is None else o.cost_usd - base.cost_usd
     return FitAdvice(change=change, why=why, memory_total_bytes=o.memory_total_bytes,
                      fits=o.memory_total_bytes <= capacity and _host_ok(o, host_ram), hours=o.hours,
-                     hours_lost=lost, host_ram_bytes=o.host_bytes, host_fits=_host_ok(o, host_ram))
+                     hours_lost=lost, host_ram_bytes=o.host_bytes, host_fits=_host_ok(o, host_ram),
+                     cost_usd=o.cost_usd, cost_added_usd=added)
 
 
 # ---------------------------------------------------------------------------- an evaluator from the estimates

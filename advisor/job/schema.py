@@ -385,6 +385,9 @@ def _check_inference(job: Job) -> None:
     rt = runtime_data().runtimes[job.runtime]
     if job.quant is not None and job.quant not in rt.weight_formats:
         raise JobInputError("quant", f"{rt.id} does not load {job.quant}; it loads {', '.join(rt.weight_formats)}")
+    if job.gpu_layers is not None and not rt.offloads_layers:
+        raise JobInputError("gpu_layers", f"{rt.id} keeps every layer on the GPU; layers on the CPU are llama.cpp's "
+                                          "-ngl (--runtime llama.cpp)")
     if rt.kv_format(job.kv_cache_bits) is None:
         raise JobInputError("kv_cache_bits", f"{rt.id} has no {job.kv_cache_bits}-bit KV cache; its KV caches: "
                             + ", ".join(f"{name} ({bits} bits)" for bits, name in rt.kv_formats))

@@ -78,7 +78,7 @@ def advise_fit(result, replan: Replan, host: HostFigures | None) -> tuple[FitAdv
 
     def evaluate(change) -> Outcome:
         if not change:
-            return Outcome(target.memory_per_device_bytes, target.hours, target.host_bytes)
+            return Outcome(target.memory_per_device_bytes, target.hours, target.host_bytes, target.cost_usd)
         try:
             changed = PlanRequest.from_mapping({**values, **change})
         except JobInputError:
@@ -86,7 +86,7 @@ def advise_fit(result, replan: Replan, host: HostFigures | None) -> tuple[FitAdv
         found = _same(replan(changed, [key]), target)
         if found is None:  # the target cannot run the changed job (a workload it does not train)
             return Outcome(NOT_A_JOB_BYTES, None)
-        return Outcome(found.memory_per_device_bytes, found.hours, found.host_bytes)
+        return Outcome(found.memory_per_device_bytes, found.hours, found.host_bytes, found.cost_usd)
 
     layers = result.arch.layers if result.request.workload == "inference" and target.accelerator != "cpu" else None
     return tuple(fit_advice(values, target.capacity_bytes, evaluate,

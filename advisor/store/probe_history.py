@@ -203,6 +203,9 @@ class ProbeHistory:
         return [self._entry(row) for row in self._read(sql, (*args, int(limit)))]
 
     def get(self, run_id: int) -> HistoryEntry | None:
+        """The run of this id, or None (also for an id SQLite cannot hold, such as a 23-digit one)."""
+        if not _storable(run_id):
+            return None
         rows = self._read("SELECT * FROM runs WHERE id = ?", (int(run_id),))
         row = rows[0] if rows else None
         return None if row is None else self._entry(row)
@@ -214,6 +217,8 @@ class ProbeHistory:
             raise HistoryError(f"probe history {self.path}: cannot read: {_why(exc)}") from None
 
     def delete(self, run_id: int) -> bool:
+        if not _storable(run_id):
+            return False
         return self._write("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
 
     def clear(self) -> int:
@@ -242,3 +247,8 @@ class ProbeHistory:
         return HistoryEntry(id=rid, probe=probe, device=device, started_at=started, recorded_at=recorded,
                             duration_s=duration, fingerprint=json.loads(fp), params=json.loads(params),
                             result=json.loads(result), samples=json.loads(samples), skipped=skipped)
+
+
+def _storable(run_id) -> bool:
+    """Whether ``run_id`` fits SQLite's 64-bit INTEGER (the ids are its rowids: 1 and up)."""
+    return isinstance(run_id, int) and not isinstance(run_id, bool) and 0 < run_id < 2**63

@@ -53,10 +53,13 @@ def test_line_labels_move_rather_than_overlap():
     # a bar's total label under the right end, and the bar itself below the line: the label moves left
     assert place_line_labels([(50, 0.2)], [(45, 61, 0.85, 0.95), (0, 45, 0.87, 0.93)], slots) == [(0.74, True)]
     # a label never sticks out of the chart's left edge: 0.49 - 0.6 < 0, so only 0.99 and 0.74 are tried
-    assert place_line_labels([(50, 0.6)], [(40, 70, 0.3, 1.0)], slots) in ([(0.99, True)], [(0.74, True)],
-                                                                           [(0.99, False)], [(0.74, False)])
-    # nowhere free: where it covers least (the wide obstacle covers all of 0.99's band, half of 0.74's)
+    assert place_line_labels([(50, 0.6)], [(40, 70, 0.3, 1.0)], slots, must=1) in (
+        [(0.99, True)], [(0.74, True)], [(0.99, False)], [(0.74, False)])
+    # nowhere free: a line that must be labelled goes where it covers least, any other is left unlabelled
+    crowded = [(30, 70, 0.0, 1.0)]
+    assert place_line_labels([(50, 0.3)], crowded, slots) == [None]
     assert place_line_labels([(50, 0.3)], [(40, 80, 0.6, 1.0), (30, 50, 0.0, 1.0)], slots) == [(0.49, True)]
+    assert place_line_labels([(50, 0.3), (48, 0.3)], [], slots, must=1)[1] is not None  # below, or moved left
 
 
 def test_offers_that_would_read_alike_are_told_apart():

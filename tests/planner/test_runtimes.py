@@ -137,6 +137,7 @@ def test_plan_json_names_the_profile(capsys):
     (["--runtime", "ollama-turbo"], "runtime: unknown runtime 'ollama-turbo'; known: llama.cpp (also ollama, lm-studio"),
     (["--quant", "q9_k"], "quant: must be one of f32, f16"),
     (["--runtime", "vllm", "--kv-cache-bits", "4"], "kv_cache_bits: vllm has no 4-bit KV cache"),
+    (["--runtime", "vllm", "--gpu-layers", "20"], "gpu_layers: vllm keeps every layer on the GPU"),
 ])
 def test_unknown_or_unloadable_names_are_one_line_exit_2(capsys, args, words):
     code = main(["plan", "--model", "llama-3-8b", "--workload", "inference", *args])

@@ -33,6 +33,7 @@ from advisor.gui.widgets.fit_advice import FitAdviceWidget
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.gui.widgets.wrapped import WrappedLabel
 from advisor.units import fmt_count, fmt_hours, fmt_mem, fmt_usd, mem_value, memory_unit, sig3
 
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
@@ -85,6 +86,9 @@ def _table_columns(machine_ids, serving: bool = False) -> list[Column]:
 
 def _usd_or_dash(v) -> str:
     return "-" if v is None else fmt_usd(v)
+
+
+TABLE_MIN_ROWS = 8
 
 
 class PlannerPage(Page):
@@ -155,9 +159,8 @@ class PlannerPage(Page):
         self.stale_label.setWordWrap(True)
         self.stale_label.setVisible(False)
         rl.addWidget(self.stale_label)
-        self.answer = QLabel("Planning…")
+        self.answer = WrappedLabel("Planning…")
         self.answer.setObjectName("planAnswer")
-        self.answer.setWordWrap(True)
         self.answer.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.answer)
         self.fit_advice = FitAdviceWidget()
@@ -180,12 +183,16 @@ class PlannerPage(Page):
         self.table = make_view(self.proxy)
         self.table.setObjectName("plannerTable")
         self.table.setToolTip("Every accelerator in the catalog; click a header to sort")
+        # at least TABLE_MIN_ROWS rows stay visible: where the fit advice and the context sweep take the room,
+        # the page scrolls instead of squeezing the table to two rows
+        rows = self.table.verticalHeader().defaultSectionSize() * TABLE_MIN_ROWS
+        self.table.setMinimumHeight(rows + self.table.horizontalHeader().sizeHint().height()
+                                    + self.table.horizontalScrollBar().sizeHint().height() + 4)
         rl.addWidget(self.table, 4)
         self.context_plot = ContextSweepWidget()
         self.context_plot.setVisible(False)
         rl.addWidget(self.context_plot, 1)
-        self.timing = QLabel()
-        self.timing.setWordWrap(True)  # a long status line must not set the splitter's minimum
+        self.timing = WrappedLabel()  # wrapped: a long status line must not set the splitter's minimum width
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)
         split.addWidget(right)
@@ -353,6 +360,7 @@ class PlannerPage(Page):
             line = plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
                                         label_position=0.99, label_anchor=(1, 1))
             line.setZValue(20)  # its label over the bars, never under them
+            line.mine = acc_id in mine
             self._cap_lines.append(line)
         self._place_capacity_labels()
 
@@ -371,10 +379,10 @@ class PlannerPage(Page):
         if labels != self._categories:  # new ticks make the axis draw itself again
             self._categories = labels
             plots.set_categories(self.chart, labels)
-        cat = self.ctx.catalog.accelerators
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
-        top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
-        y_top = nice_ceiling(max(top, min(top_cap, 2.5 * top)) * 1.08)
+        # the bars and this machine's capacity set the range; the other capacities show where they fall in it
+        mine_cap = max([line.value() for line in self._cap_lines if line.mine] + [0])
+        y_top = nice_ceiling(max(top, mine_cap) * 1.15)
         caps = [line.value() for line in self._cap_lines]
         if any(0.9 * y_top < c <= y_top for c in caps):  # a line's label sits above it: leave it room
             y_top = nice_ceiling(1.12 * y_top)
@@ -404,14 +412,21 @@ class PlannerPage(Page):
             half_bar = 0.55 / 2 / (x1 - x0)  # stacked_bars(width=0.55)
             obstacles.append((0.0, top, mid - half_bar, mid + half_bar))  # the bar
             obstacles.append((top, top + 18, mid - 35 / width, mid + 35 / width))  # its total, about 70 px wide
-        order = sorted((line for line in self._cap_lines if y0 <= line.value() <= y1), key=lambda line: -line.value())
+        # this machine's lines first (always labelled), then the others from the top
+        order = sorted((line for line in self._cap_lines if y0 <= line.value() <= y1),
+                       key=lambda line: (not line.mine, -line.value()))
         obstacles += [(line.value() * px_y - 1, line.value() * px_y + 1, 0.0, 1.0) for line in order]  # no label on a line
         lines = [(line.value() * px_y, min(1.0, (line.label.boundingRect().width() + 6) / width)) for line in order]
-        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24))
-        for line, (slot, above) in zip(order, places):
-            anchor = (1, 1) if above else (1, 0)
-            line.label.anchors = [anchor, anchor]
-            line.label.setPosition(slot)
+        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24),
+                                         must=sum(1 for line in order if line.mine))
+        for line, place in zip(order, places):
+            # a capacity whose label has no free place is left out (the table lists every accelerator)
+            line.setVisible(place is not None)
+            if place is not None:
+                slot, above = place
+                anchor = (1, 1) if above else (1, 0)
+                line.label.anchors = [anchor, anchor]
+                line.label.setPosition(slot)
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:

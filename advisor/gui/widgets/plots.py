@@ -424,7 +424,8 @@ def _total_labels(plot: pg.PlotWidget, totals: Sequence[float], value_format, ho
     return labels
 
 def place_line_labels(lines: Sequence[tuple[float, float]], obstacles: Sequence[tuple[float, float, float, float]],
-                      slots: Sequence[float], label_px: float = 16.0) -> list[tuple[float, bool]]:
+                      slots: Sequence[float], label_px: float = 16.0, *,
+                      must: int = 0) -> list[tuple[float, bool] | None]:
     """Where to put the labels of horizontal lines so that none overlaps another, the data or the chart's edge.
 
     Pure geometry in pixels: a label is right-aligned at a slot (a fraction of the chart's width), just above
@@ -437,12 +438,14 @@ def place_line_labels(lines: Sequence[tuple[float, float]], obstacles: Sequence[
         obstacles: ``(y_from_px, y_to_px, x_from, x_to)`` rectangles, x as fractions of the chart's width.
         slots: right ends to try, as fractions of the width, best first.
         label_px: a label's height.
+        must: the first ``must`` lines are labelled even where every place covers something (where it covers
+            least); the others are left unlabelled (None) rather than drawn over something.
     Returns:
-        ``(slot, above)`` for each line, in the order given.
+        ``(slot, above)`` for each line, or None, in the order given.
     """
     taken = [tuple(o) for o in obstacles]
-    out = []
-    for y, width in lines:
+    out: list[tuple[float, bool] | None] = []
+    for k, (y, width) in enumerate(lines):
         inside = [s for s in slots if s - width >= 0.0] or [max(slots)]
         best, best_cover = (inside[0], True), math.inf
         for slot in inside:
@@ -454,6 +457,9 @@ def place_line_labels(lines: Sequence[tuple[float, float]], obstacles: Sequence[
                     best, best_cover = (slot, above), cover
             if best_cover == 0:
                 break
+        if best_cover > 0 and k >= must:
+            out.append(None)
+            continue
         slot, above = best
         y0 = y if above else y - label_px
         taken.append((y0, y0 + label_px, slot - width, slot))
