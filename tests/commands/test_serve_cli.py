@@ -116,3 +116,28 @@ def test_launch_llama_server_and_skypilot(capsys):
     assert doc["service"]["readiness_probe"]["path"] == "/v1/models"
     assert doc["service"]["replicas"] >= 1 and doc["resources"]["accelerators"].startswith("H100:")
     assert doc["run"].startswith("vllm serve ")
+
+
+def test_every_serving_input_is_a_flag_and_a_scenario_key(capsys, tmp_path):
+    from advisor.job.serve import FROM_JOB, SERVE_FIELDS
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = capsys.readouterr()[0]
+    for meta in SERVE_FIELDS.values():
+        if meta.flag:
+            assert meta.flag in text, meta.name
+    assert "--seq-len" not in text and "--optimizer" not in text  # a plan's training inputs are not a server's
+    # the serving inputs of their own, as [serve] keys
+    f = tmp_path / "s.toml"
+    f.write_text('schema = "advisor.scenario/1"\n[serve]\nmodel = "llama-3-8b"\nrequests_per_s = 2.5\n'
+                 'prompt_spread = 0.5\noutput_spread = 0.5\nmax_seqs = 64\ntpot_p95_s = 0.05\n'
+                 'accelerator = ["l4"]\n')
+    code, out, err = run(capsys, "serve", str(f), "--json", "--fake-gpu", "no-driver")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["load"] == {"requests_per_s": 2.5} and doc["targets"]["tpot_p95_s"] == 0.05
+    assert all(o["launch"]["max_num_seqs"] == 64 for o in doc["options"] if o["fits"])
+    assert set(SERVE_FIELDS) - set(FROM_JOB) == {"users", "requests_per_s", "prompt_spread", "output_spread",
+                                                 "lengths", "max_seqs", "ttft_p95_s", "tpot_p95_s",
+                                                 "tokens_per_s_per_user"}
