@@ -52,3 +52,15 @@ def test_a_rate_replaces_the_users(make_window, qtbot):
     qtbot.waitUntil(lambda: page.bundle is not None and page.bundle.result.by == "requests_per_s", timeout=15000)
     assert "2 requests/s" in page.answer.text()
     assert page.table_model.headerData(4, Qt.Orientation.Horizontal) == "most (req/s)"
+
+
+def test_cells_carry_their_ranges():
+    from advisor.gui.pages.serve import serve_columns
+    from advisor.job.serve import ServeJob
+    from advisor.planner.serve import serve_plan
+
+    result = serve_plan(ServeJob.from_mapping({"model": "llama-3-8b", "users": 4, "accelerator": ["l4"]}))
+    o = next(x for x in result.options if x.fits)
+    cols = {c.title: c for c in serve_columns("users")}
+    assert cols["TTFT p95"].cell_tip(o).startswith("80 % range ")
+    assert "x/÷1.5" in cols["TTFT p95"].cell_tip(o) and cols["$/M requests"].cell_tip(o).startswith("80 % range $")

@@ -33,6 +33,7 @@ from advisor.gui.serve_data import DEFAULT_VALUES, FORM_FIELDS, serve_bundle
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
+from advisor.planner.serve import RANGE_ORIGIN, interval
 
 log = logging.getLogger(__name__)
 DEBOUNCE_MS = 150
@@ -63,6 +64,16 @@ def serve_columns(by: str) -> list[Column]:
     def point(o, name):
         return getattr(o.point, name) if o.point is not None and o.point.stable else math.inf
 
+    def range_tip(which: str, get, fmt):
+        def tip(o) -> str:
+            iv = interval(get(o), which)
+            return f"80 % range {fmt(iv[0])} to {fmt(iv[1])} ({RANGE_ORIGIN})" if iv else ""
+        return tip
+
+    def rate(o):
+        t = point(o, "tpot_p50_s")
+        return 1 / t if t and t < math.inf else None
+
     return [
         Column("option", lambda o: o.id, tip="Your GPUs first, then home, on-prem and cloud offers"),
         Column("runtime", lambda o: o.runtime),
@@ -72,14 +83,19 @@ def serve_columns(by: str) -> list[Column]:
         Column(f"most ({unit})", most, (lambda v: f"{int(v):,}") if by == "users" else (lambda v: f"{v:.3g}"),
                align_right=True,
                tip="The highest load within the targets on the replicas shown"),
-        Column("tokens/s per user", lambda o: 1 / point(o, "tpot_p50_s") if point(o, "tpot_p50_s") else 0.0,
-               lambda v: f"{v:.3g}" if v else "—", align_right=True, tip="What each request sees while it decodes"),
-        Column("TTFT p50", lambda o: point(o, "ttft_p50_s"), _s, align_right=True, tip="Time to first token"),
-        Column("TTFT p95", lambda o: point(o, "ttft_p95_s"), _s, align_right=True),
-        Column("TPOT p95", lambda o: point(o, "tpot_p95_s"), _s, align_right=True, tip="Time per output token"),
+        Column("tokens/s per user", lambda o: rate(o) or 0.0, lambda v: f"{v:.3g}" if v else "—", align_right=True,
+               tip="What each request sees while it decodes",
+               cell_tip=range_tip("throughput", rate, lambda v: f"{v:.3g}")),
+        Column("TTFT p50", lambda o: point(o, "ttft_p50_s"), _s, align_right=True, tip="Time to first token",
+               cell_tip=range_tip("ttft", lambda o: point(o, "ttft_p50_s"), _s)),
+        Column("TTFT p95", lambda o: point(o, "ttft_p95_s"), _s, align_right=True,
+               cell_tip=range_tip("ttft", lambda o: point(o, "ttft_p95_s"), _s)),
+        Column("TPOT p95", lambda o: point(o, "tpot_p95_s"), _s, align_right=True, tip="Time per output token",
+               cell_tip=range_tip("throughput", lambda o: point(o, "tpot_p95_s"), _s)),
         Column("$/M requests", lambda o: o.usd_per_million_requests if o.usd_per_million_requests is not None
                else math.inf, lambda v: _usd(None if v == math.inf else v), align_right=True,
-               tip="At the stated load, every hour of the hardware priced (idle hours too)"),
+               tip="At the stated load, every hour of the hardware priced (idle hours too)",
+               cell_tip=range_tip("throughput", lambda o: o.usd_per_million_requests, _usd)),
         Column("$/M output tokens", lambda o: o.usd_per_million_output_tokens
                if o.usd_per_million_output_tokens is not None else math.inf,
                lambda v: _usd(None if v == math.inf else v), align_right=True),
