@@ -40,7 +40,7 @@ def test_keyboard_navigation_reaches_every_page(make_window, qtbot):
     w = make_window()
     w.activateWindow()
     qtbot.waitUntil(w.isActiveWindow, timeout=3000)
-    for i, (pid, *_rest) in enumerate(PAGES):
+    for i, (pid, *_rest) in enumerate(PAGES[:9]):  # Ctrl+1..9; a tenth page is reached from the sidebar
         qtbot.keyClick(w, Qt.Key(Qt.Key.Key_1 + i), Qt.KeyboardModifier.ControlModifier)
         assert w.current_page() is w.page(pid)
     w.nav.setFocus()
