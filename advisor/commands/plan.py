@@ -198,9 +198,9 @@ def run(args) -> int:
     scenarios = [sc for _path, sc in named]
     from advisor.catalog import load_catalog
     from advisor.report.plan_outputs import prepare_values, write_outputs
-    from advisor.store.calibration import load_calibration
+    from advisor.store.calibration import load_planner_calibration
 
-    catalog, calibration = load_catalog(), load_calibration()  # read once for every scenario and variation
+    catalog, calibration = load_catalog(), load_planner_calibration()  # read once for every scenario and variation
     machine = _this_machine(args, catalog)
     if machine.simulated and not args.json:
         print("*** SIMULATED HARDWARE: this machine's GPUs come from a fake scenario ***", file=sys.stderr)
@@ -333,6 +333,8 @@ def render_table(result, top: int | None = 12) -> str:
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
     lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {r.precision}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
+    if result.software is not None:
+        lines.append("Software: " + result.software.summary())
     if result.tokens is not None:
         lines.append(f"Budget: {units.fmt_count(result.tokens)} tokens ({result.budget_origin})")
     else:
@@ -357,6 +359,9 @@ def render_table(result, top: int | None = 12) -> str:
         if md[part]:
             lines.append(f"  {part:<12} {units.mem_value(md[part]):10.2f} {units.memory_unit()}")
     lines.append(f"  {'total':<12} {units.mem_value(md['total']):10.2f} {units.memory_unit()}")
+    if result.memory.host_offload_bytes:
+        lines.append(f"  {'host RAM':<12} {units.mem_value(result.memory.host_offload_bytes):10.2f} "
+                     f"{units.memory_unit()} (offloaded or paged, not on the device)")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
@@ -440,8 +445,9 @@ def _stack_line(result, ranked) -> str:
 def headline(result) -> list[str]:
     """The headline: this machine first (fits or not, time, cost, against the cheapest rent)."""
     from advisor.planner.summary import headline as sentence
+    from advisor.planner.summary import learned_lines
 
-    return ["", sentence(result)]
+    return ["", sentence(result), *learned_lines(result)]
 
 
 def fit_advice_lines(result) -> list[str]:

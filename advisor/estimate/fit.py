@@ -6,7 +6,8 @@ that returns the memory (and hours) of the job with that change applied. ``job_e
 from the estimate functions; the planner may pass its own (a re-plan with the changed request).
 
 Changes, by workload: training - full checkpointing, micro-batch 1 with gradient accumulation, a shorter
-sequence, LoRA or QLoRA instead of full fine-tuning, an 8-bit optimizer, ZeRO-3/FSDP over several GPUs,
+sequence, a leaner framework than plain Hugging Face (torchtune, Unsloth), LoRA or QLoRA instead of full
+fine-tuning, an 8-bit optimizer, ZeRO-3/FSDP over several GPUs,
 optimizer offload to host RAM (host RAM checked); inference - a smaller quantisation, a shorter context,
 a quantised KV cache, layers offloaded to the CPU.
 """
@@ -30,6 +31,12 @@ MIN_CONTEXT = 512
 ZERO3_TIME_FACTOR = 1.10  # extra all-gathers of the weights, over PCIe between consumer cards
 OFFLOAD_TIME_FACTOR = 1.30  # the optimizer step on the CPU and the PCIe copies of ZeRO-Offload
 MICRO_BATCH_ONE_TIME_FACTOR = 1.05  # smaller matrix products use the GPU a little less well
+# A framework that holds less than plain Hugging Face training, by workload (resources/frameworks.toml).
+FRAMEWORK_FOR_FIT = {
+    "finetune": ("torchtune", "torchtune's single-device recipe: bf16 weights, paged 8-bit AdamW stepped in the backward"),
+    "lora": ("unsloth", "Unsloth: fused cross-entropy, checkpointed activations offloaded to host RAM"),
+    "qlora": ("unsloth", "Unsloth: fused cross-entropy, checkpointed activations offloaded to host RAM"),
+}
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,11 @@ def candidate_changes(job: Mapping[str, Any], *, devices: int = 1, layers: int |
                               "micro-batch 1 with gradient accumulation (same effective batch)"))
     if wl in ("pretrain", "finetune") and job.get("optimizer", "adamw") == "adamw":
         out.append(_Candidate({"optimizer": "adamw-8bit"}, "an 8-bit optimizer (bitsandbytes AdamW8bit)"))
+    # both are single-GPU recipes (Unsloth's open-source release trains on one GPU; torchtune's
+    # full_finetune_single_device): offered only for a one-device target
+    if devices == 1 and job.get("framework") in (None, "transformers") and wl in FRAMEWORK_FOR_FIT:
+        name, why = FRAMEWORK_FOR_FIT[wl]
+        out.append(_Candidate({"framework": name}, why))
     if wl == "finetune":
         out.append(_Candidate({"workload": "lora"}, "LoRA instead of full fine-tuning"))
         out.append(_Candidate({"workload": "qlora"}, "QLoRA (4-bit base) instead of full fine-tuning"))

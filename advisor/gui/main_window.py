@@ -37,6 +37,8 @@ PAGES = (
      "Models in the Hugging Face cache, Ollama and LM Studio, and whether each fits this machine"),
     ("buy", "advisor.gui.pages.buy", "BuyPage", "Buy",
      "What to buy for your jobs within a budget (cards, Macs, upgrades of your GPUs), against renting"),
+    ("runs", "advisor.gui.pages.runs", "RunsPage", "Runs",
+     "Your own runs: what they measured, what the advisor predicted, and how far to trust the next plan"),
 )
 
 

@@ -16,7 +16,7 @@ from advisor.estimate.fit import FitAdvice, Outcome, fit_advice
 from advisor.estimate.local import HostFigures, usable_host_bytes
 from advisor.job import JobInputError
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.request import PlanRequest
+from advisor.planner.request import PlanRequest, training_software
 
 NOT_A_JOB_BYTES = 1 << 62  # a change the schema refuses never fits
 SWEEP_START = 512
@@ -59,6 +59,7 @@ def job_values(result, target) -> dict:
         values["context"] = result.request.context
     if result.request.workload != "inference":
         values["zero"] = target.parallelism.zero
+        values["checkpointing"] = training_software(result.request).behaviours.checkpointing
     return values
 
 

@@ -23,7 +23,7 @@ from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
 from advisor.job import JOB_FIELDS
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.request import Lengths, PlanInputError, PlanRequest
+from advisor.planner.request import Lengths, PlanInputError, PlanRequest, TrainingSoftware, training_software
 
 SCHEMA = "advisor.plan/1"
 
@@ -339,6 +339,16 @@ class PlanResult:
         where the value came from (``--set``, a scenario file, an app setting) for a changed one."""
         return self.assumptions.describe(sources=self.request.sources)
 
+    @property
+    def software(self) -> TrainingSoftware | None:
+        """The training framework and behaviours the plan assumed (None for inference)."""
+        return training_software(self.request)
+
+    def software_json(self) -> dict | None:
+        """The ``software`` block of the plan document: the profile assumed, its behaviours and their sources."""
+        sw = self.software
+        return sw.to_json() if sw is not None else None
+
     def inputs(self) -> dict[str, dict]:
         """The inputs that differ from the schema's defaults, each ``{"value", "unit", "source"}``."""
         sources = self.request.sources
@@ -360,6 +370,7 @@ class PlanResult:
                       "max_context": self.arch.max_context or None},
             "workload": r.workload, "precision": r.precision, "optimizer": r.optimizer,
             "inputs": self.inputs(),
+            "software": self.software_json(),
             "flops_total": self.flops_total,
             "flops_per_token": self.flops_per_token,
             "flops_note": "model FLOPs (6*P_act per trained token, 4 for LoRA/QLoRA, 2 per generated token) over "

@@ -152,7 +152,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         tokens=tokens, budget_origin=budget_origin, seq_len=seq_len, context=context, parallelism=layout0,
         memory=mem0, options=tuple(options), assumptions=assumptions, catalog_date=catalog.date,
         prices_as_of=catalog.prices_as_of,
-        calibration=None if calibration is None else {
+        calibration=None if calibration is None or calibration.source == "runs" else {
             "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
             "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
         warnings=tuple(warnings), stacks=wanted, memory_model=mem_model, lengths=lens)

@@ -131,3 +131,15 @@ def inference_sentence(result) -> str:
         first = f"first token after {inf['ttft_s']:.2f} s for a {prompt:,}-token prompt"
         decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s{out}"
     return f"On {where}{runtime}: {first}{prefill_text}; {decode}; {largest}"
+
+
+def learned_lines(result) -> list[str]:
+    """One line per accelerator whose speed comes from the user's own runs (``estimate.learned``):
+    "Speed on X: from your run of DATE (FILE) ..."."""
+    seen, out = set(), []
+    for o in result.options:
+        if o.accelerator not in seen and "from your run of" in o.mfu_origin:
+            seen.add(o.accelerator)
+            origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
+            out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
+    return out

@@ -4,7 +4,8 @@ from the decode roofline with the bandwidth efficiency of the weight format and 
 Training (docs/method.md, "Utilisation fitted on documented runs" and "Communication model"): datacenter
 and TPU parts take the utilisation fitted on documented runs; consumer and workstation cards, fp8, MoE and
 QLoRA keep their stated priors (the calibration set has no run of them), and the option's note says so.
-A training-step calibration of this very accelerator, or the user's ``--mfu``, replaces either. The link
+The user's own runs on this accelerator (``estimate.learned``), else a training-step calibration of it, or the
+user's ``--mfu``, replaces either. The link
 slowdown of the option's node and fabric against the fitted clusters' scales the time, and the step's
 split (compute, communication, bubble) is what the plan shows.
 
@@ -20,15 +21,16 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog import Accelerator
-from advisor.catalog.runtimes import RuntimeChoice
+from advisor.catalog.runtimes import RuntimeChoice, runtime_data
 from advisor.catalog.training_runs import bundled_utilisation_model
-from advisor.estimate import comms, compute, decode, memory
+from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch
 from advisor.estimate.priors import mfu_prior
+from advisor.estimate.software import MFU_CEILING
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
-from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice
+from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -55,7 +57,8 @@ class Timing:
     Attributes:
         tokens_per_s: training tokens/s, or generated tokens/s of the batch.
         mfu, mfu_origin: the utilisation used (training) or achieved (serving), and where it comes from.
-        source: ``fitted``, ``prior``, ``calibrated`` or ``user`` (training); ``decode`` (serving).
+        source: ``fitted``, ``prior``, ``calibrated``, ``learned`` (the user's runs) or ``user`` (training);
+            ``decode`` (serving).
         width_log: half-width of the 80 % interval in log space (time, throughput and cost alike).
         high_cap: the largest tokens/s the interval may reach (the bandwidth bound for a decode), or None.
         shares: the step's split ``{"compute", "communication", "bubble"}`` (fractions), None for serving or
@@ -107,22 +110,27 @@ def _fitted_reason(req: PlanRequest, acc: Accelerator, arch: ModelArch, precisio
     return ""
 
 
-def _utilisation(req, acc, arch, precision, calib, model) -> tuple[float | None, str, str, str]:
-    """``(mfu or None for the fitted one, origin, source, note)`` of a training option.
+def _utilisation(req, acc, arch, precision, calib, model, active, seq_len
+                 ) -> tuple[float | None, str, str, str, float | None]:
+    """``(mfu or None for the fitted one, origin, source, note, width or None)`` of a training option.
 
     Every figure then goes through ``utilisation.training_time`` as its utilisation, so all paths count the
-    same FLOPs; the interval width follows the source (``Timing.width_log``)."""
+    same FLOPs; the interval width follows the source (``Timing.width_log``). What was measured (the user's
+    run records, else the training-step probe) comes from ``learned.training_utilisation``."""
     if req.mfu is not None:
-        return req.mfu, "set by the user (--mfu)", "user", ""
-    if calib is not None and calib.mfu and calib.applies_to(acc.id):
-        return (calib.mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})", "calibrated", "")
+        return req.mfu, "set by the user (--mfu)", "user", "", None
+    found = learned.training_utilisation(calib, acc=acc, workload=req.workload, precision=precision,
+                                         software=getattr(req, "framework", None), active_params=active,
+                                         seq_len=seq_len, model=model)
+    if found is not None:
+        return found.value, found.origin, found.source, "", found.width_log
     why = _fitted_reason(req, acc, arch, precision)
     if why:
         prior = mfu_prior(acc.id, acc.kind, precision, moe=arch.is_moe, workload=req.workload)
         note = (f"utilisation: prior kept, the documented runs have none of {why}; "
                 "its range is at least the fitted model's")
-        return prior.mfu, f"prior: {prior.origin}", "prior", note
-    return None, "", "fitted", ""
+        return prior.mfu, f"prior: {prior.origin}", "prior", note, None
+    return None, "", "fitted", "", None
 
 
 def step_layout(req: PlanRequest, layout: Parallelism, arch: ModelArch, params: int, seq_len: int) -> dict:
@@ -162,13 +170,15 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     """
     precision = compute_precision(req)
     model = bundled_utilisation_model()
-    mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
+    mfu, origin, source, note, width = _utilisation(req, acc, arch, precision, calib, model, active, seq_len)
     if source == "fitted":
         est = _fitted(_generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
+    software = training_software(req)
+    mfu, origin = framework_utilisation(mfu, origin, source, software)
     base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
                 hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=acc.peak_flops(precision),
-                workload=req.workload, recompute=req.checkpointing, calibrated_mfu=mfu)
+                workload=req.workload, recompute=software.behaviours.checkpointing, calibrated_mfu=mfu)
     shape = None
     if layout.devices == 1:
         step = U.training_time(model, **base, tokens=1e6)
@@ -179,8 +189,24 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
                                        f"(train in {rate})", note]))
-    width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
+    if width is None:
+        width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     return TrainingStep(step, shape, source, origin, note, width)
+
+
+def framework_utilisation(mfu: float, origin: str, source: str, software) -> tuple[float, str]:
+    """The utilisation with the framework's kernel efficiency applied (docs/method.md, "The training framework").
+
+    The priors and the fitted model describe plain PyTorch or Megatron kernels (factor 1.0); a framework with
+    faster kernels (Unsloth, Liger-Kernel) multiplies them, capped at ``MFU_CEILING``. A utilisation the user
+    gave (``--mfu``) is taken as it is.
+    """
+    factor = software.behaviours.kernel_efficiency
+    if source == "user" or factor == 1.0:
+        return mfu, origin
+    scaled = min(MFU_CEILING, mfu * factor)
+    capped = " (capped at the dense-matmul ceiling)" if scaled < mfu * factor else ""
+    return scaled, f"{origin}; x{factor:g} for {software.profile.name}'s kernels{capped}"
 
 
 def training_timing(ts: TrainingStep, place: Placement) -> Timing:
@@ -223,9 +249,22 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     """
     choice = runtime_choice(req, acc)
     prof, fmt = choice.profile, choice.weight_format
-    measured = calib.eta_mem if calib is not None and calib.eta_mem and calib.applies_to(acc.id) else None
-    eta, eta_note = decode.measured_eta(prof.eta_for(fmt.cls), prof.eta_for("f16"), measured)
-    eta_kv, _ = decode.measured_eta(prof.eta_for("f16"), prof.eta_for("f16"), measured)
+    formats = runtime_data().formats
+
+    def format_eta(fid: str) -> float:
+        f = formats.get(fid)
+        return prof.eta_for(f.cls) if f is not None and f.cls in dict(prof.decode_eta) else prof.eta_for("f16")
+
+    # the user's decode benchmarks on this accelerator and runtime, else the device-bandwidth probe
+    # (estimate.learned), else the runtime's published efficiency for the format's class
+    found = learned.decode_bandwidth_efficiency(
+        calib, acc=acc, runtime=choice.runtime.id, weight_format=fmt.id, format_eta=format_eta,
+        width_log=DECODE_WIDTH_LOG, base_width_log=bundled_utilisation_model().half_width_calibrated_log)
+    eta = prof.eta_for(fmt.cls) if found is None else found.value
+    eta_note = "" if found is None else found.origin
+    # the KV cache is read as 16-bit data: at the 16-bit efficiency, moved by what was learned for the format
+    eta_kv = prof.eta_for("f16") * (1.0 if found is None else found.value / prof.eta_for(fmt.cls))
+    eta_kv = min(1.0, eta_kv)
     kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
     # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
@@ -257,7 +296,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         eta_note, f"({prof.source})"]))
     note = "" if choice.backend_supported else (f"{rt.name} has no {choice.backend} backend: timed with its "
                                                 f"{prof.backend} figures")
-    width = bundled_utilisation_model().half_width_calibrated_log if measured else DECODE_WIDTH_LOG
+    width = DECODE_WIDTH_LOG if found is None else found.width_log
     bound = speed.bound_tokens_per_s(req.batch, lens.mean_cache)  # eta = 1, no overhead
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
                   high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,

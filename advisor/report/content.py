@@ -172,6 +172,9 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
                                                            if model.get("active_params") not in (None, model.get("params"))
                                                            else "")),
             ("workload", str(doc.get("workload"))), ("precision", str(doc.get("precision")))]
+    software = doc.get("software")
+    if isinstance(software, dict) and software.get("summary"):  # the framework profile the figures assume
+        rows.append(("software", str(software["summary"])))
     if doc.get("tokens") is not None:
         rows.append(("tokens", f"{doc['tokens']:.4g}"))
     if doc.get("flops_total") is not None:

@@ -9,6 +9,8 @@ greyed out under a "Not current" line.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -331,6 +333,8 @@ class PlannerPage(Page):
             colour = t.good if mine_option.fits else t.bad
             lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{headline(result)}</b></span>")
         lines.append(head)
+        if result.software is not None:  # the framework profile the figures assume, in one line
+            lines.append(f"<span style='color:{t.muted}'>{html.escape(result.software.summary())}</span>")
         fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
