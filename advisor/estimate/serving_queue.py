@@ -398,10 +398,10 @@ def _edge(at, targets: Targets, lo: float, hi: float, flo: float, fhi: float, be
           ) -> tuple[float, ServePoint]:
     """The load where the log of the miss ratio crosses zero, between ``lo`` (met) and ``hi`` (missed): regula
     falsi with the Illinois step (Dowell and Jarratt 1971), a handful of sizings where bisection takes a dozen;
-    to a whole user, or to 1 % of a rate."""
+    to a whole user, or to 2 % of a rate."""
     side = 0
     for _ in range(40):
-        if (hi - lo <= 1.0) if whole else (hi - lo <= 0.01 * hi):
+        if (hi - lo <= 1.0) if whole else (hi - lo <= 0.02 * hi):
             break
         m = hi - fhi * (hi - lo) / (fhi - flo) if fhi != flo else 0.5 * (lo + hi)
         span = hi - lo
