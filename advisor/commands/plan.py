@@ -44,10 +44,11 @@ def _help(meta) -> str:
     return (meta.help + (f" ({'; '.join(extra)})" if extra else "")).replace("%", "%%")
 
 
-def add_job_flags(p) -> None:
-    """Add one flag per job schema field (``advisor/job/schema.py``) and per cost assumption with a flag."""
-    groups = {key: p.add_argument_group(title) for key, title in _GROUPS.items()}
-    for meta in JOB_FIELDS.values():
+def add_job_flags(p, fields=None, titles=None) -> None:
+    """Add one flag per job schema field (``advisor/job/schema.py``; ``fields``: another schema's, such as a
+    serving job's) and per cost assumption with a flag; ``titles``: the ``--help`` groups by schema group."""
+    groups = {key: p.add_argument_group(title) for key, title in (titles or _GROUPS).items()}
+    for meta in (fields or JOB_FIELDS).values():
         if meta.flag is None:
             continue
         g = groups.get(meta.group, groups["job"])

@@ -502,9 +502,11 @@ def _kind(annotation: Any) -> tuple[str, tuple]:
     raise TypeError(f"job schema: no kind for {annotation!r}")
 
 
-def _build_fields() -> dict[str, FieldMeta]:
+def _build_fields(model: type[BaseModel] | None = None) -> dict[str, FieldMeta]:
+    """The schema's records of a job model's fields (:class:`Job` by default; ``advisor.job.serve`` builds its
+    own from the same declarations)."""
     out = {}
-    for name, info in Job.model_fields.items():
+    for name, info in (model or Job).model_fields.items():
         extra = info.json_schema_extra or {}
         kind, choices = _kind(info.annotation)
         choices = choices or tuple(extra.get("choices", ()))

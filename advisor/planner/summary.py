@@ -82,8 +82,18 @@ def headline_parts(result, cadence_hint: str = "--jobs-per-month") -> list[str]:
             parts.append(f"{who} ({what}): cannot run it as laid out ({mine.infeasible_reason}).")
         else:
             paid = ", ".join(k for k, v in mine.cost_breakdown_usd.items() if v) or "energy"
-            parts.append(f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {units.fmt_usd(mine.cost_usd)} "
-                         f"({paid}).")
+            if result.request.workload == "inference":  # speed first; the budget is a stated output, not the job
+                batch = result.request.batch
+                per = f" in all, {mine.tokens_per_s / batch:,.1f} per request" if batch > 1 else ""
+                budget = units.fmt_count(result.tokens) + " generated tokens" if result.tokens else "the hours given"
+                if "default" in (result.budget_origin or ""):
+                    budget = f"the default {budget}"
+                parts.append(f"{who} ({what}): fits, decode {mine.tokens_per_s:,.1f} tokens/s{per}; {budget} take "
+                             f"{units.fmt_hours(mine.hours)}, {units.fmt_usd(mine.cost_usd)} ({paid}). For users and "
+                             "latency targets: advisor serve.")
+            else:
+                parts.append(f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {units.fmt_usd(mine.cost_usd)} "
+                             f"({paid}).")
     rent = result.best("cloud")
     if rent is not None:
         parts.append(f"Cheapest rent that can run it: {rent.id}, {rent.devices} x {rent.accelerator_name}, "
@@ -227,22 +237,35 @@ def cost_text(cost_usd: float | None, added_usd: float | None) -> str:
 
 
 def inference_sentence(result) -> str:
-    """Time to first token, prefill and decode tokens/s and the largest context that fits ("" for training)."""
+    """Time to first token (one request alone, and the batch arriving together), prefill, decode in all and per
+    request, and the largest context that fits, on the user's GPUs when there are any ("" for training)."""
     inf = result.inference
     if not inf:
         return ""
+    what = f"{inf['devices']} x {inf['accelerator_name']}" if inf.get("devices") else inf["option"]
+    where = (f"this machine's {what}" if inf.get("this_machine") else f"your {what}" if inf.get("owned")
+             else what) + f" ({inf['option']})"
+    batch = inf.get("batch") or 1
+    largest = f"the largest context that fits is {inf['largest_context']:,} tokens."
+    if not inf.get("fits", True) or inf.get("decode_tokens_per_s") is None:
+        return (f"On {where}: a {inf['context']:,}-token context at batch {batch} does not fit (see what to change "
+                f"to fit); {largest}")
     prefill = inf["prefill_tokens_per_s"]
-    prefill_text = f", prefill {prefill:,.0f} tokens/s" if prefill else ""
-    batch = result.request.batch
+    prefill_text = f"; prefill {prefill:,.0f} tokens/s" if prefill else ""
+    prompt = inf.get("prompt_tokens") or inf["context"]
     one = inf.get("ttft_single_request_s")
-    together = (f" ({batch} requests arriving together; {one:.2f} s for one alone)"
-                if batch > 1 and one is not None else "")
     sw = inf.get("software") or {}
     runtime = f" with {sw['name']} ({sw['weight_format']} weights, {sw['backend']})" if sw else ""
-    return (f"On {inf['option']}{runtime}: first token after {inf['ttft_s']:.2f} s for a "
-            f"{inf['prompt_tokens'] or inf['context']:,}-token prompt{together}{prefill_text}, decode "
-            f"{inf['decode_tokens_per_s']:,.1f} tokens/s over {inf['output_tokens']:,} output tokens; the largest "
-            f"context that fits is {inf['largest_context']:,} tokens.")
+    out = f" over {inf['output_tokens']:,} output tokens" if inf.get("output_tokens") else ""
+    if batch > 1 and one is not None:
+        first = (f"first token after {one:.2f} s for one request alone, {inf['ttft_s']:.2f} s when all {batch} "
+                 f"arrive together ({prompt:,}-token prompts)")
+        decode = (f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s in all over {batch} requests, "
+                  f"{inf['decode_tokens_per_s_per_request']:,.1f} per request{out}")
+    else:
+        first = f"first token after {inf['ttft_s']:.2f} s for a {prompt:,}-token prompt"
+        decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s{out}"
+    return f"On {where}{runtime}: {first}{prefill_text}; {decode}; {largest}"
 
 
 def learned_lines(result) -> list[str]:
