@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -123,6 +124,7 @@ class PlannerPage(Page):
         self.plan = ctx.plan
         self._bars: list = []
         self._cap_lines: list = []
+        self._legend_caps: dict[str, object] = {}  # capacity lines whose label is in the legend: name -> sample
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
         self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
@@ -339,7 +341,7 @@ class PlannerPage(Page):
         r = result.request
         name = result.model_name or f"a {fmt_count(result.params)}-parameter model"
         work = dict(WORKLOAD_WORDS).get(r.workload, r.workload)
-        from advisor.planner.summary import headline, range_text
+        from advisor.planner.summary import headline_parts, range_text
 
         mem_range = range_text(result.memory_interval, fmt_mem)
         head = (f"<b style='font-size:13pt'>{work} {name}</b> · {fmt_count(result.params)} parameters · "
@@ -347,12 +349,15 @@ class PlannerPage(Page):
                 f"{'s' if result.parallelism.devices > 1 else ''}")
         if result.tokens and r.workload != "inference":
             head += f" · {fmt_count(result.tokens)} tokens"
-
         mine_option = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+        parts = headline_parts(result, "Jobs per month, under Hardware and cost")
         lines = []
-        if mine_option is not None:  # the headline starts with this machine: fits or not, time, cost, rent
+        if mine_option is not None:  # the headline starts with the GPUs one owns: fits or not, time, cost
             colour = t.good if mine_option.fits else t.bad
-            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{headline(result)}</b></span>")
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{parts[0]}</b></span>")
+            parts = parts[1:]
+        if parts:  # then the cheapest rent that runs it, then what to buy
+            lines.append(" ".join(parts))
         lines.append(head)
         if result.software is not None:  # the framework profile the figures assume, in one line
             lines.append(f"<span style='color:{t.muted}'>{html.escape(result.software.summary())}</span>")
@@ -443,16 +448,33 @@ class PlannerPage(Page):
                        key=lambda line: (not line.mine, -line.value()))
         obstacles += [(line.value() * px_y - 1, line.value() * px_y + 1, 0.0, 1.0) for line in order]  # no label on a line
         lines = [(line.value() * px_y, min(1.0, (line.label.boundingRect().width() + 6) / width)) for line in order]
-        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24),
-                                         must=sum(1 for line in order if line.mine))
+        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24))
+        in_legend = []
         for line, place in zip(order, places):
-            # a capacity whose label has no free place is left out (the table lists every accelerator)
-            line.setVisible(place is not None)
+            # a capacity whose label has no free place: this machine's goes to the legend, another is left out
+            # (the table lists every accelerator)
+            line.setVisible(place is not None or line.mine)
+            line.label.setVisible(place is not None)
             if place is not None:
                 slot, above = place
                 anchor = (1, 1) if above else (1, 0)
                 line.label.anchors = [anchor, anchor]
                 line.label.setPosition(slot)
+            elif line.mine:
+                in_legend.append(line)
+        self._capacity_legend(in_legend)
+
+    def _capacity_legend(self, lines) -> None:
+        """Legend entries (a dashed sample and the label's text) for capacity lines labelled there."""
+        legend = self.chart.getPlotItem().legend
+        wanted = {line.label.format: line for line in lines}
+        for name in [n for n in self._legend_caps if n not in wanted]:
+            legend.removeItem(self._legend_caps.pop(name))
+        for name, line in wanted.items():
+            if name not in self._legend_caps:
+                sample = pg.PlotDataItem([], [], pen=line.pen)
+                legend.addItem(sample, name)
+                self._legend_caps[name] = sample
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
