@@ -36,9 +36,9 @@ RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 
 
 def predictions_to_csv(rows) -> str:
-    """``row_id,group,class,predicted`` of every planned measurement (the raw estimates the fit used)."""
-    lines = ["row_id,group,class,predicted"]
-    lines += [f"{m.row_id},{m.group},{p.klass},{p.predicted!r}" for m, p in rows]
+    """``row_id,group,class,setup,predicted`` of every planned measurement (the raw estimates the fit used)."""
+    lines = ["row_id,group,class,setup,predicted"]
+    lines += [f"{m.row_id},{m.group},{p.klass},{m.accelerator_id}/{m.model},{p.predicted!r}" for m, p in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,9 @@ Method (docs/method.md, "Calibration on published measurements"):
    source's rows share one code base, so a source with 60 rows counts once), shrunk towards the raw estimate by
    one source that agrees with it (``SHRINK_SOURCES``): a correction only one source asks for is halved.
    Classes nest (``llama.cpp``, ``llama.cpp/cuda``, ``llama.cpp/cuda/4bit``, ``llama.cpp/cuda/4bit/gddr``): each
-   level is shrunk towards the level above it, the first towards ``g``. Within a group a *class*
+   level is shrunk towards the level above it, the first towards ``g``; a level whose rows are all its parent's,
+   or come from one source that measured fewer than ``MIN_SETUPS`` accelerator-and-model setups, takes its
+   parent's factor (one configuration of one source is not evidence for a class). Within a group a *class*
    (the runtime, backend and weight-format bits of a decode; the framework of a training run) gets
    ``g + sum(r - g) / (n + K)`` over its n rows, shrunk towards the group by ``K = SHRINK_ROWS`` rows.
 3. Leave-one-source-out: each source's rows are predicted by the factors fitted on the other sources
@@ -46,6 +48,7 @@ COVERAGE = 0.80
 SHRINK_ROWS = 3.0
 SHRINK_SOURCES = 1.0  # the group factor is shrunk towards the raw estimate by one source that agrees with it
 MIN_SOURCES = 2  # a factor is fitted only where it can be checked on a source the fit has not seen
+MIN_SETUPS = 4  # within one source, a class needs this many accelerator-and-model setups for a step of its own
 # Figures the planner derives from calibrated ones (the first token is the calibrated prefill plus one calibrated
 # decode step): no factor of their own; their measurements are compared with the calibrated plan, and their
 # residuals size only their range.
@@ -255,6 +258,7 @@ class Observation:
     klass: str
     measured: float
     predicted: float
+    setup: str = ""  # the accelerator and model measured (``rtx-4090/llama-3-8b``): independent setups within a source
 
     @property
     def log_ratio(self) -> float:
@@ -288,13 +292,24 @@ def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]
         by_source.setdefault(o.source_id, []).append(o.log_ratio)
     g = sum(sum(v) / len(v) for v in by_source.values()) / (len(by_source) + SHRINK_SOURCES)
     by_level: dict[str, list[float]] = {}
+    sources_of: dict[str, set[str]] = {}
+    setups_of: dict[str, set[tuple[str, str]]] = {}
     for o in obs:
         for level in _levels(o.klass):
             by_level.setdefault(level, []).append(o.log_ratio)
+            sources_of.setdefault(level, set()).add(o.source_id)
+            setups_of.setdefault(level, set()).add((o.source_id, o.setup or o.row_id))
     classes: dict[str, float] = {}
     for level in sorted(by_level, key=lambda k: (k.count("/"), k)):  # parents first
-        parent = lookup(classes, level.rpartition("/")[0], g) if "/" in level else g
+        up = level.rpartition("/")[0] if "/" in level else ""
+        parent = lookup(classes, up, g) if up else g
         v = by_level[level]
+        if (up and len(v) == len(by_level[up])) or (len(sources_of[level]) < MIN_SOURCES
+                                                     and len(setups_of[level]) < MIN_SETUPS):
+            # the same rows as its parent, or one source that measured fewer than MIN_SETUPS accelerator-and-model
+            # setups (one configuration, which another source could not check): no step of its own
+            classes[level] = parent
+            continue
         classes[level] = parent + sum(r - parent for r in v) / (len(v) + SHRINK_ROWS)
     return g, dict(sorted(classes.items()))
 

@@ -182,4 +182,5 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
 
 def observation(m: Measurement, p: Prediction) -> Observation:
     """The fitting record of a measurement and its raw prediction (``p.predicted`` must be set)."""
-    return Observation(m.row_id, m.group, m.source_id, p.klass, m.value, float(p.predicted))
+    return Observation(m.row_id, m.group, m.source_id, p.klass, m.value, float(p.predicted),
+                       f"{m.accelerator_id}/{m.model}")

@@ -279,7 +279,7 @@ def inference_sentence(result) -> str:
     if batch > 1 and one is not None:
         first = (f"first token after {one:.2f} s for one request alone, {inf['ttft_s']:.2f} s{ttft_range} when all "
                  f"{batch} arrive together ({prompt:,}-token prompts)")
-        decode = (f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s{decode_range} in all over {batch} requests, "
+        decode = (f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s in all over {batch} requests{decode_range}, "
                   f"{inf['decode_tokens_per_s_per_request']:,.1f} per request{out}")
     else:
         first = f"first token after {inf['ttft_s']:.2f} s{ttft_range} for a {prompt:,}-token prompt"

@@ -48,19 +48,21 @@ def test_a_single_source_keeps_the_raw_estimate():
 
 
 def test_nested_classes_shrink_towards_their_parent():
-    # one source, rows in llama.cpp/cuda/4bit/gddr (log 2, twice) and llama.cpp/cuda/4bit/hbm (0): g = log2 x 2/3 / 2
-    obs = [_o("a", "s", 2, "rt/cuda/4bit/gddr"), _o("b", "s", 2, "rt/cuda/4bit/gddr"), _o("c", "s", 1, "rt/cuda/4bit/hbm")]
+    # two sources; l = log 2. g = (l/2 + l/2) / (2 + 1) = l/3.
+    obs = [_o("a", "s1", 2, "rt/x/gddr"), _o("b", "s2", 2, "rt/x/gddr"), _o("c", "s1", 1, "rt/x/hbm"),
+           _o("d", "s2", 1, "rt/y")]
     g, classes = C.fit_log_factors(obs)
     lg = math.log(2)
-    assert g == pytest.approx((2 * lg / 3) / 2)
-    top = g + (2 * lg - 3 * g) / (3 + C.SHRINK_ROWS)  # "rt": all three rows towards g
+    assert g == pytest.approx(lg / 3)
+    top = g + (2 * lg - 4 * g) / (4 + C.SHRINK_ROWS)  # "rt": all four rows, towards g
     assert classes["rt"] == pytest.approx(top)
-    assert classes["rt/cuda"] == pytest.approx(top + (2 * lg - 3 * top) / 6)
-    mid = classes["rt/cuda/4bit"]
-    assert classes["rt/cuda/4bit/gddr"] == pytest.approx(mid + 2 * (lg - mid) / 5)
-    assert classes["rt/cuda/4bit/hbm"] == pytest.approx(mid + (0 - mid) / 4)
+    x = top + (2 * (lg - top) + (0 - top)) / (3 + C.SHRINK_ROWS)  # "rt/x": a, b, c, towards "rt"
+    assert classes["rt/x"] == pytest.approx(x)
+    assert classes["rt/x/gddr"] == pytest.approx(x + 2 * (lg - x) / (2 + C.SHRINK_ROWS))  # two sources
+    # one source and fewer than MIN_SETUPS setups (each row its own setup here): no step of its own
+    assert classes["rt/x/hbm"] == pytest.approx(x) and classes["rt/y"] == pytest.approx(top)
     # a class never fitted takes its deepest fitted level
-    assert C.lookup(classes, "rt/cuda/8bit/gddr", g) == classes["rt/cuda"]
+    assert C.lookup(classes, "rt/z/gddr", g) == classes["rt"]
     assert C.lookup(classes, "other/metal", g) == g
 
 

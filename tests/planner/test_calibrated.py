@@ -31,7 +31,8 @@ def test_stored_fit_is_the_fit_of_the_stored_predictions():
     # benchmarks/bench_truth.py --write regenerates both files; a stale one fails here
     stored = _stored_predictions()
     ms = {m.row_id: m for m in bundled_measurements()}
-    obs = [C.Observation(rid, r["group"], ms[rid].source_id, r["class"], ms[rid].value, float(r["predicted"]))
+    obs = [C.Observation(rid, r["group"], ms[rid].source_id, r["class"], ms[rid].value, float(r["predicted"]),
+                         r["setup"])
            for rid, r in stored.items()]
     refit = C.fit_all(obs)
     fits = bundled_calibration_fit()
