@@ -14,6 +14,7 @@ import re
 import sys
 
 from advisor import units
+from advisor.commands._terminal import cell, echo, lines_text
 
 SCHEMA = "advisor.buy/1"
 _OWN = re.compile(r"^(?:(\d{1,2})x)?([A-Za-z0-9][A-Za-z0-9._+\-]{0,127})$")
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     except PlanInputError as exc:
         raise UsageError(f"buy: {exc}") from None
     for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        echo(f"warning: {w}", file=sys.stderr)
     if args.json:
         from advisor.commands._json import print_json
 
@@ -144,7 +145,7 @@ def render_table(result, top: int = 15) -> str:
             "never" if o.break_even_months is None else f"{o.break_even_months:,.1f} mo")
         verdict = o.verdict + (" (overbooked)" if o.overbooked else "")
         upfront = units.fmt_usd(o.purchase.upfront_usd) if o.purchase.upfront_usd else "$0"
-        rows.append((o.purchase.hardware, o.purchase.price_basis, upfront, units.fmt_usd(o.monthly_usd),
+        rows.append((cell(o.purchase.hardware, 70), cell(o.purchase.price_basis), upfront, units.fmt_usd(o.monthly_usd),
                      units.fmt_usd(o.usd_per_job), verdict, be, *times))
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
     widths[0] = min(widths[0], 70)
@@ -168,4 +169,4 @@ def render_table(result, top: int = 15) -> str:
                  f"Break-even = upfront / monthly saving against renting. Overbooked: the jobs need more than "
                  f"{a.hours_per_day:g} h a day. Prices as of {result.prices_as_of} (catalog {result.catalog_date}); "
                  f"sources in --json.")
-    return "\n".join(lines) + "\n"
+    return lines_text(lines) + "\n"  # names from the catalog and the user's own

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import echo
 from advisor.units import GB
 
 ONCE_SETTLE_S = 0.25
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             return _record(sampler, gpu, banner, args)
         if sys.stdout.isatty():
             return _live(sampler, gpu, banner, args.duration)
-        print(banner, flush=True)
+        echo(banner, flush=True)
         simulated = gpu.simulated
 
         def _print_line(sample) -> None:
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         sampler.add_listener(_print_line)
         _run(sampler, args.duration)
         if sampler.last_error:
-            print(f"warning: {sampler.last_error}", file=sys.stderr)
+            echo(f"warning: {sampler.last_error}", file=sys.stderr)
         return 0
     finally:
         gpu.close()
@@ -162,7 +163,7 @@ def _record(sampler, gpu, banner: str, args) -> int:
         raise UsageError(f"--csv: {exc}") from None
     try:
         sampler.add_listener(recorder)
-        print(banner, file=sys.stderr, flush=True)
+        echo(banner, file=sys.stderr, flush=True)
         _run(sampler, args.duration)
     finally:
         recorder.close()
@@ -171,7 +172,7 @@ def _record(sampler, gpu, banner: str, args) -> int:
     note = " (simulated hardware)" if gpu.simulated else ""
     print(f"recorded {recorder.rows} samples of {sampler.gpu_count} GPU(s) to {args.csv}{note}")
     if sampler.last_error:
-        print(f"warning: {sampler.last_error}", file=sys.stderr)
+        echo(f"warning: {sampler.last_error}", file=sys.stderr)
     return 0
 
 
@@ -180,6 +181,7 @@ def _live(sampler, gpu, banner: str, duration) -> int:
     from rich.console import Console
     from rich.live import Live
 
+    from advisor.commands._terminal import term_text
     from advisor.commands.monitor_view import live_view
     from advisor.monitor.snapshot import read_infos
 
@@ -192,5 +194,5 @@ def _live(sampler, gpu, banner: str, duration) -> int:
         sampler.add_listener(_draw)
         _run(sampler, duration)
     if sampler.last_error:
-        console.print(f"warning: {sampler.last_error}", style="yellow")
+        console.print(term_text(f"warning: {sampler.last_error}", style="yellow", max_chars=None))
     return 0

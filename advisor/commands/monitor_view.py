@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor.commands._terminal import term_text
 from advisor.hw.records import GPU_OK, STATE_WORDS, THROTTLE_WORDS
 from advisor.units import fmt_bytes
 
@@ -22,7 +23,7 @@ def _bar(fraction: float | None, label: str) -> Text:
     style = "red" if fraction > 0.9 else "yellow" if fraction > 0.7 else "green"
     out = Text("█" * done, style=style)
     out.append("░" * (BAR_CELLS - done), style="dim")
-    out.append(" " + label)
+    out.append(" " + label)  # our figures only
     return out
 
 
@@ -40,7 +41,7 @@ def gpu_table(sample, infos) -> Table:
         t.add_column(name, no_wrap=name != "state / throttling", **kw)
     for g in sample.gpus:
         info = infos[g.index] if g.index < len(infos) else None
-        name = info.name if info else "(not read: asleep)"
+        name = term_text(info.name if info else "(not read: asleep)")
         if g.state != GPU_OK:
             t.add_row(str(g.index), name, "", "", "", "", "", "", Text(STATE_WORDS.get(g.state, g.state), style="bold red"))
             continue
@@ -71,11 +72,11 @@ def process_table(processes, now_s: float, width: int = 60) -> Table:
         t.add_column(name, justify="left" if name in ("user", "command") else "right", no_wrap=True,
                      overflow="ellipsis", max_width=width if name == "command" else None)
     for p in sorted(processes, key=lambda p: -(p.gpu_mem_bytes or 0)):
-        t.add_row(str(p.pid), p.user or "?", str(p.gpu_index),
+        t.add_row(str(p.pid), term_text(p.user or "?"), str(p.gpu_index),
                   fmt_bytes(p.gpu_mem_bytes, binary=True) if p.gpu_mem_bytes is not None else "n/a",
                   _num(p.gpu_util_pct, ".0f"), _num(p.cpu_pct, ".0f"),
                   fmt_bytes(p.host_mem_bytes, binary=True) if p.host_mem_bytes is not None else "n/a",
-                  _elapsed(p.started_s, now_s), p.cmdline or p.name or "(another PID namespace)")
+                  _elapsed(p.started_s, now_s), term_text(p.cmdline or p.name or "(another PID namespace)", max_chars=None))
     if not processes:
         t.add_row("", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
     return t
@@ -86,5 +87,5 @@ def live_view(sample, infos, processes, banner: str) -> Group:
     h = sample.host
     host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_bytes(h.mem_used_bytes, binary=True)} / "
             f"{fmt_bytes(h.mem_total_bytes, binary=True)}" if h.mem_used_bytes is not None else "")
-    return Group(Text(banner, style="bold yellow" if "SIMULATED" in banner else "bold"), Text(host),
+    return Group(term_text(banner, style="bold yellow" if "SIMULATED" in banner else "bold", max_chars=None), Text(host),
                  gpu_table(sample, infos), process_table(processes, sample.wall_time_s))

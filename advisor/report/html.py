@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
 from advisor.report.content import (
@@ -17,6 +16,7 @@ from advisor.report.content import (
     option_columns,
     serving,
 )
+from advisor.untrusted import html_text as escape  # every value shown is HTML text
 
 _BREAK = ' style="page-break-before:always"'  # each scenario and the appendix start a new PDF page
 
