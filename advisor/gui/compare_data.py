@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.units import fmt_hours, fmt_usd
+from advisor.untrusted import plain_text
 
 KIND_WORDS = {"owned": "owned", "home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
 
@@ -19,7 +20,7 @@ def option_label(o) -> str:
 
 
 def _provider(name: str) -> str:
-    return name.split(" (")[0][:16]
+    return plain_text(name.split(" (")[0][:16])  # a price list's provider: inert
 
 
 def _short(name: str) -> str:
@@ -28,7 +29,7 @@ def _short(name: str) -> str:
     name = re.sub(r"\s*\(.*?\)", "", name)
     for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Cloud ", "Instinct ", "Tesla "):
         name = name.replace(prefix, "")
-    return name[:20]
+    return plain_text(name[:20])  # a user catalog's name: inert
 
 
 def chart_selection(result, machine_ids=(), limit: int = 8) -> list:

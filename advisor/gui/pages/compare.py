@@ -26,6 +26,7 @@ from advisor.gui import theme as themes
 from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import WORKLOAD_WORDS
+from advisor.gui.safe_text import rich
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
@@ -256,11 +257,11 @@ class ComparePage(Page):
         mine = self._machine_ids()
         chosen = chart_selection(result, mine)
         r = result.request
-        name = result.model_name or "custom model"
+        name = rich(result.model_name or "custom model")
         text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b> ({len(result.options)} options priced). "
         best = result.best()
         if best is not None:
-            text += (f"Cheapest: <b>{option_label(best)}</b>, {fmt_usd(best.cost_usd)} in {fmt_hours(best.hours)}. ")
+            text += (f"Cheapest: <b>{rich(option_label(best))}</b>, {fmt_usd(best.cost_usd)} in {fmt_hours(best.hours)}. ")
         example = dearer_hour_example(result)
         if example:
             text += "<br>" + example

@@ -26,6 +26,7 @@ from advisor.cost.price_dates import price_date_label
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
+from advisor.gui.safe_text import rich, set_plain
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.context_plot import ContextSweepWidget
 from advisor.gui.widgets.fit_advice import FitAdviceWidget
@@ -296,7 +297,7 @@ class PlannerPage(Page):
         self.context_plot.show_plan(result)
         self._draw_memory(bundle, mine)
         apart = len(result.infeasible)
-        self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
+        set_plain(self.timing, f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
                             f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
                             + f" · cloud {result.prices_text(result.ranked)}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
@@ -304,7 +305,7 @@ class PlannerPage(Page):
     def _answer_text(self, result, rows, mine) -> str:
         t = themes.current()
         r = result.request
-        name = result.model_name or f"a {fmt_count(result.params)}-parameter model"
+        name = rich(result.model_name) if result.model_name else f"a {fmt_count(result.params)}-parameter model"
         work = dict(WORKLOAD_WORDS).get(r.workload, r.workload)
         head = (f"<b style='font-size:13pt'>{work} {name}</b> · {fmt_count(result.params)} parameters · "
                 f"{fmt_mem(result.memory.total_bytes)} per device on {result.parallelism.devices} device"
@@ -317,13 +318,13 @@ class PlannerPage(Page):
         lines = []
         if mine_option is not None:  # the headline starts with this machine: fits or not, time, cost, rent
             colour = t.good if mine_option.fits else t.bad
-            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{headline(result)}</b></span>")
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(headline(result), 1000)}</b></span>")
         lines.append(head)
         fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
-            lines.append(f"Fastest: {fastest['devices']}× {fastest['name']}, {fmt_hours(fastest['hours'])}. "
-                         + (f"Cheapest: {cheapest.devices}× {cheapest.accelerator_name} ({cheapest.kind}), "
+            lines.append(f"Fastest: {fastest['devices']}× {rich(fastest['name'])}, {fmt_hours(fastest['hours'])}. "
+                         + (f"Cheapest: {cheapest.devices}× {rich(cheapest.accelerator_name)} ({cheapest.kind}), "
                             f"{fmt_usd(cheapest.cost_usd)} in {fmt_hours(cheapest.hours)} — see Compare (Ctrl+5)."
                             if cheapest else ""))
         else:

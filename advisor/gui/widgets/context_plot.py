@@ -7,6 +7,7 @@ import math
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from advisor.gui.safe_text import set_plain
 from advisor.gui.widgets import plots
 
 
@@ -53,7 +54,7 @@ class ContextSweepWidget(QWidget):
         self.limit.setValue(math.log2(largest) if largest > 0 else xs[0])
         self.limit.setVisible(largest > 0)
         self.plot.getAxis("bottom").setTicks([[(x, _short(p["context"])) for x, p in zip(xs, sweep)], []])
-        self.caption.setText(
+        set_plain(self.caption,  # the option's name holds the GPU's
             f"On {inf['option']}: {inf['ttft_s']:.2f} s to the first token for {inf['context']:,} tokens, "
             f"prefill {inf['prefill_tokens_per_s'] or 0:,.0f} tokens/s, decode {inf['decode_tokens_per_s']:,.1f} "
             f"tokens/s (from {peak:,.1f} at {sweep[0]['context']:,} tokens to {rates[-1]:,.1f} at "

@@ -6,6 +6,8 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import rich
+from advisor.gui.safe_text import tip as tip_text
 from advisor.planner.summary import fit_advice_rows, lost_text
 from advisor.units import fmt_bytes, fmt_hours
 
@@ -56,7 +58,7 @@ class FitAdviceWidget(QWidget):
             return
         t = themes.current()
         target = result.fit_target()
-        title = (f"<b>What to change to fit {target.accelerator_name}</b> "
+        title = (f"<b>What to change to fit {rich(target.accelerator_name)}</b> "
                  f"({fmt_bytes(target.capacity_bytes)} per device), cheapest in time first:")
         lines = []
         for row in self.rows[:MAX_ROWS]:
@@ -83,7 +85,7 @@ class FitAdviceWidget(QWidget):
             button.setToolTip(tip)
             if text.text() != html:
                 text.setText(html)
-            text.setToolTip(why)
+            text.setToolTip(tip_text(why))
             button.setVisible(True)
             text.setVisible(True)
 
