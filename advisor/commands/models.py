@@ -120,6 +120,7 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
     from advisor.models.hf import hub_cache_dir
     from advisor.models.stores import lmstudio_dirs, ollama_dir
     from advisor.units import fmt_bytes, fmt_count
+    from advisor.untrusted import NAME_MAX_CHARS
 
     lines = []
     if simulated:
@@ -137,11 +138,11 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
     table = []
     for f, fit in rows:
         if f.model is None:
-            table.append((cell(f.name), f.store, "", "", "", "", "unreadable (below)", "", ""))
+            table.append((cell(f.name, NAME_MAX_CHARS), f.store, "", "", "", "", "unreadable (below)", "", ""))
             continue
         m = f.model
         size = m.weight_bytes or (f.disk_bytes if f.store in ("ollama", "lmstudio") else 0)
-        table.append((cell(m.name), f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
+        table.append((cell(m.name, NAME_MAX_CHARS), f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
                       str(m.arch.max_context or "?"), _yes(fit.get("inference")), _yes(fit.get("lora")),
                       _yes(fit.get("qlora"))))
     widths = [max(len(str(r[i])) for r in (head, *table)) for i in range(len(head))]

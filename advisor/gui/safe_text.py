@@ -9,8 +9,9 @@ goes through one of these (``advisor.untrusted`` is the text layer):
 - ``set_plain(label, text)``: a label in plain-text format, the text inert (control characters as escapes)
   and cut with an ellipsis;
 - ``rich(text)``: a name inside rich text the app writes itself (``<b>...</b>``), HTML-escaped;
-- ``tip(text)``: a tooltip (Qt reads tooltips as rich text too): every line HTML-escaped, in a paragraph,
-  so it is always rich text whose only markup is the app's;
+- ``tip(text)``: a tooltip (Qt reads tooltips as rich text too): inert plain text when nothing in it could
+  be read as a tag or an entity, else every line HTML-escaped in a paragraph, rich text whose only markup is
+  the app's;
 - ``plain(text)``: a table cell, a combo-box item, a status-bar message or a window title (shown as plain
   text by Qt), inert and cut;
 - ``ask``/``tell``: a confirmation or a message box in plain-text format (``QMessageBox.question`` and its
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox
 from advisor.untrusted import NAME_MAX_CHARS, TEXT_MAX_CHARS, html_text, plain_text
 
 TIP_MAX_CHARS = 1000  # a tooltip line: a long command line is shown wrapped, up to this
+PLAIN_TIP_CHARS = 120  # a longer line goes in a paragraph of rich text, which Qt wraps (plain text it does not)
 # A word-wrapped label breaks only between words: one 200-character "word" would make the page that wide.
 # A zero-width space (a break opportunity, Unicode Standard Annex #14 class ZW) goes after every run this long.
 _LONG_RUN = re.compile(r"(\S{40})(?=\S)")
@@ -43,15 +45,17 @@ def plain(value, max_chars: int | None = NAME_MAX_CHARS) -> str:
 
 def rich(value, max_chars: int | None = NAME_MAX_CHARS) -> str:
     """A name to put inside rich text: inert and HTML-escaped (``&lt;img`` is shown, never loaded)."""
-    return html_text(_breakable(plain_text(value, max_chars)), None)
+    return html_text(_breakable(plain_text(value, max_chars)), None, quote=False)  # element text: <>& suffice
 
 
 def tip(text, max_chars: int = TIP_MAX_CHARS) -> str:
     """A tooltip from plain text (lines kept): each line escaped, the whole a paragraph of rich text."""
     if text is None or text == "":
         return ""
-    lines = str(text).split("\n")[:40]
-    return "<p>" + "<br>".join(html_text(_breakable(plain_text(line, max_chars)), None) for line in lines) + "</p>"
+    lines = [plain_text(line, max_chars) for line in str(text).split("\n")[:40]]
+    if not any("<" in line or "&" in line or len(line) > PLAIN_TIP_CHARS for line in lines):
+        return "\n".join(lines)  # nothing Qt could read as a tag or an entity: plain text, as written
+    return "<p>" + "<br>".join(html_text(_breakable(line), None, quote=False) for line in lines) + "</p>"
 
 
 def set_plain(label: QLabel, value, max_chars: int | None = TEXT_MAX_CHARS) -> None:

@@ -145,15 +145,23 @@ def _render_every_page(window) -> None:
 
 def _plan_model_named(window, qtbot, fragment: str) -> None:
     """Plan the listed model whose name holds ``fragment`` from the Models page (its name reaches every page)."""
+    from advisor.gui.pages.models import plan_values
+
     window.show_page("models")
     page = window.page("models")
     qtbot.waitUntil(page.is_ready, timeout=15000)
     rows = page.table_model.rows()
     k = next(i for i, r in enumerate(rows) if fragment in r.found.name and r.found.model is not None)
-    page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(k, 0)).row())
-    page.plan_button.click()
+    window.ctx.plan.load(plan_values(rows[k].found))  # what "Plan this model" does (tests/gui/test_models_page.py)
+    window.ctx.page_requested.emit("planner")
     name = rows[k].found.name
-    qtbot.waitUntil(lambda: window.ctx.last_plan is not None and window.ctx.last_plan.model_name == name, timeout=15000)
+    try:
+        qtbot.waitUntil(lambda: window.ctx.last_plan is not None and window.ctx.last_plan.model_name == name,
+                        timeout=30000)
+    except Exception:
+        last = window.ctx.last_plan
+        raise AssertionError(f"not planned: {name!r}; last plan {getattr(last, 'model_name', None)!r}, "
+                             f"error {window.ctx.plan.error!r}") from None
 
 
 def test_every_page_shows_hostile_names_as_text(make_window, qtbot, tmp_path):
