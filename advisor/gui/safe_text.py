@@ -28,7 +28,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox
 from advisor.untrusted import NAME_MAX_CHARS, TEXT_MAX_CHARS, html_text, plain_text
 
 TIP_MAX_CHARS = 1000  # a tooltip line: a long command line is shown wrapped, up to this
-PLAIN_TIP_CHARS = 120  # a longer line goes in a paragraph of rich text, which Qt wraps (plain text it does not)
+PLAIN_TIP_CHARS = 300  # a longer line goes in a paragraph of rich text, which Qt wraps (plain text it does not)
 # A word-wrapped label breaks only between words: one 200-character "word" would make the page that wide.
 # A zero-width space (a break opportunity, Unicode Standard Annex #14 class ZW) goes after every run this long.
 _LONG_RUN = re.compile(r"(\S{40})(?=\S)")

@@ -26,7 +26,7 @@ from advisor.cost.price_dates import price_date_label
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
-from advisor.gui.safe_text import rich, set_plain
+from advisor.gui.safe_text import rich, set_plain, tip
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.context_plot import ContextSweepWidget
 from advisor.gui.widgets.fit_advice import FitAdviceWidget
@@ -225,12 +225,12 @@ class PlannerPage(Page):
 
     @Slot(str)
     def _on_stack_undo_text_changed(self, text: str) -> None:
-        self.undo_action.setToolTip(f"Undo {text} (Ctrl+Z)" if text else "Undo the last form edit (Ctrl+Z)")
+        self.undo_action.setToolTip(tip(f"Undo {text} (Ctrl+Z)") if text else "Undo the last form edit (Ctrl+Z)")
 
     @Slot(str)
     def _on_stack_redo_text_changed(self, text: str) -> None:
-        self.redo_action.setToolTip(f"Redo {text} (Ctrl+Shift+Z)" if text else "Redo the form edit undone "
-                                                                                "(Ctrl+Shift+Z)")
+        self.redo_action.setToolTip(tip(f"Redo {text} (Ctrl+Shift+Z)") if text else "Redo the form edit undone "
+                                                                                     "(Ctrl+Shift+Z)")
 
     @Slot(object)
     def _on_plan_input_invalid(self, exc) -> None:
@@ -318,7 +318,7 @@ class PlannerPage(Page):
         lines = []
         if mine_option is not None:  # the headline starts with this machine: fits or not, time, cost, rent
             colour = t.good if mine_option.fits else t.bad
-            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(headline(result), 1000)}</b></span>")
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(headline(result), 500)}</b></span>")
         lines.append(head)
         fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
