@@ -64,9 +64,10 @@ def _command_module(name: str):
 
 def add_fake_gpu(parser: argparse.ArgumentParser) -> None:
     """The shared ``--fake-gpu SCENARIO`` flag (also read from ``ADVISOR_FAKE_GPU``)."""
+    from advisor.hw.fake import SCENARIOS
+
     parser.add_argument("--fake-gpu", metavar="SCENARIO", default=None,
-                        help="simulate GPUs from a named scenario (2x4090, 8xh100-sxm, laptop-4060, no-driver, "
-                             "gpu-lost, not-supported); also ADVISOR_FAKE_GPU")
+                        help=f"simulate GPUs from a named scenario ({', '.join(SCENARIOS)}); also ADVISOR_FAKE_GPU")
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -95,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         from advisor.logs import setup_logging
 
         setup_logging(args.verbose)
+        if getattr(args, "command", None) != "gui":  # the app applies its own settings once Qt is up
+            from advisor import units
+            from advisor.store.display import memory_binary
+
+            units.set_memory_binary(memory_binary())
         log.info("advisor %s: %s", __version__, " ".join(argv) or "gui")
         return int(args.run(args) or 0)
     except UsageError as exc:

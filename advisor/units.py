@@ -74,6 +74,11 @@ def memory_unit() -> str:
     return "GiB" if _memory_binary else "GB"
 
 
+def memory_unit_note() -> str:
+    """What the memory unit means, for a table's heading: ``GB = 1e9 bytes`` (or ``GiB = 2^30 bytes``)."""
+    return "GiB = 2^30 bytes" if _memory_binary else "GB = 1e9 bytes"
+
+
 def sig3(value: float) -> str:
     """A number to three significant figures, without exponent for everyday magnitudes.
 
@@ -127,6 +132,11 @@ def fmt_bytes(n: float, binary: bool = False) -> str:
         value /= base
         i += 1
     return f"{value:.0f} {units[i]}" if i == 0 else f"{sig3(value)} {units[i]}"
+
+
+def upper_first(text: str) -> str:
+    """The text with its first letter in capitals, the rest untouched (``str.capitalize`` lowers the rest)."""
+    return text[:1].upper() + text[1:]
 
 
 def fmt_date(value) -> str:

@@ -6,6 +6,7 @@ import argparse
 
 from advisor.commands._json import print_json
 from advisor.commands._terminal import cell, lines_text
+from advisor.units import fmt_bytes, fmt_mem
 from advisor.untrusted import NAME_MAX_CHARS
 
 
@@ -42,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gb(n: float | None, unit: float = 2**30, suffix: str = "GiB") -> str:
-    return "n/a" if n is None else f"{n / unit:.1f} {suffix}"
 
 
 def format_profile(profile) -> str:
@@ -56,12 +55,12 @@ def format_profile(profile) -> str:
         f"Host     {h.hostname}  ({h.os}, Python {h.python})",
         f"CPU      {h.cpu.model}: {h.cpu.physical_cores or '?'} cores / {h.cpu.logical_cores} threads"
         + (f", up to {h.cpu.max_freq_mhz:.0f} MHz" if h.cpu.max_freq_mhz else ""),
-        f"Memory   {_gb(h.memory.total_bytes)} total, {_gb(h.memory.available_bytes)} available"
-        + (f", swap {_gb(h.memory.swap_total_bytes)}" if h.memory.swap_total_bytes else ""),
+        f"Memory   {fmt_mem(h.memory.total_bytes)} total, {fmt_mem(h.memory.available_bytes)} available"
+        + (f", swap {fmt_mem(h.memory.swap_total_bytes)}" if h.memory.swap_total_bytes else ""),
     ]
     for d in h.disks:
-        lines.append(f"Disk     {d.mountpoint} ({d.fstype}): {_gb(d.free_bytes, 1e9, 'GB')} free of "
-                     f"{_gb(d.total_bytes, 1e9, 'GB')}")
+        lines.append(f"Disk     {d.mountpoint} ({d.fstype}): {fmt_bytes(d.free_bytes)} free of "
+                     f"{fmt_bytes(d.total_bytes)}")
     lines.append(f"GPUs     [{b.name}] {b.status}")
     for g in profile.gpus:
         i = g.info
@@ -71,7 +70,7 @@ def format_profile(profile) -> str:
         bw_nvml = g.nvml_mem_bandwidth_bps
         bw_cat = g.catalog_mem_bandwidth_bps
         cc = "%d.%d" % i.compute_capability if i.compute_capability else "?"
-        lines.append(f"  gpu{i.index}  {cell(i.name, NAME_MAX_CHARS)}  {_gb(i.memory_total_bytes)}  cc {cc}  "
+        lines.append(f"  gpu{i.index}  {cell(i.name, NAME_MAX_CHARS)}  {fmt_mem(i.memory_total_bytes)}  cc {cc}  "
                      f"catalog: {g.catalog_id or 'no match'}")
         lines.append(f"        memory bandwidth: {'n/a' if bw_nvml is None else f'{bw_nvml / 1e9:.0f} GB/s'} "
                      f"from the driver, {'n/a' if bw_cat is None else f'{bw_cat / 1e9:.0f} GB/s'} in the catalog;"

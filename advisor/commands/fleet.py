@@ -34,9 +34,13 @@ def run(args) -> int:
 
     if args.fleet_command == "import":
         try:
-            fleet, machines = fl.import_detect_files(args.files)
+            fleet, machines, refused = fl.import_detect_files(args.files)
         except fl.FleetError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
+        import sys
+
+        for line in refused:  # one bad document is a line; the others are imported
+            echo(f"warning: {line}: not imported", file=sys.stderr)
         if args.json:
             print_json(fl.fleet_to_dict(fleet))
         else:
@@ -66,7 +70,8 @@ def run(args) -> int:
         print("the fleet is empty: import 'advisor detect --json' output with 'advisor fleet import FILE'")
         return 0
     for m in fleet.machines:
-        gpus = ", ".join(f"{g.index}: {g.name} ({g.catalog_id or 'not in catalog'})" for g in m.gpus) or "no GPU"
+        gpus = ", ".join(f"{g.index}: {g.name} ({g.catalog_id or 'not in catalog'}"
+                         f"{'' if g.memory_total_bytes else ', memory not read'})" for g in m.gpus) or "no GPU"
         sim = " [simulated]" if m.simulated else ""
         echo(f"{m.hostname} [{m.machine_id}]{sim}: {m.logical_cores} threads, {fmt_mem(m.memory_total_bytes)} RAM; {gpus}")
     acc = fl.fleet_accelerators(fleet)

@@ -109,23 +109,23 @@ def _document(rows, gpus, names, simulated, context, single) -> dict:
 
 
 def _yes(fit) -> str:
-    from advisor.units import fmt_bytes
+    from advisor.units import fmt_mem
 
     mark = {True: "yes", False: "no", None: "-"}[fit.fits]
-    return f"{mark} {fmt_bytes(fit.per_device_bytes, binary=True)}"
+    return f"{mark} {fmt_mem(fit.per_device_bytes)}"
 
 
 def _table(rows, gpus, names, simulated, context, single) -> str:
     from advisor.commands._terminal import cell, lines_text
     from advisor.models.hf import hub_cache_dir
     from advisor.models.stores import lmstudio_dirs, ollama_dir
-    from advisor.units import fmt_bytes, fmt_count
+    from advisor.units import fmt_bytes, fmt_count, fmt_mem
     from advisor.untrusted import NAME_MAX_CHARS
 
     lines = []
     if simulated:
         lines.append("*** SIMULATED HARDWARE: GPUs from a fake scenario, not this machine ***")
-    gpu_text = ", ".join(f"{cell(n, 200)} ({fmt_bytes(m, binary=True)})" for n, m in zip(names, gpus)) or "none detected"
+    gpu_text = ", ".join(f"{cell(n, NAME_MAX_CHARS)} ({fmt_mem(m)})" for n, m in zip(names, gpus)) or "none detected"
     lines.append(f"GPUs: {gpu_text}. Fit: inference at {context} tokens, LoRA/QLoRA rank 16 at 2048 tokens, "
                  "split over every GPU; memory per GPU shown.")
     if not rows:

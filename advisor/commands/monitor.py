@@ -13,7 +13,7 @@ from pathlib import Path
 
 from advisor.commands._json import print_json
 from advisor.commands._terminal import echo
-from advisor.units import GB
+from advisor.units import mem_value, memory_unit
 
 ONCE_SETTLE_S = 0.25
 
@@ -55,14 +55,14 @@ def format_line(sample, simulated: bool) -> str:
         return "n/a" if v is None else f"{v:{fmt}}{unit}"
 
     parts = [f"{sample.time_s:8.2f}s", f"cpu {num(h.cpu_util_pct, '5.1f', '%')}",
-             f"mem {num(None if h.mem_used_bytes is None else h.mem_used_bytes / GB, '.1f')}"
-             f"/{num(None if h.mem_total_bytes is None else h.mem_total_bytes / GB, '.1f', ' GB')}"]
+             f"mem {num(None if h.mem_used_bytes is None else mem_value(h.mem_used_bytes), '.1f')}"
+             f"/{num(None if h.mem_total_bytes is None else mem_value(h.mem_total_bytes), '.1f', ' ' + memory_unit())}"]
     for g in sample.gpus:
         if not g.available:
             parts.append(f"gpu{g.index} {g.state}")
             continue
-        used = None if g.mem_used_bytes is None else g.mem_used_bytes / GB
-        parts.append(f"gpu{g.index} {num(g.util_pct, '3.0f', '%')} {num(used, '.1f', ' GB')} "
+        used = None if g.mem_used_bytes is None else mem_value(g.mem_used_bytes)
+        parts.append(f"gpu{g.index} {num(g.util_pct, '3.0f', '%')} {num(used, '.1f', ' ' + memory_unit())} "
                      f"{num(g.power_w, '.0f', ' W')} {num(g.temp_c, '.0f', ' C')}")
     return " | ".join(parts) + ("  [simulated]" if simulated else "")
 
@@ -138,6 +138,10 @@ def _once(sampler, gpu, status, as_json: bool) -> int:
                            simulated=gpu.simulated)
     if as_json:
         print_json(doc, indent=2)
+    elif not sys.stdout.isatty():  # piped: a plain tab-separated layout, whole names, for scripts
+        from advisor.commands.monitor_view import plain_tables
+
+        sys.stdout.write(plain_tables(sample, infos, sampler.processes()))
     else:
         from rich.console import Console
 
@@ -158,7 +162,7 @@ def _record(sampler, gpu, banner: str, args) -> int:
         sampler.stop()
 
     try:
-        recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error)
+        recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error, simulated=gpu.simulated)
     except CsvTargetError as exc:
         raise UsageError(f"--csv: {exc}") from None
     try:
@@ -177,22 +181,43 @@ def _record(sampler, gpu, banner: str, args) -> int:
 
 
 def _live(sampler, gpu, banner: str, duration) -> int:
-    """The refreshing terminal table (rich ``Live``), redrawn after every sample."""
+    """The refreshing terminal table (rich ``Live``), redrawn after every sample and after each key
+    (``s``/``S`` sort the processes, ``p`` pauses the view, ``q`` quits; ``monitor_keys``)."""
+    import threading
+
     from rich.console import Console
     from rich.live import Live
 
     from advisor.commands._terminal import term_text
-    from advisor.commands.monitor_view import live_view
+    from advisor.commands.monitor_keys import keys
+    from advisor.commands.monitor_view import ViewState, live_view
     from advisor.monitor.snapshot import read_infos
 
     infos = read_infos(gpu)
     console = Console()
+    state = ViewState()
+    latest: list = []
+    lock = threading.Lock()
     with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
-        def _draw(sample) -> None:
-            live.update(live_view(sample, infos, sampler.processes(), banner), refresh=True)
+        def _draw(sample=None) -> None:
+            with lock:
+                if sample is not None:
+                    if state.paused:
+                        return
+                    latest[:] = [sample]
+                if latest:
+                    live.update(live_view(latest[0], infos, sampler.processes(), banner, state), refresh=True)
+
+        def _on_key(ch: str) -> None:
+            state.key(ch)
+            if state.quit:
+                sampler.stop()
+            else:
+                _draw()
 
         sampler.add_listener(_draw)
-        _run(sampler, duration)
+        with keys(_on_key):
+            _run(sampler, duration)
     if sampler.last_error:
         console.print(term_text(f"warning: {sampler.last_error}", style="yellow", max_chars=None))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from rich.console import Group
 from rich.table import Table
@@ -10,7 +11,9 @@ from rich.text import Text
 
 from advisor.commands._terminal import term_text
 from advisor.hw.records import GPU_OK, STATE_WORDS, THROTTLE_WORDS
-from advisor.units import fmt_bytes
+from advisor.monitor.columns import wall_time_utc
+from advisor.units import fmt_mem, mem_value, memory_unit
+from advisor.untrusted import plain_text
 
 BAR_CELLS = 10
 
@@ -47,7 +50,7 @@ def gpu_table(sample, infos) -> Table:
             continue
         used, total = g.mem_used_bytes, g.mem_total_bytes
         mem = _bar(used / total if used is not None and total else None,
-                   f"{fmt_bytes(used, binary=True)} / {fmt_bytes(total, binary=True)}" if used is not None and total
+                   f"{fmt_mem(used)} / {fmt_mem(total)}" if used is not None and total
                    else "")
         power = ("n/a" if g.power_w is None else f"{g.power_w:.0f}"
                  + (f" / {g.power_limit_w:.0f} W" if g.power_limit_w else " W"))
@@ -65,27 +68,110 @@ def _elapsed(started_s: float | None, now_s: float) -> str:
     return f"{s // 86400}d {s % 86400 // 3600:02d}h" if s >= 86400 else f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def process_table(processes, now_s: float, width: int = 60) -> Table:
-    """One row per GPU process, largest GPU memory first."""
-    t = Table(title="GPU processes", expand=True, title_justify="left", pad_edge=False)
+# The live view's sort keys, in the order the ``s`` key steps through them: (name, key, largest first).
+SORTS = (
+    ("GPU memory", lambda p: p.gpu_mem_bytes or 0, True),
+    ("GPU %", lambda p: p.gpu_util_pct or 0.0, True),
+    ("CPU %", lambda p: p.cpu_pct or 0.0, True),
+    ("host memory", lambda p: p.host_mem_bytes or 0, True),
+    ("running time", lambda p: -(p.started_s or 0.0), True),
+    ("PID", lambda p: p.pid, False),
+)
+
+
+@dataclass
+class ViewState:
+    """What the keys of the live view change: the process sort and whether the view is paused."""
+
+    sort: int = 0
+    paused: bool = False
+    quit: bool = False
+
+    def key(self, ch: str) -> None:
+        """Apply one key: ``s``/``S`` next/previous sort, ``p`` or space pause, ``q`` quit."""
+        if ch == "s":
+            self.sort = (self.sort + 1) % len(SORTS)
+        elif ch == "S":
+            self.sort = (self.sort - 1) % len(SORTS)
+        elif ch in ("p", " "):
+            self.paused = not self.paused
+        elif ch in ("q", "\x03"):
+            self.quit = True
+
+    @property
+    def sort_name(self) -> str:
+        return SORTS[self.sort][0]
+
+    def footer(self) -> Text:
+        state = "PAUSED (the samples go on; p resumes)" if self.paused else "p pause"
+        return Text(f"sorted by {self.sort_name} · keys: s / S sort · {state} · q quit", style="dim")
+
+
+def sorted_processes(processes, sort: int = 0) -> list:
+    """The processes in the order of ``SORTS[sort]`` (largest first where that is the key's sense)."""
+    _name, key, largest = SORTS[sort]
+    return sorted(processes, key=key, reverse=largest)
+
+
+def process_table(processes, now_s: float, width: int = 60, sort: int = 0) -> Table:
+    """One row per GPU process, in the order of ``SORTS[sort]`` (largest GPU memory first by default)."""
+    t = Table(title=f"GPU processes (by {SORTS[sort][0]})", expand=True, title_justify="left", pad_edge=False)
     for name in ("PID", "user", "GPU", "GPU mem", "GPU %", "CPU %", "host mem", "time", "command"):
         t.add_column(name, justify="left" if name in ("user", "command") else "right", no_wrap=True,
                      overflow="ellipsis", max_width=width if name == "command" else None)
-    for p in sorted(processes, key=lambda p: -(p.gpu_mem_bytes or 0)):
+    for p in sorted_processes(processes, sort):
         t.add_row(str(p.pid), term_text(p.user or "?"), str(p.gpu_index),
-                  fmt_bytes(p.gpu_mem_bytes, binary=True) if p.gpu_mem_bytes is not None else "n/a",
+                  fmt_mem(p.gpu_mem_bytes) if p.gpu_mem_bytes is not None else "n/a",
                   _num(p.gpu_util_pct, ".0f"), _num(p.cpu_pct, ".0f"),
-                  fmt_bytes(p.host_mem_bytes, binary=True) if p.host_mem_bytes is not None else "n/a",
+                  fmt_mem(p.host_mem_bytes) if p.host_mem_bytes is not None else "n/a",
                   _elapsed(p.started_s, now_s), term_text(p.cmdline or p.name or "(another PID namespace)", max_chars=None))
     if not processes:
         t.add_row("", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
     return t
 
 
-def live_view(sample, infos, processes, banner: str) -> Group:
-    """Everything the live terminal view shows for one sample."""
+def live_view(sample, infos, processes, banner: str, state: ViewState | None = None) -> Group:
+    """Everything the live terminal view shows for one sample (with the keys' footer when ``state`` is given)."""
     h = sample.host
-    host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_bytes(h.mem_used_bytes, binary=True)} / "
-            f"{fmt_bytes(h.mem_total_bytes, binary=True)}" if h.mem_used_bytes is not None else "")
-    return Group(term_text(banner, style="bold yellow" if "SIMULATED" in banner else "bold", max_chars=None), Text(host),
-                 gpu_table(sample, infos), process_table(processes, sample.wall_time_s))
+    host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_mem(h.mem_used_bytes)} / "
+            f"{fmt_mem(h.mem_total_bytes)}" if h.mem_used_bytes is not None else "")
+    parts = [term_text(banner, style="bold yellow" if "SIMULATED" in banner else "bold", max_chars=None), Text(host),
+             gpu_table(sample, infos), process_table(processes, sample.wall_time_s, sort=state.sort if state else 0)]
+    if state is not None:
+        parts.append(state.footer())
+    return Group(*parts)
+
+
+def _cell(v, fmt: str = ".0f") -> str:
+    return "" if v is None else f"{v:{fmt}}"
+
+
+def plain_tables(sample, infos, processes) -> str:
+    """``advisor monitor --once`` piped: tab-separated tables (a header row, then one row per GPU; a blank line;
+    the same for processes), whole names and commands, numbers without units (the unit is in the header)."""
+    unit = memory_unit()
+    rows = [("gpu", "name", "state", "util_pct", f"mem_used_{unit}", f"mem_total_{unit}", "power_w", "power_limit_w",
+             "temp_c", "fan_pct", "sm_clock_mhz")]
+    for g in sample.gpus:
+        info = infos[g.index] if g.index < len(infos) else None
+        mem = [None if b is None else mem_value(b) for b in (g.mem_used_bytes, g.mem_total_bytes)]
+        rows.append((str(g.index), info.name if info else "", g.state, _cell(g.util_pct), _cell(mem[0], ".3g"),
+                     _cell(mem[1], ".3g"), _cell(g.power_w), _cell(g.power_limit_w), _cell(g.temp_c),
+                     _cell(g.fan_pct), _cell(g.sm_clock_mhz)))
+    rows.append(())
+    rows.append(("pid", "user", "gpu", f"gpu_mem_{unit}", "gpu_util_pct", "cpu_pct", f"host_mem_{unit}",
+                 "started_utc", "command"))
+    for p in sorted_processes(processes):
+        rows.append((str(p.pid), p.user or "", str(p.gpu_index),
+                     _cell(None if p.gpu_mem_bytes is None else mem_value(p.gpu_mem_bytes), ".3g"),
+                     _cell(p.gpu_util_pct), _cell(p.cpu_pct),
+                     _cell(None if p.host_mem_bytes is None else mem_value(p.host_mem_bytes), ".3g"),
+                     "" if p.started_s is None else wall_time_utc(p.started_s),
+                     p.cmdline or p.name or "(another PID namespace)"))
+    return "\n".join("\t".join(_tsv(c) for c in r) for r in rows) + "\n"
+
+
+def _tsv(text: str) -> str:
+    """A cell of a tab-separated table: tabs and line breaks in it become spaces, other control characters
+    are shown as escapes (``advisor.untrusted``); the text is kept whole up to 4096 characters."""
+    return plain_text(" ".join(str(text).replace("\t", " ").splitlines()))

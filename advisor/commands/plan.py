@@ -214,7 +214,7 @@ def run(args) -> int:
     results, values_list = [], []
     for path, sc in named:
         values = prepare_values(args, request_values(args, sc.plan if sc else None, sc.assumptions if sc else None,
-                                                     Path(path).name if path else ""))
+                                                     Path(path).name if path else ""), catalog)
         values_list.append(values)
         results.append(build_plan(values, catalog, calibration, machine, fleet_owned))
 
@@ -334,6 +334,8 @@ def render_table(result, top: int | None = 12) -> str:
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
     lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {r.precision}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
+    if result.software is not None:
+        lines.append("Software: " + result.software.summary())
     if result.tokens is not None:
         lines.append(f"Budget: {units.fmt_count(result.tokens)} tokens ({result.budget_origin})")
     else:
@@ -350,22 +352,25 @@ def render_table(result, top: int | None = 12) -> str:
     lay = result.parallelism
     lines.append("")
     lines.append(f"Memory per device on {lay.devices} device(s) (tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, "
-                 f"ZeRO {lay.zero}; GB = 1e9 bytes):")
+                 f"ZeRO {lay.zero}; {units.memory_unit_note()}):")
     md = result.memory.as_dict()
     for part in ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead"):
         if md[part]:
-            lines.append(f"  {part:<12} {md[part] / 1e9:10.2f} GB")
-    lines.append(f"  {'total':<12} {md['total'] / 1e9:10.2f} GB")
+            lines.append(f"  {part:<12} {units.mem_value(md[part]):10.2f} {units.memory_unit()}")
+    lines.append(f"  {'total':<12} {units.mem_value(md['total']):10.2f} {units.memory_unit()}")
+    if result.memory.host_offload_bytes:
+        lines.append(f"  {'host RAM':<12} {units.mem_value(result.memory.host_offload_bytes):10.2f} "
+                     f"{units.memory_unit()} (offloaded or paged, not on the device)")
     best = result.best()
     if best is not None and best.devices != lay.devices:
         bl = best.parallelism
         lines.append(f"  On the cheapest option ({best.devices} x {best.accelerator_name}, tp {bl.tp}, ZeRO {bl.zero}): "
-                     f"{best.memory_per_device_bytes / 1e9:.2f} GB per device of {best.capacity_bytes / 1e9:.1f} GB")
+                     f"{units.fmt_mem(best.memory_per_device_bytes)} per device of {units.fmt_mem(best.capacity_bytes)}")
     lines.append("")
     ranked = result.ranked
     fitting = [o for o in ranked if o.fits]
     shown = ranked if top is None else ranked[:top]
-    prices = result.prices_text(shown)
+    prices = result.prices_text()
     lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
     lines.append(_stack_line(result, ranked))
     inference = r.workload == "inference"
@@ -444,21 +449,26 @@ def headline(result) -> list[str]:
 
 
 def fit_advice_lines(result) -> list[str]:
-    """What to change so the job fits this machine (or the hardware asked for), cheapest in time first."""
-    from advisor.planner.summary import fit_advice_rows, lost_text
+    """What to change so the job fits this machine (or the hardware asked for), cheapest in time first: only
+    changes that fit, each with the time and cost it makes; when none fits, one line with the closest."""
+    from advisor.planner.summary import cost_text, fit_advice_closest, fit_advice_rows, lost_text
 
     rows = fit_advice_rows(result)
-    if not rows:
-        return []
     target = result.fit_target()
-    where = f" {target.id} ({units.fmt_bytes(target.capacity_bytes)} per device)" if target else ""
+    where = f" {target.id} ({units.fmt_mem(target.capacity_bytes)} per device)" if target else ""
+    if not rows:
+        closest = fit_advice_closest(result)
+        if closest is None:
+            return []
+        return ["", f"No change the advisor tries makes the job fit{where}; the closest, {closest['flags']} "
+                    f"({closest['why']}), still needs {closest['memory']} per device."]
     lines = ["", f"What to change to fit{where}, cheapest in time first:"]
     width = min(60, max(len(r["flags"]) for r in rows))
     for r in rows:
         hours = "-" if r["hours"] is None else units.fmt_hours(r["hours"])
         lost = lost_text(r["hours_lost"])
-        lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {'fits' if r['fits'] else 'NO':>4} "
-                     f"{hours + lost:>20}  {r['why']}")
+        cost = cost_text(r["cost_usd"], r["cost_added_usd"]) or "-"
+        lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {hours + lost:>20} {cost:>20}  {r['why']}")
     return lines
 
 

@@ -171,11 +171,13 @@ def _num(x: float) -> str:
 
 
 def _print_result(r) -> None:
+    from advisor.probes.labels import run_mode
+
     out = sys.stdout
     if r.skipped:
         echo(f"{r.probe} on {r.device}: skipped: {r.skipped}", file=out)
         return
-    echo(f"{r.probe} on {r.device} ({r.duration_s:.1f} s)", file=out)
+    echo(f"{r.probe} on {r.device}, {run_mode(r.params)} run ({r.duration_s:.1f} s)", file=out)
     for kernel, k in r.results.items():
         frac = f"  {100 * k.fraction_of_peak:5.1f} % of peak" if k.fraction_of_peak is not None else ""
         echo(f"  {kernel:14s} best {_num(k.best):>10s}  median {_num(k.median):>10s} {k.unit}{frac}", file=out)
@@ -202,7 +204,7 @@ def _history(args) -> int:
     if not entries:
         echo("no probe runs recorded yet")
         return 0
-    echo(f"{'id':>5}  {'started (UTC)':25s} {'probe':17s} {'device':8s} {'machine':16s} headline")
+    echo(f"{'id':>5}  {'started (UTC)':25s} {'probe':17s} {'device':8s} {'run':5s} {'machine':16s} headline")
     for e in entries:
         if e.skipped:
             head = f"skipped: {e.skipped}"
@@ -210,8 +212,8 @@ def _history(args) -> int:
             best = e.best()
             kernel = next(iter(best), None)
             head = f"{kernel} {_num(best[kernel][0])} {best[kernel][1]}" if kernel else "-"
-        echo(f"{e.id:>5}  {e.started_at:25s} {e.probe:17s} {e.device:8s} {str(e.fingerprint.get('id', ''))[:16]:16s} "
-              f"{head}")
+        echo(f"{e.id:>5}  {e.started_at:25s} {e.probe:17s} {e.device:8s} {e.mode:5s} "
+              f"{str(e.fingerprint.get('id', ''))[:16]:16s} {head}")
     return 0
 
 
@@ -229,6 +231,9 @@ def _compare(args) -> int:
     if args.json:
         print_json({"schema": "advisor.probe-compare/1", "a": a, "b": b, "kernels": rows}, indent=2)
         return 0
+    modes = next(iter(rows.values()), {})
+    if modes and modes["mode_a"] != modes["mode_b"]:
+        print(f"note: run {a} is a {modes['mode_a']} run and run {b} a {modes['mode_b']} one: not measured alike")
     print(f"{'kernel':14s} {'run ' + str(a):>12s} {'run ' + str(b):>12s}  unit      b/a")
     for kernel, row in rows.items():
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.3f}"

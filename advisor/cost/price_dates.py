@@ -75,9 +75,20 @@ class PriceAges:
     as_of: str
     bounded_ids: tuple[str, ...] = ()
     oldest_bounded: bool = False
+    dated_count: int = 0  # offers with a date or a bound
 
-    def summary(self) -> str:
-        """One line for plans and reports."""
+    @property
+    def count(self) -> int:
+        """How many offers the figures count (dated, bounded and undated)."""
+        return self.dated_count + len(self.undated_ids)
+
+    def summary(self, scope: str = "") -> str:
+        """One line for plans and reports.
+
+        Args:
+            scope: whose offers are counted (``"the catalog's"``, ``"this plan's"``): with it the line starts
+                ``the catalog's 128 cloud offers:``, so two counts of different sets are never read as one.
+        """
         oldest = f"{self.oldest} or earlier" if self.oldest_bounded else self.oldest
         if self.oldest is None:
             text = "prices undated"
@@ -89,6 +100,8 @@ class PriceAges:
             text += f"; {len(self.stale_ids)} older than a year (as of {self.as_of})"
         if self.undated_ids and self.oldest is not None:
             text += f"; {len(self.undated_ids)} undated"
+        if scope:
+            text = f"{scope} {self.count} cloud offer{'s' if self.count != 1 else ''}: {text}"
         return text
 
 
@@ -119,13 +132,13 @@ def price_ages(offers: Iterable, as_of: str) -> PriceAges:
     oldest = min(dated) if dated else None
     return PriceAges(oldest.isoformat() if oldest else None, max(dated).isoformat() if dated else None,
                      tuple(stale), tuple(undated), as_of, tuple(i for _, i in bounds),
-                     oldest is not None and oldest not in exact)
+                     oldest is not None and oldest not in exact, len(dated))
 
 
-def price_summary(offers: Iterable, as_of: str, prices_as_of: str) -> str:
-    """:meth:`PriceAges.summary` of ``offers``, or ``prices as of <prices_as_of>`` when ``as_of`` is not an ISO
-    date (a user catalog may have none): one line for the CLI, the app's status bar, pages and reports."""
+def price_summary(offers: Iterable, as_of: str, prices_as_of: str, scope: str = "the catalog's") -> str:
+    """:meth:`PriceAges.summary` of ``offers`` (counted as ``scope``'s), or ``prices as of <prices_as_of>`` when
+    ``as_of`` is not an ISO date (a user catalog may have none): one line for the app's status bar and pages."""
     try:
-        return price_ages(offers, as_of).summary()
+        return price_ages(offers, as_of).summary(scope)
     except ValueError:
-        return f"prices as of {prices_as_of}"
+        return f"cloud prices as of {prices_as_of}"

@@ -6,7 +6,8 @@ that returns the memory (and hours) of the job with that change applied. ``job_e
 from the estimate functions; the planner may pass its own (a re-plan with the changed request).
 
 Changes, by workload: training - full checkpointing, micro-batch 1 with gradient accumulation, a shorter
-sequence, LoRA or QLoRA instead of full fine-tuning, an 8-bit optimizer, ZeRO-3/FSDP over several GPUs,
+sequence, a leaner framework than plain Hugging Face (torchtune, Unsloth), LoRA or QLoRA instead of full
+fine-tuning, an 8-bit optimizer, ZeRO-3/FSDP over several GPUs,
 optimizer offload to host RAM (host RAM checked); inference - a smaller quantisation, a shorter context,
 a quantised KV cache, layers offloaded to the CPU.
 """
@@ -29,6 +30,12 @@ MIN_CONTEXT = 512
 ZERO3_TIME_FACTOR = 1.10  # extra all-gathers of the weights, over PCIe between consumer cards
 OFFLOAD_TIME_FACTOR = 1.30  # the optimizer step on the CPU and the PCIe copies of ZeRO-Offload
 MICRO_BATCH_ONE_TIME_FACTOR = 1.05  # smaller matrix products use the GPU a little less well
+# A framework that holds less than plain Hugging Face training, by workload (resources/frameworks.toml).
+FRAMEWORK_FOR_FIT = {
+    "finetune": ("torchtune", "torchtune's single-device recipe: bf16 weights, paged 8-bit AdamW stepped in the backward"),
+    "lora": ("unsloth", "Unsloth: fused cross-entropy, checkpointed activations offloaded to host RAM"),
+    "qlora": ("unsloth", "Unsloth: fused cross-entropy, checkpointed activations offloaded to host RAM"),
+}
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Outcome:
     memory_total_bytes: int
     hours: float | None = None
     host_bytes: int = 0
+    cost_usd: float | None = None  # the job's total cost with the change (None: not known)
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,14 @@ class FitAdvice:
     hours_lost: float | None
     host_ram_bytes: int = 0
     host_fits: bool = True
+    cost_usd: float | None = None  # the job's total cost with the change
+    cost_added_usd: float | None = None  # over the job as given (negative: cheaper)
 
     def to_json(self) -> dict:
         return {"change": dict(self.change), "why": self.why, "memory_total_bytes": self.memory_total_bytes,
                 "fits": self.fits, "hours": self.hours, "hours_lost": self.hours_lost,
-                "host_ram_bytes": self.host_ram_bytes, "host_fits": self.host_fits}
+                "host_ram_bytes": self.host_ram_bytes, "host_fits": self.host_fits, "cost_usd": self.cost_usd,
+                "cost_added_usd": self.cost_added_usd}
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,11 @@ def candidate_changes(job: Mapping[str, Any], *, devices: int = 1, layers: int |
                               "micro-batch 1 with gradient accumulation (same effective batch)"))
     if wl in ("pretrain", "finetune") and job.get("optimizer", "adamw") == "adamw":
         out.append(_Candidate({"optimizer": "adamw-8bit"}, "an 8-bit optimizer (bitsandbytes AdamW8bit)"))
+    # both are single-GPU recipes (Unsloth's open-source release trains on one GPU; torchtune's
+    # full_finetune_single_device): offered only for a one-device target
+    if devices == 1 and job.get("framework") in (None, "transformers") and wl in FRAMEWORK_FOR_FIT:
+        name, why = FRAMEWORK_FOR_FIT[wl]
+        out.append(_Candidate({"framework": name}, why))
     if wl == "finetune":
         out.append(_Candidate({"workload": "lora"}, "LoRA instead of full fine-tuning"))
         out.append(_Candidate({"workload": "qlora"}, "QLoRA (4-bit base) instead of full fine-tuning"))
@@ -199,9 +215,11 @@ def _least_that_fits(cand: _Candidate, evaluate, capacity: int, host_ram: int | 
 
 def _advice(change: dict, why: str, o: Outcome, base: Outcome, capacity: int, host_ram: int | None) -> FitAdvice:
     lost = None if o.hours is None or base.hours is None else o.hours - base.hours
+    added = None if o.cost_usd is None or base.cost_usd is None else o.cost_usd - base.cost_usd
     return FitAdvice(change=change, why=why, memory_total_bytes=o.memory_total_bytes,
                      fits=o.memory_total_bytes <= capacity and _host_ok(o, host_ram), hours=o.hours,
-                     hours_lost=lost, host_ram_bytes=o.host_bytes, host_fits=_host_ok(o, host_ram))
+                     hours_lost=lost, host_ram_bytes=o.host_bytes, host_fits=_host_ok(o, host_ram),
+                     cost_usd=o.cost_usd, cost_added_usd=added)
 
 
 # ---------------------------------------------------------------------------- an evaluator from the estimates

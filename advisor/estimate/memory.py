@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.estimate.model import ModelArch, kv_values_per_token
+from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, optimizer_moment_bytes
 
 GIB = 2**30
 CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # CUDA context and library workspaces: 0.3 to 2 GiB (docs/method.md)
@@ -61,17 +62,23 @@ class StateBytes:
     optimizer: float
 
 
-def state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096) -> StateBytes:
+def state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096,
+                          behaviours: TrainingBehaviours = PLAIN) -> StateBytes:
     """Bytes per trained parameter (ZeRO paper, section 3: 2 + 2 + 12 = 16 for mixed-precision Adam).
 
-    Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients and an fp32 master copy (4 bytes)
-    inside the optimizer state. Optimizer moments: AdamW 8 (two fp32), 8-bit AdamW 2, SGD with momentum 4,
-    Adafactor only factored row/column statistics, about 8/hidden bytes per parameter.
+    Mixed precision (bf16/fp16/fp8) keeps 16-bit weights and gradients and, unless the framework trains pure
+    bf16 (``behaviours.master_weights``), an fp32 master copy (4 bytes) inside the optimizer state. Optimizer
+    moments (``software.optimizer_moment_bytes``): AdamW 8 (two fp32), 8-bit AdamW 2, SGD with momentum 4,
+    Adafactor only factored row/column statistics, about 8/hidden bytes per parameter; a bf16 or 8-bit state
+    halves or quarters them (``adamw-8bit`` is 8-bit whatever the framework's 16- or 32-bit default).
     Pure fp32/tf32: 4 + 4 + moments (Adam: 16 in all).
     """
-    moments = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0, "adafactor": 8.0 / hidden}[optimizer]
+    state = behaviours.optimizer_state
+    if optimizer == "adamw-8bit" and state in ("fp32", "bf16"):
+        state = "8bit"
+    moments = optimizer_moment_bytes(optimizer, state, hidden)
     if precision in MIXED:
-        return StateBytes(2.0, 2.0, 4.0 + moments)
+        return StateBytes(2.0, 2.0, (4.0 if behaviours.master_weights == "fp32" else 0.0) + moments)
     if precision in ("fp32", "tf32"):
         return StateBytes(4.0, 4.0, moments)
     raise ValueError(f"precision {precision} cannot train full weights (use qlora for 4-bit bases)")
@@ -97,28 +104,43 @@ def shard_model_states(states: StateBytes, params: float, zero: int, dp: int, tp
 
 
 def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpointing: str, tp: int = 1,
-                     bytes_per_value: float = 2.0) -> float:
-    """Activation memory of the whole layer stack for one micro-batch in flight on the first stage.
+                     bytes_per_value: float = 2.0, behaviours: TrainingBehaviours = PLAIN) -> float:
+    """Activation memory on the device of the whole layer stack for one micro-batch in flight on the first stage.
 
     Korthikanti et al. 2022, eq. 1-6, with sequence parallelism under tensor parallelism:
     per layer ``s*b*h*(34 + 5*a*s/h)/t`` bytes at 16 bits; selective recomputation (or FlashAttention/SDPA)
     drops the ``5*a*s/h`` term; full recomputation keeps only the layer input ``2*s*b*h`` per layer plus
     one layer's working set while it is recomputed. With 1F1B pipelining the first stage holds ``pp``
     micro-batches of ``L/pp`` layers: ``L`` layers' worth, so pipelining does not reduce it.
-    The fp32 logits ``4*s*b*V`` are added (dominant for large vocabularies).
+    With ``behaviours.activation_offload`` the saved activations live in host RAM (``offloaded_activation_bytes``)
+    and the device keeps one layer's working set. The logits and loss (``software.logits_bytes``: one fp32 copy,
+    ``4*s*b*V``, in Korthikanti's count) are added: dominant for large vocabularies.
     """
-    s, b, h, a, L = seq_len, micro_batch, arch.hidden, arch.heads, arch.layers
-    scale = bytes_per_value / 2.0
+    stack = _layer_stack(arch, seq_len, micro_batch, checkpointing, tp, bytes_per_value / 2.0,
+                         behaviours.activation_offload)
+    return stack + logits_bytes(seq_len * micro_batch, arch.vocab, behaviours) / tp
+
+
+def offloaded_activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpointing: str, tp: int = 1,
+                               bytes_per_value: float = 2.0) -> float:
+    """Host RAM the offloaded activations take: the layer stack the device would otherwise keep
+    (``activation_bytes`` without the logits) less the one layer's working set it still holds."""
+    args = (arch, seq_len, micro_batch, checkpointing, tp, bytes_per_value / 2.0)
+    return _layer_stack(*args, False) - _layer_stack(*args, True)
+
+
+def _layer_stack(arch: ModelArch, s: int, b: int, checkpointing: str, tp: int, scale: float, offload: bool) -> float:
+    """The layer stack's activations kept on the device (``activation_bytes`` without the logits)."""
+    h, a, L = arch.hidden, arch.heads, arch.layers
     full_layer = s * b * h * (34 + 5 * a * s / h) / tp * scale
     selective_layer = s * b * h * 34 / tp * scale
+    if offload:
+        return full_layer if checkpointing == "none" else selective_layer
     if checkpointing == "none":
-        stack = L * full_layer
-    elif checkpointing == "selective":
-        stack = L * selective_layer
-    else:
-        stack = L * 2 * s * b * h / tp * scale + selective_layer
-    logits = 4 * s * b * arch.vocab / tp
-    return stack + logits
+        return L * full_layer
+    if checkpointing == "selective":
+        return L * selective_layer
+    return L * 2 * s * b * h / tp * scale + selective_layer
 
 
 def overhead_bytes(other_bytes: float) -> int:
@@ -141,20 +163,37 @@ def lora_trainable_params(arch: ModelArch, rank: int) -> int:
     return arch.layers * attn + (arch.layers - moe_layers) * dense_ffn + moe_layers * expert_ffn
 
 
+def largest_tensor_params(arch: ModelArch, lora_rank: int | None = None) -> int:
+    """Parameters of the largest trained tensor: the embedding or output matrix ``V*h`` (or an FFN matrix
+    ``h*ffn``); for LoRA adapters on the linear layers, ``rank * max(h, ffn, heads*d_head)``. An optimizer
+    step in the backward keeps only this tensor's gradient at once."""
+    widest = max(arch.hidden, arch.ffn, arch.moe_ffn or 0, arch.heads * arch.d_head)
+    if lora_rank is not None:
+        return lora_rank * widest
+    return max(arch.vocab * arch.hidden, arch.hidden * widest)
+
+
 def training_memory(arch: ModelArch, params: float, *, workload: str, precision: str, optimizer: str,
                     zero: int, devices: int, tp: int, pp: int, seq_len: int, micro_batch: int,
-                    checkpointing: str, lora_rank: int = 16, embedding_params: float = 0.0) -> MemoryBreakdown:
-    """Training memory per device (model states, activations, logits, overhead).
+                    checkpointing: str, lora_rank: int = 16, embedding_params: float = 0.0,
+                    behaviours: TrainingBehaviours = PLAIN) -> MemoryBreakdown:
+    """Training memory per device (model states, activations, logits, overhead) under a framework's behaviours.
 
     Full training (pretrain, finetune): ``state_bytes_per_param`` sharded by ``shard_model_states``.
     LoRA: frozen 16-bit base (2 bytes per parameter); QLoRA: NF4 base at 4.13 bits with the embeddings and
-    head in 16 bits; adapters carry 16 bytes per parameter (weights 2, gradients 2, Adam states 12).
-    Activations are as for full training of the same model (Korthikanti).
+    head in 16 bits; adapters carry the same states per parameter as full training (mixed-precision AdamW:
+    weights 2, gradients 2, fp32 master 4 and moments 8). Activations are as for full training of the same
+    model (Korthikanti), the logits as the framework's loss holds them (``software.logits_bytes``).
+    ``behaviours`` (``estimate.software``): an optimizer step in the backward keeps one tensor's gradient
+    (``largest_tensor_params``) instead of all; paged 8-bit moments and offloaded activations are counted in
+    ``host_offload_bytes`` (host RAM for all ``devices``), not on the device.
     """
     dp = max(1, devices // (tp * pp))
     act_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
-    if workload in ("lora", "qlora"):
-        adapters = lora_trainable_params(arch, lora_rank)
+    lora = workload in ("lora", "qlora")
+    states = state_bytes_per_param("bf16" if lora else precision, optimizer, arch.hidden, behaviours)
+    if lora:
+        trained = lora_trainable_params(arch, lora_rank)
         if workload == "qlora":
             base = (params - embedding_params) * QLORA_BITS / 8 + embedding_params * 2
         else:
@@ -162,14 +201,25 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
         base /= tp * pp
         if zero >= 3:
             base /= dp
-        aw, ag, ak = shard_model_states(StateBytes(2.0, 2.0, 12.0), adapters, zero, dp, tp, pp)
-        weights, grads, opt = base + aw, ag, ak
+        aw, grads, opt = shard_model_states(states, trained, zero, dp, tp, pp)
+        weights = base + aw
     else:
-        states = state_bytes_per_param(precision, optimizer, arch.hidden)
+        trained = params
         weights, grads, opt = shard_model_states(states, params, zero, dp, tp, pp)
-    acts = activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes)
+    if behaviours.optimizer_in_backward:
+        grads = states.gradients * largest_tensor_params(arch, lora_rank if lora else None) / tp
+    host = 0.0
+    if behaviours.optimizer_state == "paged-8bit":  # unified memory: the moments page out to host RAM
+        moments = optimizer_moment_bytes(optimizer, "paged-8bit", arch.hidden)
+        paged = moments * trained / (tp * pp) / (dp if zero >= 1 else 1)
+        opt -= paged
+        host += paged * devices
+    acts = activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes, behaviours)
+    if behaviours.activation_offload:
+        host += offloaded_activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes) * devices
     other = weights + grads + opt + acts
-    return MemoryBreakdown(int(weights), int(grads), int(opt), int(acts), 0, overhead_bytes(other))
+    return MemoryBreakdown(int(weights), int(grads), int(opt), int(acts), 0, overhead_bytes(other),
+                           host_offload_bytes=int(host))
 
 
 def weight_bits(precision: str, quant: str | None = None) -> float:

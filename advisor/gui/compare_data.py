@@ -15,15 +15,53 @@ def option_label(o) -> str:
     the job's software stack says what it needs (``GCP 1× TPU v6e spot [needs JAX/XLA]``)."""
     mark = "" if getattr(o, "stack_ok", True) else f" [{o.stack_reason}]"
     if o.kind == "cloud":
-        return f"{_provider(o.provider)} {o.devices}× {_short(o.accelerator_name)}" + (" spot" if o.spot else "") + mark
-    return f"{KIND_WORDS[o.kind]} {o.devices}× {_short(o.accelerator_name)}{mark}"
+        return f"{_provider(o.provider)} {o.devices}× {short_name(o.accelerator_name)}" + (" spot" if o.spot else "") + mark
+    return f"{KIND_WORDS[o.kind]} {o.devices}× {short_name(o.accelerator_name)}{mark}"
+
+
+def scatter_flat_text(options) -> str | None:
+    """What the time-against-cost chart says instead of its points when they lie on one line: every option takes
+    the same time (a budget given in hours) or costs the same; None when the chart has something to show."""
+    if not options:
+        return "No option fits this job: nothing to compare."
+    hours = [o.hours for o in options]
+    costs = [o.cost_usd for o in options]
+    if max(hours) <= min(hours) * 1.01:
+        return (f"Every option that fits runs for the same {fmt_hours(hours[0])} (the job's budget is its time), "
+                "so only the cost differs: see the bars above.")
+    if max(costs) <= min(costs) * 1.01:
+        return f"Every option that fits costs the same {fmt_usd(costs[0])}: only the time differs."
+    return None
+
+
+def distinct_labels(options) -> list[str]:
+    """:func:`option_label` of each option, made distinct: where two offers would read alike ("RunPod 1× H100
+    SXM5 80GB" for the secure and the community cloud; "GCP 8× H100 SXM spot" for a3-high and a3-mega), each
+    says the words of its instance name the others lack (``· Community Cloud``, ``· a3-megagpu``)."""
+    import re
+    from collections import defaultdict
+
+    labels = [option_label(o) for o in options]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, label in enumerate(labels):
+        groups[label].append(i)
+    for label, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        words = [re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", getattr(options[i], "instance", "") or options[i].id)
+                 for i in idx]
+        common = set.intersection(*(set(w) for w in words))
+        for i, w in zip(idx, words):
+            own = " ".join(x for x in w if x not in common and not x.startswith("per")) or options[i].id
+            labels[i] = f"{label} · {own[:24]}"
+    return labels
 
 
 def _provider(name: str) -> str:
     return plain_text(name.split(" (")[0][:16])  # a price list's provider: inert
 
 
-def _short(name: str) -> str:
+def short_name(name: str) -> str:
     import re
 
     name = re.sub(r"\s*\(.*?\)", "", name)
@@ -118,7 +156,7 @@ def break_even_lines(result, machine_ids=(), limit: int = 3) -> list[BreakEvenLi
             continue
         seen.add(key)
         rate = be.rent_usd_per_device_hour
-        out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {_short(o.accelerator_name)} vs {_provider(be.provider)} "
+        out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {short_name(o.accelerator_name)} vs {_provider(be.provider)} "
                                  f"${rate:,.2f}/h", o.owning.fixed_usd_per_device,
                                  o.owning.variable_usd_per_device_hour, rate, be.device_hours))
         if len(out) >= limit:

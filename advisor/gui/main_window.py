@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
         cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
         prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
         self.statusBar().showMessage(plain(  # the prices' dates can come from a user catalog
-            f"Catalog {cat.date} · cloud {prices}"
+            f"Catalog {cat.date} · {prices}"
             + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""), None))
 
     # ------------------------------------------------------------ pages

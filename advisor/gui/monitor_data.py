@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from advisor.monitor.columns import csv_columns
+from advisor.monitor.columns import STAMP_COLUMNS, csv_columns, stamp_values
 from advisor.monitor.recorder import format_cell
 
 WINDOWS_S = (("1 min", 60), ("5 min", 300), ("15 min", 900), ("30 min", 1800), ("1 h", 3600))
@@ -23,32 +23,39 @@ HOST_CHARTS = (
 )
 
 
-def history_csv(history, gpu_count: int, window_s: float | None) -> str:
+def history_csv(history, gpu_count: int, window_s: float | None, wall_start_s: float = 0.0,
+                simulated: bool = False) -> str:
     """The recorded window as ``advisor monitor --csv`` text (same columns, empty cells where not available).
 
     Args:
         history: the sampler's ``History``.
         gpu_count: GPUs in the history.
         window_s: seconds back from the newest sample, or None for everything kept.
+        wall_start_s: the wall clock (epoch seconds) of the history's time 0 (``Sampler.wall_start_s``).
+        simulated: the GPUs are simulated.
     """
     columns = csv_columns(gpu_count)
-    times, _ = history.window(columns[1], window_s)
-    series = [history.window(c, window_s)[1] for c in columns[1:]]
+    metrics = columns[len(STAMP_COLUMNS):]
+    times, _ = history.window(metrics[0], window_s)
+    series = [history.window(c, window_s)[1] for c in metrics]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
     t0 = times[0] if len(times) else 0.0
     for i in range(len(times)):
-        w.writerow([format_cell(round(float(times[i] - t0), 6))] + [format_cell(float(s[i])) for s in series])
+        t = float(times[i])
+        w.writerow([format_cell(v) for v in stamp_values(t - t0, wall_start_s + t, simulated)]
+                   + [format_cell(float(s[i])) for s in series])
     return buf.getvalue()
 
 
-def export_csv(history, gpu_count: int, window_s: float | None, path: str):
+def export_csv(history, gpu_count: int, window_s: float | None, path: str, wall_start_s: float = 0.0,
+               simulated: bool = False):
     """Write :func:`history_csv` atomically to ``path`` (runs in a worker); yields progress, returns the row count."""
     from advisor.store.atomic import write_atomic
 
     yield "collecting"
-    text = history_csv(history, gpu_count, window_s)
+    text = history_csv(history, gpu_count, window_s, wall_start_s, simulated)
     yield "writing"
     write_atomic(path, text)
     return text.count("\n") - 1

@@ -35,6 +35,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from advisor.catalog.frameworks import bundled_frameworks, canonical_framework
 from advisor.catalog.stacks import STACKS
 from advisor.cost.assumptions import Assumption, CostAssumptions
 
@@ -47,6 +48,10 @@ CHECKPOINTING = ("none", "selective", "full")
 QUANTS = ("q8_0", "q6_k", "q4_k_m", "q4_0", "nf4")
 RUNTIMES = ("llama.cpp", "vllm", "exllama", "mlc")  # advisor.estimate.decode.RUNTIMES (a test checks)
 MAX_DEVICES = 16384
+# Training frameworks (resources/frameworks.toml): the ids a plan names, and the aliases that resolve to them.
+FRAMEWORKS = tuple(bundled_frameworks())
+FRAMEWORK_ALIASES = tuple(a for p in bundled_frameworks().values() for a in p.aliases)
+_FROM_FRAMEWORK = "default: from the framework"
 # Cost assumptions with a flag of their own (help, unit and range come from CostAssumptions).
 ASSUMPTION_FLAGS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+\-]{0,127}$"
@@ -194,12 +199,40 @@ class Job(BaseModel):
     seq_len: int | None = _field(None, unit="tokens", help="training sequence length (default 2048, capped at the "
                                  "model's)", workloads=TRAINING, ge=1, le=16_777_216)
     micro_batch: int = _field(1, unit="sequences", help="micro-batch per device", workloads=TRAINING, ge=1, le=65_536)
-    checkpointing: Literal["none", "selective", "full"] = _field(
-        "selective", help="activation checkpointing", workloads=TRAINING)
+    checkpointing: Literal["none", "selective", "full"] | None = _field(
+        None, help=f"activation checkpointing ({_FROM_FRAMEWORK})", workloads=TRAINING)
     grad_accum: int = _field(1, unit="micro-batches", help="gradient accumulation steps per optimizer step (same "
                              "memory as one micro-batch)", workloads=TRAINING, ge=1, le=65_536)
     optimizer_offload: bool = _field(False, help="keep the optimizer states in host RAM (ZeRO-Offload): less GPU "
                                      "memory, about 30 % slower", workloads=TRAINING)
+    # ---- training software (docs/method.md, "The training framework"): a profile, each behaviour settable
+    framework: Literal[FRAMEWORKS] | None = _field(
+        None, help="training framework, whose behaviours decide memory and speed (default: transformers for "
+        "fine-tunes, megatron for pretraining; aliases: " + ", ".join(FRAMEWORK_ALIASES) + ")", group="software",
+        workloads=TRAINING)
+    master_weights: Literal["fp32", "bf16"] | None = _field(
+        None, help=f"an fp32 master copy of the weights, or pure bf16 ({_FROM_FRAMEWORK})", group="software",
+        workloads=("pretrain", "finetune"))
+    optimizer_state: Literal["fp32", "bf16", "8bit", "paged-8bit"] | None = _field(
+        None, help="format of the optimizer's moments; paged-8bit pages them to host RAM (bitsandbytes paged "
+        f"optimizers) ({_FROM_FRAMEWORK})", group="software", workloads=TRAINING)
+    optimizer_in_backward: Literal["on", "off"] | None = _field(
+        None, help=f"step each parameter inside the backward: no full gradient buffer ({_FROM_FRAMEWORK})",
+        group="software", workloads=("pretrain", "finetune"))
+    loss: Literal["full", "chunked", "fused"] | None = _field(
+        None, help="how the loss holds the logits: full fp32 copies, chunked cross-entropy, or a fused linear "
+        f"cross-entropy that never holds them all ({_FROM_FRAMEWORK})", group="software", workloads=TRAINING)
+    logits_fp32_copies: float | None = _field(
+        None, unit="copies", help=f"fp32 copies of the logits a full loss holds ({_FROM_FRAMEWORK})",
+        group="software", workloads=TRAINING, ge=0.5, le=8)
+    loss_chunks: int | None = _field(None, unit="chunks", help=f"chunks of a chunked or fused loss ({_FROM_FRAMEWORK})",
+                                     group="software", workloads=TRAINING, ge=1, le=4096)
+    activation_offload: Literal["on", "off"] | None = _field(
+        None, help=f"keep the checkpointed activations in host RAM ({_FROM_FRAMEWORK})", group="software",
+        workloads=TRAINING)
+    kernel_efficiency: float | None = _field(
+        None, unit="x plain PyTorch", help="speed of the framework's kernels against plain PyTorch, a factor on the "
+        f"utilisation ({_FROM_FRAMEWORK})", group="software", workloads=TRAINING, ge=0.1, le=5)
     # ---- budget
     tokens: float | None = _field(None, unit="tokens", help="training tokens (inference: generated tokens)",
                                   group="budget", ge=1, le=1e16)
@@ -250,13 +283,23 @@ class Job(BaseModel):
     # ------------------------------------------------------------------ lax where files and flags need it
     @field_validator("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "lora_rank", "gpus", "tp", "pp",
                      "seq_len", "micro_batch", "context", "batch", "output_tokens", "zero", "grad_accum",
-                     "kv_cache_bits", "gpu_layers", mode="before")
+                     "kv_cache_bits", "gpu_layers", "loss_chunks", mode="before")
     @classmethod
     def _whole_float(cls, value: Any) -> Any:
         if isinstance(value, bool):
             raise ValueError("must be a whole number, not true/false")
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
             return int(value)
+        return value
+
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _framework_alias(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return canonical_framework(value.strip().lower())
+            except KeyError:
+                return value
         return value
 
     @field_validator("own", mode="before")
@@ -334,6 +377,9 @@ def _check_rules(job: Job) -> None:
         raise JobInputError("precision", f"{job.precision} is for inference; 4-bit training is --workload qlora")
     if job.workload == "inference" and job.quant is None and job.precision == "tf32":
         raise JobInputError("precision", "tf32 is a training precision; use fp32, bf16, fp8, int8 or int4")
+    if job.optimizer == "adamw-8bit" and job.optimizer_state in ("fp32", "bf16"):
+        raise JobInputError("optimizer_state", f"adamw-8bit keeps 8-bit states, not {job.optimizer_state}; "
+                            "use --optimizer adamw with it")
     try:
         CostAssumptions().with_overrides(**job.assumptions)
     except (TypeError, ValueError) as exc:
@@ -360,7 +406,8 @@ def _input_error(exc: ValidationError) -> JobInputError:
         what = "a whole number" if meta.kind == "int" else "a finite number"
         return JobInputError(name, f"must be {what} {meta.range_text()}, got {shown}")
     if meta.kind == "choice":
-        return JobInputError(name, f"must be {meta.range_text()}, got {shown}")
+        aliases = f" (or {', '.join(FRAMEWORK_ALIASES)})" if name == "framework" else ""
+        return JobInputError(name, f"must be {meta.range_text()}{aliases}, got {shown}")
     if meta.kind == "bool":
         return JobInputError(name, f"must be true or false, got {shown}")
     msg = err.get("msg", "invalid")

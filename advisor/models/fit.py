@@ -3,7 +3,9 @@
 Inference: ``estimate.memory.inference_memory`` with the model's stored weight bytes when known (a GGUF file's
 tensors, a safetensors index), else bf16 weights; fp16 KV cache for ``context`` tokens, batch 1.
 LoRA and QLoRA: ``estimate.memory.training_memory`` (bf16 base, or NF4 base for QLoRA; rank 16 adapters on every
-linear layer, AdamW, full activation checkpointing, one sequence of ``seq_len`` tokens). The model is split
+linear layer, AdamW, one sequence of ``seq_len`` tokens) under the default fine-tune framework's behaviours
+(``catalog.frameworks``: Hugging Face transformers with PEFT, full activation checkpointing, fp32 logits as its
+loss holds them), the planner's default for the same job. The model is split
 evenly over every GPU (tensor parallel); a part fits when its bytes per device are within the smallest GPU's memory.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.catalog.frameworks import resolve_framework
 from advisor.estimate.memory import inference_memory, training_memory
 from advisor.estimate.model import embedding_params
 from advisor.models.record import ResolvedModel
@@ -66,9 +69,10 @@ def fit_model(model: ResolvedModel, gpu_memory_bytes: list[int], *, context: int
     emb = embedding_params(arch)
     parts = [("inference", infer.total_bytes)]
     for workload in ("lora", "qlora"):
+        behaviours = resolve_framework(None, workload).behaviours_for(workload)
         mem = training_memory(arch, params, workload=workload, precision="bf16", optimizer="adamw", zero=0, devices=n,
-                              tp=n, pp=1, seq_len=seq, micro_batch=1, checkpointing="full", lora_rank=LORA_RANK,
-                              embedding_params=emb)
+                              tp=n, pp=1, seq_len=seq, micro_batch=1, checkpointing=behaviours.checkpointing,
+                              lora_rank=LORA_RANK, embedding_params=emb, behaviours=behaviours)
         parts.append((workload, mem.total_bytes))
     fits = tuple(Fit(w, int(b), (b <= smallest) if gpu_memory_bytes else None) for w, b in parts)
     return MachineFit(devices=len(gpu_memory_bytes), device_bytes=smallest, context=ctx, fits=fits)

@@ -1,7 +1,8 @@
 """GGUF files (llama.cpp, Ollama, LM Studio): architecture, context and exact weight bytes from the metadata.
 
-Read with the ``gguf`` package that llama.cpp publishes (``gguf-py``). ``GGUFReader`` memory-maps the file and
-parses the key-value header and the tensor table; the weights themselves are never read. Keys follow the
+The header is read by ``gguf_header`` (bounded: arrays the advisor does not need are skipped, every size is
+checked against the file's); the ``gguf`` package that llama.cpp publishes (``gguf-py``) gives the ggml type
+sizes and file type names. The weights themselves are never read. Keys follow the
 GGUF specification (ggml-org/ggml, ``docs/gguf.md``, "Standardized key-value pairs"): ``general.architecture``,
 ``<arch>.block_count``, ``<arch>.embedding_length``, ``<arch>.attention.head_count`` and so on. The parameter
 count and the weight bytes are the sums over the tensor table (``n_elements``, ``n_bytes`` per tensor,
@@ -11,12 +12,14 @@ which the reader derives from each tensor's ggml type block size), so they are e
 from __future__ import annotations
 
 import re
-import stat
 from collections import Counter
 from pathlib import Path
 
+from advisor.catalog.readfile import UnreadableFile, open_regular
 from advisor.estimate.model import ModelArch
+from advisor.job.bounds import arch_whole
 from advisor.models.errors import ModelSpecError
+from advisor.models.gguf_header import GgufError, GgufHeader, read_header_file
 from advisor.models.record import ResolvedModel
 
 GGUF_MAGIC = b"GGUF"
@@ -41,53 +44,50 @@ def split_parts(path: Path) -> list[Path]:
     return parts
 
 
-def _reader(path: Path):
-    """Open a GGUF file's header and tensor table, or ModelSpecError with one line."""
+def _reader(path: Path) -> GgufHeader:
+    """A GGUF file's header and tensor table, or ModelSpecError with one line (not a regular file, not
+    GGUF, truncated, corrupt)."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read, a device never end
-            raise ModelSpecError(f"{path}: not a regular file")
-        with path.open("rb") as f:
-            magic = f.read(4)
-        size = path.stat().st_size
+        with open_regular(path) as f:
+            return read_header_file(f)
     except FileNotFoundError:
         raise ModelSpecError(f"{path}: no such file") from None
+    except UnreadableFile as exc:
+        raise ModelSpecError(f"{path}: {exc.strerror}") from None
     except OSError as exc:
-        raise ModelSpecError(f"{path}: cannot read: {exc}") from None
-    if magic != GGUF_MAGIC:
-        raise ModelSpecError(f"{path}: not a GGUF file (it does not start with 'GGUF')")
-    from gguf import GGUFReader
-
-    try:
-        reader = GGUFReader(str(path), "r")
-    except Exception as exc:  # noqa: BLE001 - gguf raises ValueError, IndexError, struct and numpy errors alike
-        raise ModelSpecError(f"{path}: truncated or corrupt GGUF file ({type(exc).__name__}: {exc})") from None
-    for t in reader.tensors:
-        if int(t.data_offset) + int(t.n_bytes) > size:
-            raise ModelSpecError(f"{path}: truncated GGUF file (tensor {t.name!r} ends past the end of the file)")
-    return reader
+        raise ModelSpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except GgufError as exc:
+        raise ModelSpecError(f"{path}: {exc}") from None
 
 
-def _value(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
-        return None
-    try:
-        return field.contents()
-    except (ValueError, IndexError, UnicodeDecodeError):
-        return None
+def _value(reader: GgufHeader, key: str):
+    return reader.fields.get(key)
 
 
-def _need_int(reader, key: str, path: Path, *, default=None) -> int:
+# GGUF key (after ``<arch>.``) -> the ModelArch field whose range applies (the job flag's).
+_KEY_FIELD = {"block_count": "layers", "embedding_length": "hidden", "attention.head_count": "heads",
+              "attention.head_count_kv": "kv_heads", "feed_forward_length": "ffn", "vocab_size": "vocab",
+              "attention.key_length": "head_dim", "context_length": "max_context", "expert_count": "experts",
+              "expert_used_count": "experts_per_token", "expert_shared_count": "shared_experts",
+              "expert_feed_forward_length": "moe_ffn", "leading_dense_block_count": "dense_layers",
+              "attention.kv_lora_rank": "kv_lora_rank", "attention.q_lora_rank": "q_lora_rank",
+              "rope.dimension_count": "rope_dim", "attention.key_length_mla": "head_dim",
+              "attention.value_length_mla": "v_head_dim", "attention.value_length": "v_head_dim"}
+
+
+def _need_int(reader: GgufHeader, key: str, path: Path, *, default=None) -> int:
     value = _value(reader, key)
     if isinstance(value, list):  # per-layer arrays (e.g. head_count_kv of mixed layers): the largest bounds memory
-        value = max((v for v in value if isinstance(v, (int, float))), default=None)
+        value = max((v for v in value if isinstance(v, (int, float)) and v == v), default=None)
     if value is None:
         if default is not None:
             return default
         raise ModelSpecError(f"{path}: GGUF metadata has no {key!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) < 0:
-        raise ModelSpecError(f"{path}: GGUF metadata {key!r} is not a count: {value!r}")
-    return int(value)
+    field = _KEY_FIELD.get(key.split(".", 1)[-1], "layers")
+    try:
+        return arch_whole(value, field, zero=True)
+    except ValueError as exc:
+        raise ModelSpecError(f"{path}: GGUF metadata {key!r} {exc}") from None
 
 
 def file_type_name(value) -> str:
@@ -96,7 +96,7 @@ def file_type_name(value) -> str:
 
     try:
         name = LlamaFileType(int(value)).name
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return ""
     return name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
@@ -131,14 +131,17 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     tensors = {t.name: t for t in tensor_list}
     if not tensors:
         raise ModelSpecError(f"{path}: the GGUF file holds no tensors")
-    params = sum(int(t.n_elements) for t in tensor_list)
-    nbytes = sum(int(t.n_bytes) for t in tensor_list)
+    params = sum(t.n_elements for t in tensor_list)
+    nbytes = sum(t.n_bytes for t in tensor_list)
     heads = need("attention.head_count")
     hidden = need("embedding_length")
-    tokens = reader.fields.get("tokenizer.ggml.tokens")  # an array field: its data indexes one part per token
-    vocab = len(tokens.data) if tokens is not None and tokens.data else need("vocab_size", default=0)
+    vocab = reader.array_lengths.get("tokenizer.ggml.tokens") or need("vocab_size", default=0)
     if not vocab and "token_embd.weight" in tensors:
         vocab = int(max(tensors["token_embd.weight"].shape))
+    try:
+        vocab = arch_whole(vocab, "vocab", zero=True)
+    except ValueError as exc:
+        raise ModelSpecError(f"{path}: GGUF vocabulary (tokenizer.ggml.tokens) {exc}") from None
     if not vocab:
         raise ModelSpecError(f"{path}: GGUF metadata has no vocabulary (tokenizer.ggml.tokens or {a}.vocab_size)")
     experts = need("expert_count", default=0)
@@ -172,9 +175,11 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     ftype = _value(reader, "general.file_type")
     quant = file_type_name(ftype) if ftype is not None else ""
     if not quant:  # no file type: name it after the type holding most of the bytes
+        from gguf.constants import GGMLQuantizationType
+
         by_type: Counter = Counter()
         for t in tensor_list:
-            by_type[t.tensor_type.name] += int(t.n_bytes)
+            by_type[GGMLQuantizationType(t.ggml_type).name] += t.n_bytes
         quant = by_type.most_common(1)[0][0]
     return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or str(path),
                          params_exact=params, weight_bytes=nbytes, quant=quant)

@@ -11,14 +11,14 @@ tensors with dtype, shape and byte offsets; huggingface/safetensors README, "For
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
 from pathlib import Path
 
-from advisor.catalog.readfile import UnreadableFile, read_regular_file
+from advisor.catalog.readfile import BadJson, UnreadableFile, open_regular, parse_json, read_regular_file
 from advisor.estimate.model import ModelArch
+from advisor.job.bounds import arch_whole, params_maximum, shown, weight_bytes_maximum, whole
 from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
 
@@ -45,13 +45,14 @@ def _get(cfg: dict, key: str, where: str, model_type: str, default=None, *, requ
     return value
 
 
-def _int(cfg: dict, key: str, where: str, model_type: str, default=None, *, positive: bool = True) -> int:
+def _int(cfg: dict, key: str, where: str, model_type: str, default=None, *, positive: bool = True,
+         arch: str = "layers") -> int:
+    """An integer of the config within the range of the ``ModelArch`` field ``arch`` (the job flag's range)."""
     value = _get(cfg, key, where, model_type, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
-        raise ModelSpecError(f"{where}: config.json key {key!r} must be an integer, got {value!r}")
-    if int(value) < (1 if positive else 0):
-        raise ModelSpecError(f"{where}: config.json key {key!r} must be {'positive' if positive else '0 or more'}, got {value!r}")
-    return int(value)
+    try:
+        return arch_whole(value, arch, zero=not positive)
+    except ValueError as exc:
+        raise ModelSpecError(f"{where}: config.json key {key!r} {exc}") from None
 
 
 def text_config(cfg: dict) -> dict:
@@ -88,16 +89,17 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
     if mt == "gemma3_text":
         cfg = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
 
-    def i(key, default=None, positive=True):
-        return _int(cfg, key, where, mt, default, positive=positive)
+    def i(key, arch, default=None, positive=True):
+        return _int(cfg, key, where, mt, default, positive=positive, arch=arch)
 
-    heads = i("num_attention_heads")
-    hidden = i("hidden_size")
+    heads = i("num_attention_heads", "heads")
+    hidden = i("hidden_size", "hidden")
     kw: dict = dict(
-        id=model_id, name=name, layers=i("num_hidden_layers"), hidden=hidden, heads=heads,
-        kv_heads=i("num_key_value_heads", heads), vocab=i("vocab_size"),
+        id=model_id, name=name, layers=i("num_hidden_layers", "layers"), hidden=hidden, heads=heads,
+        kv_heads=i("num_key_value_heads", "kv_heads", heads), vocab=i("vocab_size", "vocab"),
         tied=bool(_get(cfg, "tie_word_embeddings", where, mt, mt in TIED_BY_DEFAULT)),
-        head_dim=i("head_dim", hidden // heads), max_context=i("max_position_embeddings", 0, positive=False),
+        head_dim=i("head_dim", "head_dim", hidden // heads),
+        max_context=i("max_position_embeddings", "max_context", 0, positive=False),
         source=source or where,
     )
     if mt in ("gemma2", "gemma3_text"):
@@ -109,28 +111,31 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
     if mt == "gpt_oss":
         kw["bias"] = "all"  # q, k, v, o, router and expert biases
     if mt == "mixtral":
-        kw.update(ffn=i("intermediate_size"), experts=i("num_local_experts"),
-                  experts_per_token=i("num_experts_per_tok"))
+        kw.update(ffn=i("intermediate_size", "ffn"), experts=i("num_local_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token"))
     elif mt == "gpt_oss":
-        kw.update(ffn=i("intermediate_size"), experts=i("num_local_experts"),
-                  experts_per_token=i("num_experts_per_tok", cfg.get("experts_per_token")))
+        kw.update(ffn=i("intermediate_size", "ffn"), experts=i("num_local_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token", cfg.get("experts_per_token")))
     elif mt == "qwen3_moe":
         mlp_only = _get(cfg, "mlp_only_layers", where, mt, [])
-        step = i("decoder_sparse_step", 1)
+        step = i("decoder_sparse_step", "layers", 1)
         if mlp_only or step != 1:
             raise ModelSpecError(f"{where}: qwen3_moe with dense layers (mlp_only_layers, decoder_sparse_step) "
                                  "is not supported")
-        kw.update(ffn=i("intermediate_size"), experts=i("num_experts"), experts_per_token=i("num_experts_per_tok"),
-                  moe_ffn=i("moe_intermediate_size"))
+        kw.update(ffn=i("intermediate_size", "ffn"), experts=i("num_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token"),
+                  moe_ffn=i("moe_intermediate_size", "moe_ffn"))
     elif mt in ("deepseek_v2", "deepseek_v3"):
-        kw.update(ffn=i("intermediate_size"), experts=i("n_routed_experts"), experts_per_token=i("num_experts_per_tok"),
-                  shared_experts=i("n_shared_experts", 0, positive=False), moe_ffn=i("moe_intermediate_size"),
-                  dense_layers=i("first_k_dense_replace", 0, positive=False),
-                  q_lora_rank=i("q_lora_rank", 0, positive=False), kv_lora_rank=i("kv_lora_rank"),
-                  rope_dim=i("qk_rope_head_dim"), nope_dim=i("qk_nope_head_dim"), v_head_dim=i("v_head_dim"),
-                  head_dim=0)
+        kw.update(ffn=i("intermediate_size", "ffn"), experts=i("n_routed_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token"),
+                  shared_experts=i("n_shared_experts", "shared_experts", 0, positive=False),
+                  moe_ffn=i("moe_intermediate_size", "moe_ffn"),
+                  dense_layers=i("first_k_dense_replace", "dense_layers", 0, positive=False),
+                  q_lora_rank=i("q_lora_rank", "q_lora_rank", 0, positive=False),
+                  kv_lora_rank=i("kv_lora_rank", "kv_lora_rank"), rope_dim=i("qk_rope_head_dim", "rope_dim"),
+                  nope_dim=i("qk_nope_head_dim", "nope_dim"), v_head_dim=i("v_head_dim", "v_head_dim"), head_dim=0)
     else:
-        kw["ffn"] = i("intermediate_size")
+        kw["ffn"] = i("intermediate_size", "ffn")
     try:
         return ModelArch(**kw)
     except ValueError as exc:
@@ -141,9 +146,11 @@ def config_quant(cfg: dict) -> str:
     """The stored format a config declares: ``quantization_config.quant_method`` or the torch dtype."""
     q = cfg.get("quantization_config")
     if isinstance(q, dict) and isinstance(q.get("quant_method"), str):
-        return q["quant_method"]
+        return q["quant_method"][:40]
     dtype = cfg.get("torch_dtype") or cfg.get("dtype") or text_config(cfg).get("torch_dtype")
-    return dtype.replace("bfloat16", "bf16").replace("float16", "fp16").replace("float32", "fp32") if isinstance(dtype, str) else ""
+    if not isinstance(dtype, str):
+        return ""
+    return dtype.replace("bfloat16", "bf16").replace("float16", "fp16").replace("float32", "fp32")[:40]
 
 
 def config_notes(cfg: dict) -> tuple[str, ...]:
@@ -158,17 +165,18 @@ def config_notes(cfg: dict) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- files
 def read_json(path: Path, what: str = "JSON file") -> dict:
-    """A JSON object from a file, or ModelSpecError with one line (missing, too large, not UTF-8, bad JSON)."""
+    """A JSON object from a file, or ModelSpecError with one line (missing, not a regular file, too large,
+    too deeply nested, bad JSON). Bad UTF-8 is read with replacement characters (``readfile.parse_json``)."""
     try:
-        doc = json.loads(read_regular_file(path, MAX_JSON_BYTES).decode("utf-8"))
+        doc = parse_json(read_regular_file(path, MAX_JSON_BYTES))
     except UnreadableFile as exc:
         raise ModelSpecError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     except FileNotFoundError:
         raise ModelSpecError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelSpecError(f"{path}: cannot read the {what}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ModelSpecError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except OSError as exc:
+        raise ModelSpecError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    except BadJson as exc:
+        raise ModelSpecError(f"{path}: {exc}") from None
     if not isinstance(doc, dict):
         raise ModelSpecError(f"{path}: expected a JSON object in the {what}")
     return doc
@@ -181,45 +189,70 @@ def index_weight_bytes(folder: Path) -> int:
         return 0
     doc = read_json(path, "safetensors index")
     total = (doc.get("metadata") or {}).get("total_size") if isinstance(doc.get("metadata"), dict) else None
-    if isinstance(total, bool) or not isinstance(total, (int, float)) or total <= 0:
-        raise ModelSpecError(f"{path}: metadata.total_size is missing or not a positive number")
-    return int(total)
+    try:
+        return whole(total, 1, weight_bytes_maximum())
+    except ValueError as exc:
+        raise ModelSpecError(f"{path}: metadata.total_size (bytes) {exc}") from None
 
 
 def safetensors_header(path: Path) -> tuple[int, int]:
     """Parameters and tensor bytes of one ``.safetensors`` file, from its header only (weights are not read).
 
+    Every tensor's shape and byte offsets are checked: whole numbers, offsets inside the file, at most the
+    ``--params`` maximum of parameters in all.
     Raises:
-        ModelSpecError: a truncated or malformed header.
+        ModelSpecError: not a regular file, a truncated or malformed header (naming the tensor and field).
     """
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(8)
             if len(head) < 8:
                 raise ModelSpecError(f"{path}: truncated safetensors file")
             (n,) = struct.unpack("<Q", head)
-            if n > MAX_JSON_BYTES:
-                raise ModelSpecError(f"{path}: safetensors header of {n} bytes is not plausible")
+            if n > MAX_JSON_BYTES or n > size - 8:
+                raise ModelSpecError(f"{path}: safetensors header of {n} bytes is not plausible "
+                                     f"(the file has {size} bytes)")
             raw = f.read(n)
-        table = json.loads(raw.decode("utf-8"))
+        table = parse_json(raw)
+    except UnreadableFile as exc:
+        raise ModelSpecError(f"{path}: cannot read: {exc.strerror}") from None
     except OSError as exc:
-        raise ModelSpecError(f"{path}: cannot read: {exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelSpecError(f"{path}: the safetensors header is not valid JSON (truncated file?)") from None
+        raise ModelSpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except BadJson as exc:
+        raise ModelSpecError(f"{path}: the safetensors header is {exc} (truncated file?)") from None
+    if not isinstance(table, dict):
+        raise ModelSpecError(f"{path}: the safetensors header is not a JSON object")
+    data_bytes, most = size - 8 - n, params_maximum()
     params = nbytes = 0
     for key, t in table.items():
         if key == "__metadata__":
             continue
+        at = f"{path}: tensor {shown(key)}"
+        if not isinstance(t, dict) or not isinstance(t.get("shape"), list) or not isinstance(t.get("data_offsets"), list) \
+                or len(t["data_offsets"]) != 2 or len(t["shape"]) > 8:
+            raise ModelSpecError(f"{at} has no valid shape and data_offsets")
         try:
             count = 1
             for d in t["shape"]:
-                count *= int(d)
-            start, end = (int(x) for x in t["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise ModelSpecError(f"{path}: tensor {key!r} has no valid shape and data_offsets") from None
+                count *= whole(d, 0, most)
+                if count > most:
+                    raise ValueError(f"must hold at most {most:.0e} values, got more")
+            start, end = (whole(x, 0, data_bytes) for x in t["data_offsets"])
+        except ValueError as exc:
+            raise ModelSpecError(f"{at}: shape or data_offsets {exc}") from None
+        if end < start:
+            raise ModelSpecError(f"{at}: data_offsets end before they start")
         params += count
         nbytes += end - start
+        if params > most:
+            raise ModelSpecError(f"{path}: more than {most:.0e} parameters, not a model the advisor plans")
     return params, nbytes
+
+
+def _plain_name(name: str) -> bool:
+    """A file name inside the folder (an index naming ``../x`` or ``/dev/zero`` is not followed)."""
+    return 0 < len(name) <= 255 and "/" not in name and "\\" not in name and name not in (".", "..")
 
 
 def folder_weights(folder: Path) -> tuple[int, int]:
@@ -229,7 +262,9 @@ def folder_weights(folder: Path) -> tuple[int, int]:
     shards = sorted(folder.glob("*.safetensors"))
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        wanted = set(((read_json(index, "safetensors index").get("weight_map")) or {}).values())
+        weight_map = read_json(index, "safetensors index").get("weight_map")
+        wanted = {s for s in weight_map.values() if isinstance(s, str) and _plain_name(s)} \
+            if isinstance(weight_map, dict) else set()
         if not wanted or any(not (folder / s).is_file() for s in wanted):
             return 0, index_bytes
         shards = [folder / s for s in sorted(wanted)]
@@ -251,7 +286,7 @@ def resolve_config_file(path: Path, source: str = "hf-config", name: str | None 
     """
     cfg = read_json(path, "config.json")
     folder = path.parent
-    name = name or folder.name or path.stem
+    name = name or folder_name(folder) or path.stem
     arch = arch_from_config(cfg, name, name, where=str(path), source=location or str(path))
     params, nbytes = folder_weights(folder)
     return ResolvedModel(arch=arch, name=name, source=source, location=location or str(path), params_exact=params,
@@ -263,7 +298,19 @@ def resolve_dir(folder: Path) -> ResolvedModel:
     cfg = folder / "config.json"
     if not cfg.is_file():
         raise ModelSpecError(f"{folder}: no config.json in this directory (a Hugging Face model folder has one)")
-    return resolve_config_file(cfg, source="hf-dir", name=folder.resolve().name, location=str(folder))
+    return resolve_config_file(cfg, source="hf-dir", name=folder_name(folder), location=str(folder))
+
+
+def folder_name(folder: Path) -> str:
+    """A model folder's name: ``ORG/NAME`` for a Hugging Face cache snapshot, else the folder's own name.
+
+    The hub cache keeps ``models--ORG--NAME/snapshots/<commit>/``; the commit hash says nothing to a reader.
+    """
+    folder = folder.resolve()
+    repo = folder.parent.parent.name
+    if folder.parent.name == "snapshots" and repo.startswith("models--") and "--" in repo[8:]:
+        return repo[8:].replace("--", "/", 1)
+    return folder.name
 
 
 # ---------------------------------------------------------------- the cache

@@ -11,18 +11,21 @@ points elsewhere, for a folder moved in LM Studio's settings.
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.catalog.readfile import read_regular_file
+from advisor.catalog.readfile import BadJson, UnreadableFile, parse_json, read_regular_file
+from advisor.job.bounds import weight_bytes_maximum, whole
 from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
 
 OLLAMA_MODEL_MEDIA = "application/vnd.ollama.image.model"
 OLLAMA_REGISTRY = "registry.ollama.ai"
 MAX_MANIFEST_BYTES = 2**20
+MAX_LAYERS = 1024  # an Ollama manifest holds a handful of layers (weights, template, params, licence)
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -78,35 +81,61 @@ def _ollama_name(rel: Path) -> str:
     return f"{base}:{tag}"
 
 
-def ollama_models(root: Path | None = None) -> list[tuple[str, Path, int]]:
-    """Ollama models: (name, GGUF blob, bytes of all its layers), sorted by name. Unreadable manifests are skipped."""
+def ollama_models(root: Path | None = None, problems: list | None = None) -> list[tuple[str, Path, int]]:
+    """Ollama models: (name, GGUF blob, bytes of all its layers), sorted by name.
+
+    Args:
+        root: the models folder (default ``ollama_dir()``).
+        problems: when given, each manifest that cannot be used adds (its name, its path, the ModelSpecError
+            naming the file and field); it is skipped either way, and the other models are still listed.
+    """
     root = root or ollama_dir()
     if root is None or not (root / "manifests").is_dir():
         return []
     out = []
     for manifest in sorted((root / "manifests").rglob("*")):
-        if not manifest.is_file():
+        if manifest.is_dir():
             continue
         rel = manifest.relative_to(root / "manifests")
         if len(rel.parts) < 4:
             continue
-        blob = _ollama_blob(root, manifest)
-        if blob is None:
+        try:
+            blob, total = _ollama_blob(root, manifest)
+        except ModelSpecError as exc:
+            if problems is not None:
+                problems.append((_ollama_name(rel), manifest, exc))
             continue
-        out.append((_ollama_name(rel), blob[0], blob[1]))
+        out.append((_ollama_name(rel), blob, total))
     return sorted(out)
 
 
-def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int] | None:
+def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int]:
+    """The GGUF blob a manifest names and the bytes of all its layers. Raises ModelSpecError (file and field)."""
     try:
-        doc = json.loads(read_regular_file(manifest, MAX_MANIFEST_BYTES).decode("utf-8"))
-        layers = doc["layers"]
-        total = sum(int(layer.get("size", 0)) for layer in layers)
-        digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_MEDIA)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError, StopIteration):
-        return None
-    if not isinstance(digest, str) or not digest.startswith("sha256:") or not digest[7:].isalnum():
-        return None
+        doc = parse_json(read_regular_file(manifest, MAX_MANIFEST_BYTES))
+    except UnreadableFile as exc:
+        raise ModelSpecError(f"{manifest}: cannot read the manifest: {exc.strerror}") from None
+    except OSError as exc:
+        raise ModelSpecError(f"{manifest}: cannot read the manifest: {exc.strerror or exc}") from None
+    except BadJson as exc:
+        raise ModelSpecError(f"{manifest}: {exc}") from None
+    layers = doc.get("layers") if isinstance(doc, dict) else None
+    if not isinstance(layers, list) or not 0 < len(layers) <= MAX_LAYERS:
+        raise ModelSpecError(f"{manifest}: field 'layers' must be a list of up to {MAX_LAYERS} layers")
+    total, digest = 0, None
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, dict):
+            raise ModelSpecError(f"{manifest}: field 'layers[{i}]' is not a JSON object")
+        try:
+            total += whole(layer.get("size", 0), 0, weight_bytes_maximum())
+        except ValueError as exc:
+            raise ModelSpecError(f"{manifest}: field 'layers[{i}].size' (bytes) {exc}") from None
+        if layer.get("mediaType") == OLLAMA_MODEL_MEDIA and digest is None:
+            digest = layer.get("digest")
+            if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+                raise ModelSpecError(f"{manifest}: field 'layers[{i}].digest' is not sha256: and 64 hex digits")
+    if digest is None:
+        raise ModelSpecError(f"{manifest}: no layer of mediaType {OLLAMA_MODEL_MEDIA} (the weights)")
     return root / "blobs" / digest.replace(":", "-"), total
 
 
@@ -222,7 +251,11 @@ def discover_models(*, hf_cache: Path | None = None, ollama_root: Path | None = 
         except ModelSpecError as exc:
             found.append(FoundModel(repo_id, "hf-cache", spec, str(snapshot), _disk_bytes(snapshot),
                                     error=_short(exc, snapshot)))
-    gguf_stores = [("ollama", m) for m in ollama_models(ollama_root)] + [("lmstudio", m) for m in lmstudio_models(lmstudio)]
+    problems: list = []
+    ollama = ollama_models(ollama_root, problems)
+    for name, manifest, exc in problems:  # a bad manifest is one row with its reason; the others are still listed
+        found.append(FoundModel(name, "ollama", f"ollama:{name}", str(manifest), 0, error=_short(exc, manifest)))
+    gguf_stores = [("ollama", m) for m in ollama] + [("lmstudio", m) for m in lmstudio_models(lmstudio)]
     for source, (name, path, size) in gguf_stores:
         try:
             found.append(FoundModel(name, source, f"{source}:{name}", str(path), size,

@@ -27,9 +27,27 @@ def metric_names(gpu_count: int, core_count: int = 0) -> tuple[str, ...]:
     return HOST_METRICS + cores + gpus
 
 
+# Before the metrics: seconds since the first sample, the wall-clock time of the sample (UTC, ISO 8601, so a
+# recording can be joined with a training log), and 1 where the GPUs were simulated (``--fake-gpu``).
+STAMP_COLUMNS = ("time_s", "wall_time_utc", "simulated")
+
+
 def csv_columns(gpu_count: int) -> tuple[str, ...]:
-    """The CSV header: ``time_s``, host metrics, then per-GPU metrics."""
-    return ("time_s",) + HOST_METRICS + tuple(gpu_metric(i, m) for i in range(gpu_count) for m in GPU_METRICS)
+    """The CSV header: ``STAMP_COLUMNS``, host metrics, then per-GPU metrics."""
+    return STAMP_COLUMNS + HOST_METRICS + tuple(gpu_metric(i, m) for i in range(gpu_count) for m in GPU_METRICS)
+
+
+def wall_time_utc(epoch_s: float) -> str:
+    """Epoch seconds as ``2026-12-02T07:41:26.250Z`` (UTC, milliseconds)."""
+    import datetime as _dt
+
+    t = _dt.datetime.fromtimestamp(epoch_s, tz=_dt.UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def stamp_values(time_s: float, wall_s: float, simulated: bool) -> tuple:
+    """The ``STAMP_COLUMNS`` cells of one sample."""
+    return (round(time_s, 6), wall_time_utc(wall_s), int(bool(simulated)))
 
 
 def host_values(host: HostSample) -> tuple:

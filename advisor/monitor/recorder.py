@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from advisor.monitor.columns import csv_columns, gpu_values, host_values
+from advisor.monitor.columns import csv_columns, gpu_values, host_values, stamp_values
 from advisor.monitor.sampler import MonitorSample
 
 try:
@@ -31,9 +31,11 @@ class CsvTargetError(ValueError):
 
 
 def format_cell(value) -> str:
-    """'' for None, integers as integers, other numbers with at most 4 decimals."""
+    """'' for None, text as it is, integers as integers, other numbers with at most 4 decimals."""
     if value is None:
         return ""
+    if isinstance(value, str):
+        return value
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, int):
@@ -91,12 +93,14 @@ class CsvRecorder:
             open text file.
         gpu_count: number of GPUs, which fixes the columns.
         on_error: called once, on the sampler thread, when a write fails (the CLI stops the sampler).
+        simulated: the GPUs are simulated (``--fake-gpu``): every row says so in its ``simulated`` cell.
     Raises:
         CsvTargetError: the path cannot be used (see ``open_csv_target``), or the header cannot be written.
     """
 
     def __init__(self, target: str | Path | io.TextIOBase, gpu_count: int,
-                 on_error: Callable[[str], None] | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None, simulated: bool = False) -> None:
+        self._simulated = simulated
         self._own = not hasattr(target, "write")
         self._name = str(target) if self._own else getattr(target, "name", "the CSV file")
         self._fd = open_csv_target(target) if self._own else None
@@ -136,7 +140,8 @@ class CsvRecorder:
         return True
 
     def __call__(self, sample: MonitorSample) -> None:
-        values = (round(sample.time_s, 6),) + host_values(sample.host) + gpu_values(sample.gpus)
+        values = (stamp_values(sample.time_s, sample.wall_time_s, self._simulated) + host_values(sample.host)
+                  + gpu_values(sample.gpus))
         with self._lock:
             if self.error is not None or (self._fd is None and self._file.closed) or (self._own and self._fd == -1):
                 return

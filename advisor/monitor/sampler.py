@@ -110,6 +110,7 @@ class Sampler:
         self._paused = False
         self._reschedule = False
         self._t0: float | None = None
+        self.wall_start_s: float | None = None  # wall clock at the first sample (history times count from it)
         self._seq = 0
         self._latest: MonitorSample | None = None
         self._processes: tuple[ProcessSample, ...] = ()
@@ -228,6 +229,7 @@ class Sampler:
         now = self._clock() if now is None else now
         if self._t0 is None:
             self._t0 = now
+            self.wall_start_s = self._wall_clock()
         host = self.host.sample()
         gpus = self._sample_gpus()
         sample = MonitorSample(seq=self._seq, time_s=now - self._t0, wall_time_s=self._wall_clock(),

@@ -16,7 +16,7 @@ from advisor.estimate.fit import FitAdvice, Outcome, fit_advice
 from advisor.estimate.local import HostFigures, usable_host_bytes
 from advisor.job import JobInputError
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.request import PlanRequest
+from advisor.planner.request import PlanRequest, training_software
 
 NOT_A_JOB_BYTES = 1 << 62  # a change the schema refuses never fits
 SWEEP_START = 512
@@ -57,6 +57,7 @@ def job_values(result, target) -> dict:
     values.update(seq_len=result.seq_len, context=result.context)
     if result.request.workload != "inference":
         values["zero"] = target.parallelism.zero
+        values["checkpointing"] = training_software(result.request).behaviours.checkpointing
     return values
 
 
@@ -76,7 +77,7 @@ def advise_fit(result, replan: Replan, host: HostFigures | None) -> tuple[FitAdv
 
     def evaluate(change) -> Outcome:
         if not change:
-            return Outcome(target.memory_per_device_bytes, target.hours, target.host_bytes)
+            return Outcome(target.memory_per_device_bytes, target.hours, target.host_bytes, target.cost_usd)
         try:
             changed = PlanRequest.from_mapping({**values, **change})
         except JobInputError:
@@ -84,7 +85,7 @@ def advise_fit(result, replan: Replan, host: HostFigures | None) -> tuple[FitAdv
         found = _same(replan(changed, [key]), target)
         if found is None:  # the target cannot run the changed job (a workload it does not train)
             return Outcome(NOT_A_JOB_BYTES, None)
-        return Outcome(found.memory_per_device_bytes, found.hours, found.host_bytes)
+        return Outcome(found.memory_per_device_bytes, found.hours, found.host_bytes, found.cost_usd)
 
     layers = result.arch.layers if result.request.workload == "inference" and target.accelerator != "cpu" else None
     return tuple(fit_advice(values, target.capacity_bytes, evaluate,

@@ -8,7 +8,7 @@ from advisor.estimate import memory
 from advisor.estimate.local import layer_sizes, offload_plan
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch, embedding_params
-from advisor.planner.request import PlanRequest
+from advisor.planner.request import PlanRequest, training_software
 
 DEVICE_COUNTS = tuple(2**i for i in range(15))  # 1 .. 16384
 TP_CHOICES = (1, 2, 4, 8)
@@ -73,13 +73,15 @@ class MemoryModel:
                                                   quant=r.quant, weight_bytes=self.weight_bytes,
                                                   kv_cache_bits=r.kv_cache_bits)
             else:
+                software = training_software(r)
                 hit = memory.training_memory(
                     self.arch, self.params, workload=r.workload, precision=r.precision, optimizer=r.optimizer,
                     zero=layout.zero, devices=layout.devices, tp=layout.tp, pp=layout.pp, seq_len=self.seq_len,
-                    micro_batch=r.micro_batch, checkpointing=r.checkpointing, lora_rank=r.lora_rank,
-                    embedding_params=self.embedding)
+                    micro_batch=r.micro_batch, checkpointing=software.behaviours.checkpointing,
+                    lora_rank=r.lora_rank, embedding_params=self.embedding, behaviours=software.behaviours)
                 if r.optimizer_offload:  # ZeRO-Offload: the optimizer states live in host RAM
-                    hit = replace(hit, optimizer_bytes=0, host_offload_bytes=hit.optimizer_bytes * layout.devices)
+                    hit = replace(hit, optimizer_bytes=0,
+                                  host_offload_bytes=hit.host_offload_bytes + hit.optimizer_bytes * layout.devices)
             self._cache[layout] = hit
         return hit
 

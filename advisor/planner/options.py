@@ -203,7 +203,7 @@ def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits:
         hours_iv = (hours, hours)
     split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
     figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
-                   memory_per_device_bytes=mem.total_bytes, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
+                   memory_per_device_bytes=mem.total_bytes, memory=mem, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
                    mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
                    tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
                    tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
+from advisor.catalog.per_gpu import per_gpu_machine, per_unit
 from advisor.cost.assumptions import CostAssumptions
 from advisor.planner.layouts import Parallelism
 
@@ -22,8 +23,8 @@ from advisor.planner.layouts import Parallelism
 ONPREM_GPUS_PER_NODE = 8
 ONPREM_INTER_NODE_BPS = 400e9 / 8
 ONPREM_FABRIC = "on-prem assumption: 8-GPU servers, one 400 Gb/s InfiniBand NDR port per GPU"
-# Rates sold per GPU (RunPod, CoreWeave, Azure "per GPU" rows) come from 8-GPU machines (HGX boards).
-PER_GPU_MACHINE = 8
+# Rates sold per GPU (RunPod, CoreWeave, Azure "per GPU" rows): one machine of the provider's largest instance,
+# or an 8-GPU HGX board (advisor/catalog/per_gpu.py says which and why).
 # A TPU slice is one ICI domain: chips of one slice talk over ICI, not over a data-centre network.
 TPU_SLICE_CHIPS = 4096  # TPU v4 pod (Jouppi et al. 2023); larger slices are not offered per chip
 PCIE_BPS = {3: 15.8e9, 4: 31.5e9, 5: 63e9}  # x16, per direction (PCI-SIG)
@@ -39,6 +40,7 @@ class Placement:
         inter_node_bps: fabric between nodes per device, bytes/s, or None where none is stated.
         fabric: where the inter-node figure comes from, in words.
         reference: a price-index row (a reference price, never a launch target).
+        node_source: where ``devices_per_node`` comes from when it is not the row's own count (per-GPU rates).
     """
 
     devices_per_node: int
@@ -46,6 +48,7 @@ class Placement:
     inter_node_bps: float | None
     fabric: str = ""
     reference: bool = False
+    node_source: str = ""
 
     def nodes(self, devices: int) -> int:
         """Nodes a job of ``devices`` takes."""
@@ -59,20 +62,16 @@ def intra_node_bps(acc: Accelerator) -> float:
     return PCIE_BPS.get(acc.pcie_gen or 4, PCIE_BPS[4])
 
 
-def _per_unit(instance: str) -> bool:
-    low = instance.lower()
-    return "per gpu" in low or "per chip" in low
-
-
 def cloud_placement(offer, acc: Accelerator) -> Placement:
-    """The node of a cloud offer: the instance, an 8-GPU machine for per-GPU rates, the slice for TPU chips."""
+    """The node of a cloud offer: the instance, one machine of the provider for per-GPU rates
+    (``catalog.per_gpu``), the slice for TPU chips."""
     intra = intra_node_bps(acc)
-    per_node = offer.accelerator_count
-    if _per_unit(offer.instance):
-        per_node = TPU_SLICE_CHIPS if acc.kind == "tpu" else PER_GPU_MACHINE
+    per_node, source = offer.accelerator_count, ""
+    if per_unit(offer.instance):
+        per_node, source = (TPU_SLICE_CHIPS, "") if acc.kind == "tpu" else per_gpu_machine(offer.provider)
     inter = offer.inter_node_bps_per_device
     fabric = f"{offer.inter_node_gbps:g} Gb/s per instance ({offer.inter_node_source})" if inter else ""
-    return Placement(per_node, intra, inter, fabric, reference=offer.is_price_index)
+    return Placement(per_node, intra, inter, fabric, reference=offer.is_price_index, node_source=source)
 
 
 def owned_placement(kind: str, acc: Accelerator, a: CostAssumptions, measured_bps: float | None = None) -> Placement:
@@ -112,11 +111,15 @@ def infeasible_reason(layout: Parallelism, place: Placement, where: str) -> str:
         return "price index row: a reference price to compare with, not an instance to launch"
     if layout.tp > place.devices_per_node:
         return (f"tensor parallelism over {layout.tp} devices needs one NVLink or PCIe domain, more than one "
-                f"{where} of {_devices(place.devices_per_node)}")
+                f"{where} of {_devices(place.devices_per_node)}{_source(place)}")
     if layout.devices > place.devices_per_node and place.inter_node_bps is None:
         return (f"{layout.devices} devices need {place.nodes(layout.devices)} {where}s of "
-                f"{_devices(place.devices_per_node)}, and no fabric between them is stated")
+                f"{_devices(place.devices_per_node)}, and no fabric between them is stated{_source(place)}")
     return ""
+
+
+def _source(place: Placement) -> str:
+    return f" ({place.node_source})" if place.node_source else ""
 
 
 def _devices(n: int) -> str:

@@ -8,10 +8,13 @@ an Ollama or LM Studio name), the token budget, and the precision the compute ru
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from advisor.catalog import Catalog
+from advisor.catalog.frameworks import FrameworkProfile, resolve_framework
 from advisor.estimate.model import ModelArch, active_param_count, generic_arch, param_count
+from advisor.estimate.software import TrainingBehaviours
 from advisor.job import Job, JobInputError
 from advisor.models import ModelSpecError, resolve_model
 
@@ -122,3 +125,69 @@ def compute_precision(req: PlanRequest) -> str:
     if req.workload == "qlora" or (req.workload == "lora" and req.precision in ("int8", "int4")):
         return "bf16"
     return req.precision
+
+
+# ------------------------------------------------------------------------------------------ the software
+# The behaviours a job input may set on its own, with how the job's value becomes the behaviour's.
+_BEHAVIOUR_INPUTS = {
+    "master_weights": str, "optimizer_state": str, "optimizer_in_backward": lambda v: v == "on", "loss": str,
+    "logits_fp32_copies": float, "loss_chunks": int, "checkpointing": str,
+    "activation_offload": lambda v: v == "on", "kernel_efficiency": float,
+}
+
+
+@dataclass(frozen=True)
+class TrainingSoftware:
+    """The framework a training plan assumes and the behaviours it plans with.
+
+    Attributes:
+        profile: the framework's profile (``resources/frameworks.toml``).
+        behaviours: the profile's behaviours for the workload with the job's own settings applied.
+        given: the behaviours the job set itself (the rest come from the profile).
+        workload: the workload the behaviours are for.
+    """
+
+    profile: FrameworkProfile
+    behaviours: TrainingBehaviours
+    given: tuple[str, ...]
+    workload: str
+
+    def sources(self) -> dict[str, str]:
+        """Behaviour name -> where it comes from: the framework's documentation, or the job's input."""
+        out = self.profile.sources_for(self.workload)
+        for name in self.given:
+            out[name] = f"set for this job (--{name.replace('_', '-')})"
+        if self.profile.kernel_efficiency_origin == "prior" and "kernel_efficiency" not in self.given:
+            out["kernel_efficiency"] = "prior, to be fitted: " + out["kernel_efficiency"]
+        return out
+
+    def summary(self) -> str:
+        """One line: ``assumes Hugging Face transformers: fp32 logits x2.5, checkpointing full, ...``."""
+        return f"assumes {self.profile.name}: {self.behaviours.summary()}"
+
+    def to_json(self) -> dict:
+        return {"kind": "framework", "id": self.profile.id, "name": self.profile.name,
+                "behaviours": self.behaviours.as_dict(), "given": list(self.given), "sources": self.sources(),
+                "kernel_efficiency_origin": ("given" if "kernel_efficiency" in self.given
+                                             else self.profile.kernel_efficiency_origin),
+                "summary": self.summary()}
+
+
+def training_software(req: PlanRequest) -> TrainingSoftware | None:
+    """The framework and behaviours of a training request (None for inference): the named or default profile
+    (``catalog.frameworks.resolve_framework``), then each behaviour the request sets on its own."""
+    if req.workload == "inference":
+        return None
+    given = tuple(n for n in _BEHAVIOUR_INPUTS if getattr(req, n) is not None)
+    return _software(req.framework, req.workload, tuple((n, getattr(req, n)) for n in given))
+
+
+@functools.lru_cache(maxsize=256)
+def _software(framework: str | None, workload: str, given: tuple[tuple[str, object], ...]) -> TrainingSoftware:
+    profile = resolve_framework(framework, workload)
+    values = {n: _BEHAVIOUR_INPUTS[n](v) for n, v in given}
+    try:
+        behaviours = replace(profile.behaviours_for(workload), **values)
+    except ValueError as exc:
+        raise PlanInputError(given[0][0] if given else "framework", str(exc)) from None
+    return TrainingSoftware(profile, behaviours, tuple(n for n, _ in given), workload)

@@ -22,7 +22,7 @@ from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
 from advisor.job import JOB_FIELDS
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.request import PlanInputError, PlanRequest
+from advisor.planner.request import PlanInputError, PlanRequest, TrainingSoftware, training_software
 
 SCHEMA = "advisor.plan/1"
 
@@ -108,6 +108,7 @@ class PlanOption:
     this_machine: bool = False  # the GPUs (or CPU) of the machine the advisor runs on: shown first
     derived: bool = False  # the accelerator was derived from driver figures, not a catalog row
     host_bytes: int = 0  # host RAM the job needs besides the device memory (offload)
+    memory: MemoryBreakdown | None = None  # per device, on this option's layout (the parts of memory_per_device_bytes)
     offload: dict | None = None  # partial offload (gpu_layers): memory on each side and tokens/s
     cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
@@ -166,6 +167,8 @@ class PlanOption:
         if self.kind == "cloud":
             doc.update(provider=self.provider, instance=self.instance, spot=self.spot, instances=self.instances,
                        price_date=self.price_date, price_stale=self.price_stale, reference=self.reference)
+        if self.memory is not None:
+            doc["memory_per_device_parts_bytes"] = self.memory.as_dict()
         if self.break_even is not None:
             doc["break_even"] = self.break_even.as_dict()
         if self.owning is not None:
@@ -296,10 +299,11 @@ class PlanResult:
             return None
 
     def prices_text(self, options=None) -> str:
-        """:meth:`price_ages` of ``options`` as one line, or ``prices as of`` the catalog's price date when the
-        catalog has no ISO date (the CLI table, the Planner and Compare pages)."""
+        """:meth:`price_ages` of ``options`` (all by default) as one line that says what it counts ("this plan's
+        242 cloud offers: ..."), or ``prices as of`` the catalog's price date when the catalog has no ISO date
+        (the CLI table, the Planner and Compare pages and the reports: one count for one plan)."""
         ages = self.price_ages(options)
-        return ages.summary() if ages is not None else f"prices as of {self.prices_as_of}"
+        return ages.summary("this plan's") if ages is not None else f"cloud prices as of {self.prices_as_of}"
 
     def option(self, option_id: str) -> PlanOption | None:
         """The option with this id, or None."""
@@ -313,6 +317,16 @@ class PlanResult:
         """Every cost assumption with its value, unit and origin: the default's source for a default value,
         where the value came from (``--set``, a scenario file, an app setting) for a changed one."""
         return self.assumptions.describe(sources=self.request.sources)
+
+    @property
+    def software(self) -> TrainingSoftware | None:
+        """The training framework and behaviours the plan assumed (None for inference)."""
+        return training_software(self.request)
+
+    def software_json(self) -> dict | None:
+        """The ``software`` block of the plan document: the profile assumed, its behaviours and their sources."""
+        sw = self.software
+        return sw.to_json() if sw is not None else None
 
     def inputs(self) -> dict[str, dict]:
         """The inputs that differ from the schema's defaults, each ``{"value", "unit", "source"}``."""
@@ -335,6 +349,7 @@ class PlanResult:
                       "max_context": self.arch.max_context or None},
             "workload": r.workload, "precision": r.precision, "optimizer": r.optimizer,
             "inputs": self.inputs(),
+            "software": self.software_json(),
             "flops_total": self.flops_total,
             "flops_per_token": self.flops_per_token,
             "flops_note": "model FLOPs (6*P_act per trained token, 4 for LoRA/QLoRA, 2 per generated token) over "
@@ -371,7 +386,7 @@ def _ages_json(ages: PriceAges | None) -> dict | None:
         return None
     return {"oldest": ages.oldest, "newest": ages.newest, "older_than_a_year": list(ages.stale_ids),
             "undated": len(ages.undated_ids), "oldest_bounded": ages.oldest_bounded,
-            "bounded": len(ages.bounded_ids), "summary": ages.summary()}
+            "bounded": len(ages.bounded_ids), "offers": ages.count, "summary": ages.summary("this plan's")}
 
 
 def check_finite(result: PlanResult) -> None:

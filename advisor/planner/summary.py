@@ -44,8 +44,8 @@ def headline(result) -> str:
     who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Owned")
     what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
     if not mine.fits:
-        need = units.fmt_bytes(mine.memory_per_device_bytes)
-        have = units.fmt_bytes(mine.capacity_bytes)
+        need = units.fmt_mem(mine.memory_per_device_bytes)
+        have = units.fmt_mem(mine.capacity_bytes)
         advice = " (see what to change to fit)" if result.fit_advice else ""
         return f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}; {rent_text}."
     cost = units.fmt_usd(mine.cost_usd)
@@ -67,10 +67,30 @@ def lost_text(hours_lost: float | None) -> str:
 
 
 def fit_advice_rows(result) -> list[dict]:
-    """The fit advice as rows for people: flags, memory, fits, hours and hours lost, why."""
-    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_bytes(a.memory_total_bytes),
+    """The changes that make the job fit, as rows for people: flags, memory, hours and hours lost, cost and
+    cost added, why. Advice that still does not fit is left out (``fit_advice_closest`` gives the nearest)."""
+    return [{"flags": change_flags(a.change), "change": dict(a.change), "memory": units.fmt_mem(a.memory_total_bytes),
              "fits": a.fits, "hours": a.hours, "hours_lost": a.hours_lost, "why": a.why,
-             "host_ram_bytes": a.host_ram_bytes} for a in result.fit_advice]
+             "host_ram_bytes": a.host_ram_bytes, "cost_usd": a.cost_usd, "cost_added_usd": a.cost_added_usd}
+            for a in result.fit_advice if a.fits]
+
+
+def fit_advice_closest(result) -> dict | None:
+    """When no change makes the job fit: the one that comes closest (least memory), as a row; else None."""
+    advice = getattr(result, "fit_advice", ())
+    if not advice or any(a.fits for a in advice):
+        return None
+    a = min(advice, key=lambda x: x.memory_total_bytes)
+    return {"flags": change_flags(a.change), "memory": units.fmt_mem(a.memory_total_bytes), "why": a.why}
+
+
+def cost_text(cost_usd: float | None, added_usd: float | None) -> str:
+    """``$41.20 (+$3.10)`` for a job's cost with a change and what the change adds; "" when not known."""
+    if cost_usd is None:
+        return ""
+    if not added_usd or abs(added_usd) < 0.005:
+        return f"${cost_usd:,.2f}"
+    return f"${cost_usd:,.2f} ({'+' if added_usd > 0 else '-'}${abs(added_usd):,.2f})"
 
 
 def inference_sentence(result) -> str:

@@ -24,9 +24,10 @@ from advisor.estimate import comms, compute, decode, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch
 from advisor.estimate.priors import ETA_COMPUTE_PRIOR, mfu_prior
+from advisor.estimate.software import MFU_CEILING
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
-from advisor.planner.request import PlanRequest, compute_precision
+from advisor.planner.request import PlanRequest, compute_precision, training_software
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -159,9 +160,11 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     if source == "fitted":
         est = _fitted(_generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
+    software = training_software(req)
+    mfu, origin = framework_utilisation(mfu, origin, source, software)
     base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
                 hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=acc.peak_flops(precision),
-                workload=req.workload, recompute=req.checkpointing, calibrated_mfu=mfu)
+                workload=req.workload, recompute=software.behaviours.checkpointing, calibrated_mfu=mfu)
     shape = None
     if layout.devices == 1:
         step = U.training_time(model, **base, tokens=1e6)
@@ -174,6 +177,21 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
                                        f"(train in {rate})", note]))
     width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     return TrainingStep(step, shape, source, origin, note, width)
+
+
+def framework_utilisation(mfu: float, origin: str, source: str, software) -> tuple[float, str]:
+    """The utilisation with the framework's kernel efficiency applied (docs/method.md, "The training framework").
+
+    The priors and the fitted model describe plain PyTorch or Megatron kernels (factor 1.0); a framework with
+    faster kernels (Unsloth, Liger-Kernel) multiplies them, capped at ``MFU_CEILING``. A utilisation the user
+    gave (``--mfu``) is taken as it is.
+    """
+    factor = software.behaviours.kernel_efficiency
+    if source == "user" or factor == 1.0:
+        return mfu, origin
+    scaled = min(MFU_CEILING, mfu * factor)
+    capped = " (capped at the dense-matmul ceiling)" if scaled < mfu * factor else ""
+    return scaled, f"{origin}; x{factor:g} for {software.profile.name}'s kernels{capped}"
 
 
 def training_timing(ts: TrainingStep, place: Placement) -> Timing:

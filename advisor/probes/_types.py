@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 RESULT_SCHEMA = "advisor.probe/1"
@@ -62,7 +62,8 @@ class KernelResult:
     """Rates of one kernel over the timed repetitions (higher is better).
 
     Attributes:
-        best: the highest rate seen (from the shortest repetition).
+        best: the headline rate: for timed kernels the best of the per-trial medians (``_common.headline_time``;
+            the single fastest call is ``extra["fastest"]``), robust to a noisy machine.
         median: the median rate.
         unit: ``"GB/s"`` (1e9 bytes/s), ``"TFLOP/s"`` (1e12), ``"GB"`` (1e9 bytes), ...
         worst: the lowest rate seen.
@@ -142,7 +143,8 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> ProbeResult:
-        """Rebuild a result from ``to_dict()`` output (history entries)."""
+        """Rebuild a result from ``to_dict()`` output (history entries); figures that cannot be true (stored by
+        an older version) are refused on the way (``refuse_impossible``)."""
         known = {"best", "median", "unit", "worst", "repetitions", "spread_pct", "fraction_of_peak"}
         results = {}
         for name, k in (doc.get("results") or {}).items():
@@ -150,7 +152,43 @@ class ProbeResult:
                                          repetitions=k.get("repetitions", 1),
                                          fraction_of_peak=k.get("fraction_of_peak"),
                                          extra={a: b for a, b in k.items() if a not in known})
-        return cls(probe=doc["probe"], device=doc["device"], results=results, peak=doc.get("peak"),
-                   params=doc.get("params") or {}, details=doc.get("details") or {}, skipped=doc.get("skipped"),
-                   calibration=doc.get("calibration"), notes=tuple(doc.get("notes") or ()),
-                   started_at=doc.get("started_at", ""), duration_s=doc.get("duration_s", 0.0))
+        return refuse_impossible(cls(
+            probe=doc["probe"], device=doc["device"], results=results, peak=doc.get("peak"),
+            params=doc.get("params") or {}, details=doc.get("details") or {}, skipped=doc.get("skipped"),
+            calibration=doc.get("calibration"), notes=tuple(doc.get("notes") or ()),
+            started_at=doc.get("started_at", ""), duration_s=doc.get("duration_s", 0.0)))
+
+
+# ---------------------------------------------------------------------------------- figures that cannot be true
+# The calibration values each kernel gives: a refused kernel takes its calibration value with it.
+_CALIBRATION_FROM = {"mfu": ("mfu",), "eta_mem": ("read", "triad", "copy")}
+
+
+def impossible_reason(name: str, k: KernelResult) -> str | None:
+    """Why a kernel's figures cannot be true (None when they can): a utilisation (``unit`` fraction) above 1,
+    or a rate above the device's physical peak (``fraction_of_peak`` above 1)."""
+    if k.unit == "fraction" and (k.best > 1.0 or k.median > 1.0):
+        return (f"{name} {100 * k.best:.0f} % not shown: a utilisation above 100 % cannot be true (the peak it is "
+                "measured against was taken on a busier machine or at another size)")
+    if k.fraction_of_peak is not None and k.fraction_of_peak > 1.0:
+        return (f"{name} {k.best:,.4g} {k.unit} refused: {100 * k.fraction_of_peak:.0f} % of the device's physical "
+                "peak (a timing artefact, a cache-resident array or a wrong peak)")
+    return None
+
+
+def refuse_impossible(result: ProbeResult) -> ProbeResult:
+    """The result without the figures that cannot be true (``impossible_reason``), each replaced by a note;
+    a calibration value that came from a refused kernel is dropped. Every probe's result and every stored
+    one read back passes through here, so no utilisation above 100 % reaches an output."""
+    refused = {name: why for name, k in result.results.items() if (why := impossible_reason(name, k))}
+    if not refused:
+        return result
+    calibration = dict(result.calibration) if result.calibration is not None else None
+    if calibration is not None:
+        for key, kernels in _CALIBRATION_FROM.items():
+            if key in calibration and any(k in refused for k in kernels):
+                calibration.pop(key)
+        if not any(k in calibration for k in _CALIBRATION_FROM):
+            calibration = None
+    return replace(result, results={n: k for n, k in result.results.items() if n not in refused},
+                   calibration=calibration, notes=tuple(result.notes) + tuple(refused.values()))

@@ -7,8 +7,10 @@ Bytes counted per element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` read
 
 Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
 planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
-doubles), filled with constants rather than random numbers (filling is not timed, but random generation
-of gigabytes takes seconds), for at most ``QUICK_BUDGET_S`` of timed repetitions.
+doubles), filled with ascending numbers rather than random ones (filling is not timed, but random generation
+of gigabytes takes seconds; a constant fill would let a host merge identical pages, read from cache),
+for at most ``QUICK_BUDGET_S`` of timed repetitions. The headline (``best``) is the best of per-trial medians
+(``_common.headline_time``), so one lucky repetition on a busy machine does not make it.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def default_elements(quick: bool, itemsize: int) -> int:
 def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = None, *,
         elements: int | None = None, reps: int | None = None, warmup_s: float | None = None,
         dtype: str = "float64", threads: int | None = None, trials: int | None = None,
-        triad_reps: int | None = None, timer: Timer = time.perf_counter):
+        triad_reps: int | None = None, peak_gbps: float | None = None, timer: Timer = time.perf_counter):
     """Measure host memory bandwidth.
 
     Args:
@@ -74,6 +76,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         trials: rounds over all kernels; the best over all rounds is kept (default 1 quick, 4 full).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
+        peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
+            a figure above it is refused with a note (``_types.refuse_impossible``).
         timer: clock for the timed calls (tests inject a fake one).
     Returns:
         ProbeResult with kernels copy, scale, add, triad in GB/s.
@@ -97,14 +101,16 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     warmup_s = 0.1 if quick and warmup_s is None else (0.3 if warmup_s is None else warmup_s)
     nthreads = int(threads or physical_cores())
 
-    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of {'constant' if quick else 'random'} {dtype}")
+    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of {'ascending' if quick else 'random'} {dtype}")
     names = ("triad",) if quick else tuple(STREAMS)
     times: dict[str, list[float]] = {k: [] for k in names}
     with torch_threads(torch, nthreads):
-        if quick:  # filled in parallel by torch (first touch on every thread), as STREAM does
-            a = torch.empty(n, dtype=tdtype).fill_(0.0)
-            b = torch.empty(n, dtype=tdtype).fill_(1.0)
-            c = torch.empty(n, dtype=tdtype).fill_(2.0)
+        if quick:  # filled in parallel by torch (first touch on every thread), as STREAM does; every page holds
+            # distinct values: a guard, since a page of one constant can be merged with its copies by a host (KSM,
+            # zero pages) and merged pages read from cache, not memory
+            a = torch.arange(n, dtype=tdtype)
+            b = torch.arange(1, n + 1, dtype=tdtype)
+            c = torch.arange(2, n + 2, dtype=tdtype)
         else:
             a = torch.rand(n, dtype=tdtype)
             b = torch.rand(n, dtype=tdtype)
@@ -120,12 +126,13 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                                              budget_s=QUICK_BUDGET_S if quick else None)
         finally:
             del a, b, c
-    results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s",
+    results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,
                                  bytes_per_call=STREAMS[name] * itemsize * n)
                for name, ts in times.items()}
     return ProbeResult(
-        probe=NAME, device=device, results=results, peak=None,
+        probe=NAME, device=device, results=results,
+        peak={"GB/s": peak_gbps, "origin": "given"} if peak_gbps else None,
         params={"quick": quick, "elements": n, "array_bytes": n * itemsize, "dtype": dtype, "reps": reps,
                 "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "warmup_s": warmup_s},
-        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of all repetitions",)
+        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of the per-trial medians",)
         + (("quick: the triad only, on arrays of at most 640 MB",) if quick else ()))

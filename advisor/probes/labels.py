@@ -75,3 +75,9 @@ def kernel_value(value: float | None, unit: str) -> str:
     if unit in ("GB/s", "GB", "TFLOP/s", "TOP/s", "tokens/s") and value >= 1000:
         return f"{value:,.0f} {unit}"
     return f"{sig3(value)} {unit}"
+
+
+def run_mode(params) -> str:
+    """``quick`` or ``full``: how a probe ran (from its parameters), shown beside every stored or displayed
+    figure, since a quick run uses smaller arrays and fewer repetitions and is not comparable with a full one."""
+    return "quick" if (params or {}).get("quick") else "full"

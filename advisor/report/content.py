@@ -172,6 +172,9 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
                                                            if model.get("active_params") not in (None, model.get("params"))
                                                            else "")),
             ("workload", str(doc.get("workload"))), ("precision", str(doc.get("precision")))]
+    software = doc.get("software")
+    if isinstance(software, dict) and software.get("summary"):  # the framework profile the figures assume
+        rows.append(("software", str(software["summary"])))
     if doc.get("tokens") is not None:
         rows.append(("tokens", f"{doc['tokens']:.4g}"))
     if doc.get("flops_total") is not None:
@@ -235,12 +238,15 @@ def sections(docs) -> list[PlanSection]:
         defaults = _defaults()
         changed = tuple((n, v, u, o, defaults[n]) for n, v, u, o in assumptions
                         if n in defaults and _differs(v, defaults[n]))
-        per = (doc.get("memory") or {}).get("per_device_bytes") or {}
-        memory_parts = tuple((k, int(v)) for k, v in per.items() if k != "total" and isinstance(v, (int, float)))
+        chosen = fitting[0] if fitting else None
+        # the memory chart is of the chosen option's layout; the plan's own layout (--gpus) only without one
+        per = ((chosen or {}).get("memory_per_device_parts_bytes")
+               or (doc.get("memory") or {}).get("per_device_bytes") or {})
+        memory_parts = tuple((k, int(v)) for k, v in per.items() if k != "total" and _finite(v))
         out.append(PlanSection(title=_title(doc, i), doc=doc, options=options, assumptions=tuple(assumptions),
                                catalog_date=str(date), prices_as_of=str(as_of or date), probes=_calibration_probes(doc),
                                summary=_summary(doc), breakdown_parts=tuple(parts),
-                               chosen=fitting[0] if fitting else None,
+                               chosen=chosen,
                                alternatives=tuple(fitting[1:1 + ALTERNATIVES]), changed_assumptions=changed,
                                memory_parts=memory_parts, inputs=input_rows(doc),
                                infeasible=apart, price_dates=_price_dates(doc, options),
@@ -258,10 +264,29 @@ def _price_dates(doc: dict, options) -> str:
     if not isinstance(oldest, str) or not isinstance(newest, str):
         return str(dates["summary"])
     text = f"{oldest}{' or earlier' if dates.get('oldest_bounded') is True else ''} to {newest}"
+    n = dates.get("offers")
+    if isinstance(n, int) and not isinstance(n, bool):
+        text = f"{n} offers: {text}"
     old = dates.get("older_than_a_year")
     extra = [f"{len(old)} over a year old (marked old)" if isinstance(old, list) and old else "",
              f"{dates['undated']} undated" if isinstance(dates.get("undated"), int) and dates["undated"] else ""]
     return text + "".join(f"; {e}" for e in extra if e)
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def memory_chart_title(s: PlanSection) -> tuple[str, int | None]:
+    """The memory chart's title and the capacity line to draw: of the chosen option's layout ("Memory per
+    device: 4 x H100 SXM5 80GB"), or of the plan's own device count when nothing fits."""
+    c = s.chosen
+    if c is not None and c.get("memory_per_device_parts_bytes"):
+        name = c.get("name") or c.get("accelerator") or ""
+        cap = c.get("capacity_bytes")
+        return f"Memory per device: {c.get('devices')} x {name}", int(cap) if _finite(cap) else None
+    devices = int((s.doc.get("memory") or {}).get("devices") or 1)
+    return f"Memory per device on {devices} device{'s' if devices != 1 else ''} (--gpus)", None
 
 
 def _num(v) -> float:
@@ -330,6 +355,58 @@ def option_columns(doc: dict) -> tuple[str, ...]:
     """The appendix's columns for this plan: :data:`OPTION_COLUMNS`, and the serving costs for a serving plan."""
     return OPTION_COLUMNS + (SERVING_COLUMNS if serving(doc) else ())
 
+
+
+PDF_FULL_APPENDIX_ROWS = 40  # a PDF appendix lists every option up to this many, else the best per accelerator
+
+
+def appendix_rows(s: PlanSection, full: bool) -> list[dict]:
+    """The options a scenario's appendix lists: all of them (HTML, Markdown, CSV, and a PDF of up to
+    ``PDF_FULL_APPENDIX_ROWS``), or the cheapest of each accelerator (a longer PDF)."""
+    return list(s.options) if full or len(s.options) <= PDF_FULL_APPENDIX_ROWS else best_per_accelerator(s.options)
+
+
+def appendix_holds(s: PlanSection, full: bool, short: bool = False) -> str:
+    """What the appendix holds, in words that are true of it: ``all 15 options (12 fit)`` or ``the cheapest
+    option of each of the 31 accelerators, of 242 options (the HTML and CSV reports list every one)``;
+    ``short``: ``all 15 options`` or ``the cheapest of each of 31 accelerators``."""
+    rows = appendix_rows(s, full)
+    fit = sum(1 for o in s.options if o.get("fits"))
+    if len(rows) == len(s.options):
+        return f"all {len(s.options)} options" + ("" if short else f" ({fit} fit)")
+    if short:
+        return f"the cheapest of each of {len(rows)} accelerators"
+    return (f"the cheapest option of each of the {len(rows)} accelerators, of {len(s.options)} options "
+            f"({fit} fit; the HTML and CSV reports list every one)")
+
+
+def assumptions_fact(s: PlanSection, appendix: str, i: int) -> str:
+    """The scenario page's word on its assumptions, true of the report it is in: how many, how many changed,
+    and where each is listed (``A2`` in HTML and Markdown, ``B`` in the PDF)."""
+    where = f"appendix {appendix}{i + 1 if appendix == 'A' else ''}"
+    changed = len(s.changed_assumptions)
+    state = f"{changed} differ from the defaults (below)" if changed else "all at their defaults"
+    return f"{len(s.assumptions)}, {state}; each with its value and origin in {where}"
+
+
+def assumption_matrix(secs: list[PlanSection]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Every assumption of every scenario once: name, unit, its value in each scenario, and its origins (one
+    origin when all scenarios share it): the PDF's appendix B, so no assumption is left out of any format."""
+    names: dict[str, str] = {}
+    values: list[dict[str, tuple[object, str]]] = []
+    for s in secs:
+        values.append({n: (v, o) for n, v, _u, o in s.assumptions})
+        for n, _v, u, _o in s.assumptions:
+            names.setdefault(n, u)
+    head = ("name", "unit", *(f"value ({i + 1})" if len(secs) > 1 else "value" for i in range(len(secs))), "origin")
+    rows = []
+    for n, u in names.items():
+        cells = [values[i].get(n) for i in range(len(secs))]
+        origins = list(dict.fromkeys(c[1] for c in cells if c is not None))
+        origin = origins[0] if len(origins) == 1 else "; ".join(
+            f"({i + 1}) {c[1]}" for i, c in enumerate(cells) if c is not None)
+        rows.append((n, u, *("-" if c is None else str(c[0]) for c in cells), origin))
+    return head, rows
 
 
 def best_per_accelerator(options) -> list[dict]:

@@ -9,9 +9,13 @@ from advisor.report.content import (
     COLUMN_TITLES,
     OPTION_COLUMNS,
     PlanSection,
-    best_per_accelerator,
+    appendix_holds,
+    appendix_rows,
+    assumption_matrix,
+    assumptions_fact,
     cell,
     generated_at,
+    memory_chart_title,
     money,
     option_columns,
     serving,
@@ -103,23 +107,23 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         out.append(f'<div class="scenario"{_BREAK if i else ""}>')
         out.append(f"<h2>{i + 1}. {escape(s.title)}</h2>")
         out.append(f"<p><b>{escape(s.headline)}</b></p>")
-        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of),
+                 ("assumptions", assumptions_fact(s, "A" if appendix == "full" else "B", i))]
         out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in facts) + "</p>")
         if s.chosen is not None:
-            out.append(f"<h3>Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})</h3>")
+            out.append(f"<h3>Chosen option and the next five ({escape(appendix_holds(s, appendix == 'full', short=True))}: "
+                       f"appendix A{i + 1})</h3>")
             picks = [s.chosen, *s.alternatives]
             short = short_columns(s.doc)
             out.append(_table([COLUMN_TITLES[c] for c in short] + ["cost parts"],
                               [(*(cell(c, o) for c in short), parts_text(o)) for o in picks],
                               numeric=tuple(range(1, len(short))), classes=["chosen"] + [""] * len(s.alternatives),
                               small=True))
-            devices = int((s.doc.get("memory") or {}).get("devices") or 1)
-            # the capacity line only where the chart's device count is the chosen option's
-            capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
+            mem_title, capacity = memory_chart_title(s)
             # side by side, so a scenario keeps to one page (narrower, three across, with a tornado)
             narrow = bool(s.tornado)
             memory = chart(n_chart, memory_chart_svg(s.memory_parts, capacity, width=270 if narrow else 380,
-                                                     title=f"Memory per device on {devices}"))
+                                                     title=mem_title))
             cost = chart(n_chart + 1, cost_chart_svg(picks, s.breakdown_parts, limit=len(picks),
                                                      width=410 if narrow else 620, title="Total job cost by part"))
             n_chart += 2
@@ -132,17 +136,12 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
             out.append("<h3>Assumptions that differ from the defaults</h3>")
             out.append(_table(("name", "value", "unit", "default", "from"),
                               [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions], small=True))
-        else:  # one line: the page keeps to one sheet
-            out.append("<h3>Assumptions that differ from the defaults: none (all listed in the appendix)</h3>")
         out.append("</div>")
     for i, s in enumerate(secs):
         out.append(f'<div class="appendix"{_BREAK if i == 0 else ""}>')
         full = appendix == "full"
-        rows_of = s.options if full else best_per_accelerator(s.options)
-        fit = sum(1 for o in s.options if o.get("fits"))
-        what = (f"all {len(s.options)} options ({fit} fit)" if appendix == "full" else
-                f"the cheapest option of each accelerator ({len(rows_of)} of {len(s.options)} options; "
-                "the HTML and CSV reports list every one with its cost parts)")
+        rows_of = appendix_rows(s, full)
+        what = appendix_holds(s, full)
         out.append(f"<h2>A{i + 1}. {escape(s.title)}: {escape(what)}, by total job cost</h2>")
         columns = option_columns(s.doc) if full else OPTION_COLUMNS  # the PDF: serving costs on the scenario page
         head, rows = option_head(columns), option_rows(rows_of, columns)
@@ -160,10 +159,12 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         if s.inputs:
             out.append("<h3>Inputs</h3>")
             out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))
-        if appendix == "full":
+        if full:
             out.append("<h3>All assumptions</h3>")
             out.append(_table(("name", "value", "unit", "origin"),
                               [(n, v, u, o) for n, v, u, o in s.assumptions] or [("(none recorded)", "", "", "")]))
+        else:
+            out.append(f"<p>All {len(s.assumptions)} assumptions of this scenario: appendix B.</p>")
         out.append("<h3>Probes used</h3>")
         if s.probes:
             out.append(_table(("figure", "value", "measured by", "at"),
@@ -171,6 +172,12 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         else:
             out.append("<p>None: no calibration saved, so the planner's published priors were used "
                        "(run <code>advisor probe train-step</code> to measure this machine).</p>")
+        out.append("</div>")
+    if appendix != "full":  # the PDF: every assumption once, a value column per scenario
+        head, rows = assumption_matrix(secs)
+        out.append(f"<div{_BREAK}><h2>B. All assumptions ({len(rows)}), with their value in each scenario and "
+                   "where it comes from</h2>")
+        out.append(_table(head, rows, small=True))
         out.append("</div>")
     out.append("</body></html>")
     return "".join(out)

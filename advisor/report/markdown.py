@@ -5,7 +5,17 @@ from __future__ import annotations
 import base64
 
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
-from advisor.report.content import COLUMN_TITLES, PlanSection, cell, generated_at, money, option_columns
+from advisor.report.content import (
+    COLUMN_TITLES,
+    PlanSection,
+    appendix_holds,
+    assumptions_fact,
+    cell,
+    generated_at,
+    memory_chart_title,
+    money,
+    option_columns,
+)
 from advisor.report.html import option_head, option_rows, parts_text, short_columns
 from advisor.untrusted import markdown_text
 
@@ -37,19 +47,18 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         out += _table(("scenario", "cheapest option that fits", "total cost", "time"), rows) + [""]
     for i, s in enumerate(secs):
         out += [f"## {i + 1}. {_esc(s.title)}", "", f"**{_esc(s.headline)}**", ""]
-        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of)]
+        facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of),
+                 ("assumptions", assumptions_fact(s, "A", i))]
         out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in facts), ""]
         if s.chosen is not None:
             picks = [s.chosen, *s.alternatives]
-            out += [f"### Chosen option and the next five (all {len(s.options)} options: appendix A{i + 1})", ""]
+            out += [f"### Chosen option and the next five ({appendix_holds(s, True, short=True)}: appendix A{i + 1})", ""]
             short = short_columns(s.doc)
             out += _table([COLUMN_TITLES[c] for c in short] + ["cost parts"],
                           [(*(cell(c, o) for c in short), parts_text(o)) for o in picks]) + [""]
             if embed_chart:
-                devices = int((s.doc.get("memory") or {}).get("devices") or 1)
-                capacity = s.chosen.get("capacity_bytes") if s.chosen.get("devices") == devices else None
-                out += _svg(memory_chart_svg(s.memory_parts, capacity, title=f"Memory per device on {devices}"),
-                            "Memory per device")
+                mem_title, capacity = memory_chart_title(s)
+                out += _svg(memory_chart_svg(s.memory_parts, capacity, title=mem_title), "Memory per device")
                 out += _svg(cost_chart_svg(picks, s.breakdown_parts, limit=len(picks), title="Total job cost by part"),
                             "Total job cost by part")
                 if s.tornado:
@@ -58,8 +67,7 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
             out += ["### Assumptions that differ from the defaults", ""]
             out += _table(("name", "value", "unit", "default", "from"),
                           [(n, v, u, d, o) for n, v, u, o, d in s.changed_assumptions]) + [""]
-        else:
-            out += ["### Assumptions that differ from the defaults: none (all listed in the appendix)", ""]
+
     for i, s in enumerate(secs):
         fit = sum(1 for o in s.options if o.get("fits"))
         out += [f"## A{i + 1}. {_esc(s.title)}: all {len(s.options)} options ({fit} fit), by total job cost", ""]

@@ -30,8 +30,9 @@ def add_output_flags(group) -> None:
                        help="plan against the GPUs of the imported fleet (advisor fleet import)")
 
 
-def prepare_values(args, values: dict) -> dict:
-    """Apply ``--fleet`` to one plan's merged values: restrict the accelerators to the fleet's.
+def prepare_values(args, values: dict, catalog=None) -> dict:
+    """Apply ``--fleet`` to one plan's merged values: restrict the accelerators to the fleet's (those of
+    ``catalog`` when given: a node may name an accelerator this catalog does not have).
 
     Raises:
         ReportError: when the fleet is empty or shares no accelerator with ``--accelerator``.
@@ -41,6 +42,8 @@ def prepare_values(args, values: dict) -> dict:
     from advisor.store.fleet import fleet_accelerators, load_fleet
 
     available = fleet_accelerators(load_fleet())
+    if catalog is not None:
+        available = {a: n for a, n in available.items() if a in catalog.accelerators}
     if not available:
         raise ReportError("fleet: the fleet has no GPU from the catalog (import machines with "
                          "'advisor fleet import FILE')")

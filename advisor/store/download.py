@@ -5,11 +5,20 @@ so must every redirect hop (a redirect to ``http://`` is refused before it is fo
 plain connection is ever offered for ``--apply``). The certificate is checked against the system's trust
 store (Python's default SSL context; ``SSL_CERT_FILE`` points it at another bundle). Answers over
 ``MAX_DOWNLOAD_BYTES`` are refused. Parsing the file is the catalog's job (``catalog.importer``).
+
+Two time limits: each read waits at most ``timeout_s`` (the socket timeout), and the whole download, from
+connecting to the last byte, at most ``total_s``: a server that sends a byte every half second never trips
+the first, so a timer shuts the connection's socket down when the second runs out (``_Deadline``), which
+ends a read blocked in the headers or the body alike.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
+import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,6 +29,7 @@ from advisor.catalog.load import CatalogError
 from advisor.store.atomic import write_atomic
 
 MAX_REDIRECTS = 5
+TOTAL_TIMEOUT_S = 120.0  # a price list is a few hundred kilobytes: two minutes is ample on a slow line
 
 
 class DownloadError(CatalogError):
@@ -37,13 +47,126 @@ class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def urlopen_https(url: str, timeout_s: float):
-    """Open ``url`` with certificate checks and HTTPS-only redirects (the one place that opens a connection)."""
+class _Deadline:
+    """Shuts down every socket the download opened once ``total_s`` has passed (a blocked read then ends)."""
+
+    def __init__(self, total_s: float) -> None:
+        self.total_s, self.expired = total_s, False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(total_s, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self):
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+    def track(self, sock) -> None:
+        with self._lock:
+            if self.expired:
+                sock.shutdown(socket.SHUT_RDWR)
+            self._socks.append(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def _connection(base, deadline: _Deadline | None):
+    """An ``http.client`` connection class whose socket the deadline can shut down."""
+    class Connection(base):
+        def connect(self):
+            super().connect()
+            if deadline is not None:
+                deadline.track(self.sock)
+    return Connection
+
+
+class _HttpsHandler(urllib.request.HTTPSHandler):
+    def __init__(self, context, deadline: _Deadline | None) -> None:
+        super().__init__(context=context)
+        self._deadline = deadline
+
+    def https_open(self, req):
+        return self.do_open(_connection(http.client.HTTPSConnection, self._deadline), req, context=self._context)
+
+
+class _HttpHandler(urllib.request.HTTPHandler):
+    """Plain HTTP, for tests against a local server only (``download_prices`` refuses http:// URLs)."""
+
+    def __init__(self, deadline: _Deadline | None) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req):
+        return self.do_open(_connection(http.client.HTTPConnection, self._deadline), req)
+
+
+def urlopen_https(url: str, timeout_s: float, deadline: _Deadline | None = None, *, plain_http: bool = False):
+    """Open ``url`` with certificate checks and HTTPS-only redirects (the one place that opens a connection).
+
+    Args:
+        deadline: shuts the connection down when the whole download's time is up.
+        plain_http: also open ``http://`` (tests against a local server; never the price download).
+    """
     import ssl
 
-    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()),
-                                         _HttpsOnlyRedirects())
-    return opener.open(url, timeout=timeout_s)
+    handlers = [_HttpsHandler(ssl.create_default_context(), deadline), _HttpsOnlyRedirects()]
+    if plain_http:
+        handlers.append(_HttpHandler(deadline))
+    return urllib.request.build_opener(*handlers).open(url, timeout=timeout_s)
+
+
+def read_body(resp, max_bytes: int, deadline: _Deadline | None = None) -> bytes:
+    """The body of a response, read in pieces, at most ``max_bytes + 1`` bytes; stops when the deadline
+    has expired (the socket is then shut down: a read returns at once)."""
+    read = getattr(resp, "read1", None) or resp.read
+    chunks, size = [], 0
+    while size <= max_bytes:
+        if deadline is not None and deadline.expired:
+            break
+        chunk = read(min(1 << 16, max_bytes + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def fetch(url: str, *, timeout_s: float, total_s: float, max_bytes: int, plain_http: bool = False) -> bytes:
+    """The bytes at ``url`` within both time limits and ``max_bytes``.
+
+    Raises:
+        DownloadError: the total time ran out, a read timed out, HTTP or TLS failed, the answer is too large,
+            or it came from a non-HTTPS address.
+    """
+    start = time.monotonic()
+    with _Deadline(total_s) as deadline:
+        try:
+            with urlopen_https(url, timeout_s, deadline, plain_http=plain_http) as resp:
+                if urlparse(resp.geturl()).scheme != "https" and not plain_http:  # where the answer came from
+                    raise DownloadError(f"url: {url} was answered from {resp.geturl()!r}: refused")
+                data = read_body(resp, max_bytes, deadline)
+        except urllib.error.HTTPError as exc:
+            raise DownloadError(f"url: download of {url} failed: HTTP {exc.code} {exc.reason}") from None
+        except (OSError, http.client.HTTPException) as exc:
+            if not deadline.expired:
+                reason = getattr(exc, "reason", None) or exc
+                raise DownloadError(f"url: download of {url} failed: {' '.join(str(reason).split())}") from None
+        if deadline.expired:
+            raise DownloadError(f"url: download of {url} stopped after {time.monotonic() - start:.1f} s: the whole "
+                                f"download may take at most {total_s:g} s")
+    if len(data) > max_bytes:
+        raise DownloadError(f"url: {url} sent more than {max_bytes / 2**20:g} MiB")
+    return data
 
 
 def provider_from_url(url: str) -> str | None:
@@ -72,29 +195,22 @@ def configured_update_url() -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def download_prices(url: str, *, timeout_s: float = 30.0) -> Path:
+def download_prices(url: str, *, timeout_s: float = 30.0, total_s: float = TOTAL_TIMEOUT_S) -> Path:
     """Download a price list over HTTPS into the cache directory (only ever called on the user's request).
 
+    Args:
+        timeout_s: the longest wait for any one read.
+        total_s: the longest the whole download may take.
     Returns:
         The downloaded file (suffix kept from the URL so its format is recognised).
     Raises:
-        DownloadError: a non-HTTPS URL or redirect, a network or certificate failure, an oversized answer.
+        DownloadError: a non-HTTPS URL or redirect, a network or certificate failure, an oversized answer,
+            either time limit passed.
     """
     parsed = urlparse(url)
     if parsed.scheme != "https" or not parsed.netloc:
         raise DownloadError(f"url: refusing {url!r}: only https:// URLs are used for price updates")
-    try:
-        with urlopen_https(url, timeout_s) as resp:
-            if urlparse(resp.geturl()).scheme != "https":  # belt and braces: where the answer came from
-                raise DownloadError(f"url: {url} was answered from {resp.geturl()!r}: refused")
-            data = resp.read(MAX_DOWNLOAD_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        raise DownloadError(f"url: download of {url} failed: HTTP {exc.code} {exc.reason}") from None
-    except OSError as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise DownloadError(f"url: download of {url} failed: {' '.join(str(reason).split())}") from None
-    if len(data) > MAX_DOWNLOAD_BYTES:
-        raise DownloadError(f"url: {url} sent more than {MAX_DOWNLOAD_BYTES // 2**20} MiB")
+    data = fetch(url, timeout_s=timeout_s, total_s=total_s, max_bytes=MAX_DOWNLOAD_BYTES)
     from advisor import paths
 
     suffix = ".toml" if parsed.path.lower().endswith(".toml") else ".csv"

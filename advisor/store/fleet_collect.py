@@ -13,11 +13,13 @@ import datetime as _dt
 import json
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.store.fleet import FleetError, FleetMachine, machine_from_detect, parse_detect_text
+from advisor.catalog.readfile import UnreadableFile, decode_text, read_regular_file
+from advisor.store.fleet import FleetError, FleetMachine, machines_from_text
 
 HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
@@ -26,6 +28,8 @@ WORD = re.compile(r"[A-Za-z0-9_./=:+-]{1,256}")
 DEFAULT_ADVISOR = ("advisor",)
 TIMEOUT_S = 300.0
 ALLREDUCE_PORT = 29511
+MAX_REPLY_BYTES = 4 * 2**20  # one node's detect document is about 5 kB; a reply over this is refused
+MAX_HOSTS_FILE_BYTES = 2**20
 
 Runner = Callable[..., subprocess.CompletedProcess]
 
@@ -67,9 +71,11 @@ def read_hosts_file(path: str | Path) -> list[str]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FleetError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        text = decode_text(read_regular_file(path, MAX_HOSTS_FILE_BYTES))  # a FIFO or /dev/zero is refused
+    except UnreadableFile as exc:
+        raise FleetError(f"{path}: cannot read: {exc.strerror}") from None
+    except OSError as exc:
+        raise FleetError(f"{path}: cannot read: {exc.strerror or exc}") from None
     hosts: list[str] = []
     for i, line in enumerate(text.splitlines(), start=1):
         name = line.split("#", 1)[0].strip()
@@ -115,13 +121,57 @@ def allreduce_command(nodes: Sequence[str], partition: str | None, advisor: Sequ
             *module, "probe", "allreduce", "--json", "--no-save", "--quick"]
 
 
-def _run(run: Runner, cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+def bounded_run(cmd: list[str], *, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES,
+                **_kw) -> subprocess.CompletedProcess:
+    """``subprocess.run`` for a command whose output is not trusted: stdout is kept up to ``max_bytes + 1``
+    bytes (the command is then killed: a node answering 200 MB never fills the memory), stderr's last 4 KiB.
+
+    Raises:
+        subprocess.TimeoutExpired: the command ran past ``timeout`` (it is killed).
+        FileNotFoundError: the program does not exist.
+    """
+    out, err = bytearray(), bytearray()
+    with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        def pump_out() -> None:
+            while len(out) <= max_bytes:
+                chunk = proc.stdout.read1(1 << 16)
+                if not chunk:
+                    return
+                out.extend(chunk)
+            proc.kill()  # enough: the reply is refused for its size, the rest is not waited for
+
+        def pump_err() -> None:
+            while chunk := proc.stderr.read1(1 << 16):
+                err.extend(chunk)
+                del err[:-4096]
+
+        pumps = [threading.Thread(target=f, daemon=True) for f in (pump_out, pump_err)]
+        for t in pumps:
+            t.start()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        finally:
+            for t in pumps:
+                t.join(5)
+    return subprocess.CompletedProcess(cmd, proc.returncode, bytes(out), bytes(err))
+
+
+def _run(run: Runner, cmd: list[str], timeout_s: float, max_bytes: int = MAX_REPLY_BYTES) -> subprocess.CompletedProcess:
+    """Run ``cmd``; its output comes back as text, bytes that are not UTF-8 replaced (a node's reply is not
+    trusted to be text), at most ``max_bytes`` of it kept by the default runner."""
     try:
-        return run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = run(cmd, capture_output=True, timeout=timeout_s, check=False, max_bytes=max_bytes)
     except FileNotFoundError:
         raise FleetError(f"{cmd[0]} not found: is this a Slurm login node (or ssh installed)?") from None
     except subprocess.TimeoutExpired:
         raise FleetError(f"{cmd[0]} did not finish within {timeout_s:.0f} s") from None
+    out, err = proc.stdout or b"", proc.stderr or b""
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       decode_text(out) if isinstance(out, bytes) else out,
+                                       decode_text(err[-4096:]) if isinstance(err, bytes) else err[-4096:])
 
 
 def _last_line(text: str) -> str:
@@ -129,7 +179,7 @@ def _last_line(text: str) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
-def slurm_nodes(partition: str | None = None, *, run: Runner = subprocess.run, timeout_s: float = 60.0) -> list[str]:
+def slurm_nodes(partition: str | None = None, *, run: Runner = bounded_run, timeout_s: float = 60.0) -> list[str]:
     """Node names of the partition (or the cluster) from ``sinfo``, validated, in order, without repeats."""
     proc = _run(run, sinfo_command(partition), timeout_s)
     if proc.returncode != 0:
@@ -144,14 +194,16 @@ def slurm_nodes(partition: str | None = None, *, run: Runner = subprocess.run, t
     return nodes
 
 
-def _machines(text: str, where: str, stamp: str) -> list[FleetMachine]:
-    docs = parse_detect_text(text, where)
-    return [machine_from_detect(d, where if len(docs) == 1 else f"{where} document {i + 1}", stamp)
-            for i, d in enumerate(docs)]
+def _machines(text: str, where: str, stamp: str, nodes: int = 1) -> tuple[list[FleetMachine], list[str]]:
+    """The machines of a reply and the documents refused (one line each); the reply's size is bounded."""
+    if len(text) > MAX_REPLY_BYTES * nodes:
+        raise FleetError(f"{where}: a reply of {len(text) / 2**20:.0f} MiB, over the limit of "
+                         f"{MAX_REPLY_BYTES * nodes / 2**20:.0f} MiB ({MAX_REPLY_BYTES / 2**20:.0f} MiB a node): refused")
+    return machines_from_text(text, where, stamp)
 
 
 def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFAULT_ADVISOR,
-                  run: Runner = subprocess.run, timeout_s: float = TIMEOUT_S,
+                  run: Runner = bounded_run, timeout_s: float = TIMEOUT_S,
                   nodes: Sequence[str] | None = None) -> tuple[CollectResult, list[str]]:
     """One ``advisor detect --json`` per node through ``srun``.
 
@@ -164,17 +216,19 @@ def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFA
     for n in nodes:
         check_host(n, "node")
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s)
+    proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s, MAX_REPLY_BYTES * len(nodes))
     if proc.returncode != 0 and not proc.stdout.strip():
         raise FleetError(f"srun failed: {_last_line(proc.stderr)}")
-    machines = _machines(proc.stdout, "srun output", stamp)
-    failures = () if proc.returncode == 0 else (f"srun exited {proc.returncode}: {_last_line(proc.stderr)}",)
+    machines, bad = _machines(proc.stdout, "srun output", stamp, len(nodes))
+    failures = tuple(bad)
+    if proc.returncode != 0:
+        failures += (f"srun exited {proc.returncode}: {_last_line(proc.stderr)}",)
     if len(machines) < len(nodes):
         failures += (f"{len(nodes) - len(machines)} of {len(nodes)} nodes sent no detect document",)
     return CollectResult(tuple(machines), failures), nodes
 
 
-def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = subprocess.run,
+def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = bounded_run,
                   timeout_s: float = 120.0) -> CollectResult:
     """One ``advisor detect --json`` per host over ``ssh`` (batch mode: keys, no password prompts).
 
@@ -188,14 +242,17 @@ def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVI
             proc = _run(run, ssh_command(host, advisor), timeout_s)
             if proc.returncode != 0:
                 raise FleetError(f"ssh exited {proc.returncode}: {_last_line(proc.stderr)}")
-            machines.extend(_machines(proc.stdout, f"{host}", stamp))
+            found, bad = _machines(proc.stdout, f"{host}", stamp)
+            machines.extend(found)
+            failures.extend(bad)
         except FleetError as exc:
-            failures.append(f"{host}: {' '.join(str(exc).split())}")
+            line = " ".join(str(exc).split())
+            failures.append(line if line.startswith(f"{host}: ") else f"{host}: {line}")
     return CollectResult(tuple(machines), tuple(failures))
 
 
 def measure_allreduce(nodes: Sequence[str], partition: str | None = None, *,
-                      advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = subprocess.run,
+                      advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = bounded_run,
                       timeout_s: float = TIMEOUT_S) -> dict:
     """The all-reduce probe across ``nodes``: ``{"busbw_gbps", "nodes", "measured_at", "size_bytes"}``.
 

@@ -9,7 +9,8 @@ write (read-only, full disk, still locked) raises ``HistoryError`` with one line
     with ProbeHistory() as h:
         run_id = h.add(result_doc, fingerprint, samples)
         for entry in h.list(probe="host-bandwidth", limit=20): ...
-        h.compare(a_id, b_id)    # kernel -> (best a, best b, ratio)
+        h.compare(a_id, b_id)    # kernel -> (best a, best b, ratio, each run's mode)
+    Each run is labelled ``quick`` or ``full`` (``HistoryEntry.mode``, ``list(mode=...)``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import paths
+from advisor.probes._types import KernelResult, impossible_reason
+from advisor.probes.labels import run_mode
 from advisor.store.atomic import keep_aside
 
 SCHEMA_VERSION = 1
@@ -101,12 +104,25 @@ class HistoryEntry:
     samples: Sequence[Mapping[str, Any]]
     skipped: str | None
 
+    @property
+    def mode(self) -> str:
+        """``quick`` or ``full``: how the probe ran (``labels.run_mode``); the two are not comparable."""
+        return run_mode(self.params or self.result.get("params"))
+
     def best(self) -> dict[str, tuple[float, str]]:
-        """Kernel -> (best figure, unit)."""
-        return {k: (v["best"], v["unit"]) for k, v in (self.result.get("results") or {}).items()}
+        """Kernel -> (headline figure, unit), without the figures that cannot be true (a utilisation above 100 %,
+        a rate above the device's peak: ``_types.refuse_impossible``; an older version may have stored them)."""
+        out = {}
+        for name, v in (self.result.get("results") or {}).items():
+            k = KernelResult(best=v["best"], median=v.get("median", v["best"]), unit=v["unit"],
+                             fraction_of_peak=v.get("fraction_of_peak"))
+            if impossible_reason(name, k) is None:
+                out[name] = (k.best, k.unit)
+        return out
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "probe": self.probe, "device": self.device, "started_at": self.started_at,
+        return {"id": self.id, "probe": self.probe, "device": self.device, "mode": self.mode,
+                "started_at": self.started_at,
                 "recorded_at": self.recorded_at, "duration_s": self.duration_s, "fingerprint": dict(self.fingerprint),
                 "params": dict(self.params), "result": dict(self.result), "samples": list(self.samples),
                 "skipped": self.skipped}
@@ -191,18 +207,26 @@ class ProbeHistory:
         return int(cur.lastrowid)
 
     def list(self, probe: str | None = None, device: str | None = None, fingerprint_id: str | None = None,
-             limit: int = 50) -> list[HistoryEntry]:
-        """Stored runs, newest first, optionally filtered."""
+             limit: int = 50, mode: str | None = None) -> list[HistoryEntry]:
+        """Stored runs, newest first, optionally filtered (``mode``: ``quick`` or ``full`` runs only)."""
         where, args = [], []
         for col, val in (("probe", probe), ("device", device), ("fingerprint_id", fingerprint_id)):
             if val is not None:
                 where.append(f"{col} = ?")
                 args.append(val)
+        if mode is not None:
+            if mode not in ("quick", "full"):
+                raise ValueError(f"mode must be quick or full, not {mode!r}")
+            where.append("coalesce(json_extract(params, '$.quick'), 0) = ?")
+            args.append(1 if mode == "quick" else 0)
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
         return [self._entry(row) for row in self._read(sql, (*args, int(limit)))]
 
     def get(self, run_id: int) -> HistoryEntry | None:
+        """The run of this id, or None (also for an id SQLite cannot hold, such as a 23-digit one)."""
+        if not _storable(run_id):
+            return None
         rows = self._read("SELECT * FROM runs WHERE id = ?", (int(run_id),))
         row = rows[0] if rows else None
         return None if row is None else self._entry(row)
@@ -214,6 +238,8 @@ class ProbeHistory:
             raise HistoryError(f"probe history {self.path}: cannot read: {_why(exc)}") from None
 
     def delete(self, run_id: int) -> bool:
+        if not _storable(run_id):
+            return False
         return self._write("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
 
     def clear(self) -> int:
@@ -233,7 +259,8 @@ class ProbeHistory:
         out = {}
         for kernel in ka.keys() & kb.keys():
             (va, unit), (vb, _) = ka[kernel], kb[kernel]
-            out[kernel] = {"a": va, "b": vb, "unit": unit, "ratio": vb / va if va else None}
+            out[kernel] = {"a": va, "b": vb, "unit": unit, "ratio": vb / va if va else None,
+                           "mode_a": a.mode, "mode_b": b.mode}
         return dict(sorted(out.items()))
 
     @staticmethod
@@ -242,3 +269,8 @@ class ProbeHistory:
         return HistoryEntry(id=rid, probe=probe, device=device, started_at=started, recorded_at=recorded,
                             duration_s=duration, fingerprint=json.loads(fp), params=json.loads(params),
                             result=json.loads(result), samples=json.loads(samples), skipped=skipped)
+
+
+def _storable(run_id) -> bool:
+    """Whether ``run_id`` fits SQLite's 64-bit INTEGER (the ids are its rowids: 1 and up)."""
+    return isinstance(run_id, int) and not isinstance(run_id, bool) and 0 < run_id < 2**63

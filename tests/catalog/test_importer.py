@@ -259,7 +259,7 @@ def test_update_check_needs_a_url(capsys, monkeypatch):
 def test_update_check_downloads_over_https_only_when_asked(capsys, monkeypatch):
     calls = []
 
-    def fake_urlopen(url, timeout):
+    def fake_urlopen(url, timeout, *a, **k):
         calls.append(url)
         resp = _FakeResponse(SKY.encode())
         resp.geturl = lambda: url

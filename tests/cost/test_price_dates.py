@@ -67,3 +67,11 @@ def test_bundled_catalog_dates_are_reported_not_guessed():
     p5 = next(o for o in c.offers if o.id == "aws:p5.48xlarge-snapshot")
     assert p5.on_demand_usd_per_h == 98.32 and p5.id in ages.bounded_ids and p5.id in ages.stale_ids
     assert len(ages.bounded_ids) == 38
+
+
+def test_a_summary_with_a_scope_says_what_it_counts():
+    offers = [Offer("a", "2026-03-11"), Offer("b", "2024-11-28"), Offer("c", "")]
+    ages = price_ages(offers, "2026-11-29")
+    assert ages.count == 3
+    assert ages.summary("the catalog's") == ("the catalog's 3 cloud offers: prices from 2024-11-28 to 2026-03-11; "
+                                             "1 older than a year (as of 2026-11-29); 1 undated")

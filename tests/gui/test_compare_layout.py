@@ -40,3 +40,53 @@ def test_break_even_labels_stay_inside_the_chart(make_window, qtbot):
     for it in marks:
         anchor_x = it.label.anchors[0][0]
         assert anchor_x == (1 if it.value() > BREAK_EVEN_LABEL_FLIP else 0), (it.value(), it.label.anchors)
+
+
+def test_line_labels_move_rather_than_overlap():
+    from advisor.gui.widgets.plots import place_line_labels
+
+    slots = (0.99, 0.74, 0.49)
+    # far apart: both at the right edge, above their lines
+    assert place_line_labels([(100, 0.3), (60, 0.3)], [], slots) == [(0.99, True), (0.99, True)]
+    # 8 px apart: the second label goes below its line, clear of the first
+    assert place_line_labels([(100, 0.3), (92, 0.3)], [], slots) == [(0.99, True), (0.99, False)]
+    # a bar's total label under the right end, and the bar itself below the line: the label moves left
+    assert place_line_labels([(50, 0.2)], [(45, 61, 0.85, 0.95), (0, 45, 0.87, 0.93)], slots) == [(0.74, True)]
+    # a label never sticks out of the chart's left edge: 0.49 - 0.6 < 0, so only 0.99 and 0.74 are tried
+    assert place_line_labels([(50, 0.6)], [(40, 70, 0.3, 1.0)], slots, must=1) in (
+        [(0.99, True)], [(0.74, True)], [(0.99, False)], [(0.74, False)])
+    # nowhere free: a line that must be labelled goes where it covers least, any other is left unlabelled
+    crowded = [(30, 70, 0.0, 1.0)]
+    assert place_line_labels([(50, 0.3)], crowded, slots) == [None]
+    assert place_line_labels([(50, 0.3)], [(40, 80, 0.6, 1.0), (30, 50, 0.0, 1.0)], slots) == [(0.49, True)]
+    assert place_line_labels([(50, 0.3), (48, 0.3)], [], slots, must=1)[1] is not None  # below, or moved left
+
+
+def test_offers_that_would_read_alike_are_told_apart():
+    from types import SimpleNamespace as S
+
+    from advisor.gui.compare_data import distinct_labels
+
+    def o(i, inst, prov="RunPod", n=1, spot=False):
+        return S(id=i, kind="cloud", provider=prov, devices=n, accelerator_name="H100 SXM5 80GB", spot=spot,
+                 instance=inst, stack_ok=True)
+
+    labels = distinct_labels([o("runpod:a", "H100 SXM5 80GB Secure Cloud (per GPU)"),
+                              o("runpod:b", "H100 SXM5 80GB Community Cloud (per GPU)"),
+                              o("gcp:x", "a3-highgpu-8g", "GCP", 8, True), o("gcp:y", "a3-megagpu-8g", "GCP", 8, True),
+                              o("lambda:z", "gpu-1x-h100", "Lambda")])
+    assert labels == ["RunPod 1× H100 SXM5 80GB · Secure", "RunPod 1× H100 SXM5 80GB · Community",
+                      "GCP 8× H100 SXM5 80GB spot · a3-highgpu-8g", "GCP 8× H100 SXM5 80GB spot · a3-megagpu-8g",
+                      "Lambda 1× H100 SXM5 80GB"]
+    assert len(set(labels)) == len(labels)
+
+
+def test_a_scatter_of_one_time_says_so_instead_of_a_line_of_dots():
+    from types import SimpleNamespace as S
+
+    from advisor.gui.compare_data import scatter_flat_text
+
+    same_time = [S(hours=10.0, cost_usd=c) for c in (5.0, 9.0, 30.0)]
+    assert "same 10.0 h" in scatter_flat_text(same_time)
+    assert scatter_flat_text([S(hours=h, cost_usd=c) for h, c in ((1, 5), (10, 3))]) is None
+    assert "No option fits" in scatter_flat_text([])

@@ -34,8 +34,10 @@ def test_monitor_plots_fill_and_export(make_window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: page._export_worker is None, timeout=5000)
     assert worker is not None
     rows = list(csv.reader(out.open()))
-    assert rows[0][:3] == ["time_s", "cpu_util_pct", "cpu_freq_mhz"] and "gpu1_temp_c" in rows[0]
-    assert len(rows) > 5
+    assert rows[0][:5] == ["time_s", "wall_time_utc", "simulated", "cpu_util_pct", "cpu_freq_mhz"]
+    assert "gpu1_temp_c" in rows[0] and len(rows) > 5
+    # the simulated GPUs are said so on every row, and each row carries its UTC wall-clock time
+    assert {r[2] for r in rows[1:]} == {"1"} and all(r[1].endswith("Z") and r[1][4] == "-" for r in rows[1:])
 
 
 def test_gpu_lost_while_running_keeps_the_app_running(make_window, qtbot):

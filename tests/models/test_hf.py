@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import pytest
@@ -104,12 +105,20 @@ def test_model_folder_weights_from_safetensors_headers_and_index(tmp_path):
     ({"model_type": "llama", "hidden_size": 64}, "has no 'num_attention_heads', which model_type 'llama' needs"),
     (dict(configs.QWEN25_7B, model_type="mamba"), "model_type 'mamba' is not supported"),
     ({"hidden_size": 64}, "has no 'model_type'"),
-    (dict(configs.LLAMA31_8B, hidden_size="big"), "'hidden_size' must be an integer"),
+    (dict(configs.LLAMA31_8B, hidden_size="big"), "'hidden_size' must be a whole number between 1 and 1,000,000"),
+    # the ranges of the flags (--layers 1 to 10,000, --hidden, --context), finite numbers only
+    (dict(configs.LLAMA31_8B, num_hidden_layers=1e18), "'num_hidden_layers' must be a whole number between 1 and "
+                                                       "10,000, got 1e+18"),
+    (dict(configs.LLAMA31_8B, hidden_size=float("inf")), "'hidden_size' must be a whole number"),
+    (dict(configs.LLAMA31_8B, hidden_size=float("nan")), "'hidden_size' must be a whole number"),
+    (dict(configs.LLAMA31_8B, hidden_size=1e308), "'hidden_size' must be a whole number"),
+    (dict(configs.LLAMA31_8B, max_position_embeddings=-5), "'max_position_embeddings' must be a whole number "
+                                                           "between 0 and 16,777,216"),
     (dict(configs.LLAMA31_8B, num_key_value_heads=5), "must be a multiple of kv_heads"),
     ([1, 2], "expected a JSON object"),
 ])
 def test_bad_configs_name_what_is_wrong(cfg, message):
-    with pytest.raises(ModelSpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ModelSpecError, match=re.escape(message)):
         arch_from_config(cfg, "m", "m")
 
 
@@ -130,3 +139,15 @@ def test_bad_json_and_missing_files_are_one_line(tmp_path):
 def test_embedding_share_of_the_mapped_llama():
     arch = arch_from_config(configs.LLAMA31_8B, "m", "m")
     assert embedding_params(arch) == 2 * 128256 * 4096 + 4096  # untied input and output embeddings, final norm
+
+
+def test_a_snapshot_folder_is_named_after_its_repository(tmp_path):
+    snap = add_to_hf_cache(tmp_path / "hub", "meta-llama/Llama-3.1-8B", {"config.json": config_bytes(configs.LLAMA31_8B)},
+                           revision="abc123" + "0" * 34)
+    cat = bundled_catalog()
+    assert resolve_model(str(snap), cat).name == "meta-llama/Llama-3.1-8B"
+    assert resolve_model(str(snap / "config.json"), cat).name == "meta-llama/Llama-3.1-8B"
+    plain = tmp_path / "my-model"
+    plain.mkdir()
+    (plain / "config.json").write_bytes(config_bytes(configs.LLAMA31_8B))
+    assert resolve_model(str(plain), cat).name == "my-model"

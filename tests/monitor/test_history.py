@@ -96,4 +96,5 @@ def test_names_match_the_contract():
                  "gpu0_power_w", "gpu0_temp_c", "gpu1_util_pct", "gpu1_power_w"):
         assert need in cols
     assert cols[0] == "time_s" and len(cols) == len(set(cols))
-    assert set(cols[1:]) <= set(metric_names(2, 4)) and "cpu3_util_pct" in metric_names(2, 4)
+    assert cols[:3] == ("time_s", "wall_time_utc", "simulated")
+    assert set(cols[3:]) <= set(metric_names(2, 4)) and "cpu3_util_pct" in metric_names(2, 4)

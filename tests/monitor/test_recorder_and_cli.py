@@ -188,3 +188,21 @@ def test_a_full_disk_keeps_whole_rows_and_exits_2(tmp_path, capsys, monkeypatch)
     assert "No space left on device" in err[-1] and "2 rows kept" in err[-1] and "Traceback" not in "".join(err)
     rows = list(csv.reader(path.open()))
     assert len(rows) == 3 and all(len(r) == len(rows[0]) for r in rows)  # no cut-short last row
+
+
+def test_csv_rows_carry_wall_clock_and_the_simulated_flag():
+    import csv
+    import datetime as dt
+
+    clock = FakeClock()
+    buf = io.StringIO()
+    sampler = Sampler(FakeGpuBackend("2x4090", clock=clock), FakeHostBackend(clock), interval_s=0.5, clock=clock,
+                      wait=clock.advance, wall_clock=lambda: 1_800_000_000.25)
+    rec = CsvRecorder(buf, sampler.gpu_count, simulated=True)
+    sampler.add_listener(rec)
+    sampler.run(max_ticks=2)
+    rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    # 1_800_000_000.25 s after the epoch is 2027-01-15 08:00:00.250 UTC
+    assert dt.datetime(2027, 1, 15, 8, 0, 0, 250000, tzinfo=dt.UTC).timestamp() == 1_800_000_000.25
+    assert [r["wall_time_utc"] for r in rows] == ["2027-01-15T08:00:00.250Z"] * 2
+    assert [r["simulated"] for r in rows] == ["1", "1"]

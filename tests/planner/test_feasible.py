@@ -126,8 +126,11 @@ def test_stale_prices_are_marked_and_dated():
     assert all(i == "aws:p5.48xlarge-old" or by_id[i].price_date.startswith("on or before 2025-06-05")
                for i in dates["older_than_a_year"])
     n = len(dates["older_than_a_year"])
-    assert dates["summary"].startswith(f"prices from 2024-06-01 to 2026-03-15; {n} older than a year")
+    assert dates["summary"].startswith(f"this plan's {dates['offers']} cloud offers: prices from 2024-06-01 to "
+                                       f"2026-03-15; {n} older than a year")
     from advisor.commands.plan import render_table
 
     text = render_table(r, top=None)
+    # the CLI header counts the same offers as the JSON (and the reports), whatever --top shows
+    assert dates["summary"] in text and dates["summary"] in render_table(r, top=3)
     assert "older than a year" in text and "[price of 2024-06-01, older than a year]" in text

@@ -15,7 +15,7 @@ from advisor.planner.summary import change_flags
 
 CAT = load_catalog(use_user_file=False)
 JOBS = [  # (fake GPUs, job): together they make every kind of advice
-    ("2x4090", {"model": "llama-3-8b", "workload": "finetune", "zero": 0, "micro_batch": 4}),
+    ("2x4090", {"model": "llama-3-8b", "workload": "finetune", "zero": 0, "micro_batch": 4, "checkpointing": "selective"}),
     ("laptop-4060", {"model": "llama-3-8b", "workload": "lora", "seq_len": 4096}),
     ("laptop-4060", {"model": "llama-3-70b", "workload": "inference", "context": 8192}),
     ("laptop-4060", {"model": "llama-3-8b", "workload": "inference", "context": 8192}),
@@ -52,7 +52,7 @@ def test_every_kind_of_change_is_offered():
         for advice in _advised(fake, job)[1].fit_advice:
             kinds.update(advice.change)
     assert kinds >= {"checkpointing", "micro_batch", "grad_accum", "seq_len", "workload", "optimizer", "zero",
-                     "optimizer_offload", "quant", "kv_cache_bits", "context", "gpu_layers"}
+                     "optimizer_offload", "quant", "kv_cache_bits", "context", "gpu_layers", "framework"}
 
 
 def test_laptop_qlora_question(capsys):

@@ -103,3 +103,12 @@ def test_calibrated_mfu_changes_the_plan_and_reset_restores_the_prior(capsys, ti
     cli(capsys, "probe", "--reset-calibration")
     restored, doc = _plan(capsys)
     assert restored == prior and doc.get("calibration") is None
+
+
+def test_compare_with_an_id_out_of_range_is_one_line(capsys):
+    """Before: 'internal error: OverflowError: Python int too large to convert to SQLite INTEGER'."""
+    assert main(["probe", "--compare", "12345678901234567890123", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such run: 12345678901234567890123" in err
+    assert main(["probe", "--compare", "-5", "-5"]) == 2
+    assert "no such run: -5" in capsys.readouterr().err

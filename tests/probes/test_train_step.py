@@ -7,6 +7,7 @@ import pytest
 from advisor.probes import drive, open_probe
 from advisor.probes._common import require_torch
 from advisor.probes._transformer import TinyGptConfig, build_model
+from advisor.probes.train_step import step_matmul_shapes
 
 TINY = {"hidden": 32, "layers": 2, "heads": 2, "vocab": 128, "seq_len": 16, "batch": 2, "steps": 3, "warmup_s": 0.0}
 
@@ -38,18 +39,22 @@ def test_figures_follow_six_p_and_the_given_peak():
     assert p == TinyGptConfig(vocab=128, hidden=32, layers=2, heads=2, seq_len=16).param_count()
     tps = r.results["tokens_per_s"]
     assert tps.unit == "tokens/s" and tps.repetitions == 3 and tps.best >= tps.median > 0
+    assert step_matmul_shapes(TinyGptConfig(vocab=128, hidden=32, layers=2, heads=2, seq_len=16), 2) == (
+        (32, 32, 96), (32, 32, 32), (32, 32, 128), (32, 128, 32), (32, 32, 128))  # tokens 2 x 16, h 32, ffn 128
     assert r.results["achieved"].best == pytest.approx(6 * p * tps.best / 1e12)
     assert r.results["mfu"].median == pytest.approx(r.results["achieved"].median / 2.0)
     assert r.peak == {"TFLOP/s": 2.0, "precision": "fp32", "origin": "given"}
     assert r.calibration["mfu"] == pytest.approx(r.results["mfu"].median)
     assert r.details["peak_memory_bytes"] > 0
     assert [x for x, _ in r.details["sweep"]["tokens_per_s"]] == [1, 2, 3]
-    assert max(y for _, y in r.details["sweep"]["tokens_per_s"]) == pytest.approx(tps.best)
+    # three steps are too few for trials: the headline is their median, never above the fastest step
+    rates = sorted(y for _, y in r.details["sweep"]["tokens_per_s"])
+    assert tps.best == pytest.approx(rates[1]) and tps.best <= rates[-1]
 
 
 def test_cpu_peak_is_a_measured_matmul_and_said_so():
     r = drive(open_probe("train-step", **TINY))
-    assert "measured fp32 matmul" in r.peak["origin"]
+    assert "measured fp32 matmul" in r.peak["origin"] and "the step's own shapes" in r.peak["origin"]
     assert 0 < r.calibration["mfu"] <= 1.0
     assert r.calibration["accelerator_id"] == "cpu"  # saved under the CPU's device id, not without one
 

@@ -73,7 +73,7 @@ def test_pdf_report_through_qt(plan_doc, tmp_path):
 def test_comparison_of_several_plans_and_plan_sets(plan_doc):
     other = {**plan_doc, "title": "plan B", "options": plan_doc["options"][:1]}
     md = render_report([{"schema": "advisor.plan-set/1", "plans": [plan_doc, other]}], "md")
-    assert "## Summary" in md and "## 2. plan B" in md and md.count("### Assumptions that differ") == 2
+    assert "## Summary" in md and "## 2. plan B" in md and md.count("assumptions: **") == 2
     assert md.count("### All assumptions") == 2 and "## A2. plan B" in md
 
 

@@ -50,7 +50,7 @@ def test_reimport_replaces_a_machine_and_arrays_are_accepted(tmp_path):
     f.write_text(json.dumps([detect_doc("n1", [H100] * 8), detect_doc("n2", [H100] * 4)]))
     fl.import_detect_files([f])
     f.write_text(json.dumps(detect_doc("n2", [H100] * 8)))
-    fleet, imported = fl.import_detect_files([f])
+    fleet, imported, _ = fl.import_detect_files([f])
     assert len(imported) == 1 and fl.fleet_accelerators(fleet) == {"h100-sxm": 16}
     assert fl.load_fleet() == fleet
 
@@ -70,24 +70,45 @@ def test_machine_without_hostname_gets_a_stable_key():
     (json.dumps({**detect_doc("n", [H100]), "gpus": "none"}), "field 'gpus'"),
     (json.dumps({**detect_doc("n", [H100]), "memory": {"total_bytes": "lots"}}), "field 'total_bytes'"),
     (json.dumps(detect_doc("n", [(H100[0], 7)])), "gpus[0]: field 'catalog_id'"),
+    (json.dumps(detect_doc("n", [(H100[0], "x\ntouch pwned #")])), "gpus[0]: field 'catalog_id' must be a catalog id"),
+    (json.dumps(detect_doc("n", [H100] * 100_000)), "lists 100000 GPUs, more than the 16384"),
+    (json.dumps({**detect_doc("n", [H100]), "memory": {"total_bytes": -5}}), "field 'total_bytes' must be a whole"),
+    (json.dumps(detect_doc("n", [H100])).replace('"logical_cores": 128', '"logical_cores": ' + "9" * 5000),
+     "field 'logical_cores' must be a whole number"),
+    ('{"schema": "advisor.detect/1", "gpus": ' + "[" * 10_000 + "]" * 10_000 + "}", "nested deeper"),
 ])
-def test_bad_documents_name_the_field_and_change_nothing(tmp_path, capsys, content, message):
+def test_bad_documents_name_the_field_and_the_others_import(tmp_path, capsys, content, message):
+    """Before: one bad document refused the whole import (exit 2, nothing saved)."""
     good = tmp_path / "good.json"
     good.write_text(json.dumps(detect_doc("n1", [H100] * 8)))
-    fl.import_detect_files([good])
-    before = fl.fleet_file().read_bytes()
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(detect_doc("n2", [H100] * 4)))
     bad = tmp_path / "bad.json"
     bad.write_bytes(content.encode() if isinstance(content, str) else content)
-    assert main(["fleet", "import", str(good), str(bad)]) == 2
+    assert main(["fleet", "import", str(good), str(bad), str(other)]) == 0
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bad.json" in err and message in err, err
-    assert fl.fleet_file().read_bytes() == before
+    assert err.count("\n") == 1 and "bad.json" in err and message in err and "not imported" in err, err
+    assert sorted(m.hostname for m in fl.load_fleet().machines) == ["n1", "n2"]
+    assert main(["fleet", "import", str(bad)]) == 2  # nothing usable at all: exit 2, one line
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_bad_machine_entry_is_skipped_and_the_rest_plans(capsys):
+    path = fl.fleet_file()
+    path.parent.mkdir(parents=True)
+    good = {"hostname": "ok", "logical_cores": 8, "memory_total_bytes": 2**34, "machine_id": "m-ok",
+            "gpus": [{"index": 0, "name": "H100", "uuid": "", "memory_total_bytes": None, "catalog_id": "h100-sxm"}]}
+    path.write_text(json.dumps({"schema": "advisor.fleet/1", "machines": [{"hostname": 3}, good]}))
+    fleet = fl.load_fleet()
+    assert [m.hostname for m in fleet.machines] == ["ok"] and fl.fleet_accelerators(fleet) == {"h100-sxm": 1}
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "machines[0]: field 'gpus'" in err and "skipped" in err
 
 
 def test_broken_fleet_file_is_kept_aside(capsys):
     path = fl.fleet_file()
     path.parent.mkdir(parents=True)
-    path.write_text('{"schema": "advisor.fleet/1", "machines": [{"hostname": 3}]}')
+    path.write_text('{"schema": "advisor.fleet/1", "machines": 3}')
     assert fl.load_fleet() == fl.Fleet()
     assert "kept as" in capsys.readouterr().err
     aside = [p for p in path.parent.iterdir() if ".broken-" in p.name]
@@ -151,7 +172,7 @@ def test_documents_without_machine_id_are_keyed_by_their_hardware(tmp_path):
     other["gpus"][0]["uuid"] = "GPU-elsewhere"
     f = tmp_path / "legacy.json"
     f.write_text(json.dumps([*same, other]))
-    fleet, _ = fl.import_detect_files([f])
+    fleet, _, _ = fl.import_detect_files([f])
     assert len(fleet.machines) == 2 and all(m.machine_id.startswith("h-") for m in fleet.machines)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(detect_doc("x", [H100], machine_id="; rm -rf /")))

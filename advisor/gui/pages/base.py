@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QEventLoop, QSettings, Qt
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QEventLoop, QSettings, Qt, QTimer, Slot
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
@@ -145,3 +145,23 @@ class PageScrollArea(QScrollArea):
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.setWidget(page)
+        self._follow = QTimer(self, singleShot=True, interval=0)  # dies with the scroll area, unlike a bare call
+        self._follow.timeout.connect(self._follow_page)
+        page.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        # A part of the page shown after the layout (the fit advice, the context sweep) raises the page's
+        # minimum size; QScrollArea follows only its own resizes, so without this the page keeps its old height
+        # and its widgets are squeezed below their minimums (drawn over each other) instead of scrolling.
+        # A page filled while hidden (behind another page) gets no layout request: check again when shown.
+        # QScrollArea sizes its widget (and its scroll bars) on a layout request of its own: pass the page's on.
+        if obj is self.page and event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Show):
+            self._follow.start()
+        return False
+
+    @Slot()
+    def _follow_page(self) -> None:
+        layout = self.page.layout()
+        if layout is not None:
+            layout.activate()  # the minimum size of what is shown now, not of what was shown before
+        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))

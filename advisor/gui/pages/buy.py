@@ -28,7 +28,7 @@ from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.safe_text import plain, rich
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_count, fmt_hours, fmt_usd
+from advisor.units import fmt_count, fmt_hours, fmt_usd, upper_first
 
 log = logging.getLogger(__name__)
 
@@ -292,8 +292,8 @@ class BuyPage(Page):
             f"job: {rent}. "
             + (f"{left} more within the budget fit none of the jobs. " if left else "")
             + f"Per job: price less {a.resale_fraction:.0%} resale over {a.lifetime_years:g} years, electricity at "
-            f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. Cloud "
-            f"{price_summary(cat.offers, cat.date, r.prices_as_of)}; hover a row for its price "
+            f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. "
+            f"{upper_first(price_summary(cat.offers, cat.date, r.prices_as_of))}; hover a row for its price "
             "source.")
 
     # ------------------------------------------------------------ page hooks

@@ -29,7 +29,7 @@ from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.safe_text import rich, tell
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.units import fmt_count, mem_value, memory_unit, sig3
+from advisor.units import fmt_count, mem_value, memory_unit, sig3, upper_first
 
 USER_TEMPLATE = """# Your catalog overrides (TOML). Entries here override or extend the bundled catalog.
 # Field names are those of resources/accelerators.csv, cloud_offers.csv and models.toml.
@@ -201,7 +201,7 @@ class CatalogPage(Page):
         from advisor.cost.price_dates import price_summary
 
         prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
-        self.as_of.setText(f"<b>Cloud {rich(prices, None)}</b> · catalog data {rich(cat.date)}")
+        self.as_of.setText(f"<b>{rich(upper_first(prices), None)}</b> · catalog data {rich(cat.date)}")
         specs = {
             "accelerators": (accelerator_columns(users), sorted(cat.accelerators.values(), key=lambda a: a.id)),
             "offers": (offer_columns(users), sorted(cat.offers, key=lambda o: o.id)),
@@ -270,39 +270,73 @@ class CatalogPage(Page):
 
 
 class OverridesDialog(QDialog):
-    """A plain-text editor for the user's catalog file, checked before it is saved."""
+    """A plain-text editor for the user's catalog file, checked before it is saved.
+
+    The file is read through the regular-file guard and saved under the same lock as ``catalog import
+    --apply``; a file changed since it was opened is not overwritten: the user is offered to reload it
+    (``store.catalog_edit``). ``opened`` is None when the file could not be opened (``error`` says why).
+    """
 
     def __init__(self, parent=None) -> None:
+        from advisor.store.catalog_edit import CatalogEditError, open_for_edit
+
         super().__init__(parent)
         self.setWindowTitle("Catalog overrides")
         self.resize(720, 520)
         self.path = paths.user_catalog_file()
+        self.error = ""
+        try:
+            self.opened = open_for_edit(self.path, USER_TEMPLATE)
+        except CatalogEditError as exc:
+            self.opened, self.error = None, str(exc)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(f"File: {self.path}"))
+        file_label = QLabel(f"File: {self.path}")
+        file_label.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(file_label)
         self.editor = QPlainTextEdit()
-        self.editor.setPlainText(self.path.read_text(encoding="utf-8") if self.path.exists() else USER_TEMPLATE)
+        self.editor.setPlainText(self.opened.text if self.opened else "")
         layout.addWidget(self.editor, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._on_save_clicked)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
 
+    def exec(self) -> int:
+        if self.opened is None:  # a FIFO, a device, a file that is not UTF-8: say so instead of editing it
+            QMessageBox.warning(self.parentWidget(), "Cannot edit the catalog file", self.error)
+            return QDialog.DialogCode.Rejected
+        return super().exec()
+
     @Slot()
     def _on_save_clicked(self) -> None:
         from advisor.catalog.load import load_catalog
-        from advisor.store.atomic import write_atomic
-
-        text = self.editor.toPlainText()
-        import tomllib
+        from advisor.store.catalog_edit import CatalogEditError, ChangedOnDisk, save_edited
 
         try:
-            tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            tell(self, "Not saved", f"The file is not valid TOML: {exc}")
+            self.opened = save_edited(self.opened, self.editor.toPlainText())
+        except ChangedOnDisk as exc:
+            answer = QMessageBox.question(
+                self, "Changed on disk", f"{exc}. Reload the file from disk? Your edits here are then replaced; "
+                "choose No to keep them and copy what you need first.",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+            if answer == QMessageBox.StandardButton.Yes:
+                self.reload()
             return
-        paths.config_dir(create=True)
-        write_atomic(self.path, text)
+        except CatalogEditError as exc:
+            tell(self, "Not saved", str(exc))  # plain text: it may quote the file
+            return
         problems = load_catalog(self.path).warnings
         if problems:
             tell(self, "Saved with warnings", "\n".join(problems), QMessageBox.Icon.Information)
         self.accept()
+
+    def reload(self) -> None:
+        """Read the file again (after it changed on disk); the editor then shows and guards the new text."""
+        from advisor.store.catalog_edit import CatalogEditError, open_for_edit
+
+        try:
+            self.opened = open_for_edit(self.path, USER_TEMPLATE)
+        except CatalogEditError as exc:
+            QMessageBox.warning(self, "Cannot reload", str(exc))
+            return
+        self.editor.setPlainText(self.opened.text)

@@ -23,7 +23,15 @@ from PySide6.QtWidgets import (
 
 from advisor.colours import cost_part_colour
 from advisor.gui import theme as themes
-from advisor.gui.compare_data import break_even_lines, chart_selection, dearer_hour_example, option_label, options_csv
+from advisor.gui.compare_data import (
+    break_even_lines,
+    chart_selection,
+    dearer_hour_example,
+    distinct_labels,
+    option_label,
+    options_csv,
+    scatter_flat_text,
+)
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import WORKLOAD_WORDS
 from advisor.gui.safe_text import rich
@@ -31,7 +39,7 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tornado_panel import TornadoPanel
-from advisor.units import fmt_hours, fmt_usd
+from advisor.units import fmt_hours, fmt_usd, upper_first
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
@@ -270,7 +278,7 @@ class ComparePage(Page):
         self._draw_scatter(result)
         self._draw_break_even(result, mine)
         self.tornado.show_plan(result, self.ctx.catalog, self._calibration(), self.ctx.plan_kw())
-        self.note.setText(f"Cloud {result.prices_text(result.ranked)}; owned hardware is priced by depreciation over "
+        self.note.setText(f"{upper_first(result.prices_text())}; owned hardware is priced by depreciation over "
                           f"its hours of use plus energy. Spot prices include rework for interruptions.")
 
     def _draw_costs(self, chosen) -> None:
@@ -284,7 +292,7 @@ class ComparePage(Page):
         series = [(p.replace("_", " "), [o.cost_breakdown_usd.get(p, 0.0) for o in rows]) for p in parts]
         self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6, value_format=fmt_usd,
                                          colours=[cost_part_colour(p) for p in parts])
-        plots.set_categories(self.cost_chart, [option_label(o) for o in rows], axis="left")
+        plots.set_categories(self.cost_chart, distinct_labels(rows), axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
         self.cost_chart.setXRange(0, top * 1.3, padding=0)  # room for the total after each bar
         self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
@@ -295,6 +303,11 @@ class ComparePage(Page):
         self._scatter_items.clear()
         fitting = [o for o in result.ranked if o.fits and o.hours > 0 and o.cost_usd > 0]
         front = set(result.pareto_ids())
+        flat = scatter_flat_text(fitting)
+        plots.set_empty_text(self.scatter, flat)
+        if flat:  # a line of dots on one time (or one cost) says nothing: the sentence says what it would
+            plots.refit_legend(self.scatter)
+            return
         if fitting:  # log axes labelled "1 h, 1 day" and "$10, $1k", not powers of ten
             plots.set_log_ticks(self.scatter, "bottom", plots.HOUR_TICKS, min(o.hours for o in fitting) / 2,
                                 max(o.hours for o in fitting) * 2)
@@ -318,9 +331,10 @@ class ComparePage(Page):
                                    symbolBrush=None, symbolPen=pg.mkPen(t.text, width=2))
             self.scatter.addItem(line)
             self._scatter_items.append(line)
-            ends = [(on_front[0], (0, 1.0))] + ([(on_front[-1], (-0.04, 0.5))] if len(on_front) > 1 else [])
-            for o, anchor in ends:
-                label = pg.TextItem(option_label(o), color=t.text, anchor=anchor)
+            ends = [(on_front[0], (0, 1.0))] + ([(on_front[-1], (1.0, 1.2))] if len(on_front) > 1 else [])
+            names = dict(zip((o.id for o in fitting), distinct_labels(fitting)))
+            for o, anchor in ends:  # above its point (the fastest left-aligned, the cheapest right-aligned)
+                label = pg.TextItem(names[o.id], color=t.text, anchor=anchor)
                 label.setPos(np.log10(o.hours), np.log10(o.cost_usd))
                 self.scatter.addItem(label)
                 self._scatter_items.append(label)

@@ -13,7 +13,7 @@ from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.safe_text import rich
 from advisor.gui.widgets.cards import CardWidget
-from advisor.probes.labels import is_measured, kernel_label, kernel_value
+from advisor.probes.labels import is_measured, kernel_label, kernel_value, run_mode
 from advisor.units import fmt_bytes, fmt_date, fmt_hours, fmt_mem, fmt_rate, sig3
 
 UTIL_TIP = ("NVML utilisation: the share of the last sample period (1/6 s to 1 s, set by the driver) in which at "
@@ -358,15 +358,23 @@ class MachinePage(Page):
             card.add_row("measured", "no probe run yet: Probes page (Ctrl+3)",
                          "probe results appear here beside the catalog peaks")
             return
-        for r in sorted(results, key=lambda r: r.probe):
+        labelled: set[str] = set()
+        # the dedicated probe first: on the CPU the host-bandwidth probe and the device-bandwidth probe both
+        # measure host memory under one label; the row shows the host-bandwidth (STREAM) figure once
+        for r in sorted(results, key=lambda r: (r.probe != "host-bandwidth", r.probe)):
             when = f" · {fmt_date(r.started_at)}" if r.started_at else ""
-            shown = [(name, k) for name, k in r.results.items() if is_measured(k.best)][:4]
+            when += f" · {run_mode(r.params)} run"
+            shown = [(name, k) for name, k in r.results.items()
+                     if is_measured(k.best) and kernel_label(r.probe, name, device) not in labelled][:4]
             for name, k in shown:
+                label = kernel_label(r.probe, name, device)
+                labelled.add(label)
                 frac = f" ({100 * k.fraction_of_peak:.0f} % of peak)" if k.fraction_of_peak else ""
-                card.add_row(kernel_label(r.probe, name, device), f"{kernel_value(k.best, k.unit)}{frac}{when}",
-                             f"measured on {device}: best of {k.repetitions} repetition(s); the date of the run")
+                card.add_row(label, f"{kernel_value(k.best, k.unit)}{frac}{when}",
+                             f"measured on {device}: the best of the per-trial medians of {k.repetitions} "
+                             "repetition(s); the date of the run; quick or full")
             missing = [name for name, k in r.results.items() if not is_measured(k.best)]
-            if missing or not shown:
+            if missing or not (shown or r.results):
                 card.add_row(kernel_label(r.probe, ", ".join(missing) or "all", device), "not measured",
                              "the probe ran but produced no figure for these on this device")
 

@@ -81,8 +81,10 @@ def model_columns() -> list[Column]:
         Column("context\n(tokens)", lambda r: (r.model.arch.max_context or None) if r.model else None,
                lambda v: f"{v:,}", align_right=True, tip="maximum context the model's metadata declares"),
         _fit_column("inference", "inference", "stored weights plus an fp16 KV cache of 4,096 tokens, split over every GPU"),
-        _fit_column("lora", "LoRA", "bf16 base, rank-16 adapters, one 2,048-token sequence, full checkpointing"),
-        _fit_column("qlora", "QLoRA", "NF4 base, rank-16 adapters, one 2,048-token sequence, full checkpointing"),
+        _fit_column("lora", "LoRA", "bf16 base, rank-16 adapters, one 2,048-token sequence, Hugging Face "
+                    "transformers + PEFT (full checkpointing, fp32 logits)"),
+        _fit_column("qlora", "QLoRA", "NF4 base, rank-16 adapters, one 2,048-token sequence, Hugging Face "
+                    "transformers + PEFT (full checkpointing, fp32 logits)"),
         Column("problem", lambda r: r.found.error or None, cell_tip=lambda r: r.found.error,
                tip="why a model could not be read"),
     ]

@@ -491,7 +491,8 @@ class MonitorPage(Page):
         if sampler is None or self._export_worker is not None:
             return None
         window = float(self.window_box.currentData())
-        w = GeneratorWorker(export_csv, sampler.history, sampler.gpu_count, window, path, parent=self)
+        w = GeneratorWorker(export_csv, sampler.history, sampler.gpu_count, window, path,
+                            sampler.wall_start_s or 0.0, self.ctx.simulated, parent=self)
         w.result_ready.connect(self._on_export_result_ready)
         w.failed.connect(self._on_export_failed)
         w.done.connect(self._on_export_done)

@@ -9,7 +9,9 @@ greyed out under a "Not current" line.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
+import html
+
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
 from advisor.colours import memory_part_colour
 from advisor.cost.price_dates import price_date_label
 from advisor.gui import theme as themes
+from advisor.gui.compare_data import short_name
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
 from advisor.gui.safe_text import rich, set_plain, tip
@@ -33,6 +36,7 @@ from advisor.gui.widgets.fit_advice import FitAdviceWidget
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.gui.widgets.wrapped import WrappedLabel
 from advisor.units import fmt_count, fmt_hours, fmt_mem, fmt_usd, mem_value, memory_unit, sig3
 
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
@@ -85,6 +89,9 @@ def _table_columns(machine_ids, serving: bool = False) -> list[Column]:
 
 def _usd_or_dash(v) -> str:
     return "-" if v is None else fmt_usd(v)
+
+
+TABLE_MIN_ROWS = 8
 
 
 class PlannerPage(Page):
@@ -155,9 +162,8 @@ class PlannerPage(Page):
         self.stale_label.setWordWrap(True)
         self.stale_label.setVisible(False)
         rl.addWidget(self.stale_label)
-        self.answer = QLabel("Planning…")
+        self.answer = WrappedLabel("Planning…")
         self.answer.setObjectName("planAnswer")
-        self.answer.setWordWrap(True)
         self.answer.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.answer)
         self.fit_advice = FitAdviceWidget()
@@ -168,6 +174,10 @@ class PlannerPage(Page):
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
         self.chart.setMouseEnabled(x=False, y=False)
+        # after a resize the lines learn their new length first: place the labels once that is done
+        self._place_timer = QTimer(self, singleShot=True, interval=0)
+        self._place_timer.timeout.connect(self._place_capacity_labels)
+        self.chart.getViewBox().sigResized.connect(self._place_timer.start)
         self.chart.setToolTip("Each bar is the memory one device needs at that device count (ZeRO/tensor parallel "
                               "shard it); dashed lines are device capacities: a bar under a line fits that device.")
         rl.addWidget(self.chart, 3)
@@ -176,12 +186,16 @@ class PlannerPage(Page):
         self.table = make_view(self.proxy)
         self.table.setObjectName("plannerTable")
         self.table.setToolTip("Every accelerator in the catalog; click a header to sort")
+        # at least TABLE_MIN_ROWS rows stay visible: where the fit advice and the context sweep take the room,
+        # the page scrolls instead of squeezing the table to two rows
+        rows = self.table.verticalHeader().defaultSectionSize() * TABLE_MIN_ROWS
+        self.table.setMinimumHeight(rows + self.table.horizontalHeader().sizeHint().height()
+                                    + self.table.horizontalScrollBar().sizeHint().height() + 4)
         rl.addWidget(self.table, 4)
         self.context_plot = ContextSweepWidget()
         self.context_plot.setVisible(False)
         rl.addWidget(self.context_plot, 1)
-        self.timing = QLabel()
-        self.timing.setWordWrap(True)  # a long status line must not set the splitter's minimum
+        self.timing = WrappedLabel()  # wrapped: a long status line must not set the splitter's minimum width
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
         rl.addWidget(self.timing)
         split.addWidget(right)
@@ -299,7 +313,7 @@ class PlannerPage(Page):
         apart = len(result.infeasible)
         set_plain(self.timing, f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
                             f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
-                            + f" · cloud {result.prices_text(result.ranked)}"
+                            + f" · {result.prices_text()}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
 
     def _answer_text(self, result, rows, mine) -> str:
@@ -320,6 +334,8 @@ class PlannerPage(Page):
             colour = t.good if mine_option.fits else t.bad
             lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(headline(result), 500)}</b></span>")
         lines.append(head)
+        if result.software is not None:  # the framework profile the figures assume, in one line
+            lines.append(f"<span style='color:{t.muted}'>{html.escape(result.software.summary())}</span>")
         fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
@@ -345,9 +361,13 @@ class PlannerPage(Page):
                 continue
             seen.add(round(acc.memory_bytes / 2**30))
             colour = themes.current().good if acc_id in mine else themes.current().muted
-            label = f"{acc.name} ({fmt_mem(acc.memory_bytes)})" + (" — this machine" if acc_id in mine else "")
-            self._cap_lines.append(plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
-                                                        label_position=0.99, label_anchor=(1, 1)))
+            label = f"{short_name(acc.name)} {fmt_mem(acc.memory_bytes)}" + (", this machine" if acc_id in mine else "")
+            line = plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
+                                        label_position=0.99, label_anchor=(1, 1))
+            line.setZValue(20)  # its label over the bars, never under them
+            line.mine = acc_id in mine
+            self._cap_lines.append(line)
+        self._place_capacity_labels()
 
     def _draw_memory(self, bundle, mine) -> None:
         counts = [n for n, _ in bundle.memory_by_devices]
@@ -364,10 +384,10 @@ class PlannerPage(Page):
         if labels != self._categories:  # new ticks make the axis draw itself again
             self._categories = labels
             plots.set_categories(self.chart, labels)
-        cat = self.ctx.catalog.accelerators
         top = max([sum(getattr(m, a) for _, a in MEMORY_PARTS) for _, m in bundle.memory_by_devices] + [1])
-        top_cap = max([cat[a].memory_bytes for a in CAPACITY_CANDIDATES if a in cat] + [0])
-        y_top = nice_ceiling(max(top, min(top_cap, 2.5 * top)) * 1.08)
+        # the bars and this machine's capacity set the range; the other capacities show where they fall in it
+        mine_cap = max([line.value() for line in self._cap_lines if line.mine] + [0])
+        y_top = nice_ceiling(max(top, mine_cap) * 1.15)
         caps = [line.value() for line in self._cap_lines]
         if any(0.9 * y_top < c <= y_top for c in caps):  # a line's label sits above it: leave it room
             y_top = nice_ceiling(1.12 * y_top)
@@ -376,6 +396,42 @@ class PlannerPage(Page):
             self._ranges = (y_top, x_range)
             self.chart.setYRange(0, y_top, padding=0)
             self.chart.setXRange(*x_range, padding=0)
+        self._totals = [(i, sum(getattr(m, a) for _, a in MEMORY_PARTS)) for i, (_, m) in
+                        enumerate(bundle.memory_by_devices)]
+        self._place_capacity_labels()
+
+    @Slot()
+    def _place_capacity_labels(self) -> None:
+        """Capacity labels clear of each other and of the bars' totals, at the chart's size now (and again on
+        each resize): right-aligned at the right edge, moved left where they would overlap."""
+        vb = self.chart.getViewBox()
+        width, height = vb.width(), vb.height()
+        if width <= 0 or height <= 0 or not self._cap_lines:
+            return
+        (x0, x1), (y0, y1) = vb.viewRange()
+        px_y = height / (y1 - y0)
+        totals = getattr(self, "_totals", [])
+        obstacles = []
+        for i, total in totals:
+            mid, top = (i - x0) / (x1 - x0), total * px_y
+            half_bar = 0.55 / 2 / (x1 - x0)  # stacked_bars(width=0.55)
+            obstacles.append((0.0, top, mid - half_bar, mid + half_bar))  # the bar
+            obstacles.append((top, top + 18, mid - 35 / width, mid + 35 / width))  # its total, about 70 px wide
+        # this machine's lines first (always labelled), then the others from the top
+        order = sorted((line for line in self._cap_lines if y0 <= line.value() <= y1),
+                       key=lambda line: (not line.mine, -line.value()))
+        obstacles += [(line.value() * px_y - 1, line.value() * px_y + 1, 0.0, 1.0) for line in order]  # no label on a line
+        lines = [(line.value() * px_y, min(1.0, (line.label.boundingRect().width() + 6) / width)) for line in order]
+        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24),
+                                         must=sum(1 for line in order if line.mine))
+        for line, place in zip(order, places):
+            # a capacity whose label has no free place is left out (the table lists every accelerator)
+            line.setVisible(place is not None)
+            if place is not None:
+                slot, above = place
+                anchor = (1, 1) if above else (1, 0)
+                line.label.anchors = [anchor, anchor]
+                line.label.setPosition(slot)
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:

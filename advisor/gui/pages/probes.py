@@ -33,6 +33,7 @@ from advisor.gui.safe_text import plain, rich
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_view
 from advisor.gui.workers import GeneratorWorker, release
+from advisor.probes.labels import run_mode
 
 SCREENSHOT_PARAMS = {"host-bandwidth": {"elements": 8_000_000, "reps": 4, "trials": 1}}
 EMPTY_TEXT = ("<b>Nothing measured yet.</b><br>Tick a probe on the left, pick the device and press <b>Run</b> "
@@ -41,15 +42,17 @@ EMPTY_TEXT = ("<b>Nothing measured yet.</b><br>Tick a probe on the left, pick th
 
 
 def _kernel_rows(result) -> list[dict]:
-    return [{"probe": result.probe, "device": result.device, "kernel": k, "best": v.best, "median": v.median,
-             "unit": v.unit, "fraction": v.fraction_of_peak} for k, v in result.results.items()]
+    return [{"probe": result.probe, "device": result.device, "run": run_mode(result.params), "kernel": k,
+             "best": v.best, "median": v.median, "unit": v.unit, "fraction": v.fraction_of_peak}
+            for k, v in result.results.items()]
 
 
 def _result_columns() -> list[Column]:
     return [Column("probe", lambda r: r["probe"]), Column("device", lambda r: r["device"]),
+            Column("run", lambda r: r["run"], tip="quick (smaller arrays, fewer repetitions) or full: not comparable"),
             Column("kernel", lambda r: r["kernel"]),
             Column("best", lambda r: r["best"], lambda v: f"{v:,.2f}", align_right=True,
-                   tip="highest rate of the timed repetitions"),
+                   tip="the headline: the best of the per-trial medians (one lucky repetition does not make it)"),
             Column("median", lambda r: r["median"], lambda v: f"{v:,.2f}", align_right=True),
             Column("unit", lambda r: r["unit"], tip="GB/s = 1e9 bytes per second; TFLOP/s = 1e12 FLOP per second"),
             Column("of peak", lambda r: r["fraction"], lambda v: f"{100 * v:.0f} %", align_right=True,
@@ -63,6 +66,7 @@ def _history_columns() -> list[Column]:
 
     return [Column("when", lambda e: e.started_at[:19].replace("T", " "), tip="start time (UTC)"),
             Column("probe", lambda e: e.probe), Column("device", lambda e: e.device),
+            Column("run", lambda e: e.mode, tip="quick or full: a quick run is not comparable with a full one"),
             Column("result", lambda e: e.skipped and f"skipped: {e.skipped}" or summary(e),
                    cell_tip=lambda e: e.skipped or summary(e)),
             Column("time (s)", lambda e: e.duration_s, lambda v: f"{v:,.1f}", align_right=True)]

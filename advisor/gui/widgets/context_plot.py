@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from advisor.gui.safe_text import set_plain
 from advisor.gui.widgets import plots
+from advisor.gui.widgets.wrapped import WrappedLabel
 
 
 class ContextSweepWidget(QWidget):
     """A small plot of the plan's context sweep; hidden for training plans. ``show_plan(result)`` updates it."""
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt API)
+        # its wrapped text asks for its height through its minimum (WrappedLabel): a height-for-width here
+        # makes the page's layout give this widget more than its minimum and squeeze the chart above it
+        return False
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -29,8 +35,7 @@ class ContextSweepWidget(QWidget):
         self.decode = plots.add_line(self.plot, "decode speed (relative; figures below)", 1, dashed=True)
         self.limit = plots.add_limit_line(self.plot, None, "largest that fits", horizontal=False,
                                           label_position=0.9)
-        self.caption = QLabel()
-        self.caption.setWordWrap(True)
+        self.caption = WrappedLabel()
         layout.addWidget(self.plot)
         layout.addWidget(self.caption)
         self.points: list[dict] = []

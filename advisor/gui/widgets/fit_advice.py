@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.gui import theme as themes
 from advisor.gui.safe_text import rich
 from advisor.gui.safe_text import tip as tip_text
-from advisor.planner.summary import fit_advice_rows, lost_text
-from advisor.units import fmt_bytes, fmt_hours
+from advisor.gui.widgets.wrapped import WrappedLabel
+from advisor.planner.summary import cost_text, fit_advice_closest, fit_advice_rows, lost_text
+from advisor.units import fmt_hours, fmt_mem
 
 MAX_ROWS = 5
 
@@ -19,12 +22,16 @@ class FitAdviceWidget(QWidget):
 
     apply_requested = Signal(dict)
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt API)
+        # its wrapped text asks for its height through its minimum (WrappedLabel): a height-for-width here
+        # makes the page's layout give this widget more than its minimum and squeeze the chart above it
+        return False
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel()
-        self.title.setWordWrap(True)
+        self.title = WrappedLabel()
         outer.addWidget(self.title)
         self.grid = QGridLayout()
         self.grid.setContentsMargins(0, 0, 0, 0)
@@ -52,21 +59,34 @@ class FitAdviceWidget(QWidget):
     def show_plan(self, result) -> None:
         """Show the advice of ``result`` (hidden when the job fits or there is none)."""
         self.rows = fit_advice_rows(result) if result is not None else []
-        self.setVisible(bool(self.rows))
+        closest = fit_advice_closest(result) if result is not None and not self.rows else None
+        self.setVisible(bool(self.rows) or closest is not None)
         if not self.rows:
             self.buttons = []
+            for button, text in self._pool:
+                button.setVisible(False)
+                text.setVisible(False)
+            self._shown = ()
+            if closest is not None:  # nothing fits: say so, with the nearest change, and offer nothing to apply
+                target = result.fit_target()
+                name = rich(target.accelerator_name) if target else "the hardware asked for"
+                self.title.setText(f"<b>No change the advisor tries makes the job fit {name}</b>; the closest, "
+                                   f"<code>{html.escape(closest['flags'])}</code>, still needs "
+                                   f"{closest['memory']} per device.")
             return
         t = themes.current()
         target = result.fit_target()
         title = (f"<b>What to change to fit {rich(target.accelerator_name)}</b> "
-                 f"({fmt_bytes(target.capacity_bytes)} per device), cheapest in time first:")
+                 f"({fmt_mem(target.capacity_bytes)} per device), cheapest in time first:")
         lines = []
         for row in self.rows[:MAX_ROWS]:
             hours = "" if row["hours"] is None else fmt_hours(row["hours"])
             lost = lost_text(row["hours_lost"])
+            cost = cost_text(row.get("cost_usd"), row.get("cost_added_usd"))
             colour = t.good if row["fits"] else t.muted
             lines.append((f"<code>{row['flags']}</code> · <span style='color:{colour}'>{row['memory']}"
-                          f"{' fits' if row['fits'] else ' still too big'}</span> · {hours}{lost}",
+                          f"{' fits' if row['fits'] else ' still too big'}</span> · {hours}{lost}"
+                          f"{' · ' + cost if cost else ''}",
                           row["why"], f"set {row['flags']} in the form and plan again", bool(row["fits"])))
         shown = (title, tuple(lines))
         self.buttons = [button for button, _text in self._pool[:len(lines)]]
@@ -80,11 +100,11 @@ class FitAdviceWidget(QWidget):
                 button.setVisible(False)
                 text.setVisible(False)
                 continue
-            html, why, tip, fits = lines[i]
+            markup, why, tip, fits = lines[i]
             button.setEnabled(fits)
             button.setToolTip(tip)
-            if text.text() != html:
-                text.setText(html)
+            if text.text() != markup:
+                text.setText(markup)
             text.setToolTip(tip_text(why))
             button.setVisible(True)
             text.setVisible(True)

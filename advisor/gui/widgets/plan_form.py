@@ -46,7 +46,7 @@ NOT_IN_FORM = {
     "sources": "derived: where each value came from, filled in by the app",
     "own": "the GPUs you own are a setting of the Machine page (AppContext.own_specs), added to every plan",
 }
-GROUP_TITLES = {"model": "Model", "job": "Job", "budget": "Budget", "inference": "Serving",
+GROUP_TITLES = {"model": "Model", "job": "Job", "software": "Training software", "budget": "Budget", "inference": "Serving",
                 "hardware": "Hardware and cost"}
 LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_heads": "KV heads", "ffn": "FFN size",
           "hidden": "Hidden size", "vocab": "Vocabulary", "lora_rank": "LoRA rank", "zero": "ZeRO stage",
@@ -56,7 +56,8 @@ LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_head
           "mfu": "MFU", "spot_offers": "Cloud", "quant": "Quantisation", "download": "Download",
           "grad_accum": "Gradient accumulation", "optimizer_offload": "Optimizer offload",
           "kv_cache_bits": "KV cache bits", "gpu_layers": "GPU layers", "owned_options": "Owned GPUs",
-          "stack": "Software stack"}
+          "stack": "Software stack", "optimizer_state": "Optimizer states", "optimizer_in_backward": "Step in backward",
+          "logits_fp32_copies": "fp32 logits copies", "loss_chunks": "Loss chunks"}
 CHOICE_TEXT = {
     "workload": {"pretrain": "pretrain from scratch", "finetune": "full fine-tune", "lora": "LoRA fine-tune",
                  "qlora": "QLoRA (4-bit base)", "inference": "inference (serving)"},
@@ -64,6 +65,13 @@ CHOICE_TEXT = {
               "q4_k_m": "q4_k_m (4.8 bits)", "q4_0": "q4_0 (4.5 bits)", "nf4": "nf4 (4.1 bits)"},
     "zero": {None: "auto", 0: "0 (none)"},
     "stack": {None: "default for the job"},
+    "framework": {None: "default"},
+    "checkpointing": {None: "by framework"},
+    "master_weights": {None: "by framework"},
+    "optimizer_state": {None: "by framework"},
+    "optimizer_in_backward": {None: "by framework"},
+    "loss": {None: "by framework"},
+    "activation_offload": {None: "by framework"},
     "runtime": {None: "auto", "llama.cpp": "llama.cpp",
                 "vllm": "vLLM", "exllama": "ExLlamaV2", "mlc": "MLC LLM"},
 }

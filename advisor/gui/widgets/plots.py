@@ -8,12 +8,13 @@ naturally (B -> GB, FLOP/s -> TFLOP/s) and switched off where they do not (%, °
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem, QLabel
 
 from advisor.gui import theme as themes
@@ -73,6 +74,8 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
     plot = pg.PlotWidget(parent=parent)
     plot.setMinimumHeight(min_height)
     item = plot.getPlotItem()
+    plot.setProperty("full_title", title)
+    _fit_title_to_width(plot)
     item.setTitle(title)
     item.setLabel("left", y_label, units=y_unit or None)
     item.setLabel("bottom", x_label, units=x_unit or None)
@@ -102,6 +105,52 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
     _PLOTS.add(plot)
     _style(plot)
     return plot
+
+
+def _fit_title_to_width(plot: pg.PlotWidget) -> None:
+    """A title never asks for more width than the chart has (pyqtgraph would make the whole chart that wide and
+    clip it to the view, cutting the axes and labels at the right); it is elided to the width instead, the whole
+    title in the tooltip."""
+    label = plot.getPlotItem().titleLabel
+
+    def height_only_min() -> None:
+        bounds = label.itemRect()
+        label.setMinimumWidth(0)
+        label.setMinimumHeight(bounds.height())
+        label._sizeHint = {Qt.SizeHint.MinimumSize: (0, bounds.height()),
+                           Qt.SizeHint.PreferredSize: (bounds.width(), bounds.height()),
+                           Qt.SizeHint.MaximumSize: (-1, -1)}
+        label.updateGeometry()
+
+    label.updateMin = height_only_min
+    fitter = _TitleFitter(plot)
+    plot.installEventFilter(fitter)
+    plot._title_fitter = fitter  # kept alive with the plot
+
+
+class _TitleFitter(QObject):
+    """Elides a chart's title (``full_title``) to the chart's width on every resize."""
+
+    def __init__(self, plot: pg.PlotWidget) -> None:
+        super().__init__(plot)
+        self._plot = plot
+        self._shown = ""
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
+            self.fit()
+        return False
+
+    def fit(self) -> None:
+        full = str(self._plot.property("full_title") or "")
+        font = QFont()
+        font.setPointSize(10)  # the title's size (_style)
+        text = QFontMetrics(font).elidedText(full, Qt.TextElideMode.ElideRight, max(60, self._plot.width() - 30))
+        if text != self._shown:
+            self._shown = text
+            self._plot.getPlotItem().setTitle(text, color=_theme.text, size="10pt")
+            if text != full and not self._plot.toolTip():
+                self._plot.setToolTip(full)
 
 
 class _LegendFitter(QObject):
@@ -371,6 +420,50 @@ def _total_labels(plot: pg.PlotWidget, totals: Sequence[float], value_format, ho
         labels.append(text)
     return labels
 
+def place_line_labels(lines: Sequence[tuple[float, float]], obstacles: Sequence[tuple[float, float, float, float]],
+                      slots: Sequence[float], label_px: float = 16.0, *,
+                      must: int = 0) -> list[tuple[float, bool] | None]:
+    """Where to put the labels of horizontal lines so that none overlaps another, the data or the chart's edge.
+
+    Pure geometry in pixels: a label is right-aligned at a slot (a fraction of the chart's width), just above
+    its line or just below it. Places are tried slot by slot, above before below, among those where the whole
+    label is inside the chart; a label goes where it covers the least area of the other labels and obstacles
+    (bars, their total labels), none where it can.
+
+    Args:
+        lines: ``(y_px, width_fraction)`` per line, y counted up from the axis, width as a fraction of the chart.
+        obstacles: ``(y_from_px, y_to_px, x_from, x_to)`` rectangles, x as fractions of the chart's width.
+        slots: right ends to try, as fractions of the width, best first.
+        label_px: a label's height.
+        must: the first ``must`` lines are labelled even where every place covers something (where it covers
+            least); the others are left unlabelled (None) rather than drawn over something.
+    Returns:
+        ``(slot, above)`` for each line, or None, in the order given.
+    """
+    taken = [tuple(o) for o in obstacles]
+    out: list[tuple[float, bool] | None] = []
+    for k, (y, width) in enumerate(lines):
+        inside = [s for s in slots if s - width >= 0.0] or [max(slots)]
+        best, best_cover = (inside[0], True), math.inf
+        for slot in inside:
+            for above in (True, False):
+                y0 = y if above else y - label_px
+                cover = sum(max(0.0, min(slot, ox1) - max(slot - width, ox0))
+                            * max(0.0, min(y0 + label_px, oy1) - max(y0, oy0)) for oy0, oy1, ox0, ox1 in taken)
+                if cover < best_cover - 1e-12:
+                    best, best_cover = (slot, above), cover
+            if best_cover == 0:
+                break
+        if best_cover > 0 and k >= must:
+            out.append(None)
+            continue
+        slot, above = best
+        y0 = y if above else y - label_px
+        taken.append((y0, y0 + label_px, slot - width, slot))
+        out.append(best)
+    return out
+
+
 def update_stacked_bars(items: list, parts: Sequence[tuple[str, Sequence[float]]]) -> None:
     """Give bars made by :func:`stacked_bars` new values (same parts, same orientation)."""
     n = max((len(v) for _, v in parts), default=0)
@@ -415,8 +508,12 @@ def _style(plot: pg.PlotWidget) -> None:
         ax.setPen(pg.mkPen(t.muted))
         ax.setTextPen(pg.mkPen(t.text))
         ax.setStyle(tickFont=font)
-    title = item.titleLabel.text
-    item.setTitle(title, color=t.text, size="10pt")
+    fitter = getattr(plot, "_title_fitter", None)
+    if fitter is not None:
+        fitter._shown = ""  # the theme's colour: set the (elided) title again
+        fitter.fit()
+    else:
+        item.setTitle(item.titleLabel.text, color=t.text, size="10pt")
 
 
 def tornado_bars(plot: pg.PlotWidget, bars: Sequence, base_usd: float, value_format) -> list:
