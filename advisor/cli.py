@@ -15,7 +15,7 @@ import sys
 
 from advisor import __version__
 
-COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "buy", "models", "catalog", "fleet")
+COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "buy", "models", "catalog", "fleet", "runs")
 
 
 class UsageError(Exception):

@@ -35,14 +35,7 @@ STACKS: tuple[str, ...] = tuple(STACK_LABELS)
 PYTORCH_DEFAULT: tuple[str, ...] = ("pytorch-cuda", "pytorch-rocm")
 # This machine's CPU runs the same PyTorch code (the CPU build) and llama.cpp: a default job never marks it.
 CPU_STACKS: tuple[str, ...] = ("pytorch-cpu", "llama.cpp")
-# The stacks of each inference runtime (``--runtime``): llama.cpp has its own backends; vLLM and ExLlama
-# are PyTorch; MLC compiles for CUDA, ROCm, Metal and Vulkan.
-RUNTIME_STACKS: dict[str, tuple[str, ...]] = {
-    "llama.cpp": ("llama.cpp",),
-    "vllm": PYTORCH_DEFAULT,
-    "exllama": PYTORCH_DEFAULT,
-    "mlc": ("pytorch-cuda", "pytorch-rocm", "pytorch-mps", "llama.cpp"),
-}
+# The stacks of each inference runtime (``--runtime``) are part of its profile: resources/runtimes.toml.
 
 
 def stacks_for(vendor: str, kind: str) -> tuple[str, ...]:

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from advisor.cli import UsageError
     from advisor.planner import PlanInputError
     from advisor.planner.buy import buy_advice, default_jobs, load_job, owned_groups
-    from advisor.store.calibration import load_calibration
+    from advisor.store.calibration import load_planner_calibration
 
     if args.budget < 0:
         raise UsageError(f"buy: budget: must be zero or more USD, got {args.budget:g}")
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         jobs = [load_job(text) for text in args.job] or default_jobs()
         owned = owned_groups(_owned(args, catalog))
         result = buy_advice(jobs, args.budget, args.jobs_per_month, owned, catalog=catalog,
-                            calibration=load_calibration(), assumptions=a)
+                            calibration=load_planner_calibration(), assumptions=a)
     except PlanInputError as exc:
         raise UsageError(f"buy: {exc}") from None
     for w in result.warnings:

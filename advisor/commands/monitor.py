@@ -43,8 +43,32 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="with --once: print one advisor.monitor/1 JSON document")
     p.add_argument("--no-laptop-safe", action="store_true",
                    help="poll GPUs even when in runtime suspend (wakes a laptop's discrete GPU)")
+    p.add_argument("--usd-per-kwh", type=_price, default=None, metavar="USD",
+                   help="electricity price for each process's cost (default: the cost assumptions' home price)")
+    from advisor.commands.monitor_job import register_flags
+
+    register_flags(p)
     add_fake_gpu(p)
     p.set_defaults(run=run)
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100 USD per kWh, got {text!r}")
+    return value
+
+
+def usd_per_kwh(args) -> float:
+    """The electricity price of the books: ``--usd-per-kwh``, else the cost assumptions' home price."""
+    if getattr(args, "usd_per_kwh", None) is not None:
+        return args.usd_per_kwh
+    from advisor.cost.assumptions import CostAssumptions
+
+    return CostAssumptions().electricity_usd_per_kwh
 
 
 def format_line(sample, simulated: bool) -> str:
@@ -81,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--json: only with --once (one advisor.monitor/1 document); use --csv to record")
     if args.once and args.csv is not None:
         raise UsageError("--once: not with --csv (a recording is a series of samples)")
+    if args.pid is None and (args.save or args.save_run or args.tokens or args.trainer_state):
+        raise UsageError("--save, --save-run, --tokens and --trainer-state: only with --pid (one job followed)")
+    if args.pid is not None and (args.once or args.csv):
+        raise UsageError("--pid: not with --once or --csv (it follows one job to its end)")
     if args.csv is not None:
         target = Path(args.csv)
         if not target.is_symlink() and (target.is_dir() or not target.parent.is_dir()):
@@ -95,18 +123,28 @@ def run(args: argparse.Namespace) -> int:
         banner = f"GPU backend [{status.name}]: {status.status}"
         if gpu.simulated:
             banner = "SIMULATED HARDWARE - " + banner
+        from advisor.monitor.books import BookKeeper
+
+        if args.pid is not None:
+            from advisor.commands.monitor_job import follow
+
+            return follow(sampler, gpu, banner, args)
         if args.once:
-            return _once(sampler, gpu, status, args.json)
+            return _once(sampler, gpu, status, args.json, BookKeeper(sampler, usd_per_kwh(args)))
         if args.csv is not None:
             return _record(sampler, gpu, banner, args)
         if sys.stdout.isatty():
-            return _live(sampler, gpu, banner, args.duration)
+            return _live(sampler, gpu, banner, args.duration, usd_per_kwh(args))
         echo(banner, flush=True)
         simulated = gpu.simulated
 
         def _print_line(sample) -> None:
             print(format_line(sample, simulated), flush=True)
 
+        def _print_end(books) -> None:
+            echo(f"ended: {books.summary()}", flush=True)  # a command line: inert
+
+        sampler.add_listener(BookKeeper(sampler, usd_per_kwh(args), on_end=_print_end))
         sampler.add_listener(_print_line)
         _run(sampler, args.duration)
         if sampler.last_error:
@@ -125,29 +163,31 @@ def _run(sampler, duration) -> None:
         sampler.stop()
 
 
-def _once(sampler, gpu, status, as_json: bool) -> int:
+def _once(sampler, gpu, status, as_json: bool, keeper) -> int:
     import time
 
     from advisor.monitor.snapshot import monitor_document, read_infos
 
     infos = read_infos(gpu)
+    sampler.add_listener(keeper)
+    sampler.tick()  # the books' first reading: each process's books run from here
     time.sleep(ONCE_SETTLE_S)  # CPU load is a rate: measured over this span since the sampler primed it
     sample = sampler.tick()
     sampler.stop()
     doc = monitor_document(infos, sample, sampler.processes(), backend=status.name, status=status.status,
-                           simulated=gpu.simulated)
+                           simulated=gpu.simulated, books=keeper.current())
     if as_json:
         print_json(doc, indent=2)
     elif not sys.stdout.isatty():  # piped: a plain tab-separated layout, whole names, for scripts
         from advisor.commands.monitor_view import plain_tables
 
-        sys.stdout.write(plain_tables(sample, infos, sampler.processes()))
+        sys.stdout.write(plain_tables(sample, infos, sampler.processes(), keeper.current()))
     else:
         from rich.console import Console
 
         from advisor.commands.monitor_view import live_view
 
-        Console().print(live_view(sample, infos, sampler.processes(), status.status))
+        Console().print(live_view(sample, infos, sampler.processes(), status.status, keeper.current()))
     return 0
 
 
@@ -165,12 +205,26 @@ def _record(sampler, gpu, banner: str, args) -> int:
         recorder = CsvRecorder(args.csv, sampler.gpu_count, on_error=_on_error, simulated=gpu.simulated)
     except CsvTargetError as exc:
         raise UsageError(f"--csv: {exc}") from None
+    from advisor.monitor.books import BookKeeper, write_processes_csv
+
+    keeper = BookKeeper(sampler, usd_per_kwh(args),
+                        on_end=lambda b: echo(f"ended: {b.summary()}", file=sys.stderr, flush=True))
     try:
+        sampler.add_listener(keeper)
         sampler.add_listener(recorder)
         echo(banner, file=sys.stderr, flush=True)
         _run(sampler, args.duration)
     finally:
         recorder.close()
+    books = keeper.ended + keeper.finish()
+    target = Path(args.csv)
+    books_csv = target.with_name(f"{target.stem}.processes.csv")
+    if not failed and books:
+        try:
+            write_processes_csv(books_csv, books)
+            print(f"process books ({len(books)} processes) in {books_csv}", file=sys.stderr)
+        except OSError as exc:
+            echo(f"warning: process books not written to {books_csv}: {exc.strerror or exc}", file=sys.stderr)
     if failed:
         raise UsageError(f"--csv: {failed[0]}")
     note = " (simulated hardware)" if gpu.simulated else ""
@@ -180,9 +234,10 @@ def _record(sampler, gpu, banner: str, args) -> int:
     return 0
 
 
-def _live(sampler, gpu, banner: str, duration) -> int:
+def _live(sampler, gpu, banner: str, duration, price: float) -> int:
     """The refreshing terminal table (rich ``Live``), redrawn after every sample and after each key
-    (``s``/``S`` sort the processes, ``p`` pauses the view, ``q`` quits; ``monitor_keys``)."""
+    (``s``/``S`` sort the processes, ``p`` pauses the view, ``q`` quits; ``monitor_keys``); a line when a
+    process ends, with its books."""
     import threading
 
     from rich.console import Console
@@ -191,6 +246,7 @@ def _live(sampler, gpu, banner: str, duration) -> int:
     from advisor.commands._terminal import term_text
     from advisor.commands.monitor_keys import keys
     from advisor.commands.monitor_view import ViewState, live_view
+    from advisor.monitor.books import BookKeeper
     from advisor.monitor.snapshot import read_infos
 
     infos = read_infos(gpu)
@@ -199,6 +255,8 @@ def _live(sampler, gpu, banner: str, duration) -> int:
     latest: list = []
     lock = threading.Lock()
     with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
+        keeper = BookKeeper(sampler, price, on_end=lambda b: live.console.print(term_text(f"ended: {b.summary()}", max_chars=None)))
+
         def _draw(sample=None) -> None:
             with lock:
                 if sample is not None:
@@ -206,7 +264,8 @@ def _live(sampler, gpu, banner: str, duration) -> int:
                         return
                     latest[:] = [sample]
                 if latest:
-                    live.update(live_view(latest[0], infos, sampler.processes(), banner, state), refresh=True)
+                    live.update(live_view(latest[0], infos, sampler.processes(), banner, state, keeper.current()),
+                                refresh=True)
 
         def _on_key(ch: str) -> None:
             state.key(ch)
@@ -215,6 +274,7 @@ def _live(sampler, gpu, banner: str, duration) -> int:
             else:
                 _draw()
 
+        sampler.add_listener(keeper)
         sampler.add_listener(_draw)
         with keys(_on_key):
             _run(sampler, duration)

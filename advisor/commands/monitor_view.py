@@ -113,30 +113,45 @@ def sorted_processes(processes, sort: int = 0) -> list:
     return sorted(processes, key=key, reverse=largest)
 
 
-def process_table(processes, now_s: float, width: int = 60, sort: int = 0) -> Table:
-    """One row per GPU process, in the order of ``SORTS[sort]`` (largest GPU memory first by default)."""
+def process_table(processes, now_s: float, width: int = 60, sort: int = 0, books: dict | None = None) -> Table:
+    """One row per GPU process, in the order of ``SORTS[sort]`` (largest GPU memory first by default); with
+    ``books`` ({(pid, gpu): ProcessBooks}) its GPU-hours, energy, cost and peak memory since the monitor saw it."""
     t = Table(title=f"GPU processes (by {SORTS[sort][0]})", expand=True, title_justify="left", pad_edge=False)
-    for name in ("PID", "user", "GPU", "GPU mem", "GPU %", "CPU %", "host mem", "time", "command"):
+    for name in ("PID", "user", "GPU", "GPU mem", "GPU %", "CPU %", "host mem", "time", "GPU-h", "energy", "cost",
+                 "peak", "command"):
         t.add_column(name, justify="left" if name in ("user", "command") else "right", no_wrap=True,
                      overflow="ellipsis", max_width=width if name == "command" else None)
     for p in sorted_processes(processes, sort):
+        b = (books or {}).get((p.pid, p.gpu_index))
         t.add_row(str(p.pid), term_text(p.user or "?"), str(p.gpu_index),
                   fmt_mem(p.gpu_mem_bytes) if p.gpu_mem_bytes is not None else "n/a",
                   _num(p.gpu_util_pct, ".0f"), _num(p.cpu_pct, ".0f"),
                   fmt_mem(p.host_mem_bytes) if p.host_mem_bytes is not None else "n/a",
-                  _elapsed(p.started_s, now_s), term_text(p.cmdline or p.name or "(another PID namespace)", max_chars=None))
+                  _elapsed(p.started_s, now_s), *book_cells(b),
+                  term_text(p.cmdline or p.name or "(another PID namespace)", max_chars=None))
     if not processes:
-        t.add_row("", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
+        t.add_row("", "", "", "", "", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
     return t
 
 
-def live_view(sample, infos, processes, banner: str, state: ViewState | None = None) -> Group:
-    """Everything the live terminal view shows for one sample (with the keys' footer when ``state`` is given)."""
+def book_cells(b) -> tuple[str, str, str, str]:
+    """GPU-hours, energy (Wh), cost and peak GPU memory of one process's books ("n/a" without books)."""
+    if b is None:
+        return ("n/a",) * 4
+    peak = fmt_mem(b.peak_gpu_mem_bytes) if b.peak_gpu_mem_bytes is not None else "n/a"
+    return f"{b.gpu_hours:.3f}", f"{b.energy_j / 3600.0:.1f} Wh", f"${b.cost_usd:.3f}", peak
+
+
+def live_view(sample, infos, processes, banner: str, state: ViewState | None = None, books: dict | None = None
+              ) -> Group:
+    """Everything the live terminal view shows for one sample (with the keys' footer when ``state`` is given;
+    each process's books when ``books`` is)."""
     h = sample.host
     host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_mem(h.mem_used_bytes)} / "
             f"{fmt_mem(h.mem_total_bytes)}" if h.mem_used_bytes is not None else "")
     parts = [term_text(banner, style="bold yellow" if "SIMULATED" in banner else "bold", max_chars=None), Text(host),
-             gpu_table(sample, infos), process_table(processes, sample.wall_time_s, sort=state.sort if state else 0)]
+             gpu_table(sample, infos), process_table(processes, sample.wall_time_s, sort=state.sort if state else 0,
+                                                         books=books)]
     if state is not None:
         parts.append(state.footer())
     return Group(*parts)
@@ -146,7 +161,7 @@ def _cell(v, fmt: str = ".0f") -> str:
     return "" if v is None else f"{v:{fmt}}"
 
 
-def plain_tables(sample, infos, processes) -> str:
+def plain_tables(sample, infos, processes, books: dict | None = None) -> str:
     """``advisor monitor --once`` piped: tab-separated tables (a header row, then one row per GPU; a blank line;
     the same for processes), whole names and commands, numbers without units (the unit is in the header)."""
     unit = memory_unit()
@@ -160,14 +175,16 @@ def plain_tables(sample, infos, processes) -> str:
                      _cell(g.fan_pct), _cell(g.sm_clock_mhz)))
     rows.append(())
     rows.append(("pid", "user", "gpu", f"gpu_mem_{unit}", "gpu_util_pct", "cpu_pct", f"host_mem_{unit}",
-                 "started_utc", "command"))
+                 "started_utc", "gpu_hours", "energy_j", "cost_usd", "command"))
     for p in sorted_processes(processes):
+        b = (books or {}).get((p.pid, p.gpu_index))
         rows.append((str(p.pid), p.user or "", str(p.gpu_index),
                      _cell(None if p.gpu_mem_bytes is None else mem_value(p.gpu_mem_bytes), ".3g"),
                      _cell(p.gpu_util_pct), _cell(p.cpu_pct),
                      _cell(None if p.host_mem_bytes is None else mem_value(p.host_mem_bytes), ".3g"),
                      "" if p.started_s is None else wall_time_utc(p.started_s),
-                     p.cmdline or p.name or "(another PID namespace)"))
+                     "" if b is None else f"{b.gpu_hours:.6f}", "" if b is None else f"{b.energy_j:.3f}",
+                     "" if b is None else f"{b.cost_usd:.6f}", p.cmdline or p.name or "(another PID namespace)"))
     return "\n".join("\t".join(_tsv(c) for c in r) for r in rows) + "\n"
 
 

@@ -199,9 +199,9 @@ def run(args) -> int:
     scenarios = [sc for _path, sc in named]
     from advisor.catalog import load_catalog
     from advisor.report.plan_outputs import prepare_values, write_outputs
-    from advisor.store.calibration import load_calibration
+    from advisor.store.calibration import load_planner_calibration
 
-    catalog, calibration = load_catalog(), load_calibration()  # read once for every scenario and variation
+    catalog, calibration = load_catalog(), load_planner_calibration()  # read once for every scenario and variation
     machine = _this_machine(args, catalog)
     if machine.simulated and not args.json:
         print("*** SIMULATED HARDWARE: this machine's GPUs come from a fake scenario ***", file=sys.stderr)
@@ -341,8 +341,10 @@ def render_table(result, top: int | None = 12) -> str:
     else:
         lines.append(f"Budget: {r.hours:g} hours ({result.budget_origin})")
     if r.workload == "inference":
-        lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; context {result.context}, "
-                     f"batch {r.batch}, {r.output_tokens} output tokens per request")
+        lens = result.lengths
+        prompt = f"prompt {lens.prompt:,} and output {lens.output:,}" if lens else f"output {r.output_tokens:,}"
+        lines.append(f"FLOPs: {result.flops_per_token:.3e} per generated token; {prompt} tokens per request "
+                     f"(context {result.context:,}), batch {r.batch}")
     else:
         moe = result.active_params != result.params
         lines.append(f"FLOPs: {units.fmt_flops(result.flops_total)} (model FLOPs, "
@@ -444,8 +446,9 @@ def _stack_line(result, ranked) -> str:
 def headline(result) -> list[str]:
     """The headline: this machine first (fits or not, time, cost, against the cheapest rent)."""
     from advisor.planner.summary import headline as sentence
+    from advisor.planner.summary import learned_lines
 
-    return ["", sentence(result)]
+    return ["", sentence(result), *learned_lines(result)]
 
 
 def fit_advice_lines(result) -> list[str]:

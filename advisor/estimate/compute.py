@@ -57,29 +57,61 @@ class DecodeEstimate:
 
     step_s: float
     tokens_per_s: float  # generated tokens per second for the whole batch
-    prefill_s: float
+    prefill_s: float  # the batch's prompts arriving together
     bound: str  # "memory" or "compute"
     request_s: float  # one batch of requests: prefill + output tokens
     requests_per_s: float
+    overhead_s: float = 0.0  # the per-step launch overhead inside ``step_s``
+
+
+def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attention_dim: int) -> tuple[float, float]:
+    """``(matmul FLOPs, attention FLOPs)`` of one causal prompt of ``P`` tokens.
+
+    Matrix multiplies: ``2 * P_act * P`` (Kaplan et al. 2020, table 1: 2N per token forward). Attention: the
+    token at position ``i`` scores ``i`` keys (``2 * i * d`` FLOPs, ``d`` = heads x head size) and sums ``i``
+    values (``2 * i * d``) in each layer; summed over ``i = 1..P`` that is ``2 * L * d * P * (P + 1)``, the
+    causal half of Kaplan's non-causal ``4 * L * d * P`` per token (docs/method.md, "Inference speed").
+    """
+    p = float(prompt_tokens)
+    return 2.0 * active_params * p, 2.0 * layers * attention_dim * p * (p + 1.0)
+
+
+def prefill_seconds(*, active_params: float, prompt_tokens: int, batch: int, layers: int, attention_dim: int,
+                    devices: int, matmul_peak_flops: float, matmul_eta: float, attention_peak_flops: float,
+                    attention_eta: float, weight_bytes: float, mem_bandwidth_bps: float, eta_mem: float) -> float:
+    """Time to process ``batch`` prompts of ``prompt_tokens`` together (docs/method.md, "Inference speed").
+
+    ``t = max(matmul / (N * peak_mm * eta_mm) + attention / (N * peak_fp16 * eta_att), W / (N * BW * eta_mem))``:
+    compute-bound, but never faster than reading the weights once.
+    """
+    mm, att = prefill_flops(active_params, prompt_tokens, layers, attention_dim)
+    t = batch * (mm / (devices * matmul_peak_flops * matmul_eta)
+                 + att / (devices * attention_peak_flops * attention_eta))
+    return max(t, weight_bytes / (devices * mem_bandwidth_bps * eta_mem))
 
 
 def decode_estimate(*, weight_bytes_read: float, kv_bytes_read: float, active_params: float, batch: int,
                     devices: int, mem_bandwidth_bps: float, peak_flops: float, prompt_tokens: int,
-                    output_tokens: int, eta_mem: float, eta_compute: float) -> DecodeEstimate:
+                    output_tokens: int, eta_mem: float, eta_compute: float, overhead_s: float = 0.0,
+                    eta_kv: float | None = None, attention_flops: float = 0.0,
+                    prefill_s: float | None = None) -> DecodeEstimate:
     """Decode and prefill speed from the roofline (docs/method.md, "Inference speed").
 
-    ``t = max(W / (BW*eta_mem), 2*P_act*B / (peak*eta_c)) + KV / (BW*eta_mem)`` per step, with the weights
-    and KV cache split over ``devices`` read in parallel; tokens/s = B/t. At batch 1 the bound is
-    ``BW / weight_bytes``: no estimate exceeds it because ``eta_mem <= 1``.
-    Prefill is compute-bound: ``2 * P_act * s_in * B / (peak * eta_c)``.
+    ``t = max(W / (BW*eta_mem), (2*P_act*B + A) / (peak*eta_c)) + KV / (BW*eta_kv) + overhead`` per step, with
+    the weights and KV cache split over ``devices`` read in parallel; ``KV`` is the batch's caches at their mean
+    length over the output, ``A`` their attention FLOPs, ``overhead`` the runtime's per-step launch cost;
+    tokens/s = B/t. No estimate exceeds ``B * BW / (W + KV)`` because ``eta_mem, eta_kv <= 1`` and the
+    overhead is not negative.
+    ``prefill_s``: the prompt's time (``prefill_seconds``); without it ``2 * P_act * s_in * B / (peak * eta_c)``.
     """
     bw = mem_bandwidth_bps * eta_mem * devices
+    bw_kv = mem_bandwidth_bps * (eta_mem if eta_kv is None else eta_kv) * devices
     compute = peak_flops * eta_compute * devices
     t_mem = weight_bytes_read / bw
-    t_compute = 2.0 * active_params * batch / compute
-    step = max(t_mem, t_compute) + kv_bytes_read / bw
-    prefill = 2.0 * active_params * prompt_tokens * batch / compute
+    t_compute = (2.0 * active_params * batch + attention_flops) / compute
+    step = max(t_mem, t_compute) + kv_bytes_read / bw_kv + overhead_s
+    prefill = 2.0 * active_params * prompt_tokens * batch / compute if prefill_s is None else prefill_s
     request = prefill + output_tokens * step
     return DecodeEstimate(step_s=step, tokens_per_s=batch / step, prefill_s=prefill,
                           bound="memory" if t_mem >= t_compute else "compute", request_s=request,
-                          requests_per_s=batch / request)
+                          requests_per_s=batch / request, overhead_s=overhead_s)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.catalog.runtimes import runtime_data
 from advisor.estimate import compute, memory
 from advisor.estimate.local import CPU_ETA_MEM, layer_sizes, offload_plan
 from advisor.estimate.model import ModelArch, active_param_count, embedding_params
@@ -90,18 +91,32 @@ def candidate_changes(job: Mapping[str, Any], *, devices: int = 1, layers: int |
     wl = job.get("workload", "pretrain")
     out: list[_Candidate] = []
     if wl == "inference":
+        runtime = runtime_data().runtimes.get(job.get("runtime") or "")
         bits = memory.weight_bits(job.get("precision", "bf16"), job.get("quant"))
-        quants = [q for q in QUANT_LADDER if memory.QUANT_BITS[q] < bits]
+        if runtime is None:  # no runtime named: llama.cpp's ladder (the default on the parts fit advice is for)
+            quants = [q for q in QUANT_LADDER if memory.QUANT_BITS[q] < bits]
+        else:  # what --precision int8 and int4 mean on the runtime
+            quants = [q for q in dict.fromkeys((runtime.format_for("int8"), runtime.format_for("int4")))
+                      if memory.QUANT_BITS[q] < bits]
         if quants:
             out.append(_Candidate({"quant": quants[0]}, "a smaller quantisation of the weights",
                                   tuple({"quant": q} for q in quants)))
-        if job.get("kv_cache_bits", 16) > 8:
-            out.append(_Candidate({"kv_cache_bits": 8}, "an 8-bit KV cache (llama.cpp -ctk q8_0 -ctv q8_0)"))
-        ctx = int(job.get("context", 2048))
-        shorter = _halvings(ctx, MIN_CONTEXT)
-        if shorter:
-            out.append(_Candidate({"context": shorter[0]}, "a shorter context", tuple({"context": c} for c in shorter)))
-        if layers:
+        kv8 = "q8_0" if runtime is None else runtime.kv_format(8)
+        if job.get("kv_cache_bits", 16) > 8 and kv8:
+            out.append(_Candidate({"kv_cache_bits": 8}, f"an 8-bit KV cache ({kv8})"))
+        prompt = job.get("prompt_tokens")
+        if prompt:  # prompt and output given apart: the prompt is what can be shorter
+            shorter = _halvings(int(prompt), MIN_CONTEXT // 2)
+            if shorter:
+                out.append(_Candidate({"prompt_tokens": shorter[0]}, "a shorter prompt",
+                                      tuple({"prompt_tokens": p} for p in shorter)))
+        else:
+            ctx = int(job.get("context") or 2048)
+            shorter = _halvings(ctx, MIN_CONTEXT)
+            if shorter:
+                out.append(_Candidate({"context": shorter[0]}, "a shorter context",
+                                      tuple({"context": c} for c in shorter)))
+        if layers and (runtime is None or runtime.offloads_layers):  # llama.cpp's -ngl
             ladder = tuple({"gpu_layers": n} for n in range(layers - 1, -1, -1))
             out.append(_Candidate(ladder[0], "some layers on the CPU (llama.cpp -ngl N)", ladder))
         return out

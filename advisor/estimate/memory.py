@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.catalog.runtimes import runtime_data
 from advisor.estimate.model import ModelArch, kv_values_per_token
 from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, optimizer_moment_bytes
 
@@ -21,8 +22,8 @@ OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
 CHECKPOINTING = ("none", "selective", "full")
 MIXED = ("bf16", "fp16", "fp8")
 WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-# Effective bits per weight of common GGUF quantisations (docs/method.md).
-QUANT_BITS = {"q8_0": 8.5, "q6_k": 6.6, "q4_k_m": 4.8, "q4_0": 4.5, "nf4": 4.13}
+# Effective bits per weight of every weight format, declared once with its source in resources/runtimes.toml.
+QUANT_BITS = {fid: f.bits_per_weight for fid, f in runtime_data().formats.items()}
 QLORA_BITS = 4.13  # NF4 with double quantisation (QLoRA paper, section 3)
 
 

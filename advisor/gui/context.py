@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 
 from PySide6.QtCore import QObject, QSettings, QTimer, Signal, Slot
 
@@ -71,6 +72,7 @@ class AppContext(QObject):
         self.gpu = None
         self.host = None
         self.sampler = None
+        self.books = None  # the processes' books (monitor.books.BookKeeper), fed by the sampler
         self.hardware_error: str | None = None
         self.probe_results: dict = {}  # (probe, device) -> the latest ProbeResult of this session
         self.screenshot_mode = False
@@ -254,6 +256,15 @@ class AppContext(QObject):
         self.machine_ready.emit(self.machine)
         QTimer.singleShot(0, self._read_local)  # after the pages have drawn the machine (see _read_local)
 
+    def electricity_usd_per_kwh(self) -> float:
+        """The home electricity price of the cost assumptions (with the app's overrides), for the books."""
+        from advisor.cost.assumptions import CostAssumptions
+
+        try:
+            return CostAssumptions().with_overrides(**self.assumptions).electricity_usd_per_kwh
+        except (TypeError, ValueError):
+            return CostAssumptions().electricity_usd_per_kwh
+
     def _start_sampler(self) -> None:
         """Start sampling this machine (``advisor.monitor``, imported by the second worker: numpy with it)."""
         if self.sampler is not None or self._shut_down:
@@ -270,12 +281,23 @@ class AppContext(QObject):
             if events:
                 bridge.events_found.emit(events)
 
+        from advisor.monitor.books import BookKeeper
+
+        def _process_ended(books) -> None:  # on the sampler thread: one event, the books' summary line
+            from advisor.monitor.events import MonitorEvent
+
+            bridge.events_found.emit([MonitorEvent(time.time(), books.gpus[0] if books.gpus else 0, "process",
+                                                   f"process ended: {books.summary()}")])
+
+        self.books = BookKeeper(None, self.electricity_usd_per_kwh(), on_end=_process_ended)
         if self.screenshot_mode and self.simulated:
-            self.sampler = demo_sampler(self.fake_gpu, seconds=300, listener=_find_events)
+            self.sampler = demo_sampler(self.fake_gpu, seconds=300, listener=_find_events, books=self.books)
         else:
             # Capacity for an hour at 0.1 s, so the 1 h window shows all of it at any interval.
             self.sampler = Sampler(self.gpu, self.host, interval_s=0.2 if self.screenshot_mode else interval,
                                    capacity=36000)
+            self.books.sampler = self.sampler
+            self.sampler.add_listener(self.books)
             self.sampler.add_listener(_find_events)
             self.sampler.start()
         self.sampler_ready.emit()
@@ -406,10 +428,11 @@ class _EventBridge(QObject):
     events_found = Signal(object)
 
 
-def demo_sampler(scenario: str, seconds: int = 300, listener=None):
+def demo_sampler(scenario: str, seconds: int = 300, listener=None, books=None):
     """A sampler already holding ``seconds`` of a fake scenario at 1 Hz, on a virtual clock (screenshots).
 
-    Its thread is not started: the history is complete when this returns. ``listener`` hears every sample.
+    Its thread is not started: the history is complete when this returns. ``listener`` hears every sample;
+    ``books`` (a ``monitor.books.BookKeeper``) keeps the processes' books over them.
     """
     from advisor.hw.fake import FakeGpuBackend, FakeHostBackend
     from advisor.monitor import Sampler
@@ -423,6 +446,9 @@ def demo_sampler(scenario: str, seconds: int = 300, listener=None):
     sampler = Sampler(FakeGpuBackend(scenario, clock=clock), host, interval_s=1.0,
                       capacity=36000, clock=clock, wall_clock=lambda: 1.7e9 + now[0], process_interval_s=0.0,
                       call_timeout_s=None)
+    if books is not None:
+        books.sampler = sampler
+        sampler.add_listener(books)
     if listener is not None:
         sampler.add_listener(listener)
     for _ in range(seconds):

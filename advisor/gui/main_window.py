@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
 from advisor.gui.safe_text import plain
 from advisor.gui.widgets.cards import banner
 
-# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..8.
+# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..9.
 PAGES = (
     ("machine", "advisor.gui.pages.machine", "MachinePage", "Machine",
      "What this computer has: CPU, GPUs, their catalog peaks and measured figures"),
@@ -35,6 +35,8 @@ PAGES = (
      "Models in the Hugging Face cache, Ollama and LM Studio, and whether each fits this machine"),
     ("buy", "advisor.gui.pages.buy", "BuyPage", "Buy",
      "What to buy for your jobs within a budget (cards, Macs, upgrades of your GPUs), against renting"),
+    ("runs", "advisor.gui.pages.runs", "RunsPage", "Runs",
+     "Your own runs: what they measured, what the advisor predicted, and how far to trust the next plan"),
 )
 
 

@@ -189,9 +189,9 @@ class PlanModel(QObject):
         if self.job is None or not self._valid:
             return
         if not self._calibration_loaded:
-            from advisor.store.calibration import load_calibration
+            from advisor.store.calibration import load_planner_calibration
 
-            self._calibration, self._calibration_loaded = load_calibration(), True
+            self._calibration, self._calibration_loaded = load_planner_calibration(), True
         self._planned_generation = self._generation
         self._worker = GeneratorWorker(plan_or_error, self.job, self.ctx.catalog, self._calibration,
                                        **self.ctx.plan_kw(), parent=self)

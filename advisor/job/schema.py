@@ -36,6 +36,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.catalog.frameworks import bundled_frameworks, canonical_framework
+from advisor.catalog.runtimes import runtime_data
 from advisor.catalog.stacks import STACKS
 from advisor.cost.assumptions import Assumption, CostAssumptions
 
@@ -45,8 +46,9 @@ ALL = WORKLOADS
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
 CHECKPOINTING = ("none", "selective", "full")
-QUANTS = ("q8_0", "q6_k", "q4_k_m", "q4_0", "nf4")
-RUNTIMES = ("llama.cpp", "vllm", "exllama", "mlc")  # advisor.estimate.decode.RUNTIMES (a test checks)
+# Weight formats and inference runtimes are data (resources/runtimes.toml, advisor.catalog.runtimes).
+QUANTS: tuple[str, ...] = tuple(runtime_data().formats)
+RUNTIMES: tuple[str, ...] = tuple(runtime_data().runtimes)
 MAX_DEVICES = 16384
 # Training frameworks (resources/frameworks.toml): the ids a plan names, and the aliases that resolve to them.
 FRAMEWORKS = tuple(bundled_frameworks())
@@ -183,8 +185,9 @@ class Job(BaseModel):
         "pretrain", help="what the job does")
     precision: Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"] = _field(
         "bf16", help="numeric format of the compute (training in bf16/fp16/fp8 means mixed precision)")
-    quant: Literal["q8_0", "q6_k", "q4_k_m", "q4_0", "nf4"] | None = _field(
-        None, help="inference quantisation by effective bits per weight", workloads=("inference",))
+    quant: Literal[QUANTS] | None = _field(
+        None, help="inference weight format (q4_k_m, awq, gptq, exl2, fp8, mxfp4, nvfp4, q4f16_1, mlx-4bit, ...; "
+        "bits per weight in resources/runtimes.toml); must be one the --runtime loads", workloads=("inference",))
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "adafactor"] = _field(
         "adamw", help="optimizer (its state is part of the memory)", workloads=TRAINING)
     lora_rank: int = _field(16, help="LoRA/QLoRA adapter rank", workloads=("lora", "qlora"), ge=1, le=65_536)
@@ -243,15 +246,22 @@ class Job(BaseModel):
     hours: float | None = _field(None, unit="hours", help="wall-clock hours instead of a token budget",
                                  group="budget", gt=0, le=1e6)
     # ---- inference
-    context: int | None = _field(None, unit="tokens", help="context tokens per request (default 2048, capped at "
-                                 "the model's)", group="inference", workloads=("inference",), ge=1, le=16_777_216)
+    context: int | None = _field(None, unit="tokens", help="context window per request: the prompt and output tokens "
+                                 "the KV cache holds (default: --prompt-tokens + --output-tokens, else 2048 capped "
+                                 "at the model's, the prompt being what the output leaves)", group="inference",
+                                 workloads=("inference",), ge=1, le=16_777_216)
+    prompt_tokens: int | None = _field(None, unit="tokens", help="prompt tokens per request (prefill, time to first "
+                                       "token; the KV cache then grows over the output); default: --context less "
+                                       "--output-tokens", group="inference", workloads=("inference",), ge=1,
+                                       le=16_777_216)
     batch: int = _field(1, unit="requests", help="concurrent requests", group="inference", workloads=("inference",),
                         ge=1, le=1_000_000)
     output_tokens: int = _field(256, unit="tokens", help="generated tokens per request", group="inference",
                                 workloads=("inference",), ge=1, le=16_777_216)
-    runtime: Literal["llama.cpp", "vllm", "exllama", "mlc"] | None = _field(
-        None, help="inference runtime, for the decode's bandwidth efficiency by weight format (default: llama.cpp "
-        "on consumer and workstation cards, vllm on datacenter parts)", group="inference", workloads=("inference",))
+    runtime: Literal[RUNTIMES] | None = _field(
+        None, help="inference runtime: its weight formats, --precision int4 meaning, kernels and efficiencies "
+        "(ollama and lm-studio run llama.cpp; default: llama.cpp on consumer, workstation and Apple parts, vllm on "
+        "datacenter parts, or the first that loads --quant)", group="inference", workloads=("inference",))
     kv_cache_bits: Literal[16, 8, 4] = _field(16, unit="bits", help="bits per KV-cache value (8: llama.cpp "
                                               "-ctk q8_0 -ctv q8_0)", group="inference", workloads=("inference",))
     gpu_layers: int | None = _field(None, unit="layers", help="layers on the GPU, the rest on the CPU (llama.cpp "
@@ -282,8 +292,8 @@ class Job(BaseModel):
 
     # ------------------------------------------------------------------ lax where files and flags need it
     @field_validator("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "lora_rank", "gpus", "tp", "pp",
-                     "seq_len", "micro_batch", "context", "batch", "output_tokens", "zero", "grad_accum",
-                     "kv_cache_bits", "gpu_layers", "loss_chunks", mode="before")
+                     "seq_len", "micro_batch", "context", "prompt_tokens", "batch", "output_tokens", "zero",
+                     "grad_accum", "kv_cache_bits", "gpu_layers", "loss_chunks", mode="before")
     @classmethod
     def _whole_float(cls, value: Any) -> Any:
         if isinstance(value, bool):
@@ -301,6 +311,27 @@ class Job(BaseModel):
             except KeyError:
                 return value
         return value
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _runtime_alias(cls, value: Any) -> Any:
+        """ollama, lm-studio and the other aliases name the runtime they run (case-insensitive); an unknown name
+        is refused with every known one."""
+        if isinstance(value, str):
+            data = runtime_data()
+            rid = data.aliases.get(value.strip().lower())
+            if rid is None:
+                known = [rid + (f" (also {', '.join(rt.aliases)})" if rt.aliases else "")
+                         for rid, rt in data.runtimes.items()]
+                raise ValueError(f"unknown runtime {value!r}; known: {'; '.join(known)}")
+            return rid
+        return value
+
+    @field_validator("quant", mode="before")
+    @classmethod
+    def _quant_case(cls, value: Any) -> Any:
+        """GGUF types are written upper case too (Q4_K_M)."""
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("own", mode="before")
     @classmethod
@@ -380,10 +411,32 @@ def _check_rules(job: Job) -> None:
     if job.optimizer == "adamw-8bit" and job.optimizer_state in ("fp32", "bf16"):
         raise JobInputError("optimizer_state", f"adamw-8bit keeps 8-bit states, not {job.optimizer_state}; "
                             "use --optimizer adamw with it")
+    if job.workload == "inference":
+        _check_inference(job)
     try:
         CostAssumptions().with_overrides(**job.assumptions)
     except (TypeError, ValueError) as exc:
         raise JobInputError("assumptions", " ".join(str(exc).split())) from None
+
+
+def _check_inference(job: Job) -> None:
+    """Prompt, output and window agree; the runtime loads the format and the KV cache asked for."""
+    if job.context is not None and job.prompt_tokens is not None \
+            and job.prompt_tokens + job.output_tokens > job.context:
+        raise JobInputError("context", f"{job.context} tokens cannot hold --prompt-tokens {job.prompt_tokens} and "
+                                       f"--output-tokens {job.output_tokens}; give at least "
+                                       f"{job.prompt_tokens + job.output_tokens} or leave --context out")
+    if job.runtime is None:
+        return
+    rt = runtime_data().runtimes[job.runtime]
+    if job.quant is not None and job.quant not in rt.weight_formats:
+        raise JobInputError("quant", f"{rt.id} does not load {job.quant}; it loads {', '.join(rt.weight_formats)}")
+    if job.gpu_layers is not None and not rt.offloads_layers:
+        raise JobInputError("gpu_layers", f"{rt.id} keeps every layer on the GPU; layers on the CPU are llama.cpp's "
+                                          "-ngl (--runtime llama.cpp)")
+    if rt.kv_format(job.kv_cache_bits) is None:
+        raise JobInputError("kv_cache_bits", f"{rt.id} has no {job.kv_cache_bits}-bit KV cache; its KV caches: "
+                            + ", ".join(f"{name} ({bits} bits)" for bits, name in rt.kv_formats))
 
 
 def _input_error(exc: ValidationError) -> JobInputError:
@@ -406,6 +459,8 @@ def _input_error(exc: ValidationError) -> JobInputError:
         what = "a whole number" if meta.kind == "int" else "a finite number"
         return JobInputError(name, f"must be {what} {meta.range_text()}, got {shown}")
     if meta.kind == "choice":
+        if kind == "value_error":  # a validator's own message (an unknown runtime lists the aliases too)
+            return JobInputError(name, err.get("msg", "invalid").removeprefix("Value error, "))
         aliases = f" (or {', '.join(FRAMEWORK_ALIASES)})" if name == "framework" else ""
         return JobInputError(name, f"must be {meta.range_text()}{aliases}, got {shown}")
     if meta.kind == "bool":

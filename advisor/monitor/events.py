@@ -27,7 +27,7 @@ class MonitorEvent:
 
     wall_time_s: float
     gpu_index: int
-    kind: str  # state | xid | throttle
+    kind: str  # state | xid | throttle | process (a process ended: its books, monitor.accounting)
     text: str
     fault: bool = False
     state: str | None = None  # the new state, for kind "state"

@@ -43,15 +43,19 @@ def gpu_entry(info: GpuInfo | None, s: GpuSample) -> dict:
     }
 
 
-def process_entry(p: ProcessSample) -> dict:
-    """One element of ``processes``."""
+def process_entry(p: ProcessSample, books=None) -> dict:
+    """One element of ``processes``; ``books`` (``accounting.ProcessBooks`` of this process on this GPU) adds
+    ``gpu_hours``, ``energy_j``, ``cost_usd``, ``peak_gpu_mem_bytes`` and ``mean_util_pct`` since the monitor
+    first saw it (None without books)."""
+    from advisor.monitor.books import book_values
+
     return {"pid": p.pid, "user": p.user, "name": p.name, "cmdline": p.cmdline, "gpu": p.gpu_index,
             "gpu_mem_bytes": p.gpu_mem_bytes, "gpu_util_pct": p.gpu_util_pct, "cpu_pct": p.cpu_pct,
-            "host_mem_bytes": p.host_mem_bytes, "started_s": p.started_s, "kind": p.kind}
+            "host_mem_bytes": p.host_mem_bytes, "started_s": p.started_s, "kind": p.kind, **book_values(books)}
 
 
 def monitor_document(infos: list[GpuInfo | None], sample, processes: tuple[ProcessSample, ...], *,
-                     backend: str, status: str, simulated: bool) -> dict:
+                     backend: str, status: str, simulated: bool, books: dict | None = None) -> dict:
     """The whole ``advisor.monitor/1`` document for one ``MonitorSample``.
 
     Args:
@@ -59,6 +63,7 @@ def monitor_document(infos: list[GpuInfo | None], sample, processes: tuple[Proce
         sample: the ``MonitorSample``.
         processes: the sampler's process snapshot.
         backend, status, simulated: the GPU backend's name, status line and whether it is simulated.
+        books: ``{(pid, gpu): ProcessBooks}`` (``monitor.books.BookKeeper.current``), or None.
     """
     h = sample.host
     return {
@@ -67,7 +72,7 @@ def monitor_document(infos: list[GpuInfo | None], sample, processes: tuple[Proce
         "host": {"cpu_util_pct": h.cpu_util_pct, "mem_used_bytes": h.mem_used_bytes,
                  "mem_total_bytes": h.mem_total_bytes},
         "gpus": [gpu_entry(infos[g.index] if g.index < len(infos) else None, g) for g in sample.gpus],
-        "processes": [process_entry(p) for p in processes],
+        "processes": [process_entry(p, (books or {}).get((p.pid, p.gpu_index))) for p in processes],
     }
 
 

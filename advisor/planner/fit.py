@@ -55,6 +55,8 @@ def job_values(result, target) -> dict:
     """The job's values by flag name with the planner's choices filled in (sequence, context, ZeRO)."""
     values = result.request.model_dump()
     values.update(seq_len=result.seq_len, context=result.context)
+    if result.request.prompt_tokens is not None:  # the window follows the prompt the advice may shorten
+        values["context"] = result.request.context
     if result.request.workload != "inference":
         values["zero"] = target.parallelism.zero
         values["checkpointing"] = training_software(result.request).behaviours.checkpointing
@@ -147,12 +149,15 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
         contexts.append(c)
         c *= 2
     contexts = sorted({*contexts, min(top, c), result.context})
+    out_tokens = result.lengths.output if result.lengths else 0
+    contexts = [ctx for ctx in contexts if ctx > out_tokens] or [result.context]  # a window holds some prompt
     values = result.request.model_dump()
     key = target_key(option)
     out = []
     for ctx in contexts:
         try:
-            changed = PlanRequest.from_mapping({**values, "context": ctx})
+            # the window varies; the prompt is what the output leaves of it
+            changed = PlanRequest.from_mapping({**values, "context": ctx, "prompt_tokens": None})
         except JobInputError:
             continue
         found = _same(replan(changed, [key]), option)
@@ -172,7 +177,11 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
     if option is None or option.serving is None:
         return None
     s = option.serving
-    return {"option": option.id, "context": result.context, "ttft_s": s.ttft_s,
+    lens = result.lengths
+    return {"option": option.id, "context": result.context, "prompt_tokens": lens.prompt if lens else None,
+            "output_tokens": lens.output if lens else None, "ttft_s": s.ttft_s,
+            "ttft_single_request_s": s.ttft_single_request_s,
+            "software": s.software.to_json() if s.software is not None else None,
             "prefill_tokens_per_s": s.prefill_tokens_per_s, "decode_tokens_per_s": option.tokens_per_s,
             "largest_context": largest_context(result, option),
             "context_sweep": [p.to_json() for p in context_sweep(result, replan, option)] if replan else []}

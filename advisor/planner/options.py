@@ -39,7 +39,7 @@ from advisor.planner.placement import (
     intra_node_bps,
     owned_placement,
 )
-from advisor.planner.request import PlanRequest, compute_precision
+from advisor.planner.request import Lengths, PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
 from advisor.planner.stacks import stack_fields
 from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
@@ -78,9 +78,9 @@ def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tu
 class _Timer:
     """Layouts and timings of one accelerator, memoised by node (options of one node size share them)."""
 
-    def __init__(self, req, acc, arch, params, active, context, mem_model: MemoryModel, calib):
+    def __init__(self, req, acc, arch, params, active, lens: Lengths | None, mem_model: MemoryModel, calib):
         self.req, self.acc, self.arch, self.params, self.active = req, acc, arch, params, active
-        self.context, self.mem_model, self.calib = context, mem_model, calib
+        self.lens, self.mem_model, self.calib = lens, mem_model, calib
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[Parallelism, object] = {}
 
@@ -108,7 +108,7 @@ class _Timer:
         hit = self._timings.get(key)
         if hit is None:
             if self.req.workload == "inference":
-                hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.context,
+                hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.lens,
                                      layout.devices, self.calib, self.mem_model.weight_bytes)
             else:
                 step = self._steps.get(layout)
@@ -130,7 +130,7 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
 
 
 def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryModel, arch: ModelArch, params: int,
-                active: int, tokens: float | None, context: int, a: CostAssumptions, calib,
+                active: int, tokens: float | None, lens: Lengths | None, a: CostAssumptions, calib,
                 stale_ids: frozenset[str] = frozenset(), wanted: tuple[str, ...] = ()) -> list[PlanOption]:
     """Every priced option of one accelerator (none when it cannot run the job's precision or workload).
 
@@ -144,7 +144,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     """
     if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
         return []
-    timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
+    timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
     out: list[PlanOption] = []
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
@@ -175,7 +175,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                             break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
                                             owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
-                                            serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
+                                            serving=_serving(t, per_h), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
             offer = by_id[q.offer_id]
@@ -185,7 +185,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, provider=offer.provider,
                 instance=offer.instance, spot=q.spot, instances=q.instances, price_date=offer.price_date,
                 price_stale=offer.id in stale_ids, reference=place.reference, cost_usd_interval=cost_iv,
-                serving=_serving(t, per_h, context * req.batch),
+                serving=_serving(t, per_h),
                 nodes=q.instances if instance_row else common["nodes"],
                 gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"]))
     return out
@@ -212,22 +212,21 @@ def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits:
             "gpus_per_node": math.ceil(n / nodes), "note": t.note}
 
 
-def _serving(t: Timing, total_usd_per_h: float, prompt_tokens: int | None = None) -> Serving | None:
-    """The serving figures of an option at its whole hourly cost (rent, spot rework, storage, egress).
-
-    ``prompt_tokens``: context x batch, for the prefill tokens/s."""
+def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:
+    """The serving figures of an option at its whole hourly cost (rent, spot rework, storage, egress)."""
     d = t.decode
     if d is None:
         return None
-    prefill = prompt_tokens / d.prefill_s if prompt_tokens and d.prefill_s > 0 else None
+    prefill = t.prompt_tokens * t.batch / d.prefill_s if t.prompt_tokens and d.prefill_s > 0 else None
     return Serving(ttft_s=d.prefill_s + d.step_s, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
                    prefill_tokens_per_s=prefill,
                    decode_bound=d.bound, usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
-                   usd_per_million_requests=usd_per_million_requests(total_usd_per_h, d.requests_per_s))
+                   usd_per_million_requests=usd_per_million_requests(total_usd_per_h, d.requests_per_s),
+                   ttft_single_request_s=t.ttft_one_s, software=t.software, overhead_s=d.overhead_s)
 
 
 def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryModel, arch: ModelArch, params: int,
-                      active: int, tokens: float | None, context: int, a: CostAssumptions, calib,
+                      active: int, tokens: float | None, lens: Lengths | None, a: CostAssumptions, calib,
                       wanted: tuple[str, ...] = ()) -> list[PlanOption]:
     """The option of hardware the user owns (``planner.owned``): kind ``owned``, at most the devices it holds,
     placed on its machines (``per_machine`` devices each, no fabric between them unless measured), timed like
@@ -247,12 +246,13 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     layout, mem, fits = mem_model.fewest_devices(capacity, per_node, hw.count)
     if req.workload == "inference":
         layout = inference_layout(layout, place)
-    timer = _Timer(req, acc, arch, params, active, context, mem_model, calib)
+    timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
     t = timer.time(layout, place)
     offload = None
     if req.workload == "inference" and t.decode is not None:
         t = local_decode(t, acc)
-        decode, offload = offloaded_decode(t.decode, req, arch, params, context, acc, hw, layout.devices)
+        decode, offload = offloaded_decode(t.decode, req, arch, params, lens.window, acc, hw, layout.devices,
+                                           lens.output)
         if offload is not None:
             t = replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
             fits = fits and offload["host_fits"]
@@ -272,7 +272,7 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
                        breakdown=q.breakdown, owning=OwningCost(0.0, q.variable_usd_per_device_hour),
                        cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
-                       serving=_serving(t, per_h, context * req.batch), nodes=common["nodes"],
+                       serving=_serving(t, per_h), nodes=common["nodes"],
                        gpus_per_node=common["gpus_per_node"], origin=hw.origin, this_machine=hw.this_machine,
                        derived=acc.derived, host_bytes=mem.host_offload_bytes, offload=offload, **figures)]
 

@@ -146,7 +146,7 @@ def bandwidth_efficiency(hw: OwnedHardware | None, acc: Accelerator, default: fl
 
 
 def offloaded_decode(decode: DecodeEstimate, req, arch: ModelArch, params: int, context: int, acc: Accelerator,
-                     hw: OwnedHardware, devices: int) -> tuple[DecodeEstimate, dict | None]:
+                     hw: OwnedHardware, devices: int, output_tokens: int | None = None) -> tuple[DecodeEstimate, dict | None]:
     """The decode with ``req.gpu_layers`` layers on the GPU and the rest on the CPU (``local.offload_plan``),
     and what to show of the split; the decode unchanged when every layer is on the GPU."""
     if req.gpu_layers is None or req.gpu_layers >= arch.layers or acc.kind == "cpu":
@@ -159,7 +159,7 @@ def offloaded_decode(decode: DecodeEstimate, req, arch: ModelArch, params: int, 
                          cpu_bandwidth_bps=host_bw, gpu_capacity_bytes=owned_capacity(hw) * devices,
                          host_capacity_bytes=usable_host_bytes(host), eta_gpu=ETA_MEM_PRIOR)
     step = max(decode.step_s, req.batch / split.tokens_per_s)
-    request_s = decode.prefill_s + req.output_tokens * step
+    request_s = decode.prefill_s + (output_tokens or req.output_tokens) * step
     out = replace(decode, step_s=step, tokens_per_s=req.batch / step, request_s=request_s,
                   requests_per_s=req.batch / request_s, bound="memory")
     shown = {"gpu_layers": split.gpu_layers, "layers": split.layers, "gpu_bytes": split.gpu_bytes,

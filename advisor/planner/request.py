@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from advisor.catalog import Catalog
+from advisor.catalog import Accelerator, Catalog
 from advisor.catalog.frameworks import FrameworkProfile, resolve_framework
+from advisor.catalog.runtimes import RuntimeChoice, choose, runtime_data
 from advisor.estimate.model import ModelArch, active_param_count, generic_arch, param_count
 from advisor.estimate.software import TrainingBehaviours
 from advisor.job import Job, JobInputError
@@ -191,3 +192,67 @@ def _software(framework: str | None, workload: str, given: tuple[tuple[str, obje
     except ValueError as exc:
         raise PlanInputError(given[0][0] if given else "framework", str(exc)) from None
     return TrainingSoftware(profile, behaviours, tuple(n for n, _ in given), workload)
+
+
+# ---------------------------------------------------------------------------------------------- serving
+DEFAULT_CONTEXT = 2048
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Tokens of one request: the prompt, the output, and the window the KV cache holds (``prompt + output``
+    at least)."""
+
+    prompt: int
+    output: int
+    window: int
+
+    @property
+    def mean_cache(self) -> float:
+        """The cache's mean length over the output: each step reads ``prompt + i`` tokens, ``i = 0..output-1``."""
+        return self.prompt + (self.output - 1) / 2.0
+
+
+def lengths(req: PlanRequest, max_context: int) -> Lengths:
+    """Prompt, output and window of an inference request (docs/method.md, "Inference speed").
+
+    ``--prompt-tokens`` with ``--output-tokens`` give the window (unless ``--context`` is larger); ``--context``
+    alone is the window and the prompt what the output leaves of it (the default window 2048, capped at the
+    model's). A window no longer than the output is read as the prompt, as before the two were apart.
+    """
+    out = req.output_tokens
+    if req.prompt_tokens is not None:
+        return Lengths(req.prompt_tokens, out, max(req.context or 0, req.prompt_tokens + out))
+    window = req.context or min(DEFAULT_CONTEXT, max_context)
+    if window > out:
+        return Lengths(window - out, out, window)
+    return Lengths(window, out, window + out)
+
+
+def default_runtime(acc: Accelerator, quant: str | None = None, kv_bits: int = 16) -> str:
+    """The runtime a serving plan assumes when none is given: llama.cpp on consumer, workstation and Apple parts
+    and the CPU (what Ollama and LM Studio run), vLLM on datacenter parts; a ``--quant`` or KV cache that runtime
+    does not have picks the first runtime (file order) that has both (``awq`` -> vLLM, ``exl2`` -> ExLlamaV2,
+    a 4-bit KV cache on a datacenter part -> llama.cpp)."""
+    rid = "llama.cpp" if acc.kind in ("consumer", "workstation", "apple", "cpu") else "vllm"
+    data = runtime_data()
+
+    def has(r) -> bool:
+        return (quant is None or quant in r.weight_formats) and r.kv_format(kv_bits) is not None
+
+    if not has(data.runtimes[rid]):
+        rid = next((i for i, r in data.runtimes.items() if has(r)), rid)
+    return rid
+
+
+def runtime_choice(req: PlanRequest, acc: Accelerator) -> RuntimeChoice:
+    """The runtime, weight format, KV format and backend a serving option assumes (``catalog.runtimes.choose``).
+
+    Raises:
+        PlanInputError: a format or KV cache the runtime does not load (checked at the request for a named runtime).
+    """
+    rid = req.runtime or default_runtime(acc, req.quant, req.kv_cache_bits)
+    try:
+        return choose(rid, req.precision, req.quant, req.kv_cache_bits, acc.vendor, acc.kind)
+    except KeyError as exc:
+        raise PlanInputError("quant" if "load" in exc.args[0] else "kv_cache_bits", exc.args[0]) from None

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
 
+from advisor.catalog.runtimes import RuntimeChoice
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakdown import CostBreakdown
@@ -22,7 +23,7 @@ from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
 from advisor.job import JOB_FIELDS
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.request import PlanInputError, PlanRequest, TrainingSoftware, training_software
+from advisor.planner.request import Lengths, PlanInputError, PlanRequest, TrainingSoftware, training_software
 
 SCHEMA = "advisor.plan/1"
 
@@ -32,7 +33,8 @@ class Serving:
     """The serving figures of an inference option (docs/method.md, "Inference speed").
 
     Attributes:
-        ttft_s: time to the first token of a batch of requests with the given context (prefill + one step).
+        ttft_s: time to the first token when the batch's requests arrive together (their prompts' prefill + one
+            step); ``ttft_single_request_s`` that of one request alone.
         bandwidth_efficiency: fraction of the memory bandwidth the decode reaches (prior or measured).
         requests_per_s: finished requests per second at the batch.
         decode_bound: ``memory`` or ``compute``, whichever limits a decode step.
@@ -45,7 +47,10 @@ class Serving:
     decode_bound: str
     usd_per_million_tokens: float | None
     usd_per_million_requests: float | None
-    prefill_tokens_per_s: float | None = None  # prompt tokens per second (the context of every request)
+    prefill_tokens_per_s: float | None = None  # prompt tokens per second (the batch's prompts together)
+    ttft_single_request_s: float | None = None
+    software: RuntimeChoice | None = None  # the runtime profile assumed
+    overhead_s: float = 0.0  # launch overhead inside each decode step
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,10 @@ class PlanOption:
                        usd_per_million_tokens=s.usd_per_million_tokens,
                        usd_per_million_requests=s.usd_per_million_requests, requests_per_s=s.requests_per_s,
                        decode_bound=s.decode_bound, prefill_tokens_per_s=s.prefill_tokens_per_s,
-                       decode_tokens_per_s=self.tokens_per_s)
+                       decode_tokens_per_s=self.tokens_per_s, ttft_single_request_s=s.ttft_single_request_s,
+                       decode_overhead_s=s.overhead_s)
+            if s.software is not None:
+                doc["software"] = s.software.to_json()
         return doc
 
 
@@ -240,6 +248,7 @@ class PlanResult:
     memory_model: MemoryModel | None = field(default=None, compare=False, repr=False)
     fit_advice: tuple = ()  # ``estimate.fit.FitAdvice`` for the hardware asked for or owned, when it does not fit
     replanner: Callable | None = field(default=None, compare=False, repr=False)  # re-plan on one target
+    lengths: Lengths | None = None  # inference: prompt, output and window tokens per request
 
     @cached_property
     def inference(self) -> dict | None:
@@ -249,6 +258,18 @@ class PlanResult:
         from advisor.planner.fit import inference_summary
 
         return inference_summary(self, self.replanner)
+
+    def _serving_json(self) -> dict:
+        """Inference: prompt and output tokens per request, and the runtime profile of the option the inference
+        summary describes (each option carries its own ``"software"``)."""
+        if self.lengths is None:
+            return {}
+        from advisor.planner.fit import inference_target
+
+        target = inference_target(self)
+        s = target.serving if target is not None else None
+        return {"prompt_tokens": self.lengths.prompt, "output_tokens": self.lengths.output,
+                "software": s.software.to_json() if s is not None and s.software is not None else None}
 
     def fit_target(self):
         """The option the fit advice is for (``planner.fit.fit_target``), or None."""
@@ -357,6 +378,7 @@ class PlanResult:
             "attention_flops_per_token": self.attention_flops_per_token,
             "tokens": self.tokens, "budget": self.budget_origin,
             "seq_len": self.seq_len, "context": self.context,
+            **self._serving_json(),
             "memory": {
                 "devices": self.parallelism.devices,
                 "parallelism": self.parallelism.as_dict(),

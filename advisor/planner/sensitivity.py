@@ -40,10 +40,14 @@ def _mfu_grid(request: PlanRequest, base: PlanResult) -> tuple[float, ...]:
     """Utilisations around the base one, clamped to (0, 1] (the schema's range of ``mfu``).
 
     Training varies the MFU of the cheapest option; inference varies the compute efficiency of the
-    decode and prefill (``--mfu`` for a serving plan), starting at its prior.
+    decode and prefill (``--mfu`` for a serving plan), starting at the cheapest option's runtime's figure.
     """
     if request.workload == "inference":
-        start = request.mfu if request.mfu is not None else ETA_COMPUTE_PRIOR
+        best = base.best()
+        sw = best.serving.software if best is not None and best.serving is not None else None
+        prior = ETA_COMPUTE_PRIOR if sw is None else (
+            sw.profile.prefill_eta_quantized if sw.weight_format.quantised else sw.profile.prefill_eta)
+        start = request.mfu if request.mfu is not None else prior
     else:
         best = base.best()
         start = best.mfu if best else 0.3

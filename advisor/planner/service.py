@@ -20,7 +20,7 @@ from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own
-from advisor.planner.request import PlanInputError, PlanRequest, budget, resolve_job_model
+from advisor.planner.request import PlanInputError, PlanRequest, budget, lengths, resolve_job_model, runtime_choice
 from advisor.planner.result import PlanOption, PlanResult, check_finite
 from advisor.planner.stacks import wanted_stacks
 
@@ -63,14 +63,16 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     arch, params, active, name = job_model.arch, job_model.params, job_model.active_params, job_model.name
     max_ctx = arch.max_context or 1 << 30
     seq_len = request.seq_len or min(2048, max_ctx)
-    context = request.context or min(2048, max_ctx)
+    lens = lengths(request, max_ctx) if request.workload == "inference" else None
+    context = lens.window if lens is not None else (request.context or min(2048, max_ctx))
     warnings = list(catalog.warnings)
     if request.model and arch.max_context:
         if request.workload != "inference" and seq_len > max_ctx:
             warnings.append(f"seq_len {seq_len} exceeds {name}'s context of {max_ctx:,} tokens; the model "
                             f"supports at most {max_ctx:,}")
         if request.workload == "inference" and context > max_ctx:
-            warnings.append(f"context {context:,} is longer than {name} supports: its maximum is {max_ctx:,} tokens")
+            warnings.append(f"context {context:,} is longer than {name} supports: its maximum is {max_ctx:,} tokens "
+                            "(the window holds prompt and output)")
 
     local = []
     for acc_id in request.accelerator:
@@ -87,6 +89,18 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         accels = []
 
     mem_model = MemoryModel(request, arch, params, seq_len, context, job_model.weight_bytes)
+    mem_by_bytes: dict[int, MemoryModel] = {}
+
+    def mem_for(acc) -> MemoryModel:
+        """Inference weights at the bits of the format the option's runtime loads (``request.runtime_choice``),
+        unless a model file gives them exactly; one memory model per distinct size."""
+        if request.workload != "inference" or job_model.weight_bytes:
+            return mem_model
+        wb = int(params * runtime_choice(request, acc).weight_format.bits_per_weight / 8)
+        hit = mem_by_bytes.get(wb)
+        if hit is None:
+            hit = mem_by_bytes[wb] = MemoryModel(request, arch, params, seq_len, context, wb)
+        return hit
     devices0 = request.gpus or 1
     layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]
     layout0 = layouts0[0]
@@ -102,11 +116,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     wanted = wanted_stacks(request)
     try:
         for hw in owned_all:
-            options.extend(owned_options_for(request, hw, mem_model, arch, params, active, tokens, context,
+            options.extend(owned_options_for(request, hw, mem_for(hw.accelerator), arch, params, active, tokens, lens,
                                              assumptions, calibration, wanted))
         for acc in accels:
-            found = options_for(request, acc, offers_by_accel.get(acc.id, []), mem_model, arch, params,
-                                active, tokens, context, assumptions, calibration, stale, wanted)
+            found = options_for(request, acc, offers_by_accel.get(acc.id, []), mem_for(acc), arch, params,
+                                active, tokens, lens, assumptions, calibration, stale, wanted)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
             options.extend(found)
@@ -117,6 +131,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
                                 o.id))
     best = min((o for o in options if o.fits and o.feasible), key=lambda o: (not o.stack_ok, o.cost_usd, o.hours, o.id),
                default=None)
+    if best is not None and request.workload == "inference":  # the headline weights in the chosen option's format
+        acc_by_id = {**catalog.accelerators, **{hw.accelerator.id: hw.accelerator for hw in owned_all}}
+        if best.accelerator in acc_by_id:
+            mem_model = mem_for(acc_by_id[best.accelerator])
+            mem0 = mem_model.at(layout0)
     if best is not None and best.devices == devices0:  # the headline shows the chosen option's layout
         layout0 = best.parallelism
         mem0 = mem_model.at(layout0)
@@ -133,10 +152,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         tokens=tokens, budget_origin=budget_origin, seq_len=seq_len, context=context, parallelism=layout0,
         memory=mem0, options=tuple(options), assumptions=assumptions, catalog_date=catalog.date,
         prices_as_of=catalog.prices_as_of,
-        calibration=None if calibration is None else {
+        calibration=None if calibration is None or calibration.source == "runs" else {
             "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
             "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
-        warnings=tuple(warnings), stacks=wanted, memory_model=mem_model)
+        warnings=tuple(warnings), stacks=wanted, memory_model=mem_model, lengths=lens)
     check_finite(result)
     if advise:
         def replan(changed: PlanRequest, target_ids: Sequence[str]) -> PlanResult:

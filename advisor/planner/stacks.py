@@ -9,7 +9,8 @@ user's stack, and ``PlanResult.best()`` never picks it while one of those fits (
 
 from __future__ import annotations
 
-from advisor.catalog.stacks import PYTORCH_DEFAULT, RUNTIME_STACKS, STACKS, needs_text
+from advisor.catalog.runtimes import runtime_data
+from advisor.catalog.stacks import PYTORCH_DEFAULT, STACKS, needs_text
 from advisor.planner.request import PlanRequest
 
 
@@ -38,7 +39,7 @@ def default_stacks(request: PlanRequest) -> tuple[str, ...]:
     """The stacks of a job that names none: training is PyTorch on CUDA or ROCm; serving its runtime's."""
     if request.workload == "inference":
         if request.runtime is not None:
-            return RUNTIME_STACKS[request.runtime]
+            return runtime_data().runtimes[request.runtime].stacks
         return tuple(s for s in STACKS if s in {*PYTORCH_DEFAULT, "llama.cpp"})
     return PYTORCH_DEFAULT
 

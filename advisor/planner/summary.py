@@ -100,6 +100,25 @@ def inference_sentence(result) -> str:
         return ""
     prefill = inf["prefill_tokens_per_s"]
     prefill_text = f", prefill {prefill:,.0f} tokens/s" if prefill else ""
-    return (f"On {inf['option']}: first token after {inf['ttft_s']:.2f} s for a {inf['context']:,}-token context"
-            f"{prefill_text}, decode {inf['decode_tokens_per_s']:,.1f} tokens/s; the largest context that fits is "
-            f"{inf['largest_context']:,} tokens.")
+    batch = result.request.batch
+    one = inf.get("ttft_single_request_s")
+    together = (f" ({batch} requests arriving together; {one:.2f} s for one alone)"
+                if batch > 1 and one is not None else "")
+    sw = inf.get("software") or {}
+    runtime = f" with {sw['name']} ({sw['weight_format']} weights, {sw['backend']})" if sw else ""
+    return (f"On {inf['option']}{runtime}: first token after {inf['ttft_s']:.2f} s for a "
+            f"{inf['prompt_tokens'] or inf['context']:,}-token prompt{together}{prefill_text}, decode "
+            f"{inf['decode_tokens_per_s']:,.1f} tokens/s over {inf['output_tokens']:,} output tokens; the largest "
+            f"context that fits is {inf['largest_context']:,} tokens.")
+
+
+def learned_lines(result) -> list[str]:
+    """One line per accelerator whose speed comes from the user's own runs (``estimate.learned``):
+    "Speed on X: from your run of DATE (FILE) ..."."""
+    seen, out = set(), []
+    for o in result.options:
+        if o.accelerator not in seen and "from your run of" in o.mfu_origin:
+            seen.add(o.accelerator)
+            origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
+            out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
+    return out

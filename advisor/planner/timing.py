@@ -4,12 +4,14 @@ from the decode roofline with the bandwidth efficiency of the weight format and 
 Training (docs/method.md, "Utilisation fitted on documented runs" and "Communication model"): datacenter
 and TPU parts take the utilisation fitted on documented runs; consumer and workstation cards, fp8, MoE and
 QLoRA keep their stated priors (the calibration set has no run of them), and the option's note says so.
-A training-step calibration of this very accelerator, or the user's ``--mfu``, replaces either. The link
+The user's own runs on this accelerator (``estimate.learned``), else a training-step calibration of it, or the
+user's ``--mfu``, replaces either. The link
 slowdown of the option's node and fabric against the fitted clusters' scales the time, and the step's
 split (compute, communication, bubble) is what the plan shows.
 
-Serving (docs/method.md, "Decode by format and runtime"): ``advisor.estimate.decode`` gives the bandwidth
-efficiency of the weight format on the runtime, capped at 1, so no decode exceeds the bandwidth bound.
+Serving (docs/method.md, "Runtimes, weight formats and backends"): the runtime profile on the accelerator's
+backend gives the bandwidth efficiency of the weight format (at most 1), the per-step overhead (not negative)
+and the prefill kernels, so no decode exceeds the bandwidth bound.
 """
 
 from __future__ import annotations
@@ -19,15 +21,16 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog import Accelerator
+from advisor.catalog.runtimes import RuntimeChoice, runtime_data
 from advisor.catalog.training_runs import bundled_utilisation_model
-from advisor.estimate import comms, compute, decode, memory
+from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch
-from advisor.estimate.priors import ETA_COMPUTE_PRIOR, mfu_prior
+from advisor.estimate.priors import mfu_prior
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
-from advisor.planner.request import PlanRequest, compute_precision, training_software
+from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -54,7 +57,8 @@ class Timing:
     Attributes:
         tokens_per_s: training tokens/s, or generated tokens/s of the batch.
         mfu, mfu_origin: the utilisation used (training) or achieved (serving), and where it comes from.
-        source: ``fitted``, ``prior``, ``calibrated`` or ``user`` (training); ``decode`` (serving).
+        source: ``fitted``, ``prior``, ``calibrated``, ``learned`` (the user's runs) or ``user`` (training);
+            ``decode`` (serving).
         width_log: half-width of the 80 % interval in log space (time, throughput and cost alike).
         high_cap: the largest tokens/s the interval may reach (the bandwidth bound for a decode), or None.
         shares: the step's split ``{"compute", "communication", "bubble"}`` (fractions), None for serving or
@@ -74,6 +78,11 @@ class Timing:
     decode: compute.DecodeEstimate | None = None
     eta_mem: float | None = None
     eta_origin: str = ""
+    software: RuntimeChoice | None = None  # the runtime profile a serving option assumes
+    ttft_one_s: float | None = None  # time to first token of one request alone (serving)
+    prompt_tokens: int = 0  # per request (serving)
+    batch: int = 1  # requests decoding together (serving)
+    speed: decode.ServingSpeed | None = None  # the runtime's numbers for this model and devices (serving)
 
     def interval(self, value: float, *, inverse: bool = False) -> tuple[float, float]:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""
@@ -101,22 +110,27 @@ def _fitted_reason(req: PlanRequest, acc: Accelerator, arch: ModelArch, precisio
     return ""
 
 
-def _utilisation(req, acc, arch, precision, calib, model) -> tuple[float | None, str, str, str]:
-    """``(mfu or None for the fitted one, origin, source, note)`` of a training option.
+def _utilisation(req, acc, arch, precision, calib, model, active, seq_len
+                 ) -> tuple[float | None, str, str, str, float | None]:
+    """``(mfu or None for the fitted one, origin, source, note, width or None)`` of a training option.
 
     Every figure then goes through ``utilisation.training_time`` as its utilisation, so all paths count the
-    same FLOPs; the interval width follows the source (``Timing.width_log``)."""
+    same FLOPs; the interval width follows the source (``Timing.width_log``). What was measured (the user's
+    run records, else the training-step probe) comes from ``learned.training_utilisation``."""
     if req.mfu is not None:
-        return req.mfu, "set by the user (--mfu)", "user", ""
-    if calib is not None and calib.mfu and calib.applies_to(acc.id):
-        return (calib.mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})", "calibrated", "")
+        return req.mfu, "set by the user (--mfu)", "user", "", None
+    found = learned.training_utilisation(calib, acc=acc, workload=req.workload, precision=precision,
+                                         software=getattr(req, "framework", None), active_params=active,
+                                         seq_len=seq_len, model=model)
+    if found is not None:
+        return found.value, found.origin, found.source, "", found.width_log
     why = _fitted_reason(req, acc, arch, precision)
     if why:
         prior = mfu_prior(acc.id, acc.kind, precision, moe=arch.is_moe, workload=req.workload)
         note = (f"utilisation: prior kept, the documented runs have none of {why}; "
                 "its range is at least the fitted model's")
-        return prior.mfu, f"prior: {prior.origin}", "prior", note
-    return None, "", "fitted", ""
+        return prior.mfu, f"prior: {prior.origin}", "prior", note, None
+    return None, "", "fitted", "", None
 
 
 def step_layout(req: PlanRequest, layout: Parallelism, arch: ModelArch, params: int, seq_len: int) -> dict:
@@ -156,7 +170,7 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     """
     precision = compute_precision(req)
     model = bundled_utilisation_model()
-    mfu, origin, source, note = _utilisation(req, acc, arch, precision, calib, model)
+    mfu, origin, source, note, width = _utilisation(req, acc, arch, precision, calib, model, active, seq_len)
     if source == "fitted":
         est = _fitted(_generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
@@ -175,7 +189,8 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
                                        f"(train in {rate})", note]))
-    width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
+    if width is None:
+        width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     return TrainingStep(step, shape, source, origin, note, width)
 
 
@@ -219,41 +234,71 @@ def training_timing(ts: TrainingStep, place: Placement) -> Timing:
                   width_log=ts.width_log, shares=shares, note=ts.note)
 
 
-def default_runtime(acc: Accelerator) -> str:
-    """The runtime a serving plan assumes when none is given: llama.cpp on consumer and workstation cards,
-    vLLM on datacenter parts."""
-    return "llama.cpp" if acc.kind in ("consumer", "workstation") else "vllm"
-
-
-def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, context: int,
+def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, lens: Lengths,
                    devices: int, calib, weight_bytes: int | None = None) -> Timing:
-    """The speed of a serving option from the decode roofline (``compute.decode_estimate``).
+    """The speed of a serving option (docs/method.md, "Runtimes, weight formats and backends").
 
-    ``weight_bytes``: the exact bytes of stored weights (a model file), else parameters x bits of the format.
+    The runtime's profile on the accelerator's backend (``request.runtime_choice``) gives the bandwidth
+    efficiency of the weight format's class, the per-layer overhead of a step and the prefill kernels. A decode
+    step at batch B reads the weights (the experts the batch touches, for MoE) and B caches at their mean length
+    over the output, ``prompt + (output - 1) / 2`` (``compute.decode_estimate``); prefill runs the prompt's
+    matrix multiplies at the runtime's kernel peak and counts its attention (``compute.prefill_seconds``).
+    This machine's measured bandwidth efficiency replaces the backend's 16-bit figure for its accelerator.
 
-    The bandwidth efficiency is that of the weight format on the runtime (``decode.decode_efficiency``);
-    this machine's measured efficiency replaces the F16 figure for its accelerator.
+    ``weight_bytes``: the exact bytes of the stored weights (a model file, or parameters x the format's bits).
     """
-    peak = acc.peak_flops(req.precision)
-    runtime = req.runtime or default_runtime(acc)
-    measured = calib.eta_mem if calib is not None and calib.eta_mem and calib.applies_to(acc.id) else None
-    eff = decode.decode_efficiency(decode.format_key(req.precision, req.quant), runtime, measured_eta_mem=measured)
-    bits = memory.weight_bits(req.precision, req.quant)
-    touched = 1.0
-    if active < params:  # MoE: the experts a batch touches, 1 - (1 - k/E)^B
-        touched = 1.0 - (1.0 - active / params) ** req.batch
-    weight_read = (weight_bytes or params * bits / 8) * touched
-    kv_read = memory.kv_cache_bytes(arch, context, req.batch, 1.0 if req.precision == "fp8" else 2.0)
-    est = compute.decode_estimate(
-        weight_bytes_read=weight_read, kv_bytes_read=kv_read, active_params=active, batch=req.batch, devices=devices,
-        mem_bandwidth_bps=acc.mem_bandwidth_bps, peak_flops=peak, prompt_tokens=context,
-        output_tokens=req.output_tokens, eta_mem=eff.eta_mem,
-        eta_compute=req.mfu if req.mfu is not None else ETA_COMPUTE_PRIOR)
+    choice = runtime_choice(req, acc)
+    prof, fmt = choice.profile, choice.weight_format
+    formats = runtime_data().formats
+
+    def format_eta(fid: str) -> float:
+        f = formats.get(fid)
+        return prof.eta_for(f.cls) if f is not None and f.cls in dict(prof.decode_eta) else prof.eta_for("f16")
+
+    # the user's decode benchmarks on this accelerator and runtime, else the device-bandwidth probe
+    # (estimate.learned), else the runtime's published efficiency for the format's class
+    found = learned.decode_bandwidth_efficiency(
+        calib, acc=acc, runtime=choice.runtime.id, weight_format=fmt.id, format_eta=format_eta,
+        width_log=DECODE_WIDTH_LOG, base_width_log=bundled_utilisation_model().half_width_calibrated_log)
+    eta = prof.eta_for(fmt.cls) if found is None else found.value
+    eta_note = "" if found is None else found.origin
+    # the KV cache is read as 16-bit data: at the 16-bit efficiency, moved by what was learned for the format
+    eta_kv = prof.eta_for("f16") * (1.0 if found is None else found.value / prof.eta_for(fmt.cls))
+    eta_kv = min(1.0, eta_kv)
+    kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
+    # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
+    # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
+    if fmt.quantised:
+        kernel = fmt.native or prof.prefill_peak_quantized
+        mm_eta = prof.prefill_eta_quantized
+    else:
+        kernel, mm_eta = compute_precision(req), prof.prefill_eta
+    if req.mfu is not None:
+        mm_eta = req.mfu
+    mm_peak = acc.peak_flops(kernel) or acc.peak_flops(req.precision)
+    overhead = arch.layers * prof.overhead_per_layer_s
+    speed = decode.ServingSpeed(
+        weight_bytes=weight_bytes or params * fmt.bits_per_weight / 8, active_fraction=active / params,
+        kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
+        attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
+        eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
+        attention_peak_flops=acc.peak_flops("fp16") or mm_peak, attention_eta=prof.attention_eta,
+        layer_split=choice.runtime.multi_device == "layer")
+    est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
+    prefill_one = speed.prefill_s(lens.prompt, 1)
     tps = est.tokens_per_s
+    peak = acc.peak_flops(req.precision)
     mfu = 2.0 * active * tps / (peak * devices)
-    origin = (f"achieved by the decode: 2 x active params x tokens/s over the peak; bandwidth efficiency "
-              f"{eff.eta_mem:.2f} for {runtime} ({eff.origin})")
-    width = bundled_utilisation_model().half_width_calibrated_log if measured else DECODE_WIDTH_LOG
-    bound = req.batch * acc.mem_bandwidth_bps * devices / (weight_read + kv_read)  # eta = 1
+    rt = choice.runtime
+    origin = "; ".join(filter(None, [
+        f"achieved by the decode: 2 x active params x tokens/s over the peak; {rt.name} on {choice.backend} reads "
+        f"{fmt.id} weights at {eta:.2f} of the bandwidth with {overhead * 1e3:.2f} ms a step of launch overhead",
+        eta_note, f"({prof.source})"]))
+    note = "" if choice.backend_supported else (f"{rt.name} has no {choice.backend} backend: timed with its "
+                                                f"{prof.backend} figures")
+    width = DECODE_WIDTH_LOG if found is None else found.width_log
+    bound = speed.bound_tokens_per_s(req.batch, lens.mean_cache)  # eta = 1, no overhead
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
-                  high_cap=max(bound, tps), decode=est, eta_mem=eff.eta_mem, eta_origin=eff.origin)
+                  high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,
+                  software=choice, ttft_one_s=prefill_one + est.step_s, prompt_tokens=lens.prompt, batch=req.batch,
+                  speed=speed)

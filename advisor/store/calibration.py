@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from advisor import paths
@@ -45,6 +45,8 @@ class Calibration:
     measured_at: str
     source: str
     allreduce_bus_bps: float | None = None
+    runs: tuple = field(default=(), compare=False)  # the user's run records (advisor.store.runs), never saved here
+    machine_id: str | None = field(default=None, compare=False)  # this machine's fingerprint id, for the records
 
     @property
     def belongs_to(self) -> str:
@@ -136,6 +138,8 @@ def save_calibration(c: Calibration) -> None:
     _fraction(c.eta_mem, "eta_mem")
     _rate(c.allreduce_bus_bps, "allreduce_bus_bps")
     doc = {"schema": SCHEMA, **asdict(c)}
+    doc.pop("runs", None)
+    doc.pop("machine_id", None)
     write_atomic(calibration_file(), json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
@@ -145,3 +149,37 @@ def clear_calibration() -> None:
         calibration_file().unlink()
     except FileNotFoundError:
         pass
+
+
+def with_runs(calib: Calibration | None, extra, machine_id: str | None) -> Calibration | None:
+    """``calib`` with more run records (files being imported together: each is predicted from the others)."""
+    extra = tuple(extra)
+    if not extra:
+        return calib
+    if calib is None:
+        return Calibration(mfu=None, eta_mem=None, device="", accelerator_id=None,
+                           measured_at=max(r.recorded_at for r in extra), source="runs", runs=extra,
+                           machine_id=machine_id)
+    known = {r.content_sha256 for r in calib.runs}
+    return replace(calib, runs=calib.runs + tuple(r for r in extra if r.content_sha256 not in known),
+                   machine_id=calib.machine_id or machine_id)
+
+
+def load_planner_calibration() -> Calibration | None:
+    """What the planner learns from on this machine: the probes' calibration with the user's run records
+    (``advisor.store.runs``) and this machine's fingerprint id attached; records alone when no probe was saved.
+
+    A run store that cannot be read is reported on stderr and planned without.
+    """
+    from advisor.store.runs import RunStore, RunStoreError, this_machine_id
+
+    calib = load_calibration()
+    try:
+        with RunStore(create=False) as store:
+            records = tuple(e.record for e in store.list())
+    except RunStoreError as exc:
+        print(f"warning: {exc}; planning without your runs", file=sys.stderr)
+        records = ()
+    if not records:
+        return calib
+    return with_runs(calib, records, this_machine_id())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from advisor.gui.widgets.tables import RECORD_ROLE
 from advisor.hw.fake import OTHER_PID_BASE, OWN_PID_BASE
 
@@ -58,7 +60,7 @@ def test_processes_sort_and_filter(make_window, qtbot):
     panel.view.sortByColumn(3, panel.view.horizontalHeader().sortIndicatorOrder().DescendingOrder)  # GPU memory
     first = panel.proxy.index(0, 0).data(RECORD_ROLE)
     assert first.gpu_mem_bytes == max(p.gpu_mem_bytes or 0 for p in panel.model.rows())
-    cmd = panel.proxy.index(0, 8)
+    cmd = panel.proxy.index(0, panel.model.columnCount() - 1)  # the command is the last column
     assert cmd.data() == first.cmdline and cmd.data(3) == first.cmdline  # full command on hover (ToolTipRole)
 
 
@@ -141,3 +143,31 @@ def test_rows_layer_is_drawn_once_and_charts_out_of_view_wait(make_window, qtbot
     bar.setValue(bar.maximum())  # scroll to the last charts: they are drawn at once
     now_in_view = {k for k, plot in page._plots.items() if page._in_view(plot)}
     qtbot.waitUntil(lambda: now_in_view <= set(page._drawn_at), timeout=3000)
+
+
+def test_process_table_shows_each_process_books(qtbot):
+    from dataclasses import replace
+
+    from advisor.gui.widgets.process_panel import ProcessPanelWidget
+    from advisor.hw.records import ProcessSample
+    from advisor.monitor.accounting import ProcessBooks
+
+    panel = ProcessPanelWidget()
+    qtbot.addWidget(panel)
+    p = ProcessSample(pid=7, gpu_index=0, gpu_mem_bytes=2**30, kind="compute", name="train.py", user="u")
+    b = ProcessBooks(pid=7, name="train.py", started_s=None, gpus=(0,), first_seen_s=0.0, last_seen_s=3600.0,
+                     gpu_hours=1.0, energy_j=3.6e6, cost_usd=0.3, peak_gpu_mem_bytes=2**31, mean_util_pct=50.0)
+    panel.set_rows([p], books={(7, 0): b})
+    heads = [panel.model.headerData(c, Qt.Orientation.Horizontal) for c in range(panel.model.columnCount())]
+    cells = {h: panel.proxy.index(0, c).data() for c, h in enumerate(heads)}
+    assert cells["GPU-h"] == "1.000" and cells["energy"] == "1 kWh" and cells["cost"] == "$0.300"
+    assert cells["peak"] == "2 GB" or cells["peak"].startswith("2.")
+    from advisor.gui.widgets.process_panel import BOOK_FIRST, BOOK_LAST
+
+    assert heads[BOOK_FIRST:BOOK_LAST + 1] == ["GPU-h", "energy", "cost", "peak"]
+    changed = []
+    panel.model.dataChanged.connect(lambda a, b: changed.append((a.column(), b.column())))
+    panel.set_rows([p], books={(7, 0): replace(b, gpu_hours=2.0)})  # same rows, new books: those cells change
+    assert (BOOK_FIRST, BOOK_LAST) in changed and panel.proxy.index(0, BOOK_FIRST).data() == "2.000"
+    panel.set_rows([p], books={})
+    assert panel.proxy.index(0, heads.index("GPU-h")).data() in ("—", "", None)

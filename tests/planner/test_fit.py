@@ -112,5 +112,7 @@ def test_inference_summary_largest_context_and_sweep():
     assert [p["context"] for p in sweep][:3] == [512, 1024, 2048]
     assert all(a["ttft_s"] < b["ttft_s"] for a, b in zip(sweep, sweep[1:]))
     assert [p["fits"] for p in sweep] == [p["context"] <= largest for p in sweep]
-    assert inf["prefill_tokens_per_s"] == pytest.approx(2048 / (inf["ttft_s"] - 1 / inf["decode_tokens_per_s"]),
+    # the default window of 2048 tokens holds the 256 output tokens: the prompt is the 1792 before them
+    assert inf["prompt_tokens"] == 1792
+    assert inf["prefill_tokens_per_s"] == pytest.approx(1792 / (inf["ttft_s"] - 1 / inf["decode_tokens_per_s"]),
                                                         rel=1e-6)

@@ -97,11 +97,11 @@ class BuyPage(Page):
     def __init__(self, ctx, parent=None) -> None:
         super().__init__(ctx, parent)
         from advisor.planner.buy import default_jobs
-        from advisor.store.calibration import load_calibration
+        from advisor.store.calibration import load_planner_calibration
 
         self.jobs = default_jobs()
         self.result = None
-        self._calibration = load_calibration()
+        self._calibration = load_planner_calibration()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 12)
         layout.addWidget(QLabel("<h2 style='margin:0'>What to buy</h2>"))
@@ -250,9 +250,9 @@ class BuyPage(Page):
 
     @Slot()
     def _on_ctx_calibration_changed(self) -> None:
-        from advisor.store.calibration import load_calibration
+        from advisor.store.calibration import load_planner_calibration
 
-        self._calibration = load_calibration()
+        self._calibration = load_planner_calibration()
         self.refresh()
 
     # ------------------------------------------------------------ ranking

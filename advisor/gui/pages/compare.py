@@ -378,9 +378,9 @@ class ComparePage(Page):
     def _calibration(self):
         """The calibration the plan used (read once), so the tornado re-plans on the same figures."""
         if not hasattr(self, "_calibration_cache"):
-            from advisor.store.calibration import load_calibration
+            from advisor.store.calibration import load_planner_calibration
 
-            self._calibration_cache = load_calibration()
+            self._calibration_cache = load_planner_calibration()
         return self._calibration_cache
 
     def on_shown(self) -> None:

@@ -419,8 +419,9 @@ class MonitorPage(Page):
 
     def _update_tables(self, sampler) -> None:
         latest = sampler.latest()
+        books = self.ctx.books.current() if getattr(self.ctx, "books", None) is not None else None
         self.processes.set_rows(sampler.processes(), latest.wall_time_s if latest is not None else None,
-                                self._empty_reason(latest))
+                                self._empty_reason(latest), books=books)
         now = time.perf_counter()
         # The overview repaints at most OVERVIEW_PERIOD_S apart, and only for a new sample.
         if latest is not None and latest.seq != self._overview_seq and now - self._overview_at >= OVERVIEW_PERIOD_S:

@@ -59,8 +59,11 @@ class ContextSweepWidget(QWidget):
         self.limit.setValue(math.log2(largest) if largest > 0 else xs[0])
         self.limit.setVisible(largest > 0)
         self.plot.getAxis("bottom").setTicks([[(x, _short(p["context"])) for x, p in zip(xs, sweep)], []])
+        sw = inf.get("software") or {}
+        runtime = f" with {sw['name']} ({sw['weight_format']} weights on {sw['backend']})" if sw else ""
         set_plain(self.caption,  # the option's name holds the GPU's
-            f"On {inf['option']}: {inf['ttft_s']:.2f} s to the first token for {inf['context']:,} tokens, "
+            f"On {inf['option']}{runtime}: {inf['ttft_s']:.2f} s to the first token for a "
+            f"{inf.get('prompt_tokens') or inf['context']:,}-token prompt, "
             f"prefill {inf['prefill_tokens_per_s'] or 0:,.0f} tokens/s, decode {inf['decode_tokens_per_s']:,.1f} "
             f"tokens/s (from {peak:,.1f} at {sweep[0]['context']:,} tokens to {rates[-1]:,.1f} at "
             f"{sweep[-1]['context']:,}); the largest context that fits is {largest:,} tokens.")

@@ -52,7 +52,7 @@ LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_head
           "hidden": "Hidden size", "vocab": "Vocabulary", "lora_rank": "LoRA rank", "zero": "ZeRO stage",
           "gpus": "Devices", "tp": "Tensor parallel", "pp": "Pipeline stages", "seq_len": "Sequence length",
           "micro_batch": "Micro-batch", "dataset_tokens": "Dataset tokens", "context": "Context",
-          "batch": "Concurrent requests", "output_tokens": "Output tokens", "accelerator": "Accelerators",
+          "batch": "Concurrent requests", "prompt_tokens": "Prompt tokens", "output_tokens": "Output tokens", "accelerator": "Accelerators",
           "mfu": "MFU", "spot_offers": "Cloud", "quant": "Quantisation", "download": "Download",
           "grad_accum": "Gradient accumulation", "optimizer_offload": "Optimizer offload",
           "kv_cache_bits": "KV cache bits", "gpu_layers": "GPU layers", "owned_options": "Owned GPUs",

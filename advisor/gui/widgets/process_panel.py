@@ -36,7 +36,18 @@ def describe(p) -> str:
     return f"PID {p.pid} ({cmd}) on GPU {p.gpu_index}, user {plain(p.user or '?', 64)}"
 
 
-def process_columns(now=time.time) -> list[Column]:
+def _kwh(j: float) -> str:
+    return f"{j / 3.6e6:.3g} kWh" if j >= 3.6e5 else f"{j / 3600.0:.1f} Wh"
+
+
+BOOK_FIRST, BOOK_LAST = 8, 11  # the GPU-h, energy, cost and peak columns of ``process_columns``
+
+
+def process_columns(now=time.time, books=lambda p: None) -> list[Column]:
+    """The table's columns; ``books(p)`` gives a process's ``ProcessBooks`` on that GPU (None: no books)."""
+    def book(field):
+        return lambda p: getattr(books(p), field, None)
+
     return [
         Column("PID", lambda p: p.pid, align_right=True),
         Column("user", lambda p: p.user, tip="— when the PID is in another namespace (a container)"),
@@ -49,6 +60,15 @@ def process_columns(now=time.time) -> list[Column]:
         Column("host memory", lambda p: p.host_mem_bytes, fmt_mem, align_right=True),
         Column("running", lambda p: None if p.started_s is None else -p.started_s,
                lambda v: running_time(-v, now()), align_right=True, tip="time since the process started"),
+        Column("GPU-h", book("gpu_hours"), lambda v: f"{v:.3f}", align_right=True,
+               tip="GPU-hours since the monitor first saw the process on this GPU"),
+        Column("energy", book("energy_j"), _kwh, align_right=True,
+               tip="the GPU's energy (driver counter, else power x time) shared by the processes' utilisation "
+                   "(docs/monitor.md)"),
+        Column("cost", book("cost_usd"), lambda v: f"${v:.3f}", align_right=True,
+               tip="that energy at the electricity price of the cost assumptions"),
+        Column("peak", book("peak_gpu_mem_bytes"), fmt_mem, align_right=True,
+               tip="the most GPU memory the process held while monitored"),
         Column("command", lambda p: p.cmdline or p.name, cell_tip=lambda p: p.cmdline or p.name or "",
                tip="the command line (hover a cell for all of it)"),
     ]
@@ -89,8 +109,9 @@ class ProcessPanelWidget(QWidget):
         bar.addWidget(self.stop_button)
         layout.addLayout(bar)
         self.now_s: float | None = None  # the sample's wall time ("running" counts to it), None: now
-        self.model = RecordTableModel(process_columns(lambda: self.now_s if self.now_s is not None else time.time()),
-                                      [], self)
+        self._books: dict = {}
+        self.model = RecordTableModel(process_columns(lambda: self.now_s if self.now_s is not None else time.time(),
+                                                      lambda p: self._books.get((p.pid, p.gpu_index))), [], self)
         self.proxy = make_proxy(self.model, self)
         self.view = make_view(self.proxy)
         self.view.setObjectName("processTable")
@@ -104,18 +125,26 @@ class ProcessPanelWidget(QWidget):
     def set_host(self, host) -> None:
         self._host = host
 
-    def set_rows(self, rows, now_s: float | None = None, empty_reason: str = "") -> None:
+    def set_rows(self, rows, now_s: float | None = None, empty_reason: str = "", books: dict | None = None) -> None:
         """New process snapshot at ``now_s`` (epoch s); the selected PID stays selected when it is still there.
-        ``empty_reason`` says why there may be none (a sleeping GPU, a driver that cannot tell)."""
+        ``empty_reason`` says why there may be none (a sleeping GPU, a driver that cannot tell); ``books``
+        ({(pid, gpu): ProcessBooks}) fills the GPU-hours, energy, cost and peak columns."""
         self.now_s = now_s
         rows = list(rows)
         if not rows:
             self.count.setText(f"no GPU process seen{': ' + empty_reason if empty_reason else ''}")
-        if rows == self.model.rows():
+        books = dict(books or {})
+        if rows == self.model.rows() and books == self._books:
             return
+        books_changed = books != self._books
+        self._books = books
         chosen = self.selected()
         same = [(p.pid, p.gpu_index) for p in rows] == [(p.pid, p.gpu_index) for p in self.model.rows()]
         self.model.set_rows(rows)
+        if books_changed and same and rows:
+            # the model compares old and new rows through the columns, and the book columns read the books
+            # already replaced: their cells are said to have changed here
+            self.model.dataChanged.emit(self.model.index(0, BOOK_FIRST), self.model.index(len(rows) - 1, BOOK_LAST))
         if not same:
             fit_columns(self.view, max_width=200)
         if chosen is not None:

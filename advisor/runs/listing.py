@@ -1,0 +1,54 @@
+"""Plan against actual: every stored run with its prediction at import (kept) and now, as ``advisor.runs/1`` rows.
+
+Used by ``advisor runs`` and the app's Runs page, so both show the same figures.
+"""
+
+from __future__ import annotations
+
+from advisor.runs.predict import compare, predict
+
+
+def run_entry(e, now: dict | None, here: str) -> dict:
+    """One element of ``runs`` in ``advisor.runs/1`` for a stored ``RunEntry`` and its prediction now."""
+    rec = e.record
+    then_err, then_held = compare(rec, e.predicted_at_import)
+    err, held = compare(rec, now)
+    return {
+        "id": e.id, "source_file": rec.source_file, "kind": rec.kind, "recorded_at": rec.recorded_at,
+        "imported_at": e.imported_at, "model": rec.model, "params": rec.params, "workload": rec.workload,
+        "machine": {"this_machine": bool(rec.machine_id) and rec.machine_id == here, "id": rec.machine_id,
+                    "note": rec.machine_note},
+        "accelerator": {"id": rec.accelerator_id, "name": rec.accelerator_name, "devices": rec.devices},
+        "software": {"name": rec.software, "version": rec.software_version},
+        "lengths": {"seq_len": rec.seq_len, "batch": rec.batch, "prompt_tokens": rec.prompt_tokens,
+                    "output_tokens": rec.output_tokens, "tokens": rec.tokens},
+        "precision": rec.precision, "quant": rec.quant,
+        "measured": rec.measured.present(),
+        "predicted_at_import": e.predicted_at_import, "predicted_now": now,
+        "error_factor": err, "range_held": held,
+        "error_factor_at_import": then_err, "range_held_at_import": then_held,
+        "notes": list(rec.notes),
+    }
+
+
+def run_entries(catalog, host=None) -> list[dict]:
+    """Every stored run (oldest first) with what the planner predicts for it now (each run left out of what the
+    planner learns for its own prediction).
+
+    Raises:
+        advisor.store.runs.RunStoreError: the store cannot be read.
+    """
+    from advisor.store.calibration import load_planner_calibration
+    from advisor.store.runs import RunStore, this_machine_id
+
+    with RunStore(create=False) as store:
+        entries = store.list()
+    if not entries:
+        return []
+    calibration = load_planner_calibration()
+    here = this_machine_id()
+    out = []
+    for e in entries:
+        now = predict(e.record, catalog=catalog, calibration=calibration, host=host)
+        out.append(run_entry(e, None if now is None else now.to_dict(), here))
+    return out

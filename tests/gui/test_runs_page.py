@@ -1,0 +1,34 @@
+"""The Runs page: the table and the predicted-against-measured chart from the run store; a bad file is a message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FIX = Path(__file__).parents[1] / "runs" / "fixtures"
+
+
+def test_runs_page_imports_plots_and_forgets(make_window, qtbot, tmp_path):
+    w = make_window()
+    w.show_page("runs")
+    page = w.page("runs")
+    qtbot.waitUntil(page.is_ready, timeout=10000)
+    assert page.model.rowCount() == 0 and "No runs imported yet" in page.message.text()
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"global_step": 3')
+    assert not page.import_files([str(bad)])
+    assert "Not imported" in page.message.text() and str(bad) in page.message.text()
+
+    states = [str(FIX / "hf-trainer" / n / "trainer_state.json") for n in ("small-4x256", "large-6x512")]
+    assert page.import_files(states + [str(FIX / "llama-bench" / "llama-bench-rtx4080.json")])
+    qtbot.waitUntil(lambda: page.is_ready() and page.model.rowCount() == 3, timeout=20000)
+    here = page._here.getData()[0]
+    other = page._other.getData()[0]
+    assert len(here) == 2 and len(other) == 1  # the two CPU runs made here, the RTX 4080 run from elsewhere
+    assert "3 runs" in page.message.text()
+    assert "2 planned within 25 %" in page.message.text()  # the CPU runs predict each other within 25 %
+
+    page.view.selectRow(0)
+    assert page.forget_button.isEnabled()
+    page._on_forget_clicked()
+    qtbot.waitUntil(lambda: page.is_ready() and page.model.rowCount() == 2, timeout=20000)
