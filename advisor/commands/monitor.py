@@ -187,7 +187,7 @@ def _once(sampler, gpu, status, as_json: bool, keeper) -> int:
 
         from advisor.commands.monitor_view import live_view
 
-        Console().print(live_view(sample, infos, sampler.processes(), status.status, keeper.current()))
+        Console().print(live_view(sample, infos, sampler.processes(), status.status, books=keeper.current()))
     return 0
 
 
