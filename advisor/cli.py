@@ -15,7 +15,7 @@ import sys
 
 from advisor import __version__
 
-COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "buy", "models", "catalog", "fleet", "runs")
+COMMANDS = ("gui", "detect", "monitor", "probe", "plan", "serve", "buy", "models", "catalog", "fleet", "runs")
 
 
 class UsageError(Exception):

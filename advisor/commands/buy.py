@@ -1,8 +1,9 @@
 """``advisor buy --budget USD [--job FILE|MODEL:WORKLOAD ...] [--jobs-per-month N] [--json]``: what to buy.
 
-Ranks the hardware one could buy within the budget (1 to 4 cards of each consumer and workstation GPU at its
-launch and street price, Macs, and cards added to the GPUs this machine has) by cost per job over the
-hardware's life, against renting the same jobs on the cheapest cloud option that fits. The GPUs of this
+Ranks the hardware one could buy within the budget (cards added to this machine; 1 to 4 cards of each consumer
+and workstation GPU in a new rig at its launch, street and used price; Macs; 4- and 8-GPU servers for teams)
+by cost per job over the hardware's life, against renting the same jobs on the cheapest cloud option that
+fits; the GPUs one owns (any number, a laptop's included) are kept at their electricity. The GPUs of this
 machine (``--fake-gpu`` to simulate) and those given with ``--own`` are the owned hardware; ``--no-own``
 leaves them out. Bad input is one line on stderr and exit 2.
 """
@@ -25,11 +26,14 @@ def register(sub) -> None:
     from advisor.commands.plan import _number
 
     p = sub.add_parser("buy", help="what to buy for your jobs within a budget, against renting them",
-                       description="Rank the hardware one could buy within a budget (1 to 4 cards of each consumer "
-                                   "and workstation GPU, new and street prices, Macs, and cards added to the GPUs "
-                                   "you own) by cost per job over its life, against renting the same jobs. "
-                                   "Without --job: QLoRA of llama-3.1-8b on 1e8 tokens and 1e6 generated tokens "
-                                   "of it.")
+                       description="Rank the hardware one could buy within a budget (cards added to this machine, "
+                                   "1 to 4 cards of each consumer and workstation GPU in a new rig at new, street "
+                                   "and used prices, Macs, 4- and 8-GPU servers for teams) by cost per job over its "
+                                   "life, against renting the same jobs; the GPUs you own are kept at their "
+                                   "electricity. Without --job, below a $20,000 budget: a hobbyist's month, QLoRA "
+                                   "of llama-3.1-8b on 1e7 tokens and 1e6 generated tokens of it, each run "
+                                   "--jobs-per-month times; from $20,000: a team's, LoRA of llama-3.1-70b on 2e8 "
+                                   "tokens and 1e8 generated tokens at batch 32.")
     p.add_argument("--budget", type=_number, required=True, metavar="USD", help="the most to spend upfront, in USD")
     p.add_argument("--job", action="append", default=[], metavar="FILE|MODEL:WORKLOAD",
                    help="a job: a scenario file (advisor plan --save-scenario) or MODEL:WORKLOAD such as "
@@ -47,12 +51,13 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _owned(args, catalog) -> list:
-    """The owned accelerators, one entry per GPU: this machine's (detected or simulated) and ``--own``'s."""
+def _owned(args, catalog) -> tuple[list, dict[str, float], int | None]:
+    """The owned accelerators, one entry per GPU: this machine's (detected or simulated) and ``--own``'s; the
+    driver's power figure of those the catalog has no TDP for; this machine's RAM (None when not known)."""
     from advisor.cli import UsageError
 
     if args.no_own:
-        return []
+        return [], {}, None
     out = []
     for item in args.own:
         m = _OWN.match(item.strip())
@@ -69,9 +74,13 @@ def _owned(args, catalog) -> list:
         local = local_machine(args.fake_gpu, catalog)  # the same detection `advisor plan` uses
     except UnknownScenario as exc:
         raise UsageError(f"--fake-gpu: {exc}") from None
+    power = {}
     for hw in local.owned:
         out.extend([hw.accelerator] * hw.count)
-    return out
+        if hw.gpu_power_w is not None:
+            power[hw.accelerator.id] = hw.gpu_power_w
+    ram = getattr(local.host, "memory_total_bytes", None) if local.host is not None else None
+    return out, power, ram or None
 
 
 def _assumptions(items: list[str]):
@@ -110,10 +119,11 @@ def run(args: argparse.Namespace) -> int:
     a = _assumptions(args.set)
     catalog = load_catalog()
     try:
-        jobs = [load_job(text) for text in args.job] or default_jobs()
-        owned = owned_groups(_owned(args, catalog))
-        result = buy_advice(jobs, args.budget, args.jobs_per_month, owned, catalog=catalog,
-                            calibration=load_planner_calibration(), assumptions=a)
+        jobs = [load_job(text) for text in args.job] or default_jobs(args.budget)
+        accs, power, ram = _owned(args, catalog)
+        result = buy_advice(jobs, args.budget, args.jobs_per_month, owned_groups(accs), catalog=catalog,
+                            calibration=load_planner_calibration(), assumptions=a, owned_power_w=power,
+                            default_jobs=not args.job, host_memory_bytes=ram)
     except PlanInputError as exc:
         raise UsageError(f"buy: {exc}") from None
     for w in result.warnings:
@@ -127,33 +137,52 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_table(result, top: int = 15) -> str:
-    """The ranking for people: one row per option, then what renting costs and the assumptions behind it."""
-    names = [j.name for j in result.jobs]
-    from advisor.planner.buy import summary
+GROUPS = (("own", "What you own"), ("upgrade", "Add cards to this machine (no new PC)"),
+          ("new", "A new rig or machine"), ("server", "Servers for a team (on-prem)"))
 
+
+def render_table(result, top: int = 15) -> str:
+    """The ranking for people, grouped (what you own, cards added to this machine, a new rig, servers), each
+    group cheapest per job first; then what renting costs and the assumptions behind it."""
+    from advisor.planner.buy import combine_text, defaults_text, summary
+
+    names = [j.name for j in result.jobs]
     lines = [summary(result), ""]
     owned = ", ".join(f"{k} x {acc.name}" for acc, k in result.owned) or "none"
-    lines.append(f"Jobs ({units.fmt_count(result.jobs_per_month)} runs of each a month): {', '.join(names)}. "
-                 f"Owned: {owned}.")
-    lines.append("")
-    head = ("hardware", "price", "upfront", "power/mo", "per job", "verdict", "break-even", *[f"time: {n}" for n in names])
-    rows = []
-    for o in result.options[:top]:
-        times = [units.fmt_hours(o.hours_per_job[n]) if o.fits[n] else "does not fit" for n in names]
-        be = "now" if o.break_even_months == 0 else (
-            "never" if o.break_even_months is None else f"{o.break_even_months:,.1f} mo")
-        verdict = o.verdict + (" (overbooked)" if o.overbooked else "")
-        upfront = units.fmt_usd(o.purchase.upfront_usd) if o.purchase.upfront_usd else "$0"
-        rows.append((cell(o.purchase.hardware, 70), cell(o.purchase.price_basis), upfront, units.fmt_usd(o.monthly_usd),
-                     units.fmt_usd(o.usd_per_job), verdict, be, *times))
-    widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
-    widths[0] = min(widths[0], 70)
-    for r in (head, *rows):
-        cells = [str(c)[:widths[i]].ljust(widths[i]) if i < 2 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
-        lines.append("  " + "  ".join(cells).rstrip())
-    if len(result.options) > top:
-        lines.append(f"  ... {len(result.options) - top} more (--top N, --json)")
+    lines.append(f"Jobs ({units.fmt_count(result.jobs_per_month)} runs of each a month): {', '.join(names)}"
+                 + (f" (the default: {defaults_text(result.budget_usd)}; --job to give yours)"
+                    if result.default_jobs else "") + ".")
+    lines.append(f"Owned: {owned}" + (f" ({combine_text(list(result.owned))})." if result.owned else "."))
+    head = ("hardware", "price", "upfront", "monthly", "per job", "use", "verdict", "break-even",
+            *[f"time: {n}" for n in names])
+    shown = 0
+    for group, title in GROUPS:
+        rows_of = [o for o in result.options if o.purchase.group == group]
+        if not rows_of:
+            continue
+        take = rows_of[:max(1, top - shown)] if group != "own" else rows_of
+        shown += len(take)
+        rows = []
+        for o in take:
+            times = [units.fmt_hours(o.hours_per_job[n]) if o.fits[n] else "does not fit" for n in names]
+            m = o.break_even_months
+            be = ("owned" if o.purchase.kind == "owned" else "never" if m is None else
+                  f"{m:,.1f} mo" if o.pays_back else f"{m:,.0f} mo > life")
+            verdict = o.verdict + (" (overbooked)" if o.overbooked else "")
+            upfront = units.fmt_usd(o.purchase.upfront_usd) if o.purchase.upfront_usd else "$0"
+            rows.append((cell(o.purchase.hardware), cell(o.purchase.price_basis), upfront,
+                         units.fmt_usd(o.monthly_usd + o.holding_monthly_usd), units.fmt_usd(o.usd_per_job),
+                         f"{o.utilisation:.0%}", verdict, be, *times))
+        widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
+        widths[0] = min(widths[0], 60)
+        lines += ["", f"{title}:"]
+        for r in (head, *rows):
+            cells = [str(c)[:widths[i]].ljust(widths[i]) if i < 2 else str(c).rjust(widths[i]) for i, c in enumerate(r)]
+            lines.append("  " + "  ".join(cells).rstrip())
+        notes = dict.fromkeys(o.purchase.note for o in take if o.purchase.note and group == "upgrade")
+        lines += [f"  ({n})" for n in list(notes)[:1]]
+        if len(rows_of) > len(take):
+            lines.append(f"  ... {len(rows_of) - len(take)} more (--top N, --json)")
     left = result.considered - len(result.options)
     if left:
         lines.append(f"  ({left} more within the budget fit none of the jobs)")
@@ -164,9 +193,12 @@ def render_table(result, top: int = 15) -> str:
                                       f"{r.option_id}, {units.fmt_usd(r.cost_usd)} in {units.fmt_hours(r.hours)}"))
     a = result.assumptions
     lines.append("")
-    lines.append(f"Per job = upfront x (1 - resale {a.resale_fraction:g}) over {a.lifetime_years:g} years, plus "
-                 f"electricity at ${a.electricity_usd_per_kwh:g}/kWh, plus the rent of the jobs it cannot run. "
-                 f"Break-even = upfront / monthly saving against renting. Overbooked: the jobs need more than "
-                 f"{a.hours_per_day:g} h a day. Prices as of {result.prices_as_of} (catalog {result.catalog_date}); "
-                 f"sources in --json.")
+    lines.append(f"Monthly = running (electricity at ${a.electricity_usd_per_kwh:g}/kWh) plus holding costs: a rig's "
+                 f"price less resale {a.resale_fraction:g} over {a.lifetime_years:g} years and its idle power "
+                 f"({a.home_idle_power_w:g} W), a server's capex over {a.onprem_amortisation_years:g} years, "
+                 f"colocation, support and idle power. Per job = monthly plus the rent of the jobs it cannot run, "
+                 f"over the jobs a month. Use = busy hours over the {a.hours_per_day:g} h a day available (servers "
+                 f"{a.onprem_hours_per_day:g} h). Break-even = upfront / monthly saving against renting ('> life': "
+                 f"not within its life). Prices as of {result.prices_as_of} (catalog {result.catalog_date}); used "
+                 f"prices and sources in --json.")
     return lines_text(lines) + "\n"  # names from the catalog and the user's own

@@ -46,10 +46,11 @@ def _help(meta) -> str:
     return (meta.help + (f" ({'; '.join(extra)})" if extra else "")).replace("%", "%%")
 
 
-def add_job_flags(p) -> None:
-    """Add one flag per job schema field (``advisor/job/schema.py``) and per cost assumption with a flag."""
-    groups = {key: p.add_argument_group(title) for key, title in _GROUPS.items()}
-    for meta in JOB_FIELDS.values():
+def add_job_flags(p, fields=None, titles=None) -> None:
+    """Add one flag per job schema field (``advisor/job/schema.py``; ``fields``: another schema's, such as a
+    serving job's) and per cost assumption with a flag; ``titles``: the ``--help`` groups by schema group."""
+    groups = {key: p.add_argument_group(title) for key, title in (titles or _GROUPS).items()}
+    for meta in (fields or JOB_FIELDS).values():
         if meta.flag is None:
             continue
         g = groups.get(meta.group, groups["job"])
@@ -376,6 +377,7 @@ def render_table(result, top: int | None = 12) -> str:
     lines.append(f"Options by total job cost ({len(fitting)} of {len(ranked)} fit; {prices}; catalog {result.catalog_date}):")
     lines.append(_stack_line(result, ranked))
     inference = r.workload == "inference"
+    mine = {o.accelerator for o in result.options if o.kind == "owned"}
     rate_head = "$/M tokens" if inference else "tokens/s"
     width = min(60, max([len(o.id) for o in shown] + [6]))
     header = (f"  {'option':<{width}} {'dev':>4} {'fits':>4} {'time':>10} {'time, 80 %':>21} {'$/dev-h':>8} {'total':>11} "
@@ -389,6 +391,8 @@ def render_table(result, top: int | None = 12) -> str:
             parts = f"[{o.stack_reason}] {parts}"
         if o.price_stale:
             parts += f"  [price of {price_date_label(o.price_date)}, older than a year]"
+        if o.kind in ("home", "onprem") and o.accelerator in mine:
+            parts += "  [buying again the cards you own]"
         if o.note:
             parts += "  (*)"
         lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "
@@ -410,15 +414,7 @@ def render_table(result, top: int | None = 12) -> str:
     lines.extend(fit_advice_lines(result))
     lines.extend(inference_lines(result))
     lines.extend(_dearer_hour_note(result))
-    for kind in ("home", "onprem"):
-        best = result.best(kind)
-        if best and best.break_even:
-            be = best.break_even
-            if be.device_hours is None:
-                verdict = "never: renting is always cheaper" if be.vs else "no cloud offer to compare"
-            else:
-                verdict = f"after {be.device_hours:,.0f} device-hours of use ({be.months:.1f} months at the stated hours per day)"
-            lines.append(f"Break-even {best.id} vs {be.vs or '-'}: {verdict}")
+    lines.extend(_ownership_lines(result))
     lines.append("")
     lines.append("Assumptions (value, unit, origin; change with --set NAME=VALUE or a scenario's [assumptions]):")
     for key, a in result.describe_assumptions().items():
@@ -539,3 +535,10 @@ def _dearer_hour_note(result) -> list[str]:
 def _tornado_value(parameter: str, value: float) -> str:
     """A tornado end as people read it: ``25M`` tokens, ``0.221`` of peak, ``2.00`` years."""
     return units.fmt_count(value) if parameter == "tokens" else units.sig3(value)
+
+
+def _ownership_lines(result) -> list[str]:
+    """How busy the owned, home and on-prem hardware is behind its figure, and whether buying pays back."""
+    from advisor.planner.summary import ownership_lines
+
+    return ownership_lines(result)

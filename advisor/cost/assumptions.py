@@ -90,6 +90,13 @@ class CostAssumptions:
         1.0, "fraction", "assumption: hours_per_day already counts only hours of use",
         "fraction of the available home hours actually running jobs (Dettmers' utilisation is "
         "hours_per_day * utilisation / 24)", "positive_fraction")
+    home_idle_power_w: float = _a(
+        50.0, "W per rig", "assumption: a desktop with its cards in their lowest power state draws about 40 to 70 W",
+        "power a rig draws while it is on (within the hours per day) but not running a job")
+    financing_rate_per_year: float = _a(
+        0.0, "fraction per year", "assumption: bought outright (set a loan or lease rate to add financing)",
+        "interest rate of a loan or lease for the hardware, repaid in equal payments over its life (home) or "
+        "amortisation (on-prem)", "share")
     # ---- owned hardware (GPUs already bought: only what running the job costs)
     owned_wear_usd_per_gpu_hour: float = _a(
         0.0, "USD per GPU-hour", "assumption: not counted unless set (the purchase is sunk; set a figure "
@@ -124,6 +131,11 @@ class CostAssumptions:
     staff_usd_per_gpu_year: float = _a(
         1000.0, "USD per GPU-year", "assumption: about one engineer (~USD 150-200k a year) per 150-200 GPUs",
         "staff and support cost per GPU per year")
+    onprem_idle_power_fraction: float = _a(
+        0.3, "fraction of server power", "assumption: an idle GPU server draws about a quarter to a third of its "
+        "peak (fans, CPUs, memory and GPUs at idle clocks)",
+        "power of an on-prem server while on but not running jobs, as a fraction of its power (TDP x power factor)",
+        "fraction")
     onprem_hours_per_day: float = _a(
         24.0, "hours/day", "assumption: servers stay on around the clock",
         "hours per day the on-prem servers are available", "hours_per_day")
@@ -258,11 +270,12 @@ ASSUMPTION_GROUP_TITLES = {"home": "Home rig", "owned": "GPUs you own", "onprem"
 ASSUMPTION_GROUPS = {
     "home": ("electricity_usd_per_kwh", "home_load_factor", "home_system_price_usd", "home_system_extra_gpu_usd",
              "home_system_power_w", "home_gpus_per_rig", "lifetime_years", "resale_fraction", "hours_per_day",
-             "utilisation"),
+             "utilisation", "home_idle_power_w", "financing_rate_per_year"),
     "owned": ("owned_wear_usd_per_gpu_hour",),
     "onprem": ("onprem_server_overhead", "onprem_interconnect_share", "onprem_amortisation_years",
                "onprem_power_factor", "onprem_load", "pue", "onprem_electricity_usd_per_kwh",
-               "colocation_usd_per_kw_month", "staff_usd_per_gpu_year", "onprem_hours_per_day", "onprem_utilisation"),
+               "colocation_usd_per_kw_month", "staff_usd_per_gpu_year", "onprem_idle_power_fraction",
+               "onprem_hours_per_day", "onprem_utilisation"),
     "cloud": ("spot", "spot_rework_factor", "reserved_years", "reserved_discounts"),
     "serving": ("storage_usd_per_h", "egress_usd"),
 }

@@ -1,4 +1,5 @@
-"""When owning beats renting: Dettmers' break-even and its per-device-hour form."""
+"""When owning beats renting: Dettmers' break-even, its per-device-hour form, and the :class:`BreakEven` record
+(``advisor.cost.ownership.payback`` fills it against a rent that can run the job)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from advisor.catalog.records import CloudOffer
-from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.jobs import OwnedQuote
 
 DAYS_PER_MONTH = 365.0 / 12
 
@@ -88,10 +87,12 @@ def cheapest_offer(offers: Iterable[CloudOffer], accelerator_id: str, spot: bool
 
 @dataclass(frozen=True)
 class BreakEven:
-    """Break-even of an owned option against renting (``vs`` is the cloud option id, None without one).
+    """When buying pays back against renting a cloud option that runs the same job (``advisor.cost.ownership.payback``).
 
-    ``device_hours`` is None when renting is always cheaper or there is no offer; ``months`` is the same at the
-    option's hours of use per day.
+    ``vs`` is the cloud option id (None without one that can run the job); ``device_hours`` the hours of use per
+    device by the break-even and ``months`` the months to it at the stated (or assumed) use, both None when it
+    never pays back; ``pays_back`` False when that is later than the hardware's life (``life_months``) or never;
+    ``jobs_per_month`` the cadence at which owning costs the same per job as renting over its life.
     """
 
     vs: str | None
@@ -99,28 +100,44 @@ class BreakEven:
     months: float | None
     rent_usd_per_device_hour: float | None = None  # the rate compared with (spot rework included)
     provider: str = ""  # the provider of ``vs``, as the catalog names it
+    jobs_per_month: float | None = None
+    pays_back: bool = False
+    life_months: float | None = None
+    rent_usd_per_job: float | None = None
+    rent_hours: float | None = None
+    upfront_usd: float = 0.0
+    own_monthly_usd: float = 0.0  # money spent a month owning it (running and holding costs, no purchase)
+    rent_monthly_usd: float = 0.0  # the same work rented a month
+    busy_hours_per_month: float = 0.0
+    max_jobs_per_month: float | None = None  # runs of the job a month holds (available hours / job hours)
 
     def as_dict(self) -> dict[str, object]:
         return {"vs": self.vs, "device_hours": self.device_hours, "months": self.months,
-                "rent_usd_per_device_hour": self.rent_usd_per_device_hour}
+                "rent_usd_per_device_hour": self.rent_usd_per_device_hour, "jobs_per_month": self.jobs_per_month,
+                "pays_back_within_life": self.pays_back, "life_months": self.life_months,
+                "rent_usd_per_job": self.rent_usd_per_job, "upfront_usd": self.upfront_usd,
+                "max_jobs_per_month": self.max_jobs_per_month,
+                "own_monthly_usd": self.own_monthly_usd, "rent_monthly_usd": self.rent_monthly_usd}
 
+    def verdict(self) -> str:
+        """Whether and when it pays back, and from what cadence (no option named)."""
+        if self.vs is None:
+            return "no cloud option that can run this job to compare with"
+        if self.jobs_per_month is not None:
+            cadence = f"; owning costs less per job from {self.jobs_per_month:,.1f} jobs a month"
+        elif self.max_jobs_per_month is not None:
+            cadence = f"; not even at {self.max_jobs_per_month:,.0f} jobs a month, as many as a month holds"
+        else:
+            cadence = ""
+        if self.months is None:
+            return f"does not pay back: renting costs less a month than owning costs to run{cadence}"
+        if not self.pays_back:
+            life = f"{(self.life_months or 0) / 12:g}-year life"
+            return f"does not pay back within its {life} ({self.months:,.0f} months at this use){cadence}"
+        return f"pays back after {self.months:,.1f} months at this use{cadence}"
 
-def break_even(owned: OwnedQuote, offers: Iterable[CloudOffer], assumptions: CostAssumptions) -> BreakEven:
-    """Break-even of an owned quote against the cheapest cloud offer of the same accelerator.
-
-    The cloud rate is on-demand, or spot with the rework factor when ``assumptions.spot``. Months are counted at
-    ``hours_per_day * utilisation`` for a home rig and ``onprem_hours_per_day * onprem_utilisation`` on-prem.
-    """
-    a = assumptions
-    offer = cheapest_offer(offers, owned.accelerator_id, spot=a.spot)
-    if offer is None:
-        return BreakEven(None, None, None)
-    rate = offer.usd_per_device_hour(a.spot)
-    assert rate is not None  # cheapest_offer only returns priced offers
-    if a.spot:
-        rate *= 1.0 + a.spot_rework_factor
-    hours = break_even_device_hours(owned.fixed_usd_per_device, owned.variable_usd_per_device_hour, rate)
-    per_day = (a.hours_per_day * a.utilisation if owned.kind == "home"
-               else a.onprem_hours_per_day * a.onprem_utilisation)
-    vs = f"cloud:{offer.id}" + (":spot" if a.spot else "")
-    return BreakEven(vs, hours, months_of_use(hours, per_day), rate, offer.provider)
+    def sentence(self, option_id: str) -> str:
+        """One line for people; never names an option that cannot run the job (``vs`` is one that can)."""
+        if self.vs is None:
+            return f"{option_id}: {self.verdict()}"
+        return f"{option_id} against {self.vs}: {self.verdict()}"

@@ -1,18 +1,24 @@
 """What to buy: hardware within a budget ranked by cost per job over its life, against renting the same jobs.
 
-Pure pricing (no I/O): :func:`purchases` lists what one could buy (1 to 4 cards of each consumer and
-workstation GPU at its launch and street price, the Macs of ``resources/machines.csv``, and cards added to
-the GPUs already owned); :func:`price_purchase` prices one of them for a set of jobs run ``jobs_per_month``
-times each, given how long each job takes on it (the planner's figures) and what renting it costs.
-docs/method.md, "What to buy".
+Pure pricing (no I/O): :func:`purchases` lists what one could buy: cards added to the machine one owns (an
+upgrade: no new PC), 1 to 4 consumer and workstation cards in a new rig at their launch, street and used prices,
+the Macs of ``resources/machines.csv``, and 4- and 8-GPU servers of datacenter and workstation GPUs for teams;
+and the owned hardware as it is. :func:`price_purchase` prices one for a set of jobs run ``jobs_per_month``
+times each, given how long each job takes on it (the planner's figures) and what renting it costs. What owning
+costs comes from ``advisor.cost.ownership`` (the one place): a rig's or a server's holding costs a month
+(depreciation or capex, financing, idle power, colocation and support for a server) and its running costs per
+hour (energy, wear when set). docs/method.md, "What to buy".
 
 Per purchase, with N runs a month of each job j that fits (hours h_j) and r_j the cheapest rent of job j:
-    running_j   = owned_job_cost(h_j): electricity of GPUs and system for the job's hours (wear when set)
-    monthly     = sum_j N x running_j                              (``monthly_usd``: electricity a month)
+    busy        = N x sum_j h_j  (capped at the available hours: overbooked beyond)
+    running_j   = running rate x h_j                                (electricity, wear when set)
+    monthly     = sum_j N x running_j                              (``monthly_usd``: running costs a month)
+    holding     = holding costs of a month with ``busy`` hours     (``holding_monthly_usd``)
     rest        = sum over jobs that do not fit of N x r_j          (still rented)
-    usd_per_job = (upfront x (1 - resale_fraction) / (12 x lifetime_years) + monthly + rest) / (N x jobs)
-    break-even  = upfront / sum_j N x (r_j - running_j)  months     (None when that saving is not positive)
-Renting wins ("keep renting") when its cost per job, sum_j r_j / jobs, is not above the purchase's.
+    usd_per_job = (holding + monthly + rest) / (N x jobs)
+    break-even  = upfront / (sum_j N x (r_j - running_j) - holding paid in cash)  months (None when not positive)
+Owned hardware has no holding costs (the purchase is sunk). Renting wins ("keep renting") when its cost per
+job, sum_j r_j / jobs, is not above the purchase's.
 """
 
 from __future__ import annotations
@@ -24,12 +30,12 @@ from dataclasses import dataclass, field
 from advisor.catalog.records import Accelerator
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import home_rigs, home_system_usd
-from advisor.cost.owned import owned_job_cost
+from advisor.cost.ownership import Holding, onprem_holding, owned_holding, rig_holding
 
 BUY_KINDS = ("consumer", "workstation")
+SERVER_KINDS = ("datacenter", "workstation")
+SERVER_SIZES = (4, 8)
 MAX_CARDS = 4
-MONTHS_PER_YEAR = 12
-DAYS_PER_MONTH = 365 / 12
 KEEP_RENTING = "keep renting"
 BUY = "buy"
 USE_OWNED = "use what you own"
@@ -40,10 +46,11 @@ class Purchase:
     """One thing to buy (or the owned hardware as it is).
 
     Attributes:
-        id: ``new:<n>x<acc>``, ``street:<n>x<acc>``, ``add-new:<m>x<acc>``, ``add-street:<m>x<acc>``,
-            ``mac:<machine>`` or ``owned:<n>x<acc>``.
+        id: ``new:<n>x<acc>``, ``street:<n>x<acc>``, ``used:<n>x<acc>``, ``add-new:<m>x<acc>``,
+            ``add-street:<m>x<acc>``, ``add-used:<m>x<acc>``, ``mac:<machine>``, ``server:<n>x<acc>`` or
+            ``owned:<n>x<acc>``.
         hardware: what it is, for people ("2 x GeForce RTX 3090, street price, in a new rig").
-        kind: ``new``, ``street``, ``upgrade``, ``apple`` or ``owned``.
+        kind: ``new``, ``street``, ``used``, ``upgrade``, ``apple``, ``server`` or ``owned``.
         accelerator: what to plan on (a Mac: its chip in that configuration).
         devices: GPUs the jobs run on (an upgrade: the owned ones plus the added ones).
         cards_usd / system_usd: the cards' price and the rest of the system (a new rig, or what more GPUs in
@@ -53,6 +60,9 @@ class Purchase:
         owned_devices: GPUs of this kind already owned (upgrades and the owned row).
         whole_machine_power: the accelerator's ``tdp_w`` is the whole machine at the wall (a Mac): no system
             power is added.
+        note: what to check before buying (an upgrade's slots and power supply).
+        gpu_power_w: power per owned GPU while working when the driver reports it (a GPU with no TDP in the
+            catalog); None: TDP x load.
     """
 
     id: str
@@ -66,21 +76,58 @@ class Purchase:
     price_source: str
     owned_devices: int = 0
     whole_machine_power: bool = False
+    note: str = ""
+    gpu_power_w: float | None = None
     upfront_usd: float = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "upfront_usd", self.cards_usd + self.system_usd)
 
+    @property
+    def group(self) -> str:
+        """``own`` (as it is), ``upgrade`` (cards added to this machine), ``server`` (for teams) or ``new`` (a new
+        rig or machine): how the table and the Buy page group the rows."""
+        return {"owned": "own", "upgrade": "upgrade", "server": "server"}.get(self.kind, "new")
 
-def _prices(acc: Accelerator) -> list[tuple[str, float, str]]:
-    """(kind, price, basis) of a card: its launch price and, when the catalog has a different one, its street price."""
+
+def _prices(acc: Accelerator, used: Mapping[str, object] | None = None) -> list[tuple[str, float, str]]:
+    """(kind, price, basis) of a card: its launch price, its street price when the catalog has a different one,
+    and its used-market price where ``used`` (``advisor.catalog.used``) has a dated row."""
     out = []
     if acc.launch_price_usd:
         out.append(("new", float(acc.launch_price_usd), f"launch {acc.launch_year}" if acc.launch_year else "launch"))
     if acc.street_price_usd and acc.street_price_usd != acc.launch_price_usd:
         out.append(("street", float(acc.street_price_usd),
                     f"street {acc.street_price_date}" if acc.street_price_date else "street"))
+    row = (used or {}).get(acc.id)
+    if row is not None and all(price != row.price_usd for _k, price, _b in out):  # a new price, not a repeat
+        out.append(("used", float(row.price_usd), f"used {row.price_date}"))
     return out
+
+
+def server_capex_usd(price_usd: float, devices: int, a: CostAssumptions) -> float:
+    """One GPU server for a team: its GPUs x ``onprem_server_overhead`` (CPUs, memory, chassis, NICs; Cottier et
+    al. 2024: x1.54 to 1.69 for 8-GPU servers). No share of a cluster network: it is one box."""
+    return price_usd * devices * a.onprem_server_overhead
+
+
+def upgrade_note(acc: Accelerator, owned: int, added: int, a: CostAssumptions,
+                 host_memory_bytes: int | None = None) -> str:
+    """What to check before adding cards: a free slot each and a power supply for all the cards (detection reads
+    neither; the board's PCIe lanes and the case's room are the user's to check), and this machine's RAM against
+    the cards' memory where detection knows it (loading a model that fills the cards passes through host RAM)."""
+    if not acc.tdp_w:
+        note = "check a free PCIe slot per card and the power supply"
+    else:
+        need = (acc.tdp_w * (owned + added) + a.home_system_power_w) * 1.25
+        note = (f"needs {added} free PCIe x16 slot{'s' if added > 1 else ''} and a power supply of about "
+                f"{need:,.0f} W ({owned + added} x {acc.tdp_w:g} W + {a.home_system_power_w:g} W, 25 % headroom); "
+                f"detection reads neither, so check them")
+    vram = acc.memory_bytes * (owned + added)
+    if host_memory_bytes and host_memory_bytes < vram:
+        note += (f"; this machine's {host_memory_bytes / 1e9:,.0f} GB of RAM is less than the cards' "
+                 f"{vram / 1e9:,.0f} GB: a model that fills them may need more RAM to load")
+    return note
 
 
 def buyable(acc: Accelerator) -> bool:
@@ -90,7 +137,9 @@ def buyable(acc: Accelerator) -> bool:
 
 def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[object, Accelerator]],
               owned: Sequence[tuple[Accelerator, int]], a: CostAssumptions,
-              budget_usd: float | None = None) -> list[Purchase]:
+              budget_usd: float | None = None, used: Mapping[str, object] | None = None,
+              servers: bool = True, owned_power_w: Mapping[str, float] | None = None,
+              host_memory_bytes: int | None = None) -> list[Purchase]:
     """Everything one could buy within a budget, and the owned hardware as it is.
 
     Args:
@@ -100,26 +149,31 @@ def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[obje
         owned: ``(accelerator, count)`` of the GPUs already owned, one entry per kind.
         a: cost assumptions (rest-of-system prices, GPUs per rig).
         budget_usd: leave out what costs more upfront (None: no limit).
+        used: used-market rows by accelerator id (``advisor.catalog.used.UsedPrice``).
+        servers: list 4- and 8-GPU servers of datacenter and workstation GPUs (for teams).
+        owned_power_w: power per owned GPU by accelerator id where the driver reports it (no TDP in the catalog).
+        host_memory_bytes: this machine's RAM where detection knows it (an upgrade's note compares it).
     Returns:
-        Purchases in a stable order: owned first, then upgrades, new rigs, Macs.
+        Purchases in a stable order: owned first, then upgrades, new rigs, Macs, servers.
     """
     out: list[Purchase] = []
     for acc, k in owned:
         if k < 1:
             continue
         out.append(Purchase(f"owned:{k}x{acc.id}", f"{k} x {acc.name} (owned)", "owned", acc, k, 0.0, 0.0,
-                            "owned", "", owned_devices=k))
+                            "owned", "", owned_devices=k, gpu_power_w=(owned_power_w or {}).get(acc.id)))
         if not buyable(acc):  # a laptop's GPU or one not in the catalog: nothing to add to it
             continue
-        for kind, price, basis in _prices(acc):
+        for kind, price, basis in _prices(acc, used):
             for m in range(1, MAX_CARDS - k + 1):
                 system = home_system_usd(k + m, a) - home_system_usd(k, a)
-                out.append(Purchase(f"add-{kind}:{m}x{acc.id}", f"add {m} x {acc.name} to the {k} owned",
-                                    "upgrade", acc, k + m, m * price, system, basis, acc.source, owned_devices=k))
+                out.append(Purchase(f"add-{kind}:{m}x{acc.id}", f"add {m} x {acc.name} to this machine's {k}",
+                                    "upgrade", acc, k + m, m * price, system, basis, acc.source, owned_devices=k,
+                                    note=upgrade_note(acc, k, m, a, host_memory_bytes)))
     for acc in accelerators:
         if not buyable(acc):
             continue
-        for kind, price, basis in _prices(acc):
+        for kind, price, basis in _prices(acc, used):
             for n in range(1, MAX_CARDS + 1):
                 rig = "a new rig" if home_rigs(n, a) == 1 else f"{home_rigs(n, a)} new rigs"
                 out.append(Purchase(f"{kind}:{n}x{acc.id}", f"{n} x {acc.name} in {rig}", kind, acc, n,
@@ -127,6 +181,17 @@ def purchases(accelerators: Iterable[Accelerator], machines: Iterable[tuple[obje
     for machine, acc in machines:
         out.append(Purchase(f"mac:{acc.id}", acc.name, "apple", acc, 1, float(acc.launch_price_usd or 0), 0.0,
                             f"Apple {getattr(machine, 'price_date', '')}".strip(), acc.source, whole_machine_power=True))
+    if servers:
+        for acc in accelerators:
+            price = acc.price_usd
+            if acc.kind not in SERVER_KINDS or not price or not acc.tdp_w or acc.derived:
+                continue
+            basis = (f"street {acc.street_price_date}" if acc.street_price_usd and acc.street_price_date
+                     else f"launch {acc.launch_year}" if acc.launch_year else "catalog")
+            for n in SERVER_SIZES:
+                out.append(Purchase(f"server:{n}x{acc.id}", f"{n}-GPU server of {acc.name} (on-prem)", "server",
+                                    acc, n, n * float(price), server_capex_usd(float(price), n, a) - n * float(price),
+                                    basis, acc.source, note="on-prem: colocation, support and power every month"))
     if budget_usd is not None:
         out = [p for p in out if p.upfront_usd <= budget_usd]
     return out
@@ -138,6 +203,7 @@ class JobRun:
 
     fits: bool
     hours: float | None
+    devices: int | None = None  # GPUs the job uses when fewer than the purchase holds (owned hardware)
 
 
 @dataclass(frozen=True)
@@ -164,36 +230,71 @@ class BuyOption:
     available_hours_per_month: float
     verdict: str
     break_even_vs_owned_months: float | None = None
+    holding_monthly_usd: float = 0.0  # depreciation or capex, financing, idle power, colocation, support a month
+    life_months: float = 0.0
 
     @property
     def overbooked(self) -> bool:
         """The jobs that fit need more hours a month than the hardware is available (``hours_per_day``)."""
-        return self.busy_hours_per_month > self.available_hours_per_month
+        return self.busy_hours_per_month > self.available_hours_per_month * (1 + 1e-9)
+
+    @property
+    def utilisation(self) -> float:
+        """Busy hours over available hours (capped at 1)."""
+        a = self.available_hours_per_month
+        return min(1.0, self.busy_hours_per_month / a) if a > 0 else 0.0
+
+    @property
+    def pays_back(self) -> bool:
+        """Buying it pays back against renting within its life (owned hardware: already)."""
+        m = self.break_even_months
+        return m is not None and (m == 0 or m <= self.life_months)
 
     def to_json(self) -> dict:
         p = self.purchase
-        doc = {"hardware": p.hardware, "id": p.id, "kind": p.kind, "accelerator": p.accelerator.id,
+        doc = {"hardware": p.hardware, "id": p.id, "kind": p.kind, "group": p.group, "accelerator": p.accelerator.id,
                "devices": p.devices, "upfront_usd": p.upfront_usd, "cards_usd": p.cards_usd,
-               "system_usd": p.system_usd, "monthly_usd": self.monthly_usd, "rent_monthly_usd": self.rent_monthly_usd,
+               "system_usd": p.system_usd, "monthly_usd": self.monthly_usd,
+               "holding_monthly_usd": self.holding_monthly_usd, "rent_monthly_usd": self.rent_monthly_usd,
                "usd_per_job": self.usd_per_job, "hours_per_job": dict(self.hours_per_job), "fits": dict(self.fits),
-               "break_even_months": self.break_even_months, "verdict": self.verdict,
+               "break_even_months": self.break_even_months, "pays_back_within_life": self.pays_back,
+               "life_months": self.life_months, "verdict": self.verdict,
                "busy_hours_per_month": self.busy_hours_per_month,
-               "available_hours_per_month": self.available_hours_per_month,
+               "available_hours_per_month": self.available_hours_per_month, "utilisation": self.utilisation,
                "price": {"basis": p.price_basis, "source": p.price_source}}
+        if p.note:
+            doc["note"] = p.note
         if p.kind == "upgrade":
             doc["owned_devices"] = p.owned_devices
             doc["break_even_vs_owned_months"] = self.break_even_vs_owned_months
         return doc
 
 
-def running_usd(p: Purchase, hours: float, a: CostAssumptions) -> float:
-    """What one run of a job costs on a purchase once owned: electricity of the GPUs and the system (wear when a
-    wear rate is set), ``advisor.cost.owned``; a Mac's power is its whole machine at the wall."""
+def purchase_holding(p: Purchase, a: CostAssumptions, devices: int | None = None) -> Holding:
+    """What owning a purchase costs by month and by hour (``advisor.cost.ownership``): the owned hardware at its
+    running costs; a new rig, an upgrade or a Mac as a rig bought for its upfront (an upgrade adds no idle power:
+    the machine idles already; a Mac's power is the whole machine at the wall, its idle a few watts, left out); a
+    server as on-prem hardware (colocation, support, idle and facility power). ``devices``: the GPUs a job uses
+    of owned hardware (the rest stay off)."""
+    acc = p.accelerator
+    if p.kind == "owned":
+        power = p.gpu_power_w if p.gpu_power_w is not None or acc.tdp_w else 0.0
+        n = min(devices or p.devices, p.devices)
+        return owned_holding(acc, n, a, machines=1, gpu_power_w=power)
+    if p.kind == "server":
+        return onprem_holding(acc, p.devices, a, capex_usd=p.upfront_usd)
     if p.whole_machine_power:
-        quote = owned_job_cost(p.accelerator, p.devices, hours, a.with_overrides(home_system_power_w=0.0))
-    else:
-        quote = owned_job_cost(p.accelerator, p.devices, hours, a, machines=home_rigs(p.devices, a))
-    return quote.total_usd
+        return rig_holding(acc.id, p.devices, p.upfront_usd, (acc.tdp_w or 0.0) * a.home_load_factor, 0.0, a)
+    rigs = home_rigs(p.devices, a)
+    idle = 0.0 if p.kind == "upgrade" else a.home_idle_power_w * rigs
+    return rig_holding(acc.id, p.devices, p.upfront_usd,
+                       (acc.tdp_w or 0.0) * a.home_load_factor * p.devices + a.home_system_power_w * rigs, idle, a)
+
+
+def running_usd(p: Purchase, hours: float, a: CostAssumptions) -> float:
+    """What one run of a job costs on a purchase once owned: its running costs (electricity, wear when set) for
+    the hours (``purchase_holding``)."""
+    return purchase_holding(p, a).running_rate_usd_per_hour * hours
 
 
 def _check_jobs_per_month(jobs_per_month: float) -> None:
@@ -223,6 +324,8 @@ def price_purchase(p: Purchase, runs: Mapping[str, JobRun], rent: Mapping[str, R
     """
     _check_jobs_per_month(jobs_per_month)
     n = jobs_per_month
+    h = purchase_holding(p, a)
+    rate = h.running_rate_usd_per_hour
     hours: dict[str, float | None] = {}
     fits: dict[str, bool] = {}
     monthly = rest = saving = busy = 0.0
@@ -236,33 +339,37 @@ def price_purchase(p: Purchase, runs: Mapping[str, JobRun], rent: Mapping[str, R
         if r is not None:
             priced += 1
         if fits[job]:
-            cost = running_usd(p, hours[job], a)
+            cost = (rate if run.devices is None or p.kind != "owned" else
+                    purchase_holding(p, a, run.devices).running_rate_usd_per_hour) * hours[job]
             monthly += n * cost
             busy += n * hours[job]
             if r is not None:
                 saving += n * (r.cost_usd - cost)
         elif r is not None:
             rest += n * r.cost_usd
-    life_months = a.lifetime_years * MONTHS_PER_YEAR
-    per_job = None
-    if priced:
-        per_job = (p.upfront_usd * (1.0 - a.resale_fraction) / life_months + monthly + rest) / (n * priced)
-    break_even = p.upfront_usd / saving if saving > 0 else None
+    worked = min(busy, h.available_hours_per_month)
+    holding = h.monthly_fixed_usd(worked) if p.kind != "owned" else 0.0
+    per_job = (holding + monthly + rest) / (n * priced) if priced else None
+    margin = saving - (h.monthly_cash_usd(worked) if p.kind != "owned" else 0.0)
+    if p.kind == "owned":
+        break_even = 0.0
+    else:
+        break_even = p.upfront_usd / margin if margin > 0 and math.isfinite(p.upfront_usd / margin) else None
     vs_owned = None
     if owned_monthly_usd is not None:
-        gain = owned_monthly_usd - (monthly + rest)
+        gain = owned_monthly_usd - (monthly + rest + h.monthly_cash_usd(worked))
         vs_owned = p.upfront_usd / gain if gain > 0 else None
     rent_cost = rent_per_job(rent)
     if not any(fits.values()) or per_job is None or rent_cost is None or per_job >= rent_cost:
         verdict = KEEP_RENTING
     else:
         verdict = USE_OWNED if p.kind == "owned" else BUY
-    available = a.hours_per_day * a.utilisation * DAYS_PER_MONTH
-    return BuyOption(p, hours, fits, monthly, rest, per_job, break_even, busy, available, verdict, vs_owned)
+    return BuyOption(p, hours, fits, monthly, rest, per_job, break_even, busy, h.available_hours_per_month, verdict,
+                     vs_owned, holding, h.life_months)
 
 
 def rank(options: Iterable[BuyOption]) -> list[BuyOption]:
-    """Options that fit at least one job, cheapest per job first (the owned hardware first among equals); those
-    that fit none are left out."""
-    kept = [o for o in options if any(o.fits.values()) and o.usd_per_job is not None]
+    """Options that fit at least one job, cheapest per job first (the owned hardware first among equals), and the
+    owned hardware even when it fits none (it is the user's: the table says so); the rest are left out."""
+    kept = [o for o in options if (any(o.fits.values()) or o.purchase.kind == "owned") and o.usd_per_job is not None]
     return sorted(kept, key=lambda o: (o.overbooked, o.usd_per_job, o.purchase.upfront_usd, o.purchase.id))

@@ -1,4 +1,6 @@
-"""What one job costs on a cloud offer, a home rig or on-prem servers (docs/method.md, "Cost of a job").
+"""What one job costs on a cloud offer, and the quote records of every kind (docs/method.md, "Cost of a job").
+
+Owned, home and on-prem quotes are built in ``advisor.cost.ownership`` (the cost of owning follows use).
 
 Every quote carries a :class:`CostBreakdown` whose parts sum to its total, the energy used, and the
 effective price per device-hour. ``hours`` is the wall-clock time of the job on ``devices`` devices.
@@ -15,6 +17,7 @@ from advisor.cost.breakdown import CostBreakdown
 
 DAYS_PER_YEAR = 365.0
 HOURS_PER_MONTH = 365.0 * 24 / 12
+MIN_USE_H = 1.0 / 3600  # a second: the least use a reserved term is spread over (keeps the hourly figure finite)
 
 
 class _Quote:
@@ -51,6 +54,8 @@ class CloudQuote(_Quote):
     billed_device_hours: float
     energy_kwh: float
     breakdown: CostBreakdown
+    term_usd_per_instance_hour: float | None = None  # a reserved term's rate at full use (None: no term)
+    term_use_hours_per_month: float | None = None  # the hours a month the term is spread over
 
     @property
     def option_id(self) -> str:
@@ -62,10 +67,12 @@ class CloudQuote(_Quote):
 
 @dataclass(frozen=True)
 class OwnedQuote(_Quote):
-    """The price of one job on owned hardware (``kind`` is ``"home"`` or ``"onprem"``).
+    """The price of one job on owned hardware (``kind`` ``"home"``, ``"onprem"`` or ``"owned"``), built by
+    ``advisor.cost.ownership.job_cost``.
 
     ``fixed_usd_per_device`` and ``variable_usd_per_device_hour`` describe the cost of owning for break-even:
-    money sunk per device whatever the use (purchase less resale), and money per device-hour of use.
+    money sunk per device whatever the use (purchase less resale), and money per device-hour of use (running
+    costs and the holding costs paid in cash, spread over the busy hours).
     """
 
     kind: str
@@ -77,10 +84,13 @@ class OwnedQuote(_Quote):
     variable_usd_per_device_hour: float
     energy_kwh: float
     breakdown: CostBreakdown
+    utilisation: object = None  # ``advisor.cost.ownership.Utilisation``: the busy hours behind the figure
+    monthly_usd: float = 0.0  # holding costs a month at that use (what the job carries a share of)
+    holding: object = None  # ``advisor.cost.ownership.Holding``: what it costs by month and by hour of work
 
     @property
     def option_id(self) -> str:
-        """``home:<accelerator>`` or ``onprem:<accelerator>``."""
+        """``home:<accelerator>``, ``onprem:<accelerator>`` or ``owned:<accelerator>``."""
         return f"{self.kind}:{self.accelerator_id}"
 
     @property
@@ -117,13 +127,17 @@ def datacenter_kw_per_device(tdp_w: float, a: CostAssumptions) -> float:
 
 def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: CostAssumptions,
                    spot: bool = False, reserved_years: int | None = None,
-                   accel: Accelerator | None = None) -> CloudQuote:
+                   accel: Accelerator | None = None, use_hours_per_month: float | None = None) -> CloudQuote:
     """Price a job of ``devices`` accelerators for ``hours`` on a cloud offer.
 
     Whole instances are billed: ``instances = ceil(devices / accelerator_count)``, so an 8-GPU instance is billed
     once, not once per GPU, and a 1-GPU job on an 8-GPU instance pays for all eight. Spot pays the spot price for
-    ``hours * (1 + spot_rework_factor)`` (part ``spot_rework``); a reserved term takes the provider's published
-    discount off on-demand. Storage is per instance-hour, egress once per job (docs/method.md, "Cost of a job").
+    ``hours * (1 + spot_rework_factor)`` (part ``spot_rework``). A reserved term is a commitment: the instances
+    are paid every hour of the term at the provider's discounted rate, so a month of the term,
+    ``instances x rate x (1 - discount) x 730 h``, is spread over the hours of use a month
+    (``use_hours_per_month``, at most 730; this job once a month when not stated), and the hourly equivalent is
+    that month over those hours. Storage is per instance-hour, egress once per job
+    (docs/method.md, "Cost of a job").
 
     Args:
         offer: the cloud offer; its prices are for the whole instance.
@@ -135,6 +149,7 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
             ``assumptions.reserved_years`` for an on-demand quote, where the provider publishes a discount, and
             no term for a spot quote or a provider without one.
         accel: the offer's accelerator, for the energy figure (TDP-based, information only, zero cost).
+        use_hours_per_month: hours a month the reserved instances work (the stated use); None: ``hours``.
     Returns:
         A :class:`CloudQuote`.
     Raises:
@@ -159,9 +174,21 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     instance_rate = price * (1.0 - discount)
     instances = math.ceil(devices / offer.accelerator_count)
     rework = assumptions.spot_rework_factor if spot else 0.0
-    per_device = instance_rate / offer.accelerator_count
-    # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
-    rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
+    term_rate = used = None
+    if reserved_years and hours > 0:
+        # The whole term is paid: a month of it (at the reserved rate) times the job's share of the month's use,
+        # 1 for this job alone; the hourly equivalent follows from that rent (one rounding path).
+        term_rate = instance_rate
+        used = min(hours if use_hours_per_month is None else use_hours_per_month, HOURS_PER_MONTH)
+        rent = instances * term_rate * HOURS_PER_MONTH * (hours / max(used, MIN_USE_H))
+        instance_rate = rent / (instances * hours)
+        per_device = instance_rate / offer.accelerator_count
+        while devices * hours * per_device > rent:  # rounding: the shown rate never claims more than the rent
+            per_device = math.nextafter(per_device, 0.0)
+    else:
+        per_device = instance_rate / offer.accelerator_count
+        # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
+        rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
     parts = CostBreakdown.of(
         rent=rent,
         spot_rework=rent * rework,
@@ -179,7 +206,7 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
         spot=spot, reserved_years=reserved_years, instances=instances, usd_per_instance_hour=instance_rate,
         usd_per_device_hour=per_device,
         billed_device_hours=instances * offer.accelerator_count * hours * (1.0 + rework),
-        energy_kwh=energy, breakdown=parts)
+        energy_kwh=energy, breakdown=parts, term_usd_per_instance_hour=term_rate, term_use_hours_per_month=used)
     return quote
 
 
@@ -194,39 +221,6 @@ def home_system_usd(devices: int, a: CostAssumptions) -> float:
     return rigs * a.home_system_price_usd + (devices - rigs) * a.home_system_extra_gpu_usd
 
 
-def home_lifetime_hours(a: CostAssumptions) -> float:
-    """Hours of use over the lifetime: lifetime_years * 365 * hours_per_day * utilisation."""
-    return a.lifetime_years * DAYS_PER_YEAR * a.hours_per_day * a.utilisation
-
-
-def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions) -> OwnedQuote:
-    """Price a job on a home rig of ``devices`` GPUs (docs/method.md, "Cost of a job", home rig).
-
-    Depreciation: (hardware - resale) / lifetime hours of use * hours, where hardware = GPUs + rest of the system
-    and resale = ``resale_fraction`` * hardware. Energy: ``(gpu_w * load * devices + system_w) * hours *
-    usd_per_kwh / 1000`` with system_w summed over rigs.
-
-    Raises:
-        ValueError: bad devices/hours, or an accelerator without a purchase price or TDP.
-    """
-    _check_job(devices, hours)
-    a = assumptions
-    price, tdp = _own_inputs(accel)
-    hardware = price * devices + home_system_usd(devices, a)
-    net = hardware * (1.0 - a.resale_fraction)
-    watts = tdp * a.home_load_factor * devices + a.home_system_power_w * home_rigs(devices, a)
-    kwh_per_h = watts / 1000.0
-    parts = CostBreakdown.of(
-        depreciation=net / home_lifetime_hours(a) * hours,
-        energy=kwh_per_h * hours * a.electricity_usd_per_kwh,
-    )
-    return OwnedQuote(
-        kind="home", accelerator_id=accel.id, devices=devices, hours=float(hours), hardware_usd=hardware,
-        fixed_usd_per_device=net / devices,
-        variable_usd_per_device_hour=kwh_per_h * a.electricity_usd_per_kwh / devices,
-        energy_kwh=kwh_per_h * hours, breakdown=parts)
-
-
 def onprem_capex_per_device(price_usd: float, a: CostAssumptions) -> float:
     """Capex per GPU: price * server overhead, grossed up so the interconnect is its share of the total capex.
 
@@ -234,42 +228,3 @@ def onprem_capex_per_device(price_usd: float, a: CostAssumptions) -> float:
     of capex; so capex = price * overhead / (1 - share).
     """
     return price_usd * a.onprem_server_overhead / (1.0 - a.onprem_interconnect_share)
-
-
-def onprem_lifetime_hours(a: CostAssumptions) -> float:
-    """Hours of use over the amortisation period: years * 365 * hours_per_day * utilisation."""
-    return a.onprem_amortisation_years * DAYS_PER_YEAR * a.onprem_hours_per_day * a.onprem_utilisation
-
-
-def onprem_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions) -> OwnedQuote:
-    """Price a job on on-prem servers (docs/method.md, "Cost of a job", on-prem).
-
-    Capex share: capex per GPU (:func:`onprem_capex_per_device`) straight-line over the hours of use of the
-    amortisation period. Energy: ``TDP * power_factor * load * PUE * usd_per_kwh``. Colocation (per kW of server
-    power, ``TDP * power_factor``, per month) and staff (per GPU-year) are calendar costs, spread over the
-    hours of use at the stated hours per day and utilisation.
-
-    Raises:
-        ValueError: bad devices/hours, or an accelerator without a purchase price or TDP.
-    """
-    _check_job(devices, hours)
-    a = assumptions
-    price, tdp = _own_inputs(accel)
-    capex = onprem_capex_per_device(price, a)
-    use_fraction = a.onprem_hours_per_day / 24.0 * a.onprem_utilisation
-    kw = datacenter_kw_per_device(tdp, a)
-    it_kw = tdp * a.onprem_power_factor / 1000.0
-    energy_h = kw * a.onprem_electricity_usd_per_kwh
-    colo_h = it_kw * a.colocation_usd_per_kw_month / (HOURS_PER_MONTH * use_fraction)
-    staff_h = a.staff_usd_per_gpu_year / (DAYS_PER_YEAR * 24.0 * use_fraction)
-    dh = devices * hours
-    parts = CostBreakdown.of(
-        capex_share=capex / onprem_lifetime_hours(a) * dh,
-        energy=energy_h * dh,
-        colocation=colo_h * dh,
-        support=staff_h * dh,
-    )
-    return OwnedQuote(
-        kind="onprem", accelerator_id=accel.id, devices=devices, hours=float(hours), hardware_usd=capex * devices,
-        fixed_usd_per_device=capex, variable_usd_per_device_hour=energy_h + colo_h + staff_h,
-        energy_kwh=kw * dh, breakdown=parts)

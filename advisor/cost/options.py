@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from advisor.catalog.records import Accelerator, CloudOffer
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.compare import Point
-from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost, home_job_cost, onprem_job_cost
+from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost
+from advisor.cost.ownership import NO_STATED_USE, Use, home_job_cost, onprem_job_cost
 
 Quote = CloudQuote | OwnedQuote
 KINDS = ("home", "onprem", "cloud")
@@ -22,18 +23,27 @@ KINDS = ("home", "onprem", "cloud")
 
 @dataclass(frozen=True)
 class DeviceJob:
-    """One accelerator's share of a plan: ``devices`` of it for ``hours``, priced as the ``kinds`` listed."""
+    """One accelerator's share of a plan: ``devices`` of it for ``hours``, priced as the ``kinds`` listed, at the
+    ``use`` the user states (home and on-prem holding costs, reserved terms follow it)."""
 
     accelerator: Accelerator
     devices: int
     hours: float
     kinds: tuple[str, ...] = KINDS
+    use: Use = NO_STATED_USE
+
+    @property
+    def use_hours_per_month(self) -> float | None:
+        """Hours of use a month the user states (this job's runs and other use), None when not stated."""
+        u = self.use
+        return None if not u.stated else u.jobs_per_month * self.hours + u.other_hours_per_month
 
 
 def quote_job(job: DeviceJob, offers: Iterable[CloudOffer], assumptions: CostAssumptions,
               spot_offers: bool = True) -> list[Quote]:
     """Every quote for a job: home and on-prem where the accelerator can be owned, then each cloud offer of the
-    accelerator on-demand (with the assumptions' reserved term) and, with ``spot_offers``, at its spot price.
+    accelerator on-demand (with the assumptions' reserved term, spread over the stated use) and, with
+    ``spot_offers``, at its spot price.
 
     Offers without the needed price are skipped; so are owned kinds for an accelerator without price or TDP.
 
@@ -47,15 +57,15 @@ def quote_job(job: DeviceJob, offers: Iterable[CloudOffer], assumptions: CostAss
     quotes: list[Quote] = []
     if can_own(acc):
         if "home" in job.kinds:
-            quotes.append(home_job_cost(acc, n, h, a))
+            quotes.append(home_job_cost(acc, n, h, a, job.use))
         if "onprem" in job.kinds:
-            quotes.append(onprem_job_cost(acc, n, h, a))
+            quotes.append(onprem_job_cost(acc, n, h, a, job.use))
     if "cloud" in job.kinds:
         for offer in offers:
             if offer.accelerator_id != acc.id:
                 continue
             if offer.on_demand_usd_per_h is not None:
-                quotes.append(cloud_job_cost(offer, n, h, a, accel=acc))
+                quotes.append(cloud_job_cost(offer, n, h, a, accel=acc, use_hours_per_month=job.use_hours_per_month))
             if spot_offers and offer.spot_usd_per_h is not None:
                 quotes.append(cloud_job_cost(offer, n, h, a, spot=True, accel=acc))
     return quotes

@@ -1,7 +1,9 @@
-"""Qt-free data for the Compare page: which options to chart, the "dearer hour" example, break-even lines."""
+"""Qt-free data for the Compare page: which options to chart, its sentences (about those options only), the
+"dearer hour" example."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from advisor.units import fmt_hours, fmt_usd
@@ -10,10 +12,13 @@ from advisor.untrusted import plain_text
 KIND_WORDS = {"owned": "owned", "home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
 
 
-def option_label(o) -> str:
+def option_label(o, owned_ids=()) -> str:
     """Short label of an option for chart axes: ``home 2× RTX 4090``, ``Lambda 1× H100 SXM spot``; an option off
-    the job's software stack says what it needs (``GCP 1× TPU v6e spot [needs JAX/XLA]``)."""
+    the job's software stack says what it needs (``GCP 1× TPU v6e spot [needs JAX/XLA]``); a purchase of the
+    cards the user owns (``owned_ids``) says so (``home rig 2× RTX 4090 (cards you own)``)."""
     mark = "" if getattr(o, "stack_ok", True) else f" [{o.stack_reason}]"
+    if o.kind in ("home", "onprem") and getattr(o, "accelerator", None) in owned_ids:
+        mark += " (cards you own)"
     if o.kind == "cloud":
         return f"{_provider(o.provider)} {o.devices}× {short_name(o.accelerator_name)}" + (" spot" if o.spot else "") + mark
     return f"{KIND_WORDS[o.kind]} {o.devices}× {short_name(o.accelerator_name)}{mark}"
@@ -34,14 +39,14 @@ def scatter_flat_text(options) -> str | None:
     return None
 
 
-def distinct_labels(options) -> list[str]:
+def distinct_labels(options, owned_ids=()) -> list[str]:
     """:func:`option_label` of each option, made distinct: where two offers would read alike ("RunPod 1× H100
     SXM5 80GB" for the secure and the community cloud; "GCP 8× H100 SXM spot" for a3-high and a3-mega), each
     says the words of its instance name the others lack (``· Community Cloud``, ``· a3-megagpu``)."""
     import re
     from collections import defaultdict
 
-    labels = [option_label(o) for o in options]
+    labels = [option_label(o, owned_ids) for o in options]
     groups: dict[str, list[int]] = defaultdict(list)
     for i, label in enumerate(labels):
         groups[label].append(i)
@@ -76,6 +81,8 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
     Returns:
         At most ``limit`` fitting options, cheapest first (those off the job's software stack after).
     """
+    from advisor.planner.summary import best_buy
+
     fitting = [o for o in result.ranked if o.fits]
     chosen: dict[str, object] = {}
     for o in fitting:
@@ -86,6 +93,9 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
         best = next((o for o in fitting if o.kind == kind), None)
         if best is not None:
             chosen.setdefault(best.id, best)
+    buy = best_buy(result)  # the headline's purchase is in the bars the sentences talk about
+    if buy is not None:
+        chosen.setdefault(buy.id, buy)
     for o in fitting:
         if len(chosen) >= limit:
             break
@@ -93,13 +103,20 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
     return sorted(chosen.values(), key=lambda o: (not o.stack_ok, o.cost_usd))  # off the job's stack: after
 
 
-def dearer_hour_example(result) -> str | None:
-    """A sentence showing a dearer hour that makes a cheaper job, from this plan's own options (or None).
+def _html_label(o, mine=()) -> str:
+    """``option_label`` inside the page's rich text: a catalog name cannot be a tag."""
+    return html.escape(option_label(o, mine), quote=False)
+
+
+def dearer_hour_example(result, shown=None) -> str | None:
+    """A sentence showing a dearer hour that makes a cheaper job, from the options the bars show (``shown``;
+    every option of the plan when None), or None.
 
     Picks the pair of fitting options with the largest ratio of hourly price (dearer) to job cost (cheaper).
     """
     cheapest: dict[tuple[str, str], object] = {}
-    for o in result.ranked:  # options that can run, sorted cheapest first: keep one per accelerator and kind
+    pool = result.ranked if shown is None else [o for o in result.ranked if o in shown]
+    for o in pool:  # options that can run, sorted cheapest first: keep one per accelerator and kind
         if o.fits and o.hours > 0 and o.cost_usd > 0:
             cheapest.setdefault((o.accelerator, o.kind), o)
     priced = list(cheapest.values())
@@ -115,52 +132,49 @@ def dearer_hour_example(result) -> str | None:
     if best is None:
         return None
     a, b = best
-    return (f"<b>A dearer hour is often the cheaper job.</b> {option_label(a)} costs "
+    from advisor.planner.summary import owned_accelerators
+
+    mine = owned_accelerators(result)  # a purchase of the user's own cards is named as the bars name it
+    return (f"<b>A dearer hour is often the cheaper job.</b> {_html_label(a, mine)} costs "
             f"{fmt_usd(a.cost_usd / a.hours)} per hour, {a.cost_usd / a.hours / (b.cost_usd / b.hours):.1f}× "
-            f"{option_label(b)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
+            f"{_html_label(b, mine)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
             f"{fmt_hours(a.hours)} instead of {fmt_hours(b.hours)}, so the whole job costs "
             f"<b>{fmt_usd(a.cost_usd)}</b> instead of <b>{fmt_usd(b.cost_usd)}</b>. Compare jobs, not hourly prices.")
 
 
-@dataclass(frozen=True)
-class BreakEvenLine:
-    """Cumulative cost per device of owning (fixed + variable × hours) against renting (rate × hours).
+def lead_sentences(result, shown) -> list[str]:
+    """The Compare page's first sentences, in the order the user can act on (``planner.summary``): their own
+    GPUs, the cheapest rent that runs the job, what to buy and whether it pays back; each about an option of
+    ``shown`` (the bars), named as the bars name it. A purchase of the cards the user owns is marked so."""
+    from advisor.planner.summary import best_buy, owned_accelerators, owned_option
 
-    Attributes:
-        label: what is owned and what it is compared with.
-        fixed_usd: outlay per device (net of resale).
-        variable_usd_per_h: running cost per device-hour (electricity, ...).
-        rent_usd_per_h: the cheapest cloud rate for the same accelerator per device-hour.
-        break_even_h: hours of use per device after which owning is cheaper, or None (renting always wins).
-    """
-
-    label: str
-    fixed_usd: float
-    variable_usd_per_h: float
-    rent_usd_per_h: float
-    break_even_h: float | None
-
-
-def break_even_lines(result, machine_ids=(), limit: int = 3) -> list[BreakEvenLine]:
-    """Break-even lines for this machine's GPU and the cheapest owned options that have a cloud twin.
-
-    Read from the plan's options (their owning costs and break-even), never priced again.
-    """
-    owned = [o for o in result.ranked if o.kind in ("home", "onprem") and o.fits]
-    owned.sort(key=lambda o: (o.accelerator not in machine_ids, o.cost_usd))
-    out, seen = [], set()
-    for o in owned:
-        key = (o.kind, o.accelerator)
-        be = o.break_even
-        if key in seen or o.owning is None or be is None or be.rent_usd_per_device_hour is None:
-            continue
-        seen.add(key)
-        rate = be.rent_usd_per_device_hour
-        out.append(BreakEvenLine(f"{KIND_WORDS[o.kind]} {short_name(o.accelerator_name)} vs {_provider(be.provider)} "
-                                 f"${rate:,.2f}/h", o.owning.fixed_usd_per_device,
-                                 o.owning.variable_usd_per_device_hour, rate, be.device_hours))
-        if len(out) >= limit:
-            break
+    ids = {o.id for o in shown}
+    mine = owned_accelerators(result)
+    out = []
+    own = owned_option(result)
+    if own is not None and own.id in ids:
+        out.append(f"your <b>{_html_label(own).removeprefix('owned ')}</b> runs it in {fmt_hours(own.hours)} for "
+                   f"<b>{fmt_usd(own.cost_usd)}</b> of electricity.")
+    elif own is not None:
+        out.append(f"your {_html_label(own).removeprefix('owned ')} cannot run it ({'does not fit' if not own.fits else 'as laid out'}).")
+    rent = result.best("cloud")
+    if rent is not None and rent.id in ids:
+        out.append(f"The cheapest rent that can run it is <b>{_html_label(rent)}</b>: {fmt_usd(rent.cost_usd)} in "
+                   f"{fmt_hours(rent.hours)}.")
+    buy = best_buy(result)
+    if buy is not None and buy.id in ids:
+        again = " (buying again the cards you own)" if buy.accelerator in mine else ""
+        spend = result.cost_over_time()  # the chart's cadence, so the sentence says what the chart shows
+        cadence = f"{spend.jobs_per_month:g} jobs a month" + ("" if spend.stated else " (assumed)")
+        pay = (f"; against that rent at {cadence} it {spend.payback_text(buy.id)}"
+               if rent is not None and any(x.option_id == buy.id for x in spend.lines) else "")
+        u = buy.utilisation
+        use = "" if u is None else (f" at {u.fraction:.0%} use" if u.stated else
+                                    f" at an assumed {u.fraction:.0%} use (set Jobs per month on the Planner)")
+        out.append(f"To buy: <b>{_html_label(buy)}</b>{again}, {fmt_usd(buy.cost_usd)} per job{use}{pay}.")
+    if not out:
+        out.append("nothing in the catalog can run it.")
+    out[0] = out[0][:1].upper() + out[0][1:]
     return out
 
 

@@ -17,7 +17,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
 from advisor.gui.safe_text import plain
 from advisor.gui.widgets.cards import banner
 
-# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..9.
+# (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..9 (the
+# first nine pages).
 PAGES = (
     ("machine", "advisor.gui.pages.machine", "MachinePage", "Machine",
      "What this computer has: CPU, GPUs, their catalog peaks and measured figures"),
@@ -27,6 +28,8 @@ PAGES = (
      "Measure bandwidth and TFLOP/s on this machine and calibrate the planner"),
     ("planner", "advisor.gui.pages.planner", "PlannerPage", "Planner",
      "Will a model fit, on how many devices, and how long will the job take"),
+    ("serve", "advisor.gui.pages.serve", "ServePage", "Serve",
+     "How many users a model serves within a latency target, what each sees, and what a million requests cost"),
     ("compare", "advisor.gui.pages.compare", "ComparePage", "Compare",
      "Home rig, on-prem and cloud: what the job costs and when owning pays off"),
     ("catalog", "advisor.gui.pages.catalog", "CatalogPage", "Catalog",
@@ -82,14 +85,15 @@ class MainWindow(QMainWindow):
         for i, (pid, _m, _c, title, tip) in enumerate(PAGES):
             item = QListWidgetItem(title)
             item.setData(Qt.ItemDataRole.UserRole, pid)
-            item.setToolTip(f"{tip}  (Ctrl+{i + 1})")
+            item.setToolTip(f"{tip}  (Ctrl+{i + 1})" if i < 9 else tip)
             self.nav.addItem(item)
             placeholder = QLabel("Loading…")
             placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
             self.stack.addWidget(placeholder)
-            shortcut = QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self)
-            shortcut.setObjectName(f"shortcut_{pid}")
-            shortcut.activated.connect(self._on_shortcut_activated)
+            if i < 9:  # Ctrl+1 to Ctrl+9: a tenth page has no digit of its own
+                shortcut = QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self)
+                shortcut.setObjectName(f"shortcut_{pid}")
+                shortcut.activated.connect(self._on_shortcut_activated)
         self.nav.currentRowChanged.connect(self._on_nav_current_row_changed)
         body.addWidget(self.nav)
         body.addWidget(self.stack, 1)

@@ -279,6 +279,14 @@ class Job(BaseModel):
                                   max_length=64)
     owned_options: bool = _field(True, help="list this machine's GPUs and those you own (--no-own leaves them out)",
                                  group="hardware", flag="--no-own")
+    jobs_per_month: float | None = _field(None, unit="jobs a month", help="how often the job runs: owned, home "
+                                          "and on-prem hardware carries its monthly costs over this use, and a "
+                                          "reserved cloud term is spread over it (default: not stated, the "
+                                          "assumptions' hours per day and utilisation)", group="hardware", gt=0,
+                                          le=100_000)
+    other_use_hours_per_month: float = _field(0.0, unit="hours a month", help="other work on the same hardware a "
+                                              "month, sharing its monthly costs (with --jobs-per-month)",
+                                              group="hardware", ge=0, le=744)
     mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
                                group="hardware", gt=0, le=1)
     spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",
@@ -494,9 +502,11 @@ def _kind(annotation: Any) -> tuple[str, tuple]:
     raise TypeError(f"job schema: no kind for {annotation!r}")
 
 
-def _build_fields() -> dict[str, FieldMeta]:
+def _build_fields(model: type[BaseModel] | None = None) -> dict[str, FieldMeta]:
+    """The schema's records of a job model's fields (:class:`Job` by default; ``advisor.job.serve`` builds its
+    own from the same declarations)."""
     out = {}
-    for name, info in Job.model_fields.items():
+    for name, info in (model or Job).model_fields.items():
         extra = info.json_schema_extra or {}
         kind, choices = _kind(info.annotation)
         choices = choices or tuple(extra.get("choices", ()))

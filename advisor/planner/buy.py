@@ -1,8 +1,10 @@
 """The buy advisor's planning: each job planned on each thing one could buy, and on the cheapest rent.
 
-``buy_advice`` plans every job once per device count (1 to 4) on every candidate accelerator together (the
-planner's one path: memory, fit, utilisation, time), reads each candidate's fit and hours from that plan, and
-prices each purchase with ``advisor.cost.buy`` against the cheapest cloud option that fits the same job.
+``buy_advice`` plans every job once per device count (1 to 4 cards, 4- and 8-GPU servers, and however many GPUs
+are owned) on every candidate accelerator together (the planner's one path: memory, fit, utilisation, time),
+reads each candidate's fit and hours from that plan, and prices each purchase with ``advisor.cost.buy``
+against the cheapest cloud option that fits the same job. The GPUs one owns are planned as owned hardware
+(``planner.owned``: a laptop's GPU or one without a price included, at its electricity).
 A Mac is planned as its chip in that configuration (its unified memory's GPU share, its GPU cores), as a
 machine one owns: ``advisor.catalog.machines``. docs/method.md, "What to buy".
 """
@@ -15,16 +17,28 @@ from dataclasses import dataclass, field, replace
 from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.catalog.machines import load_machines
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.buy import MAX_CARDS, BuyOption, JobRun, Purchase, Rent, price_purchase, purchases, rank, rent_per_job
-from advisor.cost.jobs import can_own
+from advisor.cost.buy import BuyOption, JobRun, Purchase, Rent, price_purchase, purchases, rank, rent_per_job
 from advisor.job import JobInputError
+from advisor.planner.owned import OwnedHardware
 from advisor.planner.request import PlanInputError, PlanRequest
 from advisor.planner.service import plan
 
 SCHEMA = "advisor.buy/1"
+# The jobs asked about when none are given, by who is likely asking (the budget says): runs of each a month are
+# ``--jobs-per-month`` (4 by default), so a hobbyist's month is 4 x 1e7 = 40 million fine-tuning tokens and
+# 4 x 1e6 = 4 million generated tokens; a team's (a budget of TEAM_BUDGET_USD or more) fine-tunes a 70B model.
+# A hobbyist's settings: QLoRA with gradient checkpointing (as in Dettmers et al. 2023, "QLoRA") on 1,024-token
+# sequences, and generation from the 4-bit Q4_K_M file Ollama serves for llama3.1:8b by default.
 DEFAULT_JOBS = (
-    ("qlora llama-3.1-8b", {"model": "llama-3.1-8b", "workload": "qlora", "tokens": 1e8}),
-    ("inference llama-3.1-8b", {"model": "llama-3.1-8b", "workload": "inference", "tokens": 1e6}),
+    ("qlora llama-3.1-8b", {"model": "llama-3.1-8b", "workload": "qlora", "tokens": 1e7, "checkpointing": "full",
+                            "seq_len": 1024}),
+    ("inference llama-3.1-8b", {"model": "llama-3.1-8b", "workload": "inference", "tokens": 1e6,
+                                "quant": "q4_k_m"}),
+)
+TEAM_BUDGET_USD = 20_000.0
+TEAM_JOBS = (
+    ("lora llama-3.1-70b", {"model": "llama-3.1-70b", "workload": "lora", "tokens": 2e8}),
+    ("inference llama-3.1-70b", {"model": "llama-3.1-70b", "workload": "inference", "tokens": 1e8, "batch": 32}),
 )
 
 
@@ -36,11 +50,24 @@ class BuyJob:
     request: PlanRequest
 
 
-def default_jobs() -> list[BuyJob]:
-    """The jobs asked about when none are given: QLoRA of Llama 3.1 8B on 1e8 tokens, and 1e6 generated tokens
-    of it at batch 1 (a month of one person's chat and coding use, about 30,000 tokens a day)."""
+def default_jobs(budget_usd: float = 0.0) -> list[BuyJob]:
+    """The jobs asked about when none are given, for who is likely asking. Below ``TEAM_BUDGET_USD``, a
+    hobbyist's: QLoRA of Llama 3.1 8B on 1e7 tokens (full checkpointing, 1,024-token sequences) and 1e6 tokens
+    generated from its Q4_K_M file at batch 1 (about 30,000 tokens a day of chat and coding use a month at 4
+    runs); from it, a team's: LoRA of Llama 3.1 70B on 2e8 tokens and 1e8 tokens generated from it, 32
+    requests at a time."""
+    table = TEAM_JOBS if budget_usd >= TEAM_BUDGET_USD else DEFAULT_JOBS
     return [BuyJob(name, PlanRequest.from_mapping({**values, "sources": {k: "buy default job" for k in values}}))
-            for name, values in DEFAULT_JOBS]
+            for name, values in table]
+
+
+def defaults_text(budget_usd: float) -> str:
+    """The default jobs in words (for the CLI's help and table and the Buy page)."""
+    if budget_usd >= TEAM_BUDGET_USD:
+        return ("a team's month (a budget of $20,000 or more): LoRA of llama-3.1-70b on 200 million tokens and 100 "
+                "million tokens generated from it, 32 requests at a time, each run jobs-per-month times")
+    return ("a hobbyist's month: QLoRA of llama-3.1-8b on 10 million tokens and 1 million tokens generated from its "
+            "Q4_K_M file, each run jobs-per-month times (at 4: 40 million fine-tuning and 4 million generated)")
 
 
 def load_job(text: str) -> BuyJob:
@@ -77,6 +104,24 @@ def load_job(text: str) -> BuyJob:
         raise PlanInputError("job", f"{name}: {exc}") from None
 
 
+def combine_text(owned: list[tuple[Accelerator, int]]) -> str:
+    """How the owned GPUs work together on a job, as the planner plans them: cards of one kind in one machine
+    split a job (tensor parallel inside the machine); different kinds are planned apart (a job runs on one
+    kind); a laptop's GPU is one device."""
+    if not owned:
+        return "no GPUs owned: only purchases and rent"
+    parts = []
+    for acc, k in owned:
+        if k == 1:
+            parts.append(f"1 x {acc.name} runs a job alone")
+        else:
+            parts.append(f"{k} x {acc.name} in one machine: a job uses as many as it needs, up to {k} (tensor or "
+                         f"data parallel over the machine's links), and only those draw power")
+    if len(owned) > 1:
+        parts.append("different kinds are planned apart: a job runs on one kind")
+    return "; ".join(parts)
+
+
 def owned_groups(accelerators: list[Accelerator]) -> list[tuple[Accelerator, int]]:
     """The owned GPUs by kind: ``[(accelerator, count)]`` in the order first seen (``advisor detect``)."""
     counts = Counter(a.id for a in accelerators)
@@ -99,6 +144,7 @@ class BuyResult:
     prices_as_of: str
     considered: int = 0  # purchases within the budget, before those that fit no job were left out
     warnings: tuple[str, ...] = ()
+    default_jobs: bool = False  # the jobs are the defaults (``defaults_text``), none were given
     rent_usd_per_job: float | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -122,6 +168,8 @@ class BuyResult:
                                                                  if k not in ("notes", "assumptions")}}
                      for j in self.jobs],
             "owned": [{"accelerator": acc.id, "name": acc.name, "devices": k} for acc, k in self.owned],
+            "owned_combine": combine_text(list(self.owned)),
+            "default_jobs": defaults_text(self.budget_usd) if self.default_jobs else None,
             "rent": {"usd_per_job": self.rent_usd_per_job, "monthly_usd": self.rent_monthly_usd,
                      "jobs": {name: None if r is None else {"option": r.option_id, "cost_usd": r.cost_usd,
                                                             "hours": r.hours}
@@ -130,8 +178,12 @@ class BuyResult:
             "considered": self.considered,
             "assumptions": {k: getattr(a, k) for k in ("electricity_usd_per_kwh", "home_load_factor",
                                                        "home_system_price_usd", "home_system_extra_gpu_usd",
-                                                       "home_system_power_w", "lifetime_years", "resale_fraction",
-                                                       "hours_per_day", "utilisation", "owned_wear_usd_per_gpu_hour")},
+                                                       "home_system_power_w", "home_idle_power_w", "lifetime_years",
+                                                       "resale_fraction", "financing_rate_per_year", "hours_per_day",
+                                                       "utilisation", "owned_wear_usd_per_gpu_hour",
+                                                       "onprem_server_overhead", "onprem_amortisation_years",
+                                                       "colocation_usd_per_kw_month", "staff_usd_per_gpu_year",
+                                                       "onprem_electricity_usd_per_kwh", "onprem_hours_per_day")},
             "catalog": {"date": self.catalog_date, "prices_as_of": self.prices_as_of},
             "warnings": list(self.warnings),
         }
@@ -139,22 +191,49 @@ class BuyResult:
 
 def _runs_at(job: BuyJob, devices: int, accel_ids: list[str], catalog: Catalog, calibration,
              a: CostAssumptions) -> dict[str, JobRun]:
-    """Fit and hours of one job on ``devices`` of each accelerator (one plan over all of them)."""
+    """Fit and hours of one job on ``devices`` of each accelerator (one plan over all of them), read from the
+    home or on-prem option where there is one (a box one owns), else the first."""
     try:
-        req = job.request.model_copy(update={"accelerator": tuple(accel_ids), "gpus": devices})
+        req = job.request.model_copy(update={"accelerator": tuple(accel_ids), "gpus": devices, "own": (),
+                                             "owned_options": False})
         req.check_rules()
     except JobInputError:  # e.g. the job's tensor-parallel degree does not divide this device count
         return {}
-    result = plan(req, catalog=catalog, calibration=calibration, assumptions=a)
+    result = plan(req, catalog=catalog, calibration=calibration, assumptions=a, advise=False)
     runs: dict[str, JobRun] = {}
-    for o in result.options:
+    for o in sorted(result.options, key=lambda o: o.kind not in ("home", "onprem")):
         if o.accelerator not in runs:
-            runs[o.accelerator] = JobRun(o.fits, o.hours if o.fits else None)
+            ok = o.fits and o.feasible
+            runs[o.accelerator] = JobRun(ok, o.hours if ok else None)
     return runs
 
 
-def _missing(acc: Accelerator) -> list[str]:
-    return [what for what, value in (("purchase price", acc.price_usd), ("TDP", acc.tdp_w)) if not value]
+def _owned_run(job: BuyJob, hw: OwnedHardware, catalog: Catalog, calibration, a: CostAssumptions) -> JobRun:
+    """Fit and hours of one job on owned hardware as the planner plans it (at most the GPUs owned; a GPU with no
+    price, a laptop's, included)."""
+    try:
+        req = job.request.model_copy(update={"accelerator": (), "gpus": None, "own": (), "owned_options": True})
+        req.check_rules()
+    except JobInputError:
+        return JobRun(False, None)
+    result = plan(req, catalog=catalog, calibration=calibration, assumptions=a, owned=[hw], only_owned=True,
+                  advise=False)
+    o = next((o for o in result.options if o.kind == "owned"), None)
+    ok = o is not None and o.fits and o.feasible
+    return JobRun(ok, o.hours if ok else None, o.devices if ok else None)
+
+
+def _used_prices(catalog: Catalog) -> list:
+    """The bundled used-market rows and the user's ``used_prices.csv`` (config folder); a broken user file is
+    reported as one line (PlanInputError)."""
+    from advisor.catalog.load import CatalogError
+    from advisor.catalog.used import FILE_NAME, load_used_prices
+    from advisor.paths import config_dir
+
+    try:
+        return load_used_prices(catalog.accelerators, config_dir() / FILE_NAME)
+    except CatalogError as exc:
+        raise PlanInputError("used_prices", str(exc)) from None
 
 
 def cheapest_rent(job: BuyJob, catalog: Catalog, calibration, a: CostAssumptions) -> Rent | None:
@@ -167,14 +246,19 @@ def cheapest_rent(job: BuyJob, catalog: Catalog, calibration, a: CostAssumptions
 
 def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
                owned: list[tuple[Accelerator, int]] = (), catalog: Catalog | None = None, calibration=None,
-               assumptions: CostAssumptions | None = None) -> BuyResult:
+               assumptions: CostAssumptions | None = None, owned_power_w: dict[str, float] | None = None,
+               used=None, default_jobs: bool = False, host_memory_bytes: int | None = None) -> BuyResult:
     """Rank what to buy within a budget for jobs run ``jobs_per_month`` times each, against renting them.
 
     Args:
         jobs: the jobs (at least one; names unique).
         budget_usd: the most to spend upfront (USD, zero or more; zero leaves only the owned hardware).
-        owned: ``(accelerator, count)`` of the GPUs already owned (``owned_groups`` of ``advisor detect``'s).
+        owned: ``(accelerator, count)`` of the GPUs already owned (``owned_groups`` of ``advisor detect``'s), any
+            number of them; kept at their electricity whether or not the catalog prices them.
         calibration: this machine's calibration, as for ``plan``.
+        owned_power_w: the driver's power figure of an owned GPU with no TDP in the catalog, by accelerator id.
+        used: used-market rows (``advisor.catalog.used``); None: the bundled ones and the user's file.
+        host_memory_bytes: this machine's RAM where detection knows it (an upgrade says when it is short).
         assumptions: cost assumptions for every plan and purchase (defaults when None).
     Returns:
         A BuyResult with options ranked by cost per job (``advisor.cost.buy.rank``).
@@ -196,12 +280,15 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
     a = assumptions or CostAssumptions()
     machines = [(m, m.accelerator(catalog.accelerators[m.accelerator_id])) for m in load_machines(catalog.accelerators)]
     owned = [(acc, k) for acc, k in owned if k >= 1]
-    candidates = purchases(catalog.accelerators.values(), machines, owned, a, budget_usd)
+    if used is None:
+        used = _used_prices(catalog)
+    candidates = purchases(catalog.accelerators.values(), machines, owned, a, budget_usd,
+                           used={u.accelerator_id: u for u in used}, owned_power_w=owned_power_w,
+                           host_memory_bytes=host_memory_bytes)
     buy_catalog = replace(catalog, accelerators={**catalog.accelerators, **{acc.id: acc for _m, acc in machines},
                                                  **{acc.id: acc for acc, _k in owned}})
-    warnings = [f"owned {acc.name}: the catalog has no {' or '.join(_missing(acc))} for it, so it is not "
-                f"planned here (give it in your catalog file: advisor catalog export)" for acc, _k in owned
-                if not can_own(acc)]
+    warnings = [f"owned {acc.name}: no power figure for it, so its electricity counts the machine's power alone"
+                for acc, _k in owned if not acc.tdp_w and not (owned_power_w or {}).get(acc.id)]
     for j in jobs:
         if j.request.assumptions:
             warnings.append(f"{j.name}: its [assumptions] are not used here; give them with --set")
@@ -216,15 +303,23 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
             warnings.append(f"{name}: no cloud option fits it; it is left out of the money")
     by_count: dict[int, list[str]] = {}
     for p in candidates:
+        if p.kind == "owned":
+            continue
         by_count.setdefault(p.devices, [])
         if p.accelerator.id not in by_count[p.devices]:
             by_count[p.devices].append(p.accelerator.id)
     runs = {(j.name, n): _runs_at(j, n, ids, buy_catalog, calibration, a)
-            for j in jobs for n, ids in sorted(by_count.items()) if n <= MAX_CARDS}
+            for j in jobs for n, ids in sorted(by_count.items())}
+    owned_runs = {(j.name, acc.id): _owned_run(j, OwnedHardware(acc, k, per_machine=k, origin="owned",
+                                                                gpu_power_w=(owned_power_w or {}).get(acc.id)),
+                                               buy_catalog, calibration, a)
+                  for j in jobs for acc, k in owned}
     none = JobRun(False, None)
 
     def runs_of(p: Purchase) -> dict[str, JobRun]:
-        return {j.name: runs[(j.name, p.devices)].get(p.accelerator.id, none) for j in jobs}
+        if p.kind == "owned":
+            return {j.name: owned_runs.get((j.name, p.accelerator.id), none) for j in jobs}
+        return {j.name: runs.get((j.name, p.devices), {}).get(p.accelerator.id, none) for j in jobs}
 
     owned_monthly: dict[str, float] = {}
     priced: list[BuyOption] = []
@@ -240,7 +335,7 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
     return BuyResult(budget_usd=float(budget_usd), jobs_per_month=float(jobs_per_month), jobs=tuple(jobs),
                      owned=tuple(owned), options=tuple(rank(priced)), rent=rent, assumptions=a,
                      catalog_date=catalog.date, prices_as_of=catalog.prices_as_of, considered=len(candidates),
-                     warnings=tuple(warnings))
+                     warnings=tuple(warnings), default_jobs=default_jobs)
 
 
 def summary(result: BuyResult) -> str:
@@ -260,24 +355,49 @@ def summary_parts(result: BuyResult) -> tuple[str, str]:
         f"renting costs {fmt_usd(rent)} per job, {fmt_usd(result.rent_monthly_usd)} a month"
     best = result.best()
     if best is None:
-        return f"Nothing within {budget} runs these jobs: keep renting", rent_text
+        return f"Nothing you own or could buy within {budget} runs these jobs: keep renting", rent_text
     buying = next((o for o in result.options if o.verdict != KEEP_RENTING and not o.overbooked), None)
+    bought = next((o for o in result.options if o.purchase.kind != "owned"), None)
     if buying is None:
+        if best.purchase.kind == "owned":
+            yours = best.purchase.hardware.replace(" (owned)", "")
+            how = ("in electricity" if all(best.fits.values()) else
+                   "in electricity and the rent of the jobs it cannot run")
+            return (f"Keep renting: your {yours} costs {fmt_usd(best.usd_per_job)} per job {how}, more than renting",
+                    f"{rent_text}; {_then(bought, budget)}")
         return (f"Renting is cheaper than anything within {budget}: keep renting",
                 f"{rent_text}; the best buy, {_named(best)}, costs {fmt_usd(best.usd_per_job)} per job over its life")
     if buying.purchase.kind == "owned":
-        bought = next((o for o in result.options if o.purchase.kind != "owned"), None)
-        if bought is None:
-            then = f"nothing within {budget} runs them"
-        elif bought.verdict == KEEP_RENTING:
-            then = (f"nothing within {budget} beats renting: the best buy, {_named(bought)}, costs "
-                    f"{fmt_usd(bought.usd_per_job)} per job over its life")
-        else:
-            then = f"the best buy, {_named(bought)}, costs {fmt_usd(bought.usd_per_job)} per job"
-        return (f"Use what you own: {buying.purchase.hardware.replace(' (owned)', '')} runs these jobs for "
-                f"{fmt_usd(buying.usd_per_job)} per job in electricity", f"{rent_text}; {then}")
-    months = "" if buying.break_even_months is None else f", paid back in {buying.break_even_months:.1f} months"
-    return f"Buy {_named(buying)}: {fmt_usd(buying.usd_per_job)} per job over its life{months}", rent_text
+        yours = buying.purchase.hardware.replace(" (owned)", "")
+        if all(buying.fits.values()):
+            return (f"Use what you own: {yours} runs these jobs for {fmt_usd(buying.usd_per_job)} per job in "
+                    f"electricity", f"{rent_text}; {_then(bought, budget)}")
+        runs = [n for n, ok in buying.fits.items() if ok]
+        return (f"Use what you own: {yours} runs {', '.join(runs)}; with the rent of the rest, "
+                f"{fmt_usd(buying.usd_per_job)} per job", f"{rent_text}; {_then(bought, budget)}")
+    return f"Buy {_named(buying)}: {fmt_usd(buying.usd_per_job)} per job over its life{_payback(buying)}", rent_text
+
+
+def _payback(o: BuyOption) -> str:
+    m = o.break_even_months
+    if m is None:
+        return ", though its running and monthly costs alone exceed renting (it never pays back the purchase)"
+    if not o.pays_back:
+        return f", though it does not pay back within its {o.life_months / 12:g}-year life ({m:,.0f} months)"
+    return f", paid back in {m:.1f} months"
+
+
+def _then(bought: BuyOption | None, budget: str) -> str:
+    """What the best purchase would add, after the owned hardware."""
+    from advisor.cost.buy import KEEP_RENTING
+    from advisor.units import fmt_usd
+
+    if bought is None:
+        return f"nothing within {budget} runs them"
+    if bought.verdict == KEEP_RENTING:
+        return (f"nothing within {budget} beats renting: the best buy, {_named(bought)}, costs "
+                f"{fmt_usd(bought.usd_per_job)} per job over its life")
+    return f"the best buy, {_named(bought)}, costs {fmt_usd(bought.usd_per_job)} per job{_payback(bought)}"
 
 
 def _named(o: BuyOption) -> str:

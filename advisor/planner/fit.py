@@ -112,8 +112,11 @@ class ContextPoint:
 
 
 def inference_target(result):
-    """The option the inference summary describes: this machine's, else the cheapest that fits, else the first."""
-    return result.this_machine() or result.best() or (result.options[0] if result.options else None)
+    """The option the inference summary describes: this machine's, else the GPUs the user owns (whether the job
+    fits them or not: the summary never moves to hardware the user did not name), else the cheapest that fits,
+    else the first."""
+    owned = next((o for o in result.options if o.kind == "owned"), None)
+    return result.this_machine() or owned or result.best() or (result.options[0] if result.options else None)
 
 
 def largest_context(result, option) -> int:
@@ -141,7 +144,8 @@ def largest_context(result, option) -> int:
 
 def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
     """Memory, time to first token and decode tokens/s on ``option`` at context lengths from 512 doubling
-    to the model's maximum (and the plan's own context), each a re-plan."""
+    to the model's maximum (and the plan's own context), each a re-plan on the option's own layout (its devices
+    and tensor/pipeline degrees held fixed, so the points differ by the context alone)."""
     top = result.arch.max_context or 1 << 17
     contexts = []
     c = SWEEP_START
@@ -152,25 +156,30 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
     out_tokens = result.lengths.output if result.lengths else 0
     contexts = [ctx for ctx in contexts if ctx > out_tokens] or [result.context]  # a window holds some prompt
     values = result.request.model_dump()
+    par = option.parallelism
+    fixed = {"gpus": option.devices, "tp": par.tp, "pp": par.pp}
     key = target_key(option)
     out = []
     for ctx in contexts:
         try:
             # the window varies; the prompt is what the output leaves of it
-            changed = PlanRequest.from_mapping({**values, "context": ctx, "prompt_tokens": None})
+            changed = PlanRequest.from_mapping({**values, **fixed, "context": ctx, "prompt_tokens": None})
         except JobInputError:
             continue
         found = _same(replan(changed, [key]), option)
         if found is None:
             continue
-        ttft = found.serving.ttft_s if found.serving else None
-        out.append(ContextPoint(ctx, found.memory_per_device_bytes, found.fits, ttft, found.tokens_per_s))
+        ttft = found.serving.ttft_s if found.serving and found.fits else None
+        out.append(ContextPoint(ctx, found.memory_per_device_bytes, found.fits, ttft,
+                                found.tokens_per_s if found.fits else 0.0))
     return out
 
 
 def inference_summary(result, replan: Replan | None) -> dict | None:
-    """The ``inference`` block of a plan's JSON: on the target option, time to first token for the context,
-    prefill and decode tokens/s, the largest context that fits, and the context sweep."""
+    """The ``inference`` block of a plan's JSON: on the target option (the user's GPUs when there are any), time
+    to first token for one request alone and for the batch arriving together, prefill, decode tokens/s in all
+    and per request, the largest context that fits, and the context sweep on the option's own layout. A target
+    the job does not fit gives no speed (``fits`` false): only what would fit it."""
     if result.request.workload != "inference":
         return None
     option = inference_target(result)
@@ -178,10 +187,17 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
         return None
     s = option.serving
     lens = result.lengths
-    return {"option": option.id, "context": result.context, "prompt_tokens": lens.prompt if lens else None,
-            "output_tokens": lens.output if lens else None, "ttft_s": s.ttft_s,
-            "ttft_single_request_s": s.ttft_single_request_s,
+    batch = result.request.batch
+    ok = option.fits and option.feasible
+    return {"option": option.id, "owned": option.kind == "owned", "this_machine": option.this_machine,
+            "fits": option.fits, "devices": option.devices, "accelerator_name": option.accelerator_name,
+            "batch": batch, "context": result.context, "prompt_tokens": lens.prompt if lens else None,
+            "output_tokens": lens.output if lens else None,
+            "ttft_s": s.ttft_s if ok else None, "ttft_batch_arriving_together_s": s.ttft_s if ok else None,
+            "ttft_single_request_s": s.ttft_single_request_s if ok else None,
             "software": s.software.to_json() if s.software is not None else None,
-            "prefill_tokens_per_s": s.prefill_tokens_per_s, "decode_tokens_per_s": option.tokens_per_s,
+            "prefill_tokens_per_s": s.prefill_tokens_per_s if ok else None,
+            "decode_tokens_per_s": option.tokens_per_s if ok else None,
+            "decode_tokens_per_s_per_request": option.tokens_per_s / batch if ok else None,
             "largest_context": largest_context(result, option),
             "context_sweep": [p.to_json() for p in context_sweep(result, replan, option)] if replan else []}

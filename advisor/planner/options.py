@@ -15,10 +15,10 @@ from dataclasses import replace
 
 from advisor.catalog import Accelerator
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.breakeven import break_even
 from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
 from advisor.cost.jobs import OwnedQuote, can_own
 from advisor.cost.options import DeviceJob, quote_job
+from advisor.cost.ownership import Use, home_holding, onprem_holding, payback
 from advisor.estimate.fit import OFFLOAD_TIME_FACTOR
 from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
@@ -47,6 +47,22 @@ from advisor.planner.timing import Timing, serving_timing, training_step, traini
 HOME_KINDS = ("consumer", "workstation", "apple")  # an Apple machine is owned like a home rig (when priced)
 ONPREM_KINDS = ("datacenter", "workstation")
 FIXED_PARTS = ("egress",)  # cost parts that do not grow with the hours (the rest scale with the time)
+
+
+def plan_use(req: PlanRequest) -> Use:
+    """The use the request states (``jobs_per_month``, ``other_use_hours_per_month``) for owned hardware and
+    reserved terms (``advisor.cost.ownership``)."""
+    return Use(req.jobs_per_month, req.other_use_hours_per_month if req.jobs_per_month is not None else 0.0)
+
+
+def reserved_note(q, req: PlanRequest) -> str:
+    """What a reserved option's price is: the term's rate at full use, spread over the stated (or this job's)
+    hours a month, and the hourly equivalent (``cost.jobs.cloud_job_cost``)."""
+    used = q.term_use_hours_per_month
+    how = "the stated use" if req.jobs_per_month is not None else "this job once a month (--jobs-per-month)"
+    return (f"reserved {q.reserved_years}-year term: {q.term_usd_per_instance_hour:.2f} USD/h per instance at full "
+            f"use, paid every hour; spread over {used:,.1f} h a month ({how}): {q.usd_per_instance_hour:,.2f} USD/h "
+            f"equivalent")
 
 
 def trains(acc: Accelerator) -> bool:
@@ -167,27 +183,61 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     by_id = {o.id: o for o in offers}
     for (kind, *_rest), (common, group_offers, t, place) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        for q in quote_job(DeviceJob(acc, n, hours, (kind,)), group_offers, a, spot_offers=req.spot_offers):
+        for q in quote_job(DeviceJob(acc, n, hours, (kind,), plan_use(req)), group_offers, a,
+                           spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):
                 out.append(PlanOption.build(common["figures"], id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
-                                            break_even=break_even(q, offers, a), cost_usd_interval=cost_iv,
-                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour),
+                                            utilisation=q.utilisation, cost_usd_interval=cost_iv,
+                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour,
+                                                              q.holding),
                                             serving=_serving(t, per_h), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
             offer = by_id[q.offer_id]
             instance_row = place.devices_per_node == offer.accelerator_count
+            figures = common["figures"]
+            if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
+                figures = dict(figures, note="; ".join(filter(None, [figures["note"], reserved_note(q, req)])))
             out.append(PlanOption.build(
-                common["figures"], id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
+                figures, id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
                 usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, provider=offer.provider,
                 instance=offer.instance, spot=q.spot, instances=q.instances, price_date=offer.price_date,
                 price_stale=offer.id in stale_ids, reference=place.reference, cost_usd_interval=cost_iv,
                 serving=_serving(t, per_h),
                 nodes=q.instances if instance_row else common["nodes"],
                 gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"]))
+    return out
+
+
+def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions, use: Use) -> list[PlanOption]:
+    """Home and on-prem options with their break-even against renting the same job (``cost.ownership.payback``).
+
+    The rent compared with is the cheapest cloud option that can run the job (fits, and runs as laid out) on
+    the same accelerator, else on any accelerator of the plan; never one listed as infeasible. On-demand prices
+    unless the assumptions rank by spot (a steady cadence cannot count on spot capacity); spot where there is
+    no on-demand offer.
+    """
+    runs = [o for o in options if o.kind == "cloud" and o.fits and o.feasible]
+    rentable = [o for o in runs if a.spot or not o.spot] or runs
+    cheapest_any = min(rentable, key=lambda o: (o.cost_usd, o.id), default=None)
+    by_acc: dict[str, PlanOption] = {}
+    for o in sorted(rentable, key=lambda o: (o.cost_usd, o.id)):
+        by_acc.setdefault(o.accelerator, o)
+    out = []
+    for o in options:
+        if o.kind not in ("home", "onprem") or o.accelerator not in accelerators:
+            out.append(o)
+            continue
+        holding = (home_holding if o.kind == "home" else onprem_holding)(accelerators[o.accelerator], o.devices, a)
+        rent = by_acc.get(o.accelerator, cheapest_any)
+        be = payback(holding, o.hours, use, None if rent is None else rent.id,
+                     None if rent is None else rent.cost_usd, None if rent is None else rent.hours,
+                     "" if rent is None else rent.provider,
+                     None if rent is None or not rent.device_hours else rent.cost_usd / rent.device_hours)
+        out.append(replace(o, break_even=be))
     return out
 
 
@@ -267,10 +317,12 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     figures.update(stack_fields(acc.stacks, wanted))
     figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
     hours = common["hours"]
-    q = owned_quote(hw, layout.devices, hours, a)
+    q = owned_quote(hw, layout.devices, hours, a, plan_use(req))
     per_h = q.total_usd / hours if hours > 0 else 0.0
     return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
-                       breakdown=q.breakdown, owning=OwningCost(0.0, q.variable_usd_per_device_hour),
+                       utilisation=q.utilisation,
+                       breakdown=q.breakdown,
+                       owning=OwningCost(0.0, q.variable_usd_per_device_hour, q.holding),
                        cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
                        serving=_serving(t, per_h), nodes=common["nodes"],
                        gpus_per_node=common["gpus_per_node"], origin=hw.origin, this_machine=hw.this_machine,

@@ -4,7 +4,7 @@ the CPU and Apple Silicon (docs/method.md, "Owned hardware" and "This machine: C
 The planner never detects anything: the caller (the CLI, the app) passes :class:`OwnedHardware` records built
 here from a detected machine profile, a fleet or ``--own`` specs, and :class:`~advisor.estimate.local.HostFigures`
 for the CPU. Each owned record becomes one option of kind ``owned``, id ``owned:<accelerator>``, with at most
-the devices it holds, priced by ``cost.owned.owned_job_cost`` (energy, and wear when a rate is set).
+the devices it holds, priced by ``cost.ownership.owned_job_cost`` (energy, and wear when a rate is set).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from advisor.catalog import Accelerator, Catalog
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.owned import owned_job_cost, owned_option_id
+from advisor.cost.ownership import NO_STATED_USE, Use, owned_job_cost, owned_option_id
 from advisor.estimate.compute import DecodeEstimate
 from advisor.estimate.local import (
     CPU_ETA_MEM,
@@ -169,12 +169,13 @@ def offloaded_decode(decode: DecodeEstimate, req, arch: ModelArch, params: int, 
     return out, shown
 
 
-def owned_quote(hw: OwnedHardware, devices: int, hours: float, a: CostAssumptions):
-    """``cost.owned.owned_job_cost`` for ``devices`` of it; no TDP (CPU, Apple Silicon): the system power only."""
+def owned_quote(hw: OwnedHardware, devices: int, hours: float, a: CostAssumptions, use: Use = NO_STATED_USE):
+    """``cost.ownership.owned_job_cost`` for ``devices`` of it; no TDP (CPU, Apple Silicon): the system power only."""
     power = hw.gpu_power_w
     if power is None and not hw.accelerator.tdp_w:
         power = 0.0
-    return owned_job_cost(hw.accelerator, devices, hours, a, machines=hw.machines(devices), gpu_power_w=power)
+    return owned_job_cost(hw.accelerator, devices, hours, a, machines=hw.machines(devices), gpu_power_w=power,
+                          use=use)
 
 
 def owned_note(hw: OwnedHardware, tp: int) -> str:

@@ -18,6 +18,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.breakdown import CostBreakdown
 from advisor.cost.breakeven import BreakEven
 from advisor.cost.compare import pareto_front
+from advisor.cost.ownership import Holding, Utilisation
 from advisor.cost.price_dates import PriceAges, price_ages
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
@@ -59,6 +60,7 @@ class OwningCost:
 
     fixed_usd_per_device: float
     variable_usd_per_device_hour: float
+    holding: Holding | None = field(default=None, compare=False)  # by month and by hour (``cost.ownership``)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class PlanOption:
     price_date: str = ""
     break_even: BreakEven | None = None
     owning: OwningCost | None = None
+    utilisation: Utilisation | None = None  # owned, home, on-prem: the busy hours behind the figure
     serving: Serving | None = None
     note: str = ""
     hours_interval: tuple[float, float] | None = None  # 80 % intervals (docs/method.md, "Honest ranges")
@@ -176,6 +179,8 @@ class PlanOption:
             doc["memory_per_device_parts_bytes"] = self.memory.as_dict()
         if self.break_even is not None:
             doc["break_even"] = self.break_even.as_dict()
+        if self.utilisation is not None:
+            doc["utilisation"] = self.utilisation.as_dict()
         if self.owning is not None:
             doc["owning"] = {"fixed_usd_per_device": self.owning.fixed_usd_per_device,
                              "variable_usd_per_device_hour": self.owning.variable_usd_per_device_hour}
@@ -326,6 +331,14 @@ class PlanResult:
         ages = self.price_ages(options)
         return ages.summary("this plan's") if ages is not None else f"cloud prices as of {self.prices_as_of}"
 
+    def cost_over_time(self):
+        """Money spent against months on the user's own GPUs, the home rig and on-prem servers to buy and the
+        cheapest rent, at the stated cadence (``planner.summary.cost_over_time``; the Compare page's chart and
+        the reports read it)."""
+        from advisor.planner.summary import cost_over_time
+
+        return cost_over_time(self)
+
     def option(self, option_id: str) -> PlanOption | None:
         """The option with this id, or None."""
         return next((o for o in self.options if o.id == option_id), None)
@@ -362,6 +375,7 @@ class PlanResult:
 
     def to_json(self) -> dict:
         r = self.request
+        mine = {o.accelerator for o in self.options if o.kind == "owned"}
         return {
             "schema": SCHEMA,
             "model": {"name": self.model_name, "params": self.params, "active_params": self.active_params,
@@ -384,7 +398,7 @@ class PlanResult:
                 "parallelism": self.parallelism.as_dict(),
                 "per_device_bytes": self.memory.as_dict(),
             },
-            "options": [o.to_json() for o in self.options],
+            "options": [_marked(o, mine) for o in self.options],
             "infeasible": [{"id": o.id, "reason": o.infeasible_reason} for o in self.infeasible],
             "goodput": {"factor": bundled_utilisation_model().goodput,
                         "note": "hours are clean training time; published GPU-hour totals include restarts, failures "
@@ -400,7 +414,16 @@ class PlanResult:
             "fit_target": getattr(self.fit_target(), "id", None),
             "fit_advice": [a.to_json() for a in self.fit_advice],
             "inference": self.inference,
+            "cost_over_time": self.cost_over_time().as_dict(),
         }
+
+
+def _marked(o: PlanOption, owned_ids: set[str]) -> dict:
+    """An option's JSON; a home or on-prem purchase of cards the user owns says so (``"buys_owned_cards"``)."""
+    doc = o.to_json()
+    if o.kind in ("home", "onprem") and o.accelerator in owned_ids:
+        doc["buys_owned_cards"] = True
+    return doc
 
 
 def _ages_json(ages: PriceAges | None) -> dict | None:

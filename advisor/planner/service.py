@@ -18,7 +18,7 @@ from advisor.estimate import compute
 from advisor.estimate.local import HostFigures
 from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.options import options_for, owned_options_for
+from advisor.planner.options import options_for, owned_options_for, plan_use, with_break_even
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own
 from advisor.planner.request import PlanInputError, PlanRequest, budget, lengths, resolve_job_model, runtime_choice
 from advisor.planner.result import PlanOption, PlanResult, check_finite
@@ -124,6 +124,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
             options.extend(found)
+        options = with_break_even(options, catalog.accelerators, assumptions, plan_use(request))
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None

@@ -4,8 +4,13 @@ advice as flags, and the inference figures. Read from a ``PlanResult``; nothing 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor import units
+from advisor.cost.ownership import SpendLine, monthly_spend_usd
 from advisor.job import JOB_FIELDS
+
+CHART_JOBS_PER_MONTH = 4.0  # the cadence of the cost-over-time chart when none is stated (the buy advisor's)
 
 
 def change_flags(change: dict) -> str:
@@ -28,33 +33,171 @@ def cheapest_rent(result):
     return result.best("cloud")
 
 
-def headline(result) -> str:
-    """One sentence that starts with this machine (or the owned hardware): fits or not, time, cost, and the
-    cheapest rent; the cheapest option when nothing is owned."""
-    mine = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
-    rent = cheapest_rent(result)
-    rent_text = (f"cheapest rent {rent.id}: {units.fmt_hours(rent.hours)}, {units.fmt_usd(rent.cost_usd)}"
-                 if rent is not None else "no cloud offer fits")
-    if mine is None:
-        best = result.best()
-        if best is None:
-            return "Nothing in the catalog fits this job."
-        return f"Cheapest: {best.id}, {best.devices} x {best.accelerator_name}, {units.fmt_hours(best.hours)}, " \
-               f"{units.fmt_usd(best.cost_usd)}; {rent_text}."
-    who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Owned")
-    what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
-    if not mine.fits:
-        need = units.fmt_mem(mine.memory_per_device_bytes)
-        have = units.fmt_mem(mine.capacity_bytes)
-        advice = " (see what to change to fit)" if result.fit_advice else ""
-        return f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}; {rent_text}."
-    cost = units.fmt_usd(mine.cost_usd)
-    parts = ", ".join(k for k, v in mine.cost_breakdown_usd.items() if v) or "energy"
-    vs = ""
+def owned_option(result):
+    """The user's own hardware option: this machine's, else the first owned one (None when nothing is owned)."""
+    return result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+
+
+def owned_accelerators(result) -> set[str]:
+    """Accelerator ids of the hardware the user owns in this plan."""
+    return {o.accelerator for o in result.options if o.kind == "owned"}
+
+
+def buy_label(option, owned_ids=frozenset()) -> str:
+    """A home or on-prem option in words, marked when its cards are the ones the user already owns:
+    ``home rig 2 x GeForce RTX 4090 (buying again the cards you own)``."""
+    where = {"home": "home rig", "onprem": "on-prem"}.get(option.kind, option.kind)
+    text = f"{where} {option.devices} x {option.accelerator_name}"
+    return text + (" (buying again the cards you own)" if option.accelerator in owned_ids else "")
+
+
+def best_buy(result):
+    """The home or on-prem option to buy that runs the job at the lowest cost per job, preferring one whose
+    cards the user does not own already (None when none fits)."""
+    mine = owned_accelerators(result)
+    buys = [o for o in result.options if o.kind in ("home", "onprem") and o.fits and o.feasible]
+    return min(buys, key=lambda o: (o.accelerator in mine, not o.stack_ok, o.cost_usd, o.id), default=None)
+
+
+def _use_text(o) -> str:
+    u = o.utilisation
+    return "" if u is None else f"; {u.text()}"
+
+
+def headline_parts(result, cadence_hint: str = "--jobs-per-month") -> list[str]:
+    """The answer in the order the user can act on: the GPUs they own (fits, time, cost), the cheapest rent
+    that can run the job, then what to buy and whether it pays back. Each part one sentence; ``cadence_hint``
+    names where to state the cadence (the flag, or the app's field)."""
+    parts = []
+    mine = owned_option(result)
+    if mine is not None:
+        who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Your GPUs")
+        what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
+        if not mine.fits:
+            need = units.fmt_mem(mine.memory_per_device_bytes)
+            have = units.fmt_mem(mine.capacity_bytes)
+            advice = " (see what to change to fit)" if result.fit_advice else ""
+            parts.append(f"{who} ({what}): does not fit, needs {need} per device of {have}{advice}.")
+        elif not mine.feasible:
+            parts.append(f"{who} ({what}): cannot run it as laid out ({mine.infeasible_reason}).")
+        else:
+            paid = ", ".join(k for k, v in mine.cost_breakdown_usd.items() if v) or "energy"
+            if result.request.workload == "inference":  # speed first; the budget is a stated output, not the job
+                batch = result.request.batch
+                per = f" in all, {mine.tokens_per_s / batch:,.1f} per request" if batch > 1 else ""
+                budget = units.fmt_count(result.tokens) + " generated tokens" if result.tokens else "the hours given"
+                if "default" in (result.budget_origin or ""):
+                    budget = f"the default {budget}"
+                parts.append(f"{who} ({what}): fits, decode {mine.tokens_per_s:,.1f} tokens/s{per}; {budget} take "
+                             f"{units.fmt_hours(mine.hours)}, {units.fmt_usd(mine.cost_usd)} ({paid}). For users and "
+                             "latency targets: advisor serve.")
+            else:
+                parts.append(f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {units.fmt_usd(mine.cost_usd)} "
+                             f"({paid}).")
+    rent = result.best("cloud")
     if rent is not None:
-        vs = (f"; renting ({rent.id}) costs {units.fmt_usd(rent.cost_usd)} and takes "
-              f"{units.fmt_hours(rent.hours)}")
-    return f"{who} ({what}): fits, {units.fmt_hours(mine.hours)}, {cost} ({parts}){vs}."
+        parts.append(f"Cheapest rent that can run it: {rent.id}, {rent.devices} x {rent.accelerator_name}, "
+                     f"{units.fmt_hours(rent.hours)}, {units.fmt_usd(rent.cost_usd)}.")
+    else:
+        parts.append("No cloud offer in the catalog can run it.")
+    buy = best_buy(result)
+    if buy is not None:
+        be = buy.break_even
+        pay = "" if be is None or be.vs is None else f" against renting: {be.verdict()}"
+        u = buy.utilisation
+        share = "" if u is None else (f" at {u.jobs_per_month:g} job{'s' if u.jobs_per_month != 1 else ''} a month"
+                                      if u.stated else f" at an assumed {u.fraction:.0%} use ({cadence_hint})")
+        parts.append(f"To buy: {buy_label(buy, owned_accelerators(result))}, {units.fmt_usd(buy.cost_usd)} per job"
+                     f"{share}{pay}.")
+    elif mine is None and rent is None:
+        return ["Nothing in the catalog fits this job."]
+    return parts
+
+
+def headline(result) -> str:
+    """:func:`headline_parts` as one paragraph (the CLI table, the Planner page)."""
+    return " ".join(headline_parts(result))
+
+
+def ownership_lines(result) -> list[str]:
+    """For each owned, home and on-prem option shown first of its kind: how busy the hardware is behind its
+    figure and, for a purchase, its break-even against a rent that can run the job."""
+    lines = []
+    mine = owned_accelerators(result)
+    for kind in ("owned", "home", "onprem"):
+        o = result.best(kind) if kind != "owned" else owned_option(result)
+        if o is None or o.utilisation is None:
+            continue
+        label = o.id + (" (buying again the cards you own)" if kind != "owned" and o.accelerator in mine else "")
+        lines.append(f"Use of {label}: {o.utilisation.text()}; {units.fmt_usd(o.cost_usd)} per job.")
+        if kind != "owned" and o.break_even is not None:
+            lines.append(f"Break-even: {o.break_even.sentence(label)}.")
+    return ([""] + lines) if lines else []
+
+
+@dataclass(frozen=True)
+class CostOverTime:
+    """Money spent against months for the options of a job, at one cadence (``jobs_per_month``; ``stated``
+    False when the plan states none and :data:`CHART_JOBS_PER_MONTH` is drawn)."""
+
+    jobs_per_month: float
+    stated: bool
+    lines: tuple[SpendLine, ...]
+    months: float
+
+    def payback_months(self, option_id: str) -> float | None:
+        """Months until the purchase ``option_id`` has cost less than the rent line (where the lines cross), or
+        None when it never does (or either line is missing)."""
+        line = next((x for x in self.lines if x.option_id == option_id), None)
+        rent = next((x for x in self.lines if x.kind == "cloud"), None)
+        if line is None or rent is None or rent.monthly_usd <= line.monthly_usd:
+            return None
+        return line.upfront_usd / (rent.monthly_usd - line.monthly_usd)
+
+    def payback_text(self, option_id: str) -> str:
+        """``pays back after 14 months`` / ``does not pay back within its 4-year life`` / ``never pays back``,
+        at this cadence."""
+        line = next((x for x in self.lines if x.option_id == option_id), None)
+        m = self.payback_months(option_id)
+        life = (line.life_months if line is not None else None) or self.months
+        if m is None:
+            return "never pays back (renting costs less a month than owning costs to run)"
+        if m > life:
+            return f"does not pay back within its {life / 12:g}-year life ({m:,.0f} months)"
+        return f"pays back after {m:,.1f} months"
+
+    def as_dict(self) -> dict:
+        return {"jobs_per_month": self.jobs_per_month, "stated": self.stated, "months": self.months,
+                "lines": [dict(line.as_dict(), payback_months=self.payback_months(line.option_id))
+                          if line.kind in ("home", "onprem") else line.as_dict() for line in self.lines]}
+
+
+def cost_over_time(result) -> CostOverTime:
+    """The user's own GPUs (running costs), the cheapest home rig and on-prem servers that run the job (bought at
+    month 0, then holding and running costs), and the cheapest rent (each job rented), at the stated cadence.
+    Read from the plan's options and their holdings; only options that can run the job."""
+    r = result.request
+    n = r.jobs_per_month if r.jobs_per_month is not None else CHART_JOBS_PER_MONTH
+    other = r.other_use_hours_per_month if r.jobs_per_month is not None else 0.0
+    mine = owned_accelerators(result)
+    lines = []
+    own = owned_option(result)
+    if own is not None and own.fits and own.feasible:
+        lines.append(SpendLine(own.id, "owned", f"your {own.devices} x {own.accelerator_name}", 0.0,
+                               n * own.cost_usd))
+    buy = best_buy(result)
+    for kind in ("home", "onprem"):
+        o = buy if buy is not None and buy.kind == kind else result.best(kind)
+        h = None if o is None or o.owning is None else o.owning.holding
+        if h is None:
+            continue
+        lines.append(SpendLine(o.id, kind, buy_label(o, mine), h.upfront_usd,
+                               monthly_spend_usd(h, o.hours, n, other), h.life_months))
+    rent = result.best("cloud")
+    if rent is not None:
+        lines.append(SpendLine(rent.id, "cloud", f"rent {rent.id.removeprefix('cloud:')}", 0.0, n * rent.cost_usd))
+    life = max((line.life_months or 0.0 for line in lines), default=0.0) or 48.0
+    return CostOverTime(float(n), r.jobs_per_month is not None, tuple(lines), life)
 
 
 def lost_text(hours_lost: float | None) -> str:
@@ -94,22 +237,35 @@ def cost_text(cost_usd: float | None, added_usd: float | None) -> str:
 
 
 def inference_sentence(result) -> str:
-    """Time to first token, prefill and decode tokens/s and the largest context that fits ("" for training)."""
+    """Time to first token (one request alone, and the batch arriving together), prefill, decode in all and per
+    request, and the largest context that fits, on the user's GPUs when there are any ("" for training)."""
     inf = result.inference
     if not inf:
         return ""
+    what = f"{inf['devices']} x {inf['accelerator_name']}" if inf.get("devices") else inf["option"]
+    where = (f"this machine's {what}" if inf.get("this_machine") else f"your {what}" if inf.get("owned")
+             else what) + f" ({inf['option']})"
+    batch = inf.get("batch") or 1
+    largest = f"the largest context that fits is {inf['largest_context']:,} tokens."
+    if not inf.get("fits", True) or inf.get("decode_tokens_per_s") is None:
+        return (f"On {where}: a {inf['context']:,}-token context at batch {batch} does not fit (see what to change "
+                f"to fit); {largest}")
     prefill = inf["prefill_tokens_per_s"]
-    prefill_text = f", prefill {prefill:,.0f} tokens/s" if prefill else ""
-    batch = result.request.batch
+    prefill_text = f"; prefill {prefill:,.0f} tokens/s" if prefill else ""
+    prompt = inf.get("prompt_tokens") or inf["context"]
     one = inf.get("ttft_single_request_s")
-    together = (f" ({batch} requests arriving together; {one:.2f} s for one alone)"
-                if batch > 1 and one is not None else "")
     sw = inf.get("software") or {}
     runtime = f" with {sw['name']} ({sw['weight_format']} weights, {sw['backend']})" if sw else ""
-    return (f"On {inf['option']}{runtime}: first token after {inf['ttft_s']:.2f} s for a "
-            f"{inf['prompt_tokens'] or inf['context']:,}-token prompt{together}{prefill_text}, decode "
-            f"{inf['decode_tokens_per_s']:,.1f} tokens/s over {inf['output_tokens']:,} output tokens; the largest "
-            f"context that fits is {inf['largest_context']:,} tokens.")
+    out = f" over {inf['output_tokens']:,} output tokens" if inf.get("output_tokens") else ""
+    if batch > 1 and one is not None:
+        first = (f"first token after {one:.2f} s for one request alone, {inf['ttft_s']:.2f} s when all {batch} "
+                 f"arrive together ({prompt:,}-token prompts)")
+        decode = (f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s in all over {batch} requests, "
+                  f"{inf['decode_tokens_per_s_per_request']:,.1f} per request{out}")
+    else:
+        first = f"first token after {inf['ttft_s']:.2f} s for a {prompt:,}-token prompt"
+        decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s{out}"
+    return f"On {where}{runtime}: {first}{prefill_text}; {decode}; {largest}"
 
 
 def learned_lines(result) -> list[str]:

@@ -71,6 +71,30 @@ class PlanSection:
 
 
 ALTERNATIVES = 5
+SPEND_MONTHS = (0, 12, 24, 36, 48)
+
+
+def spend_table(doc: dict) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]] | None:
+    """Money spent after 0 to 48 months on the user's GPUs, the purchases and the cheapest rent, read from the
+    plan's ``cost_over_time`` (the Compare page's chart): ``(caption, head, rows)``, None without it."""
+    spend = doc.get("cost_over_time") or {}
+    lines = spend.get("lines") or ()
+    if not lines:
+        return None
+    n = spend.get("jobs_per_month")
+    caption = (f"Money spent over time at {n:g} jobs a month" + ("" if spend.get("stated") else
+                                                                  " (assumed: --jobs-per-month)"))
+    head = ("option", "upfront", "a month", *[f"after {m} mo" for m in SPEND_MONTHS[1:]], "pays back")
+    rows = []
+    for line in lines:
+        up, month = float(line.get("upfront_usd") or 0.0), float(line.get("monthly_usd") or 0.0)
+        life = line.get("life_months")
+        pay = line.get("payback_months")
+        when = ("" if line.get("kind") not in ("home", "onprem") else "never" if pay is None else
+                f"{pay:,.1f} mo" if life is None or pay <= life else f"{pay:,.0f} mo, after its life")
+        rows.append((line.get("label") or line.get("id"), money(up), money(month),
+                     *[money(up + month * m) for m in SPEND_MONTHS[1:]], when))
+    return caption, head, rows
 
 
 def _defaults() -> dict:
@@ -377,7 +401,8 @@ def appendix_holds(s: PlanSection, full: bool, short: bool = False) -> str:
     if short:
         return f"the cheapest of each of {len(rows)} accelerators"
     return (f"the cheapest option of each of the {len(rows)} accelerators, of {len(s.options)} options "
-            f"({fit} fit; the HTML and CSV reports list every one)")
+            f"({fit} fit; the HTML and CSV reports list every one with all its cost parts, here those of 2 % or "
+            f"more)")
 
 
 def assumptions_fact(s: PlanSection, appendix: str, i: int) -> str:

@@ -19,9 +19,11 @@ from advisor.report.content import (
     money,
     option_columns,
     serving,
+    spend_table,
 )
 from advisor.untrusted import html_text as escape  # every value shown is HTML text
 
+PDF_SMALL_PART = 0.02  # the PDF lists the cost parts of 2 % of an option's total or more
 _BREAK = ' style="page-break-before:always"'  # each scenario and the appendix start a new PDF page
 
 _CSS = """
@@ -50,16 +52,21 @@ def _table(head, rows, numeric=(), classes=None, small: bool = False) -> str:
     return "".join(out)
 
 
-def parts_text(o: dict) -> str:
-    text = ", ".join(f"{k} {money(v)}" for k, v in (o.get("cost_breakdown_usd") or {}).items() if v)
+def parts_text(o: dict, min_share: float = 0.0) -> str:
+    """The cost parts as ``rent $3.14, ...``; parts under ``min_share`` of the total are left out (the PDF keeps
+    to its pages and says so; every part is in the HTML, Markdown and CSV reports)."""
+    parts = {k: v for k, v in (o.get("cost_breakdown_usd") or {}).items() if v}
+    total = sum(parts.values())
+    small = {k: v for k, v in parts.items() if min_share and v < min_share * total}
+    text = ", ".join(f"{k} {money(v)}" for k, v in parts.items() if k not in small)
     if o.get("stack_ok", True) is False:  # runs off the job's software stack (docs/method.md, "Software stacks")
         text = f"[{o.get('stack_reason') or 'another software stack'}] {text}"
     return text
 
 
-def option_rows(options, columns=OPTION_COLUMNS) -> list[tuple]:
+def option_rows(options, columns=OPTION_COLUMNS, min_share: float = 0.0) -> list[tuple]:
     """Table rows of options: every column of ``columns`` (:data:`OPTION_COLUMNS`) and the cost parts."""
-    return [(*(cell(c, o) for c in columns), parts_text(o)) for o in options]
+    return [(*(cell(c, o) for c in columns), parts_text(o, min_share)) for o in options]
 
 
 def option_head(columns=OPTION_COLUMNS) -> list[str]:
@@ -116,7 +123,8 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
             picks = [s.chosen, *s.alternatives]
             short = short_columns(s.doc)
             out.append(_table([COLUMN_TITLES[c] for c in short] + ["cost parts"],
-                              [(*(cell(c, o) for c in short), parts_text(o)) for o in picks],
+                              [(*(cell(c, o) for c in short),
+                                parts_text(o, 0.0 if appendix == "full" else PDF_SMALL_PART)) for o in picks],
                               numeric=tuple(range(1, len(short))), classes=["chosen"] + [""] * len(s.alternatives),
                               small=True))
             mem_title, capacity = memory_chart_title(s)
@@ -144,7 +152,7 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         what = appendix_holds(s, full)
         out.append(f"<h2>A{i + 1}. {escape(s.title)}: {escape(what)}, by total job cost</h2>")
         columns = option_columns(s.doc) if full else OPTION_COLUMNS  # the PDF: serving costs on the scenario page
-        head, rows = option_head(columns), option_rows(rows_of, columns)
+        head, rows = option_head(columns), option_rows(rows_of, columns, 0.0 if full else PDF_SMALL_PART)
         if not full:  # one line per option: the cost parts and the ranges are on the scenario pages
             keep = [k for k, c in enumerate(columns) if not c.endswith("_interval")]
             head, rows = [head[k] for k in keep], [tuple(r[k] for k in keep) for r in rows]
@@ -156,6 +164,10 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         elif s.infeasible:  # the PDF keeps to its pages: the reasons are in the HTML and CSV reports
             out.append(f"<p>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out (each with its reason "
                        "in the HTML and CSV reports).</p>")
+        spend = spend_table(s.doc) if full else None  # the PDF keeps to its pages
+        if spend is not None:
+            out.append(f"<h3>{escape(spend[0])}</h3>")
+            out.append(_table(spend[1], spend[2], numeric=tuple(range(1, len(spend[1]) - 1)), small=True))
         if s.inputs:
             out.append("<h3>Inputs</h3>")
             out.append(_table(("input", "value", "unit", "source"), s.inputs, small=True))

@@ -305,14 +305,19 @@ def render_launch(kind: str, doc: dict, option_id: str | None = None, **kw) -> s
     """A launch spec for one option of a plan document.
 
     Args:
-        kind: ``torchrun``, ``sbatch`` or ``skypilot``.
-        doc: the ``advisor.plan/1`` document.
+        kind: ``torchrun``, ``sbatch`` or ``skypilot``; for an ``advisor.serve/1`` document ``vllm``,
+            ``llama-server``, ``sglang`` or ``skypilot`` (``report.serve_launch``).
+        doc: the ``advisor.plan/1`` (or ``advisor.serve/1``) document.
         option_id: the option to launch; when None, the cheapest that fits of the kind the spec suits
             (see ``best_option_id``).
         kw: ``script``, ``script_args``, ``gpus_per_node``, ``margin``, ``extra_hours`` (``setup`` for skypilot).
     Raises:
         LaunchError: unknown kind or option, an option that does not fit, no time estimate.
     """
+    if isinstance(doc, dict) and doc.get("schema") == "advisor.serve/1":  # a serving plan: the server's line
+        from advisor.report.serve_launch import render_serve_launch
+
+        return render_serve_launch(kind, doc, option_id)
     renderers = {"torchrun": render_torchrun, "sbatch": render_sbatch, "skypilot": render_skypilot}
     if kind not in renderers:
         raise LaunchError(f"launch: kind: unknown {kind!r} (torchrun, sbatch, skypilot)")

@@ -15,6 +15,7 @@ from advisor.report.content import (
     memory_chart_title,
     money,
     option_columns,
+    spend_table,
 )
 from advisor.report.html import option_head, option_rows, parts_text, short_columns
 from advisor.untrusted import markdown_text
@@ -76,6 +77,9 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
         if s.infeasible:
             out += [f"### Not ranked: {len(s.infeasible)} option(s) cannot run as laid out", ""]
             out += _table(("option", "reason"), s.infeasible) + [""]
+        spend = spend_table(s.doc)
+        if spend is not None:
+            out += [f"### {spend[0]}", ""] + _table(spend[1], spend[2]) + [""]
         if s.inputs:
             out += ["### Inputs", ""] + _table(("input", "value", "unit", "source"), s.inputs) + [""]
         out += ["### All assumptions", ""]

@@ -196,9 +196,9 @@ def scenario_from_dict(doc: Any, where: str = "<scenario>") -> Scenario:
     if not isinstance(doc, dict):
         raise ScenarioError(f"{where}: not a TOML table")
     doc = migrate(doc, where)
-    if "plan" not in doc:
+    if "plan" not in doc and not isinstance(doc.get("serve"), dict):  # a serving job alone needs no [plan]
         raise ScenarioError(f"{where}: plan: missing [plan] table")
-    plan_in = doc["plan"]
+    plan_in = doc.get("plan", {})
     if not isinstance(plan_in, dict):
         raise ScenarioError(f"{where}: plan: must be a table, got {type(plan_in).__name__}")
     plan = {}

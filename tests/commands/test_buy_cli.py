@@ -40,7 +40,9 @@ def test_budget_under_two_4090s_lists_upgrades_new_machines_and_says_when_rentin
     kinds = {o["kind"] for o in doc["options"]}
     assert {"owned", "upgrade"} <= kinds and kinds & {"new", "street"}  # upgrades and new machines
     add = rows["add-street:1xrtx-4090"]
-    assert add["hardware"].startswith("add 1 x GeForce RTX 4090 to the 2 owned") and add["devices"] == 3
+    assert add["hardware"].startswith("add 1 x GeForce RTX 4090 to this machine's 2") and add["devices"] == 3
+    assert add["group"] == "upgrade" and "power supply" in add["note"]
+    assert "in one machine" in doc["owned_combine"]
     assert add["upfront_usd"] == 1325 + 500  # the catalog's street price and the rig's extra per GPU
     rent = doc["rent"]
     assert rent["jobs"]["lora"]["option"].startswith("cloud:")
@@ -49,10 +51,17 @@ def test_budget_under_two_4090s_lists_upgrades_new_machines_and_says_when_rentin
     for o in doc["options"]:
         assert set(o) >= {"hardware", "upfront_usd", "monthly_usd", "hours_per_job", "fits", "break_even_months"}
         assert o["upfront_usd"] <= 2500 and o["fits"] == {"lora": True}
-        # the row's figures hang together: cost per job and break-even from upfront, power and rent
-        assert o["usd_per_job"] == pytest.approx((o["upfront_usd"] * keep / life + o["monthly_usd"]) / 4)
-        saving = rent["monthly_usd"] - o["monthly_usd"] - o["rent_monthly_usd"]
-        if saving > 0:
+        # the row's figures hang together: cost per job and break-even from upfront, power, idle power and rent
+        assert o["usd_per_job"] == pytest.approx((o["holding_monthly_usd"] + o["monthly_usd"]) / 4)
+        idle = o["holding_monthly_usd"] - o["upfront_usd"] * keep / life  # a rig's holding: depreciation + idle
+        if o["kind"] in ("owned", "upgrade"):
+            assert idle == pytest.approx(0, abs=1e-9)  # sunk, or a machine that idles already
+        else:
+            assert idle > 0
+        saving = rent["monthly_usd"] - o["monthly_usd"] - o["rent_monthly_usd"] - idle
+        if o["kind"] == "owned":
+            assert o["break_even_months"] == 0
+        elif saving > 0:
             assert o["break_even_months"] == pytest.approx(o["upfront_usd"] / saving)
         else:
             assert o["break_even_months"] is None
@@ -67,8 +76,8 @@ def test_hours_per_job_are_the_planners(capsys, lora):
     code, out, _ = run(capsys, "buy", "--budget", "0", "--job", str(lora), "--json", "--fake-gpu", "2x4090")
     assert code == 0
     (owned,) = json.loads(out)["options"]  # a zero budget leaves the owned hardware alone
-    code, out, _ = run(capsys, "plan", str(lora), "--accelerator", "rtx-4090", "--gpus", "2", "--json")
-    hours = next(o["hours"] for o in json.loads(out)["options"] if o["kind"] == "home")
+    code, out, _ = run(capsys, "plan", str(lora), "--fake-gpu", "2x4090", "--json")
+    hours = next(o["hours"] for o in json.loads(out)["options"] if o["kind"] == "owned")
     assert owned["hours_per_job"]["lora"] == pytest.approx(hours)
 
 

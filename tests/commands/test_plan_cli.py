@@ -86,7 +86,20 @@ def test_table_shows_assumptions_with_origin(capsys):
     assert code == 0
     assert "Memory per device" in out and "home:rtx-4090" in out
     assert "electricity_usd_per_kwh = 0.17 USD/kWh  [" in out
-    assert "Break-even home:rtx-4090" in out
+    # the break-even names a rent that can run the job, or says there is none; never "vs -"
+    assert "Break-even: home:rtx-4090" in out and "vs -" not in out
+    line = next(x for x in out.splitlines() if x.startswith("Break-even: home:rtx-4090"))
+    assert " against cloud:" in line or "no cloud option that can run this job" in line
+
+
+def test_table_shows_use_and_payback_at_the_stated_cadence(capsys):
+    args = ("plan", "--model", "llama-3-8b", "--workload", "qlora", "--accelerator", "rtx-4090", "--no-own")
+    code, out, _ = run(capsys, *args, "--jobs-per-month", "3")
+    assert code == 0
+    assert "Use of home:rtx-4090: busy" in out and "%), 3 jobs a month" in out
+    assert "does not pay back within its 3-year life" in out and "jobs a month" in out
+    code, out, _ = run(capsys, *args, "--jobs-per-month", "20")
+    assert "Break-even: home:rtx-4090 against cloud:" in out and "pays back after" in out
 
 
 @pytest.mark.parametrize("args", [
@@ -109,3 +122,15 @@ def test_bad_scenario_files_exit_2(capsys, tmp_path):
     for path in (junk, wrong, tmp_path / "missing.toml"):
         code, out, err = run(capsys, "plan", str(path), "--json")
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
+def test_a_purchase_of_the_cards_you_own_is_marked(capsys):
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--fake-gpu", "2x4090",
+                       "--all")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.strip().startswith("home:rtx-4090 "))
+    assert "[buying again the cards you own]" in row
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--fake-gpu", "2x4090", "--json")
+    doc = json.loads(out)
+    assert [o["id"] for o in doc["options"] if o.get("buys_owned_cards")] == ["home:rtx-4090"]
+    assert doc["options"][0]["utilisation"]["stated"] is False  # the owned option: the busy hours behind it

@@ -37,5 +37,5 @@ def test_bad_scale():
 def test_every_part_the_model_uses_is_explained():
     # The parts cloud, home, on-prem and owned quotes produce (see test_jobs, test_owned) all have a help text.
     used = {"rent", "spot_rework", "storage", "egress", "depreciation", "energy", "capex_share", "colocation",
-            "support", "wear"}
+            "support", "wear", "financing", "idle_power"}
     assert used == set(PART_NAMES) and all(PART_HELP[n].strip() for n in used)

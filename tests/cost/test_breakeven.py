@@ -5,17 +5,13 @@ from __future__ import annotations
 import pytest
 
 from advisor.cost import (
-    BreakEven,
     CostAssumptions,
-    break_even,
     break_even_device_hours,
     breakeven_days,
     cheapest_offer,
-    home_job_cost,
     months_of_use,
-    onprem_job_cost,
 )
-from tests.cost.conftest import make_accel, make_offer
+from tests.cost.conftest import make_offer
 
 A = CostAssumptions()
 
@@ -51,46 +47,6 @@ def test_device_hours_form():
     assert break_even_device_hours(2170, 0.6, 0.5) is None
     with pytest.raises(ValueError, match="cloud_usd_per_device_hour"):
         break_even_device_hours(1, 1, -1)
-
-
-def test_home_break_even_matches_dettmers():
-    # Home rig of the worked case in test_jobs: net hardware 2170, 555 W, 0.17 USD/kWh; cheapest offer 0.50/h.
-    # Device-hours 5349.44 (above); at 8 h/day = 668.68 days = 21.98 months (365/12 days a month).
-    # Dettmers with utilisation 8/24 gives the same days: 2170 / (24 * 1/3 * (0.5 - 0.555 * 0.17)).
-    card = make_accel()
-    offers = [make_offer("a:dear", od=0.9), make_offer("b:cheap", od=0.5), make_offer("c:other", accel="x", od=0.1)]
-    be = break_even(home_job_cost(card, 1, 10, A), offers, A)
-    assert be.vs == "cloud:b:cheap"
-    assert be.device_hours == pytest.approx(5349.4392)
-    assert be.months == pytest.approx(5349.4392 / 8 / (365 / 12))
-    assert be.device_hours / 8 == pytest.approx(breakeven_days(2170, 0.5, 0.555, 0.17, 8 / 24))
-    assert be.as_dict() == {"vs": "cloud:b:cheap", "device_hours": be.device_hours, "months": be.months,
-                            "rent_usd_per_device_hour": 0.5}
-
-
-def test_break_even_never_and_without_offers():
-    card = make_accel()
-    q = home_job_cost(card, 1, 10, A)
-    never = break_even(q, [make_offer("a:cheap", od=0.05)], A)  # 0.05 < 0.09435 of electricity per hour
-    assert never == BreakEven("cloud:a:cheap", None, None, 0.05, never.provider)
-    assert break_even(q, [make_offer("a:x", accel="other")], A) == BreakEven(None, None, None)
-
-
-def test_break_even_with_spot_and_onprem():
-    # Spot ranks: cheapest spot 0.30 * 1.1 rework = 0.33 per device-hour.
-    # On-prem months count at 24 h * 0.8: device-hours / 19.2 / (365/12).
-    a = A.with_overrides(spot=True)
-    gpu = make_accel("dc", price=30000, tdp=700)
-    offers = [make_offer("a:s", accel="dc", od=3.0, spot=0.30), make_offer("a:n", accel="dc", od=2.0)]
-    q = onprem_job_cost(gpu, 8, 1, a)
-    be = break_even(q, offers, a)
-    assert be.vs == "cloud:a:s:spot"
-    assert be.device_hours is None  # 0.33 < 0.60 per device-hour of energy, colocation and staff
-    be = break_even(q, offers, A)
-    assert be.vs == "cloud:a:n"
-    expected = q.fixed_usd_per_device / (2.0 - q.variable_usd_per_device_hour)
-    assert be.device_hours == pytest.approx(expected)
-    assert be.months == pytest.approx(expected / 19.2 / (365 / 12))
 
 
 def test_cheapest_offer_and_months():

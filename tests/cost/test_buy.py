@@ -61,8 +61,11 @@ def test_a_rig_that_loses_to_rent_by_hand():
     assert o.monthly_usd == pytest.approx(4 * run_a)  # electricity a month
     assert o.rent_monthly_usd == pytest.approx(4 * 3.0)  # job b still rented
     life = 3100 * 0.7 / 36  # net of resale over 36 months: 60.28 USD a month
-    assert o.usd_per_job == pytest.approx((life + 4 * run_a + 12.0) / 8)  # 9.51 USD
-    assert o.break_even_months == pytest.approx(3100 / (4 * (5.0 - run_a)))  # 191 months
+    idle = (8 * 365 / 12 - 40) * 50 / 1000 * 0.17  # 203.3 idle hours of the 243.3 available at 50 W: 1.728 USD
+    assert o.holding_monthly_usd == pytest.approx(life + idle)
+    assert o.usd_per_job == pytest.approx((life + idle + 4 * run_a + 12.0) / 8)  # 9.73 USD
+    assert o.break_even_months == pytest.approx(3100 / (4 * (5.0 - run_a) - idle))  # 217 months
+    assert not o.pays_back  # beyond its 36-month life
     assert o.verdict == KEEP_RENTING  # renting: (5 + 3) / 2 = 4 USD per job
     assert o.hours_per_job == {"a": 10.0, "b": None} and o.fits == {"a": True, "b": False}
     assert o.busy_hours_per_month == 40 and o.available_hours_per_month == pytest.approx(8 * 365 / 12)
@@ -74,8 +77,10 @@ def test_a_rig_that_pays_back_by_hand():
     p = new_rig()
     o = price_purchase(p, {"a": JobRun(True, 10.0)}, {"a": Rent("cloud:x", 50.0, 2.0)}, 10, A)
     run_a = 0.9435
-    assert o.break_even_months == pytest.approx(3100 / (10 * (50.0 - run_a)))  # 6.3 months
-    assert o.usd_per_job == pytest.approx((3100 * 0.7 / 36 + 10 * run_a) / 10)  # 6.97 USD against 50
+    idle = (8 * 365 / 12 - 100) * 0.05 * 0.17  # 143.3 idle hours at 50 W: 1.218 USD a month
+    assert o.break_even_months == pytest.approx(3100 / (10 * (50.0 - run_a) - idle))  # 6.3 months
+    assert o.usd_per_job == pytest.approx((3100 * 0.7 / 36 + idle + 10 * run_a) / 10)  # 7.09 USD against 50
+    assert o.pays_back
     assert o.verdict == BUY
 
 
@@ -110,6 +115,35 @@ def test_owned_hardware_and_an_upgrade_against_keeping_it():
     assert u.verdict == BUY
 
 
+def test_a_server_carries_its_onprem_costs():
+    # A 4-GPU server of 30,000 USD, 700 W GPUs: capex 4 x 30,000 x 1.6 = 192,000 over 48 months = 4,000 a month;
+    # colocation 4 x 0.7 x 1.9 = 5.32 kW x 150 = 798; support 4 x 1000 / 12 = 333.33; idle 5.32 x 0.3 x 1.2 kW
+    # x 0.10 = 0.19152 USD per idle hour. One 10 h job a month: 720 idle hours = 137.89 USD.
+    from dataclasses import replace
+
+    gpu = replace(make_accel("dc", price=30000.0, tdp=700.0), kind="datacenter")
+    p = next(x for x in purchases([gpu], [], [], A) if x.id == "server:4xdc")
+    assert p.upfront_usd == pytest.approx(192000) and p.group == "server"
+    o = price_purchase(p, {"a": JobRun(True, 10.0)}, {"a": Rent("cloud:x", 300.0, 10.0)}, 1, A)
+    assert o.holding_monthly_usd == pytest.approx(4000 + 798 + 333.333 + 137.894, rel=1e-5)
+    energy = 4 * 0.7 * 1.9 * 0.75 * 1.2 * 0.10 * 10  # 4.788 USD
+    assert o.usd_per_job == pytest.approx(4000 + 798 + 333.333 + 137.894 + energy, rel=1e-5)
+    assert o.break_even_months is None and o.verdict == KEEP_RENTING  # 300 a month of rent against 1,274 of cash
+
+
+def test_used_rows_and_upgrade_notes():
+    from advisor.catalog.used import UsedPrice
+
+    acc = card(id="rtx-3090", tdp=350.0)
+    used = {"rtx-3090": UsedPrice("rtx-3090", 650.0, "2026", "used", "a source")}
+    out = {p.id: p for p in purchases([acc], [], [(acc, 1)], A, used=used)}
+    assert out["used:1xrtx-3090"].cards_usd == 650 and out["used:1xrtx-3090"].price_basis == "used 2026"
+    up = out["add-used:1xrtx-3090"]
+    assert up.upfront_usd == 650 + 500 and up.group == "upgrade"
+    # 2 x 350 W + 150 W, 25 % headroom: 1,062 W
+    assert "1,062 W" in up.note and "1 free PCIe" in up.note
+
+
 def test_rank_leaves_out_what_fits_nothing_and_puts_overbooked_last():
     rent = {"a": Rent("cloud:x", 5.0, 2.0)}
     fast = price_purchase(new_rig(), {"a": JobRun(True, 10.0)}, rent, 4, A)
@@ -136,5 +170,15 @@ def test_break_even_repays_the_upfront_and_more_upfront_never_costs_less(upfront
     o, d = price_purchase(p, runs, rents, n, A), price_purchase(dearer, runs, rents, n, A)
     assert d.usd_per_job > o.usd_per_job
     if o.break_even_months is not None:
-        saving = n * (rent - running_usd(p, hours, A))
+        idle = max(0.0, 8 * 365 / 12 - n * hours) * 0.05 * 0.17  # the rig's idle power a month (50 W)
+        saving = n * (rent - running_usd(p, hours, A)) - idle
         assert o.break_even_months * saving == pytest.approx(upfront, abs=1e-6)
+
+
+def test_an_upgrade_says_when_this_machines_ram_is_short():
+    # 2 owned + 1 added 24 GiB cards = 77.3 GB of card memory against 32 GB of RAM: the note says so; 128 GB: not.
+    acc = card(id="c24", tdp=350.0)
+    short = {p.id: p for p in purchases([acc], [], [(acc, 2)], A, host_memory_bytes=32 * 10**9)}
+    assert "32 GB of RAM is less than the cards' 77 GB" in short["add-street:1xc24"].note
+    ample = {p.id: p for p in purchases([acc], [], [(acc, 2)], A, host_memory_bytes=128 * 10**9)}
+    assert "RAM" not in ample["add-street:1xc24"].note

@@ -73,13 +73,27 @@ def test_spot_rework_storage_and_egress():
     assert q.option_id == "cloud:aws:g:spot"
 
 
-def test_reserved_discount():
-    # AWS 3-year: 64 percent off 10 USD/h -> 3.6 USD/h, 10 h = 36 USD.
-    q = cloud_job_cost(make_offer("aws:r", od=10.0), 1, 10, A, reserved_years=3)
+def test_reserved_discount_at_full_use():
+    # AWS 3-year: 64 percent off 10 USD/h -> 3.6 USD/h; used all month (730 h), a 10 h job = 36 USD.
+    q = cloud_job_cost(make_offer("aws:r", od=10.0), 1, 10, A, reserved_years=3, use_hours_per_month=730)
     assert q.total_usd == pytest.approx(36.0)
+    assert q.usd_per_device_hour == pytest.approx(3.6)
     assert q.option_id == "cloud:aws:r:reserved-3y"
-    assert cloud_job_cost(make_offer("gcp:r", provider="GCP", od=10.0), 1, 1, A, reserved_years=1).total_usd \
-        == pytest.approx(6.3)  # 37 percent off
+    assert cloud_job_cost(make_offer("gcp:r", provider="GCP", od=10.0), 1, 1, A, reserved_years=1,
+                          use_hours_per_month=1000).total_usd == pytest.approx(6.3)  # 37 percent off, capped at 730
+
+
+def test_reserved_term_is_a_commitment():
+    # A 2 h job once a month on an AWS 1-year term (41 percent off 10 USD/h = 5.9 USD/h): the term is paid every
+    # hour, 5.9 x 730 = 4307 USD a month, all of it carried by the 2 h of use: 4307 USD, 2153.5 USD/h equivalent.
+    q = cloud_job_cost(make_offer("aws:r", od=10.0), 1, 2, A, reserved_years=1)
+    assert q.total_usd == pytest.approx(4307.0)
+    assert q.usd_per_device_hour == pytest.approx(2153.5)
+    # 30 such jobs a month plus 40 h of other use = 100 h: 4307 / 100 = 43.07 USD/h, 86.14 USD per job.
+    q = cloud_job_cost(make_offer("aws:r", od=10.0), 1, 2, A, reserved_years=1, use_hours_per_month=100)
+    assert q.total_usd == pytest.approx(86.14)
+    # On-demand 10 USD/h x 2 h = 20 USD: the term pays only with use above 5.9 / 10 x 730 = 430.7 h a month.
+    assert cloud_job_cost(make_offer("aws:r", od=10.0), 1, 2, A).total_usd == pytest.approx(20.0)
 
 
 def test_cloud_energy_is_information_only():
@@ -157,15 +171,18 @@ def test_onprem_job_worked_case():
     # Power 700 * 1.9 * 0.75 * 1.2 = 1197 W -> 95.76 kWh -> * 0.10 = 9.576 USD.
     # Colocation: 1.33 kW * 150 / (730 h * 0.8) = 0.3416096 per device-hour -> 27.32877.
     # Staff: 1000 / (8760 * 0.8) = 0.1426941 per device-hour -> 11.41553.
+    # Idle power: 8 x 700 W x 1.9 x 0.3 x PUE 1.2 = 3.8304 kW for the 20 % of 730 h not busy (146 h) at 0.10:
+    #   55.924 USD a month over 584 busy hours x 10 h = 0.9576.
     gpu = make_accel("dc", price=30000, tdp=700)
     q = onprem_job_cost(gpu, 8, 10, A)
     assert onprem_capex_per_device(30000, A) == pytest.approx(59259.259)
     assert q.breakdown.as_dict() == pytest.approx(
-        {"capex_share": 169.11900, "energy": 9.576, "colocation": 27.328767, "support": 11.415525})
+        {"capex_share": 169.11900, "idle_power": 0.9576, "energy": 9.576, "colocation": 27.328767,
+         "support": 11.415525})
     assert q.energy_kwh == pytest.approx(95.76)
     assert q.hardware_usd == pytest.approx(8 * 59259.259)
     assert q.fixed_usd_per_device == pytest.approx(59259.259)
-    assert q.variable_usd_per_device_hour == pytest.approx(0.1197 + 0.3416096 + 0.1426941)
+    assert q.variable_usd_per_device_hour == pytest.approx(0.1197 + 0.3416096 + 0.1426941 + 0.9576 / 80)
     assert q.option_id == "onprem:dc"
 
 
@@ -185,7 +202,7 @@ def test_reserved_term_from_the_assumptions():
     # RunPod publishes no discount and keeps on-demand. An explicit 0 overrides the assumption.
     a = A.with_overrides(reserved_years=1)
     aws = make_offer("aws:r", od=10.0, spot=3.0)
-    q = cloud_job_cost(aws, 1, 1, a)
+    q = cloud_job_cost(aws, 1, 1, a, use_hours_per_month=730)
     assert (q.total_usd, q.reserved_years, q.option_id) == (pytest.approx(5.9), 1, "cloud:aws:r:reserved-1y")
     s = cloud_job_cost(aws, 1, 1, a, spot=True)
     assert (s.usd_per_device_hour, s.reserved_years) == (pytest.approx(3.0), 0)

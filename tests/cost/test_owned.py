@@ -6,7 +6,7 @@ import pytest
 
 from advisor.catalog import load_catalog
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.owned import owned_gpu_power_w, owned_job_cost, owned_option_id
+from advisor.cost.ownership import owned_gpu_power_w, owned_job_cost, owned_option_id
 
 
 @pytest.fixture(scope="module")

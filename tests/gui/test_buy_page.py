@@ -30,8 +30,9 @@ def test_page_ranks_like_the_cli_with_the_owned_gpus_first(make_window, qtbot, c
     # the columns: the verdict before the times, one time per job
     model = page.table_model
     titles = [model.headerData(i, Qt.Orientation.Horizontal) for i in range(model.columnCount())]
-    assert titles == ["hardware", "price", "upfront", "power/month", "per job", "verdict", "break-even",
+    assert titles == ["what", "hardware", "price", "upfront", "monthly", "per job", "use", "verdict", "break-even",
                       "qlora llama-3.1-8b", "inference llama-3.1-8b"]
+    assert "hobbyist" in page.rent.text() and "in one machine" in page.rent.text()
 
 
 def test_budget_owned_switch_and_the_planners_job(make_window, qtbot):
@@ -54,3 +55,25 @@ def test_budget_owned_switch_and_the_planners_job(make_window, qtbot):
     page.job_list.setCurrentRow(2)
     page.remove_button.click()
     assert [j.name for j in page.result.jobs] == ["qlora llama-3.1-8b", "inference llama-3.1-8b"]
+
+
+@pytest.mark.parametrize("scenario, budget, args", [
+    ("8xh100-sxm", 2500, []), ("laptop-4060", 1500, []), ("2x4090", 300000, []),
+])
+def test_page_matches_the_cli_on_every_machine(make_window, qtbot, capsys, scenario, budget, args):
+    # The page once dropped 8 owned H100s and a laptop's GPU silently; now its rows are the CLI's, and a team's
+    # budget brings the team's default jobs and the servers on both.
+    w = make_window(scenario)
+    w.show_page("buy")
+    page = w.page("buy")
+    qtbot.waitUntil(page.is_ready, timeout=10000)
+    page.budget.setValue(budget)
+    rows = page.table_model.rows()
+    doc = _cli(capsys, "--budget", str(budget), "--fake-gpu", scenario, *args)
+    assert [o.purchase.id for o in rows] == [o["id"] for o in doc["options"]]
+    assert [o.usd_per_job for o in rows] == pytest.approx([o["usd_per_job"] for o in doc["options"]])
+    assert [j.name for j in page.result.jobs] == [j["name"] for j in doc["jobs"]]
+    if scenario != "2x4090":
+        assert rows[0].purchase.kind == "owned"
+    else:
+        assert any(o.purchase.kind == "server" for o in rows)

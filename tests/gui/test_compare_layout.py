@@ -23,23 +23,38 @@ def test_compare_charts_fit_their_widgets(make_window, qtbot, size):
     assert page.split.sizes()[1] >= 240  # the assumptions panel is shown, at a usable width
 
 
-def test_break_even_labels_stay_inside_the_chart(make_window, qtbot):
-    """A break-even line's label sits right of it, or left of it in the chart's right third (it was cut off at
-    the right edge); the default job on 2x4090 has lines on both sides of 10,000 h."""
+@pytest.mark.parametrize("scenario", ["2x4090", "laptop-4060", "8xh100-sxm"])
+def test_money_spent_chart_and_sentences_are_about_what_is_shown(make_window, qtbot, scenario):
+    """The money-spent chart draws the plan's cost_over_time lines; the lead sentences name only options in the
+    bars (the issue: the same sentence on every machine, about options in none of the charts); a purchase of
+    the cards the user owns is marked."""
+    import re
+
     import pyqtgraph as pg
 
-    from advisor.gui.pages.compare import BREAK_EVEN_LABEL_FLIP
+    from advisor.gui.compare_data import chart_selection, option_label
+    from advisor.planner.summary import owned_accelerators
 
-    w = make_window()
+    w = make_window(scenario)
     w.show_page("compare")
     page = w.page("compare")
     qtbot.waitUntil(page.is_ready, timeout=60000)
-    marks = [it for it in page._be_items if isinstance(it, pg.InfiniteLine)]
-    sides = {it.value() > BREAK_EVEN_LABEL_FLIP for it in marks}
-    assert sides == {True, False}, [it.value() for it in marks]  # this job checks both sides
-    for it in marks:
-        anchor_x = it.label.anchors[0][0]
-        assert anchor_x == (1 if it.value() > BREAK_EVEN_LABEL_FLIP else 0), (it.value(), it.label.anchors)
+    r = page.result
+    spend = r.cost_over_time()
+    curves = [it for it in page._be_items if isinstance(it, pg.PlotDataItem)]
+    assert len(curves) == len(spend.lines) >= 2
+    for curve, line in zip(curves, spend.lines):
+        assert curve.yData[-1] == pytest.approx(line.usd_after(spend.months))
+    mine = owned_accelerators(r)
+    shown = chart_selection(r, page._machine_ids())
+    bars = {option_label(o, mine) for o in shown}
+    lead = page.summary.text().split("<br>")[0]
+    named = re.findall(r"<b>(.*?)</b>", lead)[1:]  # the first is the job
+    assert named and all(n.removeprefix("owned ") in {b.removeprefix("owned ") for b in bars} or n.startswith("$")
+                         for n in named), (named, bars)
+    for o in shown:
+        if o.kind == "home" and o.accelerator in mine:
+            assert "(cards you own)" in option_label(o, mine)
 
 
 def test_line_labels_move_rather_than_overlap():

@@ -115,7 +115,8 @@ def test_inference_draws_the_context_sweep(make_window, qtbot):
     plot = planner.context_plot
     assert plot.isVisible() and len(plot.points) >= 4
     xs, ys = plot.ttft.getData()
-    assert len(xs) == len(plot.points) and all(a < b for a, b in zip(ys, ys[1:]))
-    assert "largest context that fits" in plot.caption.text()
+    # the contexts that fit are drawn, those beyond the largest are not (a time for them could not be true)
+    assert len(xs) == sum(p["fits"] for p in plot.points) >= 4 and all(a < b for a, b in zip(ys, ys[1:]))
+    assert "largest context that fits" in plot.caption.text() and "this machine's" in plot.caption.text()
     w.resize(1280, 720)
     _shot(w, "4-inference")

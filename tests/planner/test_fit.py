@@ -110,9 +110,54 @@ def test_inference_summary_largest_context_and_sweep():
     assert mem(largest) <= cap < mem(largest + 1)
     sweep = inf["context_sweep"]
     assert [p["context"] for p in sweep][:3] == [512, 1024, 2048]
-    assert all(a["ttft_s"] < b["ttft_s"] for a, b in zip(sweep, sweep[1:]))
+    fitting = [p for p in sweep if p["fits"]]
+    assert all(a["ttft_s"] < b["ttft_s"] for a, b in zip(fitting, fitting[1:]))
     assert [p["fits"] for p in sweep] == [p["context"] <= largest for p in sweep]
+    # a context that does not fit has no time: it could not be true
+    assert all(p["ttft_s"] is None and p["decode_tokens_per_s"] == 0 for p in sweep if not p["fits"])
     # the default window of 2048 tokens holds the 256 output tokens: the prompt is the 1792 before them
     assert inf["prompt_tokens"] == 1792
     assert inf["prefill_tokens_per_s"] == pytest.approx(1792 / (inf["ttft_s"] - 1 / inf["decode_tokens_per_s"]),
                                                         rel=1e-6)
+
+
+def _five_friends(extra: dict):
+    from advisor.planner.owned import parse_own
+
+    values = {"model": "llama-3.3-70b", "workload": "inference", "quant": "q4_k_m", "runtime": "llama.cpp",
+              "batch": 5, **extra}
+    req = PlanRequest.from_mapping(values)
+    return plan(req, CAT, owned=parse_own(["2xrtx-3090"], CAT))
+
+
+def test_the_inference_summary_stays_on_the_owned_gpus_and_labels_its_figures():
+    from advisor.planner.summary import inference_sentence
+
+    result = _five_friends({"prompt_tokens": 1000, "output_tokens": 300})
+    inf = result.inference
+    assert inf["option"] == "owned:rtx-3090" and inf["owned"] and inf["fits"]
+    # decode over the batch and per request, apart
+    assert inf["decode_tokens_per_s_per_request"] == pytest.approx(inf["decode_tokens_per_s"] / 5)
+    # one request alone waits for its own prompt; five arriving together wait for all five
+    assert inf["ttft_single_request_s"] < inf["ttft_batch_arriving_together_s"] == inf["ttft_s"]
+    text = inference_sentence(result)
+    assert text.startswith("On your 2 x GeForce RTX 3090 (owned:rtx-3090) with llama.cpp (q4_k_m weights, cuda): "
+                           "first token after")
+    assert "for one request alone" in text and "when all 5 arrive together" in text
+    assert "tokens/s in all over 5 requests" in text and "per request" in text
+
+
+def test_the_sweep_keeps_one_layout_and_a_job_that_does_not_fit_the_owned_gpus_shows_no_speed():
+    from advisor.planner.summary import inference_sentence
+
+    result = _five_friends({"context": 4096})
+    inf = result.inference
+    # the owned GPUs do not hold it: the summary says so on them, never on another rig
+    assert inf["option"] == "owned:rtx-3090" and not inf["fits"]
+    assert inf["ttft_s"] is None and inf["decode_tokens_per_s"] is None
+    assert "does not fit" in inference_sentence(result) and "your 2 x GeForce RTX 3090" in inference_sentence(result)
+    sweep = inf["context_sweep"]
+    assert sweep and [p["fits"] for p in sweep] == [p["context"] <= inf["largest_context"] for p in sweep]
+    # one fixed layout: the memory per device grows with the context alone
+    mem = [p["memory_total_bytes"] for p in sweep]
+    assert mem == sorted(mem)

@@ -83,17 +83,22 @@ def test_memory_at_other_device_counts_comes_from_the_same_plan():
     assert r.memory_at(0) is None
 
 
-def test_break_even_lines_read_the_plan():
-    from advisor.gui.compare_data import break_even_lines
-
-    r = _plan(model="llama-3-8b", workload="lora", accelerator=["rtx-4090"])
-    lines = break_even_lines(r)
+def test_cost_over_time_reads_the_plan():
+    # Money spent against months: the home rig bought at month 0 (its upfront), then running and holding costs
+    # at the stated cadence; the rent is each job rented. Read from the plan's options and their holdings.
+    r = _plan(model="llama-3-8b", workload="qlora", accelerator=["rtx-4090"], jobs_per_month=3)
+    spend = r.cost_over_time()
+    assert spend.stated and spend.jobs_per_month == 3
     home = r.option("home:rtx-4090")
-    assert lines and lines[0].fixed_usd == home.owning.fixed_usd_per_device
-    assert lines[0].rent_usd_per_h == home.break_even.rent_usd_per_device_hour
-    rate, fixed, var = lines[0].rent_usd_per_h, lines[0].fixed_usd, lines[0].variable_usd_per_h
-    assert lines[0].break_even_h == pytest.approx(fixed / (rate - var))
-    assert lines[0].break_even_h == pytest.approx(home.break_even.device_hours)
+    rent = r.best("cloud")
+    line = {x.kind: x for x in spend.lines}
+    assert line["home"].upfront_usd == pytest.approx(home.owning.holding.upfront_usd)
+    # 3 jobs of h hours: energy of 3h hours, idle power of the rest of the 243.3 available hours.
+    h = home.hours
+    expected = 3 * h * 0.555 * 0.17 + (8 * 365 / 12 - 3 * h) * 0.05 * 0.17  # 450 W x 0.9 + 150 W = 0.555 kW
+    assert home.devices == 1 and line["home"].monthly_usd == pytest.approx(expected)
+    assert line["cloud"].monthly_usd == pytest.approx(3 * rent.cost_usd) and line["cloud"].upfront_usd == 0
+    assert home.break_even.vs == rent.id or r.option(home.break_even.vs).accelerator == "rtx-4090"
 
 
 def test_no_page_or_report_prices_an_option():
@@ -106,3 +111,24 @@ def test_no_page_or_report_prices_an_option():
     for path in [*root.glob("gui/**/*.py"), *root.glob("report/**/*.py"), *root.glob("commands/**/*.py")]:
         text = path.read_text()
         assert not [p for p in pricing if p in text], path
+
+
+@pytest.mark.parametrize("per_month", [1, 30])
+def test_onprem_h100_follows_the_cadence_by_hand(per_month):
+    # The team: LoRA of llama-3.1-70b on 2e8 tokens on n H100 SXM (catalog: 30,000 USD, 700 W), h hours.
+    # A month of holding per GPU: capex 30,000 x 1.6 / 0.81 = 59,259.26 over 48 months = 1,234.57; colocation
+    # 0.7 x 1.9 = 1.33 kW x 150 = 199.5; support 1,000 / 12 = 83.33; idle 1.33 x 0.3 x 1.2 = 0.4788 kW at
+    # 0.10 USD/kWh for the 730 - N h idle hours. Running: 1.33 x 0.75 x 1.2 = 1.197 kW x 0.10 = 0.1197 USD/h per
+    # GPU. The job carries h / (N h) = 1/N of the month, plus its own energy.
+    r = _plan(model="llama-3.1-70b", workload="lora", tokens=2e8, accelerator=["h100-sxm"], owned_options=False,
+              jobs_per_month=per_month)
+    o = next(x for x in r.options if x.kind == "onprem")
+    h, n = o.hours, o.devices
+    month = n * (59259.259 / 48 + 199.5 + 1000 / 12 + (730 - per_month * h) * 0.04788)
+    assert o.cost_usd == pytest.approx(month / per_month + n * 0.1197 * h, rel=1e-5)
+    assert o.utilisation.busy_hours_per_month == pytest.approx(per_month * h)
+    assert o.break_even.vs is not None and r.option(o.break_even.vs).fits and r.option(o.break_even.vs).feasible
+    if per_month == 1:
+        assert o.break_even.months is None and not o.break_even.pays_back  # renting a month costs less than running
+    else:  # busy most of the month: the answer changes, it pays back within its 4 years
+        assert o.break_even.pays_back and o.break_even.months < 48

@@ -37,10 +37,29 @@ def _usd(x: float | None) -> str:
     return "$0" if x == 0 else fmt_usd(x)
 
 
-def _break_even(months: float) -> str:
-    if months == math.inf:
+GROUP_WORDS = {"own": "yours", "upgrade": "add to this machine", "new": "new rig or machine", "server": "server (team)"}
+
+
+def _break_even_text(o) -> str:
+    """``owned``, ``never``, ``14.2 mo`` or ``122 mo > life`` (beyond its life): the CLI's column."""
+    m = o.break_even_months
+    if o.purchase.kind == "owned":
+        return "owned"
+    if m is None:
         return "never"
-    return "now" if months == 0 else f"{months:,.1f} months"
+    return f"{m:,.1f} mo" if o.pays_back else f"{m:,.0f} mo > life"
+
+
+class _Months(float):
+    """Months to break-even as a number to sort by (never: infinity), with its words."""
+
+    text: str = ""
+
+
+def _months(o) -> _Months:
+    m = _Months(math.inf if o.break_even_months is None else o.break_even_months)
+    m.text = _break_even_text(o)
+    return m
 
 
 def buy_columns(job_names: list[str]) -> list[Column]:
@@ -51,25 +70,32 @@ def buy_columns(job_names: list[str]) -> list[Column]:
         return bad if o.verdict == "keep renting" or o.overbooked else good
 
     cols = [
-        Column("hardware", lambda o: o.purchase.hardware, tip="What to buy (or the GPUs you own, as they are)"),
+        Column("what", lambda o: GROUP_WORDS.get(o.purchase.group, o.purchase.group),
+               tip="Yours (as it is), cards added to this machine (no new PC), a new rig or machine, or a server "
+                   "for a team (on-prem costs)", cell_tip=lambda o: o.purchase.note or ""),
+        Column("hardware", lambda o: o.purchase.hardware, tip="What to buy (or the GPUs you own, as they are)",
+               cell_tip=lambda o: o.purchase.note or ""),
         Column("price", lambda o: o.purchase.price_basis, tip="The price it is counted at: the launch price, the "
                "street price of that date (used or new, see the source), or the machine's price",
                cell_tip=lambda o: f"source: {o.purchase.price_source or 'owned'}"),
         Column("upfront", lambda o: o.purchase.upfront_usd, _usd, align_right=True,
                tip="Cards plus the rest of the system (a new rig, or what more GPUs in your rig need)"),
-        Column("power/month", lambda o: o.monthly_usd, fmt_usd, align_right=True,
-               tip="Electricity of the jobs it runs, at the runs a month given"),
+        Column("monthly", lambda o: o.monthly_usd + o.holding_monthly_usd, fmt_usd, align_right=True,
+               tip="A month of owning it at the runs a month given: electricity of the jobs it runs, plus its "
+                   "holding costs (price less resale over its life, idle power; a server's capex, colocation and "
+                   "support)"),
         Column("per job", lambda o: o.usd_per_job, fmt_usd, align_right=True,
-               tip="Cost per job over the hardware's life: its price less resale over the lifetime, power, and the "
-                   "rent of the jobs it cannot run"),
+               tip="The month's cost plus the rent of the jobs it cannot run, over the jobs a month"),
+        Column("use", lambda o: o.utilisation, lambda u: f"{u:.0%}", align_right=True,
+               tip="Busy hours a month over the hours it is available (hours per day; servers around the clock)"),
     ]
     cols += [
         Column("verdict", lambda o: o.verdict + (" (overbooked)" if o.overbooked else ""), color=verdict_color,
                tip="Keep renting when renting costs less per job; overbooked: the jobs need more hours a month than "
                    "the hours a day assumed"),
-        Column("break-even", lambda o: math.inf if o.break_even_months is None else o.break_even_months,
-               _break_even, align_right=True,
-               tip="Months until the upfront is repaid by what it saves against renting the same jobs"),
+        Column("break-even", _months, lambda m: m.text, align_right=True,
+               tip="Months until the upfront is repaid by what it saves against renting the same jobs; beyond its "
+                   "life, it does not pay back"),
     ]
     for name in job_names:
         cols.append(Column(name, lambda o, n=name: o.hours_per_job.get(n) or math.inf,
@@ -100,6 +126,7 @@ class BuyPage(Page):
         from advisor.store.calibration import load_planner_calibration
 
         self.jobs = default_jobs()
+        self._default_jobs = True  # until a job is added or removed: the defaults follow the budget
         self.result = None
         self._calibration = load_planner_calibration()
         layout = QVBoxLayout(self)
@@ -178,13 +205,17 @@ class BuyPage(Page):
 
     # ------------------------------------------------------------ inputs
     def owned(self) -> list:
-        """This machine's GPUs as ``(accelerator, count)``, when they count as owned."""
-        from advisor.planner.buy import owned_groups
+        """This machine's GPUs as ``(accelerator, count)``, when they count as owned: every GPU the planner
+        counts (``planner.owned.owned_from_profile``, as ``advisor buy`` does), however many, priced or not."""
+        return [(hw.accelerator, hw.count) for hw in self._owned_hardware()]
+
+    def _owned_hardware(self) -> list:
+        from advisor.planner.owned import owned_from_profile
 
         m = self.ctx.machine
         if m is None or not self.own.isChecked():
             return []
-        return owned_groups([g.accelerator for g in m.gpus if g.info.available and g.accelerator is not None])
+        return owned_from_profile(m)
 
     def _show_jobs(self) -> None:
         self.job_list.clear()
@@ -201,6 +232,7 @@ class BuyPage(Page):
         while name in names:
             name, i = f"{job.name} ({i})", i + 1
         self.jobs.append(replace(job, name=name))
+        self._default_jobs = False
         self._show_jobs()
         self.refresh()
 
@@ -233,6 +265,7 @@ class BuyPage(Page):
         row = self.job_list.currentRow()
         if len(self.jobs) > 1:
             del self.jobs[row if 0 <= row < len(self.jobs) else -1]
+            self._default_jobs = False
             self._show_jobs()
             self.refresh()
 
@@ -260,12 +293,20 @@ class BuyPage(Page):
         """Rank again from the inputs and show the result (a bad job shows its one line instead)."""
         from advisor.cost.assumptions import CostAssumptions
         from advisor.planner import PlanInputError
-        from advisor.planner.buy import buy_advice, summary_parts
+        from advisor.planner.buy import buy_advice, combine_text, default_jobs, defaults_text, summary_parts
 
         try:
             a = CostAssumptions().with_overrides(**dict(self.ctx.assumptions or {}))
+            if self._default_jobs:  # a hobbyist's or a team's month, by the budget (``default_jobs``)
+                self.jobs = default_jobs(self.budget.value())
+                self._show_jobs()
+            power = {hw.accelerator.id: hw.gpu_power_w for hw in self._owned_hardware() if hw.gpu_power_w}
+            m = self.ctx.machine
+            ram = getattr(getattr(getattr(m, "host", None), "memory", None), "total_bytes", None) \
+                if self.own.isChecked() else None
             self.result = buy_advice(self.jobs, self.budget.value(), self.per_month.value(), self.owned(),
-                                     catalog=self.ctx.catalog, calibration=self._calibration, assumptions=a)
+                                     catalog=self.ctx.catalog, calibration=self._calibration, assumptions=a,
+                                     owned_power_w=power, default_jobs=self._default_jobs, host_memory_bytes=ram)
         except (PlanInputError, TypeError, ValueError) as exc:
             log.info("buy: %s", exc)
             self.result = None
@@ -287,14 +328,18 @@ class BuyPage(Page):
         left = r.considered - len(r.options)
         a = r.assumptions
         cat = self.ctx.catalog
+        jobs = (f"The jobs are the defaults, {defaults_text(r.budget_usd)}: add the Planner's job or a scenario file "
+                "to use yours. " if r.default_jobs else "")
+        owned = f"Your GPUs: {combine_text(list(r.owned))}. " if r.owned else ""
         self.rent.setText(
-            f"The last columns are the time of one run of each job. Rent, the cheapest cloud option that fits each "
-            f"job: {rent}. "
+            jobs + owned + f"The last columns are the time of one run of each job. Rent, the cheapest cloud option "
+            f"that fits each job: {rent}. "
             + (f"{left} more within the budget fit none of the jobs. " if left else "")
-            + f"Per job: price less {a.resale_fraction:.0%} resale over {a.lifetime_years:g} years, electricity at "
-            f"${a.electricity_usd_per_kwh:g}/kWh, {a.hours_per_day:g} h a day available. "
-            f"{upper_first(price_summary(cat.offers, cat.date, r.prices_as_of))}; hover a row for its price "
-            "source.")
+            + f"Monthly: electricity at ${a.electricity_usd_per_kwh:g}/kWh plus a rig's price less "
+            f"{a.resale_fraction:.0%} resale over {a.lifetime_years:g} years and its idle power, or a server's capex "
+            f"over {a.onprem_amortisation_years:g} years, colocation and support; {a.hours_per_day:g} h a day "
+            f"available. {upper_first(price_summary(cat.offers, cat.date, r.prices_as_of))}; hover a row for its "
+            "price source and what to check before adding cards.")
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:

@@ -1,12 +1,15 @@
 """Compare page: what the planned job costs at home, on-prem and in the cloud, and why.
 
 Charts: stacked bars of each option's job cost by part, time against cost with the Pareto front,
-and cumulative cost of owning against renting over hours of use (break-even). The cost assumptions
+and money spent against months on the user's own GPUs, what they could buy and the cheapest rent (break-even
+where a purchase's line crosses the rent's). The cost assumptions
 sit beside the charts, as a form generated from their declarations (``widgets/assumptions_form.py``);
 editing one re-plans through the Planner (``AppContext.set_assumptions``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -24,10 +27,10 @@ from PySide6.QtWidgets import (
 from advisor.colours import cost_part_colour
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import (
-    break_even_lines,
     chart_selection,
     dearer_hour_example,
     distinct_labels,
+    lead_sentences,
     option_label,
     options_csv,
     scatter_flat_text,
@@ -39,14 +42,12 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tornado_panel import TornadoPanel
-from advisor.units import fmt_hours, fmt_usd, upper_first
+from advisor.units import fmt_usd, upper_first
 
 MAIN_ASSUMPTIONS = ("electricity_usd_per_kwh", "utilisation", "hours_per_day", "lifetime_years", "spot")
 KIND_INDEX = {"home": 0, "onprem": 1, "cloud": 2, "owned": 3}
 
-# The break-even chart's hours of use, as log10 (100 h to 100,000 h), and where a line's label goes to its left.
-BREAK_EVEN_RANGE = (2.0, 5.0)
-BREAK_EVEN_LABEL_FLIP = BREAK_EVEN_RANGE[0] + 2 / 3 * (BREAK_EVEN_RANGE[1] - BREAK_EVEN_RANGE[0])
+SPEND_INDEX = {"owned": 3, "home": 0, "onprem": 1, "cloud": 2}  # the same colours as the scatter's kinds
 
 
 SIDE_MIN_W = 240  # the assumptions panel: narrowest it may be dragged (its rows wrap, it scrolls)
@@ -112,12 +113,13 @@ class ComparePage(Page):
         self.scatter.setLogMode(x=True, y=True)
         self.scatter.setToolTip("Every option that fits. The front joins the options no other beats on both time "
                                 "and cost: pick along it by how much a faster result is worth to you. Log axes.")
-        self.breakeven = plots.make_plot("Break-even: owning against renting", "cost per device-hour", "USD",
-                                         x_label="hours of use per device over its life", x_unit="h", legend=True, min_height=250)
-        self.breakeven.setLogMode(x=True, y=False)
-        self.breakeven.setToolTip("Owning (solid): net price spread over the hours you use it, plus power. Renting "
-                                  "(dashed): the cheapest cloud rate for the same device. Where they cross, owning "
-                                  "starts to pay off. Log time axis.")
+        self.breakeven = plots.make_plot("Money spent over time", "spent", "", x_label="months", x_unit="",
+                                         legend=True, min_height=250)
+        self.breakeven.setLogMode(x=False, y=True)
+        self.breakeven.setToolTip("Money spent after each month at the job's cadence (Jobs per month on the "
+                                  "Planner): your GPUs (electricity), a home rig or on-prem servers bought at month "
+                                  "0 then their running and monthly costs, and the cheapest rent that runs the job. "
+                                  "Where a purchase's line falls below the rent's, buying has paid back.")
         for p in (self.cost_chart, self.scatter, self.breakeven):
             p.setMouseEnabled(x=False, y=False)
         self._grid = grid
@@ -266,11 +268,9 @@ class ComparePage(Page):
         chosen = chart_selection(result, mine)
         r = result.request
         name = rich(result.model_name or "custom model")
-        text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b> ({len(result.options)} options priced). "
-        best = result.best()
-        if best is not None:
-            text += (f"Cheapest: <b>{rich(option_label(best))}</b>, {fmt_usd(best.cost_usd)} in {fmt_hours(best.hours)}. ")
-        example = dearer_hour_example(result)
+        text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b>: " + " ".join(
+            lead_sentences(result, chosen))
+        example = dearer_hour_example(result, chosen)
         if example:
             text += "<br>" + example
         self.summary.setText(text)
@@ -278,8 +278,12 @@ class ComparePage(Page):
         self._draw_scatter(result)
         self._draw_break_even(result, mine)
         self.tornado.show_plan(result, self.ctx.catalog, self._calibration(), self.ctx.plan_kw())
-        self.note.setText(f"{upper_first(result.prices_text())}; owned hardware is priced by depreciation over "
-                          f"its hours of use plus energy. Spot prices include rework for interruptions.")
+        spend = result.cost_over_time()
+        cadence = (f"{spend.jobs_per_month:g} jobs a month" if spend.stated else
+                   f"{spend.jobs_per_month:g} jobs a month (assumed: set Jobs per month on the Planner)")
+        self.note.setText(f"{upper_first(result.prices_text())}. Your GPUs are priced at their electricity; a home "
+                          f"rig or on-prem servers to buy carry their monthly costs over the use (money spent over "
+                          f"time at {cadence}). Spot prices include rework for interruptions.")
 
     def _draw_costs(self, chosen) -> None:
         plots.clear_bars(self.cost_chart, self._items)
@@ -292,7 +296,10 @@ class ComparePage(Page):
         series = [(p.replace("_", " "), [o.cost_breakdown_usd.get(p, 0.0) for o in rows]) for p in parts]
         self._items = plots.stacked_bars(self.cost_chart, series, horizontal=True, width=0.6, value_format=fmt_usd,
                                          colours=[cost_part_colour(p) for p in parts])
-        plots.set_categories(self.cost_chart, distinct_labels(rows), axis="left")
+        from advisor.planner.summary import owned_accelerators
+
+        mine = owned_accelerators(self.result) if self.result is not None else set()
+        plots.set_categories(self.cost_chart, distinct_labels(rows, mine), axis="left")
         top = max((o.cost_usd for o in rows), default=1.0)
         self.cost_chart.setXRange(0, top * 1.3, padding=0)  # room for the total after each bar
         self.cost_chart.setYRange(-0.6, len(rows) + 0.6, padding=0)  # the top row is the legend's
@@ -341,29 +348,47 @@ class ComparePage(Page):
         plots.refit_legend(self.scatter)
 
     def _draw_break_even(self, result, mine) -> None:
+        """Money spent against months (``PlanResult.cost_over_time``): your GPUs, the purchases and the rent, from
+        month 1 on a log money axis (a purchase costs hundreds of times a month of rent); a mark where a purchase
+        pays back against the rent within its life."""
+        from advisor.planner.summary import owned_accelerators
+
         for it in self._be_items:
             self.breakeven.removeItem(it)
         self._be_items.clear()
-        lines = break_even_lines(result, mine)
-        x = np.logspace(*BREAK_EVEN_RANGE, 120)  # 100 h to 100,000 h of use
-        for i, b in enumerate(lines):
-            own = pg.PlotDataItem(x, b.fixed_usd / x + b.variable_usd_per_h, pen=plots.pen(i), name=b.label)
-            rent = pg.PlotDataItem(x[[0, -1]], [b.rent_usd_per_h] * 2, pen=plots.pen(i, style=Qt.PenStyle.DashLine))
-            self.breakeven.addItem(own)
-            self.breakeven.addItem(rent)
-            self._be_items += [own, rent]
-            if b.break_even_h:
-                text = f"{b.break_even_h:,.0f} h"
-                at = np.log10(b.break_even_h)
-                # the label right of its line, or left of it in the chart's right third (where it would be cut)
-                mark = plots.add_limit_line(self.breakeven, at, text, index=i, horizontal=False,
-                                            label_position=0.55 - 0.12 * i,
-                                            label_anchor=(1, 0) if at > BREAK_EVEN_LABEL_FLIP else (0, 0))
+        spend = result.cost_over_time()
+        owned = owned_accelerators(result)
+        months = np.linspace(1.0, spend.months, 60)
+        lo, hi = math.inf, 0.0
+        for line in spend.lines:
+            y = np.array([line.usd_after(m) for m in months])
+            if not (y > 0).any():
+                continue
+            lo, hi = min(lo, float(y[y > 0].min())), max(hi, float(y.max()))
+            o = result.option(line.option_id)
+            label = option_label(o, owned) if o is not None else line.label
+            style = Qt.PenStyle.DashLine if line.kind == "cloud" else Qt.PenStyle.SolidLine
+            item = pg.PlotDataItem(months, np.where(y > 0, y, np.nan), pen=plots.pen(SPEND_INDEX.get(line.kind, 0),
+                                                                                    style=style), name=label)
+            self.breakeven.addItem(item)
+            self._be_items.append(item)
+        rent = next((line for line in spend.lines if line.kind == "cloud"), None)
+        for i, line in enumerate(x for x in spend.lines if x.kind in ("home", "onprem")):
+            if rent is None or rent.monthly_usd <= line.monthly_usd:
+                continue
+            at = line.upfront_usd / (rent.monthly_usd - line.monthly_usd)
+            if 1.0 <= at <= min(spend.months, line.life_months or spend.months):
+                mark = plots.add_limit_line(self.breakeven, at, f"pays back: {at:,.0f} mo",
+                                            index=SPEND_INDEX[line.kind], horizontal=False,
+                                            label_position=0.85 - 0.12 * i,
+                                            label_anchor=(1, 0) if at > 2 / 3 * spend.months else (0, 0))
                 self._be_items.append(mark)
-        top = max((b.rent_usd_per_h for b in lines), default=1.0)
-        self.breakeven.setYRange(0, 2.5 * top, padding=0)
-        self.breakeven.setXRange(*BREAK_EVEN_RANGE, padding=0)
-        plots.set_log_ticks(self.breakeven, "bottom", plots.USE_HOUR_TICKS, 1e2, 1e5)  # as many as fit
+        cadence = f"{spend.jobs_per_month:g} jobs a month" + ("" if spend.stated else " (assumed)")
+        self.breakeven.setTitle(f"Money spent, {cadence}")
+        self.breakeven.setXRange(0, spend.months, padding=0)
+        if hi > 0:
+            self.breakeven.setYRange(np.log10(lo / 1.5), np.log10(hi * 1.5), padding=0)
+            plots.set_log_ticks(self.breakeven, "left", plots.USD_TICKS, lo / 1.5, hi * 1.5)
         plots.refit_legend(self.breakeven)
 
     # ------------------------------------------------------------ page hooks

@@ -326,13 +326,17 @@ class PlannerPage(Page):
                 f"{'s' if result.parallelism.devices > 1 else ''}")
         if result.tokens and r.workload != "inference":
             head += f" · {fmt_count(result.tokens)} tokens"
-        from advisor.planner.summary import headline
+        from advisor.planner.summary import headline_parts
 
         mine_option = result.this_machine() or next((o for o in result.options if o.kind == "owned"), None)
+        parts = headline_parts(result, "Jobs per month, under Hardware and cost")
         lines = []
-        if mine_option is not None:  # the headline starts with this machine: fits or not, time, cost, rent
+        if mine_option is not None:  # the headline starts with the GPUs one owns: fits or not, time, cost
             colour = t.good if mine_option.fits else t.bad
-            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(headline(result), 500)}</b></span>")
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(parts[0], 500)}</b></span>")
+            parts = parts[1:]
+        if parts:  # then the cheapest rent that runs it, then what to buy
+            lines.append(" ".join(rich(p, 500) for p in parts))
         lines.append(head)
         if result.software is not None:  # the framework profile the figures assume, in one line
             lines.append(f"<span style='color:{t.muted}'>{html.escape(result.software.summary())}</span>")

@@ -48,25 +48,25 @@ class ContextSweepWidget(QWidget):
         self.points = list(sweep)
         if not sweep:
             return
-        xs = [math.log2(p["context"]) for p in sweep]
-        ttft = [p["ttft_s"] or 0.0 for p in sweep]
-        top = max(ttft) or 1.0
-        rates = [p["decode_tokens_per_s"] for p in sweep]
-        peak = max(rates) or 1.0
+        # Only the contexts that fit are drawn: a time for one that does not fit could not be true.
+        drawn = [p for p in sweep if p["fits"] and p["ttft_s"] is not None] or []
+        xs = [math.log2(p["context"]) for p in drawn]
+        ttft = [p["ttft_s"] for p in drawn]
+        top = max(ttft, default=0.0) or 1.0
+        rates = [p["decode_tokens_per_s"] for p in drawn]
+        peak = max(rates, default=0.0) or 1.0
         self.ttft.setData(xs, ttft)
         self.decode.setData(xs, [r / peak * top for r in rates])  # on the time scale: its shape, labelled below
         largest = inf["largest_context"]
-        self.limit.setValue(math.log2(largest) if largest > 0 else xs[0])
+        all_xs = [math.log2(p["context"]) for p in sweep]
+        self.limit.setValue(math.log2(largest) if largest > 0 else all_xs[0])
         self.limit.setVisible(largest > 0)
-        self.plot.getAxis("bottom").setTicks([[(x, _short(p["context"])) for x, p in zip(xs, sweep)], []])
-        sw = inf.get("software") or {}
-        runtime = f" with {sw['name']} ({sw['weight_format']} weights on {sw['backend']})" if sw else ""
-        set_plain(self.caption,  # the option's name holds the GPU's
-            f"On {inf['option']}{runtime}: {inf['ttft_s']:.2f} s to the first token for a "
-            f"{inf.get('prompt_tokens') or inf['context']:,}-token prompt, "
-            f"prefill {inf['prefill_tokens_per_s'] or 0:,.0f} tokens/s, decode {inf['decode_tokens_per_s']:,.1f} "
-            f"tokens/s (from {peak:,.1f} at {sweep[0]['context']:,} tokens to {rates[-1]:,.1f} at "
-            f"{sweep[-1]['context']:,}); the largest context that fits is {largest:,} tokens.")
+        self.plot.getAxis("bottom").setTicks([[(x, _short(p["context"])) for x, p in zip(all_xs, sweep)], []])
+        from advisor.planner.summary import inference_sentence
+
+        shape = (f" Decode (scaled to the time axis) goes from {peak:,.1f} tokens/s at {drawn[0]['context']:,} "
+                 f"tokens to {rates[-1]:,.1f} at {drawn[-1]['context']:,}, on this one layout." if drawn else "")
+        set_plain(self.caption, inference_sentence(result) + shape)  # the option's name holds the GPU's
 
 
 def _short(tokens: int) -> str:

@@ -284,6 +284,12 @@ USD_TICKS = ((0.01, "$0.01", 0), (0.1, "$0.10", 0)) + tuple(
 USE_HOUR_TICKS = tuple((m * 10.0 ** k, f"{_n:,.0f} h", {1: 0, 5: 1, 2: 2}[m])
                        for k in range(0, 7) for m in (1, 2, 5) for _n in (m * 10.0 ** k,))
 TICK_GAP_PX = 12  # the least space between two tick labels
+# Rates (tokens/s) 1-2-5 in each decade, and waits from a millisecond to minutes: decades first.
+RATE_TICKS = tuple((m * 10.0 ** k, f"{m * 10 ** k:,}" if k < 3 else f"{m * 10 ** (k - 3):g}k", {1: 0, 5: 1, 2: 2}[m])
+                   for k in range(0, 7) for m in (1, 2, 5))
+SECOND_TICKS = ((0.001, "1 ms", 0), (0.01, "10 ms", 0), (0.03, "30 ms", 1), (0.1, "0.1 s", 0), (0.3, "0.3 s", 1),
+                (1.0, "1 s", 0), (3.0, "3 s", 1), (10.0, "10 s", 0), (30.0, "30 s", 1), (60.0, "1 min", 0),
+                (600.0, "10 min", 0), (3600.0, "1 h", 0))
 
 
 def pick_log_ticks(ticks: Sequence[tuple], lo: float, hi: float, length_px: float,

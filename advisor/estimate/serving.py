@@ -1,0 +1,251 @@
+"""One LLM server in plain numbers: KV-cache capacity, batched decode steps and prefill (pure).
+
+One replica of a server is a :class:`ServerSpec` of plain numbers (bandwidth and its efficiency, prefill FLOP/s,
+KV bytes per token, how the runtime batches and reserves memory); requests have prompt and output lengths
+(:class:`Lengths`). The load on it, its queues and the latency percentiles are ``estimate.serving_queue``'s.
+
+The method (docs/method.md, "Serving under load"):
+
+* **Capacity.** vLLM and SGLang take ``gpu_memory_utilization`` (0.9 by default) of each device for weights,
+  activations and the KV cache; the cache gets what is left (vLLM ``docs/configuration/optimization.md``;
+  ``vllm/engine/arg_utils.py``). llama.cpp allocates ``-c`` tokens of cache at start, shared by ``-np`` slots
+  of ``c / np`` tokens each (llama.cpp ``tools/server/README.md``), so a slot must hold a whole request.
+* **A decode step** at batch B reads the weights once and B caches at their mean length:
+  ``t = max((W + B * kv * ctx) / (BW * eta), 2 * P_act * B / (F * eta_c)) + t_step`` where ``t_step`` is the
+  step's fixed cost (launches, tensor-parallel all-reduce latency, two per layer).
+* **Prefill** is compute-bound: ``(2 * P_act * s + a * s^2 / 2) / F_prefill`` with ``a`` the attention FLOPs per
+  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights.
+  Runtimes that chunk it (vLLM's chunked prefill, ``max_num_batched_tokens`` per step; llama.cpp's ``-b``)
+  mix the chunks into decode steps, so the prompt takes ``ceil(s / chunk)`` mixed steps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+BATCHING = ("continuous", "slots")
+Z95 = 1.6449  # standard normal quantile at 0.95
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Prompt and output lengths of the requests: means and coefficients of variation (sd / mean).
+
+    Quantiles assume a log-normal shape, the usual fit of chat request lengths.
+    """
+
+    prompt_mean: float
+    output_mean: float
+    prompt_cv: float = 0.0
+    output_cv: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (self.prompt_mean >= 1 and self.output_mean >= 1):
+            raise ValueError("prompt and output lengths must be at least 1 token")
+        if not (0 <= self.prompt_cv <= 10 and 0 <= self.output_cv <= 10):
+            raise ValueError("length spreads (coefficients of variation) must be between 0 and 10")
+
+    def prompt_q(self, q: float) -> float:
+        """The prompt length at quantile ``q``."""
+        return lognormal_quantile(self.prompt_mean, self.prompt_cv, q)
+
+    def output_q(self, q: float) -> float:
+        """The output length at quantile ``q``."""
+        return lognormal_quantile(self.output_mean, self.output_cv, q)
+
+    @property
+    def mean_context(self) -> float:
+        """The mean tokens a request's cache holds over its decode: each step reads ``prompt + i`` tokens,
+        ``i = 0 .. output - 1``."""
+        return self.prompt_mean + (self.output_mean - 1.0) / 2.0
+
+
+def lognormal_quantile(mean: float, cv: float, q: float) -> float:
+    """Quantile ``q`` of a log-normal with this mean and coefficient of variation (``mean`` when cv is 0).
+
+    ``sigma^2 = ln(1 + cv^2)``, ``mu = ln(mean) - sigma^2 / 2``.
+    """
+    if cv <= 0:
+        return float(mean)
+    s2 = math.log1p(cv * cv)
+    z = {0.5: 0.0, 0.95: Z95, 0.99: 2.3263}.get(q)
+    if z is None:
+        raise ValueError(f"quantile {q} not tabulated (0.5, 0.95, 0.99)")
+    return mean * math.exp(z * math.sqrt(s2) - s2 / 2.0)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One replica of a server, in plain numbers.
+
+    Attributes:
+        weight_bytes: weights of the whole model (split over ``devices``).
+        devices: devices of the replica.
+        parallel_devices: devices whose bandwidth and compute add up in one step: the tensor-parallel degree;
+            1 for llama.cpp's layer split (the layers run one device after the other).
+        capacity_bytes: memory of one device.
+        bandwidth_bps: peak memory bandwidth of one device.
+        eta_mem: share of the peak bandwidth a decode step reaches.
+        decode_flops: effective FLOP/s of one device in a decode step (peak x efficiency).
+        prefill_flops: effective FLOP/s of one device in the prompt's matrix multiplies (the runtime's kernel
+            peak x its efficiency).
+        attention_flops: effective FLOP/s of one device in the prompt's attention (0: ``prefill_flops``).
+        eta_kv: share of the peak bandwidth reading the KV cache reaches (0: ``eta_mem``).
+        kv_free_fraction: the share of what is left after weights and overhead the cache takes (TensorRT-LLM's
+            ``free_gpu_memory_fraction`` 0.9; 1 for the others).
+        pipeline_devices: devices a prompt flows through in chunks when whole layers sit on each (llama.cpp's
+            pipeline parallelism): ``n`` chunks of ``pipeline_chunk`` tokens take ``(n + D - 1) / D`` chunk-times
+            of the whole model (``estimate.decode.ServingSpeed.prefill_s``); 1 otherwise.
+        expert_fraction: for a mixture of experts, the share of the weights one token reads (active over total
+            parameters); a step at batch B reads ``1 - (1 - f)^B`` of them (1: dense, every weight every step).
+        active_params: parameters each token passes through.
+        attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
+        kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
+        batching: ``continuous`` (vLLM, SGLang, TensorRT-LLM: a paged pool shared by every sequence) or ``slots``
+            (llama.cpp: ``slots`` fixed slots of ``slot_tokens`` each, reserved at start).
+        memory_fraction: the share of each device the runtime may use (vLLM ``gpu_memory_utilization``); 1 for
+            runtimes that take what they need.
+        overhead_bytes: per device: context, activation workspace, graphs (not weights, not cache).
+        max_seqs: most sequences in one batch (vLLM ``max_num_seqs``; llama.cpp: the slots).
+        chunk_tokens: prefill tokens per step when the runtime chunks prefill into decode steps; 0 when a
+            prompt's prefill runs on its own before decoding resumes.
+        step_overhead_s: fixed cost of a step (all-reduce latency of tensor parallelism, launches).
+        slot_tokens: context of one slot (``slots`` batching; llama.cpp ``-c / -np``); 0 for continuous.
+    """
+
+    weight_bytes: float
+    devices: int
+    parallel_devices: int
+    capacity_bytes: float
+    bandwidth_bps: float
+    eta_mem: float
+    decode_flops: float
+    prefill_flops: float
+    active_params: float
+    attn_flops_per_pair: float
+    kv_bytes_per_token: float
+    batching: str = "continuous"
+    memory_fraction: float = 0.9
+    overhead_bytes: float = 0.0
+    max_seqs: int = 256
+    chunk_tokens: int = 0
+    step_overhead_s: float = 0.0
+    slot_tokens: int = 0
+    attention_flops: float = 0.0
+    eta_kv: float = 0.0
+    kv_free_fraction: float = 1.0
+    expert_fraction: float = 1.0
+    pipeline_devices: int = 1
+    pipeline_chunk: int = 512
+
+    def __post_init__(self) -> None:
+        if self.batching not in BATCHING:
+            raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
+        if not 1 <= self.parallel_devices <= self.devices:
+            raise ValueError("parallel_devices must be between 1 and devices")
+        if not 0 < self.eta_mem <= 1 or not 0 < self.memory_fraction <= 1 or not 0 < self.kv_free_fraction <= 1:
+            raise ValueError("eta_mem, memory_fraction and kv_free_fraction must be in (0, 1]")
+        if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0 or not 0 < self.expert_fraction <= 1:
+            raise ValueError("eta_kv must be in [0, 1] and attention_flops not negative")
+        for name in ("weight_bytes", "capacity_bytes", "bandwidth_bps", "decode_flops", "prefill_flops",
+                     "active_params", "kv_bytes_per_token"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
+        if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0:
+            raise ValueError("max_seqs must be at least 1; chunk, step overhead and slot size not negative")
+
+
+# ---------------------------------------------------------------------------------------------- capacity
+def kv_pool_bytes(spec: ServerSpec) -> float:
+    """Bytes left for the KV cache on all devices: ``devices x (capacity x fraction - weights/devices -
+    overhead) x free fraction`` (vLLM's ``gpu_memory_utilization`` rule; TensorRT-LLM's share of the free
+    memory; llama.cpp with both 1). Negative: the weights do not fit."""
+    per_device = spec.capacity_bytes * spec.memory_fraction - spec.weight_bytes / spec.devices - spec.overhead_bytes
+    return per_device * spec.devices * (spec.kv_free_fraction if per_device > 0 else 1.0)
+
+
+def kv_capacity_tokens(spec: ServerSpec) -> int:
+    """Tokens of KV cache the replica holds (0 when the weights leave no room)."""
+    pool = kv_pool_bytes(spec)
+    return max(0, int(pool // spec.kv_bytes_per_token))
+
+
+def concurrency_limit(spec: ServerSpec, lengths: Lengths) -> tuple[int, str]:
+    """The most requests in service at once and what limits it (``"kv"``, ``"seqs"``, ``"slots"``).
+
+    Continuous batching: the pool over the mean tokens a request holds (prompt + half its output; the cache
+    grows block by block), at most ``max_seqs``. Slots: ``max_seqs`` slots of ``slot_tokens`` (a slot holds a
+    whole request, so their sum must fit the pool).
+    """
+    tokens = kv_capacity_tokens(spec)
+    if spec.batching == "slots":
+        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+        fit = tokens // slot if slot > 0 else 0
+        return (spec.max_seqs, "slots") if spec.max_seqs <= fit else (int(fit), "kv")
+    fit = int(tokens // max(1.0, lengths.mean_context))
+    return (spec.max_seqs, "seqs") if spec.max_seqs <= fit else (fit, "kv")
+
+
+# --------------------------------------------------------------------------------------------- step times
+def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tokens: float = 0.0,
+                  extra_flops: float = 0.0) -> float:
+    """One step for ``batch`` decoding sequences at ``mean_context`` cached tokens, plus ``extra_tokens``
+    prefill tokens (and their attention ``extra_flops``) mixed into the step.
+
+    ``max(W / (BW * eta * n) + B * ctx * kv / (BW * eta_kv * n), (2 * P_act * B + attn) / (F_dec * n)
+    + 2 * P_act * extra / (F_mm * n) + extra_flops / (F_att * n)) + t_step`` with ``n`` the devices working in
+    parallel (docs/method.md, "Serving under load").
+    """
+    n = spec.parallel_devices
+    t_mem = (spec.weight_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
+             + batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n))
+    attn = batch * mean_context * spec.attn_flops_per_pair
+    flops = 2.0 * spec.active_params * batch + attn
+    t_dec = flops / (spec.decode_flops * n)
+    t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
+             + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, extra_tokens)
+    return max(t_mem, t_dec + t_pre) + spec.step_overhead_s
+
+
+def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
+    """The share of a prompt's one-device compute time it takes flowing through a layer split in chunks."""
+    d = spec.pipeline_devices
+    if d <= 1:
+        return 1.0
+    chunks = max(1, math.ceil(prompt_tokens / spec.pipeline_chunk))
+    return (chunks + d - 1) / (d * chunks)
+
+
+def touched(spec: ServerSpec, batch: float) -> float:
+    """The share of the weights a step at ``batch`` reads: all for a dense model; for a mixture of experts
+    ``1 - (1 - f)^B``, the experts some sequence of the batch routes to (each chosen independently)."""
+    f = spec.expert_fraction
+    return 1.0 if f >= 1.0 else 1.0 - (1.0 - f) ** max(batch, 1.0)
+
+
+def prefill_flops(spec: ServerSpec, prompt_tokens: float) -> float:
+    """FLOPs of one prompt: ``2 * P_act * s + a * s^2 / 2`` (causal attention over the prompt)."""
+    return 2.0 * spec.active_params * prompt_tokens + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
+
+
+def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
+    """Time of one prompt's prefill alone: its matrix multiplies at the kernel's rate and its attention at the
+    attention rate, at least one read of the weights."""
+    n = spec.parallel_devices
+    t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
+    mm = 2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
+    att = spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0 / (spec.attention_flops or spec.prefill_flops)
+    t = (mm + att) / n * pipelined(spec, prompt_tokens)
+    return (t if t > t_weights else t_weights) + spec.step_overhead_s
+
+
+def _prefill_in_service_s(spec: ServerSpec, prompt_tokens: float, decoding: float, mean_context: float) -> float:
+    """A prompt's prefill while ``decoding`` sequences decode: chunked into mixed steps, or on its own."""
+    if spec.chunk_tokens <= 0 or decoding < 0.5:
+        return prefill_s(spec, prompt_tokens)
+    chunks = math.ceil(prompt_tokens / spec.chunk_tokens)
+    chunk = prompt_tokens / chunks
+    # Attention of a chunk over the prompt before it: on average half the prompt.
+    attn = spec.attn_flops_per_pair * chunk * prompt_tokens / 2.0
+    return chunks * decode_step_s(spec, decoding, mean_context, chunk, attn)

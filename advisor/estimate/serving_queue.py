@@ -1,0 +1,443 @@
+"""Queues in front of one LLM server: the load (concurrent users or an arrival rate) gives the requests in
+service, throughput, time to first token (TTFT) and time per output token (TPOT) at p50 and p95, and the highest
+load within latency targets (pure; docs/method.md, "Serving under load").
+
+Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value fixed point (Little's
+law) for the batch, the prompts as an M/G/1 queue in front of the decode (Pollaczek-Khinchine mean, an
+exponential tail for p95), admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival
+rate, and a closed loop for concurrent users (each sends the next request when the last one ends, as serving
+benchmarks count "concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event
+simulation of the same server.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from advisor.estimate.serving import (
+    Z95,
+    Lengths,
+    ServerSpec,
+    _prefill_in_service_s,
+    concurrency_limit,
+    kv_capacity_tokens,
+    pipelined,
+    prefill_s,
+    touched,
+)
+
+_RHO_MAX = 0.999
+_TOL = 2e-4  # relative change at which the fixed point is taken as found
+
+
+# ------------------------------------------------------------------------------------------------ queues
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability that an arrival waits in an M/M/c queue (Erlang C) with ``offered = lambda x service``.
+
+    Far below saturation (more than six standard deviations of a Poisson load) it is taken as 0
+    (Halfin-Whitt: about 1e-9 there).
+    """
+    c = int(servers)
+    if offered <= 0:
+        return 0.0
+    if offered >= c:
+        return 1.0
+    if offered < c - 6.0 * math.sqrt(c) - 1.0:
+        return 0.0
+    # Erlang B = P(c) / sum_{k<=c} P(k) for a Poisson(offered) count: summed from k = c downwards as ratios to
+    # P(c) (P(k-1)/P(k) = k/offered), stopping once the terms no longer count (a few sqrt(offered) below it).
+    term = total = 1.0
+    for k in range(c, 0, -1):
+        term *= k / offered
+        total += term
+        if term < 1e-12 * total:
+            break
+    b = 1.0 / total
+    rho = offered / c
+    return b / (1.0 - rho + rho * b)
+
+
+def _exp_tail_quantile(p_wait: float, mean_wait_if_waiting: float, q: float) -> float:
+    """Quantile ``q`` of a wait that is 0 with probability ``1 - p_wait`` and else exponential."""
+    tail = 1.0 - q
+    if p_wait <= tail or mean_wait_if_waiting <= 0:
+        return 0.0
+    return mean_wait_if_waiting * math.log(p_wait / tail)
+
+
+@dataclass(frozen=True)
+class ServePoint:
+    """The steady state of one replica at one load.
+
+    Attributes:
+        users / requests_per_s_offered: the load given (one of them).
+        in_service: mean requests holding a sequence (prefilling or decoding).
+        waiting: mean requests waiting for a sequence or slot.
+        requests_per_s: requests completed per second.
+        output_tokens_per_s: generated tokens per second, all requests together.
+        ttft_p50_s / ttft_p95_s: time to first token (queue, prefill and the first step).
+        tpot_p50_s / tpot_p95_s: time per output token after the first, per request.
+        utilisation: throughput over the most the replica serves with its cache full of requests (the load's
+            share of what it can serve).
+        stable: False when an arrival rate exceeds what the replica serves (queues grow without bound).
+        limit: what bounds the batch: ``kv``, ``seqs``, ``slots`` or ``""``.
+        ttft_mean_s: the mean time to first token (what load generators such as AIPerf and MLPerf report).
+    """
+
+    users: int | None
+    requests_per_s_offered: float | None
+    in_service: float
+    waiting: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    ttft_p50_s: float
+    ttft_p95_s: float
+    tpot_p50_s: float
+    tpot_p95_s: float
+    utilisation: float
+    stable: bool
+    limit: str
+    ttft_mean_s: float = math.inf
+
+    @property
+    def per_user_tokens_per_s(self) -> float:
+        """What one request sees while it decodes: 1 / mean TPOT."""
+        return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class _Inner:
+    """The service a batch of ``batch`` requests gets (no admission queue)."""
+
+    requests_per_s: float
+    decoding: float
+    rho_prefill: float
+    tpot_s: float
+    tpot_p95_s: float
+    ttft_p50_s: float
+    ttft_p95_s: float
+    residence_s: float
+    ttft_mean_s: float
+
+
+@lru_cache(maxsize=16384)
+def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
+    """The mean-value fixed point of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
+
+    Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
+    ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
+    reaches a request every ``t(B_dec) / (1 - rho)``; a prompt waits for the prefills ahead of it (M/G/1).
+    """
+    o1 = max(lengths.output_mean - 1.0, 0.0)
+    ctx = lengths.mean_context
+    n = spec.parallel_devices
+    # A decode step is linear in the batch on each side of the roofline: t = max(a0 + a1 B, c1 B + pre) + s0.
+    bw = spec.bandwidth_bps * spec.eta_mem * n
+    a0 = spec.weight_bytes / bw
+    moe = spec.expert_fraction < 1.0
+    a1 = ctx * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+    c1 = (2.0 * spec.active_params + ctx * spec.attn_flops_per_pair) / (spec.decode_flops * n)
+    s0 = spec.step_overhead_s
+    p_mean = prefill_s(spec, lengths.prompt_mean)
+    chunked = spec.chunk_tokens > 0
+    if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
+        chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
+        pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
+                     + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
+                     / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
+        pre_chunk = pre_total / chunks
+    # Second moment of the prefill time over its mean squared: proportional to the prompt (log-normal spread).
+    cv2 = 1.0 + lengths.prompt_cv ** 2
+    b = batch if batch is not None else 1.0
+    share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
+    m0 = (a0 * touched(spec, b) if moe else a0) + a1 * b
+    tpot = (m0 if m0 > c1 * b else c1 * b) + s0
+    ttft = p_mean
+    x = rho = rq = dec = wq = stall = 0.0
+    step = tpot
+    w, last = 1.0, math.inf
+    # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
+    for _ in range(60):
+        r = ttft + o1 * tpot
+        if batch is not None:
+            x = batch / r
+        else:
+            x, b = rate, rate * r
+        dec = b * o1 * tpot / r
+        if dec < 1.0:
+            dec = 1.0
+        mem = (a0 * touched(spec, dec) if moe else a0) + a1 * dec
+        cmp_ = c1 * dec
+        step = (mem if mem > cmp_ else cmp_) + s0
+        if chunked:  # a chunk's compute overlaps the step's reading: it holds the others up by the difference
+            c2 = cmp_ + pre_chunk
+            service = chunks * ((mem if mem > c2 else c2) + s0)
+            stall = service - chunks * step
+        else:  # the prompt runs on its own: every decoding request waits for all of it
+            service = stall = p_mean
+        rho = x * stall * share
+        if rho > _RHO_MAX:
+            rho = _RHO_MAX
+        # The prompts' own queue, one prompt (or chunk) at a time. In a closed loop a request ends only with a
+        # decode step; prompts that run on their own stop the decode, so a new prompt never finds one running
+        # (ties within one step aside): no wait there. An open stream, or chunks riding on the steps, do wait.
+        new_tpot = step / (1.0 - rho)
+        if batch is not None and not chunked:
+            # ties: the other requests ending in the same step (dec / O of them on average) go first half the time
+            rq = 0.0
+            wq = 0.5 * dec / (o1 + 1.0) * share * service
+        else:
+            rq = x * service * share
+            if rq > _RHO_MAX:
+                rq = _RHO_MAX
+            wq = rq * service * cv2 / (2.0 * (1.0 - rq))  # Pollaczek-Khinchine
+        new_ttft = service + wq + step
+        d1, d2 = new_tpot - tpot, new_ttft - ttft
+        if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
+            tpot, ttft = new_tpot, new_ttft
+            break
+        # Full steps while the change shrinks; halved when it grows (a loop near saturation oscillates).
+        size = (d1 / tpot) ** 2 + (d2 / ttft) ** 2
+        if size > last:
+            w = w * 0.5 if w > 0.1 else w
+        last = size
+        tpot, ttft = tpot + w * d1, ttft + w * d2
+    r = ttft + o1 * tpot
+    # p95: a long prompt's prefill and the tail of the prefill queue; a request's TPOT p95 adds the spread of
+    # the prefills (a Poisson count) that land in its decode.
+    p95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx)
+    p50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx)
+    cond = wq / rq if rq > 0 else 0.0
+    tie = wq if rq == 0.0 else 0.0  # the wait behind ties, small: added to both quantiles
+    ttft95 = p95 + _exp_tail_quantile(rq, cond, 0.95) + step + tie
+    ttft50 = p50 + _exp_tail_quantile(rq, cond, 0.5) + step + tie
+    n_pref = x * o1 * tpot * share
+    tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
+    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rq, tpot_s=tpot, tpot_p95_s=tpot95,
+                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft)
+
+
+@lru_cache(maxsize=4096)
+def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
+    """Requests/s with as many sequences busy as the cache holds (continuous batching: at most ``max_seqs``;
+    slots: as many slots of ``slot_tokens`` as fit, whatever ``-np`` says): what a load's utilisation is
+    measured against."""
+    tokens = kv_capacity_tokens(spec)
+    if spec.batching == "slots":
+        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+        c = int(tokens // slot) if slot > 0 else 0
+    else:
+        c = min(spec.max_seqs, int(tokens // max(1.0, lengths.mean_context)))
+    return _inner(spec, lengths, float(c), None).requests_per_s if c >= 1 else 0.0
+
+
+@lru_cache(maxsize=4096)
+def max_throughput(spec: ServerSpec, lengths: Lengths) -> tuple[float, int, str]:
+    """Requests/s the replica serves with every sequence it fits busy: ``(requests/s, sequences, limit)``.
+    Zero sequences (the cache holds no request) serves nothing."""
+    c, limit = concurrency_limit(spec, lengths)
+    if c < 1:
+        return 0.0, 0, limit
+    return _inner(spec, lengths, float(c), None).requests_per_s, c, limit
+
+
+def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
+             requests_per_s: float | None = None) -> ServePoint:
+    """The steady state of one replica at ``users`` concurrent users or ``requests_per_s`` arrivals.
+
+    Users: a closed loop (each sends the next request when the last ends); those beyond the sequences that
+    fit wait for one, ``W = users / X - R``. A rate: Poisson arrivals; beyond the sequences that fit they wait
+    in an M/M/c queue (Erlang C) of ``c`` sequences each held for ``R``.
+
+    Raises:
+        ValueError: neither or both loads given, or a load out of range.
+    """
+    if (users is None) == (requests_per_s is None):
+        raise ValueError("give users or requests_per_s")
+    x_max, c, limit = max_throughput(spec, lengths)
+    if c < 1:
+        return ServePoint(users, requests_per_s, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0,
+                          False, limit)
+    o = lengths.output_mean
+    if users is not None:
+        if users < 1:
+            raise ValueError("users must be at least 1")
+        b = min(users, c)
+        inner = _inner(spec, lengths, float(b), None)
+        waiting = float(users - b)
+        wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
+        # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
+        wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
+        return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
+                          inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
+                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "",
+                          inner.ttft_mean_s + wait)
+    rate = float(requests_per_s)
+    if not rate > 0 or not math.isfinite(rate):
+        raise ValueError("requests_per_s must be a positive finite number")
+    if rate >= x_max:
+        return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
+                          math.inf, 1.0, False, limit)
+    inner = _inner(spec, lengths, None, rate)
+    if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
+        inner = _inner(spec, lengths, float(c), None)
+    held = inner.residence_s
+    offered = rate * held
+    pw = erlang_c(c, offered)
+    cond = held / max(c - offered, 1e-9)
+    wait_mean = pw * cond
+    in_service = min(float(c), offered)
+    return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
+                      inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
+                      inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
+                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "",
+                      inner.ttft_mean_s + wait_mean)
+
+
+def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
+    """Utilisation: throughput over the most the replica serves with its cache full (at most 1)."""
+    full = max(full_throughput(spec, lengths), x_max)
+    return min(1.0, x / full) if full > 0 else 0.0
+
+
+def clear_caches() -> None:
+    """Forget the memoised fixed points (a benchmark measures the sizing cold)."""
+    _inner.cache_clear()
+    max_throughput.cache_clear()
+    full_throughput.cache_clear()
+
+
+# ------------------------------------------------------------------------------------------- targets
+@dataclass(frozen=True)
+class Targets:
+    """Latency targets: p95 TTFT and p95 TPOT in seconds (None: no target)."""
+
+    ttft_p95_s: float | None = None
+    tpot_p95_s: float | None = None
+
+    def ratio(self, point: ServePoint) -> float:
+        """The largest p95 over its target (1 or less meets them; infinite for an unstable point)."""
+        if not point.stable:
+            return math.inf
+        r = 0.0
+        if self.ttft_p95_s is not None:
+            r = point.ttft_p95_s / self.ttft_p95_s
+        if self.tpot_p95_s is not None:
+            r = max(r, point.tpot_p95_s / self.tpot_p95_s)
+        return r
+
+    def met(self, point: ServePoint) -> bool:
+        """Whether a point meets every target (an unstable point meets none)."""
+        if not point.stable:
+            return False
+        if self.ttft_p95_s is not None and not point.ttft_p95_s <= self.ttft_p95_s:
+            return False
+        return self.tpot_p95_s is None or point.tpot_p95_s <= self.tpot_p95_s
+
+
+def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = "users",
+             ceiling: float | None = None) -> tuple[float, ServePoint | None]:
+    """The highest load one replica serves within the targets: ``(load, point at it)``; ``(0, None)`` when
+    even one user (or a trickle of requests) misses them. Without a target: the sequences that fit (users),
+    or just under the most it serves (a rate).
+
+    Latency grows with the load, so the search bisects: over whole users (up to ``ceiling``; by default past
+    the sequences that fit too, where the others wait for one, doubling until the target is missed), or over
+    requests/s below the most it serves.
+    """
+    if by not in ("users", "requests_per_s"):
+        raise ValueError("by must be 'users' or 'requests_per_s'")
+    x_max, c, _ = max_throughput(spec, lengths)
+    if c < 1:
+        return 0.0, None
+    if targets.ttft_p95_s is None and targets.tpot_p95_s is None:  # no target: what it serves without a queue
+        if by == "users":
+            return float(c), serve_at(spec, lengths, users=c)
+        return x_max * 0.999, serve_at(spec, lengths, requests_per_s=x_max * 0.999)
+    if by == "users":
+        lo_point = serve_at(spec, lengths, users=1)
+        if not targets.met(lo_point):
+            return 0.0, None
+        lo, best = 1, lo_point
+        # Up to the sequences that fit, then beyond them (the others wait for a sequence): double until missed.
+        hi = int(ceiling) if ceiling is not None else c
+        while True:
+            top = serve_at(spec, lengths, users=hi)
+            if not targets.met(top):
+                break
+            lo, best = hi, top
+            if ceiling is not None or hi >= 1_000_000:
+                return float(hi), top
+            hi = min(2 * hi, 1_000_000)
+        lo_f = _log_ratio(targets, best)
+        hi_f = _log_ratio(targets, top)
+        return _edge(lambda u: serve_at(spec, lengths, users=int(u)), targets, float(lo), float(hi), lo_f, hi_f,
+                     best, whole=True)
+    lo_rate = x_max * 1e-4
+    best = serve_at(spec, lengths, requests_per_s=lo_rate)
+    if not targets.met(best):
+        return 0.0, None
+    lo, hi = lo_rate, x_max * 0.999
+    if ceiling is not None:
+        hi = min(hi, ceiling)
+    top = serve_at(spec, lengths, requests_per_s=hi)
+    if targets.met(top):
+        return hi, top
+    return _edge(lambda r: serve_at(spec, lengths, requests_per_s=r), targets, lo, hi, _log_ratio(targets, best),
+                 _log_ratio(targets, top), best, whole=False)
+
+
+def _log_ratio(targets: Targets, point: ServePoint) -> float:
+    r = targets.ratio(point)
+    return math.log(r) if 0 < r < math.inf else (50.0 if r == math.inf else -50.0)
+
+
+def _edge(at, targets: Targets, lo: float, hi: float, flo: float, fhi: float, best: ServePoint, *, whole: bool
+          ) -> tuple[float, ServePoint]:
+    """The load where the log of the miss ratio crosses zero, between ``lo`` (met) and ``hi`` (missed): regula
+    falsi with the Illinois step (Dowell and Jarratt 1971), a handful of sizings where bisection takes a dozen;
+    to a whole user, or to 2 % of a rate."""
+    side = 0
+    for _ in range(40):
+        if (hi - lo <= 1.0) if whole else (hi - lo <= 0.02 * hi):
+            break
+        m = hi - fhi * (hi - lo) / (fhi - flo) if fhi != flo else 0.5 * (lo + hi)
+        span = hi - lo
+        m = min(max(m, lo + 0.02 * span), hi - 0.02 * span)  # keep inside, away from the ends
+        if whole:
+            m = float(min(max(math.floor(m), lo + 1.0), hi - 1.0))
+        p = at(m)
+        fm = _log_ratio(targets, p)
+        if fm <= 0:
+            lo, flo, best = m, fm, p
+            if fm > -0.005 and not whole:  # within half a percent of the target
+                break
+            if side == -1:
+                fhi *= 0.5
+            side = -1
+        else:
+            hi, fhi = m, fm
+            if side == 1:
+                flo *= 0.5
+            side = 1
+    return lo, best
+
+
+def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points: int = 16) -> list[ServePoint]:
+    """Throughput against latency over loads from one user (or a trickle) to the most the replica serves:
+    the chart of the knee. Users on a geometric grid up to twice the sequences that fit; rates up to 98 %."""
+    x_max, c, _ = max_throughput(spec, lengths)
+    if c < 1:
+        return []
+    out = []
+    if by == "users":
+        top = max(2, 2 * c)
+        grid = sorted({max(1, round(top ** (i / (points - 1)))) for i in range(points)})
+        for u in grid:
+            out.append(serve_at(spec, lengths, users=int(u)))
+    else:
+        for i in range(points):
+            out.append(serve_at(spec, lengths, requests_per_s=x_max * (0.02 + 0.96 * i / (points - 1))))
+    return out

@@ -1,0 +1,343 @@
+"""Size a serving job on every option: the GPUs the user owns, a home rig, on-prem servers, each cloud offer.
+
+Per option: one replica (``serve_spec.replica_spec``: tensor parallel inside one box, or llama.cpp's layer
+split), the highest load it serves within the targets (``estimate.serving_queue.max_load``), the replicas the stated
+load needs, what each request sees at that load (TTFT and TPOT at p50 and p95, tokens/s per user), and what a
+million requests and a million output tokens cost at that load. A service holds its hardware every hour, so
+hardware bought or rented for it is priced for every hour (idle ones too): home and on-prem at 24 hours a day
+of use, cloud by the hour; GPUs already owned cost their energy (and wear when a rate is set).
+
+Owned hardware comes first (this machine's GPUs first of all), and its figures are its own: when the job does
+not fit it, the option says so and nothing else stands in under its name.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.catalog import Accelerator, Catalog, load_catalog
+from advisor.cost.assumptions import CostAssumptions
+from advisor.cost.jobs import OwnedQuote
+from advisor.cost.options import DeviceJob, quote_job
+from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
+from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
+from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
+from advisor.planner.owned import OwnedHardware, merge_owned, owned_quote, parse_own
+from advisor.planner.request import PlanInputError, resolve_job_model, runtime_choice
+from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
+
+# Ranges: the serving model has not been fitted per runtime group yet, so a stated prior (x/÷) widens each
+# figure: throughput and TPOT by 1.3, TTFT by 1.5 (prefill and queueing add their own error).
+RANGE_FACTOR = {"throughput": 1.3, "ttft": 1.5}
+RANGE_ORIGIN = ("prior: throughput and per-token time within x/÷1.3, time to first token within x/÷1.5 "
+                "(the serving model is checked on published serving runs, docs/method.md)")
+FIXED_PARTS = ("egress",)
+HOME_KINDS = ("consumer", "workstation", "apple")
+ONPREM_KINDS = ("datacenter", "workstation")
+MAX_REPLICA_DEVICES = 8
+
+
+@dataclass(frozen=True)
+class ServeOption:
+    """One way to serve the job, sized for the stated load.
+
+    ``point`` is one replica at its share of the load; ``max_load_per_replica`` the most one replica serves
+    within the targets (users or requests/s, as the job states its load; 0: not even the least load).
+    """
+
+    id: str
+    kind: str
+    accelerator: str
+    accelerator_name: str
+    runtime: str
+    devices_per_replica: int
+    replicas: int
+    replicas_available: int | None
+    fits: bool
+    meets_target: bool
+    max_load_per_replica: float
+    point: ServePoint | None
+    kv_capacity_tokens: int
+    usd_per_hour: float | None
+    usd_per_million_requests: float | None
+    usd_per_million_output_tokens: float | None
+    launch: dict
+    spec: ServerSpec | None = field(default=None, compare=False, repr=False)
+    provider: str | None = None
+    instance: str | None = None
+    spot: bool = False
+    price_date: str | None = None
+    origin: str = ""
+    this_machine: bool = False
+    note: str = ""
+
+    @property
+    def devices(self) -> int:
+        return self.devices_per_replica * self.replicas
+
+    @property
+    def owned(self) -> bool:
+        return self.kind == "owned"
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """Every option of a serving job, owned first, then those meeting the targets by cost per request."""
+
+    request: ServeJob
+    model_name: str
+    lengths: Lengths
+    lengths_origin: str
+    targets: Targets
+    by: str  # "users" or "requests_per_s"
+    load: float
+    options: tuple[ServeOption, ...]
+    assumptions: CostAssumptions
+    warnings: tuple[str, ...] = ()
+    model: ModelServing | None = field(default=None, compare=False, repr=False)
+    owned_hardware: tuple[OwnedHardware, ...] = field(default=(), compare=False, repr=False)
+
+    def hardware_of(self, option: ServeOption) -> OwnedHardware | None:
+        """The owned hardware an owned option runs on."""
+        return next((hw for hw in self.owned_hardware if hw.id == option.id), None)
+
+    @property
+    def load_text(self) -> str:
+        return load_text(self.request)
+
+    def owned_options(self) -> tuple[ServeOption, ...]:
+        return tuple(o for o in self.options if o.owned)
+
+    def cheapest(self, kind: str | None = None) -> ServeOption | None:
+        """The cheapest option per request that meets the targets (of one kind when given)."""
+        ok = [o for o in self.options if o.meets_target and o.usd_per_million_requests is not None
+              and (kind is None or o.kind == kind)]
+        return min(ok, key=lambda o: (o.usd_per_million_requests, o.id), default=None)
+
+    def closest(self) -> ServeOption | None:
+        """The option nearest the targets when none meets them: the least ratio of p95 over its target."""
+        return min((o for o in self.options if o.point is not None and o.point.stable),
+                   key=lambda o: (miss_ratio(o.point, self.targets), o.id), default=None)
+
+    def option(self, option_id: str) -> ServeOption | None:
+        return next((o for o in self.options if o.id == option_id), None)
+
+
+def miss_ratio(point: ServePoint, targets: Targets) -> float:
+    """How far a point is from the targets: the largest p95 over its target (1 or less meets them)."""
+    ratios = [0.0]
+    if targets.ttft_p95_s is not None:
+        ratios.append(point.ttft_p95_s / targets.ttft_p95_s)
+    if targets.tpot_p95_s is not None:
+        ratios.append(point.tpot_p95_s / targets.tpot_p95_s)
+    return max(ratios)
+
+
+def _service_assumptions(a: CostAssumptions) -> CostAssumptions:
+    """Hardware bought for a service is held every hour: 24 hours a day of use, idle hours included."""
+    return a.with_overrides(hours_per_day=24.0, utilisation=1.0, onprem_hours_per_day=24.0, onprem_utilisation=1.0)
+
+
+def _per_hour(q) -> float:
+    """A one-hour quote's cost without the once-per-job parts (egress)."""
+    return q.total_usd - sum(usd for name, usd in q.breakdown.parts if name in FIXED_PARTS)
+
+
+class _Sizer:
+    """Replicas of one accelerator, memoised by devices per replica (offers of one accelerator share them)."""
+
+    def __init__(self, job: ServeJob, model: ModelServing, acc: Accelerator, lengths: Lengths, targets: Targets,
+                 by: str, load: float, choice):
+        self.job, self.model, self.acc, self.lengths, self.targets = job, model, acc, lengths, targets
+        self.by, self.load, self.choice = by, load, choice
+        self._memo: dict[int, tuple] = {}
+
+    def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
+        hit = self._memo.get(devices)
+        if hit is None:
+            slots = self.choice.runtime.batching == "slots"  # llama.cpp: a slot for each user by default
+            spec, launch = replica_spec(self.model, self.acc, devices, self.choice,
+                                        max_seqs=self.job.max_seqs or (self.job.users if slots else None),
+                                        lengths=self.lengths, context=self.job.context)
+            most, _ = max_load(spec, self.lengths, self.targets, by=self.by)
+            hit = self._memo[devices] = (spec, launch, most)
+        return hit
+
+    def size(self, devices: int, available: int | None) -> tuple[int, ServePoint | None, bool, float]:
+        """``(replicas, point per replica, meets, most per replica)`` for the stated load."""
+        spec, _launch, most = self.replica(devices)
+        need = max(1, math.ceil(self.load / most - 1e-9)) if most > 0 else 1
+        replicas = need if available is None else max(1, min(need, available))
+        share = self.load / replicas
+        if self.by == "users":
+            point = serve_at(spec, self.lengths, users=max(1, math.ceil(share)))
+        else:
+            point = serve_at(spec, self.lengths, requests_per_s=share)
+        meets = most > 0 and replicas >= need and self.targets.met(point)
+        return replicas, point, meets, most
+
+
+def _costs(usd_per_h: float | None, point: ServePoint | None, replicas: int) -> tuple[float | None, float | None]:
+    if usd_per_h is None or point is None or not point.stable or point.requests_per_s <= 0:
+        return None, None
+    per_h_requests = point.requests_per_s * replicas * 3600.0
+    per_h_tokens = point.output_tokens_per_s * replicas * 3600.0
+    return usd_per_h / per_h_requests * 1e6, usd_per_h / per_h_tokens * 1e6
+
+
+def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind: str, usd_per_h_of, **extra
+            ) -> ServeOption:
+    spec, launch, _ = sizer.replica(devices)
+    replicas, point, meets, most = sizer.size(devices, available)
+    usd_h = usd_per_h_of(devices * replicas)
+    per_req, per_tok = _costs(usd_h, point, replicas)
+    return ServeOption(id=id, kind=kind, accelerator=sizer.acc.id, accelerator_name=sizer.acc.name,
+                       runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
+                       replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
+                       point=point, kv_capacity_tokens=kv_capacity_tokens(spec), usd_per_hour=usd_h,
+                       usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
+                       spec=spec, **extra)
+
+
+def _unfit(hw: OwnedHardware, model: ModelServing, choice) -> ServeOption:
+    acc = hw.accelerator
+    runtime = choice.runtime.id
+    need = model.weights_of(choice) / 1e9
+    have = acc.usable_memory_bytes * hw.count / 1e9
+    return ServeOption(id=hw.id, kind="owned", accelerator=acc.id, accelerator_name=acc.name, runtime=runtime,
+                       devices_per_replica=hw.count, replicas=0, replicas_available=0, fits=False,
+                       meets_target=False, max_load_per_replica=0.0, point=None, kv_capacity_tokens=0,
+                       usd_per_hour=None, usd_per_million_requests=None, usd_per_million_output_tokens=None,
+                       launch={}, origin=hw.origin, this_machine=hw.this_machine,
+                       note=f"does not fit: {need:.1f} GB of weights, the runtime's overhead and one request's cache "
+                            f"need more than the {have:.1f} GB of {hw.count} x {acc.name}")
+
+
+def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostAssumptions | None = None, *,
+               owned: tuple[OwnedHardware, ...] = (), only_owned: bool = False) -> ServeResult:
+    """Size a serving job on the owned hardware and on every accelerator of the catalog (or those asked for).
+
+    Raises:
+        PlanInputError: an unknown model or accelerator, or a request longer than the model's context.
+    """
+    catalog = catalog or load_catalog()
+    if assumptions is None:
+        try:
+            assumptions = CostAssumptions().with_overrides(**dict(job.assumptions))
+        except (TypeError, ValueError) as exc:
+            raise PlanInputError("assumptions", str(exc)) from None
+    jm = resolve_job_model(job, catalog)
+    rl = request_lengths(job)
+    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
+    max_ctx = jm.arch.max_context
+    if max_ctx and rl.prompt_mean + rl.output_mean > max_ctx:
+        raise PlanInputError("prompt_tokens", f"{rl.prompt_mean:,.0f} prompt + {rl.output_mean:,.0f} output tokens "
+                             f"exceed {jm.name}'s context of {max_ctx:,} tokens")
+    if job.context is not None and job.context < rl.prompt_mean + rl.output_mean:
+        raise PlanInputError("context", f"{job.context:,} tokens cannot hold a mean request of "
+                             f"{rl.prompt_mean + rl.output_mean:,.0f} tokens (prompt + output)")
+    targets = Targets(job.ttft_p95_s, tpot_target_s(job))
+    by = "users" if job.users is not None else "requests_per_s"
+    load = float(job.users if job.users is not None else job.requests_per_s)
+    model = model_serving(jm.arch, jm.params, jm.active_params, job.precision, job.kv_cache_bits, jm.weight_bytes)
+    for acc_id in job.accelerator:
+        if acc_id not in catalog.accelerators:
+            raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r} (advisor catalog list)")
+    owned_all = merge_owned([owned, parse_own(job.own, catalog)]) if job.owned_options else ()
+    service = _service_assumptions(assumptions)
+    options: list[ServeOption] = []
+    warnings: list[str] = list(catalog.warnings)
+    for hw in owned_all:
+        options.extend(_owned_options(job, model, hw, lengths, targets, by, load, assumptions))
+    accels = [] if only_owned else ([catalog.accelerators[a] for a in job.accelerator] or
+                                    list(catalog.accelerators.values()))
+    offers_by: dict[str, list] = {}
+    for offer in catalog.offers:
+        offers_by.setdefault(offer.accelerator_id, []).append(offer)
+    choices: dict[tuple, Any] = {}  # the runtime choice depends on the part's vendor and kind only
+    for acc in accels:
+        options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
+                                        service, choices))
+    options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, o.usd_per_million_requests
+                                is None, o.usd_per_million_requests or 0.0, o.id))
+    return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
+                       targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
+                       warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all))
+
+
+def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a) -> list[ServeOption]:
+    acc = hw.accelerator
+    if acc.peak_flops("bf16") is None and acc.peak_flops("fp16") is None and acc.peak_flops("fp32") is None:
+        return []
+    choice = runtime_choice(job, acc)
+    per_node = hw.per_machine or hw.count
+    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(per_node, hw.count))
+    if devices is None or devices > hw.count:
+        return [_unfit(hw, model, choice)]
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice)
+    note = "" if choice.backend_supported else (f"{choice.runtime.name} has no {choice.backend} backend: timed "
+                                                f"with its {choice.profile.backend} figures")
+
+    def per_h(n: int) -> float:
+        return _per_hour(owned_quote(hw, n, 1.0, a))
+
+    return [_option(sizer, devices, hw.count // devices, id=hw.id, kind="owned", usd_per_h_of=per_h,
+                    origin=hw.origin, this_machine=hw.this_machine, note=note)]
+
+
+def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions,
+                     choices: dict) -> list[ServeOption]:
+    if acc.peak_flops("fp8" if job.precision == "fp8" else "bf16") is None or acc.kind == "cpu":
+        return []
+    key = (acc.vendor, acc.kind)
+    if key not in choices:
+        try:
+            choices[key] = runtime_choice(job, acc)
+        except PlanInputError:  # the runtime asked for does not load the format here
+            choices[key] = None
+    choice = choices[key]
+    if choice is None:
+        return []
+    if not choice.backend_supported:  # the runtime does not run on this part (TPU, Trainium, Gaudi)
+        return []
+    most = max([o.accelerator_count for o in offers if o.accelerator_count] + [MAX_REPLICA_DEVICES])
+    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
+    if devices is None:
+        return []
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice)
+    spec, launch, _ = sizer.replica(devices)
+    replicas, point, meets, most_load = sizer.size(devices, None)
+    total = devices * replicas
+    out = []
+    kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
+    quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
+    by_id = {o.id: o for o in offers}
+    kv_tokens = kv_capacity_tokens(spec)
+    for q in quotes:
+        usd_h = _per_hour(q)
+        per_req, per_tok = _costs(usd_h, point, replicas)
+        extra: dict[str, Any] = {}
+        if isinstance(q, OwnedQuote):
+            kind = q.kind
+        else:
+            kind, offer = "cloud", by_id.get(q.offer_id)
+            if offer is None or getattr(offer, "is_price_index", False):
+                continue
+            extra = dict(provider=offer.provider, instance=offer.instance, spot=q.spot, price_date=offer.price_date)
+        out.append(ServeOption(id=q.option_id, kind=kind, accelerator=acc.id, accelerator_name=acc.name,
+                               runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
+                               replicas_available=None, fits=True, meets_target=meets,
+                               max_load_per_replica=most_load, point=point, kv_capacity_tokens=kv_tokens,
+                               usd_per_hour=usd_h, usd_per_million_requests=per_req,
+                               usd_per_million_output_tokens=per_tok, launch=launch, spec=spec, **extra))
+    return out
+
+
+def interval(value: float | None, which: str, inverse: bool = False) -> list[float] | None:
+    """The range of a figure: ``[value / f, value x f]`` with the prior factor of its kind."""
+    if value is None or not math.isfinite(value):
+        return None
+    f = RANGE_FACTOR[which]
+    return [value / f, value * f]

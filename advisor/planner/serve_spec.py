@@ -1,0 +1,225 @@
+"""One replica of a server as the serving model sees it: a model, a weight format and a runtime on an accelerator
+(``estimate.serving.ServerSpec``), with the launch values that make the runtime behave so.
+
+The runtime's profile (``resources/runtimes.toml`` through ``planner.request.runtime_choice``) gives the weight
+format's bits, the decode's bandwidth efficiency by format class on the accelerator's backend, the per-layer
+overhead of a step, the prefill kernels and their efficiencies, the KV-cache formats, how it batches and its
+memory rule and how it spreads a model over devices. What only a server needs beyond that (the prefill chunk, the
+default batch limit, the memory kept for activations) is ``RuntimeServing``, from each server's own
+documentation and source.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from advisor.catalog import Accelerator
+from advisor.catalog.runtimes import RuntimeChoice
+from advisor.estimate import decode
+from advisor.estimate.model import ModelArch, kv_values_per_token
+from advisor.estimate.serving import Lengths, ServerSpec
+from advisor.planner.placement import intra_node_bps
+
+GIB = 2**30
+# All-reduce latency per call for small messages (two per layer in tensor-parallel decode): an assumption of
+# about 10 us over NVLink/XGMI and 30 us over PCIe (NCCL's small-message latency is of this order).
+ALLREDUCE_LATENCY_S = {"fabric": 10e-6, "pcie": 30e-6}
+FABRIC_BPS = 64e9  # links faster than PCIe 5.0 x16 (one direction) are a GPU fabric
+
+
+@dataclass(frozen=True)
+class RuntimeServing:
+    """What a server does beyond its runtime profile.
+
+    Attributes:
+        memory_fraction: the share of each device it takes when the profile names none (SGLang's
+            ``--mem-fraction-static``); the profile's ``gpu_memory_utilization`` wins.
+        overhead_bytes: per device beyond weights and cache: CUDA context, activation workspace, graphs.
+        chunk_tokens: prefill tokens per step mixed with decode (0: prefill runs on its own).
+        max_seqs: the default batch limit (vLLM's depends on the device: ``vllm_batch_defaults``).
+        source: where these behaviours are documented.
+    """
+
+    memory_fraction: float
+    overhead_bytes: float
+    chunk_tokens: int
+    max_seqs: int
+    source: str
+
+
+RUNTIME_SERVING = {
+    "vllm": RuntimeServing(1.0, 1.5 * GIB, 2048, 256,
+                           "vLLM engine arguments: chunked prefill on by default (V1), max_num_batched_tokens 2048 "
+                           "and max_num_seqs 256, or 8192 and 1024 on devices of 70 GiB or more other than A100 "
+                           "(vllm/engine/arg_utils.py, get_batch_defaults); activations and CUDA graphs: about "
+                           "1.5 GiB (assumption)"),
+    "sglang": RuntimeServing(0.88, 1.5 * GIB, 8192, 1024,
+                             "SGLang server arguments: --mem-fraction-static about 0.88 on large GPUs, "
+                             "--chunked-prefill-size 8192 (sglang/srt/server_args.py)"),
+    "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
+                                   "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
+                                   "default (trtllm-serve)"),
+    "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
+                                "llama.cpp server: continuous batching of the slots on by default, prompt batches "
+                                "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
+                                "buffers and context about 1 GiB (assumption)"),
+    "exllamav2": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
+                                "ExLlamaV2 dynamic generator: paged cache of a fixed size, prompts in chunks, "
+                                "layers split over GPUs (exllamav2 README)"),
+    "mlc": RuntimeServing(0.90, 1.0 * GIB, 2048, 128,
+                          "MLC LLM serve: paged KV cache sized by gpu_memory_utilization, prefill chunk 2048 "
+                          "(mlc-llm docs, serve configuration)"),
+    "mlx": RuntimeServing(1.0, 1.0 * GIB, 0, 1,
+                          "mlx-lm server: one request at a time (static batching in the runtime profile)"),
+    "transformers": RuntimeServing(1.0, 1.0 * GIB, 0, 1,
+                                   "transformers generate behind a plain server: one request at a time"),
+}
+
+
+def serving_profile(runtime: str) -> RuntimeServing:
+    """What a runtime's server does beyond its profile (an unknown id: vLLM's, which every
+    continuous-batching server resembles)."""
+    return RUNTIME_SERVING.get(runtime, RUNTIME_SERVING["vllm"])
+
+
+def vllm_batch_defaults(acc: Accelerator) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` vLLM's API server picks: 8192 and 1024 on devices of 70 GiB
+    or more other than A100, else 2048 and 256 (vllm/engine/arg_utils.py, ``get_batch_defaults``)."""
+    if acc.memory_bytes >= 70 * GIB and not acc.id.startswith("a100"):
+        return 8192, 1024
+    return 2048, 256
+
+
+@dataclass(frozen=True)
+class ModelServing:
+    """What a model brings to a server, whatever the hardware: its architecture and parameters (the weight
+    format, and so the bytes, come with each option's runtime choice)."""
+
+    arch: ModelArch
+    params: float
+    active_params: float
+    weight_bytes: float | None  # the exact bytes of a model file, when the request reads them
+    precision: str
+    kv_bits: int
+
+    @property
+    def attn_flops_per_pair(self) -> float:
+        """``4 * L * n_heads * d_head``: scores and values, two FLOPs per multiply-add."""
+        return 4.0 * self.arch.layers * self.arch.heads * self.arch.d_head
+
+    def kv_bytes_per_token(self) -> float:
+        """KV bytes of one token, all layers (fp8 weights keep an 8-bit cache at most)."""
+        bits = min(self.kv_bits, 8 if self.precision == "fp8" else 16)
+        return kv_values_per_token(self.arch) * bits / 8.0
+
+    def weights_of(self, choice: RuntimeChoice) -> float:
+        """The weights' bytes in the runtime's format (a file's own bytes when the request reads them)."""
+        return float(self.weight_bytes or self.params * choice.weight_format.bits_per_weight / 8.0)
+
+
+def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
+                  weight_bytes: float | None = None) -> ModelServing:
+    """The model as every replica sees it."""
+    return ModelServing(arch, float(params), float(active), weight_bytes, precision, kv_cache_bits)
+
+
+def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: RuntimeChoice, *,
+                 max_seqs: int | None, lengths: Lengths, context: int | None = None,
+                 eta_mem: float | None = None) -> tuple[ServerSpec, dict]:
+    """One replica of ``devices`` accelerators running the runtime ``choice``, and its launch values.
+
+    Args:
+        max_seqs: the job's ``--max-seqs`` (slots for llama.cpp), or None for the runtime's default (llama.cpp:
+            as many slots of the request's length as the cache holds, at most 64).
+        context: the job's ``--context``: the longest request the server takes (vLLM ``--max-model-len``;
+            llama.cpp's context of one slot). Default: the p99 prompt + p99 output (a paged cache: at least
+            twice the mean request, the headroom costs it nothing), rounded up to 256.
+        eta_mem: a bandwidth efficiency measured on this machine, instead of the profile's 16-bit figure (the
+            format keeps its ratio to it).
+    Returns:
+        ``(spec, launch)``: launch holds ``runtime``, ``tp``, ``max_num_seqs``, ``max_model_len``,
+        ``gpu_memory_utilization``, ``kv_cache_dtype``, ``chunk_tokens``, ``slots``, ``ctx_size`` (llama.cpp
+        ``-c``), ``batching`` and ``origin`` (where the efficiencies come from).
+    """
+    rt, prof, fmt = choice.runtime, choice.profile, choice.weight_format
+    srv = serving_profile(rt.id)
+    eta = prof.eta_for(fmt.cls)
+    eta_kv = prof.eta_for("f16")
+    if eta_mem is not None:  # the machine's measured figure replaces the 16-bit one; formats keep their ratio
+        eta, eta_kv = min(1.0, eta_mem * eta / eta_kv), min(1.0, eta_mem)
+    weights = model.weights_of(choice)
+    # Prompt matrix multiplies at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; fp8 and W8A8 at
+    # their own type) or the 16-bit one; attention at the fp16 peak (catalog.runtimes.BackendProfile).
+    if fmt.quantised:
+        kernel, mm_eta = fmt.native or prof.prefill_peak_quantized, prof.prefill_eta_quantized
+    else:
+        kernel, mm_eta = ("fp8" if model.precision == "fp8" else "bf16"), prof.prefill_eta
+    mm_peak = acc.peak_flops(kernel) or acc.peak_flops("bf16") or acc.peak_flops("fp16") or acc.peak_flops("fp32")
+    att_peak = acc.peak_flops("fp16") or mm_peak
+    if not mm_peak:
+        raise ValueError(f"{acc.id}: no peak FLOP/s for {kernel}")
+    tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)
+    if rt.batching != "slots":
+        tail = max(tail, 2.0 * (lengths.prompt_mean + lengths.output_mean))
+    longest = context or int(math.ceil(tail / 256.0) * 256)
+    if model.arch.max_context and context is None:
+        longest = min(longest, model.arch.max_context)
+    chunk, seqs = srv.chunk_tokens, srv.max_seqs
+    if rt.id == "vllm":
+        chunk, seqs = vllm_batch_defaults(acc)
+    fraction = rt.gpu_memory_utilization or srv.memory_fraction
+    tensor = rt.multi_device == "tensor"  # else whole layers per device, run one after the other
+    parallel = devices if tensor else 1
+    link = "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
+    step_overhead = model.arch.layers * prof.overhead_per_layer_s
+    if parallel > 1:
+        step_overhead += 2 * model.arch.layers * ALLREDUCE_LATENCY_S[link]
+    capacity = float(acc.usable_memory_bytes)
+    kv_token = model.kv_bytes_per_token()
+    slot_tokens = 0
+    batching = "slots" if rt.batching == "slots" else "continuous"
+    if batching == "slots":
+        slot_tokens = longest
+        free = capacity * fraction - weights / devices - srv.overhead_bytes
+        fit = int(max(0.0, free * devices) // (kv_token * slot_tokens))
+        seqs = max_seqs or max(1, min(fit, srv.max_seqs))
+    elif max_seqs and rt.batching != "static":
+        seqs = max_seqs
+    spec = ServerSpec(
+        weight_bytes=weights, devices=devices, parallel_devices=parallel, capacity_bytes=capacity,
+        bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta, eta_kv=eta_kv, decode_flops=mm_peak * mm_eta,
+        prefill_flops=mm_peak * mm_eta, attention_flops=att_peak * prof.attention_eta,
+        active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
+        batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
+        overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
+        slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params),
+        pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK)
+    launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
+              "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
+              "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
+              "ctx_size": seqs * slot_tokens if batching == "slots" else None, "batching": rt.batching,
+              "tensor_parallel": tensor, "backend": choice.backend,
+              "backend_supported": choice.backend_supported,
+              "origin": (f"{rt.name} on {choice.backend}: {fmt.id} weights read at {eta:.2f} of the bandwidth"
+                         f"{' (measured on this machine)' if eta_mem else ''}, {step_overhead * 1e3:.2f} ms a step "
+                         f"of overhead, prompt multiplies at {mm_eta:.2f} of the {kernel} peak ({prof.source}); "
+                         f"{srv.source}")}
+    return spec, launch
+
+
+def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice, lengths: Lengths, most: int
+                   ) -> int | None:
+    """The fewest devices (1, 2, 4, 8 ... up to ``most``) whose memory holds the weights, the runtime's overhead
+    and the cache of one request of the mean length; None when none do."""
+    srv = serving_profile(choice.runtime.id)
+    fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
+    weights = model.weights_of(choice)
+    one = model.kv_bytes_per_token() * (lengths.prompt_mean + lengths.output_mean)
+    n = 1
+    while n <= most:
+        free = acc.usable_memory_bytes * fraction - weights / n - srv.overhead_bytes
+        if free * n * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
+            return n
+        n = n * 2 if n * 2 <= most or n == most else most
+    return None

@@ -1,0 +1,66 @@
+"""The Serve page: the same sizing as ``advisor serve`` on this machine's GPUs, the answer first, the knee chart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+
+from advisor.cli import main
+
+
+def test_page_sizes_like_the_cli_with_this_machine_first(make_window, qtbot, capsys):
+    w = make_window("2x4090")
+    w.show_page("serve")
+    page = w.page("serve")
+    qtbot.waitUntil(page.is_ready, timeout=15000)
+    rows = page.table_model.rows()
+    assert rows[0].id == "owned:rtx-4090" and rows[0].this_machine
+    assert "Your GPUs: GeForce RTX 4090" in page.answer.text() and "Each user sees" in page.answer.text()
+    assert main(["serve", "--model", "llama-3-8b", "--users", "8", "--prompt-tokens", "1000", "--output-tokens",
+                 "300", "--ttft-p95", "2", "--fake-gpu", "2x4090", "--json"]) == 0
+    doc = json.loads(capsys.readouterr()[0])
+    cli = {o["id"]: o for o in doc["options"]}
+    for o in rows[:5]:
+        assert o.usd_per_million_requests == pytest.approx(cli[o.id]["usd_per_million_requests"])
+        assert o.point.ttft_p95_s == pytest.approx(cli[o.id]["ttft_s"]["p95"])
+    # one curve per charted option, this machine's first; throughput rises along each
+    curves = page.bundle.curves
+    assert curves[0][0].id == "owned:rtx-4090" and len(page._lines) == len(curves) >= 2
+    xs, _ys = page._lines[0].getData()
+    assert list(xs) == sorted(xs)
+
+
+def test_bad_input_is_a_message_not_a_traceback(make_window, qtbot):
+    w = make_window("laptop-4060")
+    w.show_page("serve")
+    page = w.page("serve")
+    qtbot.waitUntil(page.is_ready, timeout=15000)
+    assert "does not fit" in page.answer.text() and "q4_k_m" in page.answer.text()
+    page._widgets["prompt_tokens"].setValue(9000)  # 9,000 + 300 tokens: longer than Llama 3 8B's 8,192
+    qtbot.waitUntil(lambda: "context" in page.answer.text(), timeout=15000)
+    assert "exceed" in page.answer.text()
+
+
+def test_a_rate_replaces_the_users(make_window, qtbot):
+    w = make_window("2x4090")
+    w.show_page("serve")
+    page = w.page("serve")
+    qtbot.waitUntil(page.is_ready, timeout=15000)
+    page._widgets["requests_per_s"].setValue(2.0)
+    qtbot.waitUntil(lambda: page.bundle is not None and page.bundle.result.by == "requests_per_s", timeout=15000)
+    assert "2 requests/s" in page.answer.text()
+    assert page.table_model.headerData(4, Qt.Orientation.Horizontal) == "most (req/s)"
+
+
+def test_cells_carry_their_ranges():
+    from advisor.gui.pages.serve import serve_columns
+    from advisor.job.serve import ServeJob
+    from advisor.planner.serve import serve_plan
+
+    result = serve_plan(ServeJob.from_mapping({"model": "llama-3-8b", "users": 4, "accelerator": ["l4"]}))
+    o = next(x for x in result.options if x.fits)
+    cols = {c.title: c for c in serve_columns("users")}
+    assert cols["TTFT p95"].cell_tip(o).startswith("80 % range ")
+    assert "x/÷1.5" in cols["TTFT p95"].cell_tip(o) and cols["$/M requests"].cell_tip(o).startswith("80 % range $")
