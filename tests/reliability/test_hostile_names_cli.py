@@ -58,7 +58,7 @@ def test_detect_models_plan_and_buy_print_names_inert(capsys, hostile):
                "inference", "--all")
     assert "Plan: [/data/shards] [link=file:///etc/passwd]x[/link] \\x1b]0;pwned" in out
     out = _run(capsys, "buy", "--budget", "5000", "--fake-gpu", "hostile-names", "--top", "100")
-    assert "\\x1b]0;pwned\\x07" in out  # the user catalog's hostile accelerator is one to buy
+    assert "[link=file:///etc/passwd]x[/link] \\x1b]0" in out  # the user catalog's hostile accelerator, cut
 
 
 def test_catalog_commands_print_price_list_fields_inert(capsys, hostile, tmp_path):
