@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -105,6 +106,7 @@ class PlannerPage(Page):
         self.plan = ctx.plan
         self._bars: list = []
         self._cap_lines: list = []
+        self._legend_caps: dict[str, object] = {}  # capacity lines whose label is in the legend: name -> sample
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
         self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
@@ -426,16 +428,33 @@ class PlannerPage(Page):
                        key=lambda line: (not line.mine, -line.value()))
         obstacles += [(line.value() * px_y - 1, line.value() * px_y + 1, 0.0, 1.0) for line in order]  # no label on a line
         lines = [(line.value() * px_y, min(1.0, (line.label.boundingRect().width() + 6) / width)) for line in order]
-        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24),
-                                         must=sum(1 for line in order if line.mine))
+        places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24))
+        in_legend = []
         for line, place in zip(order, places):
-            # a capacity whose label has no free place is left out (the table lists every accelerator)
-            line.setVisible(place is not None)
+            # a capacity whose label has no free place: this machine's goes to the legend, another is left out
+            # (the table lists every accelerator)
+            line.setVisible(place is not None or line.mine)
+            line.label.setVisible(place is not None)
             if place is not None:
                 slot, above = place
                 anchor = (1, 1) if above else (1, 0)
                 line.label.anchors = [anchor, anchor]
                 line.label.setPosition(slot)
+            elif line.mine:
+                in_legend.append(line)
+        self._capacity_legend(in_legend)
+
+    def _capacity_legend(self, lines) -> None:
+        """Legend entries (a dashed sample and the label's text) for capacity lines labelled there."""
+        legend = self.chart.getPlotItem().legend
+        wanted = {line.label.format: line for line in lines}
+        for name in [n for n in self._legend_caps if n not in wanted]:
+            legend.removeItem(self._legend_caps.pop(name))
+        for name, line in wanted.items():
+            if name not in self._legend_caps:
+                sample = pg.PlotDataItem([], [], pen=line.pen)
+                legend.addItem(sample, name)
+                self._legend_caps[name] = sample
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:

@@ -47,7 +47,7 @@ class FitAdviceWidget(QWidget):
             button = QPushButton("Apply")
             button.setProperty("row", i)
             button.clicked.connect(self._on_button_clicked)
-            text = QLabel()
+            text = WrappedLabel()  # a long change wraps: it must not widen the page past the window
             self.grid.addWidget(button, i, 0)
             self.grid.addWidget(text, i, 1)
             button.setVisible(False)
