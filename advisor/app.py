@@ -15,6 +15,7 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
 from advisor.gui.compat import speed_up_feature_hook
+from advisor.untrusted import plain_text
 
 speed_up_feature_hook()  # before the app's own modules are imported (a twelfth of the start-up)
 
@@ -141,7 +142,7 @@ def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = 
             window.ctx.screenshot_keep_inputs = True
             if not window.scenarios.open_path(open_path, confirmed=True):
                 window.close()
-                print(f"advisor: {errors[-1] if errors else open_path}", file=sys.stderr)
+                print(f"advisor: {plain_text(errors[-1] if errors else open_path)}", file=sys.stderr)  # may quote the file
                 return 2
         if size is None:
             window.resize(1440, 900)
@@ -177,7 +178,7 @@ def _write_plan_json(window, path: Path, files: list) -> int:
         QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
         time.sleep(0.01)
     if plan.result is None:
-        print(f"advisor: plan: {plan.error or 'no plan'}", file=sys.stderr)
+        print(f"advisor: plan: {plain_text(plan.error or 'no plan')}", file=sys.stderr)
         return 2
     try:
         files.append(write_plan_json(path, plan.result))

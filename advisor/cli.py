@@ -104,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         log.info("advisor %s: %s", __version__, " ".join(argv) or "gui")
         return int(args.run(args) or 0)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from advisor.untrusted import plain_text
+
+        # a message may quote a name from outside (a file, a node's reply): its control characters are shown
+        print("error: " + "\n".join(plain_text(line) for line in str(exc).split("\n")), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -113,15 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:
         from advisor.report.content import ReportError
+        from advisor.untrusted import plain_text
 
         if isinstance(exc, ReportError):
-            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            print(f"error: {plain_text(' '.join(str(exc).split()))}", file=sys.stderr)
             return 2
         # a bug: the traceback goes to the log, the user gets one line
         from advisor.logs import log_file
 
         log.exception("unexpected error")
-        print(f"error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+        print(f"error: internal error: {type(exc).__name__}: {plain_text(' '.join(str(exc).split()))} "
               f"(details in {log_file()})", file=sys.stderr)
         return 1
 

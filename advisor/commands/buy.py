@@ -15,6 +15,7 @@ import re
 import sys
 
 from advisor import units
+from advisor.commands._terminal import cell, echo, lines_text
 
 SCHEMA = "advisor.buy/1"
 _OWN = re.compile(r"^(?:(\d{1,2})x)?([A-Za-z0-9][A-Za-z0-9._+\-]{0,127})$")
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     except PlanInputError as exc:
         raise UsageError(f"buy: {exc}") from None
     for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        echo(f"warning: {w}", file=sys.stderr)
     if args.json:
         from advisor.commands._json import print_json
 
@@ -169,7 +170,7 @@ def render_table(result, top: int = 15) -> str:
                   f"{m:,.1f} mo" if o.pays_back else f"{m:,.0f} mo > life")
             verdict = o.verdict + (" (overbooked)" if o.overbooked else "")
             upfront = units.fmt_usd(o.purchase.upfront_usd) if o.purchase.upfront_usd else "$0"
-            rows.append((o.purchase.hardware, o.purchase.price_basis, upfront,
+            rows.append((cell(o.purchase.hardware), cell(o.purchase.price_basis), upfront,
                          units.fmt_usd(o.monthly_usd + o.holding_monthly_usd), units.fmt_usd(o.usd_per_job),
                          f"{o.utilisation:.0%}", verdict, be, *times))
         widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
@@ -200,4 +201,4 @@ def render_table(result, top: int = 15) -> str:
                  f"{a.onprem_hours_per_day:g} h). Break-even = upfront / monthly saving against renting ('> life': "
                  f"not within its life). Prices as of {result.prices_as_of} (catalog {result.catalog_date}); used "
                  f"prices and sources in --json.")
-    return "\n".join(lines) + "\n"
+    return lines_text(lines) + "\n"  # names from the catalog and the user's own

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import cell, echo
 from advisor.units import fmt_mem
 
 
@@ -84,7 +85,7 @@ def _list(args) -> int:
 
     cat = load_catalog()
     for w in cat.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        echo(f"warning: {w}", file=sys.stderr)
     if args.what == "accelerators":
         rows = [(a.id, a.name, fmt_mem(a.memory_bytes), _tf(a.bf16_flops), a.kind) for a in cat.accelerators.values()]
         head = ("id", "name", "memory", "bf16 TFLOP/s", "kind")
@@ -106,7 +107,7 @@ def _list(args) -> int:
                           "prices_as_of": cat.prices_as_of, "items": data})
         return 0
     _table(head, rows)
-    print(f"catalog {cat.date}, prices as of {cat.prices_as_of}" + (f", user file {cat.user_file}" if cat.user_file else ""))
+    echo(f"catalog {cat.date}, prices as of {cat.prices_as_of}" + (f", user file {cat.user_file}" if cat.user_file else ""))
     return 0
 
 
@@ -130,9 +131,9 @@ def _show(args) -> int:
     if args.json:
         print_json({"schema": "advisor.catalog-item/1", "kind": kind, "item": item}, default=str)
     else:
-        print(f"{kind} {args.id}")
+        echo(f"{kind} {args.id}")
         for k, v in item.items():
-            print(f"  {k:28} {'' if v is None else v}")
+            echo(f"  {k:28} {'' if v is None else v}")
     return 0
 
 
@@ -164,16 +165,16 @@ def _preview_and_apply(result, args) -> int:
             "applied": written is not None, "file": None if written is None else str(written)})
     else:
         for line in format_diff(diff):
-            print(line)
+            echo(line)
         for s in result.skipped:
-            print(f"skipped: {s}")
+            echo(f"skipped: {s}")
         if written is not None:
             prev = written.with_name(written.name + ".prev")
-            print(f"applied to {written}" + (f" (previous version kept as {prev})" if prev.exists() else ""))
+            echo(f"applied to {written}" + (f" (previous version kept as {prev})" if prev.exists() else ""))
         elif not diff.empty:
             print("nothing applied (run again with --apply to write these changes)")
     if aside:
-        print(f"warning: the old user catalog could not be read and was kept as {aside}", file=sys.stderr)
+        echo(f"warning: the old user catalog could not be read and was kept as {aside}", file=sys.stderr)
     return 0
 
 
@@ -188,7 +189,7 @@ def _export(args) -> int:
     path = Path(args.file)
     text = export_offers_toml(cat.offers) if path.suffix.lower() == ".toml" else export_offers_csv(cat.offers)
     write_atomic(path, text)
-    print(f"{len(cat.offers)} offers written to {path}", file=sys.stderr)
+    echo(f"{len(cat.offers)} offers written to {path}", file=sys.stderr)
     return 0
 
 
@@ -216,7 +217,7 @@ def _usd(v):
 
 
 def _table(head, rows) -> None:
-    rows = [tuple("" if c is None else str(c) for c in r) for r in rows]
+    rows = [tuple("" if c is None else cell(c) for c in r) for r in rows]  # names from user catalogs and price lists
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for r in rows:

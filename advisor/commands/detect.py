@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import cell, lines_text
 from advisor.units import fmt_bytes, fmt_mem
+from advisor.untrusted import NAME_MAX_CHARS
 
 
 def register(subparsers) -> None:
@@ -63,12 +65,12 @@ def format_profile(profile) -> str:
     for g in profile.gpus:
         i = g.info
         if not i.available:
-            lines.append(f"  gpu{i.index}  {i.name}: {i.state}")
+            lines.append(f"  gpu{i.index}  {cell(i.name, NAME_MAX_CHARS)}: {i.state}")
             continue
         bw_nvml = g.nvml_mem_bandwidth_bps
         bw_cat = g.catalog_mem_bandwidth_bps
         cc = "%d.%d" % i.compute_capability if i.compute_capability else "?"
-        lines.append(f"  gpu{i.index}  {i.name}  {fmt_mem(i.memory_total_bytes)}  cc {cc}  "
+        lines.append(f"  gpu{i.index}  {cell(i.name, NAME_MAX_CHARS)}  {fmt_mem(i.memory_total_bytes)}  cc {cc}  "
                      f"catalog: {g.catalog_id or 'no match'}")
         lines.append(f"        memory bandwidth: {'n/a' if bw_nvml is None else f'{bw_nvml / 1e9:.0f} GB/s'} "
                      f"from the driver, {'n/a' if bw_cat is None else f'{bw_cat / 1e9:.0f} GB/s'} in the catalog;"
@@ -87,4 +89,4 @@ def format_profile(profile) -> str:
         lines.append("        " + ", ".join(extra))
     lines.append(f"torch    {profile.torch.status}")
     lines.append(f"JAX      {profile.jax.status}")
-    return "\n".join(lines)
+    return lines_text(lines)  # names from the driver, the OS and the disks: control characters shown

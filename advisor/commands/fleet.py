@@ -7,6 +7,7 @@ On a Slurm cluster, for example: ``srun --ntasks-per-node=1 advisor detect --jso
 from __future__ import annotations
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import echo
 from advisor.units import fmt_mem
 
 
@@ -39,7 +40,7 @@ def run(args) -> int:
         import sys
 
         for line in refused:  # one bad document is a line; the others are imported
-            print(f"warning: {line}: not imported", file=sys.stderr)
+            echo(f"warning: {line}: not imported", file=sys.stderr)
         if args.json:
             print_json(fl.fleet_to_dict(fleet))
         else:
@@ -52,7 +53,7 @@ def run(args) -> int:
             path = fl.clear_fleet()
         except fl.FleetError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
-        print(f"fleet cleared ({path})")
+        echo(f"fleet cleared ({path})")
         return 0
     if args.fleet_command == "collect":
         from advisor.commands.fleet_collect import run_collect
@@ -72,10 +73,10 @@ def run(args) -> int:
         gpus = ", ".join(f"{g.index}: {g.name} ({g.catalog_id or 'not in catalog'}"
                          f"{'' if g.memory_total_bytes else ', memory not read'})" for g in m.gpus) or "no GPU"
         sim = " [simulated]" if m.simulated else ""
-        print(f"{m.hostname} [{m.machine_id}]{sim}: {m.logical_cores} threads, {fmt_mem(m.memory_total_bytes)} RAM; {gpus}")
+        echo(f"{m.hostname} [{m.machine_id}]{sim}: {m.logical_cores} threads, {fmt_mem(m.memory_total_bytes)} RAM; {gpus}")
     acc = fl.fleet_accelerators(fleet)
     total = ", ".join(f"{n}x {a}" for a, n in acc.items()) or "none in the catalog"
-    print(f"{len(fleet.machines)} machine(s); GPUs for planning: {total}")
+    echo(f"{len(fleet.machines)} machine(s); GPUs for planning: {total}")
     for name, n in fl.fleet_unmatched(fleet).items():
-        print(f"  {n}x {name}: not in the catalog, not used for planning")
+        echo(f"  {n}x {name}: not in the catalog, not used for planning")
     return 0

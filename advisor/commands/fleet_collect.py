@@ -10,6 +10,7 @@ import shlex
 import sys
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import echo
 
 
 def register_collect(sub) -> None:
@@ -57,7 +58,7 @@ def run_collect(args) -> int:
         else:
             result = fc.collect_hosts(fc.read_hosts_file(args.hosts), advisor=advisor, timeout_s=args.timeout)
         for line in result.failures:
-            print(f"warning: {line}", file=sys.stderr)
+            echo(f"warning: {line}", file=sys.stderr)
         if not result.machines:
             raise UsageError("fleet collect: no machine answered" + (f" ({result.failures[0]})" if result.failures else ""))
         fleet = fl.import_machines(result.machines, inter_node=inter)

@@ -116,14 +116,16 @@ def _yes(fit) -> str:
 
 
 def _table(rows, gpus, names, simulated, context, single) -> str:
+    from advisor.commands._terminal import cell, lines_text
     from advisor.models.hf import hub_cache_dir
     from advisor.models.stores import lmstudio_dirs, ollama_dir
     from advisor.units import fmt_bytes, fmt_count, fmt_mem
+    from advisor.untrusted import NAME_MAX_CHARS
 
     lines = []
     if simulated:
         lines.append("*** SIMULATED HARDWARE: GPUs from a fake scenario, not this machine ***")
-    gpu_text = ", ".join(f"{n} ({fmt_mem(m)})" for n, m in zip(names, gpus)) or "none detected"
+    gpu_text = ", ".join(f"{cell(n, NAME_MAX_CHARS)} ({fmt_mem(m)})" for n, m in zip(names, gpus)) or "none detected"
     lines.append(f"GPUs: {gpu_text}. Fit: inference at {context} tokens, LoRA/QLoRA rank 16 at 2048 tokens, "
                  "split over every GPU; memory per GPU shown.")
     if not rows:
@@ -131,16 +133,16 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
         lm = ", ".join(str(d) for d in lmstudio_dirs()) or "~/.lmstudio/models (absent)"
         lines.append(f"No models found in the Hugging Face cache ({hub_cache_dir()}), Ollama ({ol or 'not installed'}) "
                      f"or LM Studio ({lm}). Get one with `hf download Qwen/Qwen2.5-0.5B` or `ollama pull qwen2.5:0.5b`.")
-        return "\n".join(lines)
+        return lines_text(lines)
     head = ("model", "store", "params", "size", "format", "context", "inference", "LoRA", "QLoRA")
     table = []
     for f, fit in rows:
         if f.model is None:
-            table.append((f.name, f.store, "", "", "", "", "unreadable (below)", "", ""))
+            table.append((cell(f.name, NAME_MAX_CHARS), f.store, "", "", "", "", "unreadable (below)", "", ""))
             continue
         m = f.model
         size = m.weight_bytes or (f.disk_bytes if f.store in ("ollama", "lmstudio") else 0)
-        table.append((m.name, f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
+        table.append((cell(m.name, NAME_MAX_CHARS), f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
                       str(m.arch.max_context or "?"), _yes(fit.get("inference")), _yes(fit.get("lora")),
                       _yes(fit.get("qlora"))))
     widths = [max(len(str(r[i])) for r in (head, *table)) for i in range(len(head))]
@@ -152,4 +154,4 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
         m = rows[0][0].model
         lines.append(f"source: {m.source} {m.location}".rstrip())
         lines.extend(f"note: {n}" for n in m.notes)
-    return "\n".join(lines)
+    return lines_text(lines)  # names from model files, manifests and folder names

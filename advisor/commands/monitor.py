@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import echo
 from advisor.units import mem_value, memory_unit
 
 ONCE_SETTLE_S = 0.25
@@ -134,20 +135,20 @@ def run(args: argparse.Namespace) -> int:
             return _record(sampler, gpu, banner, args)
         if sys.stdout.isatty():
             return _live(sampler, gpu, banner, args.duration, usd_per_kwh(args))
-        print(banner, flush=True)
+        echo(banner, flush=True)
         simulated = gpu.simulated
 
         def _print_line(sample) -> None:
             print(format_line(sample, simulated), flush=True)
 
         def _print_end(books) -> None:
-            print(f"ended: {books.summary()}", flush=True)
+            echo(f"ended: {books.summary()}", flush=True)  # a command line: inert
 
         sampler.add_listener(BookKeeper(sampler, usd_per_kwh(args), on_end=_print_end))
         sampler.add_listener(_print_line)
         _run(sampler, args.duration)
         if sampler.last_error:
-            print(f"warning: {sampler.last_error}", file=sys.stderr)
+            echo(f"warning: {sampler.last_error}", file=sys.stderr)
         return 0
     finally:
         gpu.close()
@@ -186,7 +187,7 @@ def _once(sampler, gpu, status, as_json: bool, keeper) -> int:
 
         from advisor.commands.monitor_view import live_view
 
-        Console().print(live_view(sample, infos, sampler.processes(), status.status, keeper.current()))
+        Console().print(live_view(sample, infos, sampler.processes(), status.status, books=keeper.current()))
     return 0
 
 
@@ -207,11 +208,11 @@ def _record(sampler, gpu, banner: str, args) -> int:
     from advisor.monitor.books import BookKeeper, write_processes_csv
 
     keeper = BookKeeper(sampler, usd_per_kwh(args),
-                        on_end=lambda b: print(f"ended: {b.summary()}", file=sys.stderr, flush=True))
+                        on_end=lambda b: echo(f"ended: {b.summary()}", file=sys.stderr, flush=True))
     try:
         sampler.add_listener(keeper)
         sampler.add_listener(recorder)
-        print(banner, file=sys.stderr, flush=True)
+        echo(banner, file=sys.stderr, flush=True)
         _run(sampler, args.duration)
     finally:
         recorder.close()
@@ -223,13 +224,13 @@ def _record(sampler, gpu, banner: str, args) -> int:
             write_processes_csv(books_csv, books)
             print(f"process books ({len(books)} processes) in {books_csv}", file=sys.stderr)
         except OSError as exc:
-            print(f"warning: process books not written to {books_csv}: {exc.strerror or exc}", file=sys.stderr)
+            echo(f"warning: process books not written to {books_csv}: {exc.strerror or exc}", file=sys.stderr)
     if failed:
         raise UsageError(f"--csv: {failed[0]}")
     note = " (simulated hardware)" if gpu.simulated else ""
     print(f"recorded {recorder.rows} samples of {sampler.gpu_count} GPU(s) to {args.csv}{note}")
     if sampler.last_error:
-        print(f"warning: {sampler.last_error}", file=sys.stderr)
+        echo(f"warning: {sampler.last_error}", file=sys.stderr)
     return 0
 
 
@@ -242,6 +243,7 @@ def _live(sampler, gpu, banner: str, duration, price: float) -> int:
     from rich.console import Console
     from rich.live import Live
 
+    from advisor.commands._terminal import term_text
     from advisor.commands.monitor_keys import keys
     from advisor.commands.monitor_view import ViewState, live_view
     from advisor.monitor.books import BookKeeper
@@ -253,7 +255,7 @@ def _live(sampler, gpu, banner: str, duration, price: float) -> int:
     latest: list = []
     lock = threading.Lock()
     with Live(console=console, auto_refresh=False, screen=False, transient=False) as live:
-        keeper = BookKeeper(sampler, price, on_end=lambda b: live.console.print(f"ended: {b.summary()}"))
+        keeper = BookKeeper(sampler, price, on_end=lambda b: live.console.print(term_text(f"ended: {b.summary()}", max_chars=None)))
 
         def _draw(sample=None) -> None:
             with lock:
@@ -277,5 +279,5 @@ def _live(sampler, gpu, banner: str, duration, price: float) -> int:
         with keys(_on_key):
             _run(sampler, duration)
     if sampler.last_error:
-        console.print(f"warning: {sampler.last_error}", style="yellow")
+        console.print(term_text(f"warning: {sampler.last_error}", style="yellow", max_chars=None))
     return 0

@@ -9,9 +9,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor.commands._terminal import term_text
 from advisor.hw.records import GPU_OK, STATE_WORDS, THROTTLE_WORDS
 from advisor.monitor.columns import wall_time_utc
 from advisor.units import fmt_mem, mem_value, memory_unit
+from advisor.untrusted import plain_text
 
 BAR_CELLS = 10
 
@@ -24,7 +26,7 @@ def _bar(fraction: float | None, label: str) -> Text:
     style = "red" if fraction > 0.9 else "yellow" if fraction > 0.7 else "green"
     out = Text("█" * done, style=style)
     out.append("░" * (BAR_CELLS - done), style="dim")
-    out.append(" " + label)
+    out.append(" " + label)  # our figures only
     return out
 
 
@@ -42,7 +44,7 @@ def gpu_table(sample, infos) -> Table:
         t.add_column(name, no_wrap=name != "state / throttling", **kw)
     for g in sample.gpus:
         info = infos[g.index] if g.index < len(infos) else None
-        name = info.name if info else "(not read: asleep)"
+        name = term_text(info.name if info else "(not read: asleep)")
         if g.state != GPU_OK:
             t.add_row(str(g.index), name, "", "", "", "", "", "", Text(STATE_WORDS.get(g.state, g.state), style="bold red"))
             continue
@@ -121,11 +123,12 @@ def process_table(processes, now_s: float, width: int = 60, sort: int = 0, books
                      overflow="ellipsis", max_width=width if name == "command" else None)
     for p in sorted_processes(processes, sort):
         b = (books or {}).get((p.pid, p.gpu_index))
-        t.add_row(str(p.pid), p.user or "?", str(p.gpu_index),
+        t.add_row(str(p.pid), term_text(p.user or "?"), str(p.gpu_index),
                   fmt_mem(p.gpu_mem_bytes) if p.gpu_mem_bytes is not None else "n/a",
                   _num(p.gpu_util_pct, ".0f"), _num(p.cpu_pct, ".0f"),
                   fmt_mem(p.host_mem_bytes) if p.host_mem_bytes is not None else "n/a",
-                  _elapsed(p.started_s, now_s), *book_cells(b), p.cmdline or p.name or "(another PID namespace)")
+                  _elapsed(p.started_s, now_s), *book_cells(b),
+                  term_text(p.cmdline or p.name or "(another PID namespace)", max_chars=None))
     if not processes:
         t.add_row("", "", "", "", "", "", "", "", "", "", "", "", Text("no GPU process seen", style="dim"))
     return t
@@ -146,7 +149,7 @@ def live_view(sample, infos, processes, banner: str, state: ViewState | None = N
     h = sample.host
     host = (f"CPU {_num(h.cpu_util_pct, '.0f', ' %')} · RAM {fmt_mem(h.mem_used_bytes)} / "
             f"{fmt_mem(h.mem_total_bytes)}" if h.mem_used_bytes is not None else "")
-    parts = [Text(banner, style="bold yellow" if "SIMULATED" in banner else "bold"), Text(host),
+    parts = [term_text(banner, style="bold yellow" if "SIMULATED" in banner else "bold", max_chars=None), Text(host),
              gpu_table(sample, infos), process_table(processes, sample.wall_time_s, sort=state.sort if state else 0,
                                                          books=books)]
     if state is not None:
@@ -186,5 +189,6 @@ def plain_tables(sample, infos, processes, books: dict | None = None) -> str:
 
 
 def _tsv(text: str) -> str:
-    """A cell of a tab-separated table: tabs and line breaks in it become spaces."""
-    return " ".join(str(text).replace("\t", " ").splitlines())
+    """A cell of a tab-separated table: tabs and line breaks in it become spaces, other control characters
+    are shown as escapes (``advisor.untrusted``); the text is kept whole up to 4096 characters."""
+    return plain_text(" ".join(str(text).replace("\t", " ").splitlines()))

@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 from advisor import units
+from advisor.commands._terminal import cell, echo, lines_text
 from advisor.cost.price_dates import price_date_label
 from advisor.job import ASSUMPTION_FLAGS, JOB_FIELDS, assumption_meta
 from advisor.job.schema import WORKLOADS
+from advisor.untrusted import NAME_MAX_CHARS
 
 _GROUPS = {"model": "model", "job": "job", "budget": "budget (training; --tokens also for inference)",
            "inference": "inference", "hardware": "hardware and cost"}
@@ -218,7 +220,7 @@ def run(args) -> int:
         results.append(build_plan(values, catalog, calibration, machine, fleet_owned))
 
     for warning in dict.fromkeys(w for r in results for w in r.warnings):
-        print(f"warning: {warning}", file=sys.stderr)
+        echo(f"warning: {warning}", file=sys.stderr)
     tornados = ([_tornado(r, catalog, calibration, _plan_kw(machine, fleet_owned)) for r in results]
                 if args.sensitivity else [None] * len(results))
     docs = [r.to_json() for r in results]
@@ -279,7 +281,7 @@ def render_tornado(t) -> str:
         high = "-" if b.high_cost_usd is None else units.fmt_usd(b.high_cost_usd)
         lines.append(f"  {b.parameter:<32} {unit[:28]:<28} {_tornado_value(b.parameter, b.low_value):>9} {low:>13} "
                      f"{_tornado_value(b.parameter, b.high_value):>9} {high:>14} {units.fmt_usd(b.swing_usd):>11}")
-    return "\n".join(lines) + "\n\n"
+    return lines_text(lines) + "\n\n"
 
 
 def _this_machine(args, catalog):
@@ -295,7 +297,7 @@ def _this_machine(args, catalog):
     except ImportError as exc:  # a hardware library missing (a bare interpreter): plan without this machine
         from advisor.planner.machine import LocalMachine
 
-        print(f"warning: this machine was not detected ({exc}); its GPUs are left out of the plan", file=sys.stderr)
+        echo(f"warning: this machine was not detected ({exc}); its GPUs are left out of the plan", file=sys.stderr)
         return LocalMachine(owned=(), host=None)
 
 
@@ -329,7 +331,7 @@ def render_table(result, top: int | None = 12) -> str:
     """The plan as text for people: the job, memory, the cheapest options, and the assumptions used."""
     r = result.request
     lines = []
-    name = result.model_name or "custom model"
+    name = cell(result.model_name or "custom model", NAME_MAX_CHARS)
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
     lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {r.precision}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
@@ -424,7 +426,7 @@ def render_table(result, top: int | None = 12) -> str:
     if best:
         lines.append(f"Utilisation of the cheapest option: {best.mfu:.2f} ({best.mfu_origin})")
     lines.append("")
-    return "\n".join(lines) + "\n"
+    return lines_text(lines) + "\n"  # a model's name comes from its file, an accelerator's from a user catalog
 
 
 def _stack_line(result, ranked) -> str:

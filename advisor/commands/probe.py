@@ -12,6 +12,8 @@ import sys
 
 from advisor.cli import UsageError
 from advisor.commands._json import print_json
+from advisor.commands._terminal import echo
+from advisor.untrusted import NAME_MAX_CHARS, plain_text
 
 HISTORY_SCHEMA = "advisor.probe-history/1"
 SET_SCHEMA = "advisor.probe-set/1"
@@ -122,7 +124,7 @@ def _run_probes(args) -> int:
                   file=sys.stderr)
         else:
             save_calibration(offer)
-            print(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} for {offer.belongs_to} "
+            echo(f"calibration saved: mfu={_fmt(offer.mfu)} eta_mem={_fmt(offer.eta_mem)} for {offer.belongs_to} "
                   f"({offer.source}, {offer.measured_at})", file=sys.stderr)
     elif offer is not None and not args.json:
         print("these results can calibrate the planner: rerun with --calibrate to use them", file=sys.stderr)
@@ -132,7 +134,7 @@ def _run_probes(args) -> int:
                                                   "probes": docs}
         print_json(doc, indent=2)
     if store_errors:  # measured, but the history could not take it: say so once, keep the file
-        print(f"error: {store_errors[0]}", file=sys.stderr)
+        echo(f"error: {store_errors[0]}", file=sys.stderr)
         return 2
     return 0
 
@@ -173,19 +175,19 @@ def _print_result(r) -> None:
 
     out = sys.stdout
     if r.skipped:
-        print(f"{r.probe} on {r.device}: skipped: {r.skipped}", file=out)
+        echo(f"{r.probe} on {r.device}: skipped: {r.skipped}", file=out)
         return
-    print(f"{r.probe} on {r.device}, {run_mode(r.params)} run ({r.duration_s:.1f} s)", file=out)
+    echo(f"{r.probe} on {r.device}, {run_mode(r.params)} run ({r.duration_s:.1f} s)", file=out)
     for kernel, k in r.results.items():
         frac = f"  {100 * k.fraction_of_peak:5.1f} % of peak" if k.fraction_of_peak is not None else ""
-        print(f"  {kernel:14s} best {_num(k.best):>10s}  median {_num(k.median):>10s} {k.unit}{frac}", file=out)
+        echo(f"  {kernel:14s} best {_num(k.best):>10s}  median {_num(k.median):>10s} {k.unit}{frac}", file=out)
     if r.peak:
-        print(f"  peak: {json.dumps(dict(r.peak))}", file=out)
+        echo(f"  peak: {json.dumps(dict(r.peak))}", file=out)
     unsupported = (r.details or {}).get("unsupported") or {}
     for prec, why in unsupported.items():
-        print(f"  {prec}: not measured: {why}", file=out)
+        echo(f"  {prec}: not measured: {why}", file=out)
     for note in r.notes:
-        print(f"  note: {note}", file=out)
+        echo(f"  note: {note}", file=out)
 
 
 def _history(args) -> int:
@@ -200,9 +202,9 @@ def _history(args) -> int:
         print_json({"schema": HISTORY_SCHEMA, "runs": [e.to_dict() for e in entries]}, indent=2)
         return 0
     if not entries:
-        print("no probe runs recorded yet")
+        echo("no probe runs recorded yet")
         return 0
-    print(f"{'id':>5}  {'started (UTC)':25s} {'probe':17s} {'device':8s} {'run':5s} {'machine':16s} headline")
+    echo(f"{'id':>5}  {'started (UTC)':25s} {'probe':17s} {'device':8s} {'run':5s} {'machine':16s} headline")
     for e in entries:
         if e.skipped:
             head = f"skipped: {e.skipped}"
@@ -210,7 +212,7 @@ def _history(args) -> int:
             best = e.best()
             kernel = next(iter(best), None)
             head = f"{kernel} {_num(best[kernel][0])} {best[kernel][1]}" if kernel else "-"
-        print(f"{e.id:>5}  {e.started_at:25s} {e.probe:17s} {e.device:8s} {e.mode:5s} "
+        echo(f"{e.id:>5}  {e.started_at:25s} {e.probe:17s} {e.device:8s} {e.mode:5s} "
               f"{str(e.fingerprint.get('id', ''))[:16]:16s} {head}")
     return 0
 
@@ -258,7 +260,7 @@ class _Bar:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
-        self._progress = Progress(BarColumn(bar_width=20), TaskProgressColumn(), TextColumn("{task.description}"),
+        self._progress = Progress(BarColumn(bar_width=20), TaskProgressColumn(), TextColumn("{task.description}", markup=False),
                                   console=Console(file=stream), transient=True, auto_refresh=False)
         self._task = None
 
@@ -266,8 +268,8 @@ class _Bar:
         fraction = min(max(fraction, 0.0), 1.0)
         if self._task is None:
             self._progress.start()
-            self._task = self._progress.add_task(message, total=1.0)
-        self._progress.update(self._task, completed=fraction, description=message, refresh=True)
+            self._task = self._progress.add_task(plain_text(message, NAME_MAX_CHARS), total=1.0)
+        self._progress.update(self._task, completed=fraction, description=plain_text(message, NAME_MAX_CHARS), refresh=True)
 
     def clear(self) -> None:
         """Remove the bar (the next ``show`` draws a new one)."""

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from advisor.units import fmt_hours, fmt_usd
+from advisor.untrusted import plain_text
 
 KIND_WORDS = {"owned": "owned", "home": "home rig", "onprem": "on-prem", "cloud": "cloud"}
 
@@ -61,7 +63,7 @@ def distinct_labels(options, owned_ids=()) -> list[str]:
 
 
 def _provider(name: str) -> str:
-    return name.split(" (")[0][:16]
+    return plain_text(name.split(" (")[0][:16])  # a price list's provider: inert
 
 
 def short_name(name: str) -> str:
@@ -70,7 +72,7 @@ def short_name(name: str) -> str:
     name = re.sub(r"\s*\(.*?\)", "", name)
     for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Cloud ", "Instinct ", "Tesla "):
         name = name.replace(prefix, "")
-    return name[:20]
+    return plain_text(name[:20])  # a user catalog's name: inert
 
 
 def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
@@ -101,6 +103,11 @@ def chart_selection(result, machine_ids=(), limit: int = 8) -> list:
     return sorted(chosen.values(), key=lambda o: (not o.stack_ok, o.cost_usd))  # off the job's stack: after
 
 
+def _html_label(o, mine=()) -> str:
+    """``option_label`` inside the page's rich text: a catalog name cannot be a tag."""
+    return html.escape(option_label(o, mine), quote=False)
+
+
 def dearer_hour_example(result, shown=None) -> str | None:
     """A sentence showing a dearer hour that makes a cheaper job, from the options the bars show (``shown``;
     every option of the plan when None), or None.
@@ -128,9 +135,9 @@ def dearer_hour_example(result, shown=None) -> str | None:
     from advisor.planner.summary import owned_accelerators
 
     mine = owned_accelerators(result)  # a purchase of the user's own cards is named as the bars name it
-    return (f"<b>A dearer hour is often the cheaper job.</b> {option_label(a, mine)} costs "
+    return (f"<b>A dearer hour is often the cheaper job.</b> {_html_label(a, mine)} costs "
             f"{fmt_usd(a.cost_usd / a.hours)} per hour, {a.cost_usd / a.hours / (b.cost_usd / b.hours):.1f}× "
-            f"{option_label(b, mine)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
+            f"{_html_label(b, mine)} at {fmt_usd(b.cost_usd / b.hours)} per hour, but it finishes in "
             f"{fmt_hours(a.hours)} instead of {fmt_hours(b.hours)}, so the whole job costs "
             f"<b>{fmt_usd(a.cost_usd)}</b> instead of <b>{fmt_usd(b.cost_usd)}</b>. Compare jobs, not hourly prices.")
 
@@ -146,13 +153,13 @@ def lead_sentences(result, shown) -> list[str]:
     out = []
     own = owned_option(result)
     if own is not None and own.id in ids:
-        out.append(f"your <b>{option_label(own).removeprefix('owned ')}</b> runs it in {fmt_hours(own.hours)} for "
+        out.append(f"your <b>{_html_label(own).removeprefix('owned ')}</b> runs it in {fmt_hours(own.hours)} for "
                    f"<b>{fmt_usd(own.cost_usd)}</b> of electricity.")
     elif own is not None:
-        out.append(f"your {option_label(own).removeprefix('owned ')} cannot run it ({'does not fit' if not own.fits else 'as laid out'}).")
+        out.append(f"your {_html_label(own).removeprefix('owned ')} cannot run it ({'does not fit' if not own.fits else 'as laid out'}).")
     rent = result.best("cloud")
     if rent is not None and rent.id in ids:
-        out.append(f"The cheapest rent that can run it is <b>{option_label(rent)}</b>: {fmt_usd(rent.cost_usd)} in "
+        out.append(f"The cheapest rent that can run it is <b>{_html_label(rent)}</b>: {fmt_usd(rent.cost_usd)} in "
                    f"{fmt_hours(rent.hours)}.")
     buy = best_buy(result)
     if buy is not None and buy.id in ids:
@@ -164,7 +171,7 @@ def lead_sentences(result, shown) -> list[str]:
         u = buy.utilisation
         use = "" if u is None else (f" at {u.fraction:.0%} use" if u.stated else
                                     f" at an assumed {u.fraction:.0%} use (set Jobs per month on the Planner)")
-        out.append(f"To buy: <b>{option_label(buy)}</b>{again}, {fmt_usd(buy.cost_usd)} per job{use}{pay}.")
+        out.append(f"To buy: <b>{_html_label(buy)}</b>{again}, {fmt_usd(buy.cost_usd)} per job{use}{pay}.")
     if not out:
         out.append("nothing in the catalog can run it.")
     out[0] = out[0][:1].upper() + out[0][1:]

@@ -14,6 +14,7 @@ from PySide6.QtCore import QByteArray, Qt, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
 
+from advisor.gui.safe_text import plain
 from advisor.gui.widgets.cards import banner
 
 # (page id, module, class, sidebar title, tooltip): the order of the sidebar and of the shortcuts Ctrl+1..9 (the
@@ -126,9 +127,9 @@ class MainWindow(QMainWindow):
 
         cat = self.ctx.catalog  # loaded by now (by the detection worker, or by a page that needed it)
         prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
-        self.statusBar().showMessage(
+        self.statusBar().showMessage(plain(  # the prices' dates can come from a user catalog
             f"Catalog {cat.date} · {prices}"
-            + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""))
+            + (f" · {len(cat.warnings)} catalog warning(s)" if cat.warnings else ""), None))
 
     # ------------------------------------------------------------ pages
     def page(self, page_id: str) -> QWidget:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
 from advisor.gui.report_export import ReportWriter, ask_report_path
+from advisor.gui.safe_text import plain, tell
+from advisor.gui.safe_text import tip as tip_text
 
 SCENARIO_FILTER = "Scenario files (*.toml);;All files (*)"
 UNSAVED_ANSWERS = ("save", "discard", "cancel")
@@ -136,10 +138,10 @@ class ScenarioController(QObject):
         self.recent_menu.clear()
         recent = recent_scenarios()
         for path in recent:
-            action = self.recent_menu.addAction(path.name)
+            action = self.recent_menu.addAction(plain(path.name))
             action.setData(str(path))
-            action.setToolTip(str(path))
-            action.setStatusTip(str(path))
+            action.setToolTip(tip_text(str(path)))
+            action.setStatusTip(plain(str(path)))
         if not recent:
             self.recent_menu.addAction("(none yet)").setEnabled(False)
 
@@ -186,7 +188,7 @@ class ScenarioController(QObject):
         if self.path is None:
             self.window.setWindowTitle(self._base_title)
         else:
-            self.window.setWindowTitle(f"{self.path.name}{'*' if self.dirty else ''} — {self._base_title}")
+            self.window.setWindowTitle(f"{plain(self.path.name)}{'*' if self.dirty else ''} — {self._base_title}")
 
     def _mark_clean(self, path: Path, scenario) -> None:
         from advisor.store.recent import add_recent_scenario
@@ -246,9 +248,9 @@ class ScenarioController(QObject):
         self.apply(scenario, f"scenario file {Path(path).name}")
         self._mark_clean(Path(path), scenario)
         not_shown = self._not_shown(scenario)
-        self.window.statusBar().showMessage(
+        self.window.statusBar().showMessage(plain(
             f"Opened {Path(path).name}" + (f" · not shown for this workload (planned as written): "
-                                           f"{', '.join(not_shown)}" if not_shown else ""), 15000)
+                                           f"{', '.join(not_shown)}" if not_shown else ""), None), 15000)
         return True
 
     def apply(self, scenario, source: str = "scenario file") -> None:
@@ -394,7 +396,8 @@ class ScenarioController(QObject):
 # ---------------------------------------------------------------- the real dialogs (tests replace them)
 def _ask_unsaved(parent: QWidget, name: str) -> str:
     box = QMessageBox(QMessageBox.Icon.Warning, "Unsaved changes",
-                      f"The inputs or assumptions changed since {name} was saved.", parent=parent)
+                      f"The inputs or assumptions changed since {plain(name)} was saved.", parent=parent)
+    box.setTextFormat(Qt.TextFormat.PlainText)  # a file's name
     box.setInformativeText("Save them before going on?")
     box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
                            | QMessageBox.StandardButton.Cancel)
@@ -415,4 +418,4 @@ def _ask_save_path(parent: QWidget) -> str | None:
 
 
 def _show_error(parent: QWidget, title: str, message: str) -> None:
-    QMessageBox.warning(parent, title, message)
+    tell(parent, title, message)  # plain text: a message may quote the file

@@ -15,6 +15,10 @@ Scenarios (``SCENARIOS``):
     arc-b580       one Intel Arc B580 (sysfs/hwmon figures: no per-process memory)
     m3-max         an Apple M3 Max, unified memory (no-root figures: utilisation and memory in use;
                    power and temperature need root, so they are not available)
+    hostile-names  two RTX 4090 on a shared server where everything outside the advisor's control is hostile:
+                   GPU names, the driver version and other users' command lines hold rich markup, terminal
+                   escapes, HTML, NUL, undecodable bytes, a bidi override and 100 kB of text (``HOSTILE_NAMES``);
+                   every output must show them as inert text (``advisor.untrusted``)
 
 Every query that would reach a driver (``gpu_info``, ``sample``, ``processes``) is counted per GPU in
 ``queries``; ``runtime_status`` reads "sysfs" and is not, so a test can prove a sleeping GPU got none.
@@ -100,6 +104,15 @@ _M3_MAX = GpuInfo(
     index=0, name="Apple M3 Max", uuid="", memory_total_bytes=128 * 1024 * MIB, max_mem_clock_mhz=3200.0,
     mem_bus_width_bits=512, vendor="apple")
 
+# What a name from outside can hold: rich markup (a MarkupError, or a clickable link), terminal escapes
+# (window title, clear screen), HTML (Qt reads /dev/zero as an image), NUL, undecodable bytes (as Python
+# keeps them: lone surrogates), a right-to-left override and 100 kB. The last one is the long one.
+HOSTILE_NAMES: tuple[str, ...] = (
+    "[/data/shards]", "[link=file:///etc/passwd]x[/link]", "\x1b]0;pwned\x07", "\x1b[2J", '<img src="/dev/zero">',
+    "<font size=7>big</font>", "<a href=x>link</a>", "nul\x00byte", "bad\udcff\udcfeutf8", "\u202eevil",
+    "L" * 100_000)
+HOSTILE_PID_BASE = 4_300_000
+
 # Names the PCI ID database (pci-ids.ucw.cz) gives the simulated parts, by their driver name.
 _PCI_DB_NAMES = {
     "NVIDIA GeForce RTX 4060 Laptop GPU": "GeForce RTX 4060 Max-Q / Mobile",  # 10de:28a0 AD107M
@@ -117,9 +130,12 @@ _SCENARIO_GPUS: dict[str, tuple[tuple[GpuInfo, float | None, bool], ...]] = {
     "2xmi300x": ((_MI300X, 140.0, True),) * 2,
     "arc-b580": ((_ARC_B580, 20.0, True),),
     "m3-max": ((_M3_MAX, 2.0, True),),
+    "hostile-names": ((replace(_RTX4090, name="NVIDIA GeForce RTX 4090 " + " ".join(HOSTILE_NAMES[:-1])), 25.0, True),
+                      (replace(_RTX4090, name="NVIDIA " + HOSTILE_NAMES[-1]), 25.0, True)),
 }
 _DRIVERS = {"amd": ("ROCm 6.2.0 (amdgpu 6.8.5)", None), "intel": ("xe (Linux 6.12)", None),
-            "apple": ("macOS 14.5", None), "nvidia": ("550.54.15", "12.4")}
+            "apple": ("macOS 14.5", None), "nvidia": ("550.54.15", "12.4"),
+            "hostile": ("550.54.15 " + " ".join(HOSTILE_NAMES[:-1]), "12.4 \x1b[2J<img src=\"/dev/zero\">")}
 OWN_PID_BASE = 3_900_000
 OTHER_PID_BASE = 4_000_000
 FOREIGN_PID = 4_190_000
@@ -192,7 +208,7 @@ class FakeGpuBackend:
                                  status="simulated hardware (scenario no-driver): NVIDIA driver not found")
         vendor = self._models[0].info.vendor
         text = f"simulated hardware (scenario {self.scenario}): {len(self._models)} GPU(s)"
-        driver, cuda = _DRIVERS[vendor]
+        driver, cuda = _DRIVERS["hostile" if self.scenario == "hostile-names" else vendor]
         return BackendStatus(name=self.name, status=text, simulated=True, scenario=self.scenario,
                              driver_version=driver, cuda_driver_version=cuda,
                              nvml_version="12.550.54.15" if vendor == "nvidia" else None)
@@ -277,6 +293,9 @@ class FakeGpuBackend:
                           gpu_util_pct=round(15 * load, 1) if per_process else None)]
         if index == 0 and len(self._models) > 1:
             out.append(GpuProcess(pid=FOREIGN_PID, gpu_index=0, gpu_mem_bytes=512 * MIB if per_process else None))
+        if index == 0 and self.scenario == "hostile-names":  # one neighbour per hostile command line
+            out += [GpuProcess(pid=HOSTILE_PID_BASE + k, gpu_index=0, gpu_mem_bytes=(k + 1) * 64 * MIB, gpu_util_pct=1.0)
+                    for k in range(len(HOSTILE_NAMES))]
         return tuple(out)
 
     def close(self) -> None:
@@ -335,6 +354,11 @@ class FakeHostBackend:
             return HostProcess(name="python", user="alice", cpu_pct=round(12 + 3 * math.sin(t + i), 1),
                                rss_bytes=3 * GIB, cmdline=_OTHER_CMD.format(port=8000 + i),
                                started_s=self._wall0 - 26 * 3600, own=False)
+        if HOSTILE_PID_BASE <= pid < HOSTILE_PID_BASE + len(HOSTILE_NAMES):
+            k = pid - HOSTILE_PID_BASE
+            return HostProcess(name=HOSTILE_NAMES[k][:15], user=HOSTILE_NAMES[(k + 1) % len(HOSTILE_NAMES)][:32],
+                               cpu_pct=5.0, rss_bytes=GIB, cmdline=HOSTILE_NAMES[k], started_s=self._wall0 - 600,
+                               own=False)
         if pid == os.getpid():
             return HostProcess(name="python", user=self.user, cpu_pct=1.0, rss_bytes=100 * MIB,
                                cmdline="python -m advisor", started_s=self._wall0 - 60, own=True)

@@ -7,9 +7,9 @@ the same drawing with QtSvg.
 from __future__ import annotations
 
 import math
-from html import escape
 
 from advisor.colours import cost_part_colour, memory_part_colour, part_label
+from advisor.untrusted import html_text as escape  # every name in a chart is HTML text
 
 # Fills light enough that a value label on them is written in black.
 _LIGHT_FILLS = {cost_part_colour(p) for p in ("spot_rework", "storage", "egress", "depreciation", "colocation")}

@@ -15,6 +15,7 @@ import io
 
 from advisor.report.content import OPTION_COLUMNS, PlanSection
 from advisor.units import csv_safe
+from advisor.untrusted import plain_text
 
 
 def render_csv(secs: list[PlanSection]) -> str:
@@ -76,7 +77,7 @@ def _ranges(doc: dict) -> list[tuple[str, str, list]]:
 
 class _SafeWriter(csv.DictWriter):
     def writerow(self, rowdict):
-        return super().writerow({k: csv_safe(v) for k, v in rowdict.items()})
+        return super().writerow({k: csv_safe(plain_text(v) if isinstance(v, str) else v) for k, v in rowdict.items()})
 
 
 def _raw(v):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
 from advisor.report.content import (
@@ -22,6 +21,7 @@ from advisor.report.content import (
     serving,
     spend_table,
 )
+from advisor.untrusted import html_text as escape  # every value shown is HTML text
 
 PDF_SMALL_PART = 0.02  # the PDF lists the cost parts of 2 % of an option's total or more
 _BREAK = ' style="page-break-before:always"'  # each scenario and the appendix start a new PDF page

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import html
 
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
 from advisor.report.content import (
@@ -19,15 +18,10 @@ from advisor.report.content import (
     spend_table,
 )
 from advisor.report.html import option_head, option_rows, parts_text, short_columns
+from advisor.untrusted import markdown_text
 
-_MD_SPECIAL = "\\`*[]|"  # what can start code, emphasis, a link or an image, or end a table cell
-
-
-def _esc(text) -> str:
-    """Text from a plan (ids, names, notes, titles) as literal Markdown: HTML ``<>&`` as entities, Markdown
-    punctuation backslash-escaped, line breaks as spaces; so ``<script>`` or ``[x](javascript:...)`` stays text."""
-    out = html.escape(" ".join(str(text).splitlines()), quote=False)
-    return "".join("\\" + c if c in _MD_SPECIAL else c for c in out)
+# Text from a plan (ids, names, notes, titles) as literal Markdown (``advisor.untrusted.markdown_text``).
+_esc = markdown_text
 
 
 def _table(head, rows) -> list[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import QItemSelectionModel
+
 FIX = Path(__file__).parents[1] / "runs" / "fixtures"
 
 
@@ -28,7 +30,10 @@ def test_runs_page_imports_plots_and_forgets(make_window, qtbot, tmp_path):
     assert "3 runs" in page.message.text()
     assert "2 planned within 25 %" in page.message.text()  # the CPU runs predict each other within 25 %
 
-    page.view.selectRow(0)
+    # through the selection model: QTableView.selectRow follows the keyboard modifiers Qt believes are held, which
+    # an earlier test's key clicks can leave behind (Ctrl toggles the row instead of selecting it)
+    flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+    page.view.selectionModel().select(page.proxy.index(0, 0), flags)
     assert page.forget_button.isEnabled()
     page._on_forget_clicked()
     qtbot.waitUntil(lambda: page.is_ready() and page.model.rowCount() == 2, timeout=20000)

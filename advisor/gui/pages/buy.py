@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from advisor.cost.price_dates import price_summary
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
+from advisor.gui.safe_text import plain, rich, set_plain
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_count, fmt_hours, fmt_usd, upper_first
 
@@ -219,7 +220,7 @@ class BuyPage(Page):
     def _show_jobs(self) -> None:
         self.job_list.clear()
         for j in self.jobs:
-            self.job_list.addItem(f"{j.name}: {describe_job(j)}")
+            self.job_list.addItem(plain(f"{j.name}: {describe_job(j)}", None))
         self.remove_button.setEnabled(len(self.jobs) > 1)
 
     def add_job(self, job) -> None:
@@ -257,7 +258,7 @@ class BuyPage(Page):
         try:
             self.add_job(load_job(path))
         except PlanInputError as exc:
-            self.headline.setText(f"<span style='color:{themes.current().bad}'>{exc}</span>")
+            self.headline.setText(f"<span style='color:{themes.current().bad}'>{rich(exc, None)}</span>")
 
     @Slot()
     def _on_remove_clicked(self) -> None:
@@ -309,7 +310,7 @@ class BuyPage(Page):
         except (PlanInputError, TypeError, ValueError) as exc:
             log.info("buy: %s", exc)
             self.result = None
-            self.headline.setText(f"<span style='color:{themes.current().bad}'>{exc}</span>")
+            self.headline.setText(f"<span style='color:{themes.current().bad}'>{rich(exc, None)}</span>")
             return
         r = self.result
         names = [j.name for j in r.jobs]
@@ -318,8 +319,8 @@ class BuyPage(Page):
         fit_columns(self.table, max_width=320)
         color = themes.current().good if r.options and r.options[0].verdict != "keep renting" else themes.current().text
         head, detail = summary_parts(r)
-        self.headline.setText(f"<b style='font-size:12pt; color:{color}'>{head}.</b>"
-                              + (f"<br><span style='color:{themes.current().muted}'>{detail[:1].upper()}{detail[1:]}.</span>"
+        self.headline.setText(f"<b style='font-size:12pt; color:{color}'>{rich(head, 500)}.</b>"  # catalog names
+                              + (f"<br><span style='color:{themes.current().muted}'>{rich(detail[:1].upper() + detail[1:], 1000)}.</span>"
                                  if detail else ""))
         rent = "; ".join(f"{n}: " + ("no cloud option fits" if x is None else
                                      f"{x.option_id} {fmt_usd(x.cost_usd)} in {fmt_hours(x.hours)}")
@@ -330,7 +331,7 @@ class BuyPage(Page):
         jobs = (f"The jobs are the defaults, {defaults_text(r.budget_usd)}: add the Planner's job or a scenario file "
                 "to use yours. " if r.default_jobs else "")
         owned = f"Your GPUs: {combine_text(list(r.owned))}. " if r.owned else ""
-        self.rent.setText(
+        set_plain(self.rent,  # GPU and catalog names
             jobs + owned + f"The last columns are the time of one run of each job. Rent, the cheapest cloud option "
             f"that fits each job: {rent}. "
             + (f"{left} more within the budget fit none of the jobs. " if left else "")

@@ -27,6 +27,7 @@ from advisor import paths
 from advisor.estimate.model import active_param_count, param_count
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
+from advisor.gui.safe_text import rich, tell
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_count, mem_value, memory_unit, sig3, upper_first
 
@@ -200,7 +201,7 @@ class CatalogPage(Page):
         from advisor.cost.price_dates import price_summary
 
         prices = price_summary(cat.offers, cat.date, cat.prices_as_of)
-        self.as_of.setText(f"<b>{html.escape(upper_first(prices))}</b> · catalog data {cat.date}")
+        self.as_of.setText(f"<b>{rich(upper_first(prices), None)}</b> · catalog data {rich(cat.date)}")
         specs = {
             "accelerators": (accelerator_columns(users), sorted(cat.accelerators.values(), key=lambda a: a.id)),
             "offers": (offer_columns(users), sorted(cat.offers, key=lambda o: o.id)),
@@ -217,10 +218,9 @@ class CatalogPage(Page):
         if users:
             extra += f" {len(users)} entries come from your overrides (coloured ids)."
         if cat.warnings:
-            from html import escape  # the warnings quote the user's file: shown as text, never as markup
-
+            # the warnings quote the user's file: shown as text, never as markup
             extra += " <span style='color:%s'>Warnings: %s</span>" % (themes.current().bad,
-                                                                      escape("; ".join(cat.warnings)))
+                                                                      rich("; ".join(cat.warnings), None))
         self._note_text = counts + extra
         self.note.setText(self._note_text)
         self._on_search_text_changed(self.search.text())
@@ -323,11 +323,11 @@ class OverridesDialog(QDialog):
                 self.reload()
             return
         except CatalogEditError as exc:
-            QMessageBox.warning(self, "Not saved", str(exc))
+            tell(self, "Not saved", str(exc))  # plain text: it may quote the file
             return
         problems = load_catalog(self.path).warnings
         if problems:
-            QMessageBox.information(self, "Saved with warnings", "\n".join(problems))
+            tell(self, "Saved with warnings", "\n".join(problems), QMessageBox.Icon.Information)
         self.accept()
 
     def reload(self) -> None:

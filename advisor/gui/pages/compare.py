@@ -37,6 +37,7 @@ from advisor.gui.compare_data import (
 )
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import WORKLOAD_WORDS
+from advisor.gui.safe_text import rich
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.assumptions_form import AssumptionsForm
 from advisor.gui.widgets.stale import fade_out
@@ -266,7 +267,7 @@ class ComparePage(Page):
         mine = self._machine_ids()
         chosen = chart_selection(result, mine)
         r = result.request
-        name = result.model_name or "custom model"
+        name = rich(result.model_name or "custom model")
         text = f"For <b>{dict(WORKLOAD_WORDS).get(r.workload, r.workload)} {name}</b>: " + " ".join(
             lead_sentences(result, chosen))
         example = dearer_hour_example(result, chosen)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWi
 
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
+from advisor.gui.safe_text import rich
 from advisor.gui.widgets.cards import CardWidget
 from advisor.probes.labels import is_measured, kernel_label, kernel_value, run_mode
 from advisor.units import fmt_bytes, fmt_date, fmt_hours, fmt_mem, fmt_rate, sig3
@@ -75,6 +76,7 @@ class MachinePage(Page):
         self._layout.addWidget(self.heading)
         self.summary = QLabel("Detecting the CPU, memory and GPUs…")
         self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)  # names in it go through rich()
         self.summary.setObjectName("machineSummary")
         self._layout.addWidget(self.summary)
         self.current_job = QLabel()  # the app's current job on this machine (from ctx.plan, never planned here)
@@ -125,13 +127,13 @@ class MachinePage(Page):
         t = themes.current()
         here = next((r for r in per_accelerator(result) if r["accelerator"] == ids[0]), None)
         work = dict(WORKLOAD_WORDS).get(result.request.workload, result.request.workload)
-        job = f"{work} {result.model_name or 'custom model'}"
+        job = f"{work} {rich(result.model_name or 'custom model')}"
         count = ids.count(ids[0])
         if here is None and result.request.accelerator and ids[0] not in result.request.accelerator:
             verdict = f"<span style='color:{t.muted}'>not planned on this GPU (the job is restricted to others)</span>"
         elif here is None:
             reason = next((o.infeasible_reason for o in result.infeasible if o.accelerator == ids[0]), "")
-            verdict = f"<span style='color:{t.bad}'>cannot run here</span>" + (f" ({reason})" if reason else "")
+            verdict = f"<span style='color:{t.bad}'>cannot run here</span>" + (f" ({rich(reason)})" if reason else "")
         elif here["fits"] and here["devices"] <= count:
             verdict = (f"<span style='color:{t.good}'>fits on {here['devices']} of your {count}</span>, about "
                        f"{fmt_hours(here['hours'])}")
@@ -150,7 +152,7 @@ class MachinePage(Page):
 
     @Slot(str)
     def _on_ctx_hardware_failed(self, reason: str) -> None:
-        self.summary.setText(f"Detection failed: {reason}")
+        self.summary.setText(f"Detection failed: {rich(reason, None)}")
 
     def _build(self, m) -> None:
         self.ctx.load_probe_results()
@@ -179,7 +181,7 @@ class MachinePage(Page):
 
     def _summary_text(self, m) -> str:
         host = m.host
-        parts = [f"<b>{host.cpu.model}</b>, {host.cpu.logical_cores} logical cores, "
+        parts = [f"<b>{rich(host.cpu.model)}</b>, {host.cpu.logical_cores} logical cores, "
                  f"{fmt_mem(host.memory.total_bytes)} RAM"]
         if m.gpus:
             names: dict[str, int] = {}
@@ -187,10 +189,10 @@ class MachinePage(Page):
                 key = "GPU asleep, not woken" if g.info.state == "suspended" else g.catalog_name or g.info.name
                 names[key] = names.get(key, 0) + 1
             total = sum(g.info.memory_total_bytes or 0 for g in m.gpus)
-            parts.append(", ".join(f"{n}× {k}" for k, n in names.items())
+            parts.append(", ".join(f"{n}× {rich(k)}" for k, n in names.items())
                          + (f" ({fmt_mem(total)} GPU memory in all)" if total else ""))
         else:
-            parts.append("no GPU found: " + m.gpu_backend.status)
+            parts.append("no GPU found: " + rich(m.gpu_backend.status))
         text = " · ".join(parts)
         text += ("<br>Next: open <b>Planner</b> (Ctrl+4) to see which models fit here and how long a job takes, "
                  "or <b>Monitor</b> (Ctrl+2) to watch the GPUs live.")

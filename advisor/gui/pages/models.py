@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBox
 
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
+from advisor.gui.safe_text import rich, tip
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_bytes, fmt_count, fmt_mem
 
@@ -159,7 +160,7 @@ class ModelsPage(Page):
     @Slot(str)
     def _on_worker_failed(self, reason: str) -> None:
         self._found = []
-        self.note.setText(f"<span style='color:{themes.current().bad}'>Could not read the model stores: {reason}</span>")
+        self.note.setText(f"<span style='color:{themes.current().bad}'>Could not read the model stores: {rich(reason, None)}</span>")
 
     @Slot()
     def _on_worker_done(self) -> None:
@@ -214,8 +215,8 @@ class ModelsPage(Page):
         if values is None:
             self.plan_button.setToolTip("Select a readable model to plan it")
         else:
-            self.plan_button.setToolTip(f"Open the Planner on {values['model']} (its own architecture and, for a "
-                                        "GGUF file, its exact weight bytes)")
+            self.plan_button.setToolTip(tip(f"Open the Planner on {values['model']} (its own architecture and, for a "
+                                            "GGUF file, its exact weight bytes)"))
 
     @Slot()
     def _on_plan_clicked(self) -> None:

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from advisor.gui.monitor_data import HOST_CHARTS, MIN_Y_RANGE, WINDOWS_S, export_csv
 from advisor.gui.pages.base import Page
 from advisor.gui.pages.machine import UTIL_TIP
+from advisor.gui.safe_text import rich
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.gpu_overview import GpuOverviewWidget
 from advisor.gui.widgets.process_panel import ProcessPanelWidget
@@ -229,7 +230,7 @@ class MonitorPage(Page):
                 charts.append((key, p))
             self.note.setText(self._note_text(n))
         else:
-            self.note.setText("No GPU to monitor (" + (self.ctx.machine.gpu_backend.status if self.ctx.machine
+            self.note.setText("No GPU to monitor (" + (rich(self.ctx.machine.gpu_backend.status, None) if self.ctx.machine
                               else "no backend") + "); the host charts below are live.")
         for key, title, ylabel, unit, metrics, tip in HOST_CHARTS:
             p = plots.make_plot(title, ylabel, unit, legend=True)

@@ -30,6 +30,7 @@ from advisor.gui import theme as themes
 from advisor.gui.compare_data import short_name
 from advisor.gui.pages.base import Page
 from advisor.gui.plan_service import CAPACITY_CANDIDATES, DEFAULT_INPUTS, WORKLOAD_WORDS, per_accelerator
+from advisor.gui.safe_text import rich, set_plain, tip
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.context_plot import ContextSweepWidget
 from advisor.gui.widgets.fit_advice import FitAdviceWidget
@@ -259,12 +260,12 @@ class PlannerPage(Page):
 
     @Slot(str)
     def _on_stack_undo_text_changed(self, text: str) -> None:
-        self.undo_action.setToolTip(f"Undo {text} (Ctrl+Z)" if text else "Undo the last form edit (Ctrl+Z)")
+        self.undo_action.setToolTip(tip(f"Undo {text} (Ctrl+Z)") if text else "Undo the last form edit (Ctrl+Z)")
 
     @Slot(str)
     def _on_stack_redo_text_changed(self, text: str) -> None:
-        self.redo_action.setToolTip(f"Redo {text} (Ctrl+Shift+Z)" if text else "Redo the form edit undone "
-                                                                                "(Ctrl+Shift+Z)")
+        self.redo_action.setToolTip(tip(f"Redo {text} (Ctrl+Shift+Z)") if text else "Redo the form edit undone "
+                                                                                     "(Ctrl+Shift+Z)")
 
     @Slot(object)
     def _on_plan_input_invalid(self, exc) -> None:
@@ -331,7 +332,7 @@ class PlannerPage(Page):
         self.context_plot.show_plan(result)
         self._draw_memory(bundle, mine)
         apart = len(result.infeasible)
-        self.timing.setText(f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
+        set_plain(self.timing, f"re-planned in {1000 * bundle.elapsed_s:.0f} ms · {len(result.options)} options "
                             f"priced" + (f" ({apart} cannot run as laid out, not ranked)" if apart else "")
                             + f" · {result.prices_text()}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
@@ -339,7 +340,7 @@ class PlannerPage(Page):
     def _answer_text(self, result, rows, mine) -> str:
         t = themes.current()
         r = result.request
-        name = result.model_name or f"a {fmt_count(result.params)}-parameter model"
+        name = rich(result.model_name) if result.model_name else f"a {fmt_count(result.params)}-parameter model"
         work = dict(WORKLOAD_WORDS).get(r.workload, r.workload)
         from advisor.planner.summary import headline_parts, range_text
 
@@ -354,19 +355,19 @@ class PlannerPage(Page):
         lines = []
         if mine_option is not None:  # the headline starts with the GPUs one owns: fits or not, time, cost
             colour = t.good if mine_option.fits else t.bad
-            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{parts[0]}</b></span>")
+            lines.append(f"<span style='color:{colour}; font-size:12pt'><b>{rich(parts[0], 500)}</b></span>")
             parts = parts[1:]
         if parts:  # then the cheapest rent that runs it, then what to buy
-            lines.append(" ".join(parts))
+            lines.append(" ".join(rich(p, 500) for p in parts))
         lines.append(head)
         if result.software is not None:  # the framework profile the figures assume, in one line
             lines.append(f"<span style='color:{t.muted}'>{html.escape(result.software.summary())}</span>")
         fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
         cheapest = result.best()
         if fastest:
-            lines.append(f"Fastest: {fastest['devices']}× {fastest['name']}, {fmt_hours(fastest['hours'])}"
+            lines.append(f"Fastest: {fastest['devices']}× {rich(fastest['name'])}, {fmt_hours(fastest['hours'])}"
                          f"{range_text(fastest.get('hours_interval'), fmt_hours)}. "
-                         + (f"Cheapest: {cheapest.devices}× {cheapest.accelerator_name} ({cheapest.kind}), "
+                         + (f"Cheapest: {cheapest.devices}× {rich(cheapest.accelerator_name)} ({cheapest.kind}), "
                             f"{fmt_usd(cheapest.cost_usd)} in {fmt_hours(cheapest.hours)} — see Compare (Ctrl+5)."
                             if cheapest else ""))
         else:

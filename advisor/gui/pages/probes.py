@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
 from advisor.gui.probe_runner import ProbeFinished, ProbeStarted, history_entries, run_probes
+from advisor.gui.safe_text import plain, rich
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_view
 from advisor.gui.workers import GeneratorWorker, release
@@ -142,6 +143,7 @@ class ProbesPage(Page):
         self.progress.setValue(0)
         ll.addWidget(self.progress)
         self.message = QLabel("torch is loaded only when a probe that needs it runs.")
+        self.message.setTextFormat(Qt.TextFormat.RichText)  # names in it go through rich()
         self.message.setWordWrap(True)
         ll.addWidget(self.message)
         self.calibrate_button = QPushButton("Use these measurements in the planner")
@@ -195,7 +197,7 @@ class ProbesPage(Page):
     def _on_ctx_machine_ready(self, machine) -> None:
         for g in machine.gpus:
             if self.device_box.findData(f"cuda:{g.info.index}") < 0:
-                self.device_box.addItem(f"cuda:{g.info.index} — {g.info.name}", f"cuda:{g.info.index}")
+                self.device_box.addItem(f"cuda:{g.info.index} — {plain(g.info.name)}", f"cuda:{g.info.index}")
 
     def checked_probes(self) -> list[str]:
         return [self.probe_list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.probe_list.count())
@@ -266,7 +268,7 @@ class ProbesPage(Page):
         cur = getattr(self, "_current", None)
         if cur is not None:
             self.progress.setValue(int(1000 * (cur.index + max(0.0, min(1.0, event.fraction))) / cur.count))
-            self.message.setText(f"{cur.name}: {event.message}")
+            self.message.setText(f"{rich(cur.name)}: {rich(event.message)}")
         if event.point:
             self._add_point(event.point)
 
@@ -274,9 +276,9 @@ class ProbesPage(Page):
     def _on_worker_result_ready(self, runs) -> None:
         self.runs = list(runs or [])
         self.progress.setValue(1000)
-        skipped = [f"{r.result.probe}: {r.result.skipped}" for r in self.runs if r.result.skipped]
-        notes = [n for r in self.runs for n in r.result.notes][:3]
-        notes += sorted({r.store_error for r in self.runs if getattr(r, "store_error", None)})[:1]
+        skipped = [rich(f"{r.result.probe}: {r.result.skipped}") for r in self.runs if r.result.skipped]
+        notes = [rich(n, None) for r in self.runs for n in r.result.notes][:3]  # notes name devices and files
+        notes += sorted({rich(r.store_error, None) for r in self.runs if getattr(r, "store_error", None)})[:1]
         self.message.setText(f"done: {len(self.runs)} probe(s)" + (". Skipped — " + "; ".join(skipped)
                                                                       if skipped else "")
                              + ("<br>" + "<br>".join(notes) if notes else ""))
@@ -285,7 +287,7 @@ class ProbesPage(Page):
     @Slot(str)
     def _on_worker_failed(self, reason: str) -> None:
         self.last_error = reason
-        self.message.setText(f"<span style='color:{themes.current().bad}'>failed: {reason}</span>")
+        self.message.setText(f"<span style='color:{themes.current().bad}'>failed: {rich(reason, None)}</span>")
 
     @Slot()
     def _on_worker_cancelled(self) -> None:

@@ -110,6 +110,7 @@ class RunsPage(Page):
         bar.addWidget(self.import_button)
         bar.addWidget(self.forget_button)
         self.message = QLabel()
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # it quotes files and their errors: never markup
         self.message.setObjectName("runsMessage")
         bar.addWidget(self.message, 1)
         layout.addLayout(bar)

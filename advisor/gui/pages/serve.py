@@ -9,7 +9,6 @@ p95 time to first token as the load rises (the knee).
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
+from advisor.gui.safe_text import rich
 from advisor.gui.serve_data import DEFAULT_VALUES, FORM_FIELDS, serve_bundle
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
@@ -269,7 +269,7 @@ class ServePage(Page):
         worker = self._worker
         log.info("serve: %s", worker.error_detail if worker is not None else reason)
         message = reason.split(": ", 1)[1] if reason.startswith(("JobInputError", "PlanInputError")) else reason
-        self.answer.setText(f"<span style='color:{themes.current().bad}'>{html.escape(message)}</span>")
+        self.answer.setText(f"<span style='color:{themes.current().bad}'>{rich(message, None)}</span>")
 
     @Slot()
     def _on_worker_done(self) -> None:
@@ -288,7 +288,7 @@ class ServePage(Page):
         lines = answer_lines(r, bundle.changes)
         body = []
         for ln in lines:
-            text = html.escape(ln)
+            text = rich(ln, 500)  # a line names the model and the GPUs
             if ln.startswith(("Your GPUs", "Cheapest cloud", "No option")):
                 text = f"<b>{text}</b>"
             if "does NOT meet" in ln:
@@ -296,8 +296,8 @@ class ServePage(Page):
             elif ": meets the target" in ln:
                 text = f"<span style='color:{t.good}'>{text}</span>"
             body.append(text.replace("  ", "&nbsp;&nbsp;"))
-        head = (f"{html.escape(r.model_name)} to {html.escape(r.load_text)}: prompts {r.lengths.prompt_mean:,.0f} "
-                f"tokens, outputs {r.lengths.output_mean:,.0f}; target {html.escape(target_text(r))}")
+        head = (f"{rich(r.model_name)} to {rich(r.load_text)}: prompts {r.lengths.prompt_mean:,.0f} "
+                f"tokens, outputs {r.lengths.output_mean:,.0f}; target {rich(target_text(r))}")
         if not r.owned_options():
             body.insert(0, "No GPUs of yours are known: add them on the Machine page (GPUs you own).")
         self.answer.setText(f"<span style='color:{t.muted}'>{head}</span><br>" + "<br>".join(body))

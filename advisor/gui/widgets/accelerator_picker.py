@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidgetAction,
 )
 
+from advisor.gui.safe_text import plain
 from advisor.units import fmt_mem
 
 ALL_TEXT = "All accelerators"
@@ -82,7 +83,7 @@ class AcceleratorPicker(QToolButton):
         self.list.blockSignals(True)
         self.list.clear()
         for acc_id, name, mem in accelerators:
-            item = QListWidgetItem(f"{name}  ({acc_id})")
+            item = QListWidgetItem(f"{plain(name)}  ({acc_id})")  # a user catalog's name: inert
             item.setData(Qt.ItemDataRole.UserRole, acc_id)
             item.setToolTip(f"{acc_id} · {fmt_mem(mem)}")
             item.setData(SEARCH_ROLE, f"{name} {acc_id} {fmt_mem(mem)}".lower())

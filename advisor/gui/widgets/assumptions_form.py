@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from advisor.cost.assumptions import ASSUMPTION_GROUP_TITLES, ASSUMPTION_GROUPS, CostAssumptions, assumption_group
 from advisor.gui import theme as themes
 from advisor.gui.context import APP_SOURCE
+from advisor.gui.safe_text import set_plain, tip
 
 # The editor's range by the declared rule (``cost.assumptions._RULES``): (minimum, maximum).
 RULE_RANGES = {"nonneg": (0.0, 1e9), "positive": (0.001, 1000.0), "years": (0.01, 100.0), "fraction": (0.0, 1.0),
@@ -245,8 +246,8 @@ class AssumptionsForm(QWidget):
         text = self.source_of(name)
         if changed:
             text = f"changed from {self.default(name)} · {text}"
-        self.sources[name].setText(_short(text))
-        self.sources[name].setToolTip(text)
+        set_plain(self.sources[name], _short(text))  # an origin can name a scenario file
+        self.sources[name].setToolTip(tip(text))
         self.resets[name].setEnabled(changed)
         self.labels[name].setStyleSheet(f"color: {t.accent}; font-weight: bold" if changed else "")
         self.labels[name].setText(label_of(name) + (" •" if changed else ""))  # not by colour alone

@@ -8,10 +8,18 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QSizePolicy, QVBoxLayout
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import plain_label, set_plain
+from advisor.gui.safe_text import tip as tip_text
+
+TITLE_MAX_CHARS = 300  # a card's title: "GPU 0 · <the driver's name for it>"
+VALUE_MAX_CHARS = 1000  # a subtitle or a value: a status line, a note
 
 
 class CardWidget(QFrame):
-    """A framed box with a title, an optional subtitle, and rows of (label, value, tooltip)."""
+    """A framed box with a title, an optional subtitle, and rows of (label, value, tooltip).
+
+    All of it is plain text (never parsed as HTML): titles and values hold GPU, CPU, driver and model names.
+    """
 
     def __init__(self, title: str, subtitle: str = "", parent=None) -> None:
         super().__init__(parent)
@@ -21,7 +29,7 @@ class CardWidget(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 10, 12, 10)
         layout.setSpacing(4)
-        self._title = QLabel(title)
+        self._title = plain_label(title, TITLE_MAX_CHARS)
         self._title.setObjectName("cardTitle")
         self._title.setWordWrap(True)
         font = self._title.font()
@@ -29,7 +37,7 @@ class CardWidget(QFrame):
         font.setBold(True)
         self._title.setFont(font)
         layout.addWidget(self._title)
-        self._subtitle = QLabel(subtitle)
+        self._subtitle = plain_label(subtitle, VALUE_MAX_CHARS)
         self._subtitle.setWordWrap(True)
         self._subtitle.setStyleSheet(f"color: {themes.current().muted}")
         self._subtitle.setVisible(bool(subtitle))
@@ -42,23 +50,23 @@ class CardWidget(QFrame):
         self._rows = 0
 
     def set_title(self, title: str, subtitle: str | None = None) -> None:
-        self._title.setText(title)
+        set_plain(self._title, title, TITLE_MAX_CHARS)
         if subtitle is not None:
-            self._subtitle.setText(subtitle)
+            set_plain(self._subtitle, subtitle, VALUE_MAX_CHARS)
             self._subtitle.setVisible(bool(subtitle))
 
     def add_row(self, label: str, value: str, tip: str = "", *, color: str | None = None) -> QLabel:
         """Add one ``label: value`` row; returns the value label so it can be updated."""
-        name = QLabel(label)
+        name = plain_label(label)
         name.setStyleSheet(f"color: {themes.current().muted}")
-        val = QLabel(value)
+        val = plain_label(value, VALUE_MAX_CHARS)
         val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         val.setWordWrap(True)
         if color:
             val.setStyleSheet(f"color: {color}; font-weight: bold")
         if tip:
-            name.setToolTip(tip)
-            val.setToolTip(tip)
+            name.setToolTip(tip_text(tip))
+            val.setToolTip(tip_text(tip))
         self._grid.addWidget(name, self._rows, 0, Qt.AlignmentFlag.AlignTop)
         self._grid.addWidget(val, self._rows, 1)
         self._rows += 1
@@ -102,18 +110,18 @@ def headline(value: str, caption: str, tip: str = "", parent=None) -> QFrame:
     layout = QVBoxLayout(box)
     layout.setContentsMargins(8, 4, 8, 4)
     layout.setSpacing(0)
-    v = QLabel(value)
+    v = plain_label(value)
     v.setObjectName("headlineValue")
     f = v.font()
     f.setPointSizeF(f.pointSizeF() * 1.6)
     f.setBold(True)
     v.setFont(f)
-    c = QLabel(caption)
+    c = plain_label(caption)
     c.setStyleSheet(f"color: {themes.current().muted}")
     layout.addWidget(v)
     layout.addWidget(c)
     if tip:
-        box.setToolTip(tip)
+        box.setToolTip(tip_text(tip))
     box.value_label = v
     box.caption_label = c
     return box

@@ -7,6 +7,7 @@ import math
 
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from advisor.gui.safe_text import set_plain
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.wrapped import WrappedLabel
 
@@ -65,7 +66,7 @@ class ContextSweepWidget(QWidget):
 
         shape = (f" Decode (scaled to the time axis) goes from {peak:,.1f} tokens/s at {drawn[0]['context']:,} "
                  f"tokens to {rates[-1]:,.1f} at {drawn[-1]['context']:,}, on this one layout." if drawn else "")
-        self.caption.setText(inference_sentence(result) + shape)
+        set_plain(self.caption, inference_sentence(result) + shape)  # the option's name holds the GPU's
 
 
 def _short(tokens: int) -> str:

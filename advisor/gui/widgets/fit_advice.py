@@ -8,6 +8,8 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import rich
+from advisor.gui.safe_text import tip as tip_text
 from advisor.gui.widgets.wrapped import WrappedLabel
 from advisor.planner.summary import cost_text, fit_advice_closest, fit_advice_rows, lost_text
 from advisor.units import fmt_hours, fmt_mem
@@ -67,14 +69,14 @@ class FitAdviceWidget(QWidget):
             self._shown = ()
             if closest is not None:  # nothing fits: say so, with the nearest change, and offer nothing to apply
                 target = result.fit_target()
-                name = html.escape(target.accelerator_name) if target else "the hardware asked for"
+                name = rich(target.accelerator_name) if target else "the hardware asked for"
                 self.title.setText(f"<b>No change the advisor tries makes the job fit {name}</b>; the closest, "
                                    f"<code>{html.escape(closest['flags'])}</code>, still needs "
                                    f"{closest['memory']} per device.")
             return
         t = themes.current()
         target = result.fit_target()
-        title = (f"<b>What to change to fit {target.accelerator_name}</b> "
+        title = (f"<b>What to change to fit {rich(target.accelerator_name)}</b> "
                  f"({fmt_mem(target.capacity_bytes)} per device), cheapest in time first:")
         lines = []
         for row in self.rows[:MAX_ROWS]:
@@ -103,7 +105,7 @@ class FitAdviceWidget(QWidget):
             button.setToolTip(tip)
             if text.text() != markup:
                 text.setText(markup)
-            text.setToolTip(why)
+            text.setToolTip(tip_text(why))
             button.setVisible(True)
             text.setVisible(True)
 

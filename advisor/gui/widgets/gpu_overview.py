@@ -16,6 +16,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import plain, rich
 from advisor.gui.widgets import plots
 from advisor.hw.records import GPU_LOST, GPU_OK, STATE_WORDS, THROTTLE_WORDS
 from advisor.units import fmt_mem, mem_value, memory_unit
@@ -85,7 +86,7 @@ class GpuOverviewWidget(QWidget):
     # ------------------------------------------------------------ data
     def set_gpus(self, names: list[str], selected: frozenset[int] | None = None) -> None:
         """The GPUs by index; all selected by default up to eight, else the first four."""
-        self._names = list(names)
+        self._names = [plain(n) for n in names]  # the driver's names: inert, cut (drawn and in the tooltip)
         n = len(names)
         self.selected = selected if selected is not None else frozenset(range(n if n <= 8 else 4))
         self.setFixedHeight(self._height())
@@ -164,7 +165,7 @@ class GpuOverviewWidget(QWidget):
     def tooltip(self, i: int) -> str:
         """Every figure of GPU ``i`` in full, and what a click does."""
         g = self._samples.get(i)
-        lines = [f"<b>GPU {i} · {self._names[i]}</b>"]
+        lines = [f"<b>GPU {i} · {rich(self._names[i])}</b>"]
         state = state_text(g, self._lost_at.get(i))
         if state:
             lines.append(state)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import rich, set_plain
 from advisor.gui.widgets.accelerator_picker import AcceleratorPicker
 from advisor.gui.widgets.choices_picker import ChoicesPicker
 from advisor.job import JOB_FIELDS
@@ -403,10 +404,10 @@ class PlanFormWidget(QWidget):
             self._set_visible(self._errors[self._shown_error], False)
         self._shown_error = None
         t = themes.current()
-        self.error.setText(f"<span style='color:{t.bad}'>{message}</span>" if message else "")
+        self.error.setText(f"<span style='color:{t.bad}'>{rich(message, None)}</span>" if message else "")
         if message and field in self._errors and self.applies(field):
             self._shown_error = field
-            self._errors[field].setText(message.removeprefix(f"{field}: "))
+            set_plain(self._errors[field], message.removeprefix(f"{field}: "))
             self._set_visible(self._errors[field], True)
         self._set_visible(self.error, bool(message) and self._shown_error is None)  # shown once: beside its field
 

@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem, QLabel
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import plain
 
 # Units for which "k" or "M" prefixes would confuse rather than help.
 NO_PREFIX_UNITS = {"%", "°C", "USD", "h", "s", "min", "x", "devices", "RPM", "tokens/s"}
@@ -260,6 +261,8 @@ def add_limit_line(plot: pg.PlotWidget, value: float | None, label: str, *, inde
     (``(1, 0)``: its top-right corner, so the label sits below the line, to the left).
     """
     c = color_name or (_theme.bad if index is None else _theme.series[index % len(_theme.series)])
+    # pyqtgraph formats the label with str.format: a brace in a name ("{x}") would raise while painting
+    label = plain(label).replace("{", "{{").replace("}", "}}")
     line = pg.InfiniteLine(pos=value if value is not None else 0, angle=0 if horizontal else 90,
                            pen=pg.mkPen(c, width=1.5, style=Qt.PenStyle.DashLine),
                            label=label, labelOpts={"position": label_position, "color": c,

@@ -12,8 +12,10 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QTimer, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
+from advisor.gui.safe_text import ask, plain
+from advisor.gui.safe_text import tip as tip_text
 from advisor.gui.widgets.tables import RECORD_ROLE, Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.units import fmt_mem
 
@@ -30,9 +32,8 @@ def running_time(started_s: float | None, now_s: float | None = None) -> str:
 
 def describe(p) -> str:
     """The process as a confirmation names it: PID, command (cut at 120 characters), GPU, user."""
-    cmd = p.cmdline or p.name or "unknown command"
-    cmd = cmd if len(cmd) <= 120 else cmd[:119] + "…"
-    return f"PID {p.pid} ({cmd}) on GPU {p.gpu_index}, user {p.user or '?'}"
+    cmd = plain(p.cmdline or p.name or "unknown command", 120)
+    return f"PID {p.pid} ({cmd}) on GPU {p.gpu_index}, user {plain(p.user or '?', 64)}"
 
 
 def _kwh(j: float) -> str:
@@ -74,9 +75,7 @@ def process_columns(now=time.time, books=lambda p: None) -> list[Column]:
 
 
 def _ask(parent, title: str, text: str) -> bool:
-    answer = QMessageBox.question(parent, title, text, QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-                                  QMessageBox.StandardButton.Cancel)
-    return answer == QMessageBox.StandardButton.Yes
+    return ask(parent, title, text)  # plain text: the command line is another user's words
 
 
 class ProcessPanelWidget(QWidget):
@@ -184,11 +183,11 @@ class ProcessPanelWidget(QWidget):
         if p is None:
             tip = "Select one of your own processes to stop it"
         elif not p.own:
-            tip = f"PID {p.pid} belongs to {p.user or 'another user'}: only your own processes can be stopped"
+            tip = f"PID {p.pid} belongs to {plain(p.user or 'another user', 64)}: only your own processes can be stopped"
         else:
             tip = ("It did not end: kill it (SIGKILL)" if kill else "Ask it to end (SIGTERM); offered a kill if it "
                    "does not")
-        self.stop_button.setToolTip(tip)
+        self.stop_button.setToolTip(tip_text(tip))  # a user name from the process table
 
     @Slot()
     def _on_stop_button_clicked(self) -> None:

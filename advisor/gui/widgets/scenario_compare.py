@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from advisor.gui import theme as themes
 from advisor.gui.compare_data import front_points
 from advisor.gui.report_export import ReportWriter, ask_report_path
+from advisor.gui.safe_text import set_plain, tell
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
@@ -315,7 +316,7 @@ class ScenarioCompareDialog(QDialog):
 
     @Slot(str)
     def _on_worker_failed(self, reason: str) -> None:
-        self.status.setText(f"Planning failed: {reason}")
+        set_plain(self.status, f"Planning failed: {reason}")
 
     @Slot()
     def _on_worker_done(self) -> None:
@@ -439,7 +440,7 @@ class ScenarioCompareDialog(QDialog):
     @Slot(str)
     def _on_reports_failed(self, reason: str) -> None:
         self.status.setText("")
-        QMessageBox.warning(self, "Export report", f"Could not write the report: {reason}")
+        tell(self, "Export report", f"Could not write the report: {reason}")
 
     # ------------------------------------------------------------ closing
     def done(self, result: int) -> None:  # every way out of the dialog (Close, Esc, window close)

@@ -14,6 +14,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
+from advisor.gui.safe_text import plain, tip
+
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
 # Roles as plain ints, worked out once: data() runs for every visible cell and role on each repaint.
@@ -101,7 +103,7 @@ class RecordTableModel(QAbstractTableModel):
             value = col.get(record)
             if value is None:
                 return "—"
-            return col.fmt(value) if col.fmt else str(value)
+            return plain(col.fmt(value) if col.fmt else value)  # names, command lines: inert, cut
         if role == _ALIGN:
             return _RIGHT if col.align_right else None
         if role == _FOREGROUND:
@@ -115,7 +117,7 @@ class RecordTableModel(QAbstractTableModel):
         if role == _RECORD:
             return record
         if col.cell_tip:  # _TOOLTIP
-            return col.cell_tip(record) or None
+            return tip(col.cell_tip(record)) or None
         return col.tip or None
 
 

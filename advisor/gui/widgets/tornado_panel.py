@@ -11,6 +11,7 @@ from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import set_plain
 from advisor.gui.widgets import plots
 from advisor.gui.workers import GeneratorWorker, release
 from advisor.units import fmt_usd
@@ -85,7 +86,7 @@ class TornadoPanel(QWidget):
 
     @Slot(str)
     def _on_worker_failed(self, reason: str) -> None:
-        self.note.setText(f"No tornado for this plan: {reason}")
+        set_plain(self.note, f"No tornado for this plan: {reason}")
 
     @Slot()
     def _on_worker_done(self) -> None:

@@ -7,6 +7,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from advisor.gui import theme as themes
+from advisor.gui.safe_text import rich
 from advisor.planner.summary import change_flags
 from advisor.units import fmt_count, fmt_hours, fmt_usd
 
@@ -89,6 +90,6 @@ class OwnedSettingWidget(QWidget):
         try:
             self.ctx.set_own(specs)
         except ValueError as exc:
-            self.status.setText(f"<span style='color:{themes.current().bad}'>{exc}</span>")
+            self.status.setText(f"<span style='color:{themes.current().bad}'>{rich(exc, None)}</span>")
             return
         self.status.setText("saved")
