@@ -2,7 +2,7 @@
 
 The colours are the Okabe-Ito set (Okabe & Ito, "Color Universal Design", 2008, https://jfly.uni-koeln.de/color/),
 distinguishable with the common forms of colour blindness, plus one from Paul Tol's colour-blind-safe
-"muted" scheme (https://personal.sron.nl/~pault/, 2021) for the ninth and tenth cost parts. Each cost part and each memory
+"muted" scheme (https://personal.sron.nl/~pault/, 2021) for the ninth to twelfth cost parts. Each cost part and each memory
 part keeps its colour in every chart, whatever parts a chart happens to show. Pure data: no Qt.
 """
 
@@ -20,6 +20,8 @@ OKABE_ITO = {
 }
 TOL_WINE = "#882255"
 TOL_OLIVE = "#999933"
+TOL_ROSE = "#CC6677"
+TOL_INDIGO = "#332288"
 
 # Cost parts (the names of advisor.cost.breakdown.PART_NAMES) -> colour.
 COST_PART_COLOURS = {
@@ -33,6 +35,8 @@ COST_PART_COLOURS = {
     "wear": TOL_OLIVE,
     "colocation": OKABE_ITO["reddish_purple"],
     "support": TOL_WINE,
+    "idle_power": TOL_ROSE,
+    "financing": TOL_INDIGO,
 }
 
 # Memory parts (the ``*_bytes`` fields of advisor.estimate.memory.MemoryBreakdown, without the suffix) -> colour.

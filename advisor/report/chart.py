@@ -125,7 +125,12 @@ def memory_chart_svg(parts, capacity_bytes: float | None = None, *, width: int =
     parts = [(p, float(v)) for p, v in parts if isinstance(v, (int, float)) and v > 0]
     total = sum(v for _, v in parts)
     top = max(total, capacity_bytes or 0.0) or 1.0
-    left, bar_y, bar_h = 8, 30, 26
+    # the title and the total; a title too long for the chart ("...: 2 x H100 SXM5 80GB") goes on two lines
+    head = [f"{title}: {fmt_mem(total)}"]
+    if 8.5 * len(head[0]) > width - 16 and ": " in title:
+        first, rest = title.split(": ", 1)
+        head = [f"{first}: {fmt_mem(total)}", f"on {rest}"]
+    left, bar_y, bar_h = 8, 30 + 16 * (len(head) - 1), 26
     plot_w = width - left - 16
     body = []
     x = float(left)
@@ -162,7 +167,9 @@ def memory_chart_svg(parts, capacity_bytes: float | None = None, *, width: int =
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img" '
            f'aria-label="{escape(title)}">',
            f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-           f'<text x="8" y="20" font-size="14" font-weight="bold">{escape(title)}: {escape(fmt_mem(total))}</text>',
+           f'<text x="8" y="20" font-size="14" font-weight="bold">{escape(head[0])}</text>',
+           *(f'<text x="8" y="{20 + 16 * k}" font-size="12">{escape(line)}</text>'
+             for k, line in enumerate(head[1:], 1)),
            *body]
     out.append("</svg>")
     return "".join(out)

@@ -2,7 +2,9 @@
 
 The first column, ``record``, says what a row is: ``option`` (one hardware option of a plan, with its
 figures and ``cost_<part>_usd`` columns), ``assumption`` (name in ``id``, ``value``, ``unit``, ``origin``),
-``catalog`` (``catalog_date`` / ``prices_as_of`` in ``id``, the date in ``value``) or ``probe``. Numbers
+``catalog`` (``catalog_date`` / ``prices_as_of`` in ``id``, the date in ``value``), ``spend`` (the monthly view of
+owning, buying and renting: an option's cost a month in ``value``, its upfront cost and payback in ``origin``)
+or ``probe``. Numbers
 are unformatted (SI units, USD) so spreadsheets and scripts can use them. A text cell that a spreadsheet
 would run as a formula (starting with ``= + - @``, tab or carriage return) is written with a leading ``'``
 (``advisor.units.csv_safe``).
@@ -49,6 +51,15 @@ def render_csv(secs: list[PlanSection]) -> str:
         w.writerow({"record": "catalog", "plan": s.title, "id": "prices_as_of", "value": s.prices_as_of})
         if s.price_dates:
             w.writerow({"record": "catalog", "plan": s.title, "id": "price_dates", "value": s.price_dates})
+        spend = s.doc.get("cost_over_time") if isinstance(s.doc.get("cost_over_time"), dict) else {}
+        for line in spend.get("lines") or ():  # the monthly view: what owning, buying and renting cost a month
+            if isinstance(line, dict):
+                pay = line.get("payback_months")
+                w.writerow({"record": "spend", "plan": s.title, "id": _raw(line.get("id")),
+                            "value": _raw(line.get("monthly_usd")), "unit": "USD a month",
+                            "origin": f"upfront {_raw(line.get('upfront_usd'))} USD; payback "
+                                      + ("none" if pay is None else f"{_raw(pay)} months")
+                                      + f"; at {_raw(spend.get('jobs_per_month'))} jobs a month"})
         for option_id, reason in s.infeasible:
             w.writerow({"record": "infeasible", "plan": s.title, "id": option_id, "origin": reason})
         if s.probes:

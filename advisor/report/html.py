@@ -164,7 +164,7 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         elif s.infeasible:  # the PDF keeps to its pages: the reasons are in the HTML and CSV reports
             out.append(f"<p>Not ranked: {len(s.infeasible)} option(s) cannot run as laid out (each with its reason "
                        "in the HTML and CSV reports).</p>")
-        spend = spend_table(s.doc) if full else None  # the PDF keeps to its pages
+        spend = spend_table(s.doc)  # the monthly view, in the PDF too: the rent-or-buy question itself
         if spend is not None:
             out.append(f"<h3>{escape(spend[0])}</h3>")
             out.append(_table(spend[1], spend[2], numeric=tuple(range(1, len(spend[1]) - 1)), small=True))

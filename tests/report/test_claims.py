@@ -28,7 +28,7 @@ SCENARIOS = {
     "hobbyist-lora": ["--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e7", "--fake-gpu", "2x4090"],
     "inference": ["--model", "llama-3-8b", "--workload", "inference", "--fake-gpu", "2x4090"],
     "team-70b": ["--model", "llama-3.1-70b", "--workload", "lora", "--tokens", "2e8", "--accelerator", "h100-sxm",
-                 "--no-own"],
+                 "--no-own", "--jobs-per-month", "1"],
 }
 
 
@@ -103,6 +103,20 @@ def _check_memory_chart(html: str, sec) -> None:
     assert parts["total"] == c["memory_per_device_bytes"]
 
 
+def _check_monthly_view(text: str, doc: dict) -> None:
+    """The monthly view is there when the plan has owned, bought or on-prem options: each line with what it
+    costs a month, and the cadence it is drawn at."""
+    spend = doc.get("cost_over_time") or {}
+    lines = spend.get("lines") or []
+    if not any(o["kind"] in ("owned", "home", "onprem") for o in doc["options"]):
+        return
+    assert lines, "a plan with owned, home or on-prem options carries the monthly view"
+    n = spend["jobs_per_month"]
+    assert f"Money spent over time at {n:g} job" in text
+    for line in lines:
+        assert money(line["monthly_usd"]) in text and money(line["upfront_usd"]) in text
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_html_and_markdown_claims(docs, name):
     doc, _table = docs[name]
@@ -110,9 +124,11 @@ def test_html_and_markdown_claims(docs, name):
     html = render_report([doc], "html")
     _check_text_claims(_html_text(html), doc, sec, appendix_full=True)
     _check_memory_chart(html, sec)
+    _check_monthly_view(_html_text(html), doc)
     md = render_report([doc], "md")
     plain = md.replace("\\", "")
     _check_text_claims(plain, doc, sec, appendix_full=True)
+    _check_monthly_view(plain, doc)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -134,6 +150,9 @@ def test_csv_claims(docs, name):
     assert options == [o["id"] for o in sec.options]  # every option, none left out
     infeasible = {r["id"] for r in rows if r["record"] == "infeasible"}
     assert infeasible == {o["id"] for o in doc["options"] if o.get("feasible") is False}
+    spend = {r["id"]: r for r in rows if r["record"] == "spend"}
+    for line in (doc.get("cost_over_time") or {}).get("lines") or []:
+        assert float(spend[line["id"]]["value"]) == pytest.approx(line["monthly_usd"])
 
 
 def test_pdf_claims(docs, tmp_path):
@@ -143,6 +162,7 @@ def test_pdf_claims(docs, tmp_path):
     text = _html_text(html)
     for doc, sec in zip(plans, secs):
         _check_memory_chart(html, sec)
+        _check_monthly_view(text, doc)
         assert sec.chosen["id"] in text and money(sec.chosen["cost_usd"]) in text
         for name, a in doc["assumptions"].items():
             assert name in text and _value_text(a["value"]) in text

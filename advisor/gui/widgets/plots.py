@@ -35,7 +35,8 @@ def configure(theme: themes.Theme) -> None:
     import shiboken6
 
     for plot in list(_PLOTS):
-        if shiboken6.isValid(plot):  # a closed window's charts linger as wrappers until collected
+        # a closed window's charts linger as wrappers until collected (a closed PlotWidget has no plot item)
+        if shiboken6.isValid(plot) and plot.getPlotItem() is not None:
             _style(plot)
         else:
             _PLOTS.discard(plot)
