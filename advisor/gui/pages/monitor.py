@@ -176,7 +176,9 @@ class MonitorPage(Page):
         self.status = QLabel()
         # A fixed size keeps its changing text from asking the whole window for a new layout (and a repaint
         # of every chart) several times a second.
-        self.status.setFixedSize(300, self.status.sizeHint().height())
+        # As wide as its longest text, and no wider: at 1024 px the bar must fit the window.
+        widest = self.status.fontMetrics().horizontalAdvance("99,999 samples kept · every 10 s") + 8
+        self.status.setFixedSize(widest, self.status.sizeHint().height())
         self.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         bar.addWidget(self.status)
         self.export_button = QPushButton("Export CSV…")
@@ -428,7 +430,7 @@ class MonitorPage(Page):
             self._overview_seq, self._overview_at = latest.seq, now
             self.overview.update_sample(latest)
         state = "paused" if sampler.paused else f"every {sampler.interval_s:g} s"
-        text = f"{len(sampler.history)} samples kept · sampling {state}"
+        text = f"{len(sampler.history):,} samples kept · {state}"
         if text != self.status.text():
             self.status.setText(text)
 

@@ -103,6 +103,7 @@ def make_plot(title: str, y_label: str, y_unit: str, *, x_label: str = "time bef
         plot.installEventFilter(fitter)
         plot._legend_fitter = fitter  # kept alive with the plot
     plot.setProperty("y_unit", y_unit)
+    plot.setProperty("y_label", y_label)
     _PLOTS.add(plot)
     _style(plot)
     return plot
@@ -143,6 +144,7 @@ class _TitleFitter(QObject):
         return False
 
     def fit(self) -> None:
+        self._fit_left_axis()
         full = str(self._plot.property("full_title") or "")
         font = QFont()
         font.setPointSize(10)  # the title's size (_style)
@@ -152,6 +154,25 @@ class _TitleFitter(QObject):
             self._plot.getPlotItem().setTitle(text, color=_theme.text, size="10pt")
             if text != full and not self._plot.toolTip():
                 self._plot.setToolTip(full)
+
+
+    def _fit_left_axis(self) -> None:
+        """The vertical axis title whole: ``temperature (°C)`` where the axis is long enough, else only its unit
+        ``(°C)`` (a short chart cut the longer title at both ends: "erature (°C)")."""
+        item = self._plot.getPlotItem()
+        if item is None:
+            return
+        label, unit = str(self._plot.property("y_label") or ""), str(self._plot.property("y_unit") or "")
+        if not label or not unit:
+            return
+        font = QFont()
+        font.setPointSize(9)
+        need = QFontMetrics(font).horizontalAdvance(f"{label} (G{unit})") + 16
+        room = item.getViewBox().height() if item.getViewBox() is not None else 0
+        short = 0 < room < need
+        if short != getattr(self, "_short_axis", False):
+            self._short_axis = short
+            item.setLabel("left", "" if short else label, units=unit)
 
 
 class _LegendFitter(QObject):
