@@ -30,7 +30,7 @@ def _pid(text: str) -> int:
     return v
 
 
-def _tokens(text: str) -> float:
+def token_count(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
@@ -46,7 +46,7 @@ def register_flags(p) -> None:
                    help="follow this process until it ends (or --duration), then print its books")
     g.add_argument("--save", metavar="FILE", default=None, help="with --pid: write the books as advisor.job/1 JSON")
     g.add_argument("--save-run", action="store_true", help="with --pid: keep the books as a run record (advisor runs)")
-    g.add_argument("--tokens", type=_tokens, default=None, metavar="N", help="with --pid: tokens the job processed")
+    g.add_argument("--tokens", type=token_count, default=None, metavar="N", help="with --pid: tokens the job processed")
     g.add_argument("--trainer-state", metavar="FILE", default=None,
                    help="with --pid: read the job's tokens from its trainer_state.json")
 

@@ -101,6 +101,32 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
+def assumption_flags(args, assumptions: dict, sources: dict) -> None:
+    """The cost assumptions given on the command line (their own flags, then ``--set NAME=VALUE``) into
+    ``assumptions``, each with its origin in ``sources`` (``advisor plan`` and ``advisor serve``).
+
+    Raises:
+        UsageError: a ``--set`` that is not NAME=VALUE, or a value that is not one.
+    """
+    from advisor.cli import UsageError
+
+    for name in ASSUMPTION_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            assumptions[name] = value
+            sources[name] = f"command line (--{name.replace('_', '-')})"
+    for item in args.set:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--set: expected NAME=VALUE, got {item!r}")
+        key = name.strip().replace("-", "_")
+        try:
+            assumptions[key] = _assumption_value(raw)
+        except ValueError as exc:
+            raise UsageError(f"--set {name.strip()}: {exc}") from None
+        sources[key] = f"--set {key}={raw.strip()}"
+
+
 def _assumption_value(text: str):
     low = text.strip().lower()
     if low in ("true", "yes", "on"):
@@ -118,7 +144,6 @@ def request_values(args, scenario_plan: dict | None = None, scenario_assumptions
         The ``Job.from_mapping`` values, with ``sources``: where each value came from (the scenario file,
         the flag, ``--set NAME=VALUE``), by field or assumption name.
     """
-    from advisor.cli import UsageError
     from advisor.store.scenario import Scenario, job_values
 
     scenario = Scenario(plan=dict(scenario_plan or {}), assumptions=dict(scenario_assumptions or {}))
@@ -132,21 +157,7 @@ def request_values(args, scenario_plan: dict | None = None, scenario_assumptions
             sources[name] = f"command line ({meta.flag})"
     if isinstance(values.get("accelerator"), str):
         values["accelerator"] = [values["accelerator"]]
-    for name in ASSUMPTION_FLAGS:
-        value = getattr(args, name, None)
-        if value is not None:
-            assumptions[name] = value
-            sources[name] = f"command line (--{name.replace('_', '-')})"
-    for item in args.set:
-        name, sep, raw = item.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"--set: expected NAME=VALUE, got {item!r}")
-        key = name.strip().replace("-", "_")
-        try:
-            assumptions[key] = _assumption_value(raw)
-        except ValueError as exc:
-            raise UsageError(f"--set {name.strip()}: {exc}") from None
-        sources[key] = f"--set {key}={raw.strip()}"
+    assumption_flags(args, assumptions, sources)
     values["assumptions"] = assumptions
     values["sources"] = sources
     return values

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from advisor.commands._json import print_json
+from advisor.commands.monitor_job import token_count
 
 SCHEMA = "advisor.runs/1"
 
@@ -26,16 +27,6 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if not 1 <= v <= 10**7:
         raise argparse.ArgumentTypeError(f"must be between 1 and 10000000, got {text!r}")
-    return v
-
-
-def _tokens(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 1 <= v <= 1e18:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 1e18, got {text!r}")
     return v
 
 
@@ -61,7 +52,7 @@ def register(subparsers) -> None:
     imp.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16", "fp8"))
     imp.add_argument("--software", metavar="NAME", help="the framework or runtime, where the file does not say")
     imp.add_argument("--seq-len", type=_positive_int, metavar="N", help="training sequence length")
-    imp.add_argument("--tokens", type=_tokens, metavar="N", help="tokens the job processed")
+    imp.add_argument("--tokens", type=token_count, metavar="N", help="tokens the job processed")
     imp.add_argument("--other-machine", action="store_true",
                      help="the run was made on another machine (it counts less in plans)")
     imp.add_argument("--json", action="store_true", help="print the imported records as advisor.runs/1")

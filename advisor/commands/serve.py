@@ -39,8 +39,7 @@ def register(sub) -> None:
 def _values(args, table: dict | None, assumptions: dict | None, name: str) -> dict:
     """Flags over the scenario's [serve] and [assumptions] tables (flags win), with where each came from."""
     from advisor.cli import UsageError
-    from advisor.commands.plan import _assumption_value
-    from advisor.job import ASSUMPTION_FLAGS
+    from advisor.commands.plan import assumption_flags
     from advisor.job.serve import SERVE_FIELDS
 
     values = dict(table or {})
@@ -53,21 +52,7 @@ def _values(args, table: dict | None, assumptions: dict | None, name: str) -> di
         if value is not None:
             values[field_name] = list(value) if meta.kind == "ids" else value
             sources[field_name] = f"command line ({meta.flag})"
-    for field_name in ASSUMPTION_FLAGS:
-        value = getattr(args, field_name, None)
-        if value is not None:
-            assumed[field_name] = value
-            sources[field_name] = f"command line (--{field_name.replace('_', '-')})"
-    for item in args.set:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--set: expected NAME=VALUE, got {item!r}")
-        key = key.strip().replace("-", "_")
-        try:
-            assumed[key] = _assumption_value(raw)
-        except ValueError as exc:
-            raise UsageError(f"--set {key}: {exc}") from None
-        sources[key] = f"--set {key}={raw.strip()}"
+    assumption_flags(args, assumed, sources)
     if args.launch in ("vllm", "sglang", "llama-server"):  # the server launched is the runtime sized
         from advisor.report.serve_launch import RUNTIME_OF
 
