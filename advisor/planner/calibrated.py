@@ -95,12 +95,15 @@ def calibrate_training(t, req, moe: bool = False):
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
         return t
-    f = fit.factor(training_class(fit.group, req, moe))
+    key = ("_training_factor", fit.group, moe)  # one lookup per plan, not per option
+    f = req.__dict__.get(key)
+    if f is None:
+        f = req.__dict__[key] = fit.factor(training_class(fit.group, req, moe))
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     note = f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources)"
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
-    return replace(t, tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=fit.half_width_log,
+    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=fit.half_width_log,
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",
                    note="; ".join(filter(None, [t.note, note])))
 

@@ -179,8 +179,13 @@ def training_software(req: PlanRequest) -> TrainingSoftware | None:
     (``catalog.frameworks.resolve_framework``), then each behaviour the request sets on its own."""
     if req.workload == "inference":
         return None
-    given = tuple(n for n in _BEHAVIOUR_INPUTS if getattr(req, n) is not None)
-    return _software(req.framework, req.workload, tuple((n, getattr(req, n)) for n in given))
+    # a plan asks for it once per option: kept on the (frozen) request after the first time
+    cached = req.__dict__.get("_training_software")
+    if cached is None:
+        given = tuple(n for n in _BEHAVIOUR_INPUTS if getattr(req, n) is not None)
+        cached = req.__dict__["_training_software"] = _software(req.framework, req.workload,
+                                                                tuple((n, getattr(req, n)) for n in given))
+    return cached
 
 
 @functools.lru_cache(maxsize=256)

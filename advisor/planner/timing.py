@@ -89,6 +89,17 @@ class Timing:
     batch: int = 1  # requests decoding together (serving)
     speed: decode.ServingSpeed | None = None  # the runtime's numbers for this model and devices (serving)
 
+    def with_(self, **changes) -> Timing:
+        """A copy with ``changes``: ``dataclasses.replace`` without its per-field init (a plan makes a hundred
+        of these, and ``replace`` was a tenth of its time). The names are checked against the fields."""
+        unknown = changes.keys() - self.__dict__.keys()
+        if unknown:
+            raise TypeError(f"Timing.with_: unknown fields {sorted(unknown)}")
+        out = object.__new__(Timing)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(changes)
+        return out
+
     def interval(self, value: float, *, inverse: bool = False) -> tuple[float, float]:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""
         f = math.exp(self.width_log)
