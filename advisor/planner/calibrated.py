@@ -95,7 +95,7 @@ def calibrate_training(t, req, moe: bool = False):
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
         return t
-    key = ("_training_factor", fit.group, moe)  # one lookup per plan, not per option
+    key = f"_training_factor_{fit.group}_{int(moe)}"  # one lookup per plan, not per option
     f = req.__dict__.get(key)
     if f is None:
         f = req.__dict__[key] = fit.factor(training_class(fit.group, req, moe))
