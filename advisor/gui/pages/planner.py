@@ -447,7 +447,8 @@ class PlannerPage(Page):
         # this machine's lines first (always labelled), then the others from the top
         order = sorted((line for line in self._cap_lines if y0 <= line.value() <= y1),
                        key=lambda line: (not line.mine, -line.value()))
-        obstacles += [(line.value() * px_y - 1, line.value() * px_y + 1, 0.0, 1.0) for line in order]  # no label on a line
+        # no label on another line (a label keeps a pixel off its own)
+        obstacles += [(line.value() * px_y - 0.5, line.value() * px_y + 0.5, 0.0, 1.0) for line in order]
         lines = [(line.value() * px_y, min(1.0, (line.label.boundingRect().width() + 6) / width)) for line in order]
         places = plots.place_line_labels(lines, obstacles, (0.99, 0.86, 0.74, 0.62, 0.49, 0.37, 0.24))
         in_legend = []

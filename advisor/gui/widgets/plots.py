@@ -475,7 +475,7 @@ def place_line_labels(lines: Sequence[tuple[float, float]], obstacles: Sequence[
         best, best_cover = (inside[0], True), math.inf
         for slot in inside:
             for above in (True, False):
-                y0 = y if above else y - label_px
+                y0 = y + 1 if above else y - 1 - label_px  # a pixel off its own line
                 cover = sum(max(0.0, min(slot, ox1) - max(slot - width, ox0))
                             * max(0.0, min(y0 + label_px, oy1) - max(y0, oy0)) for oy0, oy1, ox0, ox1 in taken)
                 if cover < best_cover - 1e-12:
@@ -486,7 +486,7 @@ def place_line_labels(lines: Sequence[tuple[float, float]], obstacles: Sequence[
             out.append(None)
             continue
         slot, above = best
-        y0 = y if above else y - label_px
+        y0 = y + 1 if above else y - 1 - label_px  # a pixel off its own line
         taken.append((y0, y0 + label_px, slot - width, slot))
         out.append(best)
     return out
