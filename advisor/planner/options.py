@@ -239,7 +239,7 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
                      None if rent is None else rent.cost_usd, None if rent is None else rent.hours,
                      "" if rent is None else rent.provider,
                      None if rent is None or not rent.device_hours else rent.cost_usd / rent.device_hours)
-        out.append(replace(o, break_even=be))
+        out.append(o.with_(break_even=be))
     return out
 
 

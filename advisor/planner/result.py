@@ -143,6 +143,17 @@ class PlanOption:
         option.__dict__["cost_usd"] = merged["breakdown"].total_usd
         return option
 
+    def with_(self, **changes) -> PlanOption:
+        """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
+        ``dataclasses.replace`` without the per-field init of a frozen dataclass (a plan copies hundreds)."""
+        unknown = changes.keys() - _OPTION_INIT
+        if unknown or "breakdown" in changes or "cost_usd" in changes:
+            raise TypeError(f"PlanOption.with_: not for {sorted(unknown | (changes.keys() & {'breakdown', 'cost_usd'}))}")
+        out = object.__new__(PlanOption)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(changes)
+        return out
+
     @property
     def cost_breakdown_usd(self) -> dict[str, float]:
         return self.breakdown.as_dict()
