@@ -20,7 +20,7 @@ OKABE_ITO = {
 }
 TOL_WINE = "#882255"
 TOL_OLIVE = "#999933"
-TOL_ROSE = "#CC6677"
+TOL_SAND = "#DDCC77"
 TOL_INDIGO = "#332288"
 
 # Cost parts (the names of advisor.cost.breakdown.PART_NAMES) -> colour.
@@ -35,7 +35,7 @@ COST_PART_COLOURS = {
     "wear": TOL_OLIVE,
     "colocation": OKABE_ITO["reddish_purple"],
     "support": TOL_WINE,
-    "idle_power": TOL_ROSE,
+    "idle_power": TOL_SAND,  # not rose: it read as colocation's reddish purple beside it
     "financing": TOL_INDIGO,
 }
 

@@ -25,7 +25,7 @@ def test_every_memory_part_has_its_own_colour():
 
 
 def test_declared_colours_are_okabe_ito_or_tol():
-    allowed = set(colours.OKABE_ITO.values()) | {colours.TOL_WINE, colours.TOL_OLIVE, colours.TOL_ROSE, colours.TOL_INDIGO}
+    allowed = set(colours.OKABE_ITO.values()) | {colours.TOL_WINE, colours.TOL_OLIVE, colours.TOL_SAND, colours.TOL_INDIGO}
     assert set(colours.COST_PART_COLOURS.values()) <= allowed
     assert set(colours.MEMORY_PART_COLOURS.values()) <= allowed
     assert colours.OKABE_ITO["vermillion"] == "#D55E00"  # Okabe & Ito 2008: RGB (213, 94, 0)

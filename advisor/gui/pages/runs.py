@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QSp
 from advisor.gui.pages.base import Page
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import RECORD_ROLE, Column, RecordTableModel, fit_columns, make_proxy, make_view
+from advisor.gui.widgets.wrapped import WrappedLabel
 from advisor.gui.workers import GeneratorWorker
 
 BAND = 1.25  # the chart's band: within 25 % either way
@@ -93,9 +94,11 @@ class RunsPage(Page):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 12)
         layout.addWidget(QLabel("<h2 style='margin:0'>Your runs</h2>"))
-        # one line each, no word wrap: a wrapped label would make the page as tall as its preferred height
-        intro = QLabel("What your jobs measured, what the advisor predicts for each, and how far off it was. "
-                       "A job like one of these (same accelerator and software) is planned from its efficiency.")
+        # wrapped to the window (WrappedLabel asks for the height its lines need, no more): one unwrapped line
+        # made the page wider than a 1024 px window
+        intro = WrappedLabel("What your jobs measured, what the advisor predicts for each, and how far off it "
+                             "was. A job like one of these (same accelerator and software) is planned from its "
+                             "efficiency.")
         intro.setToolTip("Trainer states, llama-bench, vLLM benchmarks and the monitor's job books")
         layout.addWidget(intro)
         bar = QHBoxLayout()
@@ -109,7 +112,7 @@ class RunsPage(Page):
         self.forget_button.clicked.connect(self._on_forget_clicked)
         bar.addWidget(self.import_button)
         bar.addWidget(self.forget_button)
-        self.message = QLabel()
+        self.message = WrappedLabel()  # wraps: a long file name or error must not widen the page past the window
         self.message.setTextFormat(Qt.TextFormat.PlainText)  # it quotes files and their errors: never markup
         self.message.setObjectName("runsMessage")
         bar.addWidget(self.message, 1)
