@@ -14,6 +14,7 @@ import functools
 import io
 import math
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -26,6 +27,20 @@ BUNDLED_DATE = "2026-11-29"
 
 class CatalogError(ValueError):
     """A catalog row or file is invalid; the message names the row and field."""
+
+
+def csv_rows(text: str, where: str, columns) -> Iterator[tuple[str, dict]]:
+    """The rows of a catalog CSV that must have ``columns``, each with where it is (``FILE row N``).
+
+    Raises:
+        CatalogError: a column is missing (names them).
+    """
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in columns if c not in (reader.fieldnames or ())]
+    if missing:
+        raise CatalogError(f"{where}: missing columns {', '.join(missing)}")
+    for i, row in enumerate(reader, start=2):
+        yield f"{where} row {i}", row
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,10 @@ machine draws at the wall. The buy advisor (``advisor.cost.buy``) prices these n
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass, replace
 
-from advisor.catalog.load import CatalogError, _resource_text
+from advisor.catalog.load import CatalogError, _resource_text, csv_rows
 from advisor.catalog.records import Accelerator
 
 GIB = 2**30  # "32 GB" of a Mac is 32 GiB of LPDDR, as the catalog reads memory_gb
@@ -65,13 +63,8 @@ def parse_machines_csv(text: str, accelerators: dict[str, Accelerator], where: s
     Raises:
         CatalogError: a missing column, an unknown chip, or a figure that is not a positive number (names the row).
     """
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        raise CatalogError(f"{where}: missing columns {', '.join(missing)}")
     out = []
-    for i, row in enumerate(reader, start=2):
-        at = f"{where} row {i}"
+    for at, row in csv_rows(text, where, COLUMNS):
         if row["accelerator_id"] not in accelerators:
             raise CatalogError(f"{at}: unknown accelerator {row['accelerator_id']!r}")
 

@@ -7,13 +7,11 @@ used card like a new one (a new rig, or added to the owned machine) at this pric
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.catalog.load import CatalogError, _resource_text
+from advisor.catalog.load import CatalogError, _resource_text, csv_rows
 from advisor.catalog.records import Accelerator
 
 COLUMNS = ("accelerator_id", "price_usd", "price_date", "condition", "source", "notes")
@@ -38,13 +36,8 @@ def parse_used_csv(text: str, accelerators: dict[str, Accelerator], where: str =
     Raises:
         CatalogError: a missing column or a bad row (names the row and why).
     """
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        raise CatalogError(f"{where}: missing columns {', '.join(missing)}")
     out = []
-    for i, row in enumerate(reader, start=2):
-        at = f"{where} row {i}"
+    for at, row in csv_rows(text, where, COLUMNS):
         acc = (row["accelerator_id"] or "").strip()
         if acc not in accelerators:
             raise CatalogError(f"{at}: unknown accelerator {acc!r}")
