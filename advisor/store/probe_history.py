@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import sqlite3
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +26,12 @@ from typing import Any
 from advisor import paths
 from advisor.probes._types import KernelResult, impossible_reason
 from advisor.probes.labels import run_mode
-from advisor.store.atomic import keep_aside
+from advisor.store.sqlite_file import open_store, why
 
 SCHEMA_VERSION = 1
 FILE_NAME = "probe_history.sqlite3"
-BUSY_TIMEOUT_S = 10.0
 
 # SQLite's primary result codes for a damaged file (https://www.sqlite.org/rescode.html).
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
 class HistoryError(RuntimeError):
@@ -43,18 +40,6 @@ class HistoryError(RuntimeError):
     The database file is left as it was.
     """
 
-
-def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
-    """Whether SQLite says the file is damaged or not a database (not: busy, read-only, full, I/O error)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    text = str(exc).lower()  # Python 3.10 has no error codes on the exception
-    return "not a database" in text or "malformed" in text
-
-
-def _why(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -145,35 +130,8 @@ class ProbeHistory:
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        try:
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            if not _is_corrupt(exc):
-                raise HistoryError(f"probe history {self.path}: {_why(exc)}; the file is kept as it is") from None
-            aside = keep_aside(self.path)
-            print(f"warning: unreadable probe history kept aside as {aside} ({_why(exc)})", file=sys.stderr)
-            try:
-                return self._connect()
-            except sqlite3.DatabaseError as again:
-                raise HistoryError(f"probe history {self.path}: {_why(again)}") from None
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
-        try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise HistoryError(f"probe history {self.path}: written by a newer advisor (schema {version}, "
-                                   f"this one reads {SCHEMA_VERSION}); upgrade to read it")
-            if version < SCHEMA_VERSION:  # a new file (or an old schema): the only case that needs a write
-                db.executescript(_DDL)
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.commit()
-            else:
-                db.execute("SELECT count(*) FROM runs").fetchone()  # reads the pages: a damaged file shows here
-        except BaseException:
-            db.close()
-            raise
-        return db
+        return open_store(self.path, what="probe history", ddl=_DDL, schema_version=SCHEMA_VERSION, table="runs",
+                          error=HistoryError)
 
     def _write(self, sql: str, args=()) -> sqlite3.Cursor:
         """Run one writing statement in a transaction; any failure is a ``HistoryError`` (file kept)."""
@@ -181,7 +139,7 @@ class ProbeHistory:
             with self._db:
                 return self._db.execute(sql, args)
         except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"probe history {self.path}: cannot write: {_why(exc)}; nothing was recorded "
+            raise HistoryError(f"probe history {self.path}: cannot write: {why(exc)}; nothing was recorded "
                                "and the file is kept as it is") from None
 
     def close(self) -> None:
@@ -235,7 +193,7 @@ class ProbeHistory:
         try:
             return self._db.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"probe history {self.path}: cannot read: {_why(exc)}") from None
+            raise HistoryError(f"probe history {self.path}: cannot read: {why(exc)}") from None
 
     def delete(self, run_id: int) -> bool:
         if not _storable(run_id):

@@ -27,8 +27,7 @@ from pathlib import Path
 
 from advisor import paths
 from advisor.estimate.run_record import RunRecord
-from advisor.store.atomic import keep_aside
-from advisor.store.probe_history import BUSY_TIMEOUT_S, _is_corrupt, _why
+from advisor.store.sqlite_file import open_store, why
 
 SCHEMA_VERSION = 1
 FILE_NAME = "runs.sqlite3"
@@ -99,35 +98,8 @@ class RunStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunStoreError(f"run store {self.path}: cannot create its folder: {exc.strerror or exc}") from None
-        try:
-            self._db = self._connect()
-        except sqlite3.DatabaseError as exc:
-            if not _is_corrupt(exc):
-                raise RunStoreError(f"run store {self.path}: {_why(exc)}; the file is kept as it is") from None
-            aside = keep_aside(self.path)
-            print(f"warning: unreadable run store kept aside as {aside} ({_why(exc)})", file=sys.stderr)
-            try:
-                self._db = self._connect()
-            except sqlite3.DatabaseError as again:
-                raise RunStoreError(f"run store {self.path}: {_why(again)}") from None
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
-        try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RunStoreError(f"run store {self.path}: written by a newer advisor (schema {version}, this one "
-                                    f"reads {SCHEMA_VERSION}); upgrade to read it")
-            if version < SCHEMA_VERSION:
-                db.executescript(_DDL)
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.commit()
-            else:
-                db.execute("SELECT count(*) FROM runs").fetchone()
-        except BaseException:
-            db.close()
-            raise
-        return db
+        self._db = open_store(self.path, what="run store", ddl=_DDL, schema_version=SCHEMA_VERSION, table="runs",
+                              error=RunStoreError)
 
     def close(self) -> None:
         if self._db is not None:
@@ -146,7 +118,7 @@ class RunStore:
             with self._db:
                 return self._db.execute(sql, args)
         except sqlite3.DatabaseError as exc:
-            raise RunStoreError(f"run store {self.path}: cannot write: {_why(exc)}; nothing was stored") from None
+            raise RunStoreError(f"run store {self.path}: cannot write: {why(exc)}; nothing was stored") from None
 
     def _read(self, sql: str, args=()) -> list:
         if self._db is None:
@@ -154,7 +126,7 @@ class RunStore:
         try:
             return self._db.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
-            raise RunStoreError(f"run store {self.path}: cannot read: {_why(exc)}") from None
+            raise RunStoreError(f"run store {self.path}: cannot read: {why(exc)}") from None
 
     def add(self, record: RunRecord, predicted: dict | None = None) -> tuple[int, bool]:
         """Store ``record`` unless a record of the same file content exists; returns ``(id, added)``."""
@@ -182,7 +154,7 @@ class RunStore:
                                                (record.content_sha256,)).fetchone()
                         out.append((int(row[0]), False))
         except sqlite3.DatabaseError as exc:
-            raise RunStoreError(f"run store {self.path}: cannot write: {_why(exc)}; nothing was stored") from None
+            raise RunStoreError(f"run store {self.path}: cannot write: {why(exc)}; nothing was stored") from None
         return out
 
     def list(self) -> list[RunEntry]:

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from advisor.store import probe_history
+from advisor.store import probe_history, sqlite_file
 from advisor.store.probe_history import HistoryError, ProbeHistory
 
 RESULT = {"probe": "host-bandwidth", "device": "cpu", "started_at": "2026-12-01T10:00:00+00:00", "duration_s": 1.0,
@@ -30,7 +30,7 @@ def _aside(path):
 def test_a_locked_history_is_kept_and_reported(tmp_path, monkeypatch):
     path = tmp_path / "h.sqlite3"
     _history_with_one_run(path)
-    monkeypatch.setattr(probe_history, "BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(sqlite_file, "BUSY_TIMEOUT_S", 0.05)  # both stores open through it
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")
     try:
