@@ -344,7 +344,8 @@ def render_table(result, top: int | None = 12) -> str:
     lines = []
     name = cell(result.model_name or "custom model", NAME_MAX_CHARS)
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
-    lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {r.precision}"
+    fmt = f"{r.quant} weights" if r.quant else r.precision
+    lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {fmt}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
     if result.software is not None:
         lines.append("Software: " + result.software.summary())

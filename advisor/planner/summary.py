@@ -111,8 +111,20 @@ def headline_parts(result, cadence_hint: str = "--jobs-per-month") -> list[str]:
         parts.append(f"To buy: {buy_label(buy, owned_accelerators(result))}, {units.fmt_usd(buy.cost_usd)} per job"
                      f"{share}{pay}.")
     elif mine is None and rent is None:
-        return ["Nothing in the catalog fits this job."]
+        return [_nothing_fits(result)]
     return parts
+
+
+def _nothing_fits(result) -> str:
+    """Why no option came back: nothing in the catalog offers the accelerators the job is restricted to (a
+    laptop or a card no cloud rents: plan it as owned), or nothing that is offered fits."""
+    wanted = tuple(result.request.accelerator)
+    if wanted and not result.options:
+        names = ", ".join(wanted)
+        example = f"1x{wanted[0]}"
+        return (f"No offer in the catalog has {names} (no cloud rents it and it has no purchase price); if it is yours, "
+                f"plan on it with --own {example}.")
+    return "Nothing in the catalog fits this job."
 
 
 def headline(result) -> str:

@@ -179,3 +179,14 @@ def test_partial_offload_memory_on_each_side_and_speed():
     # t = gpu bytes / (256 GB/s x 0.7) + cpu bytes / (50 GB/s x 0.8): between all-GPU and all-CPU.
     assert none.tokens_per_s < half.tokens_per_s < full.tokens_per_s
     assert half.memory_per_device_bytes < full.memory_per_device_bytes
+
+
+def test_an_accelerator_no_one_offers_points_to_own(capsys):
+    """A laptop GPU has no cloud offer and no purchase price: restricting the plan to it leaves no option, and the
+    answer says so and how to plan on one's own card, instead of 'nothing fits' (the job fits 8.6 GB: 7.6 GB)."""
+    assert main(["plan", "--model", "llama-3.1-8b", "--workload", "qlora", "--framework", "unsloth",
+                 "--accelerator", "rtx-4060-laptop", "--seq", "2048"]) == 0
+    out = capsys.readouterr().out
+    assert "No offer in the catalog has rtx-4060-laptop" in out
+    assert "--own 1xrtx-4060-laptop" in out
+    assert "Nothing in the catalog fits" not in out
