@@ -95,8 +95,11 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         lines.append(f"  {result.load_text}: {verdict} the target" + ("" if o.meets_target else
                                                                        f" ({_miss(result, o)})"))
         lines.append(f"  Each user sees: {sees_text(o)}")
-        most = o.max_load_per_replica * (o.replicas_available or o.replicas)
-        lines.append(f"  Most within the target: {load_number(result, most)} {_unit(result)}" if most > 0 else
+        reps = o.replicas_available or o.replicas
+        most = o.max_load_per_replica * reps
+        split = "" if reps <= 1 else (f" ({load_number(result, o.max_load_per_replica)} a replica x {reps} replicas "
+                                      f"of {o.devices_per_replica} GPU{'s' if o.devices_per_replica > 1 else ''})")
+        lines.append(f"  Most within the target: {load_number(result, most)} {_unit(result)}{split}" if most > 0 else
                      "  Most within the target: none (one request alone misses it)")
         for c in changes.get(o.id, ()):
             lines.append(f"  To change: {c.text}")
