@@ -432,7 +432,15 @@ class PlanResult:
             "fit_advice": [a.to_json() for a in self.fit_advice],
             "inference": self.inference,
             "cost_over_time": self.cost_over_time().as_dict(),
+            "headline": self.headline(),
         }
+
+    def headline(self) -> list[str]:
+        """The answer's sentences as the screen shows them: the user's GPUs, the cheapest rent, what to buy
+        (``planner.summary.headline_parts``); reports print them as they are."""
+        from advisor.planner.summary import headline_parts
+
+        return headline_parts(self)
 
 
 def _marked(o: PlanOption, owned_ids: set[str]) -> dict:

@@ -66,6 +66,9 @@ class PlanSection:
     @property
     def headline(self) -> str:
         """One sentence: the cheapest option that fits, its cost and time, or that nothing fits."""
+        said = self.doc.get("headline")
+        if isinstance(said, list) and said and all(isinstance(x, str) for x in said):
+            return " ".join(said)  # what the screen says (rendered through each format's escaping)
         c = self.chosen
         if c is None:
             return "Nothing fits: no option holds this job in memory."
@@ -292,7 +295,11 @@ def sections(docs) -> list[PlanSection]:
         defaults = _defaults()
         changed = tuple((n, v, u, o, defaults[n]) for n, v, u, o in assumptions
                         if n in defaults and _differs(v, defaults[n]))
-        chosen = fitting[0] if fitting else None
+        # the user's own GPUs first when they can run it (the answer the screen leads with), else the cheapest
+        mine = [o for o in fitting if o.get("kind") == "owned" and o.get("feasible", True)]
+        chosen = mine[0] if mine else fitting[0] if fitting else None
+        if chosen is not None:
+            fitting = [chosen, *(o for o in fitting if o is not chosen)]
         # the memory chart is of the chosen option's layout; the plan's own layout (--gpus) only without one
         per = ((chosen or {}).get("memory_per_device_parts_bytes")
                or (doc.get("memory") or {}).get("per_device_bytes") or {})

@@ -86,3 +86,21 @@ def test_scenario_pages_show_the_tornado_and_serving_costs_per_million(three_pla
     assert "$/M tokens" not in first_page
     bars = serving.tornado["bars"]
     assert [b["swing_usd"] for b in bars] == sorted((b["swing_usd"] for b in bars), reverse=True)
+
+
+def test_a_report_leads_with_the_users_gpus_as_the_screen_does(capsys):
+    """With GPUs of one's own, the report's headline is the plan's (the CLI and the Planner page): the owned
+    option first, then the cheapest rent; the chosen option is the owned one even when a rent is cheaper."""
+    import json
+
+    from advisor.cli import main
+    from advisor.report.markdown import render_markdown
+
+    assert main(["plan", "--model", "llama-3.1-8b", "--workload", "qlora", "--own", "1xrtx-3090", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (s,) = sections([doc])
+    assert s.headline == " ".join(doc["headline"])
+    assert s.headline.startswith("Your GPUs (1 x GeForce RTX 3090): fits")
+    assert s.chosen["id"] == "owned:rtx-3090"
+    assert s.chosen["id"] not in [o["id"] for o in s.alternatives]
+    assert f"**{s.headline}**" in render_markdown([s]).replace("\\", "")
