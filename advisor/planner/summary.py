@@ -53,10 +53,16 @@ def buy_label(option, owned_ids=frozenset()) -> str:
 
 def best_buy(result):
     """The home or on-prem option to buy that runs the job at the lowest cost per job, preferring one whose
-    cards the user does not own already (None when none fits)."""
+    cards the user does not own already (None when none fits).
+
+    Without a stated cadence (``--jobs-per-month``) each purchase is costed at an assumed use (a home rig all
+    its hours, a server 80 %), which flatters a datacenter server bought for one job: then a home rig that runs
+    the job comes first, and a server only when no home rig can."""
     mine = owned_accelerators(result)
     buys = [o for o in result.options if o.kind in ("home", "onprem") and o.fits and o.feasible]
-    return min(buys, key=lambda o: (o.accelerator in mine, not o.stack_ok, o.cost_usd, o.id), default=None)
+    assumed = getattr(result.request, "jobs_per_month", None) is None
+    return min(buys, key=lambda o: (o.accelerator in mine, assumed and o.kind != "home", not o.stack_ok, o.cost_usd,
+                                    o.id), default=None)
 
 
 def _use_text(o) -> str:

@@ -190,3 +190,15 @@ def test_an_accelerator_no_one_offers_points_to_own(capsys):
     assert "No offer in the catalog has rtx-4060-laptop" in out
     assert "--own 1xrtx-4060-laptop" in out
     assert "Nothing in the catalog fits" not in out
+
+
+def test_without_a_cadence_the_purchase_named_is_a_home_rig(capsys):
+    """At an assumed use a datacenter server bought for one QLoRA looks cheap per job; the headline names a home
+    rig that runs it instead (a server only with a stated cadence or when no home rig can run the job)."""
+    assert main(["plan", "--model", "llama-3.1-8b", "--workload", "qlora", "--own", "1xrtx-3090"]) == 0
+    out = capsys.readouterr().out
+    buy = out[out.index("To buy: "):].split("\n")[0]
+    assert buy.startswith("To buy: home rig ")
+    assert main(["plan", "--model", "llama-3-70b", "--workload", "finetune", "--own", "1xrtx-3090"]) == 0
+    out = capsys.readouterr().out  # 70B full fine-tune: about 1.1 TB of states, more than 4 cards of any rig hold
+    assert "To buy: on-prem " in out
