@@ -119,9 +119,9 @@ class ModelServing:
 
 
 def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: float, acc: Accelerator) -> float:
-    """The share of ``kernel_peak_flops`` a prompt's matrix multiplies reach on ``acc`` (docs/method.md, "Inference
-    speed"): the runtime's share of the kernel's sustained peak (``compute.power_capped_flops``), less the
-    vector-unit work it does in series (``BackendProfile.prefill_matmul_flops``)."""
+    """The share of ``kernel_peak_flops`` a prompt's matrix multiplies reach on ``acc``: the runtime's share of
+    the kernel's sustained peak (``compute.power_capped_flops``), less the vector-unit work it does in series
+    (``BackendProfile.prefill_matmul_flops``; docs/method.md, "Inference speed")."""
     sustained = compute.power_capped_flops(kernel_peak_flops, acc.tdp_w, kernel)
     rate = choice.profile.prefill_matmul_flops(choice.weight_format.quantised, sustained, acc.peak_flops("fp32"))
     return rate / kernel_peak_flops
