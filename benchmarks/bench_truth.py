@@ -60,7 +60,7 @@ def in_sample_sources(planned) -> list[str]:
     for sid, url in sorted({(m.source_id, m.source_url) for m, _ in planned}):
         parts = url.split("github.com/")[-1].split("/")
         repo = "/".join(parts[:2]) if len(parts) >= 2 else ""
-        pr = f"#{parts[-1]}" if len(parts) >= 4 and parts[-2] == "pull" else None
+        pr = f"#{parts[-1]}" if len(parts) >= 4 and parts[-2] in ("pull", "discussions") else None
         if (repo and any(repo.lower() in line.lower() for line in fitted)) or \
                 (pr and any(pr in line for line in fitted)):
             out.append(sid)

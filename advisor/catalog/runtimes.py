@@ -76,6 +76,9 @@ class BackendProfile:
         prefill_eta_quantized: share of ``prefill_peak_quantized`` they reach with quantised weights.
         attention_eta: share of the fp16 peak the prompt's attention reaches.
         source: where the numbers come from (a fit on named figures, or "assumption").
+        prefill_vector_flops, prefill_vector_flops_quantized: FLOPs of vector-unit work (fp32 CUDA cores) a
+            prompt's matrix multiplies cost per tensor-core FLOP, with 16-bit and with quantised weights, done in
+            series with the tensor-core work (``prefill_matmul_flops``); 0 where the backend has no such split.
     """
 
     backend: str
@@ -86,10 +89,36 @@ class BackendProfile:
     prefill_eta_quantized: float
     attention_eta: float
     source: str
+    prefill_vector_flops: float = 0.0
+    prefill_vector_flops_quantized: float = 0.0
 
     def eta_for(self, cls: str) -> float:
         """The decode bandwidth efficiency of a format class."""
         return dict(self.decode_eta)[cls]
+
+    def prefill_matmul_flops(self, quantised: bool, kernel_peak_flops: float, vector_peak_flops: float | None
+                             ) -> float:
+        """The FLOP/s a prompt's matrix multiplies reach (docs/method.md, "Inference speed").
+
+        ``1 / (1 / (peak * eta) + v / vector_peak)``: the tensor-core time at the kernel's share of its peak, plus
+        the vector-unit work the kernel does in series with it (``v`` FLOPs per matrix FLOP: llama.cpp's MMQ
+        unpacks each block of quantised weights and applies its scale on the CUDA cores). On a part whose tensor
+        cores outrun its vector units most (A100, H100: int8 at 30 times the fp32 rate; a GeForce card 8 times)
+        the vector work takes the larger share, so the same kernel reaches a smaller share of the tensor peak.
+
+        Args:
+            quantised: the weights are stored below 16 bits (the quantised kernel and its figures).
+            kernel_peak_flops: the dense peak of the kernel's type (int8 for MMQ, fp16/bf16 otherwise).
+            vector_peak_flops: the part's fp32 vector peak, or None where unknown (the term is then left out).
+        Returns:
+            The achieved FLOP/s of the matrix multiplies.
+        """
+        eta = self.prefill_eta_quantized if quantised else self.prefill_eta
+        v = self.prefill_vector_flops_quantized if quantised else self.prefill_vector_flops
+        t = 1.0 / (kernel_peak_flops * eta)
+        if v > 0 and vector_peak_flops:
+            t += v / vector_peak_flops
+        return 1.0 / t
 
 
 @dataclass(frozen=True)
@@ -215,9 +244,20 @@ def _backend(rid: str, name: str, t: dict, classes: set[str]) -> BackendProfile:
     if peak not in PEAKS:
         raise RuntimeDataError(f"{where}: prefill_peak_quantized must be one of {', '.join(PEAKS)}, got {peak!r}")
     prefill = _fraction(t.get("prefill_eta"), f"{where}.prefill_eta")
+    vector = _share(t.get("prefill_vector_flops", 0.0), f"{where}.prefill_vector_flops")
     return BackendProfile(name, decode_eta, overhead * 1e-6, peak, prefill,
                           _fraction(t.get("prefill_eta_quantized", prefill), f"{where}.prefill_eta_quantized"),
-                          _fraction(t.get("attention_eta"), f"{where}.attention_eta"), _need(t, "source", where, str))
+                          _fraction(t.get("attention_eta"), f"{where}.attention_eta"), _need(t, "source", where, str),
+                          vector, _share(t.get("prefill_vector_flops_quantized", vector),
+                                         f"{where}.prefill_vector_flops_quantized"))
+
+
+def _share(value, where: str) -> float:
+    """A non-negative finite number of at most 10 (FLOPs per FLOP)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= 10:
+        raise RuntimeDataError(f"{where} must be a number between 0 and 10, got {value!r}")
+    return float(value)
 
 
 def _runtime(rid: str, t: dict, formats: dict[str, WeightFormat]) -> RuntimeProfile:

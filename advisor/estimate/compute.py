@@ -64,6 +64,25 @@ class DecodeEstimate:
     overhead_s: float = 0.0  # the per-step launch overhead inside ``step_s``
 
 
+# Sustained int8 tensor operations per joule of board power: a part runs its int8 units at the lesser of its
+# datasheet peak and this times its TDP. From llama.cpp's int8 (MMQ) prompt rates on the RTX 6000 Ada (300 W) and
+# the RTX 4090 (450 W), the same AD102 die: Llama 3 8B Q4_K_M pp512 5,792 and 7,139 tokens/s
+# (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024), 0.74 of the 4090's rate per datasheet operation, so the
+# 6000 Ada sustains about 0.74 x 728.5 TOPS = 540 TOPS on 300 W (docs/method.md, "Inference speed").
+INT8_OPS_PER_JOULE = 1.8e12
+
+
+def power_capped_flops(peak_flops: float, tdp_w: float | None, kernel: str) -> float:
+    """The sustained rate of a kernel type: ``min(peak, INT8_OPS_PER_JOULE * TDP)`` for int8, else the peak.
+
+    A board that cannot feed its int8 units at the datasheet clock within its power limit lowers the clock;
+    the 16-bit and 8-bit float paths keep their datasheet peak (no figure in the calibration set bounds them).
+    """
+    if kernel != "int8" or not tdp_w or tdp_w <= 0:
+        return peak_flops
+    return min(peak_flops, INT8_OPS_PER_JOULE * tdp_w)
+
+
 def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attention_dim: int) -> tuple[float, float]:
     """``(matmul FLOPs, attention FLOPs)`` of one causal prompt of ``P`` tokens.
 

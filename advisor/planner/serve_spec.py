@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
-from advisor.estimate import decode
+from advisor.estimate import compute, decode
 from advisor.estimate.model import ModelArch, kv_values_per_token
 from advisor.estimate.serving import Lengths, ServerSpec
 from advisor.planner.placement import intra_node_bps
@@ -118,6 +118,15 @@ class ModelServing:
         return float(self.weight_bytes or self.params * choice.weight_format.bits_per_weight / 8.0)
 
 
+def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: float, acc: Accelerator) -> float:
+    """The share of ``kernel_peak_flops`` a prompt's matrix multiplies reach on ``acc``: the runtime's share of
+    the kernel's sustained peak (``compute.power_capped_flops``), less the vector-unit work it does in series
+    (``BackendProfile.prefill_matmul_flops``; docs/method.md, "Inference speed")."""
+    sustained = compute.power_capped_flops(kernel_peak_flops, acc.tdp_w, kernel)
+    rate = choice.profile.prefill_matmul_flops(choice.weight_format.quantised, sustained, acc.peak_flops("fp32"))
+    return rate / kernel_peak_flops
+
+
 def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
                   weight_bytes: float | None = None) -> ModelServing:
     """The model as every replica sees it."""
@@ -152,13 +161,14 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     # Prompt matrix multiplies at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; fp8 and W8A8 at
     # their own type) or the 16-bit one; attention at the fp16 peak (catalog.runtimes.BackendProfile).
     if fmt.quantised:
-        kernel, mm_eta = fmt.native or prof.prefill_peak_quantized, prof.prefill_eta_quantized
+        kernel = fmt.native or prof.prefill_peak_quantized
     else:
-        kernel, mm_eta = ("fp8" if model.precision == "fp8" else "bf16"), prof.prefill_eta
+        kernel = "fp8" if model.precision == "fp8" else "bf16"
     mm_peak = acc.peak_flops(kernel) or acc.peak_flops("bf16") or acc.peak_flops("fp16") or acc.peak_flops("fp32")
     att_peak = acc.peak_flops("fp16") or mm_peak
     if not mm_peak:
         raise ValueError(f"{acc.id}: no peak FLOP/s for {kernel}")
+    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc)
     tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)
     if rt.batching != "slots":
         tail = max(tail, 2.0 * (lengths.prompt_mean + lengths.output_mean))

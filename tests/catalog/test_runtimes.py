@@ -115,3 +115,28 @@ def test_a_backend_missing_a_class_its_formats_use_is_refused():
         parse_runtimes_toml(broken)
     with pytest.raises(RuntimeDataError, match="runtimes.toml"):
         parse_runtimes_toml("schema = [")
+
+
+def test_prefill_matmul_flops_adds_the_vector_work_in_series():
+    """Hand-worked: llama.cpp's CUDA profile (int8 MMQ at 0.44 of the peak, 0.227 fp32 FLOPs per matrix FLOP) on an
+    RTX 4090 (660.6 int8 TOPS, 82.6 fp32 TFLOPS): 1 / (1 / (660.6e12 * 0.44) + 0.227 / 82.6e12) = 1.616e14 FLOP/s,
+    so Llama 2 7B (2 * 6.74e9 FLOPs a token) prefills 11,990 tokens/s; llama.cpp discussion #15013 measured 11,992.70
+    (pp512, Q4_0, -fa 0)."""
+    cuda = DATA.runtime("llama.cpp").backend("cuda")
+    assert cuda.prefill_vector_flops_quantized == pytest.approx(0.227)
+    rate = cuda.prefill_matmul_flops(True, 660.6e12, 82.6e12)
+    assert rate == pytest.approx(1.0 / (1.0 / (660.6e12 * 0.44) + 0.227 / 82.6e12), rel=1e-12)
+    assert rate / (2 * 6.74e9) == pytest.approx(11992.70, rel=0.01)
+    # without a vector peak, or for 16-bit weights on a backend with no 16-bit vector work: the kernel's share alone
+    assert cuda.prefill_matmul_flops(True, 660.6e12, None) == pytest.approx(660.6e12 * 0.44)
+    assert cuda.prefill_matmul_flops(False, 165.2e12, 82.6e12) == pytest.approx(165.2e12 * cuda.prefill_eta)
+    # Metal has no such split (the default 0)
+    metal = DATA.runtime("llama.cpp").backend("metal")
+    assert metal.prefill_matmul_flops(True, 27.2e12, 27.2e12) == pytest.approx(27.2e12 * metal.prefill_eta_quantized)
+
+
+def test_a_negative_vector_share_is_refused():
+    text = _resource_text("runtimes.toml").replace("prefill_vector_flops_quantized = 0.227",
+                                                   "prefill_vector_flops_quantized = -1")
+    with pytest.raises(RuntimeDataError, match="prefill_vector_flops_quantized must be a number between 0 and 10"):
+        parse_runtimes_toml(text)
