@@ -83,6 +83,23 @@ def power_capped_flops(peak_flops: float, tdp_w: float | None, kernel: str) -> f
     return min(peak_flops, INT8_OPS_PER_JOULE * tdp_w)
 
 
+# A board run below its rated power: the tensor units clock down, and the rate falls less than the power
+# (dynamic power ~ f*V^2, and the voltage drops with the clock). ``rate = peak * (limit / TDP) ** a``, with ``a``
+# from the same AD102 pair as ``INT8_OPS_PER_JOULE``: at the RTX 4090's power per operation (450 W for 660.6
+# dense int8 TOPS) the RTX 6000 Ada's 728.5 TOPS would need 496 W; on its 300 W (0.605 of that) it sustains
+# 0.736 of its datasheet rate, so ``a = ln 0.736 / ln 0.605 = 0.61``. An H100 SXM at a 500 W limit (Meta's
+# Grand Teton default, torchtitan benchmarks/llama3_h100_202412_torchtitan.md, 2024-12) gets (500/700)^0.61 = 0.81.
+POWER_CLOCK_EXPONENT = 0.61
+
+
+def power_limited_fraction(limit_w: float | None, tdp_w: float | None) -> float:
+    """The share of its datasheet tensor rate a board sustains at a power limit ``limit_w`` below its ``tdp_w``:
+    ``(limit / TDP) ** POWER_CLOCK_EXPONENT`` (1 without a limit, a TDP, or a limit at or above the TDP)."""
+    if not limit_w or not tdp_w or tdp_w <= 0 or limit_w >= tdp_w:
+        return 1.0
+    return (limit_w / tdp_w) ** POWER_CLOCK_EXPONENT
+
+
 def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attention_dim: int) -> tuple[float, float]:
     """``(matmul FLOPs, attention FLOPs)`` of one causal prompt of ``P`` tokens.
 

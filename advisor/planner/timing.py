@@ -2,8 +2,10 @@
 from the decode roofline with the bandwidth efficiency of the weight format and runtime.
 
 Training (docs/method.md, "Utilisation fitted on documented runs" and "Communication model"): datacenter
-and TPU parts take the utilisation fitted on documented runs; consumer and workstation cards, fp8, MoE and
-QLoRA keep their stated priors (the calibration set has no run of them), and the option's note says so.
+and TPU parts take the utilisation fitted on documented runs, fp8 as Amdahl's split (the blocks' linear layers at
+the fp8 peak, the rest at the 16-bit peak, ``fp8_split``); consumer and workstation cards, MoE and QLoRA keep
+their stated priors (the documented runs have none of them), and the option's note says so. A power limit below
+the board's rated power lowers the peak (``compute.power_limited_fraction``).
 The user's own runs on this accelerator (``estimate.learned``), else a training-step calibration of it, or the
 user's ``--mfu``, replaces either. The link
 slowdown of the option's node and fabric against the fitted clusters' scales the time, and the step's
@@ -25,7 +27,7 @@ from advisor.catalog.runtimes import RuntimeChoice, runtime_data
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
-from advisor.estimate.model import ModelArch
+from advisor.estimate.model import ModelArch, embedding_params
 from advisor.estimate.priors import mfu_prior
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.layouts import Parallelism
@@ -118,8 +120,6 @@ def _fitted_reason(req: PlanRequest, acc: Accelerator, arch: ModelArch, precisio
     """Why the fitted model does not apply ("" when it does)."""
     if acc.kind not in FITTED_KINDS or _generation(acc.id) is None:
         return f"{acc.kind} parts"
-    if precision == "fp8":
-        return "fp8 training"
     if arch.is_moe:
         return "mixture-of-experts models"
     if req.workload == "qlora":
@@ -143,7 +143,9 @@ def _utilisation(req, acc, arch, precision, calib, model, active, seq_len
         return found.value, found.origin, found.source, "", found.width_log
     why = _fitted_reason(req, acc, arch, precision)
     if why:
-        prior = mfu_prior(acc.id, acc.kind, precision, moe=arch.is_moe, workload=req.workload)
+        # fp8 is timed as Amdahl's split over the 16-bit peak (``fp8_split``): the 16-bit utilisation applies
+        split = precision == "fp8" and acc.peak_precision("fp8") == "fp8"
+        prior = mfu_prior(acc.id, acc.kind, "bf16" if split else precision, moe=arch.is_moe, workload=req.workload)
         note = (f"utilisation: prior kept, the documented runs have none of {why}; "
                 "its range is at least the fitted model's")
         return prior.mfu, f"prior: {prior.origin}", "prior", note, None
@@ -193,9 +195,12 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
         mfu, origin = est.mfu, est.origin
     software = training_software(req)
     mfu, origin = framework_utilisation(mfu, origin, source, software)
+    split = fp8_split(acc, arch, active, precision)
+    clock = compute.power_limited_fraction(req.power_limit_w, acc.tdp_w)
+    split["peak_flops"] *= clock  # a board below its rated power clocks its tensor units down
     base = dict(generation=_generation(acc.id) or 2020, active_params=active, layers=arch.layers,
-                hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, peak_flops=acc.peak_flops(precision),
-                workload=req.workload, recompute=software.behaviours.checkpointing, calibrated_mfu=mfu)
+                hidden=arch.hidden, seq_len=seq_len, devices=layout.devices, workload=req.workload,
+                recompute=software.behaviours.checkpointing, calibrated_mfu=mfu, **split)
     shape = None
     if layout.devices == 1:
         step = U.training_time(model, **base, tokens=1e6)
@@ -206,9 +211,26 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
                                        f"(train in {rate})", note]))
+    if clock < 1.0:
+        note = "; ".join(filter(None, [note, f"power limit {req.power_limit_w:g} W of {acc.tdp_w:g} W: tensor rate "
+                                             f"x{clock:.2f} (docs/method.md, \"Power limit\")"]))
     if width is None:
         width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     return TrainingStep(step, shape, source, origin, note, width)
+
+
+def fp8_split(acc: Accelerator, arch: ModelArch, active: int, precision: str) -> dict:
+    """``peak_flops``, ``fp8_params`` and ``gemm_speedup`` of ``utilisation.training_time`` for a precision.
+
+    fp8 training on a part with fp8 units runs the transformer blocks' linear layers (every active parameter but
+    the embedding and output layer) at the fp8 peak and the rest at the 16-bit peak (Transformer Engine and
+    torchao Float8 keep attention, norms, embedding and output layer in bf16); elsewhere one peak times it all.
+    """
+    if precision != "fp8" or acc.peak_precision("fp8") != "fp8":
+        return dict(peak_flops=acc.peak_flops(precision), fp8_params=0.0, gemm_speedup=1.0)
+    bf16 = acc.peak_flops("bf16")
+    return dict(peak_flops=bf16, fp8_params=max(0.0, active - embedding_params(arch)),
+                gemm_speedup=acc.peak_flops("fp8") / bf16)
 
 
 def framework_utilisation(mfu: float, origin: str, source: str, software) -> tuple[float, str]:

@@ -97,3 +97,15 @@ def test_power_caps_the_int8_peak_only():
     assert compute.power_capped_flops(660.6e12, 450.0, "int8") == pytest.approx(660.6e12)
     assert compute.power_capped_flops(364.2e12, 300.0, "fp16") == pytest.approx(364.2e12)
     assert compute.power_capped_flops(728.5e12, None, "int8") == pytest.approx(728.5e12)
+
+
+def test_power_limited_fraction_by_hand():
+    from advisor.estimate.compute import POWER_CLOCK_EXPONENT, power_limited_fraction
+
+    # the AD102 pair it is fitted on: 728.5 TOPS would need 450 W x 728.5 / 660.6 = 496 W; at 300 W, 0.736 of it
+    assert (300 / (450 * 728.5 / 660.6)) ** POWER_CLOCK_EXPONENT == pytest.approx(0.736, abs=0.005)
+    # an H100 SXM (700 W) at Grand Teton's 500 W default: (5/7)^0.61 = 0.815
+    assert power_limited_fraction(500, 700) == pytest.approx(0.815, abs=0.002)
+    assert power_limited_fraction(None, 700) == 1.0
+    assert power_limited_fraction(800, 700) == 1.0
+    assert power_limited_fraction(300, None) == 1.0

@@ -162,3 +162,16 @@ def test_palm_convention_mfu_is_rescaled_to_causal_attention():
     u = U.clean_utilisation(0.462, "unknown", active_params=540e9, layers=118, hidden=18432, seq_len=2048,
                             mfu_convention="palm")
     assert u == pytest.approx(0.462 * 0.991885, rel=1e-5)
+
+
+def test_fp8_work_per_token_is_amdahls_split_by_hand():
+    # Llama 3 8B at 8,192 tokens: F = 6 x 8.03e9 + 6 x 32 x 8192 x 4096 = 54.6 GFLOP; the blocks' linear layers
+    # (8.03e9 less 2 x 128,256 x 4,096 embedding and output weights = 6.98e9) are F_8 = 41.9 GFLOP; S = 2
+    f = 6 * 8.03e9 + 6 * 32 * 8192 * 4096
+    f8 = 6 * (8.03e9 - 2 * 128_256 * 4096)
+    w = U.fp8_work_per_token(f, f8, 2.0)
+    assert w == pytest.approx(33.7e9, rel=0.01)
+    assert f / w == pytest.approx(1.62, abs=0.01)
+    assert U.fp8_work_per_token(f, 0.0, 2.0) == f
+    with pytest.raises(ValueError):
+        U.fp8_work_per_token(f, f8, 0.0)

@@ -66,14 +66,27 @@ def test_a_calibrated_machine_gets_a_narrower_range():
 def test_priors_are_kept_where_the_documented_runs_have_no_data():
     cases = [(dict(model="llama-3-8b", workload="lora", tokens=1e8, accelerator=["rtx-4090"]), "home:rtx-4090",
               "consumer parts"),
-             (dict(model="llama-3-8b", workload="pretrain", precision="fp8", tokens=1e9, accelerator=["h100-sxm"]),
-              "onprem:h100-sxm", "fp8 training"),
              (dict(model="mixtral-8x7b", workload="pretrain", tokens=1e9, accelerator=["h100-sxm"]),
               "onprem:h100-sxm", "mixture-of-experts")]
     for kw, option_id, why in cases:
         o = _plan(**kw).option(option_id)
         assert o.mfu_source == "prior" and o.mfu_origin.startswith("prior:")
         assert why in o.note and "prior kept" in o.note
+    # fp8 on a datacenter part: the fitted utilisation, its linear layers at the fp8 peak (utilisation.fp8_work_per_token)
+    o = _plan(model="llama-3-8b", workload="pretrain", precision="fp8", tokens=1e9,
+              accelerator=["h100-sxm"]).option("onprem:h100-sxm")
+    assert o.mfu_source == "fitted" and "prior kept" not in o.note
+
+
+def test_a_power_limit_slows_training_by_the_clock_model():
+    # An H100 SXM (700 W) at 500 W: (500/700)^0.61 = 0.815 of its tensor rate (compute.power_limited_fraction)
+    kw = dict(model="llama-3-8b", workload="pretrain", tokens=1e9, accelerator=["h100-sxm"], gpus=8)
+    full = _plan(**kw).option("onprem:h100-sxm")
+    capped = _plan(**kw, power_limit_w=500).option("onprem:h100-sxm")
+    assert capped.tokens_per_s / full.tokens_per_s == pytest.approx(0.815, abs=0.005)
+    assert "power limit 500 W" in capped.note
+    same = _plan(**kw, power_limit_w=800).option("onprem:h100-sxm")  # above the board power: no change
+    assert same.tokens_per_s == pytest.approx(full.tokens_per_s)
 
 
 def test_time_split_adds_up_and_shows_pcie_traffic():
