@@ -289,7 +289,7 @@ class Job(BaseModel):
                                               group="hardware", ge=0, le=744)
     power_limit_w: float | None = _field(None, unit="W", help="power limit the accelerators run at (nvidia-smi "
                                          "-pl), below their board power: the tensor units clock down (docs/method.md, "
-                                         "\"Power limit\"); default: the board power", group="hardware", gt=0, le=5000)
+                                         'Power limit); default: the board power', group="hardware", gt=0, le=5000)
     mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
                                group="hardware", gt=0, le=1)
     spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",

@@ -212,8 +212,8 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
                                        f"(train in {rate})", note]))
     if clock < 1.0:
-        note = "; ".join(filter(None, [note, f"power limit {req.power_limit_w:g} W of {acc.tdp_w:g} W: tensor rate "
-                                             f"x{clock:.2f} (docs/method.md, \"Power limit\")"]))
+        limited = f"power limit {req.power_limit_w:g} W of {acc.tdp_w:g} W: tensor rate x{clock:.2f}"
+        note = "; ".join(filter(None, [note, limited + ' (docs/method.md, "Power limit")']))
     if width is None:
         width = model.half_width_calibrated_log if source == "calibrated" else model.half_width_log
     return TrainingStep(step, shape, source, origin, note, width)
