@@ -70,11 +70,11 @@ class DecodeEstimate:
 # (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024), 0.74 of the 4090's rate per datasheet operation, so the
 # 6000 Ada sustains about 0.74 x 728.5 TOPS = 540 TOPS on 300 W (docs/method.md, "Inference speed").
 INT8_OPS_PER_JOULE = 1.8e12
-# The same for fp16 tensor work with fp16 accumulation (llama.cpp's cuBLAS path): llama-bench pp512 of the F16
-# and dequantised Q4_K_M prompts (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024) put the 300 W RTX 6000 Ada
-# at 122 TFLOP/s (0.71 of the 450 W RTX 4090 on the same die, 0.33 of its peak) and the 350 W H100 PCIe at
-# 170-240 (0.23-0.31 of its peak) where the GeForce cards, well inside their power, reach half their peak:
-# about 0.5 TFLOP per joule, a quarter of the int8 figure (an int8 multiply-add moves a quarter of the bits).
+# The same for fp16 tensor work with fp16 accumulation (llama.cpp's cuBLAS path, which reaches 0.5 of its peak where
+# power does not bind: RTX 4090 and 3090 F16 pp512, 0.46 and 0.50). llama-bench pp512 of the F16 and dequantised
+# Q4_K_M prompts (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024) put the 300 W RTX 6000 Ada at 0.71 of the
+# 450 W RTX 4090, the same die (122 TFLOP/s at F16, so a sustained peak near 250) and the 350 W H100 PCIe at
+# 0.23-0.31 of its 756 TFLOP/s peak: about 0.85e12 FLOP per joule, half the int8 figure.
 FP16ACC_FLOPS_PER_JOULE = 0.85e12
 _PER_JOULE = {"int8": INT8_OPS_PER_JOULE, "fp16acc": FP16ACC_FLOPS_PER_JOULE}
 
