@@ -95,8 +95,16 @@ class Accelerator:
         """Dense peak FLOP/s for a precision, falling back to the nearest slower path the part has.
 
         fp8 without support runs at the bf16/fp16 rate; tf32 falls back to fp32; int4 uses the int8 rate.
-        ``peak_precision`` says which path a figure comes from.
+        ``peak_precision`` says which path a figure comes from. ``fp16acc`` is fp16 multiplied with fp16
+        accumulation (cuBLAS ``CUBLAS_COMPUTE_16F``): half the int8 rate on NVIDIA tensor cores since Turing, which
+        on GeForce parts is twice the fp16 figure the catalog lists (FP32 accumulation, half rate there) and on
+        workstation and datacenter parts equal to it (NVIDIA Ampere GA102 whitepaper, 2020, RTX 3090: FP16 tensor
+        142 TFLOPS with FP16 accumulate, 71 with FP32, INT8 284 TOPS; Ada AD102 whitepaper, 2022, RTX 4090: 330.3,
+        165.2, 660.6; A100: 312 either way, INT8 624).
         """
+        if precision == "fp16acc":
+            fp16 = self.peak_flops("fp16")
+            return max(fp16 or 0.0, (self.int8_ops or 0.0) / 2.0) or None
         for name in _PEAK_CHAINS[precision]:
             value = getattr(self, name)
             if value:
@@ -106,6 +114,8 @@ class Accelerator:
     def peak_precision(self, precision: str) -> str | None:
         """The path ``peak_flops(precision)`` uses: ``fp16`` for bf16 on a T4 or V100 (no bf16 units), the
         precision itself where the part has units for it, None where it has no path at all."""
+        if precision == "fp16acc":
+            return "fp16" if self.peak_flops(precision) else None
         for name in _PEAK_CHAINS[precision]:
             if getattr(self, name):
                 return _PEAK_NAMES[name]

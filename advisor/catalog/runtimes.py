@@ -28,7 +28,8 @@ CLASSES = ("f16", "q8", "q6", "q5", "q4", "q3", "q2")
 BACKENDS = ("cuda", "rocm", "metal", "vulkan", "cpu")
 BATCHING = ("continuous", "slots", "static")
 MULTI_DEVICE = ("tensor", "layer")
-PEAKS = ("fp32", "fp16", "bf16", "fp8", "int8")
+PEAKS = ("fp32", "fp16", "bf16", "fp8", "int8", "fp16acc")
+PREFILL_KERNELS = ("mmq", "cublas")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_BITS = (16, 8, 4)
 
@@ -79,6 +80,8 @@ class BackendProfile:
         prefill_vector_flops, prefill_vector_flops_quantized: FLOPs of vector-unit work (fp32 CUDA cores) a
             prompt's matrix multiplies cost per tensor-core FLOP, with 16-bit and with quantised weights, done in
             series with the tensor-core work (``prefill_matmul_flops``); 0 where the backend has no such split.
+        prefill_peak: the peak a prompt of 16-bit weights multiplies at (``fp16acc``: llama.cpp's cuBLAS GEMM
+            with fp16 accumulation, ``catalog.records.Accelerator.peak_flops``); "" for the request's precision.
     """
 
     backend: str
@@ -91,6 +94,7 @@ class BackendProfile:
     source: str
     prefill_vector_flops: float = 0.0
     prefill_vector_flops_quantized: float = 0.0
+    prefill_peak: str = ""
 
     def eta_for(self, cls: str) -> float:
         """The decode bandwidth efficiency of a format class."""
@@ -245,11 +249,14 @@ def _backend(rid: str, name: str, t: dict, classes: set[str]) -> BackendProfile:
         raise RuntimeDataError(f"{where}: prefill_peak_quantized must be one of {', '.join(PEAKS)}, got {peak!r}")
     prefill = _fraction(t.get("prefill_eta"), f"{where}.prefill_eta")
     vector = _share(t.get("prefill_vector_flops", 0.0), f"{where}.prefill_vector_flops")
+    peak16 = t.get("prefill_peak", "")
+    if peak16 and peak16 not in PEAKS:
+        raise RuntimeDataError(f"{where}: prefill_peak must be one of {', '.join(PEAKS)}, got {peak16!r}")
     return BackendProfile(name, decode_eta, overhead * 1e-6, peak, prefill,
                           _fraction(t.get("prefill_eta_quantized", prefill), f"{where}.prefill_eta_quantized"),
                           _fraction(t.get("attention_eta"), f"{where}.attention_eta"), _need(t, "source", where, str),
                           vector, _share(t.get("prefill_vector_flops_quantized", vector),
-                                         f"{where}.prefill_vector_flops_quantized"))
+                                         f"{where}.prefill_vector_flops_quantized"), peak16)
 
 
 def _share(value, where: str) -> float:
@@ -363,6 +370,16 @@ class RuntimeChoice:
     backend: str
     profile: BackendProfile
     backend_supported: bool
+    # how a quantised prompt is multiplied: "mmq" (the profile's quantised kernel, the default) or "cublas"
+    # (dequantised to 16 bits and multiplied as 16-bit weights are: llama.cpp built with GGML_CUDA_FORCE_CUBLAS,
+    # or any build before June 2024, when llama.cpp PR #8075 made its int8 MMQ kernels the default on NVIDIA)
+    prefill_kernel: str = "mmq"
+
+    @property
+    def dequantised_prefill(self) -> bool:
+        """Whether a quantised prompt is dequantised to 16 bits first and multiplied by the 16-bit kernel."""
+        return self.weight_format.quantised and self.prefill_kernel == "cublas" \
+            and self.profile.prefill_peak_quantized == "int8"
 
     def to_json(self) -> dict:
         """The plan's ``"software"`` key (same shape as a training framework's, kind ``runtime``)."""

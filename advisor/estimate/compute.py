@@ -70,17 +70,27 @@ class DecodeEstimate:
 # (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024), 0.74 of the 4090's rate per datasheet operation, so the
 # 6000 Ada sustains about 0.74 x 728.5 TOPS = 540 TOPS on 300 W (docs/method.md, "Inference speed").
 INT8_OPS_PER_JOULE = 1.8e12
+# The same for fp16 tensor work with fp16 accumulation (llama.cpp's cuBLAS path, which reaches 0.5 of its peak where
+# power does not bind: RTX 4090 and 3090 F16 pp512, 0.46 and 0.50). llama-bench pp512 of the F16 and dequantised
+# Q4_K_M prompts (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024) put the 300 W RTX 6000 Ada at 0.71 of the
+# 450 W RTX 4090, the same die (122 TFLOP/s at F16, so a sustained peak near 250) and the 350 W H100 PCIe at
+# 0.23-0.31 of its 756 TFLOP/s peak: about 0.85e12 FLOP per joule, half the int8 figure.
+FP16ACC_FLOPS_PER_JOULE = 0.85e12
+_PER_JOULE = {"int8": INT8_OPS_PER_JOULE, "fp16acc": FP16ACC_FLOPS_PER_JOULE}
 
 
 def power_capped_flops(peak_flops: float, tdp_w: float | None, kernel: str) -> float:
-    """The sustained rate of a kernel type: ``min(peak, INT8_OPS_PER_JOULE * TDP)`` for int8, else the peak.
+    """The sustained rate of a kernel type: ``min(peak, ops per joule * TDP)`` for int8 and for fp16 with fp16
+    accumulation, else the peak.
 
-    A board that cannot feed its int8 units at the datasheet clock within its power limit lowers the clock;
-    the 16-bit and 8-bit float paths keep their datasheet peak (no figure in the calibration set bounds them).
+    A board that cannot feed its tensor units at the datasheet clock within its power limit lowers the clock;
+    the bf16 and fp16 paths with fp32 accumulation and the fp8 path keep their datasheet peak (no figure in the
+    calibration set bounds them).
     """
-    if kernel != "int8" or not tdp_w or tdp_w <= 0:
+    per_joule = _PER_JOULE.get(kernel)
+    if per_joule is None or not tdp_w or tdp_w <= 0:
         return peak_flops
-    return min(peak_flops, INT8_OPS_PER_JOULE * tdp_w)
+    return min(peak_flops, per_joule * tdp_w)
 
 
 # A board run below its rated power: the tensor units clock down, and the rate falls less than the power

@@ -267,6 +267,10 @@ class Job(BaseModel):
     gpu_layers: int | None = _field(None, unit="layers", help="layers on the GPU, the rest on the CPU (llama.cpp "
                                     "-ngl N); default: all", group="inference", workloads=("inference",), ge=0,
                                     le=10_000)
+    prefill_kernel: Literal["mmq", "cublas"] | None = _field(
+        None, help="how llama.cpp multiplies a quantised prompt on NVIDIA: mmq (its int8 kernels, the default since "
+        "June 2024) or cublas (dequantised to fp16 for cuBLAS: a build with GGML_CUDA_FORCE_CUBLAS, or older)",
+        group="inference", workloads=("inference",))
     # ---- hardware and cost
     accelerator: tuple[str, ...] = _field((), help="restrict the options to these accelerator ids (repeatable)",
                                           group="hardware", max_length=256)
@@ -445,6 +449,9 @@ def _check_inference(job: Job) -> None:
     if job.gpu_layers is not None and not rt.offloads_layers:
         raise JobInputError("gpu_layers", f"{rt.id} keeps every layer on the GPU; layers on the CPU are llama.cpp's "
                                           "-ngl (--runtime llama.cpp)")
+    if job.prefill_kernel is not None and not any(b.prefill_peak_quantized == "int8" for b in rt.backends):
+        raise JobInputError("prefill_kernel", f"{rt.id} has one prompt kernel per backend; --prefill-kernel is "
+                                              "llama.cpp's on NVIDIA (--runtime llama.cpp)")
     if rt.kv_format(job.kv_cache_bits) is None:
         raise JobInputError("kv_cache_bits", f"{rt.id} has no {job.kv_cache_bits}-bit KV cache; its KV caches: "
                             + ", ".join(f"{name} ({bits} bits)" for bits, name in rt.kv_formats))

@@ -258,6 +258,7 @@ def runtime_choice(req: PlanRequest, acc: Accelerator) -> RuntimeChoice:
     """
     rid = req.runtime or default_runtime(acc, req.quant, req.kv_cache_bits)
     try:
-        return choose(rid, req.precision, req.quant, req.kv_cache_bits, acc.vendor, acc.kind)
+        choice = choose(rid, req.precision, req.quant, req.kv_cache_bits, acc.vendor, acc.kind)
     except KeyError as exc:
         raise PlanInputError("quant" if "load" in exc.args[0] else "kv_cache_bits", exc.args[0]) from None
+    return replace(choice, prefill_kernel=req.prefill_kernel) if req.prefill_kernel else choice

@@ -118,12 +118,32 @@ class ModelServing:
         return float(self.weight_bytes or self.params * choice.weight_format.bits_per_weight / 8.0)
 
 
-def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: float, acc: Accelerator) -> float:
+def prefill_kernel(choice: RuntimeChoice, sixteen_bit: str) -> str:
+    """The peak type a prompt's matrix multiplies run at: the quantised kernel's (llama.cpp's int8 MMQ on NVIDIA;
+    fp8 and W8A8 at their own type) for quantised weights, unless they are dequantised first
+    (``RuntimeChoice.dequantised_prefill``); else the profile's 16-bit kernel, or ``sixteen_bit`` (the request's)."""
+    fmt, prof = choice.weight_format, choice.profile
+    if fmt.quantised and not choice.dequantised_prefill:
+        return fmt.native or prof.prefill_peak_quantized
+    return prof.prefill_peak or sixteen_bit
+
+
+def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: float, acc: Accelerator,
+                       chunk_tokens: float = decode.PIPELINE_CHUNK) -> float:
     """The share of ``kernel_peak_flops`` a prompt's matrix multiplies reach on ``acc``: the runtime's share of
     the kernel's sustained peak (``compute.power_capped_flops``), less the vector-unit work it does in series
-    (``BackendProfile.prefill_matmul_flops``; docs/method.md, "Inference speed")."""
+    (``BackendProfile.prefill_matmul_flops``; docs/method.md, "Inference speed").
+
+    Quantised weights dequantised first (``RuntimeChoice.dequantised_prefill``) are read and written as 16-bit
+    copies once per micro-batch of ``chunk_tokens`` tokens (llama.cpp's ``-ub``, 512), in series with the multiply:
+    ``(bits / 8 + 2)`` bytes per weight at the backend's 16-bit read efficiency, against ``2 * chunk`` FLOPs."""
     sustained = compute.power_capped_flops(kernel_peak_flops, acc.tdp_w, kernel)
-    rate = choice.profile.prefill_matmul_flops(choice.weight_format.quantised, sustained, acc.peak_flops("fp32"))
+    quantised_kernel = choice.weight_format.quantised and not choice.dequantised_prefill
+    rate = choice.profile.prefill_matmul_flops(quantised_kernel, sustained, acc.peak_flops("fp32"))
+    if choice.dequantised_prefill and acc.mem_bandwidth_bps:
+        per_weight = choice.weight_format.bits_per_weight / 8.0 + 2.0
+        bandwidth = acc.mem_bandwidth_bps * choice.profile.eta_for("f16")
+        rate = 1.0 / (1.0 / rate + per_weight / (2.0 * max(1.0, chunk_tokens) * bandwidth))
     return rate / kernel_peak_flops
 
 
@@ -160,15 +180,12 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     weights = model.weights_of(choice)
     # Prompt matrix multiplies at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; fp8 and W8A8 at
     # their own type) or the 16-bit one; attention at the fp16 peak (catalog.runtimes.BackendProfile).
-    if fmt.quantised:
-        kernel = fmt.native or prof.prefill_peak_quantized
-    else:
-        kernel = "fp8" if model.precision == "fp8" else "bf16"
+    kernel = prefill_kernel(choice, "fp8" if model.precision == "fp8" else "bf16")
     mm_peak = acc.peak_flops(kernel) or acc.peak_flops("bf16") or acc.peak_flops("fp16") or acc.peak_flops("fp32")
     att_peak = acc.peak_flops("fp16") or mm_peak
     if not mm_peak:
         raise ValueError(f"{acc.id}: no peak FLOP/s for {kernel}")
-    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc)
+    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, min(decode.PIPELINE_CHUNK, lengths.prompt_mean))
     tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)
     if rt.batching != "slots":
         tail = max(tail, 2.0 * (lengths.prompt_mean + lengths.output_mean))

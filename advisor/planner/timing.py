@@ -33,7 +33,7 @@ from advisor.estimate.software import MFU_CEILING
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
 from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
-from advisor.planner.serve_spec import prefill_matmul_eta
+from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -307,10 +307,11 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
     # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
-    kernel = (fmt.native or prof.prefill_peak_quantized) if fmt.quantised else compute_precision(req)
+    kernel = prefill_kernel(choice, compute_precision(req))
     mm_peak = acc.peak_flops(kernel) or acc.peak_flops(req.precision)
     # the kernel's share of its peak, less the vector-unit work it does in series (BackendProfile.prefill_matmul_flops)
-    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc) if mm_peak else prof.prefill_eta
+    chunk = min(decode.PIPELINE_CHUNK, lens.prompt * req.batch)
+    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk) if mm_peak else prof.prefill_eta
     if req.mfu is not None:
         mm_eta = req.mfu
     overhead = arch.layers * prof.overhead_per_layer_s

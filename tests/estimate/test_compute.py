@@ -90,13 +90,15 @@ def test_priors_by_class():
     assert "assumption" in mfu_prior("gaudi3", "datacenter", "bf16").origin
 
 
-def test_power_caps_the_int8_peak_only():
+def test_power_caps_the_int8_and_fp16_accumulate_peaks():
     """Hand-worked: INT8_OPS_PER_JOULE 1.8e12 x 300 W = 540 TOPS for the RTX 6000 Ada (datasheet 728.5 TOPS);
     the RTX 4090's 450 W allow 810 TOPS, above its 660.6 (uncapped); fp16 and a part without a TDP keep the peak."""
     assert compute.power_capped_flops(728.5e12, 300.0, "int8") == pytest.approx(540e12)
     assert compute.power_capped_flops(660.6e12, 450.0, "int8") == pytest.approx(660.6e12)
     assert compute.power_capped_flops(364.2e12, 300.0, "fp16") == pytest.approx(364.2e12)
     assert compute.power_capped_flops(728.5e12, None, "int8") == pytest.approx(728.5e12)
+    # fp16 with fp16 accumulation: 0.85e12 FLOP/J x 300 W = 255e12 below the RTX 6000 Ada's 364.25e12
+    assert compute.power_capped_flops(364.25e12, 300.0, "fp16acc") == pytest.approx(255e12)
 
 
 def test_power_limited_fraction_by_hand():

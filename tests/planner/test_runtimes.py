@@ -83,6 +83,41 @@ def test_prefill_counts_attention_by_hand(raw):
     assert per_token[8192] / per_token[512] == pytest.approx(1.77, abs=0.02)
 
 
+def test_a_dequantised_prompt_by_hand(raw):
+    # prefill_kernel=cublas (llama.cpp before June 2024, or GGML_CUDA_FORCE_CUBLAS): Q4_K_M (4.8944 bits a weight)
+    # is dequantised to fp16 once per 512-token micro-batch, (4.8944 / 8 + 2) bytes a weight at 0.93 of 1008e9 B/s,
+    # then multiplied as F16 weights are: cuBLAS with fp16 accumulation, half the int8 peak (330.3e12; 450 W x
+    # 0.85e12 = 382.5e12 does not cap it), at 0.5. Attention as above.
+    r, o = _option("home:rtx-4090", model="llama-3-8b", quant="q4_k_m", prompt_tokens=512, output_tokens=16,
+                   accelerator=["rtx-4090"], owned_options=False, runtime="llama.cpp", prefill_kernel="cublas")
+    p = 512
+    per_flop = 1 / (330.3e12 * 0.5) + (4.8944 / 8 + 2) / (2 * 512 * 1008e9 * 0.93)
+    seconds = 2 * r.params * p * per_flop + 2 * 32 * 4096 * p * (p + 1) / (165.2e12 * 0.15)
+    assert o.serving.prefill_tokens_per_s == pytest.approx(p / seconds, rel=1e-6)
+    # 6,830 tokens/s; llama-bench pp512 measured 7,139 in May 2024 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference)
+    assert o.serving.prefill_tokens_per_s == pytest.approx(7139, rel=0.1)
+    _, mmq = _option("home:rtx-4090", model="llama-3-8b", quant="q4_k_m", prompt_tokens=512, output_tokens=16,
+                     accelerator=["rtx-4090"], owned_options=False, runtime="llama.cpp")
+    assert mmq.serving.prefill_tokens_per_s > 1.3 * o.serving.prefill_tokens_per_s  # today's int8 kernels
+
+
+def test_board_power_caps_the_f16_prompt_by_hand(raw):
+    # RTX 6000 Ada, F16: fp16-accumulate peak 728.5e12 / 2 = 364.25e12, but 300 W x 0.85e12 FLOP/J = 255e12
+    # sustained, at 0.5; llama-bench pp512 measured 6,663 tokens/s (XiongjieDai, May 2024).
+    r, o = _option("home:rtx-6000-ada", model="llama-3-8b", precision="fp16", prompt_tokens=512, output_tokens=16,
+                   accelerator=["rtx-6000-ada"], owned_options=False, runtime="llama.cpp")
+    p = 512
+    seconds = 2 * r.params * p / (255e12 * 0.5) + 2 * 32 * 4096 * p * (p + 1) / (364.2e12 * 0.15)
+    assert o.serving.prefill_tokens_per_s == pytest.approx(p / seconds, rel=1e-6)
+    assert o.serving.prefill_tokens_per_s == pytest.approx(6663, rel=0.2)
+
+
+def test_prefill_kernel_is_llama_cpp_s():
+    with pytest.raises(Exception, match="prefill-kernel"):
+        PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "inference", "runtime": "vllm",
+                                  "prefill_kernel": "cublas"})
+
+
 def test_a_batch_arriving_together_waits_for_every_prompt():
     r, o = _option("onprem:h100-sxm", model="llama-3-8b", batch=16, prompt_tokens=2048, output_tokens=128,
                    accelerator=["h100-sxm"])
