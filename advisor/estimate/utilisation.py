@@ -21,6 +21,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from advisor.estimate.compute import exposed_host_seconds
+
 FEATURES = ("intercept", "gen_2018", "gen_2022", "gen_2024", "log10_params_per_1e10", "log2_seq_per_2048",
             "published_total")
 # Ridge penalties per feature (0 = free). Generation offsets are shrunk hardest: a generation with one run
@@ -347,7 +349,7 @@ class TrainingTime:
 def training_time(model: UtilisationModel, *, generation: int, active_params: float, layers: int, hidden: int,
                   seq_len: int, tokens: float, devices: int, peak_flops: float, workload: str = "pretrain",
                   recompute: str = "selective", slowdown: float = 1.0, calibrated_mfu: float | None = None,
-                  ) -> TrainingTime:
+                  host_s: float = 0.0, optimizer_s: float = 0.0) -> TrainingTime:
     """Time a training job with the fitted utilisation (docs/method.md, "Utilisation fitted on documented runs").
 
     ``T = tokens * (f_w * P_act + f_a * 6*L*s*h) * r / (N * peak * u) * slowdown``, with ``f_w`` 6 (4 for LoRA and
@@ -362,6 +364,10 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
         slowdown: ``comms.link_slowdown`` of the option's links against the fitted clusters' (1 = same links).
         calibrated_mfu: a training-step calibration of this device; it replaces the fitted utilisation and the
             interval narrows to the within-study width.
+        host_s, optimizer_s: time of the job that does not scale with the FLOPs (``compute.host_seconds``, the host
+            issuing each layer's kernels, of which ``compute.exposed_host_seconds`` shows; ``compute.optimizer_seconds``,
+            the memory-bound optimizer steps), added to the compute time; the utilisation reported is then the
+            effective one, FLOPs over ``N * peak`` and the whole time.
     """
     lora = workload in ("lora", "qlora")
     per_token = (4.0 if lora else 6.0) * active_params + (4.0 if lora else 6.0) * layers * seq_len * hidden
@@ -371,7 +377,12 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
     else:
         est = predict_utilisation(model, generation=generation, active_params=active_params, seq_len=seq_len)
         u, origin = est.mfu, est.origin
-    seconds = flops / (devices * peak_flops * u) * slowdown
+    compute_s = flops / (devices * peak_flops * u) * slowdown
+    seconds = compute_s + exposed_host_seconds(host_s, compute_s) + max(0.0, optimizer_s)
+    if seconds > compute_s:
+        share = 1.0 - compute_s / seconds
+        u = u * compute_s / seconds
+        origin = f"{origin}; {share:.0%} of the time is kernel launches and the optimizer step (effective)"
     hours = seconds / 3600.0
     tps = tokens / seconds
     calibrated = calibrated_mfu is not None
