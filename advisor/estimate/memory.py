@@ -111,7 +111,8 @@ def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpoint
     stores them, so no recomputation ("none") keeps ``34*s*b*h/t`` like Korthikanti's selective recomputation
     ("selective" with ``behaviours.selective_saves == "activations"``); torchtitan's per-op selective policy
     (``"matmuls"``) keeps only what ``matmul_saved_values`` counts, plus one layer's working set while it is
-    recomputed; full recomputation keeps only the layer input ``2*s*b*h`` per layer plus that working set. With 1F1B pipelining the first stage holds ``pp``
+    recomputed; full recomputation keeps only the layer input ``2*s*b*h`` per layer plus that working set.
+    With 1F1B pipelining the first stage holds ``pp``
     micro-batches of ``L/pp`` layers: ``L`` layers' worth, so pipelining does not reduce it.
     With ``behaviours.activation_offload`` the saved activations live in host RAM (``offloaded_activation_bytes``)
     and the device keeps one layer's working set. The logits and loss (``software.logits_bytes``: one fp32 copy,
