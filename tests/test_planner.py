@@ -66,7 +66,8 @@ def test_calibration_changes_this_machines_estimate_and_removal_restores_it():
     measured = plan(req, calibration=cal)
     home_prior, home_measured = _opt(prior, "home:rtx-4090"), _opt(measured, "home:rtx-4090")
     assert home_prior.mfu == 0.30 and home_measured.mfu == 0.15
-    assert home_measured.hours == pytest.approx(2 * home_prior.hours)
+    # the prior's time also holds the host launches and optimizer steps (0.5 % here); a measured one holds them
+    assert home_measured.hours == pytest.approx(2 * home_prior.hours, rel=0.01)
     assert "measured on this machine" in home_measured.mfu_origin
     other = plan(PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=1e8,
                                                accelerator=["h100-sxm"])), calibration=cal)

@@ -28,7 +28,7 @@ BEHAVIOURS = tuple(f.name for f in fields(TrainingBehaviours))
 ORIGINS = ("prior", "fitted", "reference")
 _TYPES: dict[str, tuple[type, ...]] = {
     "optimizer_in_backward": (bool,), "activation_offload": (bool,), "loss_chunks": (int,),
-    "logits_fp32_copies": (int, float), "kernel_efficiency": (int, float),
+    "logits_fp32_copies": (int, float), "kernel_efficiency": (int, float), "host_us_per_layer": (int, float),
 }
 
 

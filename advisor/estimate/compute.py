@@ -51,6 +51,32 @@ def training_tokens_per_s(active_params: float, devices: int, peak_flops: float,
     return devices * peak_flops * mfu / (flops_per_token(active_params, workload) * recompute_factor(checkpointing))
 
 
+# The share of the peak memory bandwidth a streaming element-wise kernel (an optimizer step) reaches: an
+# assumption, as STREAM-like copies reach 80 to 90 % on NVIDIA datacenter GPUs (docs/method.md).
+OPTIMIZER_BANDWIDTH_ETA = 0.8
+
+
+def host_seconds(*, micro_batches: float, layers: int, host_s_per_layer: float, passes: int) -> float:
+    """Host time of issuing the kernels: ``micro_batches * layers * passes * host`` (``layers`` on one device)."""
+    return micro_batches * layers * passes * host_s_per_layer
+
+
+def optimizer_seconds(*, optimizer_steps: float, optimizer_bytes: float, mem_bandwidth_bps: float) -> float:
+    """``optimizer_steps * bytes / (BW * OPTIMIZER_BANDWIDTH_ETA)``: each optimizer step streams the device's shard
+    of the trained parameters' weights, gradients and moments through memory (``software.optimizer_step_bytes``)."""
+    return optimizer_steps * optimizer_bytes / (mem_bandwidth_bps * OPTIMIZER_BANDWIDTH_ETA)
+
+
+def exposed_host_seconds(host_s: float, compute_s: float) -> float:
+    """The part of the host time the GPU waits for: ``H^2 / (H + C)``, so that ``C + H^2/(H + C)`` is a smooth
+    maximum of the compute ``C`` and the host time ``H`` (docs/method.md, "Training speed"): the host hides behind
+    long kernels (``C >> H``: ``C``), the GPU waits on a slow host (``H >> C``: ``H``), and half the host time
+    shows when the two are equal, as short launches and kernels alternate."""
+    if host_s <= 0.0:
+        return 0.0
+    return host_s * host_s / (host_s + max(0.0, compute_s))
+
+
 @dataclass(frozen=True)
 class DecodeEstimate:
     """Roofline estimate of one decode step and of prefill for a batch."""

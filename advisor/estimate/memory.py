@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.runtimes import runtime_data
 from advisor.estimate.model import ModelArch, kv_values_per_token
-from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, optimizer_moment_bytes
+from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, moment_state, optimizer_moment_bytes
 
 GIB = 2**30
 CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # CUDA context and library workspaces: 0.3 to 2 GiB (docs/method.md)
@@ -74,10 +74,7 @@ def state_bytes_per_param(precision: str, optimizer: str, hidden: int = 4096,
     halves or quarters them (``adamw-8bit`` is 8-bit whatever the framework's 16- or 32-bit default).
     Pure fp32/tf32: 4 + 4 + moments (Adam: 16 in all).
     """
-    state = behaviours.optimizer_state
-    if optimizer == "adamw-8bit" and state in ("fp32", "bf16"):
-        state = "8bit"
-    moments = optimizer_moment_bytes(optimizer, state, hidden)
+    moments = optimizer_moment_bytes(optimizer, moment_state(optimizer, behaviours), hidden)
     if precision in MIXED:
         return StateBytes(2.0, 2.0, (4.0 if behaviours.master_weights == "fp32" else 0.0) + moments)
     if precision in ("fp32", "tf32"):
@@ -109,16 +106,20 @@ def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpoint
     """Activation memory on the device of the whole layer stack for one micro-batch in flight on the first stage.
 
     Korthikanti et al. 2022, eq. 1-6, with sequence parallelism under tensor parallelism:
-    per layer ``s*b*h*(34 + 5*a*s/h)/t`` bytes at 16 bits; selective recomputation (or FlashAttention/SDPA)
-    drops the ``5*a*s/h`` term; full recomputation keeps only the layer input ``2*s*b*h`` per layer plus
-    one layer's working set while it is recomputed. With 1F1B pipelining the first stage holds ``pp``
+    per layer ``s*b*h*(34 + 5*a*s/h)/t`` bytes at 16 bits, where ``5*a*s/h`` is the attention's score matrices.
+    A fused attention kernel (FlashAttention, PyTorch SDPA: the default of every framework profile) never
+    stores them, so no recomputation ("none") keeps ``34*s*b*h/t`` like Korthikanti's selective recomputation
+    ("selective" with ``behaviours.selective_saves == "activations"``); torchtitan's per-op selective policy
+    (``"matmuls"``) keeps only what ``matmul_saved_values`` counts, plus one layer's working set while it is
+    recomputed; full recomputation keeps only the layer input ``2*s*b*h`` per layer plus that working set.
+    With 1F1B pipelining the first stage holds ``pp``
     micro-batches of ``L/pp`` layers: ``L`` layers' worth, so pipelining does not reduce it.
     With ``behaviours.activation_offload`` the saved activations live in host RAM (``offloaded_activation_bytes``)
     and the device keeps one layer's working set. The logits and loss (``software.logits_bytes``: one fp32 copy,
     ``4*s*b*V``, in Korthikanti's count) are added: dominant for large vocabularies.
     """
     stack = _layer_stack(arch, seq_len, micro_batch, checkpointing, tp, bytes_per_value / 2.0,
-                         behaviours.activation_offload)
+                         behaviours.activation_offload, behaviours.selective_saves)
     return stack + logits_bytes(seq_len * micro_batch, arch.vocab, behaviours) / tp
 
 
@@ -127,21 +128,33 @@ def offloaded_activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, 
     """Host RAM the offloaded activations take: the layer stack the device would otherwise keep
     (``activation_bytes`` without the logits) less the one layer's working set it still holds."""
     args = (arch, seq_len, micro_batch, checkpointing, tp, bytes_per_value / 2.0)
-    return _layer_stack(*args, False) - _layer_stack(*args, True)
+    return max(0.0, _layer_stack(*args, False) - _layer_stack(*args, True))
 
 
-def _layer_stack(arch: ModelArch, s: int, b: int, checkpointing: str, tp: int, scale: float, offload: bool) -> float:
+def matmul_saved_values(arch: ModelArch) -> int:
+    """Values per token one layer keeps under torchtitan's per-op selective checkpointing (``_custom_policy`` of
+    ``torchtitan/parallelisms/parallelize_llama.py``, 2024-12): the layer input, the attention output, and the
+    output of every other matrix multiply in the order they run (q, k, v, o, then w1, w3, w2 of a gated
+    feed-forward or the two of a plain one; the first, third, ... are saved)."""
+    q_out, kv_out = arch.heads * arch.d_head, arch.kv_heads * arch.d_head
+    ffn = (arch.moe_ffn or arch.ffn) * max(1, arch.experts_per_token) if arch.is_moe else arch.ffn
+    outputs = [q_out, kv_out, kv_out, arch.hidden] + ([ffn, ffn, arch.hidden] if arch.ffn_kind == "gated"
+                                                        else [ffn, arch.hidden])
+    return arch.hidden + q_out + sum(outputs[0::2])
+
+
+def _layer_stack(arch: ModelArch, s: int, b: int, checkpointing: str, tp: int, scale: float, offload: bool,
+                 selective_saves: str = "activations") -> float:
     """The layer stack's activations kept on the device (``activation_bytes`` without the logits)."""
-    h, a, L = arch.hidden, arch.heads, arch.layers
-    full_layer = s * b * h * (34 + 5 * a * s / h) / tp * scale
-    selective_layer = s * b * h * 34 / tp * scale
+    h, L = arch.hidden, arch.layers
+    layer = s * b * h * 34 / tp * scale  # every activation, no score matrix (fused attention)
     if offload:
-        return full_layer if checkpointing == "none" else selective_layer
-    if checkpointing == "none":
-        return L * full_layer
+        return layer
+    if checkpointing == "none" or (checkpointing == "selective" and selective_saves == "activations"):
+        return L * layer
     if checkpointing == "selective":
-        return L * selective_layer
-    return L * 2 * s * b * h / tp * scale + selective_layer
+        return L * 2 * s * b * matmul_saved_values(arch) / tp * scale + layer
+    return L * 2 * s * b * h / tp * scale + layer
 
 
 def overhead_bytes(other_bytes: float) -> int:

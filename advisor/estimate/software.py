@@ -17,6 +17,15 @@ the bytes those behaviours decide (docs/method.md, "The training framework"):
   bf16 logits and one fp32 log-softmax, upcasting a chunk at a time; "fused" (a fused linear cross-entropy:
   Liger-Kernel, torchtune ``LinearCrossEntropyLoss``, Unsloth) never holds the whole logits, only one chunk's
   bf16 and fp32 values.
+* selective checkpointing: what a layer keeps. ``activations`` is Korthikanti et al.'s selective recomputation
+  (every activation but the attention core, which FlashAttention/SDPA never stores); ``matmuls`` is torchtitan's
+  per-op policy (``parallelize_llama.py``: the outputs of every other matrix multiply and of the attention are
+  saved, everything else recomputed in the backward).
+* host time per layer: eager PyTorch issues a decoder layer's kernels one by one from Python; at a few hundred
+  tokens a step the GPU waits on it. ``host_us_per_layer`` is that host time for one layer's forward; the
+  backward issues about as many kernels again and full recomputation a forward more (``host_passes``).
+* the optimizer step: a memory-bound pass over the trained parameters' weights, gradients and moments
+  (``optimizer_step_bytes``), negligible at thousands of tokens a step but not at a few hundred.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ MASTER_WEIGHTS = ("fp32", "bf16")
 OPTIMIZER_STATES = ("fp32", "bf16", "8bit", "paged-8bit")
 LOSSES = ("full", "chunked", "fused")
 CHECKPOINTING = ("none", "selective", "full")
+SELECTIVE_SAVES = ("activations", "matmuls")
 SWITCH = ("on", "off")  # a behaviour switch given as a job input (None: from the framework)
 # Bytes per optimizer moment value by state format (see the module docstring).
 STATE_BYTES = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0, "paged-8bit": 1.0}
@@ -52,6 +62,9 @@ class TrainingBehaviours:
         checkpointing: the activation checkpointing the framework uses by default.
         activation_offload: the checkpointed activations live in host RAM (streamed back for the backward).
         kernel_efficiency: the framework's speed against plain PyTorch kernels (1.0), a factor on the utilisation.
+        selective_saves: what selective checkpointing keeps per layer: ``activations`` (Korthikanti) or
+            ``matmuls`` (torchtitan's per-op policy); see the module docstring.
+        host_us_per_layer: host (Python and launch) time of one decoder layer's forward kernels, microseconds.
     """
 
     master_weights: str = "fp32"
@@ -63,6 +76,8 @@ class TrainingBehaviours:
     checkpointing: str = "selective"
     activation_offload: bool = False
     kernel_efficiency: float = 1.0
+    selective_saves: str = "activations"
+    host_us_per_layer: float = 0.0
 
     def __post_init__(self) -> None:
         if self.master_weights not in MASTER_WEIGHTS:
@@ -79,6 +94,10 @@ class TrainingBehaviours:
             raise ValueError("loss_chunks must be between 1 and 4096")
         if not 0.1 <= self.kernel_efficiency <= 5:
             raise ValueError("kernel_efficiency must be between 0.1 and 5")
+        if self.selective_saves not in SELECTIVE_SAVES:
+            raise ValueError(f"selective_saves must be one of {', '.join(SELECTIVE_SAVES)}")
+        if not 0.0 <= self.host_us_per_layer <= 100_000:
+            raise ValueError("host_us_per_layer must be between 0 and 100000")
 
     def as_dict(self) -> dict:
         """The behaviours by name (the plan document's ``software.behaviours``)."""
@@ -86,7 +105,8 @@ class TrainingBehaviours:
                 "optimizer_in_backward": self.optimizer_in_backward, "loss": self.loss,
                 "logits_fp32_copies": self.logits_fp32_copies, "loss_chunks": self.loss_chunks,
                 "checkpointing": self.checkpointing, "activation_offload": self.activation_offload,
-                "kernel_efficiency": self.kernel_efficiency}
+                "kernel_efficiency": self.kernel_efficiency, "selective_saves": self.selective_saves,
+                "host_us_per_layer": self.host_us_per_layer}
 
     def summary(self) -> str:
         """One line for people: ``fp32 logits x2.5, checkpointing full, fp32 master copy, fp32 AdamW states``."""
@@ -107,6 +127,13 @@ class TrainingBehaviours:
 PLAIN = TrainingBehaviours()
 _STATE_WORDS = {"fp32": "fp32 optimizer states", "bf16": "bf16 optimizer states", "8bit": "8-bit optimizer states",
                 "paged-8bit": "paged 8-bit optimizer states (host RAM)"}
+
+
+def moment_state(optimizer: str, behaviours: TrainingBehaviours) -> str:
+    """The format the optimizer's moments are kept in: the framework's, but 8-bit for ``adamw-8bit`` (bitsandbytes)
+    whatever the framework's 16- or 32-bit default."""
+    state = behaviours.optimizer_state
+    return "8bit" if optimizer == "adamw-8bit" and state in ("fp32", "bf16") else state
 
 
 def optimizer_moment_bytes(optimizer: str, state: str, hidden: int) -> float:
@@ -131,3 +158,30 @@ def logits_bytes(tokens: float, vocab: int, behaviours: TrainingBehaviours) -> f
     if behaviours.loss == "chunked":
         return n * (2.0 + 4.0 + 4.0 / behaviours.loss_chunks)
     return 6.0 * n / behaviours.loss_chunks
+
+
+def host_passes(checkpointing: str) -> int:
+    """Kernel-issuing passes over each layer in a training micro-batch: forward and backward, and the forward
+    again under full recomputation."""
+    return 3 if checkpointing == "full" else 2
+
+
+def optimizer_step_bytes(optimizer: str, precision: str, hidden: int, behaviours: TrainingBehaviours) -> float:
+    """Device-memory bytes one optimizer step moves per trained parameter (a memory-bound pass).
+
+    ``w`` is the updated weight (the fp32 master copy, or the weights themselves in pure 16-bit training), ``g``
+    its gradient (the same width), ``M`` both moments (``optimizer_moment_bytes``). PyTorch's AdamW runs as
+    ``foreach`` kernels by default on CUDA (torch.optim docs: foreach is the default over the for-loop, fused is
+    not); one step (``_multi_tensor_adamw``) is weight decay (read and write ``w``), ``lerp`` of the first moment
+    (read ``m`` and ``g``, write ``m``), ``mul`` and ``addcmul`` of the second (twice its read and write, ``g``
+    once), ``sqrt``, ``div`` and ``add`` of a denominator the size of a moment, then ``addcdiv`` into the weights:
+    ``4w + 7M + 2g``. A bitsandbytes 8-bit step is one fused kernel: ``2w + 2M + g``. Gradient clipping (on by
+    default in the Hugging Face Trainer and torchtitan, ``max_norm = 1``) reads the gradients for their norm and
+    scales them: ``3g`` more.
+    """
+    w = 4.0 if precision in ("fp32", "tf32") or behaviours.master_weights == "fp32" else 2.0
+    g = w
+    state = moment_state(optimizer, behaviours)
+    moments = optimizer_moment_bytes(optimizer, state, hidden)
+    step = 2 * w + 2 * moments + g if state in ("8bit", "paged-8bit") else 4 * w + 7 * moments + 2 * g
+    return step + 3 * g

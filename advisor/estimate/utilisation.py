@@ -21,6 +21,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from advisor.estimate.compute import exposed_host_seconds
+
 FEATURES = ("intercept", "gen_2018", "gen_2022", "gen_2024", "log10_params_per_1e10", "log2_seq_per_2048",
             "published_total")
 # Ridge penalties per feature (0 = free). Generation offsets are shrunk hardest: a generation with one run
@@ -363,7 +365,8 @@ class TrainingTime:
 def training_time(model: UtilisationModel, *, generation: int, active_params: float, layers: int, hidden: int,
                   seq_len: int, tokens: float, devices: int, peak_flops: float, workload: str = "pretrain",
                   recompute: str = "selective", slowdown: float = 1.0, calibrated_mfu: float | None = None,
-                  fp8_params: float = 0.0, gemm_speedup: float = 1.0) -> TrainingTime:
+                  fp8_params: float = 0.0, gemm_speedup: float = 1.0, host_s: float = 0.0,
+                  optimizer_s: float = 0.0) -> TrainingTime:
     """Time a training job with the fitted utilisation (docs/method.md, "Utilisation fitted on documented runs").
 
     ``T = tokens * W * r / (N * peak * u) * slowdown`` with the work per token
@@ -382,6 +385,10 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
             interval narrows to the within-study width.
         fp8_params, gemm_speedup: parameters whose matrix products run in fp8, and the fp8 peak over ``peak_flops``
             (``fp8_work_per_token``); 0 and 1 for 16-bit training.
+        host_s, optimizer_s: time of the job that does not scale with the FLOPs (``compute.host_seconds``, the host
+            issuing each layer's kernels, of which ``compute.exposed_host_seconds`` shows; ``compute.optimizer_seconds``,
+            the memory-bound optimizer steps), added to the compute time; the utilisation reported stays the one of
+            the compute (the origin says what share the rest takes).
     """
     lora = workload in ("lora", "qlora")
     f = 4.0 if lora else 6.0
@@ -394,7 +401,10 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
     else:
         est = predict_utilisation(model, generation=generation, active_params=active_params, seq_len=seq_len)
         u, origin = est.mfu, est.origin
-    seconds = work / (devices * peak_flops * u) * slowdown
+    compute_s = work / (devices * peak_flops * u) * slowdown
+    seconds = compute_s + exposed_host_seconds(host_s, compute_s) + max(0.0, optimizer_s)
+    if seconds > compute_s * 1.005:
+        origin = f"{origin}; {1.0 - compute_s / seconds:.0%} of the time is kernel launches and the optimizer step"
     hours = seconds / 3600.0
     tps = tokens / seconds
     calibrated = calibrated_mfu is not None

@@ -29,7 +29,7 @@ from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch, embedding_params
 from advisor.estimate.priors import mfu_prior
-from advisor.estimate.software import MFU_CEILING
+from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_bytes
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
 from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
@@ -203,10 +203,14 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
                 recompute=software.behaviours.checkpointing, calibrated_mfu=mfu, **split)
     shape = None
     if layout.devices == 1:
-        step = U.training_time(model, **base, tokens=1e6)
+        tokens = 1e6
     else:
         shape = step_layout(req, layout, arch, params, seq_len)
-        step = U.training_time(model, **base, tokens=shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp)
+        tokens = shape["micro_batch"] * seq_len * shape["microbatches"] * layout.dp
+    # a measured or given utilisation (--mfu, the probe, the user's runs) is an effective one: it holds these already
+    fixed = step_overhead(req, acc, arch, params, seq_len, layout, software, precision, tokens) \
+        if source in ("fitted", "prior") else {}
+    step = U.training_time(model, **base, tokens=tokens, **fixed)
     rate = acc.peak_precision(precision)
     if rate != precision:
         note = "; ".join(filter(None, [f"no {precision} units on {acc.name}: timed at the {rate} rate "
@@ -231,6 +235,28 @@ def fp8_split(acc: Accelerator, arch: ModelArch, active: int, precision: str) ->
     bf16 = acc.peak_flops("bf16")
     return dict(peak_flops=bf16, fp8_params=max(0.0, active - embedding_params(arch)),
                 gemm_speedup=acc.peak_flops("fp8") / bf16)
+
+
+def step_overhead(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, seq_len: int,
+                  layout: Parallelism, software, precision: str, tokens: float) -> dict[str, float]:
+    """``{"host_s", "optimizer_s"}`` of ``tokens`` of training (``utilisation.training_time``): the framework's host
+    time per layer over each device's micro-batches (``compute.host_seconds``), and an optimizer step every
+    ``grad_accum`` micro-batches (the job's; 1, the frameworks' default; pretraining at least
+    ``GLOBAL_BATCH_TOKENS``) over the device's shard of the trained parameters (``compute.optimizer_seconds``).
+    The communication split keeps its own assumed global batch (``step_layout``)."""
+    b = software.behaviours
+    micro = tokens / (req.micro_batch * seq_len * layout.dp)
+    trained = memory.lora_trainable_params(arch, req.lora_rank) if req.workload in ("lora", "qlora") else params
+    shard = trained / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
+    per_param = optimizer_step_bytes(req.optimizer, precision, arch.hidden, b)
+    # pretraining batches are millions of tokens (GLOBAL_BATCH_TOKENS) whatever the job's accumulation
+    floor = GLOBAL_BATCH_TOKENS.get(req.workload, 0) / (req.micro_batch * seq_len * layout.dp)
+    accumulation = max(1.0, float(req.grad_accum), floor)
+    host = compute.host_seconds(micro_batches=micro, layers=math.ceil(arch.layers / layout.pp),
+                                host_s_per_layer=b.host_us_per_layer * 1e-6, passes=host_passes(b.checkpointing))
+    opt = compute.optimizer_seconds(optimizer_steps=micro / accumulation, optimizer_bytes=shard * per_param,
+                                    mem_bandwidth_bps=acc.mem_bandwidth_bps)
+    return {"host_s": host, "optimizer_s": opt}
 
 
 def framework_utilisation(mfu: float, origin: str, source: str, software) -> tuple[float, str]:

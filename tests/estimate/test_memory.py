@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from advisor.catalog.load import bundled_catalog
 from advisor.estimate import memory
 from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_token, param_count
+from advisor.estimate.software import TrainingBehaviours
 
 GIB = 2**30
 CAT = bundled_catalog()
@@ -42,14 +43,26 @@ def test_zero_stages_by_hand():
 def test_activations_korthikanti_by_hand():
     arch = CAT.model("llama-2-7b")  # h 4096, a 32, L 32, V 32000
     s, b = 2048, 1
-    per_layer_full = s * b * 4096 * (34 + 5 * 32 * s / 4096)  # 16-bit, no recomputation
+    per_layer = s * b * 4096 * 34  # 16-bit, no recomputation: a fused attention stores no 5*a*s/h score term
     logits = 4 * s * b * 32000
-    assert memory.activation_bytes(arch, s, b, "none") == pytest.approx(32 * per_layer_full + logits)
+    assert memory.activation_bytes(arch, s, b, "none") == pytest.approx(32 * per_layer + logits)
     assert memory.activation_bytes(arch, s, b, "selective") == pytest.approx(32 * s * b * 4096 * 34 + logits)
     full = 32 * 2 * s * b * 4096 + s * b * 4096 * 34 + logits
     assert memory.activation_bytes(arch, s, b, "full") == pytest.approx(full)
     # tensor (and sequence) parallelism divides the activations
     assert memory.activation_bytes(arch, s, b, "selective", tp=8) == pytest.approx((32 * s * b * 4096 * 34 + logits) / 8)
+
+
+def test_torchtitan_op_selective_by_hand():
+    # Llama 3.1 8B: h 4096, 32 heads x 128, 8 KV heads, ffn 14336. The per-op policy saves the layer input, the
+    # attention output and mm outputs 1, 3, 5, 7 (q, v, w1, w2): 4096 + 4096 + 4096 + 1024 + 14336 + 4096 values
+    arch = CAT.model("llama-3.1-8b")
+    assert memory.matmul_saved_values(arch) == 31744
+    s, b = 8192, 2
+    sac = TrainingBehaviours(selective_saves="matmuls", loss="fused", loss_chunks=1)
+    logits = 6 * s * b * arch.vocab
+    expected = 32 * 2 * s * b * 31744 + s * b * 4096 * 34 + logits  # the stack, one layer recomputed, the loss
+    assert memory.activation_bytes(arch, s, b, "selective", behaviours=sac) == pytest.approx(expected)
 
 
 def test_kv_cache_llama3_8b_published():

@@ -7,9 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.estimate import memory
+from advisor.estimate import compute, memory
 from advisor.estimate.model import ModelArch
-from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, optimizer_moment_bytes
+from advisor.estimate.software import (
+    PLAIN,
+    TrainingBehaviours,
+    host_passes,
+    logits_bytes,
+    optimizer_moment_bytes,
+    optimizer_step_bytes,
+)
 
 # A small model whose bytes are easy by hand: L 2, h 64, 4 heads (d_head 16), 2 KV heads, ffn 128, V 1000.
 ARCH = ModelArch(id="t", name="t", layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=1000)
@@ -121,3 +128,30 @@ def test_chunked_and_fused_never_hold_more_than_full(copies, chunks, s):
     fused = logits_bytes(s, 1000, TrainingBehaviours(loss="fused", loss_chunks=chunks))
     chunked = logits_bytes(s, 1000, TrainingBehaviours(loss="chunked", loss_chunks=chunks))
     assert fused <= chunked <= logits_bytes(s, 1000, TrainingBehaviours(logits_fp32_copies=2.5))
+
+
+def test_optimizer_step_bytes_by_hand():
+    # torch foreach AdamW: 4w + 7M + 2g, clipping 3g. Pure bf16 (w = g = 2, M = 2 x 2): 8 + 28 + 4 + 6 = 46
+    bf16 = TrainingBehaviours(master_weights="bf16", optimizer_state="bf16")
+    assert optimizer_step_bytes("adamw", "bf16", 4096, bf16) == 46.0
+    # mixed precision with an fp32 master copy and fp32 moments (w = g = 4, M = 8): 16 + 56 + 8 + 12 = 92
+    assert optimizer_step_bytes("adamw", "bf16", 4096, PLAIN) == 92.0
+    # a bitsandbytes 8-bit step is one fused kernel: 2w + 2M + g, plus clipping: 8 + 4 + 4 + 12 = 28
+    assert optimizer_step_bytes("adamw-8bit", "bf16", 4096, PLAIN) == 28.0
+
+
+def test_host_and_optimizer_seconds_by_hand():
+    # the PEFT MetaMathQA full fine-tune of Llama 3.2 3B on an L40S (864 GB/s): 3.21e9 parameters x 46 bytes
+    # a step at 0.8 of the bandwidth is 0.214 s; 28 layers x 2 passes x 1 ms of host time a micro-batch
+    opt = compute.optimizer_seconds(optimizer_steps=1, optimizer_bytes=3.21e9 * 46, mem_bandwidth_bps=864e9)
+    assert opt == pytest.approx(3.21e9 * 46 / (864e9 * 0.8))
+    assert opt == pytest.approx(0.2136, rel=1e-3)
+    host = compute.host_seconds(micro_batches=1, layers=28, host_s_per_layer=1e-3, passes=host_passes("none"))
+    assert host == pytest.approx(0.056)
+    assert host_passes("full") == 3
+    # the smooth maximum C + H^2/(H + C): C at C >> H, H at H >> C, 1.5 C when equal
+    assert compute.exposed_host_seconds(0.056, 0.103) == pytest.approx(0.056**2 / 0.159)
+    assert 0.1 + compute.exposed_host_seconds(0.1, 0.1) == pytest.approx(0.15)
+    assert compute.exposed_host_seconds(1e-3, 100.0) < 1e-7
+    assert 1e-3 + compute.exposed_host_seconds(100.0, 1e-3) == pytest.approx(100.0, rel=1e-6)
+    assert compute.exposed_host_seconds(0.0, 1.0) == 0.0
