@@ -165,11 +165,11 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     m0 = (a0 * touched(spec, b) if moe else a0) + a1 * b
     tpot = (m0 if m0 > c1 * b else c1 * b) + s0
     ttft = p_mean
-    x = rho = dec = stall = wait = busy = 0.0
+    x = rho = dec = stall = wait = busy = tail = 0.0
     step = tpot
-    w, last = 1.0, math.inf
+    w, last, calm = 1.0, math.inf, 0
     # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
-    for _ in range(60):
+    for _it in range(60):
         r = ttft + o1 * tpot
         if batch is not None:
             x = batch / r
@@ -215,25 +215,32 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         along = 2.0 * x * residual
         if along > per_step - 1.0:
             along = per_step - 1.0
-        new_ttft = wait + service + along * unit + new_tpot
+        tail = along * unit + new_tpot
+        new_ttft = wait + service + tail
         d1, d2 = new_tpot - tpot, new_ttft - ttft
         if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
             tpot, ttft = new_tpot, new_ttft
             break
-        # Full steps while the change shrinks; halved when it grows (a loop near saturation oscillates).
+        # Steps halved when the change grows (a loop near saturation oscillates), doubled back after two that
+        # shrink; neither time moves by more than a factor of two at once (the queue's wait is steep near u = 1).
         size = (d1 / tpot) ** 2 + (d2 / ttft) ** 2
         if size > last:
-            w = w * 0.5 if w > 0.1 else w
+            w, calm = (w * 0.5 if w > 0.1 else w), 0
+        else:
+            calm += 1
+            if calm >= 2 and w < 1.0:
+                w, calm = (w * 2.0 if w < 0.5 else 1.0), 0
         last = size
-        tpot, ttft = tpot + w * d1, ttft + w * d2
+        nt, nf = tpot + w * d1, ttft + w * d2
+        tpot = nt if 0.5 * tpot <= nt <= 2.0 * tpot else (0.5 * tpot if nt < tpot else 2.0 * tpot)
+        ttft = nf if 0.5 * ttft <= nf <= 2.0 * ttft else (0.5 * ttft if nf < ttft else 2.0 * ttft)
     r = ttft + o1 * tpot
     # p50 and p95: the prefill of a prompt of that quantile, the steps, and the wait: none when the server is
     # idle, else exponential with the mean wait of a busy server.
-    extra = ttft - wait - _prefill_in_service_s(spec, lengths.prompt_mean, dec, ctx)
     cond = wait / busy if busy > 0 else 0.0
-    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx) + extra \
+    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx) + tail \
         + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx) + extra \
+    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx) + tail \
         + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)

@@ -27,6 +27,7 @@ from advisor.estimate.calibration import (
     format_bits,
     implied_log_scale,
 )
+from advisor.estimate.serving_queue import ServePoint
 from advisor.job import JOB_FIELDS, JobInputError
 from advisor.planner.calibrated import raw_estimates, serving_class, training_class
 from advisor.planner.request import PlanRequest
@@ -189,10 +190,10 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
                       klass_of(m, req, options[0], acc, result.active_params < result.params))
 
 
-def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], float | None], str]:
-    """``(at, class)``: ``at(t)`` is the serving model's mean time to first token of the measured setup with the
-    runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``), None where it is not
-    stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
+def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], ServePoint | None], str]:
+    """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
+    measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
+    None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
 
     The setup: one replica of the measured devices, the weight format and runtime named, at least as many
     sequences as the stated concurrency, that many users in a closed loop (AIPerf's concurrency; for MLPerf's
@@ -209,7 +210,8 @@ def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], flo
     from advisor.planner.serve_spec import model_serving, replica_spec
 
     precision = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
-    values: dict = {"model": m.model, "precision": precision, "users": max(1, m.batch),
+    users = max(1, m.batch)
+    values: dict = {"model": m.model, "precision": precision, "users": users,
                     "prompt_tokens": max(1, m.prompt_tokens), "output_tokens": max(1, m.output_tokens)}
     if m.quant and m.quant != "fp8":
         values["quant"] = QUANT_OF.get(m.quant, m.quant)
@@ -222,16 +224,28 @@ def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], flo
     lengths = Lengths(float(values["prompt_tokens"]), float(values["output_tokens"]))
     choice = runtime_choice(job, acc)
 
-    def at(t: float) -> float | None:
+    def at(t: float) -> ServePoint | None:
         spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=None, lengths=lengths,
                                compute_scale=math.exp(t))
-        if spec.max_seqs < values["users"]:  # the run's own batch limit where it is above the server's default
-            spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=values["users"], lengths=lengths,
+        if spec.max_seqs < users:  # the run's own batch limit where it is above the server's default
+            spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=users, lengths=lengths,
                                    compute_scale=math.exp(t))
-        point = serve_at(spec, lengths, users=values["users"])
-        return point.ttft_mean_s if point.stable and math.isfinite(point.ttft_mean_s) else None
+        point = serve_at(spec, lengths, users=users)
+        return point if point.stable and math.isfinite(point.ttft_mean_s) else None
 
     return at, serving_class(m.group, choice, acc)
+
+
+def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], float | None], str]:
+    """``(at, class)`` as ``serve_point_predictor``, ``at(t)`` the mean time to first token (what AIPerf and MLPerf
+    publish)."""
+    at_point, klass = serve_point_predictor(m, catalog, acc)
+
+    def at(t: float) -> float | None:
+        p = at_point(t)
+        return None if p is None else p.ttft_mean_s
+
+    return at, klass
 
 
 def _scaled_prediction(m: Measurement, catalog, acc) -> Prediction:
