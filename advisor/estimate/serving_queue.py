@@ -3,11 +3,12 @@ service, throughput, time to first token (TTFT) and time per output token (TPOT)
 load within latency targets (pure; docs/method.md, "Serving under load").
 
 Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value fixed point (Little's
-law) for the batch, the prompts as an M/G/1 queue in front of the decode (Pollaczek-Khinchine mean, an
-exponential tail for p95), admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival
-rate, and a closed loop for concurrent users (each sends the next request when the last one ends, as serving
-benchmarks count "concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event
-simulation of the same server.
+law) for the batch; the first token from a step queue (the residual of the step in progress, the wait while the
+prompts ahead fill the steps' prefill budget, the prompt's own steps and one more; an exponential tail for p50
+and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
+loop for concurrent users (each sends the next request when the last one ends, as serving benchmarks count
+"concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the same
+server.
 """
 
 from __future__ import annotations
@@ -201,13 +202,14 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         room = 1.0 - k_mean / per_step
         var_t = unit * unit * k_mean * ((room if room > 0.0 else 0.0) + cv_p2)
         busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
-        residual = 0.5 * (new_tpot + var_t / new_tpot) * busy
+        # (the decode's steps run only while others are in service; the prompts' spread is already per unit time)
+        residual = 0.5 * (new_tpot * busy + var_t / new_tpot)
         # The prompt budget: a step that takes prompts is ``carrying`` plus the stalls of those it takes; the
         # share of the steps' room the arrivals use sets how long the prompts ahead hold a new one back.
         k_in = k_mean if k_mean > 1.0 else 1.0
         if k_in > per_step:
             k_in = per_step
-        u = x * chunks * (carrying + unit * k_in) / per_step
+        u = x * share * chunks * (carrying + unit * k_in) / per_step  # the others' prompts hold a new one back
         if u > _RHO_MAX:
             u = _RHO_MAX
         wait = residual / (1.0 - u)
