@@ -350,4 +350,4 @@ def range_origin() -> str:
     facts = serve_range_factors()
     parts = [f"{what} within x/÷{facts[g][0]:.2f} ({facts[g][1]})" for what, g in
              (("throughput and per-token time", "serving"), ("time to first token", "ttft"))]
-    return "80 % ranges: " + "; ".join(parts)
+    return "; ".join(parts)
