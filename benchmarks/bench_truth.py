@@ -35,11 +35,24 @@ from advisor.planner.measured import observation, predict  # noqa: E402
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 
 
-def predictions_to_csv(rows) -> str:
-    """``row_id,group,class,setup,predicted`` of every planned measurement (the raw estimates the fit used)."""
-    lines = ["row_id,group,class,setup,predicted"]
-    lines += [f"{m.row_id},{m.group},{p.klass},{m.accelerator_id}/{m.model},{p.predicted!r}" for m, p in rows]
+def predictions_to_csv(rows, obs) -> str:
+    """``row_id,group,class,setup,predicted,implied,held_out`` of every planned measurement (the raw estimates the
+    fit used; a SCALED group's implied log scale and its prediction at the scale fitted without its source)."""
+    lines = ["row_id,group,class,setup,predicted,implied,held_out"]
+    by_id = {o.row_id: o for o in obs}
+    for m, p in rows:
+        o = by_id[m.row_id]
+        extra = "," if o.implied is None else f"{o.implied!r},{o.held_out!r}"
+        lines.append(f"{m.row_id},{m.group},{p.klass},{m.accelerator_id}/{m.model},{p.predicted!r},{extra}")
     return "\n".join(lines) + "\n"
+
+
+def observations(planned) -> list[C.Observation]:
+    """Every planned figure as a fitting record; a SCALED group's rows planned again at the scale fitted on the
+    other sources (``calibration.with_held_out``)."""
+    at = {m.row_id: p.at for m, p in planned if p.at is not None}
+    return C.with_held_out([observation(m, p) for m, p in planned],
+                           lambda rid, t: at[rid](t) if rid in at else None)
 
 
 def collect(catalog):
@@ -73,8 +86,8 @@ def _pct(x: float) -> str:
 
 def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     obs_by: dict[str, list[C.Observation]] = {}
-    for m, p in planned:
-        obs_by.setdefault(m.group, []).append(observation(m, p))
+    for o in observations(planned):
+        obs_by.setdefault(o.group, []).append(o)
     print("Published measurements, leave-one-source-out (a source's figures are predicted by a fit on the others)")
     head = (f"{'group':16s} {'rows':>4s} {'src':>3s} {'raw ok':>7s} {'within':>7s} {'target':>7s} {'cover':>7s} "
             f"{'75-90%':>6s} {'width':>6s} {'<2':>3s}  verdict")
@@ -126,16 +139,18 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
 
 
 def print_rows(planned, group: str) -> None:
-    obs = [(m, observation(m, p)) for m, p in planned if m.group == group]
+    obs = [o for o in observations(planned) if o.group == group]
     if not obs:
         return
-    hold = C.leave_one_source_out([o for _, o in obs])
-    print(f"\n{group}: measured, raw estimate, held-out calibrated estimate, error factor")
-    for (m, o), r in zip(obs, hold.log_residuals):
+    hold = C.leave_one_source_out(obs)
+    scaled = group in C.SCALED
+    print(f"\n{group}: measured, raw estimate, held-out calibrated estimate, error factor"
+          + (", implied compute-efficiency scale" if scaled else ""))
+    for o, r in zip(obs, hold.log_residuals):
         sign = -1.0 if group == "ttft" else 1.0
-        cal = m.value / math.exp(sign * r)
-        print(f"  {m.row_id[:52]:52s} {o.klass[:26]:26s} {m.value:11.4g} {o.predicted:11.4g} {cal:11.4g} "
-              f"{math.exp(abs(r)):6.2f}")
+        cal = o.measured / math.exp(sign * r)
+        print(f"  {o.row_id[:52]:52s} {o.klass[:26]:26s} {o.measured:11.4g} {o.predicted:11.4g} {cal:11.4g} "
+              f"{math.exp(abs(r)):6.2f}" + (f"  x{math.exp(o.implied):.2f}" if o.implied is not None else ""))
 
 
 def print_utilisation(write: bool) -> None:
@@ -171,18 +186,12 @@ def main(argv=None) -> int:
     if not args.write:
         print_utilisation(False)
     if args.write:
-        fits = C.fit_all(observation(m, p) for m, p in planned)
+        obs = observations(planned)
+        fits = C.fit_all(obs)
         (RESOURCES / "calibration_fit.csv").write_text(C.fits_to_csv(fits), encoding="utf-8")
-        # Derived figures (the first token) are compared with the calibrated plan: plan them again with the
-        # factors just stored, then store their widths.
         from advisor.catalog.measurements import bundled_calibration_fit
         bundled_calibration_fit.cache_clear()
-        planned, skipped = collect(catalog)
-        fits = C.fit_all(observation(m, p) for m, p in planned)
-        (RESOURCES / "calibration_fit.csv").write_text(C.fits_to_csv(fits), encoding="utf-8")
-        bundled_calibration_fit.cache_clear()
-        print_groups(planned, skipped)
-        (RESOURCES / "calibration_predictions.csv").write_text(predictions_to_csv(planned), encoding="utf-8")
+        (RESOURCES / "calibration_predictions.csv").write_text(predictions_to_csv(planned, obs), encoding="utf-8")
         print(f"\nwrote {RESOURCES / 'utilisation_fit.csv'}, calibration_fit.csv, calibration_predictions.csv")
     return 0
 

@@ -21,8 +21,13 @@ Method (docs/method.md, "Calibration on published measurements"):
    (cross-conformal with the sources as folds, Barber et al. 2021; as ``utilisation.leave_one_study_out``).
 4. A group with a single source cannot be left out source by source, so nothing fitted on it could be
    checked: its figures keep the raw estimate (factor 1), its width is the conformal quantile of the raw
-   residuals, and the summary says so (``single_source``). The time to first token is derived from the
-   calibrated prefill and decode (``DERIVED``): it is compared with the calibrated plan and sizes its range only.
+   residuals, and the summary says so (``single_source``).
+5. The time to first token under load is not proportional to any one efficiency: the queue in front of the
+   prompts grows faster than the prefill slows (``estimate.serving_queue``). Its group (``SCALED``) fits the
+   share of the runtime profile's compute efficiency a served step reaches instead: each row *implies* the
+   log scale at which the serving model meets its figure (``implied_log_scale``), and those are fitted as the
+   log ratios of the other groups are (step 2). Left out, a source's rows are planned again at the scale
+   fitted on the others (``with_held_out``), so the check is of the figure itself, queue included.
 
 Everything here is pure: records in, numbers out. Planning a measurement is ``advisor.planner.measured``.
 """
@@ -33,8 +38,8 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from advisor.estimate.utilisation import _conformal_width, _quantile
 
@@ -49,10 +54,11 @@ SHRINK_ROWS = 3.0
 SHRINK_SOURCES = 1.0  # the group factor is shrunk towards the raw estimate by one source that agrees with it
 MIN_SOURCES = 2  # a factor is fitted only where it can be checked on a source the fit has not seen
 MIN_SETUPS = 4  # within one source, a class needs this many accelerator-and-model setups for a step of its own
-# Figures the planner derives from calibrated ones (the first token is the calibrated prefill plus one calibrated
-# decode step): no factor of their own; their measurements are compared with the calibrated plan, and their
-# residuals size only their range.
-DERIVED = ("ttft",)
+# Groups whose factor is an input of the model rather than a multiplier of its figure (module docstring, step 5):
+# the time to first token, whose fitted factor scales the runtime's compute efficiencies in a served step.
+SCALED = ("ttft",)
+# The log scales an implied factor is sought between (a compute efficiency from e^-2.5 to e^1 of the profile's).
+SCALE_BOUNDS = (-2.5, 1.0)
 # The targets of issue 23: share within the tolerance, 80 % interval coverage, median interval width high/low.
 TOLERANCE = {"finetune_memory": 0.15}
 DEFAULT_TOLERANCE = 0.25
@@ -259,12 +265,65 @@ class Observation:
     measured: float
     predicted: float
     setup: str = ""  # the accelerator and model measured (``rtx-4090/llama-3-8b``): independent setups within a source
+    implied: float | None = None  # SCALED groups: the log scale at which the model meets the figure
+    held_out: float | None = None  # SCALED groups: the prediction at the scale fitted without this source
 
     @property
     def log_ratio(self) -> float:
         """``log(measured / predicted)``; a time (ttft) is inverted so that every factor multiplies a speed."""
-        r = math.log(self.measured / self.predicted)
-        return -r if self.group == "ttft" else r
+        return _log_speed_ratio(self.group, self.measured, self.predicted)
+
+    @property
+    def fit_value(self) -> float:
+        """What the fit averages: the implied log scale of a SCALED group's row, else ``log_ratio``."""
+        return self.implied if self.implied is not None else self.log_ratio
+
+
+def _log_speed_ratio(group: str, measured: float, predicted: float) -> float:
+    r = math.log(measured / predicted)
+    return -r if group == "ttft" else r
+
+
+def implied_log_scale(at: Callable[[float], float], measured: float, bounds: tuple[float, float] = SCALE_BOUNDS
+                      ) -> float:
+    """The log scale ``t`` at which ``at(t)`` (a time falling as the scale rises) equals ``measured``: bisection
+    on ``log(at(t) / measured)``, 40 halvings; held at a bound the figure lies beyond."""
+    lo, hi = bounds
+    if not at(lo) > measured:  # slower than the slowest scale gives: at the lower bound
+        return lo
+    if not at(hi) < measured:
+        return hi
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if at(mid) > measured:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def with_held_out(obs: Sequence[Observation], predict_at: Callable[[str, float], float | None]
+                  ) -> list[Observation]:
+    """A SCALED group's observations with ``held_out`` set: each row planned again (``predict_at(row_id, log
+    scale)``) at the scale fitted on the other sources (the raw one for a group of one source)."""
+    out = []
+    fits: dict[tuple[str, str], tuple[float, dict[str, float]]] = {}
+    for o in obs:
+        if o.group not in SCALED:
+            out.append(o)
+            continue
+        mine = [p for p in obs if p.group == o.group]
+        if len({p.source_id for p in mine}) < MIN_SOURCES:
+            t = 0.0
+        else:
+            key = (o.group, o.source_id)
+            if key not in fits:
+                fits[key] = fit_log_factors([p for p in mine if p.source_id != o.source_id])
+            g, classes = fits[key]
+            t = _predict_log(g, classes, o.klass)
+        value = predict_at(o.row_id, t)
+        out.append(replace(o, held_out=value if value is not None and value > 0 else o.predicted))
+    return out
 
 
 @dataclass(frozen=True)
@@ -289,14 +348,14 @@ def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]
         return 0.0, {}
     by_source: dict[str, list[float]] = {}
     for o in obs:
-        by_source.setdefault(o.source_id, []).append(o.log_ratio)
+        by_source.setdefault(o.source_id, []).append(o.fit_value)
     g = sum(sum(v) / len(v) for v in by_source.values()) / (len(by_source) + SHRINK_SOURCES)
     by_level: dict[str, list[float]] = {}
     sources_of: dict[str, set[str]] = {}
     setups_of: dict[str, set[tuple[str, str]]] = {}
     for o in obs:
         for level in _levels(o.klass):
-            by_level.setdefault(level, []).append(o.log_ratio)
+            by_level.setdefault(level, []).append(o.fit_value)
             sources_of.setdefault(level, set()).add(o.source_id)
             setups_of.setdefault(level, set()).add((o.source_id, o.setup or o.row_id))
     classes: dict[str, float] = {}
@@ -332,15 +391,20 @@ class HoldOut:
 def leave_one_source_out(obs: Sequence[Observation]) -> HoldOut:
     """Predict each source's rows with the factors fitted on the other sources (one group's observations).
 
-    A group of one source keeps its raw estimates (module docstring, step 4): the residuals are the raw ones."""
+    A group of one source keeps its raw estimates (module docstring, step 4): the residuals are the raw ones.
+    A SCALED group's row planned again without its source (``with_held_out``) is compared as planned; one that
+    was not is compared in log scale units (its implied scale against the fitted one)."""
     single = len({o.source_id for o in obs}) < MIN_SOURCES
     res = []
     for o in obs:
-        if single or o.group in DERIVED:
+        if o.held_out is not None:
+            res.append(_log_speed_ratio(o.group, o.measured, o.held_out))
+            continue
+        if single:
             res.append(o.log_ratio)
             continue
         g, classes = fit_log_factors([p for p in obs if p.source_id != o.source_id])
-        res.append(o.log_ratio - _predict_log(g, classes, o.klass))
+        res.append(o.fit_value - _predict_log(g, classes, o.klass))
     return HoldOut(obs[0].group if obs else "", tuple(o.row_id for o in obs), tuple(o.source_id for o in obs),
                    tuple(res), single)
 
@@ -399,7 +463,7 @@ def _within(log_residual: float, tol: float) -> bool:
 def fit_group(obs: Sequence[Observation]) -> GroupFit:
     """The stored fit of one group: factors on all its rows (none for a single source), the width from the
     held-out residuals."""
-    own = len({o.source_id for o in obs}) >= MIN_SOURCES and not (obs and obs[0].group in DERIVED)
+    own = len({o.source_id for o in obs}) >= MIN_SOURCES
     g, classes = fit_log_factors(obs) if own else (0.0, {})
     hold = leave_one_source_out(obs) if obs else None
     width = _conformal_width([abs(r) for r in hold.log_residuals]) if hold and hold.log_residuals else 0.0

@@ -3,11 +3,12 @@ service, throughput, time to first token (TTFT) and time per output token (TPOT)
 load within latency targets (pure; docs/method.md, "Serving under load").
 
 Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value fixed point (Little's
-law) for the batch, the prompts as an M/G/1 queue in front of the decode (Pollaczek-Khinchine mean, an
-exponential tail for p95), admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival
-rate, and a closed loop for concurrent users (each sends the next request when the last one ends, as serving
-benchmarks count "concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event
-simulation of the same server.
+law) for the batch; the first token from a step queue (the residual of the step in progress, the wait while the
+prompts ahead fill the steps' prefill budget, the prompt's own steps and one more; an exponential tail for p50
+and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
+loop for concurrent users (each sends the next request when the last one ends, as serving benchmarks count
+"concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the same
+server.
 """
 
 from __future__ import annotations
@@ -128,7 +129,10 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
 
     Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
     ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
-    reaches a request every ``t(B_dec) / (1 - rho)``; a prompt waits for the prefills ahead of it (M/G/1).
+    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). A new prompt waits for the step in
+    progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is taken by the
+    prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it, and its
+    first token comes with the step after (docs/method.md, "Serving under load": the step queue).
     """
     o1 = max(lengths.output_mean - 1.0, 0.0)
     ctx = lengths.mean_context
@@ -142,29 +146,38 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     s0 = spec.step_overhead_s
     p_mean = prefill_s(spec, lengths.prompt_mean)
     chunked = spec.chunk_tokens > 0
+    chunks = 1
+    # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
+    # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
+    per_step = 1.0
     if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
         chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
         pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
                      + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
                      / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
         pre_chunk = pre_total / chunks
-    # Second moment of the prefill time over its mean squared: proportional to the prompt (log-normal spread).
-    cv2 = 1.0 + lengths.prompt_cv ** 2
+        per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
+        if per_step < 1.0:
+            per_step = 1.0
+    # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
+    cv_p2 = lengths.prompt_cv ** 2
     b = batch if batch is not None else 1.0
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
     m0 = (a0 * touched(spec, b) if moe else a0) + a1 * b
     tpot = (m0 if m0 > c1 * b else c1 * b) + s0
     ttft = p_mean
-    x = rho = rq = dec = wq = stall = 0.0
+    x = rho = dec = stall = wait = busy = tail = 0.0
     step = tpot
-    w, last = 1.0, math.inf
+    w, last, calm = 1.0, math.inf, 0
     # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
-    for _ in range(60):
+    for _it in range(60):
         r = ttft + o1 * tpot
         if batch is not None:
             x = batch / r
+            others = batch - 1.0  # the other users: in service all the time a closed loop runs
         else:
             x, b = rate, rate * r
+            others = b
         dec = b * o1 * tpot / r
         if dec < 1.0:
             dec = 1.0
@@ -175,47 +188,65 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             c2 = cmp_ + pre_chunk
             service = chunks * ((mem if mem > c2 else c2) + s0)
             stall = service - chunks * step
+            carrying = step  # a step with prompts in it: the decode's step plus their stalls
         else:  # the prompt runs on its own: every decoding request waits for all of it
             service = stall = p_mean
+            carrying = 0.0
         rho = x * stall * share
         if rho > _RHO_MAX:
             rho = _RHO_MAX
-        # The prompts' own queue, one prompt (or chunk) at a time. In a closed loop a request ends only with a
-        # decode step; prompts that run on their own stop the decode, so a new prompt never finds one running
-        # (ties within one step aside): no wait there. An open stream, or chunks riding on the steps, do wait.
         new_tpot = step / (1.0 - rho)
-        if batch is not None and not chunked:
-            # ties: the other requests ending in the same step (dec / O of them on average) go first half the time
-            rq = 0.0
-            wq = 0.5 * dec / (o1 + 1.0) * share * service
-        else:
-            rq = x * service * share
-            if rq > _RHO_MAX:
-                rq = _RHO_MAX
-            wq = rq * service * cv2 / (2.0 * (1.0 - rq))  # Pollaczek-Khinchine
-        new_ttft = service + wq + step
+        # The steps: T = step + (stall per chunk) x K, K the prompt chunks in it (Poisson, at most per_step).
+        unit = stall / chunks
+        k_mean = x * chunks * new_tpot * share
+        room = 1.0 - k_mean / per_step
+        var_t = unit * unit * k_mean * ((room if room > 0.0 else 0.0) + cv_p2)
+        busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
+        # (the decode's steps run only while others are in service; the prompts' spread is already per unit time)
+        residual = 0.5 * (new_tpot * busy + var_t / new_tpot)
+        # The prompt budget: a step that takes prompts is ``carrying`` plus the stalls of those it takes; the
+        # share of the steps' room the arrivals use sets how long the prompts ahead hold a new one back.
+        k_in = k_mean if k_mean > 1.0 else 1.0
+        if k_in > per_step:
+            k_in = per_step
+        u = x * share * chunks * (carrying + unit * k_in) / per_step  # the others' prompts hold a new one back
+        if u > _RHO_MAX:
+            u = _RHO_MAX
+        wait = residual / (1.0 - u)
+        # Prompts that arrived during the step in progress share the prefill step with this one (room allowing).
+        along = 2.0 * x * residual
+        if along > per_step - 1.0:
+            along = per_step - 1.0
+        tail = along * unit + new_tpot
+        new_ttft = wait + service + tail
         d1, d2 = new_tpot - tpot, new_ttft - ttft
         if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
             tpot, ttft = new_tpot, new_ttft
             break
-        # Full steps while the change shrinks; halved when it grows (a loop near saturation oscillates).
+        # Steps halved when the change grows (a loop near saturation oscillates), doubled back after two that
+        # shrink; neither time moves by more than a factor of two at once (the queue's wait is steep near u = 1).
         size = (d1 / tpot) ** 2 + (d2 / ttft) ** 2
         if size > last:
-            w = w * 0.5 if w > 0.1 else w
+            w, calm = (w * 0.5 if w > 0.1 else w), 0
+        else:
+            calm += 1
+            if calm >= 2 and w < 1.0:
+                w, calm = (w * 2.0 if w < 0.5 else 1.0), 0
         last = size
-        tpot, ttft = tpot + w * d1, ttft + w * d2
+        nt, nf = tpot + w * d1, ttft + w * d2
+        tpot = nt if 0.5 * tpot <= nt <= 2.0 * tpot else (0.5 * tpot if nt < tpot else 2.0 * tpot)
+        ttft = nf if 0.5 * ttft <= nf <= 2.0 * ttft else (0.5 * ttft if nf < ttft else 2.0 * ttft)
     r = ttft + o1 * tpot
-    # p95: a long prompt's prefill and the tail of the prefill queue; a request's TPOT p95 adds the spread of
-    # the prefills (a Poisson count) that land in its decode.
-    p95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx)
-    p50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx)
-    cond = wq / rq if rq > 0 else 0.0
-    tie = wq if rq == 0.0 else 0.0  # the wait behind ties, small: added to both quantiles
-    ttft95 = p95 + _exp_tail_quantile(rq, cond, 0.95) + step + tie
-    ttft50 = p50 + _exp_tail_quantile(rq, cond, 0.5) + step + tie
+    # p50 and p95: the prefill of a prompt of that quantile, the steps, and the wait: none when the server is
+    # idle, else exponential with the mean wait of a busy server.
+    cond = wait / busy if busy > 0 else 0.0
+    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx) + tail \
+        + _exp_tail_quantile(busy, cond, 0.95)
+    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx) + tail \
+        + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
-    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rq, tpot_s=tpot, tpot_p95_s=tpot95,
+    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
                   ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft)
 
 

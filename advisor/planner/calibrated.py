@@ -83,6 +83,35 @@ def serving_class(group: str, choice, acc) -> str:
                             memory_class(acc.memory_type, acc.kind))
 
 
+# The 80 % range of a serving figure whose group has no fit (a broken or missing file, or raw estimates): the
+# prior the serving model had before its groups were fitted.
+SERVE_RANGE_PRIOR = {"serving": 1.3, "ttft": 1.5}
+
+
+def serve_compute_scale(choice, acc) -> float:
+    """The share of the runtime profile's compute efficiencies a served step reaches: the ``ttft`` group's factor
+    for the runtime and backend (``estimate.calibration``, step 5), 1 without a fit or on a CPU."""
+    fit = active_fits().get("ttft")
+    if fit is None or "cpu" in (backend_of(acc), choice.backend):
+        return 1.0
+    return fit.factor(serving_class("ttft", choice, acc))
+
+
+def serve_range_factors() -> dict[str, tuple[float, str]]:
+    """``{group: (x/÷ factor of the 80 % range, where it comes from)}`` for the serving groups (``serving``: the
+    throughput and per-token time; ``ttft``): the held-out width of each on the published runs, else a prior."""
+    fits = active_fits()
+    out = {}
+    for group, prior in SERVE_RANGE_PRIOR.items():
+        fit = fits.get(group)
+        if fit is None or fit.rows == 0:
+            out[group] = (prior, "a prior: no fit on published runs in force")
+        else:
+            out[group] = (math.exp(fit.half_width_log), f"leaving one source out on {fit.rows} published figures "
+                                                          f"from {fit.sources} sources")
+    return out
+
+
 def training_class(group: str, req, moe: bool) -> str:
     """The efficiency class of a training plan: its framework, the precision it computes in, dense or MoE."""
     return efficiency_class(group, f"{framework_id(req)}/{compute_precision(req)}/{'moe' if moe else 'dense'}")

@@ -4,15 +4,30 @@
 Each measurement becomes a plan request of its setup (model, accelerator, device count, software, format,
 precision, batch, prompt and output lengths, sequence length, checkpointing). The figure is read from the
 option of that accelerator and count: training tokens/s per device, fine-tune peak memory per device,
-decode tokens/s, prompt tokens/s, served output tokens/s, time to first token. The raw prediction is
-taken with the calibration off (``planner.calibrated.raw_estimates``), so the fit never sees its own output.
+decode tokens/s, prompt tokens/s, served output tokens/s. The raw prediction is taken with the calibration
+off (``planner.calibrated.raw_estimates``), so the fit never sees its own output.
+
+The time to first token under load is the serving model's (``estimate.serving_queue``): one replica of the
+measured devices at the stated concurrency, its mean first token at a scale of the runtime's compute
+efficiencies (``serve_predictor``); the raw prediction is at scale 1 and the row's implied scale is where the
+model meets it (``estimate.calibration``, step 5).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from advisor.estimate.calibration import DERIVED, Measurement, Observation, efficiency_class, format_bits
+from advisor.estimate.calibration import (
+    SCALED,
+    Measurement,
+    Observation,
+    efficiency_class,
+    format_bits,
+    implied_log_scale,
+)
+from advisor.estimate.serving_queue import ServePoint
 from advisor.job import JOB_FIELDS, JobInputError
 from advisor.planner.calibrated import raw_estimates, serving_class, training_class
 from advisor.planner.request import PlanRequest
@@ -40,6 +55,8 @@ class Prediction:
     predicted: float | None
     reason: str = ""
     klass: str = ""
+    implied: float | None = None  # SCALED groups: the log scale of the compute efficiencies that meets the figure
+    at: Callable[[float], float | None] | None = field(default=None, compare=False, repr=False)  # figure at a scale
 
 
 def _first_word(software: str) -> str:
@@ -128,13 +145,7 @@ def figure_of(m: Measurement, option) -> float | None:
     s = option.serving
     if s is None:
         return None
-    if m.group == "prefill":
-        return s.prefill_tokens_per_s
-    # A server under load admits each request's prefill as it arrives (continuous batching): the first token of
-    # one request, not of a batch arriving at once, is what its users measure.
-    if m.batch > 1 and s.ttft_single_request_s is not None:
-        return s.ttft_single_request_s
-    return s.ttft_s
+    return s.prefill_tokens_per_s if m.group == "prefill" else s.ttft_s
 
 
 def klass_of(m: Measurement, req: PlanRequest, option, acc, moe: bool = False) -> str:
@@ -158,15 +169,14 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
     acc = catalog.accelerators.get(m.accelerator_id)
     if acc is None:
         return Prediction(m.row_id, None, f"accelerator {m.accelerator_id!r} is not in the catalog")
+    if m.group in SCALED:
+        return _scaled_prediction(m, catalog, acc)
     req, values, dropped = _valid(request_values(m))
     if req is None:
         return Prediction(m.row_id, None, "; ".join(dropped) or "not plannable")
     try:
-        if m.group in DERIVED:  # compared with the calibrated plan (estimate.calibration.DERIVED)
+        with raw_estimates():
             result = plan_fn(req, catalog, advise=False)
-        else:
-            with raw_estimates():
-                result = plan_fn(req, catalog, advise=False)
     except JobInputError as exc:
         return Prediction(m.row_id, None, str(exc))
     options = [o for o in result.options if o.accelerator == m.accelerator_id and o.devices == m.devices]
@@ -180,7 +190,77 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
                       klass_of(m, req, options[0], acc, result.active_params < result.params))
 
 
+def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], ServePoint | None], str]:
+    """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
+    measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
+    None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
+
+    The setup: one replica of the measured devices, the weight format and runtime named, at least as many
+    sequences as the stated concurrency, that many users in a closed loop (AIPerf's concurrency; for MLPerf's
+    server scenario the concurrency its published rate and mean latency give by Little's law, in ``batch``).
+
+    Raises:
+        JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
+    """
+    from advisor.estimate.serving import Lengths
+    from advisor.estimate.serving_queue import serve_at
+    from advisor.job.serve import ServeJob
+    from advisor.planner.calibrated import serving_class
+    from advisor.planner.request import resolve_job_model, runtime_choice
+    from advisor.planner.serve_spec import model_serving, replica_spec
+
+    precision = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
+    users = max(1, m.batch)
+    values: dict = {"model": m.model, "precision": precision, "users": users,
+                    "prompt_tokens": max(1, m.prompt_tokens), "output_tokens": max(1, m.output_tokens)}
+    if m.quant and m.quant != "fp8":
+        values["quant"] = QUANT_OF.get(m.quant, m.quant)
+    rt = RUNTIME_OF.get(_first_word(m.software))
+    if rt:
+        values["runtime"] = rt
+    job = ServeJob.from_mapping(values)
+    jm = resolve_job_model(job, catalog)
+    model = model_serving(jm.arch, jm.params, jm.active_params, precision, job.kv_cache_bits)
+    lengths = Lengths(float(values["prompt_tokens"]), float(values["output_tokens"]))
+    choice = runtime_choice(job, acc)
+
+    def at(t: float) -> ServePoint | None:
+        spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=None, lengths=lengths,
+                               compute_scale=math.exp(t))
+        if spec.max_seqs < users:  # the run's own batch limit where it is above the server's default
+            spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=users, lengths=lengths,
+                                   compute_scale=math.exp(t))
+        point = serve_at(spec, lengths, users=users)
+        return point if point.stable and math.isfinite(point.ttft_mean_s) else None
+
+    return at, serving_class(m.group, choice, acc)
+
+
+def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], float | None], str]:
+    """``(at, class)`` as ``serve_point_predictor``, ``at(t)`` the mean time to first token (what AIPerf and MLPerf
+    publish)."""
+    at_point, klass = serve_point_predictor(m, catalog, acc)
+
+    def at(t: float) -> float | None:
+        p = at_point(t)
+        return None if p is None else p.ttft_mean_s
+
+    return at, klass
+
+
+def _scaled_prediction(m: Measurement, catalog, acc) -> Prediction:
+    try:
+        at, klass = serve_predictor(m, catalog, acc)
+    except JobInputError as exc:
+        return Prediction(m.row_id, None, str(exc))
+    raw = at(0.0)
+    if raw is None or raw <= 0:
+        return Prediction(m.row_id, None, "the serving model has no steady state for this setup")
+    implied = implied_log_scale(lambda t: at(t) or math.inf, m.value)
+    return Prediction(m.row_id, raw, "", klass, implied, at)
+
+
 def observation(m: Measurement, p: Prediction) -> Observation:
     """The fitting record of a measurement and its raw prediction (``p.predicted`` must be set)."""
     return Observation(m.row_id, m.group, m.source_id, p.klass, m.value, float(p.predicted),
-                       f"{m.accelerator_id}/{m.model}")
+                       f"{m.accelerator_id}/{m.model}", implied=p.implied)

@@ -24,15 +24,15 @@ from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
+from advisor.planner.calibrated import serve_compute_scale, serve_range_factors
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_quote, parse_own
 from advisor.planner.request import PlanInputError, resolve_job_model, runtime_choice
 from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
 
-# Ranges: the serving model has not been fitted per runtime group yet, so a stated prior (x/÷) widens each
-# figure: throughput and TPOT by 1.3, TTFT by 1.5 (prefill and queueing add their own error).
-RANGE_FACTOR = {"throughput": 1.3, "ttft": 1.5}
-RANGE_ORIGIN = ("prior: throughput and per-token time within x/÷1.3, time to first token within x/÷1.5 "
-                "(the serving model is checked on published serving runs, docs/method.md)")
+# Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
+# serving runs (``planner.calibrated.serve_range_factors``): throughput and per-token time from the served
+# batches' group, the first token from its own group.
+RANGE_GROUPS = {"throughput": "serving", "ttft": "ttft"}
 FIXED_PARTS = ("egress",)
 HOME_KINDS = ("consumer", "workstation", "apple")
 ONPREM_KINDS = ("datacenter", "workstation")
@@ -160,7 +160,8 @@ class _Sizer:
             slots = self.choice.runtime.batching == "slots"  # llama.cpp: a slot for each user by default
             spec, launch = replica_spec(self.model, self.acc, devices, self.choice,
                                         max_seqs=self.job.max_seqs or (self.job.users if slots else None),
-                                        lengths=self.lengths, context=self.job.context)
+                                        lengths=self.lengths, context=self.job.context,
+                                        compute_scale=serve_compute_scale(self.choice, self.acc))
             most, _ = max_load(spec, self.lengths, self.targets, by=self.by)
             hit = self._memo[devices] = (spec, launch, most)
         return hit
@@ -336,8 +337,17 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
 
 
 def interval(value: float | None, which: str, inverse: bool = False) -> list[float] | None:
-    """The range of a figure: ``[value / f, value x f]`` with the prior factor of its kind."""
+    """The 80 % range of a figure: ``[value / f, value x f]`` with ``f`` its group's held-out width (``which``:
+    ``throughput`` or ``ttft``, ``RANGE_GROUPS``)."""
     if value is None or not math.isfinite(value):
         return None
-    f = RANGE_FACTOR[which]
+    f = serve_range_factors()[RANGE_GROUPS[which]][0]
     return [value / f, value * f]
+
+
+def range_origin() -> str:
+    """Where the ranges come from, in words (reports, the Serve page, ``advisor.serve/1``)."""
+    facts = serve_range_factors()
+    parts = [f"{what} within x/÷{facts[g][0]:.2f} ({facts[g][1]})" for what, g in
+             (("throughput and per-token time", "serving"), ("time to first token", "ttft"))]
+    return "; ".join(parts)

@@ -155,7 +155,7 @@ def model_serving(arch: ModelArch, params: float, active: float, precision: str,
 
 def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: RuntimeChoice, *,
                  max_seqs: int | None, lengths: Lengths, context: int | None = None,
-                 eta_mem: float | None = None) -> tuple[ServerSpec, dict]:
+                 eta_mem: float | None = None, compute_scale: float = 1.0) -> tuple[ServerSpec, dict]:
     """One replica of ``devices`` accelerators running the runtime ``choice``, and its launch values.
 
     Args:
@@ -166,6 +166,9 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
             twice the mean request, the headroom costs it nothing), rounded up to 256.
         eta_mem: a bandwidth efficiency measured on this machine, instead of the profile's 16-bit figure (the
             format keeps its ratio to it).
+        compute_scale: the fitted share of the profile's compute efficiencies a served step reaches (the ``ttft``
+            group of the calibration set, ``planner.calibrated.serve_compute_scale``): it multiplies the
+            prompt's matrix-multiply and attention efficiencies and the decode's, each kept at most 1.
     Returns:
         ``(spec, launch)``: launch holds ``runtime``, ``tp``, ``max_num_seqs``, ``max_model_len``,
         ``gpu_memory_utilization``, ``kv_cache_dtype``, ``chunk_tokens``, ``slots``, ``ctx_size`` (llama.cpp
@@ -186,6 +189,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     if not mm_peak:
         raise ValueError(f"{acc.id}: no peak FLOP/s for {kernel}")
     mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, min(decode.PIPELINE_CHUNK, lengths.prompt_mean))
+    mm_eta = min(1.0, mm_eta * compute_scale)
+    att_eta = min(1.0, prof.attention_eta * compute_scale)
     tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)
     if rt.batching != "slots":
         tail = max(tail, 2.0 * (lengths.prompt_mean + lengths.output_mean))
@@ -216,7 +221,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     spec = ServerSpec(
         weight_bytes=weights, devices=devices, parallel_devices=parallel, capacity_bytes=capacity,
         bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta, eta_kv=eta_kv, decode_flops=mm_peak * mm_eta,
-        prefill_flops=mm_peak * mm_eta, attention_flops=att_peak * prof.attention_eta,
+        prefill_flops=mm_peak * mm_eta, attention_flops=att_peak * att_eta,
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
@@ -230,7 +235,9 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
               "backend_supported": choice.backend_supported,
               "origin": (f"{rt.name} on {choice.backend}: {fmt.id} weights read at {eta:.2f} of the bandwidth"
                          f"{' (measured on this machine)' if eta_mem else ''}, {step_overhead * 1e3:.2f} ms a step "
-                         f"of overhead, prompt multiplies at {mm_eta:.2f} of the {kernel} peak ({prof.source}); "
+                         f"of overhead, prompt multiplies at {mm_eta:.2f} of the {kernel} peak"
+                         f"{f' (x{compute_scale:.2f} fitted on published serving runs)' if compute_scale != 1.0 else ''}"
+                         f" ({prof.source}); "
                          f"{srv.source}")}
     return spec, launch
 

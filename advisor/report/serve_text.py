@@ -5,7 +5,7 @@ The app's Serve page shows the same answer lines (:func:`answer_lines`).
 
 from __future__ import annotations
 
-from advisor.planner.serve import RANGE_ORIGIN, ServeOption, ServeResult, miss_ratio
+from advisor.planner.serve import ServeOption, ServeResult, miss_ratio, range_origin
 
 
 def _s(x: float | None) -> str:
@@ -160,7 +160,7 @@ def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict 
     lines.append("")
     lines.append(f"GPUs: replicas x devices per replica; most: the highest load within the target on the replicas "
                  f"shown; use: the load's share of what they serve. Costs at the stated load, every hour of the "
-                 f"hardware priced (idle hours too). Ranges: {RANGE_ORIGIN}.")
+                 f"hardware priced (idle hours too). Ranges: {range_origin()}.")
     for w in result.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

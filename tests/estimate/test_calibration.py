@@ -66,11 +66,33 @@ def test_nested_classes_shrink_towards_their_parent():
     assert C.lookup(classes, "other/metal", g) == g
 
 
-def test_time_to_first_token_is_inverted_and_derived():
+def test_time_to_first_token_is_inverted_and_fits_its_implied_scale():
     o = Observation("t", "ttft", "s", "k", measured=2.0, predicted=1.0)  # twice as slow as planned
     assert o.log_ratio == pytest.approx(-math.log(2))  # the speed factor is 1/2
-    obs = [o, Observation("u", "ttft", "v", "k", 1.0, 1.0)]
-    assert C.fit_group(obs).log_factor == 0.0  # derived: no factor of its own
+    # a row's implied scale is fitted instead of its ratio: sources imply log 0.5 and 0 -> g = (log 0.5 + 0) / 3
+    obs = [Observation("t", "ttft", "s", "k", 2.0, 1.0, implied=math.log(0.5)),
+           Observation("u", "ttft", "v", "k", 1.0, 1.0, implied=0.0)]
+    assert C.fit_group(obs).log_factor == pytest.approx(math.log(0.5) / 3)
+
+
+def test_implied_scale_is_where_the_model_meets_the_figure():
+    # a time of 1 / e^t (a prefill twice as fast at twice the efficiency): 0.5 s is met at t = log 2
+    assert C.implied_log_scale(lambda t: math.exp(-t), 0.5) == pytest.approx(math.log(2), abs=1e-9)
+    # beyond what the bounds give: held at the bound
+    assert C.implied_log_scale(lambda t: math.exp(-t), 1e-6) == C.SCALE_BOUNDS[1]
+    assert C.implied_log_scale(lambda t: math.exp(-t), 1e6) == C.SCALE_BOUNDS[0]
+
+
+def test_held_out_rows_are_planned_again_at_the_scale_fitted_without_their_source():
+    # model: ttft = 1 / e^t; source a implies log 0.5 (measured 2), b implies 0 (measured 1). Leaving a out, the
+    # fit on b alone is 0 / 2 = 0: a's row planned at 0 -> 1 s against 2 s measured, residual log(1/2).
+    # Leaving b out: t = log 0.5 / 2, planned 1 / sqrt(0.5) = 1.414 s against 1 s measured.
+    obs = [Observation("a1", "ttft", "a", "k", 2.0, 1.0, implied=math.log(0.5)),
+           Observation("b1", "ttft", "b", "k", 1.0, 1.0, implied=0.0)]
+    held = C.with_held_out(obs, lambda rid, t: math.exp(-t))
+    assert held[0].held_out == pytest.approx(1.0) and held[1].held_out == pytest.approx(math.sqrt(2.0))
+    hold = C.leave_one_source_out(held)
+    assert hold.log_residuals == pytest.approx((math.log(0.5), math.log(math.sqrt(2.0))))
 
 
 def test_summary_counts_within_coverage_and_width_by_hand():

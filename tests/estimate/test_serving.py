@@ -191,3 +191,32 @@ def test_a_prompt_pipelines_over_a_layer_split():
     mm_att = (2 * 8e9 * 4096 + ATTN * 4096**2 / 2) / 5e14
     assert prefill_s(one, 4096) == pytest.approx(mm_att, rel=1e-9)
     assert prefill_s(two, 4096) == pytest.approx(mm_att * 9 / 16, rel=1e-9)
+
+
+def test_prompts_on_their_own_queue_as_m_d_1_by_hand():
+    # One-second prefills (2e12 FLOPs at 2e12 FLOP/s, no attention), one output token, a negligible decode: a
+    # Poisson stream of 0.5 prompts/s is an M/D/1 queue with rho = 0.5, whose mean wait (Pollaczek-Khinchine)
+    # is rho S / (2 (1 - rho)) = 0.5 s; the first token is that wait, the 1 s prefill and one ~1 ms step.
+    s = ServerSpec(weight_bytes=1e6, devices=1, parallel_devices=1, capacity_bytes=80e9, bandwidth_bps=1e12,
+                   eta_mem=1.0, decode_flops=2e12, prefill_flops=2e12, active_params=1e9, attn_flops_per_pair=0.0,
+                   kv_bytes_per_token=1.0, chunk_tokens=0, max_seqs=64)
+    p = serve_at(s, Lengths(1000, 1), requests_per_s=0.5)
+    assert p.ttft_mean_s == pytest.approx(0.5 + 1.0 + 0.001, rel=0.01)
+
+
+def test_one_user_in_a_closed_loop_never_waits_and_two_wait_for_the_others_prompt_by_hand():
+    # The same server in a closed loop of 100-token outputs: one user alone sees the 1 s prefill and one step.
+    s = ServerSpec(weight_bytes=1e6, devices=1, parallel_devices=1, capacity_bytes=80e9, bandwidth_bps=1e12,
+                   eta_mem=1.0, decode_flops=2e12, prefill_flops=2e12, active_params=1e9, attn_flops_per_pair=0.0,
+                   kv_bytes_per_token=1.0, chunk_tokens=0, max_seqs=64)
+    lengths = Lengths(1000, 100)
+    one = serve_at(s, lengths, users=1)
+    assert one.ttft_mean_s == pytest.approx(1.0 + 0.001, rel=0.01)
+    # Two users: each request is R = TTFT + 99 steps; the other's prompt (half the prompt flow X) stalls those
+    # steps, so a step comes every 1 ms / (1 - X / 2), X = 2 / R. The wait behind the other's prompt is the
+    # M/D/1 mean of that flow: (X / 2) S^2 / 2 / (1 - X S / 2) with S = 1 s.
+    two = serve_at(s, lengths, users=2)
+    x = two.requests_per_s
+    w = 0.5 * (x / 2) * 1.0 / (1.0 - x / 2)
+    assert two.ttft_mean_s == pytest.approx(1.0 + w + 0.001 / (1 - x / 2), rel=0.03)
+    assert x == pytest.approx(2.0 / (two.ttft_mean_s + 99 * 0.001 / (1 - x / 2)), rel=0.03)

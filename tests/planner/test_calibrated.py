@@ -32,7 +32,8 @@ def test_stored_fit_is_the_fit_of_the_stored_predictions():
     stored = _stored_predictions()
     ms = {m.row_id: m for m in bundled_measurements()}
     obs = [C.Observation(rid, r["group"], ms[rid].source_id, r["class"], ms[rid].value, float(r["predicted"]),
-                         r["setup"])
+                         r["setup"], implied=float(r["implied"]) if r["implied"] else None,
+                         held_out=float(r["held_out"]) if r["held_out"] else None)
            for rid, r in stored.items()]
     refit = C.fit_all(obs)
     fits = bundled_calibration_fit()

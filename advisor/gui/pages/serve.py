@@ -33,7 +33,7 @@ from advisor.gui.serve_data import DEFAULT_VALUES, FORM_FIELDS, serve_bundle
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
-from advisor.planner.serve import RANGE_ORIGIN, interval
+from advisor.planner.serve import interval, range_origin
 
 log = logging.getLogger(__name__)
 DEBOUNCE_MS = 150
@@ -67,7 +67,7 @@ def serve_columns(by: str) -> list[Column]:
     def range_tip(which: str, get, fmt):
         def tip(o) -> str:
             iv = interval(get(o), which)
-            return f"80 % range {fmt(iv[0])} to {fmt(iv[1])} ({RANGE_ORIGIN})" if iv else ""
+            return f"80 % range {fmt(iv[0])} to {fmt(iv[1])} ({range_origin()})" if iv else ""
         return tip
 
     def rate(o):
