@@ -65,8 +65,10 @@ def _miss(result: ServeResult, o: ServeOption) -> str:
         why.append(f"p95 time per token {_s(p.tpot_p95_s)} against {_s(t.tpot_p95_s)}")
     if o.replicas_available is not None and o.max_load_per_replica > 0 and \
             o.replicas_available * o.max_load_per_replica < result.load:
-        why.append(f"{o.replicas_available} replica(s) serve at most "
-                   f"{o.replicas_available * o.max_load_per_replica:.3g} {_unit(result)}")
+        most = o.replicas_available * o.max_load_per_replica
+        why.append(f"{o.replicas_available} replica{'s' if o.replicas_available != 1 else ''} serve"
+                   f"{'' if o.replicas_available != 1 else 's'} at most {load_number(result, most)} "
+                   f"{_unit(result, most)}")
     if not p.stable:
         why.append("the arrival rate is more than it serves")
     return "; ".join(why) or "misses it"
@@ -77,8 +79,11 @@ def load_number(result: ServeResult, value: float) -> str:
     return f"{int(value):,}" if result.by == "users" else f"{value:.3g}"
 
 
-def _unit(result: ServeResult) -> str:
-    return "users" if result.by == "users" else "requests/s"
+def _unit(result: ServeResult, value: float | None = None) -> str:
+    """``users`` (``user`` for one) or ``requests/s``."""
+    if result.by != "users":
+        return "requests/s"
+    return "user" if value is not None and int(value) == 1 else "users"
 
 
 def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
@@ -99,7 +104,7 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         most = o.max_load_per_replica * reps
         split = "" if reps <= 1 else (f" ({load_number(result, o.max_load_per_replica)} a replica x {reps} replicas "
                                       f"of {o.devices_per_replica} GPU{'s' if o.devices_per_replica > 1 else ''})")
-        lines.append(f"  Most within the target: {load_number(result, most)} {_unit(result)}{split}" if most > 0 else
+        lines.append(f"  Most within the target: {load_number(result, most)} {_unit(result, most)}{split}" if most > 0 else
                      "  Most within the target: none (one request alone misses it)")
         for c in changes.get(o.id, ()):
             lines.append(f"  To change: {c.text}")
