@@ -5,7 +5,7 @@ The app's Serve page shows the same answer lines (:func:`answer_lines`).
 
 from __future__ import annotations
 
-from advisor.planner.serve import ServeOption, ServeResult, miss_ratio, range_origin
+from advisor.planner.serve import ServeOption, ServeResult, interval, miss_ratio, range_origin
 
 
 def _s(x: float | None) -> str:
@@ -42,8 +42,12 @@ def sees_text(o: ServeOption) -> str:
     p = o.point
     if p is None or not p.stable:
         return "the load is more than it serves: queues grow without bound"
-    return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95); then "
-            f"{1 / p.tpot_p50_s:.3g} tokens/s ({_s(p.tpot_p50_s)} a token, {_s(p.tpot_p95_s)} at p95)")
+    ttft = interval(p.ttft_p95_s, "ttft")
+    rate = interval(1 / p.tpot_p50_s, "throughput")
+    ttft_range = f"; 80 %: {_s(ttft[0])}-{_s(ttft[1])}" if ttft else ""
+    rate_range = f" (80 %: {rate[0]:.3g}-{rate[1]:.3g})" if rate else ""
+    return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95{ttft_range}); then "
+            f"{1 / p.tpot_p50_s:.3g} tokens/s{rate_range} ({_s(p.tpot_p50_s)} a token, {_s(p.tpot_p95_s)} at p95)")
 
 
 def _option_name(o: ServeOption) -> str:
