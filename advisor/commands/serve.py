@@ -28,6 +28,9 @@ def register(sub) -> None:
     o.add_argument("--all", action="store_true", help="show every option in the table")
     o.add_argument("--launch", choices=SERVE_KINDS, default=None,
                    help="print the launch line of an option (vllm, llama-server, sglang) or a SkyPilot service YAML")
+    o.add_argument("--report", metavar="FILE", default=None,
+                   help="also write a report: the answer, the throughput-against-latency chart and the options "
+                        "(.md, .html or .pdf by the suffix)")
     o.add_argument("--option", metavar="ID", default=None,
                    help="the option to launch (default: your GPUs when they meet the target, else the cheapest)")
     from advisor.cli import add_fake_gpu
@@ -98,18 +101,6 @@ def build_serve(values: dict, catalog=None, machine=None):
         raise UsageError(f"serve: {exc}") from None
 
 
-def owned_changes_of(result) -> dict:
-    """What to change on each owned option that misses its target (``planner.serve_advice``)."""
-    from advisor.planner.serve_advice import owned_changes
-
-    out = {}
-    for o in result.owned_options():
-        hw = result.hardware_of(o)
-        if hw is not None:
-            out[o.id] = owned_changes(result, o, hw)
-    return out
-
-
 def run(args) -> int:
     from advisor.cli import UsageError
 
@@ -117,6 +108,7 @@ def run(args) -> int:
         raise UsageError(f"serve: top: must be a whole number between 1 and 100000, got {args.top}")
     from advisor.catalog import load_catalog
     from advisor.commands.plan import _this_machine
+    from advisor.planner.serve_advice import changes_of
     from advisor.report.serve_json import serve_document, serve_json_text
     from advisor.report.serve_text import render_serve_table
 
@@ -125,13 +117,26 @@ def run(args) -> int:
     if machine.simulated and not args.json and not args.launch:
         print("*** SIMULATED HARDWARE: this machine's GPUs come from a fake scenario ***", file=sys.stderr)
     named = [(p, *_scenario_tables(p)) for p in args.scenario] or [(None, None, None)]
+    if args.report and len(named) > 1:
+        raise UsageError("serve: --report writes one scenario; give one scenario file")
     docs, texts = [], []
     for path, table, assumptions in named:
         values = _values(args, table, assumptions, Path(path).name if path else "")
         result = build_serve(values, catalog, machine)
-        changes = owned_changes_of(result)
+        changes = changes_of(result)
         docs.append(serve_document(result, changes))
         texts.append(render_serve_table(result, top=None if args.all else args.top, changes=changes))
+        if args.report:
+            from advisor.planner.serve import knee_curves
+            from advisor.report import ReportError
+            from advisor.report.serve_report import write_serve_report
+
+            try:
+                written = write_serve_report(result, changes, knee_curves(result), args.report,
+                                             top=None if args.all else args.top)
+            except ReportError as exc:
+                raise UsageError(f"serve: {exc}") from None
+            print(f"report written: {written}", file=sys.stderr)
     if args.launch:
         from advisor.report.launch import LaunchError
         from advisor.report.serve_launch import render_serve_launch

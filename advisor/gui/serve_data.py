@@ -6,17 +6,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from advisor.estimate.serving_queue import ServePoint, knee_curve
+from advisor.estimate.serving_queue import ServePoint
 from advisor.job.serve import ServeJob
-from advisor.planner.serve import ServeOption, ServeResult, serve_plan
-from advisor.planner.serve_advice import owned_changes
+from advisor.planner.serve import ServeOption, ServeResult, knee_curves, serve_plan
+from advisor.planner.serve_advice import changes_of
 
 # The Serve form's fields, in order (their widgets, ranges and help come from advisor.job.serve.SERVE_FIELDS).
 FORM_FIELDS = ("model", "quant", "runtime", "kv_cache_bits", "users", "requests_per_s", "prompt_tokens",
                "output_tokens", "lengths", "ttft_p95_s", "tokens_per_s_per_user")
 DEFAULT_VALUES = {"model": "llama-3-8b", "users": 8, "prompt_tokens": 1000, "output_tokens": 300,
                   "ttft_p95_s": 2.0}
-CHART_OPTIONS = 4  # curves on the chart: the owned options, then the cheapest meeting the target by kind
 
 
 @dataclass(frozen=True)
@@ -36,22 +35,6 @@ class ServeBundle:
     elapsed_s: float
 
 
-def charted(result: ServeResult) -> list[ServeOption]:
-    """The options the chart draws: the owned ones that fit, then the cheapest cloud, home and on-prem
-    options meeting the target (or the closest when none does)."""
-    out = [o for o in result.options if o.owned and o.fits and o.spec is not None]
-    for kind in ("cloud", "home", "onprem"):
-        o = result.cheapest(kind)
-        if o is not None and o.spec is not None and all(o.accelerator != x.accelerator or o.kind != x.kind
-                                                        for x in out):
-            out.append(o)
-    if not any(o.meets_target for o in out):
-        close = result.closest()
-        if close is not None and close not in out and close.spec is not None:
-            out.append(close)
-    return out[:CHART_OPTIONS]
-
-
 def serve_bundle(values: dict, catalog, owned=()) -> ServeBundle:
     """Validate and size a serving job (``values`` as the form gives them, with the app's settings).
 
@@ -61,10 +44,4 @@ def serve_bundle(values: dict, catalog, owned=()) -> ServeBundle:
     t0 = time.perf_counter()
     job = ServeJob.from_mapping(values)
     result = serve_plan(job, catalog, owned=tuple(owned))
-    changes = {}
-    for o in result.owned_options():
-        hw = result.hardware_of(o)
-        if hw is not None:
-            changes[o.id] = owned_changes(result, o, hw)
-    curves = tuple((o, tuple(knee_curve(o.spec, result.lengths, by=result.by))) for o in charted(result))
-    return ServeBundle(result, changes, curves, time.perf_counter() - t0)
+    return ServeBundle(result, changes_of(result), knee_curves(result), time.perf_counter() - t0)

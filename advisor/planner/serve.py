@@ -351,3 +351,29 @@ def range_origin() -> str:
     parts = [f"{what} within x/÷{facts[g][0]:.2f} ({facts[g][1]})" for what, g in
              (("throughput and per-token time", "serving"), ("time to first token", "ttft"))]
     return "; ".join(parts)
+
+
+CHART_OPTIONS = 4  # curves on the knee chart: the owned options, then the cheapest meeting the target by kind
+
+
+def charted(result: ServeResult) -> list[ServeOption]:
+    """The options the knee chart draws (the Serve page, reports): the owned ones that fit, then the cheapest
+    cloud, home and on-prem options meeting the target (or the closest when none does)."""
+    out = [o for o in result.options if o.owned and o.fits and o.spec is not None]
+    for kind in ("cloud", "home", "onprem"):
+        o = result.cheapest(kind)
+        if o is not None and o.spec is not None and all(o.accelerator != x.accelerator or o.kind != x.kind
+                                                        for x in out):
+            out.append(o)
+    if not any(o.meets_target for o in out):
+        close = result.closest()
+        if close is not None and close not in out and close.spec is not None:
+            out.append(close)
+    return out[:CHART_OPTIONS]
+
+
+def knee_curves(result: ServeResult) -> tuple:
+    """``(option, points)`` of the charted options, one replica each, load rising (``serving_queue.knee_curve``)."""
+    from advisor.estimate.serving_queue import knee_curve
+
+    return tuple((o, tuple(knee_curve(o.spec, result.lengths, by=result.by))) for o in charted(result))

@@ -116,3 +116,14 @@ def _shortest_prompt_that_meets(result: ServeResult, hw: OwnedHardware) -> int |
         else:
             hi = mid
     return lo
+
+
+def changes_of(result) -> dict:
+    """What to change on each owned option (``owned_changes``), by option id: the CLI, the Serve page and
+    reports show the same list."""
+    out = {}
+    for o in result.owned_options():
+        hw = result.hardware_of(o)
+        if hw is not None:
+            out[o.id] = owned_changes(result, o, hw)
+    return out

@@ -42,9 +42,17 @@ def _svg_image(svg: str, scale: float = 2.0):
 
 
 def render_pdf(secs: list[PlanSection], *, title: str = "Hardware Advisor: plan comparison") -> bytes:
-    """The report as PDF bytes, laid out in memory (the caller writes them atomically and checks the write;
+    """The plan report as PDF bytes (``html_pdf`` of the HTML report, its appendix per accelerator)."""
+    return html_pdf(lambda chart: render_html(secs, chart=chart, title=title, appendix="per_accelerator"), title)
+
+
+def html_pdf(build_html, title: str) -> bytes:
+    """An HTML report as PDF bytes, laid out in memory (the caller writes them atomically and checks the write;
     Qt's own file writer drops write errors, so a full disk would leave a cut-short file that looks written).
 
+    Args:
+        build_html: ``build_html(chart) -> str``, where ``chart(i, svg)`` or ``chart(svg)`` returns the HTML of
+            a chart rendered as an image resource (QTextDocument draws no inline SVG).
     Raises:
         RuntimeError: when Qt produced no complete PDF.
     """
@@ -55,13 +63,14 @@ def render_pdf(secs: list[PlanSection], *, title: str = "Hardware Advisor: plan 
     doc = QTextDocument()
     images = {}
 
-    def chart(i: int, svg: str) -> str:
-        name = f"chart-{i}.png"
+    def chart(*args) -> str:
+        svg = args[-1]
+        name = f"chart-{len(images)}.png"
         images[name] = _svg_image(svg)
         width = images[name][1].width()
         return f'<p><img src="{name}" width="{width}"></p>'
 
-    html = render_html(secs, chart=chart, title=title, appendix="per_accelerator")
+    html = build_html(chart)
     for name, (image, _size) in images.items():
         doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
     doc.setHtml(html)

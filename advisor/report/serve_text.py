@@ -133,8 +133,8 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
     return lines
 
 
-def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict | None = None) -> str:
-    """The whole text: the job, the answer, the table of options, the ranges' origin."""
+def heading_lines(result: ServeResult) -> list[str]:
+    """The job in words: model, weights, cache, load, lengths, target."""
     j = result.request
     m = result.model
     ln = result.lengths
@@ -146,30 +146,48 @@ def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict 
             f"Target: {target_text(result)}"]
     if result.lengths_origin != "as given":
         head.append(f"Lengths: {result.lengths_origin}")
-    lines = head + [""] + answer_lines(result, changes) + [""]
+    return head
+
+
+def option_table(result: ServeResult, top: int | None = 12, id_chars: int | None = 44):
+    """``(columns, rows, left out)``: the options that fit, as the table shows them (text cells)."""
     rows = [o for o in result.options if o.fits]
     shown = rows if top is None else rows[:top]
     cols = ("option", "runtime", "GPUs", "meets", f"most {_unit(result)}", "tok/s/user", "TTFT p50/p95",
             "TPOT p50/p95", "use", "$/M req", "$/M out")
-    table = [cols]
+    table = []
     for o in shown:
         p = o.point
         most = o.max_load_per_replica * (o.replicas_available if o.replicas_available is not None else o.replicas)
-        table.append((o.id[:44], o.runtime, f"{o.replicas}x{o.devices_per_replica}", "yes" if o.meets_target else "no",
+        table.append((o.id[:id_chars] if id_chars else o.id, o.runtime, f"{o.replicas}x{o.devices_per_replica}",
+                      "yes" if o.meets_target else "no",
                       load_number(result, most), f"{1 / p.tpot_p50_s:.3g}" if p and p.stable and p.tpot_p50_s else "-",
                       f"{_s(p.ttft_p50_s)}/{_s(p.ttft_p95_s)}" if p else "-",
                       f"{_s(p.tpot_p50_s)}/{_s(p.tpot_p95_s)}" if p else "-",
                       f"{p.utilisation:.0%}" if p and p.stable else "-", _usd(o.usd_per_million_requests),
                       _usd(o.usd_per_million_output_tokens)))
+    return cols, table, len(rows) - len(shown)
+
+
+def legend_text() -> str:
+    """What the table's columns and the ranges mean."""
+    return ("GPUs: replicas x devices per replica; most: the highest load within the target on the replicas "
+            "shown; use: the load's share of what they serve. Costs at the stated load, every hour of the "
+            f"hardware priced (idle hours too). Ranges: {range_origin()}.")
+
+
+def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict | None = None) -> str:
+    """The whole text: the job, the answer, the table of options, the ranges' origin."""
+    lines = heading_lines(result) + [""] + answer_lines(result, changes) + [""]
+    cols, rows, more = option_table(result, top)
+    table = [cols, *rows]
     widths = [max(len(str(r[i])) for r in table) for i in range(len(cols))]
     for r in table:
         lines.append("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip())
-    if top is not None and len(rows) > top:
-        lines.append(f"... {len(rows) - top} more options (--all shows every one)")
+    if more:
+        lines.append(f"... {more} more options (--all shows every one)")
     lines.append("")
-    lines.append(f"GPUs: replicas x devices per replica; most: the highest load within the target on the replicas "
-                 f"shown; use: the load's share of what they serve. Costs at the stated load, every hour of the "
-                 f"hardware priced (idle hours too). Ranges: {range_origin()}.")
+    lines.append(legend_text())
     for w in result.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"
