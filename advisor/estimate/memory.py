@@ -25,6 +25,14 @@ WEIGHT_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8":
 # Effective bits per weight of every weight format, declared once with its source in resources/runtimes.toml.
 QUANT_BITS = {fid: f.bits_per_weight for fid, f in runtime_data().formats.items()}
 QLORA_BITS = 4.13  # NF4 with double quantisation (QLoRA paper, section 3)
+# ZeRO-3/FSDP units whose full weights are on the device at once: the one computing and the one prefetched
+# (PyTorch FSDP's BACKWARD_PRE/forward prefetch with limit_all_gathers allows two all-gathers in flight; FSDP2
+# keeps the root unit, embedding and output, unsharded from the forward to the backward; DeepSpeed's
+# stage3_prefetch_bucket_size fetches the next layer while one computes).
+UNITS_IN_FLIGHT = 2
+# Full-length inputs a decoder layer under PyTorch sequence parallelism saves for its backward: the gathered
+# norm outputs feeding the attention's and the feed-forward's column-parallel matrix multiplies.
+GATHERED_INPUTS_PER_LAYER = 2
 
 
 @dataclass(frozen=True)
@@ -115,12 +123,16 @@ def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpoint
     With 1F1B pipelining the first stage holds ``pp``
     micro-batches of ``L/pp`` layers: ``L`` layers' worth, so pipelining does not reduce it.
     With ``behaviours.activation_offload`` the saved activations live in host RAM (``offloaded_activation_bytes``)
-    and the device keeps one layer's working set. The logits and loss (``software.logits_bytes``: one fp32 copy,
+    and the device keeps one layer's working set. Under PyTorch sequence parallelism (``behaviours.tp_saves_gathered``)
+    a layer also keeps its matrix multiplies' gathered inputs at full length (``gathered_input_bytes``: two per layer,
+    one for the output layer). The logits and loss (``software.logits_bytes``: one fp32 copy,
     ``4*s*b*V``, in Korthikanti's count) are added: dominant for large vocabularies.
     """
-    stack = _layer_stack(arch, seq_len, micro_batch, checkpointing, tp, bytes_per_value / 2.0,
-                         behaviours.activation_offload, behaviours.selective_saves)
-    return stack + logits_bytes(seq_len * micro_batch, arch.vocab, behaviours) / tp
+    scale = bytes_per_value / 2.0
+    stack = _layer_stack(arch, seq_len, micro_batch, checkpointing, tp, scale,
+                         behaviours.activation_offload, behaviours.selective_saves, behaviours.tp_saves_gathered)
+    output_input = gathered_input_bytes(seq_len, micro_batch, arch.hidden, tp, scale, behaviours.tp_saves_gathered)
+    return stack + output_input + logits_bytes(seq_len * micro_batch, arch.vocab, behaviours) / tp
 
 
 def offloaded_activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpointing: str, tp: int = 1,
@@ -143,11 +155,25 @@ def matmul_saved_values(arch: ModelArch) -> int:
     return arch.hidden + q_out + sum(outputs[0::2])
 
 
+def gathered_input_bytes(s: int, b: int, h: int, tp: int, scale: float = 1.0, saved: bool = True) -> float:
+    """Bytes one full-length (all-gathered) activation adds over its sequence shard: ``2*s*b*h*(1 - 1/t)``.
+
+    Korthikanti et al. 2022 (section 4.2.2) count every activation of a sequence-parallel layer at ``1/t``: Megatron
+    keeps the layer norm's output sharded and all-gathers it again in the backward. PyTorch's DTensor sequence
+    parallelism (torchtitan, torchtune) saves the gathered input of each column-parallel matrix multiply instead
+    (``behaviours.tp_saves_gathered``): a decoder layer keeps two (attention and feed-forward) and the output layer one.
+    """
+    if tp <= 1 or not saved:
+        return 0.0
+    return 2.0 * s * b * h * (1.0 - 1.0 / tp) * scale
+
+
 def _layer_stack(arch: ModelArch, s: int, b: int, checkpointing: str, tp: int, scale: float, offload: bool,
-                 selective_saves: str = "activations") -> float:
+                 selective_saves: str = "activations", tp_saves_gathered: bool = False) -> float:
     """The layer stack's activations kept on the device (``activation_bytes`` without the logits)."""
     h, L = arch.hidden, arch.layers
     layer = s * b * h * 34 / tp * scale  # every activation, no score matrix (fused attention)
+    layer += GATHERED_INPUTS_PER_LAYER * gathered_input_bytes(s, b, h, tp, scale, tp_saves_gathered)
     if offload:
         return layer
     if checkpointing == "none" or (checkpointing == "selective" and selective_saves == "activations"):
@@ -187,6 +213,30 @@ def largest_tensor_params(arch: ModelArch, lora_rank: int | None = None) -> int:
     return max(arch.vocab * arch.hidden, arch.hidden * widest)
 
 
+def unsharded_unit_bytes(arch: ModelArch, params: float, embedding_params: float, layer_bytes: float,
+                         embedding_bytes: float, dp: int, tp: int = 1) -> float:
+    """The full weights ZeRO-3/FSDP all-gathers on a device beyond its own shard: ``UNITS_IN_FLIGHT`` units of the
+    largest wrapped size, a decoder layer (``(P - E)/L`` parameters at ``layer_bytes``: 2 in bf16, 4.13/8 for a QLoRA
+    base) or the embedding or output matrix (``V*h`` at ``embedding_bytes``), each less the ``1/dp`` already held.
+
+    PyTorch FSDP wraps each decoder layer (``transformer_auto_wrap_policy``, torchtitan's ``fully_shard`` per block)
+    and gathers the next unit while one computes; the embedding and output sit in the root unit.
+    """
+    if dp <= 1:
+        return 0.0
+    layer = (params - embedding_params) / max(1, arch.layers) * layer_bytes
+    embedding = arch.vocab * arch.hidden * embedding_bytes
+    return UNITS_IN_FLIGHT * max(layer, embedding) * (1.0 - 1.0 / dp) / tp
+
+
+def dequantised_weight_bytes(arch: ModelArch, tp: int = 1) -> float:
+    """A QLoRA base matrix dequantised to bf16 for its matrix multiply, ``2*h*widest`` bytes for the largest one:
+    bitsandbytes' ``MatMul4Bit`` calls ``dequantize_4bit`` on the weight before the product, in the forward and
+    again in the backward for the input's gradient (bitsandbytes ``autograd/_functions.py``); one at a time."""
+    widest = max(arch.hidden, arch.ffn, arch.moe_ffn or 0, arch.heads * arch.d_head)
+    return 2.0 * arch.hidden * widest / tp
+
+
 def training_memory(arch: ModelArch, params: float, *, workload: str, precision: str, optimizer: str,
                     zero: int, devices: int, tp: int, pp: int, seq_len: int, micro_batch: int,
                     checkpointing: str, lora_rank: int = 16, embedding_params: float = 0.0,
@@ -200,7 +250,9 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
     model (Korthikanti), the logits as the framework's loss holds them (``software.logits_bytes``).
     ``behaviours`` (``estimate.software``): an optimizer step in the backward keeps one tensor's gradient
     (``largest_tensor_params``) instead of all; paged 8-bit moments and offloaded activations are counted in
-    ``host_offload_bytes`` (host RAM for all ``devices``), not on the device.
+    ``host_offload_bytes`` (host RAM for all ``devices``), not on the device. The weights also hold what is
+    unsharded while it computes: ZeRO-3/FSDP's gathered units (``unsharded_unit_bytes``) and a QLoRA base matrix
+    dequantised to bf16 (``dequantised_weight_bytes``).
     """
     dp = max(1, devices // (tp * pp))
     act_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
@@ -217,9 +269,16 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
             base /= dp
         aw, grads, opt = shard_model_states(states, trained, zero, dp, tp, pp)
         weights = base + aw
+        layer_bytes = QLORA_BITS / 8 if workload == "qlora" else 2.0
+        if workload == "qlora":
+            weights += dequantised_weight_bytes(arch, tp)
     else:
         trained = params
         weights, grads, opt = shard_model_states(states, params, zero, dp, tp, pp)
+        layer_bytes = states.weights
+    if zero >= 3:
+        weights += unsharded_unit_bytes(arch, params / pp, embedding_params, layer_bytes,
+                                        2.0 if lora else states.weights, dp, tp)
     if behaviours.optimizer_in_backward:
         grads = states.gradients * largest_tensor_params(arch, lora_rank if lora else None) / tp
     host = 0.0

@@ -65,6 +65,9 @@ class TrainingBehaviours:
         selective_saves: what selective checkpointing keeps per layer: ``activations`` (Korthikanti) or
             ``matmuls`` (torchtitan's per-op policy); see the module docstring.
         host_us_per_layer: host (Python and launch) time of one decoder layer's forward kernels, microseconds.
+        tp_saves_gathered: under tensor and sequence parallelism the matrix multiplies save their all-gathered
+            (full-sequence) inputs for the backward (PyTorch's DTensor ``SequenceParallel``/``ColwiseParallel``);
+            Megatron-LM keeps only its shard and gathers it again in the backward (Korthikanti et al., 4.2.2).
     """
 
     master_weights: str = "fp32"
@@ -78,6 +81,7 @@ class TrainingBehaviours:
     kernel_efficiency: float = 1.0
     selective_saves: str = "activations"
     host_us_per_layer: float = 0.0
+    tp_saves_gathered: bool = False
 
     def __post_init__(self) -> None:
         if self.master_weights not in MASTER_WEIGHTS:
@@ -106,7 +110,7 @@ class TrainingBehaviours:
                 "logits_fp32_copies": self.logits_fp32_copies, "loss_chunks": self.loss_chunks,
                 "checkpointing": self.checkpointing, "activation_offload": self.activation_offload,
                 "kernel_efficiency": self.kernel_efficiency, "selective_saves": self.selective_saves,
-                "host_us_per_layer": self.host_us_per_layer}
+                "host_us_per_layer": self.host_us_per_layer, "tp_saves_gathered": self.tp_saves_gathered}
 
     def summary(self) -> str:
         """One line for people: ``fp32 logits x2.5, checkpointing full, fp32 master copy, fp32 AdamW states``."""

@@ -34,7 +34,8 @@ def test_qlora_llama3_on_an_8gb_laptop(cat):
     arch, p = _model(cat, "llama-3-8b")
     job = {"workload": "qlora", "seq_len": 2048, "micro_batch": 1, "checkpointing": "selective"}
     ev = job_evaluator(arch, p, job, devices=1, peak_flops=29.1e12, mfu=0.21, tokens=1e8)
-    assert ev({}).memory_total_bytes / 1e9 == pytest.approx(18.25, abs=0.1)  # the 18.3 GB
+    # the 18.3 GB, plus the largest base matrix dequantised to bf16 (2 x 4096 x 14336 bytes, x 1.07)
+    assert ev({}).memory_total_bytes / 1e9 == pytest.approx(18.25 + 0.1174 * 1.07, abs=0.1)
     advice = fit_advice(job, 8 * GIB, ev)
     _check(arch, p, job, advice, 8 * GIB)
     first = advice[0]

@@ -106,7 +106,8 @@ def test_qlora_65b_fits_one_48gb_gpu():
                                lora_rank=16, embedding_params=embedding_params(arch))
     assert m.total_bytes < 48e9
     assert m.model_states_bytes == m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
-    assert m.weights_bytes == pytest.approx(0.52 * params, rel=0.03)  # about 4.13 bits plus 16-bit embeddings
+    # about 4.13 bits plus 16-bit embeddings, and the largest matrix (8192 x 22016) dequantised to bf16
+    assert m.weights_bytes == pytest.approx(0.52 * params + 2 * 8192 * 22016, rel=0.03)
     full = memory.training_memory(arch, params, workload="lora", precision="bf16", optimizer="adamw", zero=0,
                                   devices=1, tp=1, pp=1, seq_len=512, micro_batch=1, checkpointing="full")
     assert full.total_bytes > 130e9  # a 16-bit base does not fit
@@ -156,3 +157,45 @@ def test_training_memory_terms_never_negative(model, workload, seq, mb, ckpt, tp
     parts = m.as_dict()
     assert all(v >= 0 for v in parts.values())
     assert parts["total"] == sum(v for k, v in parts.items() if k != "total")
+
+
+LLAMA2_70B = ModelArch(id="llama-2-70b", name="Llama 2 70B", layers=80, hidden=8192, heads=64, kv_heads=8,
+                       ffn=28672, vocab=32000)
+
+
+def test_gathered_inputs_of_pytorch_sequence_parallelism():
+    """torchtitan's Llama 3.1 70B at TP 8, 16 x 8,192 tokens: a full-length bf16 input less its shard is
+    2 x 8192 x 16 x 8192 x 7/8 = 1.879 GB; Megatron (re-gathers in the backward) and one device add nothing."""
+    assert memory.gathered_input_bytes(8192, 16, 8192, 8) == pytest.approx(1.8791e9, rel=1e-4)
+    assert memory.gathered_input_bytes(8192, 16, 8192, 8, saved=False) == 0.0
+    assert memory.gathered_input_bytes(8192, 16, 8192, 1) == 0.0
+    # Full recomputation: the recomputed layer keeps two, the output layer one: 3 x 1.879 GB more than Megatron.
+    pytorch = TrainingBehaviours(tp_saves_gathered=True)
+    diff = (memory.activation_bytes(LLAMA2_70B, 8192, 16, "full", tp=8, behaviours=pytorch)
+            - memory.activation_bytes(LLAMA2_70B, 8192, 16, "full", tp=8))
+    assert diff == pytest.approx(3 * 1.8791e9, rel=1e-4)
+
+
+def test_fsdp_gathers_two_units_of_the_largest_size():
+    """Llama 2 70B QLoRA over 2 devices: a decoder layer is (69.0e9 - 0.52e9)/80 x 4.13/8 = 0.44 GB, the
+    embedding 32000 x 8192 x 2 = 0.524 GB is larger; two in flight, less the half each device holds: 0.524 GB."""
+    emb = 2 * 32000 * 8192
+    got = memory.unsharded_unit_bytes(LLAMA2_70B, 69.0e9, emb, memory.QLORA_BITS / 8, 2.0, dp=2)
+    assert got == pytest.approx(2 * 32000 * 8192 * 2 * 0.5, rel=1e-6)
+    # torchtitan's Llama 3.1 8B over 8 GPUs in bf16: the 128256 x 4096 output (1.05 GB) twice, less 1/8.
+    l8 = ModelArch(id="l8", name="l8", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256)
+    assert memory.unsharded_unit_bytes(l8, 8.03e9, 2 * 128256 * 4096, 2.0, 2.0, dp=8) == pytest.approx(
+        2 * 128256 * 4096 * 2 * 7 / 8, rel=1e-6)
+    assert memory.unsharded_unit_bytes(l8, 8.03e9, 2 * 128256 * 4096, 2.0, 2.0, dp=1) == 0.0
+
+
+def test_qlora_dequantises_its_largest_matrix():
+    """bitsandbytes dequantises a 4-bit matrix to bf16 for its product: Llama 2 70B's 8192 x 28672 feed-forward
+    matrices, 2 x 8192 x 28672 = 0.470 GB, counted once in a QLoRA plan's weights and not in a LoRA plan's."""
+    assert memory.dequantised_weight_bytes(LLAMA2_70B) == 2 * 8192 * 28672
+    kw = dict(precision="bf16", optimizer="adamw", zero=0, devices=1, tp=1, pp=1, seq_len=512, micro_batch=1,
+              checkpointing="full", lora_rank=8, embedding_params=2 * 32000 * 8192)
+    q = memory.training_memory(LLAMA2_70B, 69.0e9, workload="qlora", **kw)
+    base = (69.0e9 - 2 * 32000 * 8192) * memory.QLORA_BITS / 8 + 2 * 32000 * 8192 * 2
+    adapters = 2 * memory.lora_trainable_params(LLAMA2_70B, 8)
+    assert q.weights_bytes == pytest.approx(base + adapters + 2 * 8192 * 28672, rel=1e-6)
