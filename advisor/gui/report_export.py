@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 REPORT_FILTERS = "HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;CSV (*.csv)"
+SERVE_REPORT_FILTERS = "HTML (*.html);;PDF (*.pdf);;Markdown (*.md)"
 
 
 def write_with_tornados(docs: list, path: str, plans: list):
@@ -51,9 +52,10 @@ def with_report_suffix(path: str, chosen_filter: str) -> str:
     return path + ".html"
 
 
-def ask_report_path(parent: QWidget, title: str = "Export report", default: str = "report.html") -> str | None:
+def ask_report_path(parent: QWidget, title: str = "Export report", default: str = "report.html",
+                    filters: str = REPORT_FILTERS) -> str | None:
     """Ask where to write a report; the suffix of the chosen format is added when the name has none."""
-    path, chosen = QFileDialog.getSaveFileName(parent, title, default, REPORT_FILTERS)
+    path, chosen = QFileDialog.getSaveFileName(parent, title, default, filters)
     return with_report_suffix(path, chosen) if path else None
 
 
@@ -83,11 +85,16 @@ class ReportWriter(QObject):
             plans: per document, ``(PlanResult, catalog, calibration, plan_kw)`` to add its tornado
                 (``planner.sensitivity.tornado``, the one ``advisor plan --sensitivity`` adds), or None.
         """
+        return self.start_call(write_with_tornados, docs, str(path), plans or [])
+
+    def start_call(self, write, *args) -> bool:
+        """Run ``write(*args)`` (a report writer returning the path written) off the GUI thread; False when a
+        report is already being written."""
         from advisor.gui.workers import GeneratorWorker
 
         if self._worker is not None:
             return False
-        self._worker = GeneratorWorker(write_with_tornados, docs, str(path), plans or [], parent=self)
+        self._worker = GeneratorWorker(write, *args, parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
         self._worker.done.connect(self._on_worker_done)

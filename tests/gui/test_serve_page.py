@@ -68,3 +68,20 @@ def test_cells_carry_their_ranges():
     f = serve_range_factors()["ttft"][0]  # the first token's held-out width on the published runs
     assert f"x/÷{f:.2f} (leaving one source out" in cols["TTFT p95"].cell_tip(o)
     assert cols["$/M requests"].cell_tip(o).startswith("80 % range $")
+
+
+def test_the_page_exports_the_report_the_cli_writes(make_window, qtbot, tmp_path):
+    """Export report… writes the sized job (the answer, the knee chart, the options) in a worker: the same
+    Markdown as ``advisor serve --report`` for the same job."""
+    w = make_window("2x4090")
+    w.show_page("serve")
+    page = w.page("serve")
+    qtbot.waitUntil(page.is_ready, timeout=15000)
+    assert page.export_button.isEnabled()
+    path = tmp_path / "serving.md"
+    with qtbot.waitSignal(page.reports.written, timeout=30000):
+        assert page.export_report(path)
+    text = path.read_text()
+    assert "Your GPUs: GeForce RTX 4090" in text and "Each user sees" in text
+    assert text.count("](data:image/svg+xml;base64,") == 1  # the knee chart
+    assert "Report written to" in page.footer.text()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -28,12 +30,14 @@ from PySide6.QtWidgets import (
 
 from advisor.gui import theme as themes
 from advisor.gui.pages.base import Page
-from advisor.gui.safe_text import rich
+from advisor.gui.report_export import SERVE_REPORT_FILTERS, ReportWriter, ask_report_path
+from advisor.gui.safe_text import rich, tell
 from advisor.gui.serve_data import DEFAULT_VALUES, FORM_FIELDS, serve_bundle
 from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
 from advisor.planner.serve import interval, range_origin
+from advisor.report.serve_report import curve_name
 
 log = logging.getLogger(__name__)
 DEBOUNCE_MS = 150
@@ -152,7 +156,19 @@ class ServePage(Page):
         self.footer = QLabel()
         self.footer.setObjectName("serveFooter")
         self.footer.setWordWrap(True)
-        layout.addWidget(self.footer)
+        self.export_button = QPushButton("Export report…")
+        self.export_button.setObjectName("serveExport")
+        self.export_button.setToolTip("Write the answer, the chart and the options as HTML, PDF or Markdown "
+                                      "(as advisor serve --report)")
+        self.export_button.setEnabled(False)
+        self.export_button.clicked.connect(self._on_export_button_clicked)
+        self.reports = ReportWriter(self)
+        self.reports.written.connect(self._on_reports_written)
+        self.reports.failed.connect(self._on_reports_failed)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.footer, 1)
+        bottom.addWidget(self.export_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(bottom)
         self._lines: list = []
         self._target_line = plots.add_limit_line(self.chart, None, "target")
         self._debounce = QTimer(self)
@@ -262,6 +278,7 @@ class ServePage(Page):
     @Slot(object)
     def _on_worker_result_ready(self, bundle) -> None:
         self.bundle = bundle
+        self.export_button.setEnabled(True)
         self._show(bundle)
 
     @Slot(str)
@@ -307,7 +324,7 @@ class ServePage(Page):
         self._draw_chart(bundle)
         self.footer.setText(f"{len(r.options)} options sized in {bundle.elapsed_s * 1e3:.0f} ms. The chart: one "
                             "replica of each option as the load rises; the bend is where queues start. Ranges: "
-                            "throughput and time per token within ×/÷1.3, first token ×/÷1.5 (a prior).")
+                            f"{range_origin()}.")
 
     def _draw_chart(self, bundle) -> None:
         for item in self._lines:
@@ -318,8 +335,7 @@ class ServePage(Page):
             legend.clear()
         for i, (o, points) in enumerate(bundle.curves):
             pts = [p for p in points if p.stable and math.isfinite(p.ttft_p95_s) and p.ttft_p95_s > 0]
-            name = ("yours: " if o.owned else "") + f"{o.accelerator_name} ×{o.devices_per_replica} ({o.runtime})"
-            item = plots.add_line(self.chart, name, i)
+            item = plots.add_line(self.chart, curve_name(o), i)
             # raw seconds: the log axis takes the logarithm itself (the target line, not a curve, is placed in log10)
             item.setData([p.output_tokens_per_s for p in pts], [p.ttft_p95_s for p in pts],
                          symbol="o", symbolSize=5, symbolBrush=plots.color(i), symbolPen=None)
@@ -334,6 +350,33 @@ class ServePage(Page):
         self._target_line.setVisible(target is not None)
         plots.set_empty_text(self.chart, None if bundle.curves else "No option fits this model")
         self.chart.getPlotItem().enableAutoRange()
+
+    # ------------------------------------------------------------ the report
+    @Slot()
+    def _on_export_button_clicked(self) -> None:
+        path = ask_report_path(self, "Export serving report", "serving.html", SERVE_REPORT_FILTERS)
+        if path:
+            self.export_report(path)
+
+    def export_report(self, path) -> bool:
+        """Write the sized job (the answer, the knee chart, the options) to ``path`` in a worker
+        (``report.serve_report.write_serve_report``); False without a sized job or while one is written."""
+        from advisor.report.serve_report import write_serve_report
+
+        b = self.bundle
+        if b is None or not self.reports.start_call(write_serve_report, b.result, b.changes, b.curves, str(path)):
+            self.footer.setText("Nothing to export yet, or a report is still being written.")
+            return False
+        self.footer.setText(f"Writing {Path(path).name}…")
+        return True
+
+    @Slot(str)
+    def _on_reports_written(self, path: str) -> None:
+        self.footer.setText(f"Report written to {path}")
+
+    @Slot(str)
+    def _on_reports_failed(self, reason: str) -> None:
+        tell(self, "Export serving report", f"Could not write the report: {reason}")
 
     # ------------------------------------------------------------ page hooks
     def on_shown(self) -> None:
@@ -375,5 +418,6 @@ class ServePage(Page):
     def shutdown(self) -> None:
         self._shut_down = True
         self._debounce.stop()
+        self.reports.stop()
         if self._worker is not None:
             self._worker.stop()
