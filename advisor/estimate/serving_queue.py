@@ -4,8 +4,8 @@ load within latency targets (pure; docs/method.md, "Serving under load").
 
 Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value fixed point (Little's
 law) for the batch; the first token from a step queue (the residual of the step in progress, the wait while the
-prompts ahead fill the steps' prefill budget, the prompt's own steps and one more; an exponential tail for p50
-and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
+prompts ahead fill the steps' prefill budget, and the prompt's own steps, the last of which gives its first token;
+an exponential tail for p50 and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
 loop for concurrent users (each sends the next request when the last one ends, as serving benchmarks count
 "concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the same
 server.
@@ -131,8 +131,9 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
     reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). A new prompt waits for the step in
     progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is taken by the
-    prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it, and its
-    first token comes with the step after (docs/method.md, "Serving under load": the step queue).
+    prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
+    token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
+    TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
     """
     o1 = max(lengths.output_mean - 1.0, 0.0)
     ctx = lengths.mean_context
@@ -213,11 +214,12 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         if u > _RHO_MAX:
             u = _RHO_MAX
         wait = residual / (1.0 - u)
-        # Prompts that arrived during the step in progress share the prefill step with this one (room allowing).
+        # Prompts that arrived during the step in progress share the prefill step with this one (room allowing);
+        # the step that finishes the prompt gives its first token.
         along = 2.0 * x * residual
         if along > per_step - 1.0:
             along = per_step - 1.0
-        tail = along * unit + new_tpot
+        tail = along * unit
         new_ttft = wait + service + tail
         d1, d2 = new_tpot - tpot, new_ttft - ttft
         if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:

@@ -31,7 +31,7 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
     Each step takes waiting prompts first come first served into the prefill budget: without chunking, the
     oldest prompt on its own (no decode in that step); chunked, up to ``chunk_tokens`` prompt tokens (a prompt
     split across steps where it does not fit) riding on the decode step of the sequences already decoding.
-    A request's first token comes with the step after its prompt is done. Lengths are drawn log-normal.
+    A request's first token comes with the step that finishes its prompt (the prompt's last logits). Lengths are drawn log-normal.
     Returns the means over the requests after the first fifth (warm-up): TTFT, TPOT, throughput.
     """
     rng = random.Random(seed)
@@ -46,8 +46,21 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
     # [arrival, prompt left, prompt, output]: requests admitted at the start of the step after they arrive
     queue = [[0.0, p, p, draw(lengths.output_mean, lengths.output_cv)]
              for p in (draw(lengths.prompt_mean, lengths.prompt_cv) for _ in range(users))]
-    decoding = []  # [arrival, first token time or None, tokens left, context]
+    decoding = []  # [arrival, first token time, tokens left, context]
     done = []
+
+    def first(q, at, into):
+        """The prompt's last piece ran: its first token comes with that step (the prompt's last logits)."""
+        d = [q[0], at, q[3] - 1, q[2] + 1]
+        if at is not None and d[2] <= 0:
+            finish(d, at)
+        else:
+            into.append(d)
+
+    def finish(d, at):
+        done.append((d[0], d[1], at, d[3]))
+        p = draw(lengths.prompt_mean, lengths.prompt_cv)
+        queue.append([at + 1e-6, p, p, draw(lengths.output_mean, lengths.output_cv)])
     while len(done) < requests:
         start = t
         ctx = sum(d[3] for d in decoding) / len(decoding) if decoding else 0.0
@@ -58,7 +71,7 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
             q = ready[0]  # a prompt on its own (no chunking, or nothing decoding)
             t += prefill_s(s, q[2])
             queue.remove(q)
-            decoding.append([q[0], None, q[3], q[2]])
+            first(q, t, decoding)
             continue
         budget, extra, attn = s.chunk_tokens, 0.0, 0.0
         for q in ready[:room]:
@@ -72,21 +85,23 @@ def simulate(s: ServerSpec, lengths: Lengths, users: int, requests: int = 500, s
             q[1] -= chunk
             if q[1] <= 0:
                 queue.remove(q)
-                joining.append([q[0], None, q[3], q[2]])  # decodes from the next step
+                first(q, None, joining)  # its first token comes with this step; it decodes from the next
         t += decode_step_s(s, len(decoding), ctx, extra, attn) if decoding else prefill_s(s, extra)
         still = []
         for d in decoding:
             d[2] -= 1
             d[3] += 1
-            if d[1] is None:
-                d[1] = t
             if d[2] <= 0:
-                done.append((d[0], d[1], t, d[3]))
-                p = draw(lengths.prompt_mean, lengths.prompt_cv)
-                queue.append([t + 1e-6, p, p, draw(lengths.output_mean, lengths.output_cv)])
+                finish(d, t)
             else:
                 still.append(d)
-        decoding = still + joining
+        for j in joining:
+            j[1] = t
+            if j[2] <= 0:
+                finish(j, t)
+            else:
+                still.append(j)
+        decoding = still
     kept = done[len(done) // 5:]
     span = kept[-1][2] - kept[0][2]
     ttft = sum(f - a for a, f, _e, _c in kept) / len(kept)
