@@ -121,7 +121,12 @@ class ServePage(Page):
         self._widgets: dict[str, QWidget] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 12)
-        layout.addWidget(QLabel("<h2 style='margin:0'>Serve a model</h2>"))
+        title = QHBoxLayout()
+        title.addWidget(QLabel("<h2 style='margin:0'>Serve a model</h2>"))
+        title.addStretch(1)
+        self.export_button = QPushButton("Export report…")
+        title.addWidget(self.export_button)
+        layout.addLayout(title)
         layout.addLayout(self._build_form())
         self.answer = QLabel()
         self.answer.setObjectName("serveAnswer")
@@ -156,7 +161,6 @@ class ServePage(Page):
         self.footer = QLabel()
         self.footer.setObjectName("serveFooter")
         self.footer.setWordWrap(True)
-        self.export_button = QPushButton("Export report…")
         self.export_button.setObjectName("serveExport")
         self.export_button.setToolTip("Write the answer, the chart and the options as HTML, PDF or Markdown "
                                       "(as advisor serve --report)")
@@ -165,10 +169,7 @@ class ServePage(Page):
         self.reports = ReportWriter(self)
         self.reports.written.connect(self._on_reports_written)
         self.reports.failed.connect(self._on_reports_failed)
-        bottom = QHBoxLayout()
-        bottom.addWidget(self.footer, 1)
-        bottom.addWidget(self.export_button, 0, Qt.AlignmentFlag.AlignTop)
-        layout.addLayout(bottom)
+        layout.addWidget(self.footer)
         self._lines: list = []
         self._target_line = plots.add_limit_line(self.chart, None, "target")
         self._debounce = QTimer(self)
