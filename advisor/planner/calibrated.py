@@ -113,12 +113,14 @@ def serve_range_factors() -> dict[str, tuple[float, str]]:
 
 
 def training_class(group: str, req, moe: bool) -> str:
-    """The efficiency class of a training plan: its framework, the precision it computes in, dense or MoE."""
-    return efficiency_class(group, f"{framework_id(req)}/{compute_precision(req)}/{'moe' if moe else 'dense'}")
+    """The efficiency class of a training plan: its framework, then dense or MoE (the experts' dispatch and small
+    matrix products, which the estimate does not model), then the precision it computes in (which it does: fp8 as
+    Amdahl's split); docs/method.md, "Megatron-LM's weak-scaling table"."""
+    return efficiency_class(group, f"{framework_id(req)}/{'moe' if moe else 'dense'}/{compute_precision(req)}")
 
 
 def calibrate_training(t, req, moe: bool = False):
-    """A training timing times its group's efficiency (by framework, precision, dense or MoE), with the group's
+    """A training timing times its group's efficiency (by framework, dense or MoE, precision), with the group's
     interval width."""
     fits = active_fits()
     fit = fits.get(training_group(req.workload))
