@@ -33,6 +33,14 @@ UNITS_IN_FLIGHT = 2
 # Full-length inputs a decoder layer under PyTorch sequence parallelism saves for its backward: the gathered
 # norm outputs feeding the attention's and the feed-forward's column-parallel matrix multiplies.
 GATHERED_INPUTS_PER_LAYER = 2
+# Which matrices LoRA adapts (the job's ``lora_targets``): every linear layer (PEFT's ``all-linear``, QLoRA's
+# setting; attention and the feed-forward or every expert), or the attention projections only.
+LORA_TARGETS = ("all-linear", "attention")
+# Bytes per input value an adapted matrix keeps when LoRA dropout is on: PEFT applies ``nn.Dropout`` to the input
+# of ``lora_A`` (``lora_B(lora_A(dropout(x)))``, ``peft/tuners/lora/layer.py``; ``nn.Identity`` at its default of
+# 0), so autograd keeps the dropped-out copy for ``lora_A``'s weight gradient (16 bits) and the dropout's mask
+# (a bool, one byte) beside the input the base matrix already saves.
+LORA_DROPOUT_MASK_BYTES = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,8 @@ def shard_model_states(states: StateBytes, params: float, zero: int, dp: int, tp
 
 
 def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpointing: str, tp: int = 1,
-                     bytes_per_value: float = 2.0, behaviours: TrainingBehaviours = PLAIN) -> float:
+                     bytes_per_value: float = 2.0, behaviours: TrainingBehaviours = PLAIN,
+                     adapter_bytes: float = 0.0) -> float:
     """Activation memory on the device of the whole layer stack for one micro-batch in flight on the first stage.
 
     Korthikanti et al. 2022, eq. 1-6, with sequence parallelism under tensor parallelism:
@@ -125,12 +134,14 @@ def activation_bytes(arch: ModelArch, seq_len: int, micro_batch: int, checkpoint
     With ``behaviours.activation_offload`` the saved activations live in host RAM (``offloaded_activation_bytes``)
     and the device keeps one layer's working set. Under PyTorch sequence parallelism (``behaviours.tp_saves_gathered``)
     a layer also keeps its matrix multiplies' gathered inputs at full length (``gathered_input_bytes``: two per layer,
-    one for the output layer). The logits and loss (``software.logits_bytes``: one fp32 copy,
+    one for the output layer). ``adapter_bytes`` is what LoRA dropout adds to every layer's working set
+    (``lora_dropout_layer_bytes``). The logits and loss (``software.logits_bytes``: one fp32 copy,
     ``4*s*b*V``, in Korthikanti's count) are added: dominant for large vocabularies.
     """
     scale = bytes_per_value / 2.0
     stack = _layer_stack(arch, seq_len, micro_batch, checkpointing, tp, scale,
-                         behaviours.activation_offload, behaviours.selective_saves, behaviours.tp_saves_gathered)
+                         behaviours.activation_offload, behaviours.selective_saves, behaviours.tp_saves_gathered,
+                         adapter_bytes)
     output_input = gathered_input_bytes(seq_len, micro_batch, arch.hidden, tp, scale, behaviours.tp_saves_gathered)
     return stack + output_input + logits_bytes(seq_len * micro_batch, arch.vocab, behaviours) / tp
 
@@ -169,10 +180,12 @@ def gathered_input_bytes(s: int, b: int, h: int, tp: int, scale: float = 1.0, sa
 
 
 def _layer_stack(arch: ModelArch, s: int, b: int, checkpointing: str, tp: int, scale: float, offload: bool,
-                 selective_saves: str = "activations", tp_saves_gathered: bool = False) -> float:
-    """The layer stack's activations kept on the device (``activation_bytes`` without the logits)."""
+                 selective_saves: str = "activations", tp_saves_gathered: bool = False,
+                 adapter_bytes: float = 0.0) -> float:
+    """The layer stack's activations kept on the device (``activation_bytes`` without the logits);
+    ``adapter_bytes``: what a layer's LoRA adapters keep beside it (``lora_dropout_layer_bytes``)."""
     h, L = arch.hidden, arch.layers
-    layer = s * b * h * 34 / tp * scale  # every activation, no score matrix (fused attention)
+    layer = s * b * h * 34 / tp * scale + adapter_bytes  # every activation, no score matrix (fused attention)
     layer += GATHERED_INPUTS_PER_LAYER * gathered_input_bytes(s, b, h, tp, scale, tp_saves_gathered)
     if offload:
         return layer
@@ -188,19 +201,51 @@ def overhead_bytes(other_bytes: float) -> int:
     return int(CUDA_CONTEXT_BYTES + FRAGMENTATION * other_bytes)
 
 
-def lora_trainable_params(arch: ModelArch, rank: int) -> int:
+def lora_trainable_params(arch: ModelArch, rank: int, targets: str = "all-linear") -> int:
     """Adapter parameters ``r*(d_in + d_out)`` for every attention and FFN matrix (QLoRA's all-linear setting).
 
-    For MoE models the adapters go on attention and every expert's matrices.
+    For MoE models the adapters go on attention and every expert's matrices. ``targets="attention"``: the four
+    attention projections only (a MoE whose experts are not linear modules, such as transformers' gpt-oss with
+    its fused expert tensors, gets only these from ``all-linear``).
     """
     h, d = arch.hidden, arch.d_head
     q_out, kv_out = arch.heads * d, arch.kv_heads * d
     attn = rank * ((h + q_out) + 2 * (h + kv_out) + (q_out + h))
+    if targets == "attention":
+        return arch.layers * attn
     mats = 3 if arch.ffn_kind == "gated" else 2
     dense_ffn = mats * rank * (h + arch.ffn)
     moe_layers = arch.layers - arch.dense_layers if arch.is_moe else 0
     expert_ffn = mats * rank * (h + (arch.moe_ffn or arch.ffn)) * (arch.experts + arch.shared_experts)
     return arch.layers * attn + (arch.layers - moe_layers) * dense_ffn + moe_layers * expert_ffn
+
+
+def lora_dropout_values(arch: ModelArch, targets: str = "all-linear") -> int:
+    """Input values per token of one decoder layer's adapted matrices (the largest layer of a MoE): q, k and v
+    each read the hidden state ``h``, the output projection ``heads*d_head``; with ``all-linear`` also the
+    feed-forward (gate and up ``h`` each, down ``ffn``; a plain one ``h + ffn``), in a MoE layer once for each of
+    the ``experts_per_token`` routed and every shared expert a token passes through."""
+    h, q_out = arch.hidden, arch.heads * arch.d_head
+    attn = 3 * h + q_out
+    if targets == "attention":
+        return attn
+    gated = arch.ffn_kind == "gated"
+    def ffn_in(width: int) -> int:
+        return (2 * h if gated else h) + width
+    if arch.is_moe and arch.layers > arch.dense_layers:
+        passes = max(1, arch.experts_per_token) + arch.shared_experts
+        return attn + passes * ffn_in(arch.moe_ffn or arch.ffn)
+    return attn + ffn_in(arch.ffn)
+
+
+def lora_dropout_layer_bytes(arch: ModelArch, s: int, b: int, dropout: float, targets: str = "all-linear",
+                             tp: int = 1, scale: float = 1.0) -> float:
+    """Bytes one decoder layer keeps for LoRA dropout: ``s*b*values*(2 + 1)`` (the dropped-out 16-bit copy of each
+    adapted matrix's input and its bool mask, ``LORA_DROPOUT_MASK_BYTES``), nothing at ``dropout == 0`` (PEFT's
+    default: ``nn.Identity``, whose output is the input the base matrix saves anyway)."""
+    if dropout <= 0.0:
+        return 0.0
+    return s * b * lora_dropout_values(arch, targets) * (2.0 * scale + LORA_DROPOUT_MASK_BYTES) / tp
 
 
 def largest_tensor_params(arch: ModelArch, lora_rank: int | None = None) -> int:
@@ -240,7 +285,8 @@ def dequantised_weight_bytes(arch: ModelArch, tp: int = 1) -> float:
 def training_memory(arch: ModelArch, params: float, *, workload: str, precision: str, optimizer: str,
                     zero: int, devices: int, tp: int, pp: int, seq_len: int, micro_batch: int,
                     checkpointing: str, lora_rank: int = 16, embedding_params: float = 0.0,
-                    behaviours: TrainingBehaviours = PLAIN) -> MemoryBreakdown:
+                    behaviours: TrainingBehaviours = PLAIN, lora_dropout: float = 0.0,
+                    lora_targets: str = "all-linear") -> MemoryBreakdown:
     """Training memory per device (model states, activations, logits, overhead) under a framework's behaviours.
 
     Full training (pretrain, finetune): ``state_bytes_per_param`` sharded by ``shard_model_states``.
@@ -252,14 +298,15 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
     (``largest_tensor_params``) instead of all; paged 8-bit moments and offloaded activations are counted in
     ``host_offload_bytes`` (host RAM for all ``devices``), not on the device. The weights also hold what is
     unsharded while it computes: ZeRO-3/FSDP's gathered units (``unsharded_unit_bytes``) and a QLoRA base matrix
-    dequantised to bf16 (``dequantised_weight_bytes``).
+    dequantised to bf16 (``dequantised_weight_bytes``). LoRA adapts ``lora_targets`` (``lora_trainable_params``);
+    a ``lora_dropout`` above 0 adds ``lora_dropout_layer_bytes`` to every layer's activations.
     """
     dp = max(1, devices // (tp * pp))
     act_bytes = 4.0 if precision in ("fp32", "tf32") else 2.0
     lora = workload in ("lora", "qlora")
     states = state_bytes_per_param("bf16" if lora else precision, optimizer, arch.hidden, behaviours)
     if lora:
-        trained = lora_trainable_params(arch, lora_rank)
+        trained = lora_trainable_params(arch, lora_rank, lora_targets)
         if workload == "qlora":
             base = (params - embedding_params) * QLORA_BITS / 8 + embedding_params * 2
         else:
@@ -287,7 +334,9 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
         paged = moments * trained / (tp * pp) / (dp if zero >= 1 else 1)
         opt -= paged
         host += paged * devices
-    acts = activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes, behaviours)
+    adapter = lora_dropout_layer_bytes(arch, seq_len, micro_batch, lora_dropout, lora_targets, tp,
+                                       act_bytes / 2.0) if lora else 0.0
+    acts = activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes, behaviours, adapter)
     if behaviours.activation_offload:
         host += offloaded_activation_bytes(arch, seq_len, micro_batch, checkpointing, tp, act_bytes) * devices
     other = weights + grads + opt + acts

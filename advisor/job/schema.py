@@ -191,6 +191,11 @@ class Job(BaseModel):
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "adafactor"] = _field(
         "adamw", help="optimizer (its state is part of the memory)", workloads=TRAINING)
     lora_rank: int = _field(16, help="LoRA/QLoRA adapter rank", workloads=("lora", "qlora"), ge=1, le=65_536)
+    lora_dropout: float = _field(0.0, help="LoRA dropout probability; above 0 each adapted matrix keeps a dropped-out "
+                                 "copy of its input (PEFT's default 0)", workloads=("lora", "qlora"), ge=0, le=0.99)
+    lora_targets: Literal["all-linear", "attention"] = _field(
+        "all-linear", help="matrices LoRA adapts: every linear layer (attention, feed-forward, each expert) or the "
+        "attention only", workloads=("lora", "qlora"))
     zero: Literal[0, 1, 2, 3] | None = _field(
         None, help="ZeRO stage (3 = FSDP full shard); default: 0 on one device, 3 when sharding over several",
         workloads=TRAINING)

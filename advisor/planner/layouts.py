@@ -78,7 +78,8 @@ class MemoryModel:
                     self.arch, self.params, workload=r.workload, precision=r.precision, optimizer=r.optimizer,
                     zero=layout.zero, devices=layout.devices, tp=layout.tp, pp=layout.pp, seq_len=self.seq_len,
                     micro_batch=r.micro_batch, checkpointing=software.behaviours.checkpointing,
-                    lora_rank=r.lora_rank, embedding_params=self.embedding, behaviours=software.behaviours)
+                    lora_rank=r.lora_rank, embedding_params=self.embedding, behaviours=software.behaviours,
+                    lora_dropout=r.lora_dropout, lora_targets=r.lora_targets)
                 if r.optimizer_offload:  # ZeRO-Offload: the optimizer states live in host RAM
                     hit = replace(hit, optimizer_bytes=0,
                                   host_offload_bytes=hit.host_offload_bytes + hit.optimizer_bytes * layout.devices)

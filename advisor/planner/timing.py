@@ -246,7 +246,7 @@ def step_overhead(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     The communication split keeps its own assumed global batch (``step_layout``)."""
     b = software.behaviours
     micro = tokens / (req.micro_batch * seq_len * layout.dp)
-    trained = memory.lora_trainable_params(arch, req.lora_rank) if req.workload in ("lora", "qlora") else params
+    trained = memory.lora_trainable_params(arch, req.lora_rank, req.lora_targets) if req.workload in ("lora", "qlora") else params
     shard = trained / (layout.tp * layout.pp) / (layout.dp if layout.zero >= 1 else 1)
     per_param = optimizer_step_bytes(req.optimizer, precision, arch.hidden, b)
     # pretraining batches are millions of tokens (GLOBAL_BATCH_TOKENS) whatever the job's accumulation

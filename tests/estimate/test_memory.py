@@ -199,3 +199,39 @@ def test_qlora_dequantises_its_largest_matrix():
     base = (69.0e9 - 2 * 32000 * 8192) * memory.QLORA_BITS / 8 + 2 * 32000 * 8192 * 2
     adapters = 2 * memory.lora_trainable_params(LLAMA2_70B, 8)
     assert q.weights_bytes == pytest.approx(base + adapters + 2 * 8192 * 28672, rel=1e-6)
+
+
+def test_lora_dropout_keeps_each_adapted_input_once_more():
+    """PEFT's ``lora_B(lora_A(dropout(x)))`` with dropout above 0: each adapted matrix keeps a dropped-out bf16 copy
+    of its input and a bool mask, 3 bytes a value. Llama 2 70B, all-linear: q, k, v read 8192 each, o 64 x 128 =
+    8192, gate and up 8192 each, down 28672: 77,824 values a token; 2 x 2048 tokens: 4096 x 77824 x 3 = 0.956 GB.
+    Under full recomputation one layer holds it (the one recomputed), without recomputation all 80."""
+    assert memory.lora_dropout_values(LLAMA2_70B) == 3 * 8192 + 8192 + 2 * 8192 + 28672 == 77824
+    assert memory.lora_dropout_values(LLAMA2_70B, "attention") == 4 * 8192
+    assert memory.lora_dropout_layer_bytes(LLAMA2_70B, 2048, 2, 0.1) == 4096 * 77824 * 3
+    assert memory.lora_dropout_layer_bytes(LLAMA2_70B, 2048, 2, 0.0) == 0.0  # PEFT's default: nn.Identity
+    kw = dict(precision="bf16", optimizer="adamw", zero=0, devices=1, tp=1, pp=1, seq_len=2048, micro_batch=2,
+              lora_rank=8, embedding_params=2 * 32000 * 8192)
+    for ckpt, layers in (("full", 1), ("none", 80)):
+        off = memory.training_memory(LLAMA2_70B, 69.0e9, workload="qlora", checkpointing=ckpt, **kw)
+        on = memory.training_memory(LLAMA2_70B, 69.0e9, workload="qlora", checkpointing=ckpt, lora_dropout=0.1, **kw)
+        assert on.activations_bytes - off.activations_bytes == pytest.approx(layers * 4096 * 77824 * 3, abs=2)
+        assert on.weights_bytes == off.weights_bytes
+    full = memory.training_memory(LLAMA2_70B, 69.0e9, workload="finetune", checkpointing="full", lora_dropout=0.1,
+                                  **kw)
+    assert full.activations_bytes == memory.training_memory(LLAMA2_70B, 69.0e9, workload="finetune",
+                                                            checkpointing="full", **kw).activations_bytes
+
+
+def test_lora_on_attention_only():
+    """gpt-oss 20B in transformers keeps its experts as fused 3-D tensors, not linear modules, so PEFT's all-linear
+    LoRA adapts the attention only: r = 8 over 24 layers of q (2880 -> 4096), k and v (2880 -> 512), o (4096 ->
+    2880): 24 x 8 x (6976 + 2 x 3392 + 6976) = 3,981,312 adapter parameters (all-linear with every expert: 28 times
+    more); a MoE layer's dropout inputs are then q, k, v's 3 x 2880 and o's 4096 values a token."""
+    oss = CAT.model("gpt-oss-20b")
+    assert memory.lora_trainable_params(oss, 8, "attention") == 24 * 8 * (6976 + 2 * 3392 + 6976) == 3_981_312
+    # all-linear with every expert: 32 experts x 3 matrices x 8 x (2880 + 2880) more a layer
+    assert memory.lora_trainable_params(oss, 8) == 3_981_312 + 24 * 32 * 3 * 8 * 5760 == 110_149_632
+    assert memory.lora_dropout_values(oss, "attention") == 3 * 2880 + 4096
+    # all-linear in a MoE layer: attention, then 4 routed experts' gate, up (2880 each) and down (2880)
+    assert memory.lora_dropout_values(oss) == 3 * 2880 + 4096 + 4 * 3 * 2880
