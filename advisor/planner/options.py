@@ -66,6 +66,16 @@ def reserved_note(q, req: PlanRequest) -> str:
             f"equivalent")
 
 
+def powered(acc: Accelerator, req: PlanRequest) -> Accelerator:
+    """The accelerator as the job's power limit (``power_limit_w``) leaves it for pricing: a board held below its
+    rated power draws at most the limit, so its energy (and a server's power and colocation) is priced at
+    ``min(TDP, limit)``; its speed is lowered in ``timing`` (``compute.power_limited_fraction``)."""
+    limit = getattr(req, "power_limit_w", None)
+    if not limit or not acc.tdp_w or limit >= acc.tdp_w:
+        return acc
+    return replace(acc, tdp_w=float(limit))
+
+
 def trains(acc: Accelerator) -> bool:
     """Whether an accelerator is meant for training (AWS Inferentia serves models only)."""
     return not acc.id.startswith("inferentia")
@@ -185,7 +195,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     by_id = {o.id: o for o in offers}
     for (kind, *_rest), (common, group_offers, t, place) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        for q in quote_job(DeviceJob(acc, n, hours, (kind,), plan_use(req)), group_offers, a,
+        for q in quote_job(DeviceJob(powered(acc, req), n, hours, (kind,), plan_use(req)), group_offers, a,
                            spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
@@ -330,7 +340,7 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     figures.update(stack_fields(acc.stacks, wanted))
     figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
     hours = common["hours"]
-    q = owned_quote(hw, layout.devices, hours, a, plan_use(req))
+    q = owned_quote(hw, layout.devices, hours, a, plan_use(req), power_limit_w=getattr(req, "power_limit_w", None))
     per_h = q.total_usd / hours if hours > 0 else 0.0
     return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
                        utilisation=q.utilisation,

@@ -202,3 +202,16 @@ def test_without_a_cadence_the_purchase_named_is_a_home_rig(capsys):
     assert main(["plan", "--model", "llama-3-70b", "--workload", "finetune", "--own", "1xrtx-3090"]) == 0
     out = capsys.readouterr().out  # 70B full fine-tune: about 1.1 TB of states, more than 4 cards of any rig hold
     assert "To buy: on-prem " in out
+
+
+def test_a_power_limit_lowers_what_the_owned_gpu_draws(capsys):
+    """An RTX 3090 (350 W) runs at 0.9 of its TDP, 315 W, plus the rig's 150 W: 465 W. Held at 250 W it draws
+    250 W + 150 W = 400 W for the longer job (speed: compute.power_limited_fraction)."""
+    def owned(*extra):
+        doc = _plan_json(capsys, "--model", "llama-3-8b", "--workload", "lora", "--own", "1xrtx-3090", *extra)
+        return next(o for o in doc["options"] if o["kind"] == "owned")
+
+    full, held = owned(), owned("--power-limit-w", "250")
+    assert full["energy_kwh"] * 1000 / full["hours"] == pytest.approx(465.0)
+    assert held["energy_kwh"] * 1000 / held["hours"] == pytest.approx(400.0)
+    assert held["hours"] > full["hours"]
