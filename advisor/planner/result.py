@@ -134,7 +134,15 @@ class PlanOption:
         defaults are the declared ones and ``cost_usd`` is the breakdown's total, so the two are equal
         (tests/planner/test_option_build.py).
         """
-        merged = {**_OPTION_DEFAULTS, **common, **values}
+        if common.__class__ is _Prepared:  # defaults merged and names checked once for a group of options
+            merged = {**common, **values}
+            if len(merged) == len(_OPTION_INIT) and values.keys() <= _OPTION_INIT:
+                option = object.__new__(cls)
+                option.__dict__.update(merged)
+                option.__dict__["cost_usd"] = merged["breakdown"].total_usd
+                return option
+        else:
+            merged = {**_OPTION_DEFAULTS, **common, **values}
         if merged.keys() != _OPTION_INIT:
             unknown, missing = merged.keys() - _OPTION_INIT, _OPTION_INIT - merged.keys()
             raise TypeError(f"PlanOption.build: unknown fields {sorted(unknown)}, missing {sorted(missing)}")
@@ -142,6 +150,19 @@ class PlanOption:
         option.__dict__.update(merged)
         option.__dict__["cost_usd"] = merged["breakdown"].total_usd
         return option
+
+    @classmethod
+    def prepare(cls, common: dict) -> dict:
+        """``common`` over the declared defaults, its names checked: :meth:`build` takes it for every option of
+        a group sharing those figures and only adds each option's own.
+
+        Raises:
+            TypeError: a name that is no field.
+        """
+        unknown = common.keys() - _OPTION_INIT
+        if unknown:
+            raise TypeError(f"PlanOption.prepare: unknown fields {sorted(unknown)}")
+        return _Prepared({**_OPTION_DEFAULTS, **common})
 
     def with_(self, **changes) -> PlanOption:
         """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
@@ -219,6 +240,10 @@ class PlanOption:
             if s.software is not None:
                 doc["software"] = s.software.to_json()
         return doc
+
+
+class _Prepared(dict):
+    """Option figures over the defaults, names checked (:meth:`PlanOption.prepare`)."""
 
 
 _OPTION_INIT = frozenset(f.name for f in fields(PlanOption) if f.init)
