@@ -157,7 +157,7 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
     """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
     if hours <= 0:
         return cost, cost
-    fixed = sum(usd for name, usd in breakdown.parts if name in FIXED_PARTS)
+    fixed = sum([usd for name, usd in breakdown.parts if name in FIXED_PARTS])
     lo, hi = hours_interval
     return fixed + (cost - fixed) * lo / hours, fixed + (cost - fixed) * hi / hours
 

@@ -19,7 +19,7 @@ from advisor.cost.breakdown import CostBreakdown
 from advisor.cost.breakeven import BreakEven
 from advisor.cost.compare import pareto_front
 from advisor.cost.ownership import Holding, Utilisation
-from advisor.cost.price_dates import PriceAges, price_ages
+from advisor.cost.price_dates import PriceAges, price_ages_of
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
 from advisor.job import JOB_FIELDS
@@ -250,12 +250,6 @@ _OPTION_INIT = frozenset(f.name for f in fields(PlanOption) if f.init)
 _OPTION_DEFAULTS = {f.name: f.default for f in fields(PlanOption) if f.init and f.default is not MISSING}
 
 
-@dataclass(frozen=True)
-class _PricedRow:
-    id: str
-    price_date: str
-
-
 def _pair(pair: tuple[float, float] | None) -> list[float] | None:
     return None if pair is None else [pair[0], pair[1]]
 
@@ -358,10 +352,9 @@ class PlanResult:
         rows = {}
         for o in self.options if options is None else options:
             if o.kind == "cloud":
-                offer_id = o.id.removeprefix("cloud:").removesuffix(":spot").split(":reserved-")[0]
-                rows[offer_id] = _PricedRow(offer_id, o.price_date)
+                rows[o.id.removeprefix("cloud:").removesuffix(":spot").split(":reserved-")[0]] = o.price_date
         try:
-            return price_ages(rows.values(), self.catalog_date)
+            return price_ages_of(tuple(rows.items()), self.catalog_date)
         except ValueError:
             return None
 
