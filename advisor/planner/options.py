@@ -86,25 +86,34 @@ def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tu
         if acc.kind in ONPREM_KINDS:
             out.append(("onprem", None, owned_placement("onprem", acc, a), "on-prem server"))
     for offer in offers:
-        place = _cloud_placement(offer, acc)
+        place = cloud_placement(offer, acc)
         out.append(("cloud", offer, place, "instance" if place.devices_per_node == offer.accelerator_count else
                     "TPU slice" if acc.kind == "tpu" else "machine"))
     return out
 
 
-_PLACEMENTS: dict[int, tuple] = {}  # id(offer) -> (offer, accelerator, placement): the catalog's rows plan after plan
+_NODES: dict[tuple[int, int], tuple] = {}  # (id(acc), id(offers)) -> (acc, offers, rig size, link, nodes)
 
 
-def _cloud_placement(offer, acc: Accelerator) -> Placement:
-    """``cloud_placement`` of an offer, kept for the same offer and accelerator objects (both frozen)."""
-    hit = _PLACEMENTS.get(id(offer))
-    if hit is not None and hit[0] is offer and hit[1] is acc:
-        return hit[2]
-    if len(_PLACEMENTS) > 4096:  # catalogs built again and again (tests, imports): start over
-        _PLACEMENTS.clear()
-    place = cloud_placement(offer, acc)
-    _PLACEMENTS[id(offer)] = (offer, acc, place)
-    return place
+def _nodes(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tuple[str, Placement, str, list]]:
+    """:func:`_places` with the offers on one node together: ``(kind, placement, node in words, offers)`` in the
+    order each node first comes (options on one node are laid out and timed alike). Kept for the same
+    accelerator and offer list (the catalog's, plan after plan) while the rig size and measured link hold."""
+    measured = measured_link_bps(acc, calib)
+    hit = _NODES.get((id(acc), id(offers)))
+    if hit is not None and hit[0] is acc and hit[1] is offers and hit[2] == a.home_gpus_per_rig \
+            and hit[3] == measured:
+        return hit[4]
+    nodes: dict[tuple, list] = {}
+    for kind, offer, place, where in _places(acc, offers, a, calib):
+        group = nodes.setdefault((kind, place, where), [])
+        if offer is not None:
+            group.append(offer)
+    out = [(kind, place, where, group) for (kind, place, where), group in nodes.items()]
+    if len(_NODES) > 1024:  # catalogs built again and again (tests, imports): start over
+        _NODES.clear()
+    _NODES[(id(acc), id(offers))] = (acc, offers, a.home_gpus_per_rig, measured, out)
+    return out
 
 
 class _Timer:
@@ -182,7 +191,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
     stack = stack_fields(acc.stacks, wanted)
-    for kind, offer, place, where in _places(acc, offers, a, calib):
+    for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place)
         reason = infeasible_reason(layout, place, where)
@@ -195,8 +204,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
                     f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
             group = groups[key] = (common, [], t, place)
-        if offer is not None:
-            group[1].append(offer)
+        group[1].extend(node_offers)
     by_id = {o.id: o for o in offers}
     use = plan_use(req)
     servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price
