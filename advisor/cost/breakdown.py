@@ -67,6 +67,15 @@ class CostBreakdown:
         object.__setattr__(breakdown, "total_usd", _checked_total(items))
         return breakdown
 
+    @classmethod
+    def of_floats(cls, parts: tuple[tuple[str, float], ...]) -> CostBreakdown:
+        """:meth:`of` for ``(name, usd)`` pairs whose names are distinct and amounts floats already (the pricing
+        path's own parts): only their range is checked."""
+        breakdown = object.__new__(cls)
+        object.__setattr__(breakdown, "parts", parts)
+        object.__setattr__(breakdown, "total_usd", _checked_total(parts))
+        return breakdown
+
     def as_dict(self) -> dict[str, float]:
         """The parts as a plain ``{name: usd}`` dict (for JSON ``cost_breakdown_usd``)."""
         return dict(self.parts)

@@ -102,6 +102,8 @@ class OwnedQuote(_Quote):
 
 
 def _check_job(devices: int, hours: float) -> None:
+    if devices.__class__ is int and devices >= 1 and hours.__class__ is float and 0.0 <= hours < math.inf:
+        return  # the planner's case, at once
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise ValueError(f"devices: must be a whole number, 1 or more, got {devices!r}")
     if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not math.isfinite(hours) or hours < 0:
@@ -235,12 +237,12 @@ def _cloud_quote(offer: CloudOffer, devices: int, hours: float, assumptions: Cos
         per_device = instance_rate / offer.accelerator_count
         # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
         rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
-    parts = CostBreakdown.of(
-        rent=rent,
-        spot_rework=rent * rework,
-        storage=assumptions.storage_usd_per_h * instances * hours * (1.0 + rework),
-        egress=assumptions.egress_usd,
-    )
+    parts = CostBreakdown.of_floats((
+        ("rent", float(rent)),
+        ("spot_rework", float(rent * rework)),
+        ("storage", float(assumptions.storage_usd_per_h * instances * hours * (1.0 + rework))),
+        ("egress", float(assumptions.egress_usd)),
+    ))
     energy = 0.0
     if kw_per_device:
         energy = kw_per_device * devices * hours * (1.0 + rework)
