@@ -25,8 +25,10 @@ PART_NAMES = tuple(PART_HELP)
 
 def _checked_total(parts: tuple[tuple[str, float], ...]) -> float:
     """The sum of the amounts, each checked finite and zero or more (ValueError naming the first that is not)."""
-    total = math.fsum([usd for _, usd in parts])
-    if not (total < math.inf and all(usd >= 0.0 for _, usd in parts)):  # a NaN fails both ways
+    amounts = [usd for _, usd in parts]
+    total = math.fsum(amounts)
+    # a NaN or an infinite part makes the sum NaN or infinite (or fsum raises); a negative one is the least
+    if not (total < math.inf and (not amounts or min(amounts) >= 0.0)):
         for name, usd in parts:
             if not (0.0 <= usd < math.inf):
                 raise ValueError(f"cost part {name!r} must be a finite amount of zero or more, got {usd!r}")
@@ -63,6 +65,15 @@ class CostBreakdown:
         breakdown = object.__new__(cls)
         object.__setattr__(breakdown, "parts", items)
         object.__setattr__(breakdown, "total_usd", _checked_total(items))
+        return breakdown
+
+    @classmethod
+    def of_floats(cls, parts: tuple[tuple[str, float], ...]) -> CostBreakdown:
+        """:meth:`of` for ``(name, usd)`` pairs whose names are distinct and amounts floats already (the pricing
+        path's own parts): only their range is checked."""
+        breakdown = object.__new__(cls)
+        object.__setattr__(breakdown, "parts", parts)
+        object.__setattr__(breakdown, "total_usd", _checked_total(parts))
         return breakdown
 
     def as_dict(self) -> dict[str, float]:

@@ -140,5 +140,7 @@ def requests_per_s(tokens_per_s: float, output_tokens: float, batch: int = 1, pr
 
 
 def _nonneg(name: str, value: float) -> None:
+    if value.__class__ is float and 0.0 <= value < math.inf:
+        return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{name}: must be a finite number of zero or more, got {value!r}")

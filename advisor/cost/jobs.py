@@ -9,6 +9,7 @@ effective price per device-hour. ``hours`` is the wall-clock time of the job on 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from advisor.catalog.records import Accelerator, CloudOffer
@@ -101,6 +102,8 @@ class OwnedQuote(_Quote):
 
 
 def _check_job(devices: int, hours: float) -> None:
+    if devices.__class__ is int and devices >= 1 and hours.__class__ is float and 0.0 <= hours < math.inf:
+        return  # the planner's case, at once
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise ValueError(f"devices: must be a whole number, 1 or more, got {devices!r}")
     if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not math.isfinite(hours) or hours < 0:
@@ -171,6 +174,51 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
     price = offer.spot_usd_per_h if spot else offer.on_demand_usd_per_h
     if price is None:
         raise ValueError(f"{offer.id}: no {'spot' if spot else 'on-demand'} price")
+    kw = datacenter_kw_per_device(accel.tdp_w, assumptions) if accel is not None and accel.tdp_w else 0.0
+    return _cloud_quote(offer, devices, hours, assumptions, spot, reserved_years, discount, price, kw,
+                        use_hours_per_month)
+
+
+def offer_quotes(offers: Iterable[CloudOffer], accel: Accelerator, devices: int, hours: float,
+                 assumptions: CostAssumptions, use_hours_per_month: float | None = None,
+                 spot_offers: bool = True) -> list[CloudQuote]:
+    """Every cloud quote of a job on ``accel``'s offers: each offer on-demand (with the assumptions' reserved term
+    where its provider publishes a discount, spread over ``use_hours_per_month``) and, with ``spot_offers``, at
+    its spot price; offers of another accelerator or without the price are skipped.
+
+    The same quotes as :func:`cloud_job_cost` offer by offer (``reserved_years`` None), with the job checked and
+    the discounts and the power looked up once for all offers: a plan prices two hundred offers per keystroke.
+
+    Raises:
+        ValueError: bad devices/hours.
+    """
+    _check_job(devices, hours)
+    a = assumptions
+    kw = datacenter_kw_per_device(accel.tdp_w, a) if accel.tdp_w else 0.0
+    years = a.reserved_years
+    terms: dict[str, tuple[int, float]] = {}
+    quotes: list[CloudQuote] = []
+    for offer in offers:
+        if offer.accelerator_id != accel.id:
+            continue
+        price = offer.on_demand_usd_per_h
+        if price is not None:
+            term = terms.get(offer.provider) if years else (0, 0.0)
+            if term is None:
+                discount = a.reserved_discount(offer.provider, years)
+                term = terms[offer.provider] = (0, 0.0) if discount is None else (years, discount)
+            quotes.append(_cloud_quote(offer, devices, hours, a, False, term[0], term[1], price, kw,
+                                       use_hours_per_month))
+        if spot_offers and offer.spot_usd_per_h is not None:
+            quotes.append(_cloud_quote(offer, devices, hours, a, True, 0, 0.0, offer.spot_usd_per_h, kw, None))
+    return quotes
+
+
+def _cloud_quote(offer: CloudOffer, devices: int, hours: float, assumptions: CostAssumptions, spot: bool,
+                 reserved_years: int, discount: float, price: float, kw_per_device: float,
+                 use_hours_per_month: float | None) -> CloudQuote:
+    """:func:`cloud_job_cost` once its inputs are checked and the term, its discount, the price and the facility
+    power per device are known."""
     instance_rate = price * (1.0 - discount)
     instances = math.ceil(devices / offer.accelerator_count)
     rework = assumptions.spot_rework_factor if spot else 0.0
@@ -189,15 +237,15 @@ def cloud_job_cost(offer: CloudOffer, devices: int, hours: float, assumptions: C
         per_device = instance_rate / offer.accelerator_count
         # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
         rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
-    parts = CostBreakdown.of(
-        rent=rent,
-        spot_rework=rent * rework,
-        storage=assumptions.storage_usd_per_h * instances * hours * (1.0 + rework),
-        egress=assumptions.egress_usd,
-    )
+    parts = CostBreakdown.of_floats((
+        ("rent", float(rent)),
+        ("spot_rework", float(rent * rework)),
+        ("storage", float(assumptions.storage_usd_per_h * instances * hours * (1.0 + rework))),
+        ("egress", float(assumptions.egress_usd)),
+    ))
     energy = 0.0
-    if accel is not None and accel.tdp_w:
-        energy = datacenter_kw_per_device(accel.tdp_w, assumptions) * devices * hours * (1.0 + rework)
+    if kw_per_device:
+        energy = kw_per_device * devices * hours * (1.0 + rework)
     # Every field given, none derived: the frozen dataclass's __init__ would only set them one by one (a plan
     # makes two hundred quotes per keystroke); tests/cost/test_jobs.py checks it equals CloudQuote(...).
     quote = object.__new__(CloudQuote)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from advisor.catalog.records import Accelerator, CloudOffer
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.compare import Point
-from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, cloud_job_cost
+from advisor.cost.jobs import CloudQuote, OwnedQuote, can_own, offer_quotes
 from advisor.cost.ownership import NO_STATED_USE, Use, home_job_cost, onprem_job_cost
 
 Quote = CloudQuote | OwnedQuote
@@ -60,14 +60,8 @@ def quote_job(job: DeviceJob, offers: Iterable[CloudOffer], assumptions: CostAss
             quotes.append(home_job_cost(acc, n, h, a, job.use))
         if "onprem" in job.kinds:
             quotes.append(onprem_job_cost(acc, n, h, a, job.use))
-    if "cloud" in job.kinds:
-        for offer in offers:
-            if offer.accelerator_id != acc.id:
-                continue
-            if offer.on_demand_usd_per_h is not None:
-                quotes.append(cloud_job_cost(offer, n, h, a, accel=acc, use_hours_per_month=job.use_hours_per_month))
-            if spot_offers and offer.spot_usd_per_h is not None:
-                quotes.append(cloud_job_cost(offer, n, h, a, spot=True, accel=acc))
+    if "cloud" in job.kinds:  # each offer as ``cloud_job_cost`` prices it, the job checked once
+        quotes += offer_quotes(offers, acc, n, h, a, job.use_hours_per_month, spot_offers)
     return quotes
 
 

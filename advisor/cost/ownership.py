@@ -284,6 +284,18 @@ def utilisation(h: Holding, job_hours: float, use: Use) -> Utilisation:
                        overbooked=wanted > h.available_hours_per_month * (1 + 1e-9))
 
 
+_PART_ORDER = {n: i for i, n in enumerate(("depreciation", "capex_share", "financing", "idle_power", "energy", "wear",
+                                           "colocation", "support"))}  # the order of an owned quote's parts
+
+
+def _breakdown(parts: list[tuple[str, float]]) -> CostBreakdown:
+    """The parts of an owned quote as a breakdown (a Holding made elsewhere may repeat a name: then refused)."""
+    items = tuple([(name, float(usd)) for name, usd in parts])
+    if len({name for name, _ in items}) != len(items):
+        return CostBreakdown(items)  # raises, naming them
+    return CostBreakdown.of_floats(items)
+
+
 def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
     """A job's cost on held hardware: running parts for its hours, plus ``hours / busy hours`` of a month's
     holding parts (a job longer than the busy hours of a month carries more than one month).
@@ -300,9 +312,7 @@ def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
     if idle > 0:
         parts.append(("idle_power", idle * share))
     parts += [(name, rate * hours) for name, rate in h.running_usd_per_hour]
-    order = {n: i for i, n in enumerate(("depreciation", "capex_share", "financing", "idle_power", "energy",
-                                         "wear", "colocation", "support"))}
-    parts.sort(key=lambda p: order.get(p[0], len(order)))
+    parts.sort(key=lambda p: _PART_ORDER.get(p[0], len(_PART_ORDER)))
     fixed_month = h.monthly_fixed_usd(busy)
     per_busy_hour = fixed_month / busy if busy > 0 else 0.0
     depreciation = sum(v for k, v in h.monthly_usd if k in ("depreciation", "capex_share"))
@@ -310,7 +320,8 @@ def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
     return OwnedQuote(kind=h.kind, accelerator_id=h.accelerator_id, devices=h.devices, hours=float(hours),
                       hardware_usd=h.upfront_usd, fixed_usd_per_device=(h.upfront_usd - h.resale_usd) / h.devices,
                       variable_usd_per_device_hour=variable / h.devices, energy_kwh=h.running_kw * hours,
-                      breakdown=CostBreakdown(tuple(parts)), utilisation=u, monthly_usd=fixed_month, holding=h)
+                      breakdown=_breakdown(parts),
+                      utilisation=u, monthly_usd=fixed_month, holding=h)
 
 
 def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions,

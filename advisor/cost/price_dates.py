@@ -10,6 +10,7 @@ as such, never guessed.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -114,20 +115,31 @@ def price_ages(offers: Iterable, as_of: str) -> PriceAges:
     Raises:
         ValueError: when ``as_of`` is not an ISO date.
     """
+    return price_ages_of(tuple([(o.id, o.price_date) for o in offers]), as_of)
+
+
+@functools.lru_cache(maxsize=64)
+def price_ages_of(rows: tuple[tuple[str, str], ...], as_of: str) -> PriceAges:
+    """:func:`price_ages` of ``(id, price_date)`` pairs (kept for the same pairs: a plan and the app's pages ask
+    again for the same offers on every edit).
+
+    Raises:
+        ValueError: when ``as_of`` is not an ISO date.
+    """
     ref = _dt.date.fromisoformat(as_of)
     exact, bounds, stale, undated = [], [], [], []
-    for o in offers:
-        d = price_date_of(o.price_date)
+    for oid, price_date in rows:
+        d = price_date_of(price_date)
         if d is not None:
             exact.append(d)
         else:
-            d = price_date_bound(o.price_date)
+            d = price_date_bound(price_date)
             if d is None:
-                undated.append(o.id)
+                undated.append(oid)
                 continue
-            bounds.append((d, o.id))
+            bounds.append((d, oid))
         if (ref - d).days > STALE_AFTER_DAYS:
-            stale.append(o.id)
+            stale.append(oid)
     dated = exact + [d for d, _ in bounds]
     oldest = min(dated) if dated else None
     return PriceAges(oldest.isoformat() if oldest else None, max(dated).isoformat() if dated else None,

@@ -74,6 +74,10 @@ def per_accelerator(result: PlanResult) -> list[dict]:
         ``usd_per_million_tokens`` / ``usd_per_million_requests`` (None for training), and the 80 % intervals
         ``hours_interval``, ``tokens_per_s_interval``, ``cost_usd_interval``.
     """
+    global _ROWS
+    held, rows_of = _ROWS
+    if held is result:  # the Planner and the Machine page read the same plan: its rows once (copies of the list)
+        return list(rows_of)
     rows: dict[str, dict] = {}
     for o in result.ranked:  # options that can run as laid out
         key = o.id if o.kind == "owned" else o.accelerator  # owned hardware keeps a row of its own
@@ -96,8 +100,13 @@ def per_accelerator(result: PlanResult) -> list[dict]:
             }
     # This machine's row first whatever its rank, then other owned hardware, then by fit and time.
     # Parts off the job's software stack (``stack_ok`` false) after the fitting ones on it.
-    return sorted(rows.values(), key=lambda r: (not r["this_machine"], r["kind"] != "owned", not r["fits"],
-                                                not r["stack_ok"], r["hours"], r["accelerator"]))
+    out = sorted(rows.values(), key=lambda r: (not r["this_machine"], r["kind"] != "owned", not r["fits"],
+                                               not r["stack_ok"], r["hours"], r["accelerator"]))
+    _ROWS = (result, tuple(out))
+    return out
+
+
+_ROWS: tuple = (None, ())  # (the last plan, its rows): a plan is frozen, so are the rows read from it
 
 
 FIT_WORKLOADS = (("inference", "serve"), ("qlora", "QLoRA fine-tune"), ("lora", "LoRA fine-tune"),

@@ -160,7 +160,7 @@ def calibrate_serving(t, req, acc):
     step_s = d.step_s / fs
     request_s = prefill_s + (d.request_s - d.prefill_s) / fs
     batch = d.tokens_per_s * d.step_s
-    decode = replace(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
+    decode = _copy(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
                      requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s,
                      overhead_s=d.overhead_s / fs)  # the step's launch overhead is part of the step scaled
     width = sfit.half_width_log if sfit else t.width_log
@@ -170,17 +170,29 @@ def calibrate_serving(t, req, acc):
         one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
     speed = getattr(t, "speed", None)
     if speed is not None:  # the runtime's numbers a serving model reuses, at the same efficiencies (capped at 1)
-        speed = replace(speed, eta_mem=min(1.0, speed.eta_mem * fs), eta_kv=min(1.0, speed.eta_kv * fs),
+        speed = _copy(speed, eta_mem=min(1.0, speed.eta_mem * fs), eta_kv=min(1.0, speed.eta_kv * fs),
                         overhead_s=speed.overhead_s / fs, matmul_eta=min(1.0, speed.matmul_eta * fp),
                         attention_eta=min(1.0, speed.attention_eta * fp))
-        t = replace(t, speed=speed)
-    return replace(t, decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
+        t = t.with_(speed=speed)
+    return t.with_(decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
                    # one request's first token is its prefill and one step: the prefill's spread; under load the
                    # loaded servers' first-token spread (queueing the plan does not model)
                    ttft_width_log=(pfit.half_width_log if pfit and req.batch <= 1 else
                                    tfit.half_width_log if tfit else None),
                    prefill_width_log=pfit.half_width_log if pfit else None,
                    eta_origin=t.eta_origin + f"; calibrated x{fs:.2f} ({speed_group})")
+
+
+def _copy(record, **changes):
+    """``dataclasses.replace`` of a frozen record whose fields are all set by its ``__init__`` as given (no
+    ``__post_init__``: the decode estimate, the serving speed), without the per-field init: a serving plan
+    calibrates a timing per accelerator and device count."""
+    if hasattr(record, "__post_init__") or changes.keys() - record.__dict__.keys():
+        return replace(record, **changes)  # its own checks run (and name an unknown field)
+    out = object.__new__(type(record))
+    out.__dict__.update(record.__dict__)
+    out.__dict__.update(changes)
+    return out
 
 
 def memory_interval(total_bytes: float, workload: str) -> tuple[float, float] | None:

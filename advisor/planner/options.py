@@ -102,6 +102,30 @@ def _places(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tu
     return out
 
 
+_NODES: dict[tuple[int, int], tuple] = {}  # (id(acc), id(offers)) -> (acc, offers, rig size, link, nodes)
+
+
+def _nodes(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tuple[str, Placement, str, list]]:
+    """:func:`_places` with the offers on one node together: ``(kind, placement, node in words, offers)`` in the
+    order each node first comes (options on one node are laid out and timed alike). Kept for the same
+    accelerator and offer list (the catalog's, plan after plan) while the rig size and measured link hold."""
+    measured = measured_link_bps(acc, calib)
+    hit = _NODES.get((id(acc), id(offers)))
+    if hit is not None and hit[0] is acc and hit[1] is offers and hit[2] == a.home_gpus_per_rig \
+            and hit[3] == measured:
+        return hit[4]
+    nodes: dict[tuple, list] = {}
+    for kind, offer, place, where in _places(acc, offers, a, calib):
+        group = nodes.setdefault((kind, place, where), [])
+        if offer is not None:
+            group.append(offer)
+    out = [(kind, place, where, group) for (kind, place, where), group in nodes.items()]
+    if len(_NODES) > 1024:  # catalogs built again and again (tests, imports): start over
+        _NODES.clear()
+    _NODES[(id(acc), id(offers))] = (acc, offers, a.home_gpus_per_rig, measured, out)
+    return out
+
+
 class _Timer:
     """Layouts and timings of one accelerator, memoised by node (options of one node size share them)."""
 
@@ -152,7 +176,7 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
     """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
     if hours <= 0:
         return cost, cost
-    fixed = sum(usd for name, usd in breakdown.parts if name in FIXED_PARTS)
+    fixed = sum([usd for name, usd in breakdown.parts if name in FIXED_PARTS])
     lo, hi = hours_interval
     return fixed + (cost - fixed) * lo / hours, fixed + (cost - fixed) * hi / hours
 
@@ -177,7 +201,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
     stack = stack_fields(acc.stacks, wanted)
-    for kind, offer, place, where in _places(acc, offers, a, calib):
+    for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place)
         reason = infeasible_reason(layout, place, where)
@@ -190,37 +214,42 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
                     f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
             group = groups[key] = (common, [], t, place)
-        if offer is not None:
-            group[1].append(offer)
+        group[1].extend(node_offers)
     by_id = {o.id: o for o in offers}
+    use = plan_use(req)
+    billed = powered(acc, req)  # priced at the power the job's limit leaves it
+    servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price
     for (kind, *_rest), (common, group_offers, t, place) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        for q in quote_job(DeviceJob(powered(acc, req), n, hours, (kind,), plan_use(req)), group_offers, a,
-                           spot_offers=req.spot_offers):
+        figures = PlanOption.prepare(common["figures"])
+        serving = servings.get(id(t), False)
+        if serving is False:
+            serving = servings[id(t)] = _serving_figures(t)
+        for q in quote_job(DeviceJob(billed, n, hours, (kind,), use), group_offers, a, spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):
-                out.append(PlanOption.build(common["figures"], id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
+                out.append(PlanOption.build(figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                             utilisation=q.utilisation, cost_usd_interval=cost_iv,
                                             owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour,
                                                               q.holding),
-                                            serving=_serving(t, per_h), nodes=common["nodes"],
+                                            serving=_priced_serving(serving, t, per_h), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
             offer = by_id[q.offer_id]
             instance_row = place.devices_per_node == offer.accelerator_count
-            figures = common["figures"]
+            extra = {}
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
-                figures = dict(figures, note="; ".join(filter(None, [figures["note"], reserved_note(q, req)])))
+                extra["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
             out.append(PlanOption.build(
                 figures, id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
                 usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, provider=offer.provider,
                 instance=offer.instance, spot=q.spot, instances=q.instances, price_date=offer.price_date,
                 price_stale=offer.id in stale_ids, reference=place.reference, cost_usd_interval=cost_iv,
-                serving=_serving(t, per_h),
+                serving=_priced_serving(serving, t, per_h),
                 nodes=q.instances if instance_row else common["nodes"],
-                gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"]))
+                gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"], **extra))
     return out
 
 
@@ -243,7 +272,10 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
         if o.kind not in ("home", "onprem") or o.accelerator not in accelerators:
             out.append(o)
             continue
-        holding = (home_holding if o.kind == "home" else onprem_holding)(accelerators[o.accelerator], o.devices, a)
+        holding = o.owning.holding if o.owning is not None else None  # what its quote was priced on
+        if holding is None or holding.kind != o.kind or holding.devices != o.devices:
+            holding = (home_holding if o.kind == "home" else onprem_holding)(accelerators[o.accelerator], o.devices,
+                                                                             a)
         rent = by_acc.get(o.accelerator, cheapest_any)
         be = payback(holding, o.hours, use, None if rent is None else rent.id,
                      None if rent is None else rent.cost_usd, None if rent is None else rent.hours,
@@ -276,20 +308,37 @@ def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits:
 
 def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:
     """The serving figures of an option at its whole hourly cost (rent, spot rework, storage, egress)."""
+    return _priced_serving(_serving_figures(t), t, total_usd_per_h)
+
+
+def _serving_figures(t: Timing) -> dict | None:
+    """The serving figures of a timing but for those of its price (options on one timing share them)."""
     d = t.decode
     if d is None:
         return None
     prefill = t.prompt_tokens * t.batch / d.prefill_s if t.prompt_tokens and d.prefill_s > 0 else None
     ttft = d.prefill_s + d.step_s
-    return Serving(ttft_s=ttft, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
-                   prefill_tokens_per_s=prefill,
-                   ttft_s_interval=_log_interval(ttft, t.ttft_width_log if t.ttft_width_log is not None
-                                                 else t.width_log),
-                   prefill_tokens_per_s_interval=None if prefill is None else _log_interval(
-                       prefill, t.prefill_width_log if t.prefill_width_log is not None else t.width_log),
-                   decode_bound=d.bound, usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
-                   usd_per_million_requests=usd_per_million_requests(total_usd_per_h, d.requests_per_s),
-                   ttft_single_request_s=t.ttft_one_s, software=t.software, overhead_s=d.overhead_s)
+    return dict(ttft_s=ttft, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
+                prefill_tokens_per_s=prefill,
+                ttft_s_interval=_log_interval(ttft, t.ttft_width_log if t.ttft_width_log is not None
+                                              else t.width_log),
+                prefill_tokens_per_s_interval=None if prefill is None else _log_interval(
+                    prefill, t.prefill_width_log if t.prefill_width_log is not None else t.width_log),
+                decode_bound=d.bound, ttft_single_request_s=t.ttft_one_s, software=t.software,
+                overhead_s=d.overhead_s)
+
+
+def _priced_serving(figures: dict | None, t: Timing, total_usd_per_h: float) -> Serving | None:
+    """``Serving(**figures, usd_per_million_...)`` at the hourly cost: every field given, without the frozen
+    dataclass's per-field init (a serving plan makes one per option)."""
+    if figures is None:
+        return None
+    serving = object.__new__(Serving)
+    serving.__dict__.update(figures)
+    serving.__dict__.update(usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
+                            usd_per_million_requests=usd_per_million_requests(total_usd_per_h,
+                                                                              t.decode.requests_per_s))
+    return serving
 
 
 def _log_interval(value: float, width_log: float) -> tuple[float, float]:

@@ -239,7 +239,12 @@ def default_runtime(acc: Accelerator, quant: str | None = None, kv_bits: int = 1
     and the CPU (what Ollama and LM Studio run), vLLM on datacenter parts; a ``--quant`` or KV cache that runtime
     does not have picks the first runtime (file order) that has both (``awq`` -> vLLM, ``exl2`` -> ExLlamaV2,
     a 4-bit KV cache on a datacenter part -> llama.cpp)."""
-    rid = "llama.cpp" if acc.kind in ("consumer", "workstation", "apple", "cpu") else "vllm"
+    return _default_runtime(acc.kind, quant, kv_bits)
+
+
+@functools.lru_cache(maxsize=256)
+def _default_runtime(kind: str, quant: str | None, kv_bits: int) -> str:
+    rid = "llama.cpp" if kind in ("consumer", "workstation", "apple", "cpu") else "vllm"
     data = runtime_data()
 
     def has(r) -> bool:
@@ -256,9 +261,18 @@ def runtime_choice(req: PlanRequest, acc: Accelerator) -> RuntimeChoice:
     Raises:
         PlanInputError: a format or KV cache the runtime does not load (checked at the request for a named runtime).
     """
-    rid = req.runtime or default_runtime(acc, req.quant, req.kv_cache_bits)
+    return _runtime_choice(req.runtime, req.precision, req.quant, req.kv_cache_bits, req.prefill_kernel,
+                           acc.vendor, acc.kind)
+
+
+@functools.lru_cache(maxsize=1024)
+def _runtime_choice(runtime: str | None, precision: str, quant: str | None, kv_bits: int,
+                    prefill_kernel: str | None, vendor: str, kind: str) -> RuntimeChoice:
+    """:func:`runtime_choice` of the fields it reads (the bundled runtimes are read once and a choice is frozen,
+    so one object serves every option asking again: a serving plan asks a few times per accelerator)."""
+    rid = runtime or _default_runtime(kind, quant, kv_bits)
     try:
-        choice = choose(rid, req.precision, req.quant, req.kv_cache_bits, acc.vendor, acc.kind)
+        choice = choose(rid, precision, quant, kv_bits, vendor, kind)
     except KeyError as exc:
         raise PlanInputError("quant" if "load" in exc.args[0] else "kv_cache_bits", exc.args[0]) from None
-    return replace(choice, prefill_kernel=req.prefill_kernel) if req.prefill_kernel else choice
+    return replace(choice, prefill_kernel=prefill_kernel) if prefill_kernel else choice

@@ -19,7 +19,7 @@ from advisor.cost.breakdown import CostBreakdown
 from advisor.cost.breakeven import BreakEven
 from advisor.cost.compare import pareto_front
 from advisor.cost.ownership import Holding, Utilisation
-from advisor.cost.price_dates import PriceAges, price_ages
+from advisor.cost.price_dates import PriceAges, price_ages_of
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
 from advisor.job import JOB_FIELDS
@@ -134,7 +134,15 @@ class PlanOption:
         defaults are the declared ones and ``cost_usd`` is the breakdown's total, so the two are equal
         (tests/planner/test_option_build.py).
         """
-        merged = {**_OPTION_DEFAULTS, **common, **values}
+        if common.__class__ is _Prepared:  # defaults merged and names checked once for a group of options
+            merged = {**common, **values}
+            if len(merged) == len(_OPTION_INIT) and values.keys() <= _OPTION_INIT:
+                option = object.__new__(cls)
+                option.__dict__.update(merged)
+                option.__dict__["cost_usd"] = merged["breakdown"].total_usd
+                return option
+        else:
+            merged = {**_OPTION_DEFAULTS, **common, **values}
         if merged.keys() != _OPTION_INIT:
             unknown, missing = merged.keys() - _OPTION_INIT, _OPTION_INIT - merged.keys()
             raise TypeError(f"PlanOption.build: unknown fields {sorted(unknown)}, missing {sorted(missing)}")
@@ -142,6 +150,19 @@ class PlanOption:
         option.__dict__.update(merged)
         option.__dict__["cost_usd"] = merged["breakdown"].total_usd
         return option
+
+    @classmethod
+    def prepare(cls, common: dict) -> dict:
+        """``common`` over the declared defaults, its names checked: :meth:`build` takes it for every option of
+        a group sharing those figures and only adds each option's own.
+
+        Raises:
+            TypeError: a name that is no field.
+        """
+        unknown = common.keys() - _OPTION_INIT
+        if unknown:
+            raise TypeError(f"PlanOption.prepare: unknown fields {sorted(unknown)}")
+        return _Prepared({**_OPTION_DEFAULTS, **common})
 
     def with_(self, **changes) -> PlanOption:
         """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
@@ -221,14 +242,12 @@ class PlanOption:
         return doc
 
 
+class _Prepared(dict):
+    """Option figures over the defaults, names checked (:meth:`PlanOption.prepare`)."""
+
+
 _OPTION_INIT = frozenset(f.name for f in fields(PlanOption) if f.init)
 _OPTION_DEFAULTS = {f.name: f.default for f in fields(PlanOption) if f.init and f.default is not MISSING}
-
-
-@dataclass(frozen=True)
-class _PricedRow:
-    id: str
-    price_date: str
 
 
 def _pair(pair: tuple[float, float] | None) -> list[float] | None:
@@ -333,10 +352,9 @@ class PlanResult:
         rows = {}
         for o in self.options if options is None else options:
             if o.kind == "cloud":
-                offer_id = o.id.removeprefix("cloud:").removesuffix(":spot").split(":reserved-")[0]
-                rows[offer_id] = _PricedRow(offer_id, o.price_date)
+                rows[o.id.removeprefix("cloud:").removesuffix(":spot").split(":reserved-")[0]] = o.price_date
         try:
-            return price_ages(rows.values(), self.catalog_date)
+            return price_ages_of(tuple(rows.items()), self.catalog_date)
         except ValueError:
             return None
 

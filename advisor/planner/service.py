@@ -8,6 +8,7 @@ app can re-plan on every keystroke.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -57,7 +58,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     catalog = catalog or load_catalog()
     if assumptions is None:
         try:
-            assumptions = CostAssumptions().with_overrides(**dict(request.assumptions))
+            assumptions = _default_assumptions()
+            if request.assumptions:
+                assumptions = assumptions.with_overrides(**dict(request.assumptions))
         except (TypeError, ValueError) as exc:
             raise PlanInputError("assumptions", str(exc)) from None
     job_model = resolve_job_model(request, catalog)
@@ -110,10 +113,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     tokens, budget_origin = budget(request, params)
     per_token = compute.flops_per_token(active, request.workload)
     options: list[PlanOption] = []
-    offers_by_accel: dict[str, list] = {}
-    for offer in catalog.offers:
-        offers_by_accel.setdefault(offer.accelerator_id, []).append(offer)
-    stale = frozenset(_stale_ids(catalog))
+    offers_by_accel, stale = _catalog_index(catalog)
     wanted = wanted_stacks(request)
     try:
         for hw in owned_all:
@@ -170,6 +170,29 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
         result = replace(result, fit_advice=advise_fit(result, replan, host), replanner=replan)
     return result
+
+
+@functools.cache
+def _default_assumptions() -> CostAssumptions:
+    """The default cost assumptions (frozen: one object serves every plan that changes none)."""
+    return CostAssumptions()
+
+
+_INDEX: tuple = (None, None)  # (catalog, its offers by accelerator and stale ids): the last catalog planned
+
+
+def _catalog_index(catalog: Catalog) -> tuple[dict[str, list], frozenset[str]]:
+    """The catalog's offers by accelerator id and the ids of the stale ones, for the last catalog planned (a
+    frozen record: the app plans against one catalog edit after edit)."""
+    global _INDEX
+    held, index = _INDEX
+    if held is not catalog:
+        by_accel: dict[str, list] = {}
+        for offer in catalog.offers:
+            by_accel.setdefault(offer.accelerator_id, []).append(offer)
+        index = (by_accel, frozenset(_stale_ids(catalog)))
+        _INDEX = (catalog, index)
+    return index
 
 
 def _stale_ids(catalog: Catalog) -> tuple[str, ...]:

@@ -19,6 +19,8 @@ class WrappedLabel(QLabel):
         self.setWordWrap(True)
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        if text == self.text():
+            return  # the same text: nothing to lay out again
         super().setText(text)
         self._fit()
 
