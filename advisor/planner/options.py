@@ -133,7 +133,9 @@ class _Timer:
         self.req, self.acc, self.arch, self.params, self.active = req, acc, arch, params, active
         self.lens, self.mem_model, self.calib = lens, mem_model, calib
         self._timings: dict[tuple, Timing] = {}
-        self._steps: dict[Parallelism, object] = {}
+        self._steps: dict[tuple, object] = {}
+        # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
+        self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
 
     def layout(self, place: Placement):
         """The fewest devices that fit with tensor parallelism inside one node: ``(layout, memory, fits)``."""
@@ -146,28 +148,30 @@ class _Timer:
             layout = inference_layout(layout, place)
         return layout, mem, fits
 
-    def time(self, layout: Parallelism, place: Placement) -> Timing:
-        """The speed of one layout on one node (see ``timing``)."""
+    def time(self, layout: Parallelism, place: Placement, rented: bool = False) -> Timing:
+        """The speed of one layout on one node (see ``timing``); ``rented``: a cloud instance, which runs at its
+        rated power whatever the job's power limit."""
         # Only the links a layout uses tell timings apart: none on one device, no fabric inside one node;
         # a decode's time does not depend on them.
-        if self.req.workload == "inference":
-            key = (layout.devices,)
+        req = self._unlimited if rented else self.req
+        if req.workload == "inference":
+            key = (layout.devices, req is self.req)
         else:
             leaves = layout.devices > place.devices_per_node
             key = (layout, layout.devices > 1 and place.intra_node_bps, leaves and place.devices_per_node,
-                   leaves and place.inter_node_bps)
+                   leaves and place.inter_node_bps, req is self.req)
         hit = self._timings.get(key)
         if hit is None:
-            if self.req.workload == "inference":
-                hit = serving_timing(self.req, self.acc, self.arch, self.params, self.active, self.lens,
+            if req.workload == "inference":
+                hit = serving_timing(req, self.acc, self.arch, self.params, self.active, self.lens,
                                      layout.devices, self.calib, self.mem_model.weight_bytes)
-                hit = calibrate_serving(hit, self.req, self.acc)
+                hit = calibrate_serving(hit, req, self.acc)
             else:
-                step = self._steps.get(layout)
+                step = self._steps.get((layout, req is self.req))
                 if step is None:
-                    step = self._steps[layout] = training_step(self.req, self.acc, self.arch, self.params,
-                                                               self.active, self.mem_model.seq_len, layout, self.calib)
-                hit = calibrate_training(training_timing(step, place), self.req, self.arch.is_moe)
+                    step = self._steps[(layout, req is self.req)] = training_step(
+                        req, self.acc, self.arch, self.params, self.active, self.mem_model.seq_len, layout, self.calib)
+                hit = calibrate_training(training_timing(step, place), req, self.arch.is_moe)
             self._timings[key] = hit
         return hit
 
@@ -203,7 +207,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     stack = stack_fields(acc.stacks, wanted)
     for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
-        t = timer.time(layout, place)
+        t = timer.time(layout, place, rented=kind == "cloud")
         reason = infeasible_reason(layout, place, where)
         key = (kind, id(t), layout, fits, reason, place.nodes(layout.devices))
         group = groups.get(key)
@@ -217,7 +221,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         group[1].extend(node_offers)
     by_id = {o.id: o for o in offers}
     use = plan_use(req)
-    billed = powered(acc, req)  # priced at the power the job's limit leaves it
+    billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
     servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price
     for (kind, *_rest), (common, group_offers, t, place) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
@@ -225,7 +229,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         serving = servings.get(id(t), False)
         if serving is False:
             serving = servings[id(t)] = _serving_figures(t)
-        for q in quote_job(DeviceJob(billed, n, hours, (kind,), use), group_offers, a, spot_offers=req.spot_offers):
+        job = DeviceJob(acc if kind == "cloud" else billed, n, hours, (kind,), use)
+        for q in quote_job(job, group_offers, a, spot_offers=req.spot_offers):
             per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):

@@ -172,13 +172,14 @@ def offloaded_decode(decode: DecodeEstimate, req, arch: ModelArch, params: int, 
 def owned_quote(hw: OwnedHardware, devices: int, hours: float, a: CostAssumptions, use: Use = NO_STATED_USE,
                 power_limit_w: float | None = None):
     """``cost.ownership.owned_job_cost`` for ``devices`` of it; no TDP (CPU, Apple Silicon): the system power only.
-    A power limit caps what each GPU draws (the limit, or the measured or TDP-based draw when that is lower)."""
+    A power limit lowers each GPU's rated power to the limit: it draws ``home_load_factor`` of it under load, as
+    a bought rig's card does (``options.powered``), or its measured draw when that is lower."""
     power = hw.gpu_power_w
     if power is None and not hw.accelerator.tdp_w:
         power = 0.0
     if power_limit_w:
         running = power if power is not None else hw.accelerator.tdp_w * a.home_load_factor
-        power = min(running, float(power_limit_w))
+        power = min(running, float(power_limit_w) * a.home_load_factor)
     return owned_job_cost(hw.accelerator, devices, hours, a, machines=hw.machines(devices), gpu_power_w=power,
                           use=use)
 
