@@ -39,18 +39,30 @@ def _registered(parser: argparse.ArgumentParser) -> list[str]:
     return []
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
+    """The parser with ``commands`` registered (each command module adds its flags, some from the job schema)."""
     parser = _Parser(prog="advisor", description="Hardware Advisor: know the machine, watch it, measure it, "
                      "plan an LLM job and price it. Without a command, opens the desktop app.")
     parser.add_argument("--version", action="version", version=f"advisor {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log progress on stderr (-vv for debug); the log file is always written")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in commands:
         module = _command_module(name)
         if module is not None:
             module.register(sub)
     return parser
+
+
+def commands_for(argv: list[str]) -> tuple[str, ...]:
+    """The commands a command line needs registered: the one it names, none for a bare ``--version`` (no
+    command's flags, and their job schema, to import), else all (help lists them; the app takes the rest)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first in COMMANDS:
+        return (first,)
+    if first is None and "--version" in argv:
+        return ()
+    return COMMANDS
 
 
 def _command_module(name: str):
@@ -91,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     log = logging.getLogger("advisor.cli")
     try:
-        parser = build_parser()
+        parser = build_parser(commands_for(argv))
         args = _parse(parser, argv)
         from advisor.logs import setup_logging
 

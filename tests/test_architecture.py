@@ -30,3 +30,21 @@ def test_cli_and_version_import_no_heavy_modules():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_version_registers_no_command_and_a_command_only_itself():
+    """``advisor --version`` imports no command module (nor the job schema and pydantic behind their flags); a
+    command line registers the command it names; anything else (help, the app's flags, a typo) all of them."""
+    from advisor.cli import COMMANDS, commands_for
+
+    assert commands_for(["--version"]) == () and commands_for(["-v", "--version"]) == ()
+    assert commands_for(["plan", "--model", "llama-3-8b"]) == ("plan",)
+    assert commands_for(["-v", "serve", "--version"]) == ("serve",)
+    for argv in ([], ["--help"], ["--fake-gpu", "2x4090"], ["plna"]):
+        assert commands_for(argv) == COMMANDS
+    code = ("import sys; from advisor.cli import main; "
+            "sys.argv = ['advisor', '--version']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('advisor.job', 'advisor.commands.plan', 'pydantic') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith("[]")
