@@ -379,9 +379,10 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"  {'host RAM':<12} {units.mem_value(result.memory.host_offload_bytes):10.2f} "
                      f"{units.memory_unit()} (offloaded or paged, not on the device)")
     best = result.best()
-    if best is not None and best.devices != lay.devices:
-        bl = best.parallelism
-        lines.append(f"  On the cheapest option ({best.devices} x {best.accelerator_name}, tp {bl.tp}, ZeRO {bl.zero}): "
+    bl = best.parallelism if best is not None else None
+    if bl is not None and (bl.devices, bl.tp, bl.pp, bl.zero) != (lay.devices, lay.tp, lay.pp, lay.zero):
+        lines.append(f"  On the cheapest option ({best.devices} x {best.accelerator_name}, tp {bl.tp}, pp {bl.pp}, "
+                     f"ZeRO {bl.zero}): "
                      f"{units.fmt_mem(best.memory_per_device_bytes)} per device of {units.fmt_mem(best.capacity_bytes)}")
     lines.append("")
     ranked = result.ranked

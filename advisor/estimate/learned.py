@@ -7,8 +7,8 @@ Two kinds of evidence, one path (docs/method.md, "Learning from your runs"):
   counts), a decode benchmark its bandwidth efficiency ``eta = tokens/s * weight_bytes / (N * BW)`` (the batch-1
   roofline, ``compute.decode_estimate``). Utilisation and bandwidth efficiency transfer to another size of
   model on the same accelerator and software; raw tokens/s does not, so a record is never copied as a speed.
-  Training utilisation is moved to the target's size and length by the fitted model's own slopes
-  (``exp(b_p * dlog10 P + b_s * dlog2 s)``, ``utilisation.FEATURES``); a decode efficiency by the published
+  Training utilisation is moved to the target's size by the fitted model's own slope
+  (``exp(b_p * dlog10 P)``, ``utilisation.FEATURES``); a decode efficiency by the published
   ratio of the two weight formats' efficiencies on the runtime (``resources/runtimes.toml``).
 * **The training-step probe and the device-bandwidth probe** (``advisor.store.calibration``): a measured MFU of
   a small transformer and a read-bandwidth efficiency, used where no run record matches.
@@ -80,10 +80,12 @@ def record_utilisation(rec: RunRecord, peak_flops: float | None) -> float | None
 
 def size_factor(model: U.UtilisationModel, params_from: float, seq_from: int, params_to: float, seq_to: int) -> float:
     """How the fitted model moves a utilisation from one size and length to another:
-    ``exp(b_p * log10(P_to/P_from) + b_s * log2(s_to/s_from))`` (``utilisation.FEATURES``)."""
+    ``exp(b_p * log10(P_to/P_from))`` (``utilisation.FEATURES``). The length moves the work (attention FLOPs are
+    counted per token), not the utilisation: the model has no sequence term (docs/method.md,
+    "No sequence term; dense or MoE before the framework")."""
+    del seq_from, seq_to
     b_p = model.coefficients[U.FEATURES.index("log10_params_per_1e10")]
-    b_s = model.coefficients[U.FEATURES.index("log2_seq_per_2048")]
-    return math.exp(b_p * math.log10(params_to / params_from) + b_s * math.log2(seq_to / seq_from))
+    return math.exp(b_p * math.log10(params_to / params_from))
 
 
 def _software_matches(rec: RunRecord, software: str | None) -> bool:

@@ -113,10 +113,11 @@ def serve_range_factors() -> dict[str, tuple[float, str]]:
 
 
 def training_class(group: str, req, moe: bool) -> str:
-    """The efficiency class of a training plan: its framework, then dense or MoE (the experts' dispatch and small
-    matrix products, which the estimate does not model), then the precision it computes in (which it does: fp8 as
-    Amdahl's split); docs/method.md, "Megatron-LM's weak-scaling table"."""
-    return efficiency_class(group, f"{framework_id(req)}/{'moe' if moe else 'dense'}/{compute_precision(req)}")
+    """The efficiency class of a training plan: dense or MoE (the experts' dispatch and small matrix products, which
+    the estimate does not model, so MoE rows never set a dense factor), then its framework, then the precision it
+    computes in (which the estimate models: fp8 as Amdahl's split); docs/method.md, "No sequence term; dense or MoE
+    before the framework"."""
+    return efficiency_class(group, f"{'moe' if moe else 'dense'}/{framework_id(req)}/{compute_precision(req)}")
 
 
 def calibrate_training(t, req, moe: bool = False):
