@@ -19,6 +19,9 @@ Method (docs/method.md, "Calibration on published measurements"):
    (the ``ceil((n+1) 0.8)``-th smallest, Vovk et al. 2005, Lei et al. 2018; ``utilisation._conformal_width``).
    Coverage is checked the same way: a row's interval is built from every other row's held-out residual
    (cross-conformal with the sources as folds, Barber et al. 2021; as ``utilisation.leave_one_study_out``).
+   In a training group (``CLASS_WIDTH_GROUPS``) dense and MoE rows each get the width of their own held-out
+   residuals (``width_class``), where the class has ``MIN_WIDTH_ROWS`` rows from two sources; a row's interval
+   in the check is built from the other rows of its class.
 4. A group with a single source cannot be left out source by source, so nothing fitted on it could be
    checked: its figures keep the raw estimate (factor 1), its width is the conformal quantile of the raw
    residuals, and the summary says so (``single_source``).
@@ -54,6 +57,12 @@ SHRINK_ROWS = 3.0
 SHRINK_SOURCES = 1.0  # the group factor is shrunk towards the raw estimate by one source that agrees with it
 MIN_SOURCES = 2  # a factor is fitted only where it can be checked on a source the fit has not seen
 MIN_SETUPS = 4  # within one source, a class needs this many accelerator-and-model setups for a step of its own
+# Groups whose first class level gets an interval width of its own (module docstring, step 3): a training speed's
+# dense or MoE, whose errors differ in kind (the MoE dispatch is not modelled), so one width would be too narrow
+# for the one and too wide for the other. The level needs MIN_WIDTH_ROWS rows from MIN_SOURCES sources. (Memory
+# is not among them: a MoE's memory is modelled as a dense model's is, and its rows' errors are alike.)
+CLASS_WIDTH_GROUPS = ("pretraining", "finetune_rate")
+MIN_WIDTH_ROWS = 5
 # Groups whose factor is an input of the model rather than a multiplier of its figure (module docstring, step 5):
 # the time to first token, whose fitted factor scales the runtime's compute efficiencies in a served step.
 SCALED = ("ttft",)
@@ -336,10 +345,37 @@ class GroupFit:
     half_width_log: float
     rows: int
     sources: int
+    class_half_widths: tuple[tuple[str, float], ...] = ()  # width classes (``width_class``) with a width of their own
 
     def factor(self, klass: str | None = None) -> float:
         """The multiplicative efficiency of a class (the group's where the class was not fitted)."""
         return math.exp(lookup(dict(self.class_log_factors), klass, self.log_factor) if klass else self.log_factor)
+
+    def width(self, klass: str | None = None) -> float:
+        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's."""
+        if klass:
+            for name, w in self.class_half_widths:
+                if name == width_class(self.group, klass):
+                    return w
+        return self.half_width_log
+
+
+def width_class(group: str, klass: str) -> str:
+    """The class whose held-out residuals size a figure's interval: the first level of a training class (``dense``
+    or ``moe``), else "" (the group's one width)."""
+    return klass.split("/", 1)[0] if group in CLASS_WIDTH_GROUPS and klass else ""
+
+
+def _width_classes(obs: Sequence[Observation]) -> dict[str, list[int]]:
+    """``{width class: row indices}`` of the classes with a width of their own (``MIN_WIDTH_ROWS`` rows from
+    ``MIN_SOURCES`` sources)."""
+    rows: dict[str, list[int]] = {}
+    for i, o in enumerate(obs):
+        name = width_class(o.group, o.klass)
+        if name:
+            rows.setdefault(name, []).append(i)
+    return {name: idx for name, idx in rows.items()
+            if len(idx) >= MIN_WIDTH_ROWS and len({obs[i].source_id for i in idx}) >= MIN_SOURCES}
 
 
 def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
@@ -443,10 +479,13 @@ def summarise(obs: Sequence[Observation], hold: HoldOut) -> GroupSummary:
         return GroupSummary(group, 0, 0, tol, 0.0, 0.0, math.inf, True, 0.0)
     within = sum(_within(r, tol) for r in hold.log_residuals) / n
     covered, widths = 0, []
+    peers = {i: idx for idx in _width_classes(obs).values() for i in idx} if len(obs) == n else {}
     for i, r in enumerate(hold.log_residuals):
         # every other row's held-out residual (its own source's rows were held out with it): the cross-conformal
-        # rule of utilisation.leave_one_study_out, with sources as the folds (Barber et al. 2021, CV+)
-        others = [abs(v) for j, v in enumerate(hold.log_residuals) if j != i]
+        # rule of utilisation.leave_one_study_out, with sources as the folds (Barber et al. 2021, CV+); the other
+        # rows of its width class where that class has a width of its own
+        mine = peers.get(i)
+        others = [abs(v) for j, v in enumerate(hold.log_residuals) if j != i and (mine is None or j in mine)]
         w = _conformal_width(others) if others else math.inf
         covered += abs(r) <= w
         widths.append(math.exp(2.0 * w))
@@ -467,8 +506,10 @@ def fit_group(obs: Sequence[Observation]) -> GroupFit:
     g, classes = fit_log_factors(obs) if own else (0.0, {})
     hold = leave_one_source_out(obs) if obs else None
     width = _conformal_width([abs(r) for r in hold.log_residuals]) if hold and hold.log_residuals else 0.0
+    class_widths = tuple((name, _conformal_width([abs(hold.log_residuals[i]) for i in idx]))
+                         for name, idx in sorted(_width_classes(obs).items())) if hold else ()
     return GroupFit(obs[0].group if obs else "", g, tuple(classes.items()), width, len(obs),
-                    len({o.source_id for o in obs}))
+                    len({o.source_id for o in obs}), class_widths)
 
 
 def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
@@ -482,14 +523,15 @@ def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
 # ------------------------------------------------------------------ stored fit
 def fits_to_csv(fits: Mapping[str, GroupFit]) -> str:
     """``group,class,log_factor,half_width_log,rows,sources`` text (``resources/calibration_fit.csv``);
-    the row with an empty class is the group's own factor."""
+    the row with an empty class is the group's own factor; a class row's width is that width class's own."""
     lines = ["group,class,log_factor,half_width_log,rows,sources"]
     for g in GROUPS:
         f = fits.get(g)
         if f is None:
             continue
         lines.append(f"{g},,{f.log_factor!r},{f.half_width_log!r},{f.rows},{f.sources}")
-        lines += [f"{g},{k},{v!r},," for k, v in f.class_log_factors]
+        widths = dict(f.class_half_widths)
+        lines += [f"{g},{k},{v!r},{widths[k]!r}," if k in widths else f"{g},{k},{v!r},," for k, v in f.class_log_factors]
     return "\n".join(lines) + "\n"
 
 
@@ -501,6 +543,7 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
     """
     heads: dict[str, tuple[float, float, int, int]] = {}
     classes: dict[str, list[tuple[str, float]]] = {}
+    widths: dict[str, list[tuple[str, float]]] = {}
     for i, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
         g = (row.get("group") or "").strip()
         if g not in GROUPS:
@@ -516,12 +559,22 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
             if g not in heads:
                 raise MeasurementError(f"calibration fit row {i}: class {k!r} before its group row")
             classes.setdefault(g, []).append((k, lf))
+            text = (row.get("half_width_log") or "").strip()
+            if text:
+                try:
+                    cw = float(text)
+                except ValueError:
+                    raise MeasurementError(f"calibration fit row {i}: half_width_log is not a number") from None
+                if not math.isfinite(cw) or cw < 0:
+                    raise MeasurementError(f"calibration fit row {i}: half_width_log must be finite and >= 0")
+                widths.setdefault(g, []).append((k, cw))
             continue
         w = float(row["half_width_log"])
         if not math.isfinite(w) or w < 0:
             raise MeasurementError(f"calibration fit row {i}: half_width_log must be finite and >= 0")
         heads[g] = (lf, w, int(row["rows"]), int(row["sources"]))
-    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s) for g, (lf, w, n, s) in heads.items()}
+    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s, tuple(widths.get(g, ())))
+            for g, (lf, w, n, s) in heads.items()}
 
 
 def interval(value: float, fit: GroupFit | None, *, inverse: bool = False) -> tuple[float, float] | None:

@@ -115,27 +115,29 @@ def serve_range_factors() -> dict[str, tuple[float, str]]:
 def training_class(group: str, req, moe: bool) -> str:
     """The efficiency class of a training plan: dense or MoE (the experts' dispatch and small matrix products, which
     the estimate does not model, so MoE rows never set a dense factor), then its framework, then the precision it
-    computes in (which the estimate models: fp8 as Amdahl's split); docs/method.md, "No sequence term; dense or MoE
-    before the framework"."""
+    computes in (which the estimate models: fp8 as Amdahl's split);
+    docs/method.md, "No sequence term; dense or MoE before the framework"."""
     return efficiency_class(group, f"{'moe' if moe else 'dense'}/{framework_id(req)}/{compute_precision(req)}")
 
 
 def calibrate_training(t, req, moe: bool = False):
-    """A training timing times its group's efficiency (by framework, dense or MoE, precision), with the group's
-    interval width."""
+    """A training timing times its group's efficiency (by dense or MoE, framework, precision), with the interval
+    width of its dense or MoE rows held out (``GroupFit.width``)."""
     fits = active_fits()
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
         return t
     key = f"_training_factor_{fit.group}_{int(moe)}"  # one lookup per plan, not per option
-    f = req.__dict__.get(key)
-    if f is None:
-        f = req.__dict__[key] = fit.factor(training_class(fit.group, req, moe))
+    hit = req.__dict__.get(key)
+    if hit is None:
+        klass = training_class(fit.group, req, moe)
+        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass))
+    f, width = hit
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     note = f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources)"
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
-    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=fit.half_width_log,
+    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width,
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",
                    note="; ".join(filter(None, [t.note, note])))
 

@@ -124,6 +124,41 @@ def test_stored_fit_round_trips_and_refuses_bad_text():
         C.fits_from_csv("group,class,log_factor,half_width_log,rows,sources\ndecode,,inf,0,1,1\n")
 
 
+def test_dense_and_moe_training_rows_get_widths_of_their_own():
+    # pretraining: dense rows of three sources miss by 1.1x each way, MoE rows of two sources by 2x each way.
+    # Each source is predicted from the others' factors; set the factors aside by making every class's rows
+    # balanced, so a held-out residual is the row's own log ratio less the fitted (near zero) factor.
+    dense = [_o(f"d{s}{i}", s, r, klass="dense/f/bf16", group="pretraining")
+             for s in "abc" for i, r in enumerate((1.1, 1 / 1.1, 1.0))]
+    moe = [_o(f"m{s}{i}", s, r, klass="moe/f/bf16", group="pretraining")
+           for s in "ab" for i, r in enumerate((2.0, 0.5, 2.0))]
+    obs = dense + moe
+    fit = C.fit_group(obs)
+    widths = dict(fit.class_half_widths)
+    assert set(widths) == {"dense", "moe"}  # 9 rows from 3 sources, 6 rows from 2: each MIN_WIDTH_ROWS, 2 sources
+    hold = C.leave_one_source_out(obs)
+    res = dict(zip(hold.row_ids, hold.log_residuals))
+    # each width is the split-conformal 80 % quantile of its own rows' |held-out residuals|: the ceil(10 x 0.8) =
+    # 8th smallest of nine dense ones, the ceil(7 x 0.8) = 6th smallest of six MoE ones (the largest)
+    assert widths["dense"] == pytest.approx(sorted(abs(res[o.row_id]) for o in dense)[7])
+    assert widths["moe"] == pytest.approx(max(abs(res[o.row_id]) for o in moe))
+    assert widths["moe"] > 0.5 > 0.15 > widths["dense"]  # log 2 against log 1.1, less the small fitted factors
+    assert fit.width("dense/f/bf16") == widths["dense"] and fit.width("moe/x/fp8") == widths["moe"]
+    assert fit.width() == fit.half_width_log  # no class: the group's one width
+    # a group outside CLASS_WIDTH_GROUPS keeps one width whatever its classes
+    other = C.fit_group([C.Observation(o.row_id, "decode", o.source_id, o.klass, o.measured, o.predicted)
+                         for o in obs])
+    assert other.class_half_widths == () and other.width("moe/f/bf16") == other.half_width_log
+    # the check builds each row's interval from the other rows of its class: the dense rows' intervals are narrow,
+    # and they are the median of the 15 (one width for all would be about the MoE rows' 2x)
+    s = C.summarise(obs, hold)
+    assert s.median_width < math.exp(2 * 0.15)
+    # and the widths survive the stored fit
+    back = C.fits_from_csv(C.fits_to_csv({"pretraining": fit}))["pretraining"]
+    assert back.width("moe/f/bf16") == pytest.approx(widths["moe"])
+    assert back.width("dense/f/bf16") == pytest.approx(widths["dense"])
+
+
 def test_parse_refuses_bad_rows():
     head = ",".join(C.COLUMNS)
     row = "r1,s,t,u,2024-01-01,llama-3-8b,8e9,rtx-4090,1,llama.cpp,cuda,Q4_K_M,q4_k_m,fp16,inference,1,0,128,,,,{v},{u},,"

@@ -40,7 +40,9 @@ def test_datacenter_training_takes_the_fitted_utilisation_with_its_interval():
         raw = _plan(model="llama-3-8b", workload="pretrain", tokens=1e10, accelerator=["h100-sxm"])
     assert raw.option("onprem:h100-sxm").mfu == pytest.approx(est.mfu)
     assert o.hours == pytest.approx(raw.option("onprem:h100-sxm").hours / factor)
-    f = math.exp(fit.half_width_log)  # sized on the published runs left out source by source
+    # sized on the published dense runs left out source by source
+    f = math.exp(fit.width(training_class("pretraining", r.request, False)))
+    assert f == pytest.approx(math.exp(dict(fit.class_half_widths)["dense"]))
     assert o.hours_interval == pytest.approx((o.hours / f, o.hours * f))
     assert o.tokens_per_s_interval == pytest.approx((o.tokens_per_s / f, o.tokens_per_s * f))
     lo, hi = o.cost_usd_interval
@@ -213,3 +215,18 @@ def test_the_allreduce_probe_figure_replaces_the_home_link():
     # 5 GB/s against PCIe 4.0's 31 GB/s: the gradients take longer to cross
     assert measured.time_split_s["communication"] > catalog.time_split_s["communication"]
     assert measured.hours > catalog.hours and "5.0 GB/s all-reduce bus bandwidth measured" in measured.note
+
+
+def test_a_moe_plan_carries_the_width_of_the_moe_runs_held_out():
+    # the pretraining fit sizes dense and MoE ranges apart (calibration.CLASS_WIDTH_GROUPS): a MoE plan's 80 % range
+    # is that of the published MoE runs held out source by source, a dense plan's that of the dense runs
+    fit = bundled_calibration_fit()["pretraining"]
+    kw = dict(workload="pretrain", tokens=1e9, accelerator=["h100-sxm"], gpus=8)
+    dense = _plan(model="llama-3-8b", **kw)
+    moe = _plan(model="qwen3-30b-a3b", **kw)
+    d, m = dense.options[0], moe.options[0]
+    wd = fit.width(training_class("pretraining", dense.request, False))
+    wm = fit.width(training_class("pretraining", moe.request, True))
+    assert wm > 3 * wd > 0
+    assert d.hours_interval[1] / d.hours == pytest.approx(math.exp(wd), rel=1e-6)
+    assert m.hours_interval[1] / m.hours == pytest.approx(math.exp(wm), rel=1e-6)
