@@ -95,12 +95,13 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     print("-" * len(head))
     out = {}
     lo, hi = C.TARGET_COVERAGE
+    every = [o for v in obs_by.values() for o in v]
     for g in C.GROUPS:
         obs = obs_by.get(g, [])
         if not obs:
             print(f"{g:16s} {0:4d}   -  no planned figures")
             continue
-        hold = C.leave_one_source_out(obs)
+        hold = C.leave_one_source_out(obs, C.pooled(g, every))
         s = C.summarise(obs, hold)
         out[g] = s
         ok = s.passes
@@ -122,7 +123,7 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
             obs = obs_by.get(g, [])
             if not obs or g not in out:
                 continue
-            hold = C.leave_one_source_out(obs)
+            hold = C.leave_one_source_out(obs, C.pooled(g, every))
             rest = [r for r, sid in zip(hold.log_residuals, hold.source_ids) if sid not in inside]
             if rest:
                 share = sum(C._within(r, C.DEFAULT_TOLERANCE) for r in rest) / len(rest)
@@ -139,10 +140,11 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
 
 
 def print_rows(planned, group: str) -> None:
-    obs = [o for o in observations(planned) if o.group == group]
+    every = observations(planned)
+    obs = [o for o in every if o.group == group]
     if not obs:
         return
-    hold = C.leave_one_source_out(obs)
+    hold = C.leave_one_source_out(obs, C.pooled(group, every))
     scaled = group in C.SCALED
     print(f"\n{group}: measured, raw estimate, held-out calibrated estimate, error factor"
           + (", implied compute-efficiency scale" if scaled else ""))

@@ -14,6 +14,8 @@ Method (docs/method.md, "Calibration on published measurements"):
    parent's factor (one configuration of one source is not evidence for a class). Within a group a *class*
    (the runtime, backend and weight-format bits of a decode; the framework of a training run) gets
    ``g + sum(r - g) / (n + K)`` over its n rows, shrunk towards the group by ``K = SHRINK_ROWS`` rows.
+   The training speed groups share one fit (``POOLS``): pretraining and fine-tune rows of a framework set its
+   factor together.
 3. Leave-one-source-out: each source's rows are predicted by the factors fitted on the other sources
    only. The 80 % half-width of a group is the split-conformal quantile of those absolute log residuals
    (the ``ceil((n+1) 0.8)``-th smallest, Vovk et al. 2005, Lei et al. 2018; ``utilisation._conformal_width``).
@@ -62,6 +64,11 @@ MIN_SETUPS = 4  # within one source, a class needs this many accelerator-and-mod
 # for the one and too wide for the other. The level needs MIN_WIDTH_ROWS rows from MIN_SOURCES sources. (Memory
 # is not among them: a MoE's memory is modelled as a dense model's is, and its rows' errors are alike.)
 CLASS_WIDTH_GROUPS = ("pretraining", "finetune_rate")
+# Groups whose factors are fitted on one pool of rows (module docstring, step 2): a framework's efficiency on a
+# dense model is one figure whether the run pretrains or fine-tunes (the same kernels; the estimate counts what
+# differs: LoRA's 4 FLOPs a parameter, the frozen base, the optimizer step). Each group keeps its own widths and
+# check; a source is left out of the pool whole (its pretraining and fine-tune rows together).
+POOLS = {"pretraining": "training", "finetune_rate": "training"}
 MIN_WIDTH_ROWS = 5
 # Groups whose factor is an input of the model rather than a multiplier of its figure (module docstring, step 5):
 # the time to first token, whose fitted factor scales the runtime's compute efficiencies in a served step.
@@ -424,13 +431,22 @@ class HoldOut:
     single_source: bool  # True: only one source, so rows were left out one at a time (a flattering check)
 
 
-def leave_one_source_out(obs: Sequence[Observation]) -> HoldOut:
+def pooled(group: str, obs: Iterable[Observation]) -> list[Observation]:
+    """The rows of the other groups that ``group``'s factors are fitted with (``POOLS``); none for most groups."""
+    pool = POOLS.get(group)
+    return [o for o in obs if o.group != group and pool is not None and POOLS.get(o.group) == pool]
+
+
+def leave_one_source_out(obs: Sequence[Observation], pool: Sequence[Observation] = ()) -> HoldOut:
     """Predict each source's rows with the factors fitted on the other sources (one group's observations).
 
-    A group of one source keeps its raw estimates (module docstring, step 4): the residuals are the raw ones.
+    ``pool``: other groups' rows fitted with this group's (``pooled``), the held-out source's among them left out
+    too. A group of one source keeps its raw estimates (module docstring, step 4): the residuals are the raw ones.
     A SCALED group's row planned again without its source (``with_held_out``) is compared as planned; one that
     was not is compared in log scale units (its implied scale against the fitted one)."""
     single = len({o.source_id for o in obs}) < MIN_SOURCES
+    rows = [*obs, *pool]
+    fits: dict[str, tuple[float, dict[str, float]]] = {}
     res = []
     for o in obs:
         if o.held_out is not None:
@@ -439,7 +455,9 @@ def leave_one_source_out(obs: Sequence[Observation]) -> HoldOut:
         if single:
             res.append(o.log_ratio)
             continue
-        g, classes = fit_log_factors([p for p in obs if p.source_id != o.source_id])
+        if o.source_id not in fits:
+            fits[o.source_id] = fit_log_factors([p for p in rows if p.source_id != o.source_id])
+        g, classes = fits[o.source_id]
         res.append(o.fit_value - _predict_log(g, classes, o.klass))
     return HoldOut(obs[0].group if obs else "", tuple(o.row_id for o in obs), tuple(o.source_id for o in obs),
                    tuple(res), single)
@@ -499,12 +517,12 @@ def _within(log_residual: float, tol: float) -> bool:
     return abs(math.exp(log_residual) - 1.0) <= tol + 1e-12
 
 
-def fit_group(obs: Sequence[Observation]) -> GroupFit:
-    """The stored fit of one group: factors on all its rows (none for a single source), the width from the
-    held-out residuals."""
+def fit_group(obs: Sequence[Observation], pool: Sequence[Observation] = ()) -> GroupFit:
+    """The stored fit of one group: factors on all its rows and its ``pool`` (none for a single source), the width
+    from the held-out residuals of its own rows."""
     own = len({o.source_id for o in obs}) >= MIN_SOURCES
-    g, classes = fit_log_factors(obs) if own else (0.0, {})
-    hold = leave_one_source_out(obs) if obs else None
+    g, classes = fit_log_factors([*obs, *pool]) if own else (0.0, {})
+    hold = leave_one_source_out(obs, pool) if obs else None
     width = _conformal_width([abs(r) for r in hold.log_residuals]) if hold and hold.log_residuals else 0.0
     class_widths = tuple((name, _conformal_width([abs(hold.log_residuals[i]) for i in idx]))
                          for name, idx in sorted(_width_classes(obs).items())) if hold else ()
@@ -517,7 +535,8 @@ def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
     by_group: dict[str, list[Observation]] = {}
     for o in obs:
         by_group.setdefault(o.group, []).append(o)
-    return {g: fit_group(v) for g, v in by_group.items()}
+    every = [o for v in by_group.values() for o in v]
+    return {g: fit_group(v, pooled(g, every)) for g, v in by_group.items()}
 
 
 # ------------------------------------------------------------------ stored fit

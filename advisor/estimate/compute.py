@@ -34,9 +34,14 @@ def attention_flops_per_token(layers: int, seq_len: int, hidden: int) -> float:
     return 6.0 * layers * seq_len * hidden
 
 
-def recompute_factor(checkpointing: str) -> float:
-    """Hardware FLOPs over model FLOPs: full recomputation adds one forward (8PD instead of 6PD)."""
-    return 8.0 / 6.0 if checkpointing == "full" else 1.0
+def recompute_factor(checkpointing: str, workload: str = "pretrain") -> float:
+    """Hardware FLOPs over model FLOPs: full recomputation adds one forward, ``2 * P`` a token, to the ``f * P`` of
+    a step: ``(f + 2) / f``, 8/6 for full training (8PD instead of 6PD) and 6/4 for LoRA and QLoRA, whose step is
+    ``4 * P`` (no weight gradients of the frozen base) but whose forward is as long."""
+    if checkpointing != "full":
+        return 1.0
+    f = 4.0 if workload in ("lora", "qlora") else 6.0
+    return (f + 2.0) / f
 
 
 def training_seconds(flops: float, devices: int, peak_flops: float, mfu: float, checkpointing: str = "selective",
@@ -48,7 +53,8 @@ def training_seconds(flops: float, devices: int, peak_flops: float, mfu: float, 
 def training_tokens_per_s(active_params: float, devices: int, peak_flops: float, mfu: float, workload: str,
                           checkpointing: str = "selective") -> float:
     """Training tokens per second: ``N * peak * MFU / (6 * P_act)`` (4 for LoRA/QLoRA)."""
-    return devices * peak_flops * mfu / (flops_per_token(active_params, workload) * recompute_factor(checkpointing))
+    return devices * peak_flops * mfu / (flops_per_token(active_params, workload)
+                                         * recompute_factor(checkpointing, workload))
 
 
 # The share of the peak memory bandwidth a streaming element-wise kernel (an optimizer step) reaches: an

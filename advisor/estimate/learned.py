@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from advisor.estimate import decode
 from advisor.estimate import utilisation as U
+from advisor.estimate.compute import recompute_factor
 from advisor.estimate.run_record import RunRecord
 
 OTHER_MACHINE_WEIGHT = 0.5
@@ -60,10 +61,10 @@ class Learned:
 def training_flops_per_token(active_params: float, layers: int, hidden: int, seq_len: int, workload: str,
                              recompute: str = "none") -> float:
     """FLOPs per trained token as ``utilisation.training_time`` counts them:
-    ``(f_w*P + f_a*6*L*s*h) * r`` with ``f`` 4 for LoRA (no weight gradients of the base), else 6, and ``r`` 8/6
-    under full recomputation."""
+    ``(f_w*P + f_a*6*L*s*h) * r`` with ``f`` 4 for LoRA (no weight gradients of the base), else 6, and ``r``
+    ``compute.recompute_factor`` under full recomputation (8/6, 6/4 for LoRA)."""
     f = 4.0 if workload in LORA else 6.0
-    return (f * active_params + f * layers * seq_len * hidden) * (8.0 / 6.0 if recompute == "full" else 1.0)
+    return (f * active_params + f * layers * seq_len * hidden) * recompute_factor(recompute, workload)
 
 
 def record_utilisation(rec: RunRecord, peak_flops: float | None) -> float | None:

@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from advisor.estimate.compute import exposed_host_seconds
+from advisor.estimate.compute import exposed_host_seconds, recompute_factor
 
 FEATURES = ("intercept", "gen_2018", "gen_2022", "gen_2024", "log10_params_per_1e10", "published_total")
 # Ridge penalties per feature (0 = free). A generation offset is shrunk by half a run's weight: a generation seen
@@ -369,7 +369,8 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
 
     ``T = tokens * W * r / (N * peak * u) * slowdown`` with the work per token
     ``W = f_w * (P_act - P_8) + f_w * P_8 / S + f_a * 6*L*s*h`` (``fp8_work_per_token``), ``f_w`` 6 (4 for LoRA and
-    QLoRA, no weight gradients of the base), ``f_a`` 1 (4/6 for LoRA), ``r`` 8/6 for full recomputation. ``peak``
+    QLoRA, no weight gradients of the base), ``f_a`` 1 (4/6 for LoRA), ``r`` the full recomputation's one more
+    forward, ``(f + 2) / f`` (``compute.recompute_factor``: 8/6, or 6/4 for LoRA). ``peak``
     is the 16-bit peak; in fp8 training only the ``P_8`` parameters' matrix products run at ``S`` times it.
 
     Args:
@@ -391,9 +392,9 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
     lora = workload in ("lora", "qlora")
     f = 4.0 if lora else 6.0
     per_token = f * active_params + f * layers * seq_len * hidden
-    recompute_factor = 8.0 / 6.0 if recompute == "full" else 1.0
-    flops = tokens * per_token * recompute_factor
-    work = tokens * fp8_work_per_token(per_token, f * fp8_params, gemm_speedup) * recompute_factor
+    r = recompute_factor(recompute, workload)
+    flops = tokens * per_token * r
+    work = tokens * fp8_work_per_token(per_token, f * fp8_params, gemm_speedup) * r
     if calibrated_mfu is not None:
         u, origin = calibrated_mfu, "measured on this machine by the training-step probe"
     else:

@@ -159,6 +159,26 @@ def test_dense_and_moe_training_rows_get_widths_of_their_own():
     assert back.width("dense/f/bf16") == pytest.approx(widths["dense"])
 
 
+def test_training_groups_fit_their_factors_on_one_pool():
+    # a framework's efficiency is one figure whether it pretrains or fine-tunes (calibration.POOLS): a fine-tune
+    # source held out is predicted from the other sources' fine-tune AND pretraining rows, its own pretraining rows
+    # left out with it
+    ft = [_o("b1", "b", 1.0, group="finetune_rate"), _o("c1", "c", 1.5, group="finetune_rate")]
+    pre = [_o("a1", "a", 2.0, group="pretraining"), _o("b2", "b", 1.2, group="pretraining")]
+    assert C.pooled("finetune_rate", ft + pre) == pre
+    assert C.pooled("decode", ft + pre) == []
+    hold = C.leave_one_source_out(ft, C.pooled("finetune_rate", ft + pre))
+    # b1 held out: fitted on c1 (1.5) and a1 (2), b2 left out with its source: g = (log 1.5 + log 2) / (2 + 1),
+    # the class k = g + ((log 1.5 - g) + (log 2 - g)) / (2 + 3)
+    g = (math.log(1.5) + math.log(2.0)) / 3
+    k = g + ((math.log(1.5) - g) + (math.log(2.0) - g)) / (2 + C.SHRINK_ROWS)
+    assert hold.log_residuals[0] == pytest.approx(0.0 - k)
+    # the stored fits of both groups carry the pool's factors, each its own width
+    fits = C.fit_all(ft + pre)
+    assert fits["finetune_rate"].factor("k") == pytest.approx(fits["pretraining"].factor("k"))
+    assert fits["finetune_rate"].rows == 2 and fits["pretraining"].rows == 2
+
+
 def test_parse_refuses_bad_rows():
     head = ",".join(C.COLUMNS)
     row = "r1,s,t,u,2024-01-01,llama-3-8b,8e9,rtx-4090,1,llama.cpp,cuda,Q4_K_M,q4_k_m,fp16,inference,1,0,128,,,,{v},{u},,"

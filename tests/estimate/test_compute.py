@@ -41,6 +41,18 @@ def test_full_recomputation_adds_a_forward():
     assert compute.training_seconds(1e20, 8, 1e15, 0.4, "full") == pytest.approx(base * 8 / 6)
 
 
+def test_full_recomputation_of_a_lora_step_adds_half_its_work():
+    # a LoRA step is 4P a token (forward 2P, input gradients 2P, no weight gradients of the frozen base); recomputing
+    # the forward adds 2P: 6P/4P = 1.5, where a full step's 6P becomes 8P (8/6)
+    assert compute.recompute_factor("full", "lora") == pytest.approx(1.5)
+    assert compute.recompute_factor("full", "qlora") == pytest.approx(1.5)
+    assert compute.recompute_factor("full", "pretrain") == pytest.approx(8 / 6)
+    assert compute.recompute_factor("full", "full") == pytest.approx(8 / 6)
+    assert compute.recompute_factor("selective", "lora") == 1.0
+    base = compute.training_tokens_per_s(7e9, 8, 1e15, 0.4, "lora", "selective")
+    assert base / compute.training_tokens_per_s(7e9, 8, 1e15, 0.4, "lora", "full") == pytest.approx(1.5)
+
+
 def test_decode_matches_llama_cpp_on_m2_ultra():
     """llama.cpp, Llama-2-7B F16 on an M2 Ultra (800 GB/s): 41.4 tokens/s, about 70 percent of peak."""
     weights = 6.738e9 * 2
