@@ -49,7 +49,8 @@ NOT_IN_FORM = {
 GROUP_TITLES = {"model": "Model", "job": "Job", "software": "Training software", "budget": "Budget", "inference": "Serving",
                 "hardware": "Hardware and cost"}
 LABELS = {"params": "Parameters", "active_params": "Active parameters", "kv_heads": "KV heads", "ffn": "FFN size",
-          "hidden": "Hidden size", "vocab": "Vocabulary", "lora_rank": "LoRA rank", "zero": "ZeRO stage",
+          "hidden": "Hidden size", "vocab": "Vocabulary", "lora_rank": "LoRA rank", "lora_dropout": "LoRA dropout",
+          "lora_targets": "LoRA targets", "zero": "ZeRO stage",
           "gpus": "Devices", "tp": "Tensor parallel", "pp": "Pipeline stages", "seq_len": "Sequence length",
           "micro_batch": "Micro-batch", "dataset_tokens": "Dataset tokens", "context": "Context",
           "batch": "Concurrent requests", "prompt_tokens": "Prompt tokens", "output_tokens": "Output tokens", "accelerator": "Accelerators",
