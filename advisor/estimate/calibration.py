@@ -356,7 +356,8 @@ class GroupFit:
 
     def factor(self, klass: str | None = None) -> float:
         """The multiplicative efficiency of a class (the group's where the class was not fitted)."""
-        return math.exp(lookup(dict(self.class_log_factors), klass, self.log_factor) if klass else self.log_factor)
+        return math.exp(class_log_factor(dict(self.class_log_factors), klass, self.log_factor) if klass
+                        else self.log_factor)
 
     def width(self, klass: str | None = None) -> float:
         """The 80 % half-width in log space of a class's figures: its width class's own, else the group's."""
@@ -417,7 +418,21 @@ def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]
 
 
 def _predict_log(g: float, classes: Mapping[str, float], klass: str) -> float:
-    return lookup(classes, klass, g)
+    return class_log_factor(classes, klass, g)
+
+
+def class_log_factor(classes: Mapping[str, float], klass: str, default: float) -> float:
+    """The log factor a class is predicted with: ``lookup``, except that a MoE training class whose framework has
+    no fitted MoE level takes its framework's dense factor (``dense/<framework>/<precision>``), not the MoE factor
+    of other frameworks. The published MoE runs of two frameworks differ 1.4-2.6x on the same models and parts
+    (NeMo Automodel against Megatron-Bridge), so the framework, not the mixture, is what carries over;
+    docs/method.md, "No sequence term; dense or MoE before the framework"."""
+    levels = _levels(klass)
+    if levels[0] == "moe" and len(levels) >= 2 and levels[1] not in classes:
+        twin = "dense/" + klass.split("/", 1)[1]
+        if any(level in classes for level in _levels(twin)[1:]):
+            return lookup(classes, twin, default)
+    return lookup(classes, klass, default)
 
 
 @dataclass(frozen=True)

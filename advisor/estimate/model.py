@@ -151,6 +151,12 @@ def active_param_count(arch: ModelArch) -> int:
     return active + embedding_params(arch)
 
 
+def routed_expert_active_params(arch: ModelArch) -> int:
+    """Parameters of the routed experts a token passes through (``experts_per_token`` of each MoE layer; the
+    shared experts and the router not counted); 0 for a dense model."""
+    return _moe_layers(arch) * arch.experts_per_token * mlp_params(arch, _expert_width(arch))
+
+
 def kv_values_per_token(arch: ModelArch) -> int:
     """Values stored in the KV cache per token over all layers.
 

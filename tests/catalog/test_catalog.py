@@ -70,6 +70,16 @@ def test_moe_active_parameters():
     assert active_param_count(c.model("deepseek-v3")) == pytest.approx(37e9, rel=0.02)
 
 
+def test_routed_expert_parameters_by_hand():
+    from advisor.estimate.model import routed_expert_active_params
+    c = bundled_catalog()
+    # Qwen3-30B-A3B: 48 MoE layers x 8 experts a token x 3 matrices of 2,048 x 768 = 1.81B of its 3.35B active
+    assert routed_expert_active_params(c.model("qwen3-30b-a3b")) == 48 * 8 * 3 * 2048 * 768
+    # DeepSeek-V3: 61 layers, 3 dense; 58 x 8 routed experts of 3 x 7,168 x 2,048 (the shared one not counted)
+    assert routed_expert_active_params(c.model("deepseek-v3")) == 58 * 8 * 3 * 7168 * 2048
+    assert routed_expert_active_params(c.model("llama-3-8b")) == 0
+
+
 def _write_user(text: str):
     f = paths.user_catalog_file()
     f.parent.mkdir(parents=True, exist_ok=True)

@@ -179,6 +179,19 @@ def test_training_groups_fit_their_factors_on_one_pool():
     assert fits["finetune_rate"].rows == 2 and fits["pretraining"].rows == 2
 
 
+def test_a_moe_class_without_its_frameworks_moe_level_takes_that_frameworks_dense_factor():
+    # published MoE runs of two frameworks differ 1.4-2.6x: a framework with no MoE level of its own is predicted
+    # with its own dense factor, not with the MoE factor of another framework
+    classes = {"dense": 0.1, "dense/a": 0.2, "dense/a/bf16": 0.25, "moe": -0.5, "moe/b": -0.6, "moe/b/fp8": -0.7}
+    assert C.class_log_factor(classes, "moe/a/bf16", 0.0) == 0.25  # a's dense bf16, not moe's -0.5
+    assert C.class_log_factor(classes, "moe/a/fp8", 0.0) == 0.2  # a's dense level where its precision is not fitted
+    assert C.class_log_factor(classes, "moe/b/fp8", 0.0) == -0.7  # b measured MoE itself
+    assert C.class_log_factor(classes, "moe/c/bf16", 0.0) == -0.5  # c measured nothing: the MoE level
+    assert C.class_log_factor(classes, "dense/c/bf16", 0.0) == 0.1
+    fit = C.GroupFit("pretraining", 0.0, tuple(classes.items()), 0.2, 10, 2)
+    assert fit.factor("moe/a/bf16") == pytest.approx(math.exp(0.25))
+
+
 def test_parse_refuses_bad_rows():
     head = ",".join(C.COLUMNS)
     row = "r1,s,t,u,2024-01-01,llama-3-8b,8e9,rtx-4090,1,llama.cpp,cuda,Q4_K_M,q4_k_m,fp16,inference,1,0,128,,,,{v},{u},,"
