@@ -15,7 +15,8 @@ Method (docs/method.md, "Calibration on published measurements"):
    (the runtime, backend and weight-format bits of a decode; the framework of a training run) gets
    ``g + sum(r - g) / (n + K)`` over its n rows, shrunk towards the group by ``K = SHRINK_ROWS`` rows.
    The training speed groups share one fit (``POOLS``): pretraining and fine-tune rows of a framework set its
-   factor together.
+   factor together; a MoE class whose framework has no MoE level takes that framework's dense factor
+   (``class_log_factor``).
 3. Leave-one-source-out: each source's rows are predicted by the factors fitted on the other sources
    only. The 80 % half-width of a group is the split-conformal quantile of those absolute log residuals
    (the ``ceil((n+1) 0.8)``-th smallest, Vovk et al. 2005, Lei et al. 2018; ``utilisation._conformal_width``).
@@ -64,12 +65,12 @@ MIN_SETUPS = 4  # within one source, a class needs this many accelerator-and-mod
 # for the one and too wide for the other. The level needs MIN_WIDTH_ROWS rows from MIN_SOURCES sources. (Memory
 # is not among them: a MoE's memory is modelled as a dense model's is, and its rows' errors are alike.)
 CLASS_WIDTH_GROUPS = ("pretraining", "finetune_rate")
+MIN_WIDTH_ROWS = 5
 # Groups whose factors are fitted on one pool of rows (module docstring, step 2): a framework's efficiency on a
 # dense model is one figure whether the run pretrains or fine-tunes (the same kernels; the estimate counts what
 # differs: LoRA's 4 FLOPs a parameter, the frozen base, the optimizer step). Each group keeps its own widths and
 # check; a source is left out of the pool whole (its pretraining and fine-tune rows together).
 POOLS = {"pretraining": "training", "finetune_rate": "training"}
-MIN_WIDTH_ROWS = 5
 # Groups whose factor is an input of the model rather than a multiplier of its figure (module docstring, step 5):
 # the time to first token, whose fitted factor scales the runtime's compute efficiencies in a served step.
 SCALED = ("ttft",)
@@ -512,7 +513,7 @@ def summarise(obs: Sequence[Observation], hold: HoldOut) -> GroupSummary:
         return GroupSummary(group, 0, 0, tol, 0.0, 0.0, math.inf, True, 0.0)
     within = sum(_within(r, tol) for r in hold.log_residuals) / n
     covered, widths = 0, []
-    peers = {i: idx for idx in _width_classes(obs).values() for i in idx} if len(obs) == n else {}
+    peers = {i: set(idx) for idx in _width_classes(obs).values() for i in idx} if len(obs) == n else {}
     for i, r in enumerate(hold.log_residuals):
         # every other row's held-out residual (its own source's rows were held out with it): the cross-conformal
         # rule of utilisation.leave_one_study_out, with sources as the folds (Barber et al. 2021, CV+); the other
