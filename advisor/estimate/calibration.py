@@ -594,14 +594,8 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
             if g not in heads:
                 raise MeasurementError(f"calibration fit row {i}: class {k!r} before its group row")
             classes.setdefault(g, []).append((k, lf))
-            text = (row.get("half_width_log") or "").strip()
-            if text:
-                try:
-                    cw = float(text)
-                except ValueError:
-                    raise MeasurementError(f"calibration fit row {i}: half_width_log is not a number") from None
-                if not math.isfinite(cw) or cw < 0:
-                    raise MeasurementError(f"calibration fit row {i}: half_width_log must be finite and >= 0")
+            cw = _num(row, "half_width_log", f"calibration fit row {i}", default=math.nan)  # empty: no width
+            if not math.isnan(cw):
                 widths.setdefault(g, []).append((k, cw))
             continue
         w = float(row["half_width_log"])
