@@ -135,7 +135,9 @@ def calibrate_training(t, req, moe: bool = False):
     f, width = hit
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
-    note = f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources)"
+    kind = "MoE" if moe else "dense"
+    note = (f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources); "
+            f"80 % range x/÷{math.exp(width):.2f}, as the published {kind} runs held out source by source")
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
     return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width,
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",

@@ -230,6 +230,9 @@ def test_a_moe_plan_carries_the_width_of_the_moe_runs_held_out():
     assert wm > 2 * wd > 0
     assert d.hours_interval[1] / d.hours == pytest.approx(math.exp(wd), rel=1e-6)
     assert m.hours_interval[1] / m.hours == pytest.approx(math.exp(wm), rel=1e-6)
+    # and each option says which runs its range comes from
+    assert f"80 % range x/÷{math.exp(wm):.2f}, as the published MoE runs held out" in m.note
+    assert f"80 % range x/÷{math.exp(wd):.2f}, as the published dense runs held out" in d.note
 
 
 def test_fp8_moe_runs_its_routed_experts_at_the_16_bit_rate():
