@@ -338,7 +338,10 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
     # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
     kernel = prefill_kernel(choice, compute_precision(req))
-    mm_peak = acc.peak_flops(kernel) or acc.peak_flops(req.precision)
+    # a board held below its rated power (the job's power limit; rented instances have none) clocks its tensor
+    # units down: the prompt's products slow as a training step's do; the decode reads memory and keeps its speed
+    clock = compute.power_limited_fraction(req.power_limit_w, acc.tdp_w)
+    mm_peak = (acc.peak_flops(kernel) or acc.peak_flops(req.precision)) * clock
     # the kernel's share of its peak, less the vector-unit work it does in series (BackendProfile.prefill_matmul_flops)
     chunk = min(decode.PIPELINE_CHUNK, lens.prompt * req.batch)
     mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk) if mm_peak else prof.prefill_eta
@@ -350,7 +353,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
         attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
-        attention_peak_flops=acc.peak_flops("fp16") or mm_peak, attention_eta=prof.attention_eta,
+        attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak, attention_eta=prof.attention_eta,
         layer_split=choice.runtime.multi_device == "layer")
     est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
     prefill_one = speed.prefill_s(lens.prompt, 1)

@@ -250,3 +250,20 @@ def test_fp8_moe_runs_its_routed_experts_at_the_16_bit_rate():
         assert got["fp8_params"] == active - embedding_params(arch) - routed_expert_active_params(arch)
         assert got["gemm_speedup"] == pytest.approx(acc.peak_flops("fp8") / acc.peak_flops("bf16"))
     assert fp8_split(acc, cat.model("qwen3-30b-a3b"), 3e9, "bf16")["fp8_params"] == 0.0
+
+
+def test_a_power_limit_slows_the_prompt_not_the_decode_and_not_a_rented_instance():
+    # H100 SXM at 500 W: its tensor units run at (500/700)^0.61 = 0.815 of the rate (the training case above). A
+    # long bf16 prompt is compute-bound: its rate falls by nearly that (the weights read once a chunk and the
+    # launches do not slow); a one-request decode reads memory and keeps its speed; a cloud H100 keeps its power.
+    kw = dict(model="llama-3-8b", workload="inference", runtime="vllm", precision="bf16", quant="bf16",
+              accelerator=["h100-sxm"], prompt_tokens=8000, output_tokens=200, tokens=1e6)
+    full, capped = _plan(**kw), _plan(**kw, power_limit_w=500)
+    a, b = full.option("onprem:h100-sxm"), capped.option("onprem:h100-sxm")
+    ratio = b.serving.prefill_tokens_per_s / a.serving.prefill_tokens_per_s
+    assert (500 / 700) ** 0.61 - 1e-6 <= ratio < 0.85  # 0.8144 by hand
+    assert b.serving.ttft_s > a.serving.ttft_s
+    assert b.tokens_per_s == pytest.approx(a.tokens_per_s, rel=1e-9)
+    cloud_a = next(o for o in full.options if o.kind == "cloud")
+    cloud_b = capped.option(cloud_a.id)
+    assert cloud_b.serving.prefill_tokens_per_s == pytest.approx(cloud_a.serving.prefill_tokens_per_s)
