@@ -40,7 +40,7 @@ def recompute_factor(checkpointing: str, workload: str = "pretrain") -> float:
     ``4 * P`` (no weight gradients of the frozen base) but whose forward is as long."""
     if checkpointing != "full":
         return 1.0
-    f = 4.0 if workload in ("lora", "qlora") else 6.0
+    f = flops_per_token(1.0, workload)
     return (f + 2.0) / f
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from advisor.estimate import decode
 from advisor.estimate import utilisation as U
-from advisor.estimate.compute import recompute_factor
+from advisor.estimate.compute import flops_per_token, recompute_factor
 from advisor.estimate.run_record import RunRecord
 
 OTHER_MACHINE_WEIGHT = 0.5
@@ -63,7 +63,7 @@ def training_flops_per_token(active_params: float, layers: int, hidden: int, seq
     """FLOPs per trained token as ``utilisation.training_time`` counts them:
     ``(f_w*P + f_a*6*L*s*h) * r`` with ``f`` 4 for LoRA (no weight gradients of the base), else 6, and ``r``
     ``compute.recompute_factor`` under full recomputation (8/6, 6/4 for LoRA)."""
-    f = 4.0 if workload in LORA else 6.0
+    f = flops_per_token(1.0, workload)
     return (f * active_params + f * layers * seq_len * hidden) * recompute_factor(recompute, workload)
 
 

@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from advisor.estimate.compute import exposed_host_seconds, recompute_factor
+from advisor.estimate.compute import exposed_host_seconds, flops_per_token, recompute_factor
 
 FEATURES = ("intercept", "gen_2018", "gen_2022", "gen_2024", "log10_params_per_1e10", "published_total")
 # Ridge penalties per feature (0 = free). A generation offset is shrunk by half a run's weight: a generation seen
@@ -93,7 +93,7 @@ def clean_utilisation(mfu: float, recompute: str, *, active_params: float, layer
     """
     ratio = layers * seq_len * hidden / active_params
     attention = (1.0 + ratio) / (1.0 + 2.0 * ratio) if mfu_convention == "palm" else 1.0 + ratio
-    return mfu * attention * (8.0 / 6.0 if recompute == "full" else 1.0)
+    return mfu * attention * recompute_factor(recompute)
 
 
 def features(generation: int, active_params: float, seq_len: int, published_total: bool) -> tuple[float, ...]:
@@ -389,8 +389,7 @@ def training_time(model: UtilisationModel, *, generation: int, active_params: fl
             the memory-bound optimizer steps), added to the compute time; the utilisation reported stays the one of
             the compute (the origin says what share the rest takes).
     """
-    lora = workload in ("lora", "qlora")
-    f = 4.0 if lora else 6.0
+    f = flops_per_token(1.0, workload)
     per_token = f * active_params + f * layers * seq_len * hidden
     r = recompute_factor(recompute, workload)
     flops = tokens * per_token * r

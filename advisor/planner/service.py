@@ -138,7 +138,6 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         if best.accelerator in acc_by_id:
             mem_model = mem_for(acc_by_id[best.accelerator])
             mem0 = mem_model.at(layout0)
-
     if best is not None and best.devices == devices0 and (request.accelerator or best.kind == "owned"):
         # hardware the user named or owns: the headline shows how it runs the job. Over the whole catalog it keeps
         # the requested layout (--tp, --pp; data parallel over the rest), not whichever offer is cheapest today
