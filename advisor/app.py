@@ -81,18 +81,19 @@ class _SchemeFollower(QObject):
         apply_theme(QApplication.instance())
 
 
-def build_window(fake_gpu: str | None = None, catalog=None):
+def build_window(fake_gpu: str | None = None, catalog=None, scratch: bool = False):
     """A main window with its context, settings and backends (the caller shows it).
 
     Args:
         fake_gpu: fake scenario name, or None to use ``ADVISOR_FAKE_GPU`` / the real hardware.
         catalog: a catalog to use instead of loading one (tests).
+        scratch: write no user data (screenshots): settings read from the user's file, written to a scratch copy.
     """
     from advisor.gui.context import AppContext
     from advisor.gui.main_window import MainWindow
     from advisor.gui.settings import open_settings
 
-    settings = open_settings()
+    settings = open_settings(scratch=scratch)
     apply_display_settings(settings)
     ctx = AppContext(fake_gpu, settings, catalog=catalog)
     return MainWindow(ctx)
@@ -130,7 +131,7 @@ def run(fake_gpu: str | None = None, screenshot_dir: str | os.PathLike | None = 
 
     theme_mod.set_override(theme)
     app = get_app()
-    window = build_window(fake_gpu)
+    window = build_window(fake_gpu, scratch=screenshot_dir is not None)
     if size is not None:
         window.setMinimumSize(min(size[0], 900), min(size[1], 600))
         window.resize(*size)

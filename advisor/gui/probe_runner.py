@@ -52,8 +52,10 @@ def run_probes(names, device: str, quick: bool, cancel: CancelToken, params: dic
 
 def history_entries(limit: int = 200):
     """Earlier runs from the probe history, newest first (empty when the database cannot be read)."""
-    from advisor.store.probe_history import ProbeHistory
+    from advisor.store.probe_history import ProbeHistory, history_file
 
+    if not history_file().exists():  # nothing measured yet: reading must not create the store
+        return []
     try:
         with ProbeHistory() as h:
             return h.list(limit=limit)

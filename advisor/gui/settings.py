@@ -7,6 +7,7 @@ Values are read back with a type and a default, so a damaged or old file never b
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings
@@ -17,14 +18,29 @@ FILE_NAME = "gui.ini"
 SCHEMA = 1
 
 
-def open_settings() -> QSettings:
+def open_settings(scratch: bool = False) -> QSettings:
     """The app's settings file, created on the first write.
 
+    Args:
+        scratch: read the user's settings but write none of them (screenshot and demo runs): a copy in a
+            temporary folder that goes with the returned object.
     Returns:
-        A ``QSettings`` in INI format at ``paths.config_dir() / "gui.ini"``.
+        A ``QSettings`` in INI format at ``paths.config_dir() / "gui.ini"`` (or its scratch copy).
     """
-    path = paths.config_dir(create=True) / FILE_NAME
-    s = QSettings(str(path), QSettings.Format.IniFormat)
+    if scratch:
+        import shutil
+        import tempfile
+
+        folder = tempfile.TemporaryDirectory(prefix="advisor-settings-")
+        path = Path(folder.name) / FILE_NAME
+        user = paths.config_dir() / FILE_NAME
+        if user.is_file():
+            shutil.copyfile(user, path)
+        s = QSettings(str(path), QSettings.Format.IniFormat)
+        s._scratch_folder = folder  # removed with the settings object
+    else:
+        path = paths.config_dir(create=True) / FILE_NAME
+        s = QSettings(str(path), QSettings.Format.IniFormat)
     if s.value("schema") is None:
         s.setValue("schema", SCHEMA)
     return s

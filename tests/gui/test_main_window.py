@@ -103,6 +103,9 @@ def test_screenshots_at_a_size_and_theme(tmp_path, monkeypatch):
     monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
     assert main(["gui", "--fake-gpu", "2x4090", "--screenshot", str(tmp_path / "shots"), "--size", "1024x768",
                  "--theme", "dark"]) == 0
+    # screenshots write no user data: no settings, no probe history (the quick probe runs but is not stored)
+    written = sorted(str(p.relative_to(tmp_path / "home")) for p in (tmp_path / "home").rglob("*") if p.is_file())
+    assert [w for w in written if not w.startswith("log")] == []
     from advisor.gui import theme
 
     theme.set_override(None)

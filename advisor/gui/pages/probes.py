@@ -214,7 +214,8 @@ class ProbesPage(Page):
         self.start(self.checked_probes())
 
     def start(self, names, params: dict | None = None) -> GeneratorWorker | None:
-        """Run probes in a worker; returns it (None when one is running or nothing is ticked)."""
+        """Run probes in a worker; returns it (None when one is running or nothing is ticked). Screenshot and demo
+        runs measure but store nothing in the probe history (a screenshot under load must not change later plans)."""
         if self._worker is not None or not names:
             return None
         folder = self.disk_path.text().strip()
@@ -230,7 +231,7 @@ class ProbesPage(Page):
         self._clear_chart()
         self.progress.setValue(0)
         w = GeneratorWorker(run_probes, list(names), self.device_box.currentData(), self.quick.isChecked(),
-                            self._token, params, parent=self)
+                            self._token, params, not self.ctx.screenshot_mode, parent=self)
         w.progressed.connect(self._on_worker_progressed)
         w.result_ready.connect(self._on_worker_result_ready)
         w.failed.connect(self._on_worker_failed)
