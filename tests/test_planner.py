@@ -173,7 +173,7 @@ def test_sensitivity_to_tokens_scales_costs_and_rejects_unknown_parameters():
 
 def test_tensor_parallel_across_single_gpu_instances_is_not_ranked():
     # Llama 3 70B in bf16 needs 8 x 24 GiB cards with tensor parallelism 8 (inference splits the weights).
-    r = _plan(model="llama-3-70b", workload="inference", context=1024, accelerator=["rtx-4090"])
+    r = _plan(model="llama-3-70b", workload="inference", precision="bf16", context=1024, accelerator=["rtx-4090"])
     single = _opt(r, "cloud:vast.ai:1x-rtx-4090")
     assert single.parallelism.tp == 8 and single.instances == 8 and not single.feasible
     assert "tensor parallelism over 8 devices" in single.infeasible_reason

@@ -146,6 +146,8 @@ class RuntimeProfile:
             step reads at one device's bandwidth: llama.cpp's ``--split-mode layer``).
         backends: one :class:`BackendProfile` per backend it runs on, most used first.
         source: the documentation the behaviours come from.
+        usual_format: the format an inference job naming none takes (llama.cpp's Q4_K_M, MLX 4-bit), None for
+            the checkpoint's own dtype.
     """
 
     id: str
@@ -163,6 +165,7 @@ class RuntimeProfile:
     multi_device: str
     backends: tuple[BackendProfile, ...]
     source: str
+    usual_format: str | None = None
 
     def format_for(self, precision: str) -> str:
         """The weight format ``--precision`` means on this runtime (``int4`` -> its 4-bit format)."""
@@ -300,6 +303,9 @@ def _runtime(rid: str, t: dict, formats: dict[str, WeightFormat]) -> RuntimeProf
     backends = tuple(_backend(rid, name, b, classes) for name, b in bt.items())
     gmu = t.get("gpu_memory_utilization")
     kvf = t.get("kv_free_memory_fraction")
+    usual = t.get("usual_format")
+    if usual is not None and usual not in fmts:
+        raise RuntimeDataError(f"{where}: usual_format {usual!r} is not one of its weight_formats")
     return RuntimeProfile(
         id=rid, name=_need(t, "name", where, str), aliases=tuple(a.lower() for a in t.get("aliases", ())),
         stacks=stacks, weight_formats=fmts, precision_formats=tuple((p, pf[p]) for p in PRECISIONS),
@@ -308,7 +314,7 @@ def _runtime(rid: str, t: dict, formats: dict[str, WeightFormat]) -> RuntimeProf
         kv_free_memory_fraction=None if kvf is None else _fraction(kvf, f"{where}.kv_free_memory_fraction"),
         slots_share_context=bool(t.get("slots_share_context", False)),
         offloads_layers=bool(t.get("offloads_layers", False)), multi_device=multi, backends=backends,
-        source=_need(t, "source", where, str))
+        source=_need(t, "source", where, str), usual_format=usual)
 
 
 def parse_runtimes_toml(text: str) -> RuntimeData:

@@ -35,30 +35,25 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _gpu_memory(fake: str | None) -> tuple[list[int], list[str], bool]:
-    """Memory of each available GPU, their names, and whether they are simulated."""
+def _machine(fake: str | None, catalog):
+    """This machine's GPUs as the plan sees them (``planner.machine.local_machine``)."""
     from advisor.cli import UsageError
-    from advisor.hw import select_backend
     from advisor.hw.detect import UnknownScenario
+    from advisor.planner.machine import local_machine
 
     try:
-        gpu = select_backend(fake)
+        return local_machine(fake, catalog)
     except UnknownScenario as exc:
         raise UsageError(f"--fake-gpu: {exc}") from None
-    try:
-        infos = [gpu.gpu_info(i) for i in range(gpu.device_count())]
-        simulated = gpu.status().simulated
-    finally:
-        gpu.close()
-    usable = [i for i in infos if i.available and i.memory_total_bytes]
-    return [int(i.memory_total_bytes) for i in usable], [i.name for i in usable], simulated
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from advisor.catalog import load_catalog
     from advisor.cli import UsageError
     from advisor.models import FoundModel, ModelSpecError, discover_models, resolve_model
-    from advisor.models.fit import CONTEXT, fit_model
+    from advisor.planner.model_fit import CONTEXT, PlanInputError, fit_model
 
     if args.context is not None and args.context <= 0:
         raise UsageError("--context: must be a positive number of tokens")
@@ -71,11 +66,20 @@ def run(args: argparse.Namespace) -> int:
         found = [FoundModel(rm.name, rm.source, args.spec, rm.location, 0, rm)]
     else:
         found = discover_models()
-    gpus, names, simulated = _gpu_memory(args.fake_gpu)
+    machine = _machine(args.fake_gpu, catalog)
+    gpus = [hw.accelerator.usable_memory_bytes for hw in machine.owned for _ in range(hw.count)]
+    names = [hw.accelerator.name for hw in machine.owned for _ in range(hw.count)]
+    simulated = machine.simulated
     context = args.context or CONTEXT
     rows = []
     for f in found:
-        fit = fit_model(f.model, gpus, context=context) if f.model else None
+        fit = None
+        if f.model:  # the plan on this machine's GPUs (one answer with advisor plan)
+            try:
+                fit = fit_model(f.spec, machine.owned, catalog, context=context,
+                                max_context=f.model.arch.max_context, host=machine.host)
+            except PlanInputError as exc:
+                f = dataclasses.replace(f, model=None, error=str(exc))
         rows.append((f, fit))
     if args.json:
         print_json(_document(rows, gpus, names, simulated, context, bool(args.spec)), indent=2)
@@ -85,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _document(rows, gpus, names, simulated, context, single) -> dict:
-    from advisor.models.fit import LORA_RANK, SEQ_LEN
     from advisor.models.hf import hub_cache_dir
     from advisor.models.stores import lmstudio_dirs, ollama_dir
+    from advisor.planner.model_fit import LORA_RANK, SEQ_LEN
 
     models = []
     for f, fit in rows:
@@ -95,12 +99,15 @@ def _document(rows, gpus, names, simulated, context, single) -> dict:
                  "disk_bytes": f.disk_bytes or None, "error": f.error or None, "model": None, "fits": None}
         if f.model:
             entry["model"] = f.model.to_json()
-            entry["fits"] = {x.workload: {"fits": x.fits, "per_device_bytes": x.per_device_bytes} for x in fit.fits}
+            entry["fits"] = {x.workload: {"fits": x.fits, "per_device_bytes": x.per_device_bytes, "devices": x.devices,
+                                          "weight_format": x.weight_format or None, "tokens_per_s": x.tokens_per_s}
+                             for x in fit.fits}
         models.append(entry)
     doc = {"schema": SCHEMA,
            "machine": {"gpus": [{"name": n, "memory_bytes": m} for n, m in zip(names, gpus)], "simulated": simulated},
            "assumptions": {"context": context, "seq_len": SEQ_LEN, "lora_rank": LORA_RANK, "batch": 1,
-                           "split": "evenly over every GPU (tensor parallel)"},
+                           "plan": "advisor plan on this machine's GPUs, its defaults (inference: the runtime's "
+                                   "usual file, Q4_K_M under llama.cpp)"},
            "models": models}
     if not single:
         doc["searched"] = {"hf_cache": str(hub_cache_dir()), "ollama": str(ollama_dir() or ""),
@@ -112,7 +119,9 @@ def _yes(fit) -> str:
     from advisor.units import fmt_mem
 
     mark = {True: "yes", False: "no", None: "-"}[fit.fits]
-    return f"{mark} {fmt_mem(fit.per_device_bytes)}"
+    fmt = f" {fit.weight_format.upper()}" if fit.weight_format and fit.workload == "inference" else ""
+    speed = f" {fit.tokens_per_s:,.0f} tok/s" if fit.tokens_per_s and fit.workload == "inference" else ""
+    return f"{mark}{fmt} {fmt_mem(fit.per_device_bytes)}{speed}"
 
 
 def _table(rows, gpus, names, simulated, context, single) -> str:
@@ -126,8 +135,8 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
     if simulated:
         lines.append("*** SIMULATED HARDWARE: GPUs from a fake scenario, not this machine ***")
     gpu_text = ", ".join(f"{cell(n, NAME_MAX_CHARS)} ({fmt_mem(m)})" for n, m in zip(names, gpus)) or "none detected"
-    lines.append(f"GPUs: {gpu_text}. Fit: inference at {context} tokens, LoRA/QLoRA rank 16 at 2048 tokens, "
-                 "split over every GPU; memory per GPU shown.")
+    lines.append(f"GPUs: {gpu_text}. Fit: advisor plan on these GPUs; inference at {context} tokens in the "
+                 "runtime's usual file, LoRA/QLoRA rank 16 at 2048 tokens; memory per GPU shown.")
     if not rows:
         ol = ollama_dir()
         lm = ", ".join(str(d) for d in lmstudio_dirs()) or "~/.lmstudio/models (absent)"
@@ -142,7 +151,8 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
             continue
         m = f.model
         size = m.weight_bytes or (f.disk_bytes if f.store in ("ollama", "lmstudio") else 0)
-        table.append((cell(m.name, NAME_MAX_CHARS), f.store, fmt_count(m.params), fmt_bytes(size) if size else "-", m.quant or "-",
+        table.append((cell(f.spec or m.name, NAME_MAX_CHARS), f.store, fmt_count(m.params),
+                      fmt_bytes(size) if size else "-", m.quant or "-",
                       str(m.arch.max_context or "?"), _yes(fit.get("inference")), _yes(fit.get("lora")),
                       _yes(fit.get("qlora"))))
     widths = [max(len(str(r[i])) for r in (head, *table)) for i in range(len(head))]

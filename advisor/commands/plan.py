@@ -92,6 +92,8 @@ def register(sub) -> None:
                         "(JSON key 'sensitivity')")
     o.add_argument("--top", type=_integer, default=12, help="options shown in the table (1 to 100000; default 12)")
     o.add_argument("--all", action="store_true", help="show every option in the table")
+    o.add_argument("--explain", action="store_true",
+                   help="add the options that cannot run, every assumption with its origin and the method's sources")
     from advisor.report.plan_outputs import add_output_flags  # --report, --launch, --save-scenario, --fleet
 
     add_output_flags(o)
@@ -259,7 +261,7 @@ def run(args) -> int:
         sys.stdout.write(text)
     else:
         for r, t in zip(results, tornados):
-            sys.stdout.write(render_table(r, top=None if args.all else args.top))
+            sys.stdout.write(render_table(r, top=None if args.all else args.top, explain=args.explain))
             if args.sensitivity:
                 sys.stdout.write(render_tornado(t))
     return 0
@@ -338,13 +340,21 @@ def _sensitivity(result, catalog, calibration, plan_kw=None) -> dict:
 
 
 # ---------------------------------------------------------------- the readable table
-def render_table(result, top: int | None = 12) -> str:
-    """The plan as text for people: the job, memory, the cheapest options, and the assumptions used."""
+def render_table(result, top: int | None = 12, explain: bool = False) -> str:
+    """The plan as text for people: the answer, memory, the cheapest options and one line on the assumptions;
+    ``explain`` (``--explain``) adds the options that cannot run, every assumption with its origin and the
+    method's sources."""
     r = result.request
     lines = []
     name = cell(result.model_name or "custom model", NAME_MAX_CHARS)
     moe = f", {units.fmt_count(result.active_params)} active" if result.active_params != result.params else ""
     fmt = f"{r.quant} weights" if r.quant else r.precision
+    if r.workload == "inference":
+        sw = result._serving_json().get("software") or {}
+        if sw.get("weight_format"):
+            fmt = f"{sw['weight_format']} weights under {sw.get('name') or sw.get('id')}"
+            if sw.get("assumed"):
+                fmt += f" ({sw['assumed']})"
     lines.append(f"Plan: {name} ({units.fmt_count(result.params)} parameters{moe}), {r.workload}, {fmt}"
                  + ("" if r.workload == "inference" else f", {r.optimizer}"))
     if result.software is not None:
@@ -425,14 +435,25 @@ def render_table(result, top: int | None = 12) -> str:
         lines.append(f"  Time of {best.id}: " + ", ".join(f"{k} {units.fmt_hours(v / 3600)} ({v / total:.0%})"
                                                           for k, v in split.items())
                      + " (communication model, docs/method.md); 'comm' above is communication and bubble")
-    lines.extend(_infeasible_lines(result, top))
+    if explain:
+        lines.extend(_infeasible_lines(result, top))
+    elif result.infeasible:
+        lines.append(f"  ({len(result.infeasible)} more option(s) cannot run as laid out: --explain lists them)")
     lines.extend(fit_advice_lines(result))
     lines.extend(inference_lines(result))
     lines.extend(_dearer_hour_note(result))
     lines.extend(_ownership_lines(result))
     lines.append("")
+    described = result.describe_assumptions()
+    if not explain:
+        changed = [k for k, a in described.items() if "default_value" in a]
+        lines.append(f"Assumptions: {len(described)}, " + (f"changed: {', '.join(changed)}" if changed else
+                                                           "all at their defaults")
+                     + " (--explain lists each with its origin and the method's sources; --set NAME=VALUE changes one)")
+        lines.append("")
+        return lines_text(lines) + "\n"
     lines.append("Assumptions (value, unit, origin; change with --set NAME=VALUE or a scenario's [assumptions]):")
-    for key, a in result.describe_assumptions().items():
+    for key, a in described.items():
         default = f"; default {a['default_value']}: {a['default_origin']}" if "default_value" in a else ""
         lines.append(f"  {key} = {a['value']} {a['unit']}  [{a['origin']}{default}]")
     best = result.best()

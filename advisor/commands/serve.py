@@ -94,7 +94,10 @@ def build_serve(values: dict, catalog=None, machine=None):
 
     try:
         job = ServeJob.from_mapping(values)
-        return serve_plan(job, catalog, owned=tuple(machine.owned) if machine is not None else ())
+        from advisor.store.calibration import load_planner_calibration
+
+        return serve_plan(job, catalog, owned=tuple(machine.owned) if machine is not None else (),
+                          calibration=load_planner_calibration())  # what advisor plan takes
     except (JobInputError, PlanInputError) as exc:
         raise UsageError(f"serve: {exc}") from None
     except TypeError as exc:

@@ -6,6 +6,7 @@ of full recomputation; docs/method.md for the decode roofline and prefill.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 SECONDS_PER_HOUR = 3600.0
@@ -152,6 +153,26 @@ def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attenti
     """
     p = float(prompt_tokens)
     return 2.0 * active_params * p, 2.0 * layers * attention_dim * p * (p + 1.0)
+
+
+def pipeline_share(prompt_tokens: float, devices: int, chunk: int) -> float:
+    """The share of a prompt's one-device compute time it takes flowing through ``devices`` that hold whole layers
+    in chunks of ``chunk`` tokens (llama.cpp's pipeline): ``n`` chunks take ``(n + D - 1) / D`` chunk-times of
+    the whole model, so one chunk gains nothing and a long prompt nearly ``D`` times; 1 on one device."""
+    if devices <= 1:
+        return 1.0
+    chunks = max(1, math.ceil(prompt_tokens / chunk))
+    return (chunks + devices - 1) / (devices * chunks)
+
+
+def prompt_seconds(*, matmul_flops: float, attention_flops: float, matmul_rate: float, attention_rate: float,
+                   weight_read_s: float, share: float = 1.0, overhead_s: float = 0.0) -> float:
+    """The one formula of a prompt's time, for the plan and the serving model alike (docs/method.md, "Inference
+    speed"): its matrix multiplies and attention at their rates (FLOP/s of every device working on them), times
+    the pipeline's ``share``, never faster than one read of the weights (``weight_read_s``), plus the step's fixed
+    cost."""
+    t = (matmul_flops / matmul_rate + attention_flops / attention_rate) * share
+    return (t if t > weight_read_s else weight_read_s) + overhead_s
 
 
 def prefill_seconds(*, active_params: float, prompt_tokens: int, batch: int, layers: int, attention_dim: int,

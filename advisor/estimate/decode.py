@@ -222,23 +222,23 @@ class ServingSpeed:
             prefill_s=self.prefill_s(prompt_tokens, batch))
 
     def prefill_s(self, prompt_tokens: int, batch: int = 1) -> float:
-        """Seconds to prefill ``batch`` prompts of ``prompt_tokens`` together (``compute.prefill_seconds``).
+        """Seconds to prefill ``batch`` prompts of ``prompt_tokens`` together: ``compute.prompt_seconds``, the one
+        formula the serving model uses too, with the step's launch overhead.
 
         With whole layers per device the prompt flows through them in chunks of ``PIPELINE_CHUNK`` tokens
         (llama.cpp's default micro-batch): ``n`` chunks on ``D`` devices take ``(n + D - 1) / D`` chunk-times of
-        the whole model, so one chunk gains nothing and a long prompt nearly ``D`` times.
+        the whole model (``compute.pipeline_share``), so one chunk gains nothing and a long prompt nearly ``D`` times.
         """
-        devices = 1 if self.layer_split else self.devices
-        t = compute.prefill_seconds(
-            active_params=self.active_params, prompt_tokens=prompt_tokens, batch=batch, layers=self.layers,
-            attention_dim=self.attention_dim, devices=devices, matmul_peak_flops=self.matmul_peak_flops,
-            matmul_eta=self.matmul_eta, attention_peak_flops=self.attention_peak_flops,
-            attention_eta=self.attention_eta, weight_bytes=self.weights_read(batch * prompt_tokens),
-            mem_bandwidth_bps=self.bandwidth_bps, eta_mem=self.eta_mem)
-        if self.layer_split and self.devices > 1:
-            chunks = math.ceil(batch * prompt_tokens / PIPELINE_CHUNK)
-            t *= (chunks + self.devices - 1) / (self.devices * chunks)
-        return t
+        n = self.decode_devices
+        mm, att = compute.prefill_flops(self.active_params, prompt_tokens, self.layers, self.attention_dim)
+        share = compute.pipeline_share(batch * prompt_tokens, self.devices, PIPELINE_CHUNK) if self.layer_split \
+            else 1.0
+        return compute.prompt_seconds(
+            matmul_flops=batch * mm, attention_flops=batch * att,
+            matmul_rate=n * self.matmul_peak_flops * self.matmul_eta,
+            attention_rate=n * self.attention_peak_flops * self.attention_eta,
+            weight_read_s=self.weights_read(batch * prompt_tokens) / (n * self.bandwidth_bps * self.eta_mem),
+            share=share, overhead_s=self.overhead_s)
 
     def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:
         """The bandwidth bound at this batch: ``B * N * BW / (weights read + caches)``."""

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from advisor.estimate import compute
+
 BATCHING = ("continuous", "slots")
 Z95 = 1.6449  # standard normal quantile at 0.95
 
@@ -209,12 +211,9 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
 
 
 def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
-    """The share of a prompt's one-device compute time it takes flowing through a layer split in chunks."""
-    d = spec.pipeline_devices
-    if d <= 1:
-        return 1.0
-    chunks = max(1, math.ceil(prompt_tokens / spec.pipeline_chunk))
-    return (chunks + d - 1) / (d * chunks)
+    """The share of a prompt's one-device compute time it takes flowing through a layer split in chunks
+    (``compute.pipeline_share``)."""
+    return compute.pipeline_share(prompt_tokens, spec.pipeline_devices, spec.pipeline_chunk)
 
 
 def touched(spec: ServerSpec, batch: float) -> float:
@@ -225,19 +224,46 @@ def touched(spec: ServerSpec, batch: float) -> float:
 
 
 def prefill_flops(spec: ServerSpec, prompt_tokens: float) -> float:
-    """FLOPs of one prompt: ``2 * P_act * s + a * s^2 / 2`` (causal attention over the prompt)."""
-    return 2.0 * spec.active_params * prompt_tokens + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
+    """FLOPs of one prompt: ``2 * P_act * s + a * s * (s + 1) / 2`` (causal attention over the prompt,
+    ``compute.prefill_flops``)."""
+    return 2.0 * spec.active_params * prompt_tokens + spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1) / 2.0
 
 
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
-    """Time of one prompt's prefill alone: its matrix multiplies at the kernel's rate and its attention at the
-    attention rate, at least one read of the weights."""
+    """Time of one prompt's prefill alone (``compute.prompt_seconds``, the plan's formula): its matrix multiplies
+    at the kernel's rate and its attention at the attention rate, at least one read of the weights, plus the
+    step's fixed cost."""
     n = spec.parallel_devices
-    t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
-    mm = 2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
-    att = spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0 / (spec.attention_flops or spec.prefill_flops)
-    t = (mm + att) / n * pipelined(spec, prompt_tokens)
-    return (t if t > t_weights else t_weights) + spec.step_overhead_s
+    return compute.prompt_seconds(
+        matmul_flops=2.0 * spec.active_params * prompt_tokens,
+        attention_flops=spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1) / 2.0,
+        matmul_rate=spec.prefill_flops * n, attention_rate=(spec.attention_flops or spec.prefill_flops) * n,
+        weight_read_s=spec.weight_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * n),
+        share=pipelined(spec, prompt_tokens), overhead_s=spec.step_overhead_s)
+
+
+@dataclass(frozen=True)
+class SingleRequest:
+    """One request alone on a replica: the figures ``advisor plan``, ``advisor serve`` at one user, the app and the
+    reports show for it (one computation, ``single_request``).
+
+    Attributes:
+        ttft_s: time to first token: the prompt's prefill (its last logits give the first token).
+        step_s: one decode step at the request's mean cache length.
+        tokens_per_s: decode tokens/s (``1 / step_s``).
+        kv_capacity_tokens: tokens of KV cache the replica holds: the longest context one request can have.
+    """
+
+    ttft_s: float
+    step_s: float
+    tokens_per_s: float
+    kv_capacity_tokens: int
+
+
+def single_request(spec: ServerSpec, prompt_tokens: float, output_tokens: float) -> SingleRequest:
+    """The figures of one request alone (no other sequence in service)."""
+    step = decode_step_s(spec, 1.0, prompt_tokens + (output_tokens - 1.0) / 2.0)
+    return SingleRequest(prefill_s(spec, prompt_tokens), step, 1.0 / step, kv_capacity_tokens(spec))
 
 
 def _prefill_in_service_s(spec: ServerSpec, prompt_tokens: float, decoding: float, mean_context: float) -> float:

@@ -185,7 +185,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         mem = (a0 * touched(spec, dec) if moe else a0) + a1 * dec
         cmp_ = c1 * dec
         step = (mem if mem > cmp_ else cmp_) + s0
-        if chunked:  # a chunk's compute overlaps the step's reading: it holds the others up by the difference
+        if chunked and dec * share >= 0.5:  # a chunk's compute overlaps the others' step: it holds them up
             c2 = cmp_ + pre_chunk
             service = chunks * ((mem if mem > c2 else c2) + s0)
             stall = service - chunks * step
@@ -242,9 +242,10 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # p50 and p95: the prefill of a prompt of that quantile, the steps, and the wait: none when the server is
     # idle, else exponential with the mean wait of a busy server.
     cond = wait / busy if busy > 0 else 0.0
-    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec, ctx) + tail \
+    # the others decoding while a prompt prefills (none at one user: the prompt alone, estimate.serving.prefill_s)
+    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec * share, ctx) + tail \
         + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec, ctx) + tail \
+    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec * share, ctx) + tail \
         + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)

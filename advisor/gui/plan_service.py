@@ -10,12 +10,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.catalog.defaults import defaults
 from advisor.planner import PlanInputError, PlanRequest, PlanResult, plan
 
 # Accelerators whose capacity the memory chart always draws (besides the ones in this machine):
 # one per common memory size, from a gaming card to the largest training parts.
 CAPACITY_CANDIDATES = ("rtx-4090", "rtx-5090", "l40s", "h100-sxm", "h200", "b200")
-DEFAULT_INPUTS: dict[str, Any] = {"model": "llama-3-8b", "workload": "lora"}
+DEFAULT_INPUTS: dict[str, Any] = {"model": defaults().model, "workload": "lora"}  # resources/defaults.toml
 WORKLOAD_WORDS = (("pretrain", "Pretrain"), ("finetune", "Fine-tune"), ("lora", "LoRA fine-tune"),
                   ("qlora", "QLoRA fine-tune"), ("inference", "Serve"))
 

@@ -35,7 +35,7 @@ class ServeBundle:
     elapsed_s: float
 
 
-def serve_bundle(values: dict, catalog, owned=()) -> ServeBundle:
+def serve_bundle(values: dict, catalog, owned=(), calibration=None) -> ServeBundle:
     """Validate and size a serving job (``values`` as the form gives them, with the app's settings).
 
     Raises:
@@ -43,5 +43,5 @@ def serve_bundle(values: dict, catalog, owned=()) -> ServeBundle:
     """
     t0 = time.perf_counter()
     job = ServeJob.from_mapping(values)
-    result = serve_plan(job, catalog, owned=tuple(owned))
+    result = serve_plan(job, catalog, owned=tuple(owned), calibration=calibration)
     return ServeBundle(result, changes_of(result), knee_curves(result), time.perf_counter() - t0)

@@ -169,16 +169,19 @@ def calibrate_serving(t, req, acc):
                      requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s,
                      overhead_s=d.overhead_s / fs)  # the step's launch overhead is part of the step scaled
     width = sfit.half_width_log if sfit else t.width_log
-    # one request alone: its prefill at the prefill factor, one step at the decode's
-    one = t.ttft_one_s
-    if one is not None and d.prefill_s + d.step_s > 0:
-        one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
     speed = getattr(t, "speed", None)
+    one = t.ttft_one_s
     if speed is not None:  # the runtime's numbers a serving model reuses, at the same efficiencies (capped at 1)
         speed = _copy(speed, eta_mem=min(1.0, speed.eta_mem * fs), eta_kv=min(1.0, speed.eta_kv * fs),
-                        overhead_s=speed.overhead_s / fs, matmul_eta=min(1.0, speed.matmul_eta * fp),
-                        attention_eta=min(1.0, speed.attention_eta * fp))
+                      overhead_s=speed.overhead_s / fs, matmul_eta=min(1.0, speed.matmul_eta * fp),
+                      attention_eta=min(1.0, speed.attention_eta * fp))
+        # the request from the calibrated numbers (the serving model's one request is the same: one_request)
+        decode = speed.decode(t.batch, t.mean_cache, t.prompt_tokens, t.output_tokens)
+        tps = decode.tokens_per_s
+        one = speed.prefill_s(t.prompt_tokens, 1)
         t = t.with_(speed=speed)
+    elif one is not None and d.prefill_s + d.step_s > 0:  # one request alone: its prefill at the prefill factor
+        one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
     return t.with_(decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
                    # one request's first token is its prefill and one step: the prefill's spread; under load the
                    # loaded servers' first-token spread (queueing the plan does not model)

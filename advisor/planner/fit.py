@@ -53,7 +53,7 @@ def _same(result, target):
 
 def job_values(result, target) -> dict:
     """The job's values by flag name with the planner's choices filled in (sequence, context, ZeRO)."""
-    values = result.request.model_dump()
+    values = result.request.model_dump(exclude_unset=True)  # what was not given stays a default
     values.update(seq_len=result.seq_len, context=result.context)
     if result.request.prompt_tokens is not None:  # the window follows the prompt the advice may shorten
         values["context"] = result.request.context
@@ -124,6 +124,9 @@ def largest_context(result, option) -> int:
     (binary search over the memory model; 0 when not even one token fits)."""
     req, arch = result.request, result.arch
     top = arch.max_context or 1 << 20
+    s = option.serving
+    if s is not None and s.kv_capacity_tokens is not None:  # the cache the runtime leaves (serve's rule)
+        return min(top, s.kv_capacity_tokens // max(1, req.batch))
     layout = Parallelism(option.devices, option.devices, 1, 0)
     weight_bytes = getattr(result.memory_model, "weight_bytes", None)  # a model file's exact weight bytes
 
@@ -155,7 +158,7 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
     contexts = sorted({*contexts, min(top, c), result.context})
     out_tokens = result.lengths.output if result.lengths else 0
     contexts = [ctx for ctx in contexts if ctx > out_tokens] or [result.context]  # a window holds some prompt
-    values = result.request.model_dump()
+    values = result.request.model_dump(exclude_unset=True)  # what was not given stays a default
     par = option.parallelism
     fixed = {"gpus": option.devices, "tp": par.tp, "pp": par.pp}
     key = target_key(option)

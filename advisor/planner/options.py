@@ -24,6 +24,7 @@ from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
 from advisor.planner.calibrated import calibrate_serving, calibrate_training
 from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.one_request import all_devices_faster, request_capacity
 from advisor.planner.owned import (
     OwnedHardware,
     offloaded_decode,
@@ -42,6 +43,7 @@ from advisor.planner.placement import (
 )
 from advisor.planner.request import Lengths, PlanRequest, compute_precision
 from advisor.planner.result import OwningCost, PlanOption, Serving
+from advisor.planner.serve_spec import model_serving
 from advisor.planner.stacks import stack_fields
 from advisor.planner.timing import Timing, serving_timing, training_step, training_timing
 
@@ -166,6 +168,11 @@ class _Timer:
                 hit = serving_timing(req, self.acc, self.arch, self.params, self.active, self.lens,
                                      layout.devices, self.calib, self.mem_model.weight_bytes)
                 hit = calibrate_serving(hit, req, self.acc)
+                if hit.speed is not None and hit.software is not None:  # the cache one request has: serve's rule
+                    model = model_serving(self.arch, self.params, self.active, req.precision, req.kv_cache_bits,
+                                          self.mem_model.weight_bytes)
+                    hit = hit.with_(kv_capacity_tokens=request_capacity(req, self.acc, layout.devices, hit.speed,
+                                                                        hit.software, model, self.lens))
             else:
                 step = self._steps.get((layout, req is self.req))
                 if step is None:
@@ -322,7 +329,7 @@ def _serving_figures(t: Timing) -> dict | None:
     if d is None:
         return None
     prefill = t.prompt_tokens * t.batch / d.prefill_s if t.prompt_tokens and d.prefill_s > 0 else None
-    ttft = d.prefill_s + d.step_s
+    ttft = d.prefill_s  # the prompts' prefill gives the first token (estimate.serving.single_request)
     return dict(ttft_s=ttft, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
                 prefill_tokens_per_s=prefill,
                 ttft_s_interval=_log_interval(ttft, t.ttft_width_log if t.ttft_width_log is not None
@@ -330,7 +337,7 @@ def _serving_figures(t: Timing) -> dict | None:
                 prefill_tokens_per_s_interval=None if prefill is None else _log_interval(
                     prefill, t.prefill_width_log if t.prefill_width_log is not None else t.width_log),
                 decode_bound=d.bound, ttft_single_request_s=t.ttft_one_s, software=t.software,
-                overhead_s=d.overhead_s)
+                overhead_s=d.overhead_s, kv_capacity_tokens=t.kv_capacity_tokens)
 
 
 def _priced_serving(figures: dict | None, t: Timing, total_usd_per_h: float) -> Serving | None:
@@ -355,12 +362,16 @@ def _log_interval(value: float, width_log: float) -> tuple[float, float]:
 def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryModel, arch: ModelArch, params: int,
                       active: int, tokens: float | None, lens: Lengths | None, a: CostAssumptions, calib,
                       wanted: tuple[str, ...] = ()) -> list[PlanOption]:
-    """The option of hardware the user owns (``planner.owned``): kind ``owned``, at most the devices it holds,
+    """The options of hardware the user owns (``planner.owned``): kind ``owned``, at most the devices it holds,
     placed on its machines (``per_machine`` devices each, no fabric between them unless measured), timed like
     every other option and priced at its energy (and wear when a rate is set), never a purchase.
 
+    Several GPUs are planned on their best layout: every device the hardware holds (data parallel for training,
+    tensor parallel for a runtime that splits tensors) when that is faster than the fewest devices that fit;
+    the fewest devices are then a second option (id ``<id>@<n>``) when they cost less per job.
+
     Returns:
-        One option, or none when the hardware cannot run the job's precision or workload.
+        One or two options, or none when the hardware cannot run the job's precision or workload.
     """
     acc = hw.accelerator
     if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
@@ -370,15 +381,37 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     capacity = owned_capacity(hw)
     per_node = hw.per_machine or hw.count
     place = Placement(per_node, intra_node_bps(acc), None)
-    layout, mem, fits = mem_model.fewest_devices(capacity, per_node, hw.count)
+    fewest = mem_model.fewest_devices(capacity, per_node, hw.count)
+    timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
+    first = _owned_option(req, hw, fewest, place, timer, arch, lens, tokens, a, wanted)
+    if req.gpus or fewest[0].devices >= hw.count or not fewest[2]:
+        return [first]
+    every = next(((lay, m, True) for lay in mem_model.layouts(hw.count)
+                  if lay.tp <= per_node and (m := mem_model.at(lay)).total_bytes <= capacity), None)
+    if every is None:
+        return [first]
+    whole = _owned_option(req, hw, every, place, timer, arch, lens, tokens, a, wanted)
+    if not (whole.feasible and all_devices_faster(whole.hours, first.hours)):
+        return [first]
+    out = [whole]
+    if first.cost_usd < whole.cost_usd:
+        out.append(replace(first, id=f"{hw.id}@{first.devices}", this_machine=False))
+    return out
+
+
+def _owned_option(req: PlanRequest, hw: OwnedHardware, found: tuple, place: Placement, timer: _Timer,
+                  arch: ModelArch, lens: Lengths | None, tokens: float | None, a: CostAssumptions,
+                  wanted: tuple[str, ...]) -> PlanOption:
+    """One owned option on a layout ``found = (layout, memory, fits)``."""
+    acc = hw.accelerator
+    layout, mem, fits = found
     if req.workload == "inference":
         layout = inference_layout(layout, place)
-    timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
     t = timer.time(layout, place)
     offload = None
     if req.workload == "inference" and t.decode is not None:
         t = local_decode(t, acc)
-        decode, offload = offloaded_decode(t.decode, req, arch, params, lens.window, acc, hw, layout.devices,
+        decode, offload = offloaded_decode(t.decode, req, arch, timer.params, lens.window, acc, hw, layout.devices,
                                            lens.output)
         if offload is not None:
             t = replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
@@ -390,20 +423,20 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
     reason = infeasible_reason(layout, place, "machine")
     common = _figures(req, acc, layout, mem, fits, t, tokens, reason, place.nodes(layout.devices))
     figures = common["figures"]
-    figures["capacity_bytes"] = capacity
+    figures["capacity_bytes"] = owned_capacity(hw)
     figures.update(stack_fields(acc.stacks, wanted))
     figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
     hours = common["hours"]
     q = owned_quote(hw, layout.devices, hours, a, plan_use(req), power_limit_w=getattr(req, "power_limit_w", None))
     per_h = q.total_usd / hours if hours > 0 else 0.0
-    return [PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
-                       utilisation=q.utilisation,
-                       breakdown=q.breakdown,
-                       owning=OwningCost(0.0, q.variable_usd_per_device_hour, q.holding),
-                       cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
-                       serving=_serving(t, per_h), nodes=common["nodes"],
-                       gpus_per_node=common["gpus_per_node"], origin=hw.origin, this_machine=hw.this_machine,
-                       derived=acc.derived, host_bytes=mem.host_offload_bytes, offload=offload, **figures)]
+    return PlanOption(id=hw.id, kind=q.kind, energy_kwh=q.energy_kwh, usd_per_device_hour=q.usd_per_device_hour,
+                      utilisation=q.utilisation,
+                      breakdown=q.breakdown,
+                      owning=OwningCost(0.0, q.variable_usd_per_device_hour, q.holding),
+                      cost_usd_interval=_cost_interval(q.total_usd, q.breakdown, hours, common["hours_interval"]),
+                      serving=_serving(t, per_h), nodes=common["nodes"],
+                      gpus_per_node=common["gpus_per_node"], origin=hw.origin, this_machine=hw.this_machine,
+                      derived=acc.derived, host_bytes=mem.host_offload_bytes, offload=offload, **figures)
 
 
 def local_decode(t: Timing, acc: Accelerator) -> Timing:

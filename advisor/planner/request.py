@@ -12,6 +12,7 @@ import functools
 from dataclasses import dataclass, replace
 
 from advisor.catalog import Accelerator, Catalog
+from advisor.catalog.defaults import default_job
 from advisor.catalog.frameworks import FrameworkProfile, resolve_framework
 from advisor.catalog.runtimes import RuntimeChoice, choose, runtime_data
 from advisor.estimate.model import ModelArch, active_param_count, generic_arch, param_count
@@ -21,8 +22,8 @@ from advisor.models import ModelSpecError, resolve_model
 
 PlanRequest = Job
 PlanInputError = JobInputError
-DEFAULT_FINETUNE_TOKENS = 1e8
-DEFAULT_INFERENCE_TOKENS = 1e8
+DEFAULT_FINETUNE_TOKENS = default_job("finetune").tokens
+DEFAULT_INFERENCE_TOKENS = default_job("inference").tokens
 ARCH_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 
@@ -107,18 +108,17 @@ def resolve_arch(req: PlanRequest, catalog: Catalog) -> tuple[ModelArch, int, in
 
 
 def budget(req: PlanRequest, params: int) -> tuple[float | None, str]:
-    """The token budget of a request (None for an ``--hours`` budget) and where it comes from."""
+    """The token budget of a request (None for an ``--hours`` budget) and where it comes from: what was given,
+    else the workload's default job (``resources/defaults.toml``, the same for the CLI, the app, buy and
+    scenario files)."""
     if req.tokens is not None:
         return req.tokens, "tokens (--tokens)"
     if req.epochs is not None:
         return req.epochs * req.dataset_tokens, "epochs x dataset tokens (--epochs, --dataset-tokens)"
     if req.hours is not None:
         return None, "hours (--hours): tokens follow from each option's speed"
-    if req.workload == "pretrain":
-        return 20.0 * params, "default: 20 tokens per parameter (Chinchilla compute-optimal, Hoffmann et al. 2022)"
-    if req.workload == "inference":
-        return DEFAULT_INFERENCE_TOKENS, "default: 1e8 generated tokens"
-    return DEFAULT_FINETUNE_TOKENS, "default: 1e8 fine-tuning tokens"
+    job = default_job(req.workload)
+    return job.budget(params), f"default: {job.source}"
 
 
 def compute_precision(req: PlanRequest) -> str:
@@ -253,6 +253,32 @@ def _default_runtime(kind: str, quant: str | None, kv_bits: int) -> str:
     if not has(data.runtimes[rid]):
         rid = next((i for i, r in data.runtimes.items() if has(r)), rid)
     return rid
+
+
+def names_format(req: PlanRequest) -> bool:
+    """Whether the request says which weights to run: a ``--quant``, or a ``--precision`` given (a flag, a scenario
+    file, the app's form) rather than left at its default."""
+    return (req.quant is not None or "precision" in req.model_fields_set or "precision" in req.sources
+            or "precision" in req.changed())
+
+
+def as_run(req: PlanRequest, acc: Accelerator, file_weights: bool = False) -> PlanRequest:
+    """The request as it runs on ``acc``: an inference job that names no format and no model file takes the file
+    its runtime's users download by default (``usual_format`` in ``resources/runtimes.toml``: Q4_K_M under
+    llama.cpp, Ollama and LM Studio, 4-bit under MLX); vLLM, SGLang, TensorRT-LLM and transformers keep the
+    checkpoint's dtype. The runtime is the request's, else the one ``default_runtime`` picks for the part.
+    Every surface (plan, serve, models, the app) asks this one function."""
+    if req.workload != "inference" or file_weights or names_format(req):
+        return req
+    rid = req.runtime or _default_runtime(acc.kind, None, req.kv_cache_bits)
+    usual = runtime_data().runtimes[rid].usual_format
+    if usual is None:
+        return req
+    held = req.__dict__.setdefault("_as_run", {})  # one copy per format, kept on the (frozen) request
+    hit = held.get(usual)
+    if hit is None:
+        hit = held[usual] = req.model_copy(update={"quant": usual})
+    return hit
 
 
 def runtime_choice(req: PlanRequest, acc: Accelerator) -> RuntimeChoice:

@@ -34,8 +34,9 @@ class Serving:
     """The serving figures of an inference option (docs/method.md, "Inference speed").
 
     Attributes:
-        ttft_s: time to the first token when the batch's requests arrive together (their prompts' prefill + one
-            step); ``ttft_single_request_s`` that of one request alone.
+        ttft_s: time to the first token when the batch's requests arrive together (their prompts' prefill, whose
+            last logits give the first token); ``ttft_single_request_s`` that of one request alone
+            (``estimate.serving.single_request``, what ``advisor serve`` shows at one user).
         bandwidth_efficiency: fraction of the memory bandwidth the decode reaches (prior or measured).
         requests_per_s: finished requests per second at the batch.
         decode_bound: ``memory`` or ``compute``, whichever limits a decode step.
@@ -54,6 +55,7 @@ class Serving:
     overhead_s: float = 0.0  # launch overhead inside each decode step
     ttft_s_interval: tuple[float, float] | None = None  # 80 % intervals (docs/method.md, "Honest ranges")
     prefill_tokens_per_s_interval: tuple[float, float] | None = None
+    kv_capacity_tokens: int | None = None  # tokens of cache the devices hold (one request's longest context)
 
 
 @dataclass(frozen=True)
@@ -305,11 +307,15 @@ class PlanResult:
         if self.lengths is None:
             return {}
         from advisor.planner.fit import inference_target
+        from advisor.planner.request import names_format
 
         target = inference_target(self)
         s = target.serving if target is not None else None
-        return {"prompt_tokens": self.lengths.prompt, "output_tokens": self.lengths.output,
-                "software": s.software.to_json() if s is not None and s.software is not None else None}
+        software = s.software.to_json() if s is not None and s.software is not None else None
+        if software is not None and not names_format(self.request):
+            software["assumed"] = (f"no --quant or --precision given: {software['weight_format']}, the file "
+                                   f"{software.get('name') or software.get('id')} users download by default")
+        return {"prompt_tokens": self.lengths.prompt, "output_tokens": self.lengths.output, "software": software}
 
     def fit_target(self):
         """The option the fit advice is for (``planner.fit.fit_target``), or None."""
@@ -330,7 +336,21 @@ class PlanResult:
         stack when one such fits (else the cheapest on another stack, marked ``stack_ok`` false); this machine's
         row, listed first, only when it is the cheapest."""
         fitting = [o for o in self.options if o.fits and o.feasible and (kind is None or o.kind == kind)]
-        return min(fitting, key=lambda o: (not o.stack_ok, o.cost_usd, o.hours, o.id)) if fitting else None
+        # hardware the user owns wins a tie: nothing they lack is named above an owned option as cheap
+        late_spot = not self.assumptions.spot  # on-demand prices rank the options unless told otherwise
+        return min(fitting, key=lambda o: (not o.stack_ok, late_spot and o.spot, o.cost_usd, o.kind != "owned",
+                                           o.hours, o.id)) if fitting else None
+
+    def fastest(self) -> PlanOption | None:
+        """The fastest option that fits and can run as laid out, on the job's stack when one such fits; an owned
+        option as fast (within the 3 figures the hours are shown at) is named before hardware the user lacks."""
+        fitting = [o for o in self.options if o.fits and o.feasible]
+        if not fitting:
+            return None
+        top = min(fitting, key=lambda o: (not o.stack_ok, o.hours, o.id))
+        owned = [o for o in fitting if o.kind == "owned" and o.stack_ok >= top.stack_ok
+                 and o.hours <= top.hours * 1.0005]
+        return min(owned, key=lambda o: (o.hours, o.id)) if owned else top
 
     def this_machine(self) -> PlanOption | None:
         """This machine's option (its GPUs, or the CPU asked for), or None."""

@@ -203,7 +203,7 @@ def sensitivity(request: PlanRequest, parameter: str, values=None, catalog: Cata
         else:
             update = {"assumptions": {**request.assumptions, parameter: value}}
         try:
-            changed = PlanRequest.from_mapping({**request.model_dump(), **update})
+            changed = PlanRequest.from_mapping({**request.model_dump(exclude_unset=True), **update})
             result = plan(changed, catalog, calibration, advise=False, **plan_kw)
         except (PlanInputError, ValueError) as exc:
             raise PlanInputError(parameter, str(exc)) from None

@@ -21,12 +21,14 @@ from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
+from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
-from advisor.planner.calibrated import serve_compute_scale, serve_range_factors
-from advisor.planner.owned import OwnedHardware, merge_owned, owned_quote, parse_own
-from advisor.planner.request import PlanInputError, resolve_job_model, runtime_choice
+from advisor.planner.calibrated import serve_range_factors
+from advisor.planner.one_request import all_devices_faster, request_speed
+from advisor.planner.one_request import request_lengths as one_request_lengths
+from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own
+from advisor.planner.request import PlanInputError, as_run, resolve_job_model, runtime_choice
 from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
 
 # Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
@@ -149,19 +151,22 @@ class _Sizer:
     """Replicas of one accelerator, memoised by devices per replica (offers of one accelerator share them)."""
 
     def __init__(self, job: ServeJob, model: ModelServing, acc: Accelerator, lengths: Lengths, targets: Targets,
-                 by: str, load: float, choice):
+                 by: str, load: float, choice, calib=None, capacity: float | None = None):
         self.job, self.model, self.acc, self.lengths, self.targets = job, model, acc, lengths, targets
         self.by, self.load, self.choice = by, load, choice
+        self.calib, self.capacity = calib, capacity
         self._memo: dict[int, tuple] = {}
 
     def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
         hit = self._memo.get(devices)
         if hit is None:
             slots = self.choice.runtime.batching == "slots"  # llama.cpp: a slot for each user by default
+            speed = request_speed(self.job, self.acc, devices, self.model, one_request_lengths(self.lengths),
+                                  self.calib)
             spec, launch = replica_spec(self.model, self.acc, devices, self.choice,
                                         max_seqs=self.job.max_seqs or (self.job.users if slots else None),
-                                        lengths=self.lengths, context=self.job.context,
-                                        compute_scale=serve_compute_scale(self.choice, self.acc))
+                                        lengths=self.lengths, context=self.job.context, speed=speed,
+                                        capacity_bytes=self.capacity)
             most, _ = max_load(spec, self.lengths, self.targets, by=self.by)
             hit = self._memo[devices] = (spec, launch, most)
         return hit
@@ -217,8 +222,12 @@ def _unfit(hw: OwnedHardware, model: ModelServing, choice) -> ServeOption:
 
 
 def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostAssumptions | None = None, *,
-               owned: tuple[OwnedHardware, ...] = (), only_owned: bool = False) -> ServeResult:
+               owned: tuple[OwnedHardware, ...] = (), only_owned: bool = False, calibration=None) -> ServeResult:
     """Size a serving job on the owned hardware and on every accelerator of the catalog (or those asked for).
+
+    One request on a replica is the plan's (``planner.one_request``): the same runtime, format (the runtime's
+    usual file when none is named, ``request.as_run``), calibration (``calibration``: this machine's measured and
+    learned figures, as ``advisor plan`` takes them) and memory rule.
 
     Raises:
         PlanInputError: an unknown model or accelerator, or a request longer than the model's context.
@@ -251,7 +260,7 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     options: list[ServeOption] = []
     warnings: list[str] = list(catalog.warnings)
     for hw in owned_all:
-        options.extend(_owned_options(job, model, hw, lengths, targets, by, load, assumptions))
+        options.extend(_owned_options(job, model, hw, lengths, targets, by, load, assumptions, calibration))
     accels = [] if only_owned else ([catalog.accelerators[a] for a in job.accelerator] or
                                     list(catalog.accelerators.values()))
     offers_by: dict[str, list] = {}
@@ -260,7 +269,7 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     choices: dict[tuple, Any] = {}  # the runtime choice depends on the part's vendor and kind only
     for acc in accels:
         options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
-                                        service, choices))
+                                        service, choices, calibration))
     options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, o.usd_per_million_requests
                                 is None, o.usd_per_million_requests or 0.0, o.id))
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
@@ -268,16 +277,28 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
                        warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all))
 
 
-def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a) -> list[ServeOption]:
+def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a, calib=None) -> list[ServeOption]:
     acc = hw.accelerator
+    job = as_run(job, acc, bool(model.weight_bytes))
     if acc.peak_flops("bf16") is None and acc.peak_flops("fp16") is None and acc.peak_flops("fp32") is None:
         return []
     choice = runtime_choice(job, acc)
     per_node = hw.per_machine or hw.count
-    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(per_node, hw.count))
+    capacity = owned_capacity(hw)
+    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(per_node, hw.count), capacity)
     if devices is None or devices > hw.count:
         return [_unfit(hw, model, choice)]
-    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice)
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, capacity)
+    if not job.tp and by == "users" and load <= 1 and hw.count > devices and per_node >= hw.count \
+            and choice.runtime.multi_device == "tensor":
+        # one user: the machine's best layout for one request, as the plan takes it (one_request.all_devices_faster)
+        def seconds(n: int) -> float:
+            one = single_request(sizer.replica(n)[0], lengths.prompt_mean, lengths.output_mean)
+            return one.ttft_s + (lengths.output_mean - 1) * one.step_s
+
+        if fewest_devices(model, acc, choice, lengths, hw.count, capacity) and all_devices_faster(
+                seconds(hw.count), seconds(devices)):
+            devices = hw.count
     note = "" if choice.backend_supported else (f"{choice.runtime.name} has no {choice.backend} backend: timed "
                                                 f"with its {choice.profile.backend} figures")
 
@@ -289,9 +310,10 @@ def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a)
 
 
 def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions,
-                     choices: dict) -> list[ServeOption]:
+                     choices: dict, calib=None) -> list[ServeOption]:
     if acc.peak_flops("fp8" if job.precision == "fp8" else "bf16") is None or acc.kind == "cpu":
         return []
+    job = as_run(job, acc, bool(model.weight_bytes))
     key = (acc.vendor, acc.kind)
     if key not in choices:
         try:
@@ -307,7 +329,7 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     devices = job.tp or fewest_devices(model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
     if devices is None:
         return []
-    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice)
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib)
     spec, launch, _ = sizer.replica(devices)
     replicas, point, meets, most_load = sizer.size(devices, None)
     total = devices * replicas

@@ -18,7 +18,7 @@ from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
 from advisor.estimate import compute, decode
 from advisor.estimate.model import ModelArch, kv_values_per_token
-from advisor.estimate.serving import Lengths, ServerSpec
+from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
 from advisor.planner.placement import intra_node_bps
 
 GIB = 2**30
@@ -147,6 +147,28 @@ def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: fl
     return rate / kernel_peak_flops
 
 
+def step_overhead_s(layers: int, choice: RuntimeChoice, acc: Accelerator, devices: int) -> float:
+    """The fixed cost of one step, for the plan and the serving model alike: the runtime's launch overhead per
+    layer, and with tensor parallelism two all-reduces per layer at the link's small-message latency."""
+    t = layers * choice.profile.overhead_per_layer_s
+    if devices > 1 and choice.runtime.multi_device == "tensor":
+        link = "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
+        t += 2 * layers * ALLREDUCE_LATENCY_S[link]
+    return t
+
+
+def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int) -> float:
+    """Bytes per device a runtime keeps from the KV cache beyond the weights: its overhead (context, activations,
+    graphs) and what its memory rule leaves unused (vLLM's ``1 - gpu_memory_utilization``; TensorRT-LLM's share
+    of the free memory). ``weights + cache + reserve <= capacity`` is the one rule of what fits; the cache it
+    leaves is ``estimate.serving.kv_pool_bytes``."""
+    srv = serving_profile(choice.runtime.id)
+    fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
+    free = capacity_bytes * fraction - weight_bytes / devices - srv.overhead_bytes
+    kv_share = choice.runtime.kv_free_memory_fraction or 1.0
+    return capacity_bytes - weight_bytes / devices - (free * kv_share if free > 0 else free)
+
+
 def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
                   weight_bytes: float | None = None) -> ModelServing:
     """The model as every replica sees it."""
@@ -155,7 +177,8 @@ def model_serving(arch: ModelArch, params: float, active: float, precision: str,
 
 def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: RuntimeChoice, *,
                  max_seqs: int | None, lengths: Lengths, context: int | None = None,
-                 eta_mem: float | None = None, compute_scale: float = 1.0) -> tuple[ServerSpec, dict]:
+                 eta_mem: float | None = None, compute_scale: float = 1.0, speed=None,
+                 capacity_bytes: float | None = None) -> tuple[ServerSpec, dict]:
     """One replica of ``devices`` accelerators running the runtime ``choice``, and its launch values.
 
     Args:
@@ -169,6 +192,11 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         compute_scale: the fitted share of the profile's compute efficiencies a served step reaches (the ``ttft``
             group of the calibration set, ``planner.calibrated.serve_compute_scale``): it multiplies the
             prompt's matrix-multiply and attention efficiencies and the decode's, each kept at most 1.
+        speed: the calibrated ``estimate.decode.ServingSpeed`` of one request on these devices (the plan's,
+            ``planner.one_request.request_speed``): its efficiencies, rates and step overhead replace the
+            profile's, so one request alone is the plan's request (``estimate.serving.single_request``).
+        capacity_bytes: memory of one device the server may use (owned hardware: what the plan uses), default
+            the part's usable memory.
     Returns:
         ``(spec, launch)``: launch holds ``runtime``, ``tp``, ``max_num_seqs``, ``max_model_len``,
         ``gpu_memory_utilization``, ``kv_cache_dtype``, ``chunk_tokens``, ``slots``, ``ctx_size`` (llama.cpp
@@ -203,11 +231,15 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     fraction = rt.gpu_memory_utilization or srv.memory_fraction
     tensor = rt.multi_device == "tensor"  # else whole layers per device, run one after the other
     parallel = devices if tensor else 1
-    link = "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
-    step_overhead = model.arch.layers * prof.overhead_per_layer_s
-    if parallel > 1:
-        step_overhead += 2 * model.arch.layers * ALLREDUCE_LATENCY_S[link]
-    capacity = float(acc.usable_memory_bytes)
+    step_overhead = step_overhead_s(model.arch.layers, choice, acc, devices)
+    decode_flops = prefill_flops = mm_peak * mm_eta
+    attention_flops = att_peak * att_eta
+    if speed is not None:  # the plan's calibrated request: its efficiencies and rates
+        eta, eta_kv, step_overhead, weights = speed.eta_mem, speed.eta_kv, speed.overhead_s, speed.weight_bytes
+        decode_flops = prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
+        attention_flops = speed.attention_peak_flops * speed.attention_eta
+        mm_eta = speed.matmul_eta
+    capacity = float(capacity_bytes or acc.usable_memory_bytes)
     kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
     batching = "slots" if rt.batching == "slots" else "continuous"
@@ -220,8 +252,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         seqs = max_seqs
     spec = ServerSpec(
         weight_bytes=weights, devices=devices, parallel_devices=parallel, capacity_bytes=capacity,
-        bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta, eta_kv=eta_kv, decode_flops=mm_peak * mm_eta,
-        prefill_flops=mm_peak * mm_eta, attention_flops=att_peak * att_eta,
+        bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta, eta_kv=eta_kv, decode_flops=decode_flops,
+        prefill_flops=prefill_flops, attention_flops=attention_flops,
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
@@ -239,20 +271,26 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
                          f"{f' (x{compute_scale:.2f} fitted on published serving runs)' if compute_scale != 1.0 else ''}"
                          f" ({prof.source}); "
                          f"{srv.source}")}
+    if batching == "slots":  # llama-server's -c: the whole cache that fits, shared by the -np slots
+        per_slot = max(slot_tokens, kv_capacity_tokens(spec) // seqs // 256 * 256)
+        if model.arch.max_context:
+            per_slot = max(slot_tokens, min(per_slot, model.arch.max_context))
+        launch["ctx_size"] = per_slot * seqs
     return spec, launch
 
 
-def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice, lengths: Lengths, most: int
-                   ) -> int | None:
-    """The fewest devices (1, 2, 4, 8 ... up to ``most``) whose memory holds the weights, the runtime's overhead
-    and the cache of one request of the mean length; None when none do."""
+def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice, lengths: Lengths, most: int,
+                   capacity_bytes: float | None = None) -> int | None:
+    """The fewest devices (1, 2, 4, 8 ... up to ``most``) whose memory (``capacity_bytes`` each, default the part's
+    usable memory) holds the weights, the runtime's overhead and the cache of one request of the mean length;
+    None when none do."""
     srv = serving_profile(choice.runtime.id)
     fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
     weights = model.weights_of(choice)
     one = model.kv_bytes_per_token() * (lengths.prompt_mean + lengths.output_mean)
     n = 1
     while n <= most:
-        free = acc.usable_memory_bytes * fraction - weights / n - srv.overhead_bytes
+        free = (capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n - srv.overhead_bytes
         if free * n * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most

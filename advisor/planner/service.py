@@ -22,8 +22,9 @@ from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for, plan_use, with_break_even
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own
-from advisor.planner.request import PlanInputError, PlanRequest, budget, lengths, resolve_job_model, runtime_choice
+from advisor.planner.request import PlanInputError, PlanRequest, as_run, budget, lengths, resolve_job_model, runtime_choice
 from advisor.planner.result import PlanOption, PlanResult, check_finite
+from advisor.planner.serve_spec import reserve_bytes
 from advisor.planner.stacks import wanted_stacks
 
 
@@ -93,17 +94,30 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         accels = []
 
     mem_model = MemoryModel(request, arch, params, seq_len, context, job_model.weight_bytes)
-    mem_by_bytes: dict[int, MemoryModel] = {}
+    mem_by_bytes: dict[tuple, MemoryModel] = {}
+
+    file_weights = bool(job_model.weight_bytes)
+
+    def run_req(acc) -> PlanRequest:
+        """The request as it runs on ``acc`` (``request.as_run``: no format named -> the runtime's usual file)."""
+        return as_run(request, acc, file_weights)
 
     def mem_for(acc) -> MemoryModel:
         """Inference weights at the bits of the format the option's runtime loads (``request.runtime_choice``),
-        unless a model file gives them exactly; one memory model per distinct size."""
-        if request.workload != "inference" or job_model.weight_bytes:
+        unless a model file gives them exactly, with what the runtime keeps from its cache as the overhead
+        (``serve_spec.reserve_bytes``: what fits is what ``advisor serve`` fits); one memory model per distinct
+        size, runtime and device memory."""
+        if request.workload != "inference":
             return mem_model
-        wb = int(params * runtime_choice(request, acc).weight_format.bits_per_weight / 8)
-        hit = mem_by_bytes.get(wb)
+        req = run_req(acc)
+        choice = runtime_choice(req, acc)
+        wb = job_model.weight_bytes or int(params * choice.weight_format.bits_per_weight / 8)
+        key = (wb, req.quant, choice.runtime.id, acc.usable_memory_bytes)
+        hit = mem_by_bytes.get(key)
         if hit is None:
-            hit = mem_by_bytes[wb] = MemoryModel(request, arch, params, seq_len, context, wb)
+            hit = mem_by_bytes[key] = MemoryModel(req, arch, params, seq_len, context, wb,
+                                                  reserve=functools.partial(reserve_bytes, choice,
+                                                                            acc.usable_memory_bytes))
         return hit
     devices0 = request.gpus or 1
     layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]
@@ -117,10 +131,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     wanted = wanted_stacks(request)
     try:
         for hw in owned_all:
-            options.extend(owned_options_for(request, hw, mem_for(hw.accelerator), arch, params, active, tokens, lens,
+            options.extend(owned_options_for(run_req(hw.accelerator), hw, mem_for(hw.accelerator), arch, params, active, tokens, lens,
                                              assumptions, calibration, wanted))
         for acc in accels:
-            found = options_for(request, acc, offers_by_accel.get(acc.id, []), mem_for(acc), arch, params,
+            found = options_for(run_req(acc), acc, offers_by_accel.get(acc.id, []), mem_for(acc), arch, params,
                                 active, tokens, lens, assumptions, calibration, stale, wanted)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
@@ -129,16 +143,23 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
-    options.sort(key=lambda o: (not o.this_machine, not o.feasible, not o.fits, not o.stack_ok, o.cost_usd, o.hours,
-                                o.id))
-    best = min((o for o in options if o.fits and o.feasible), key=lambda o: (not o.stack_ok, o.cost_usd, o.hours, o.id),
-               default=None)
+    # on-demand prices rank the options unless the assumptions rank by spot: spot offers are listed after them
+    late_spot = not assumptions.spot
+    options.sort(key=lambda o: (not o.this_machine, not o.feasible, not o.fits, not o.stack_ok, late_spot and o.spot,
+                                o.cost_usd, o.hours, o.id))
+    best = min((o for o in options if o.fits and o.feasible),
+               key=lambda o: (not o.stack_ok, late_spot and o.spot, o.cost_usd, o.hours, o.id), default=None)
     if best is not None and request.workload == "inference":  # the headline weights in the chosen option's format
         acc_by_id = {**catalog.accelerators, **{hw.accelerator.id: hw.accelerator for hw in owned_all}}
         if best.accelerator in acc_by_id:
             mem_model = mem_for(acc_by_id[best.accelerator])
             mem0 = mem_model.at(layout0)
-    if best is not None and best.devices == devices0 and (request.accelerator or best.kind == "owned"):
+    mine = next((o for o in options if o.this_machine and o.fits and o.feasible), None)
+    if mine is not None and request.gpus is None and mine.devices != devices0:
+        # this machine's GPUs on their best layout (several GPUs planned on all of them): the headline shows it
+        layout0 = mine.parallelism
+        mem0 = mem_model.at(layout0)
+    elif best is not None and best.devices == devices0 and (request.accelerator or best.kind == "owned"):
         # hardware the user named or owns: the headline shows how it runs the job. Over the whole catalog it keeps
         # the requested layout (--tp, --pp; data parallel over the rest), not whichever offer is cheapest today
         layout0 = best.parallelism

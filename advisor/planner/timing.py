@@ -33,7 +33,7 @@ from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_b
 from advisor.planner.layouts import Parallelism
 from advisor.planner.placement import Placement
 from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
-from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta
+from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta, step_overhead_s
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -91,6 +91,9 @@ class Timing:
     prompt_tokens: int = 0  # per request (serving)
     batch: int = 1  # requests decoding together (serving)
     speed: decode.ServingSpeed | None = None  # the runtime's numbers for this model and devices (serving)
+    output_tokens: int = 0  # per request (serving)
+    mean_cache: float = 0.0  # the mean cached tokens a decode step reads per request (serving)
+    kv_capacity_tokens: int | None = None  # tokens of KV cache the devices hold after weights and reserve (serving)
 
     def with_(self, **changes) -> Timing:
         """A copy with ``changes``: ``dataclasses.replace`` without its per-field init (a plan makes a hundred
@@ -347,7 +350,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk) if mm_peak else prof.prefill_eta
     if req.mfu is not None:
         mm_eta = req.mfu
-    overhead = arch.layers * prof.overhead_per_layer_s
+    overhead = step_overhead_s(arch.layers, choice, acc, devices)
     speed = decode.ServingSpeed(
         weight_bytes=weight_bytes or params * fmt.bits_per_weight / 8, active_fraction=active / params,
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
@@ -371,5 +374,5 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     bound = speed.bound_tokens_per_s(req.batch, lens.mean_cache)  # eta = 1, no overhead
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
                   high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,
-                  software=choice, ttft_one_s=prefill_one + est.step_s, prompt_tokens=lens.prompt, batch=req.batch,
-                  speed=speed, measured=found is not None)
+                  software=choice, ttft_one_s=prefill_one, prompt_tokens=lens.prompt, batch=req.batch,
+                  speed=speed, measured=found is not None, output_tokens=lens.output, mean_cache=lens.mean_cache)

@@ -193,7 +193,11 @@ def _title(doc: dict, i: int) -> str:
         return str(doc["title"])
     model = doc.get("model") or {}
     name = model.get("name") or (f"{model['params'] / 1e9:.3g}B-parameter model" if model.get("params") else "model")
-    base = f"{name}, {doc.get('workload', '?')}, {doc.get('precision', '?')}"
+    software = doc.get("software") if isinstance(doc.get("software"), dict) else {}
+    weights = doc.get("precision", "?")
+    if doc.get("workload") == "inference" and software.get("weight_format"):  # the file the figures assume
+        weights = f"{software['weight_format']} under {software.get('name') or software.get('id')}"
+    base = f"{name}, {doc.get('workload', '?')}, {weights}"
     return f"{doc['scenario']}: {base}" if doc.get("scenario") else base
 
 
@@ -207,6 +211,9 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
                                                            else "")),
             ("workload", str(doc.get("workload"))), ("precision", str(doc.get("precision")))]
     software = doc.get("software")
+    if doc.get("workload") == "inference" and isinstance(software, dict) and software.get("weight_format"):
+        rows[-1] = ("weights", f"{software['weight_format']} under {software.get('name') or software.get('id')}"
+                    + (f" ({software['assumed']})" if software.get("assumed") else ""))
     if isinstance(software, dict) and software.get("summary"):  # the framework profile the figures assume
         rows.append(("software", str(software["summary"])))
     if doc.get("tokens") is not None:

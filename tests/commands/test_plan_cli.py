@@ -85,6 +85,10 @@ def test_table_shows_assumptions_with_origin(capsys):
     code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--accelerator", "rtx-4090")
     assert code == 0
     assert "Memory per device" in out and "home:rtx-4090" in out
+    # by default one line on the assumptions; --explain lists each with its origin
+    assert "Assumptions: 38, all at their defaults (--explain" in out and "electricity_usd_per_kwh" not in out
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--workload", "lora", "--accelerator", "rtx-4090",
+                       "--explain")
     assert "electricity_usd_per_kwh = 0.17 USD/kWh  [" in out
     # the break-even names a rent that can run the job, or says there is none; never "vs -"
     assert "Break-even: home:rtx-4090" in out and "vs -" not in out

@@ -17,6 +17,7 @@ from advisor.estimate.serving import (
     kv_capacity_tokens,
     lognormal_quantile,
     prefill_s,
+    single_request,
 )
 from advisor.estimate.serving_queue import Targets, erlang_c, knee_curve, max_load, serve_at
 
@@ -72,10 +73,12 @@ def test_decode_step_reads_the_weights_once_and_every_cache_at_its_mean_length()
 
 
 def test_prefill_is_compute_bound_and_counts_attention():
-    # 2 x 8e9 x 2000 + 524,288 x 2000^2 / 2 = 3.3048576e13 FLOPs at 5e14 FLOP/s = 66.1 ms
-    assert prefill_s(spec(), 2000) == pytest.approx(3.3048576e13 / 5e14, rel=1e-9)
-    # attention at its own rate: the 1.048576e12 attention FLOPs at 1e14 FLOP/s instead of 5e14
-    assert prefill_s(spec(attention_flops=1e14), 2000) == pytest.approx(3.2e13 / 5e14 + 1.048576e12 / 1e14, rel=1e-9)
+    # 2 x 8e9 x 2000 + 524,288 x 2000 x 2001 / 2 (causal: token i scores i keys) = 3.3049100288e13 FLOPs at
+    # 5e14 FLOP/s = 66.1 ms
+    assert prefill_s(spec(), 2000) == pytest.approx(3.3049100288e13 / 5e14, rel=1e-9)
+    # attention at its own rate: the 1.049100288e12 attention FLOPs at 1e14 FLOP/s instead of 5e14
+    assert prefill_s(spec(attention_flops=1e14), 2000) == pytest.approx(3.2e13 / 5e14 + 1.049100288e12 / 1e14,
+                                                                         rel=1e-9)
     # a one-token prompt still reads the weights once: 10 ms
     assert prefill_s(spec(), 1) == pytest.approx(0.010, rel=1e-9)
 
@@ -189,7 +192,7 @@ def test_a_prompt_pipelines_over_a_layer_split():
     # 4096 tokens in 8 chunks of 512 over 2 devices: (8 + 1) / 16 of one device's compute time
     one = spec(devices=2, parallel_devices=1)
     two = spec(devices=2, parallel_devices=1, pipeline_devices=2)
-    mm_att = (2 * 8e9 * 4096 + ATTN * 4096**2 / 2) / 5e14
+    mm_att = (2 * 8e9 * 4096 + ATTN * 4096 * 4097 / 2) / 5e14
     assert prefill_s(one, 4096) == pytest.approx(mm_att, rel=1e-9)
     assert prefill_s(two, 4096) == pytest.approx(mm_att * 9 / 16, rel=1e-9)
 
@@ -226,11 +229,13 @@ def test_one_user_in_a_closed_loop_never_waits_and_two_wait_for_the_others_promp
 def test_a_chunked_prompt_spans_steps_that_carry_the_decode_and_its_first_token_ends_the_last_by_hand():
     # 100 GB of weights at 1 TB/s: a decode step reads them in 0.1 s. A 300-token prompt in 100-token chunks
     # (2e9 FLOPs a token at 2e12 FLOP/s: 0.1 s a chunk, no attention) rides three steps, each the decode's
-    # 1 ms of multiplies plus the chunk's 0.1 s over the 0.1 s read: 0.101 s, so 0.303 s in all. One user:
-    # nothing ahead of the prompt; its first token comes with the third step (not with a fourth: 0.403 s).
+    # 1 ms of multiplies plus the chunk's 0.1 s over the 0.1 s read: 0.101 s, so 0.303 s in all, when another
+    # sequence decodes. One user alone: no other sequence decodes, so the prompt runs on its own, 0.3 s of
+    # compute over a 0.1 s read (estimate.serving.single_request, what the plan says of one request).
     s = ServerSpec(weight_bytes=1e11, devices=1, parallel_devices=1, capacity_bytes=200e9, bandwidth_bps=1e12,
                    eta_mem=1.0, decode_flops=2e12, prefill_flops=2e12, active_params=1e9, attn_flops_per_pair=0.0,
                    kv_bytes_per_token=1.0, chunk_tokens=100, max_seqs=64)
     one = serve_at(s, Lengths(300, 50), users=1)
-    assert one.ttft_mean_s == pytest.approx(3 * 0.101, rel=0.001)
+    assert one.ttft_mean_s == pytest.approx(0.3, rel=0.001)
+    assert one.ttft_p50_s == pytest.approx(single_request(s, 300, 50).ttft_s, rel=1e-9)
     assert one.tpot_p50_s == pytest.approx(0.1, rel=0.001)

@@ -27,8 +27,10 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     rows = page.table_model.rows()
     assert [r.found.name for r in rows] == ["Qwen/Qwen2.5-7B", "Qwen/Qwen3-30B-A3B", "pub/Tiny-GGUF/Tiny-Q8_0.gguf"]
     qwen = rows[0]
-    assert qwen.fit_of("inference").fits is True  # 15.2 GB of bf16 weights over two 24 GiB cards
-    assert rows[1].fit_of("inference").fits is False  # 61 GB over two
+    # the plan on this machine (planner.model_fit): each model in llama.cpp's usual Q4_K_M file
+    assert qwen.fit_of("inference").fits is True and qwen.fit_of("inference").weight_format == "q4_k_m"
+    assert rows[1].fit_of("inference").fits is True  # 30.5B x 4.89 bits = 18.7 GB on one 24 GiB card
+    assert rows[1].fit_of("lora").fits is False  # 61 GB of bf16 base weights over two
     assert not page.plan_button.isEnabled()
     page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(1, 0)).row())
     assert page.plan_button.isEnabled()  # a mixture-of-experts plans with its own architecture

@@ -38,7 +38,7 @@ def test_three_actions_to_this_machine_fits_time_cost(make_window, qtbot):
     qtbot.mouseClick(w.nav.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())  # 1: the Planner page
     actions += 1
     qtbot.waitUntil(lambda: _planned(planner, done), timeout=20000)
-    assert planner.form.values()["model"] == "llama-3-8b"  # the default model is the question's
+    assert planner.form.values()["model"] == "llama-3.1-8b"  # the default model (resources/defaults.toml)
     _shot(w, "1-planner")
 
     done = planner.plans_done

@@ -18,7 +18,7 @@ JOBS = [  # (fake GPUs, job): together they make every kind of advice
     ("2x4090", {"model": "llama-3-8b", "workload": "finetune", "zero": 0, "micro_batch": 4, "checkpointing": "selective"}),
     ("laptop-4060", {"model": "llama-3-8b", "workload": "lora", "seq_len": 4096}),
     ("laptop-4060", {"model": "llama-3-70b", "workload": "inference", "context": 8192}),
-    ("laptop-4060", {"model": "llama-3-8b", "workload": "inference", "context": 8192}),
+    ("laptop-4060", {"model": "llama-3-8b", "workload": "inference", "context": 8192, "precision": "bf16"}),
 ]
 
 
@@ -100,14 +100,23 @@ def test_inference_summary_largest_context_and_sweep():
     assert inf["option"] == "owned:rtx-4060-laptop"
     largest = inf["largest_context"]
     assert 8192 < largest < 131072
+    from functools import partial
+
     from advisor.planner.layouts import MemoryModel, Parallelism
+    from advisor.planner.serve_spec import reserve_bytes
+
+    # one rule of what fits (the plan's memory and advisor serve's cache): weights, the cache of the context and
+    # what llama.cpp keeps beside them (serve_spec.reserve_bytes) within the GPU's memory
+    cap = result.this_machine().capacity_bytes
+    choice = result.this_machine().serving.software
+    weights = int(result.params * choice.weight_format.bits_per_weight / 8)
 
     def mem(ctx):
-        return MemoryModel(result.request, result.arch, result.params, result.seq_len, ctx).at(
-            Parallelism(1, 1, 1, 0)).total_bytes
+        return MemoryModel(result.request, result.arch, result.params, result.seq_len, ctx, weights,
+                           reserve=partial(reserve_bytes, choice, cap)).at(Parallelism(1, 1, 1, 0)).total_bytes
 
-    cap = result.this_machine().capacity_bytes
     assert mem(largest) <= cap < mem(largest + 1)
+    assert largest == result.this_machine().serving.kv_capacity_tokens
     sweep = inf["context_sweep"]
     assert [p["context"] for p in sweep][:3] == [512, 1024, 2048]
     fitting = [p for p in sweep if p["fits"]]
@@ -117,8 +126,8 @@ def test_inference_summary_largest_context_and_sweep():
     assert all(p["ttft_s"] is None and p["decode_tokens_per_s"] == 0 for p in sweep if not p["fits"])
     # the default window of 2048 tokens holds the 256 output tokens: the prompt is the 1792 before them
     assert inf["prompt_tokens"] == 1792
-    assert inf["prefill_tokens_per_s"] == pytest.approx(1792 / (inf["ttft_s"] - 1 / inf["decode_tokens_per_s"]),
-                                                        rel=1e-6)
+    # one request's first token is its prompt's prefill (estimate.serving.single_request)
+    assert inf["prefill_tokens_per_s"] == pytest.approx(1792 / inf["ttft_s"], rel=1e-6)
 
 
 def _five_friends(extra: dict):

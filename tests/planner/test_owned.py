@@ -137,7 +137,8 @@ def test_cpu_decode_from_the_measured_host_bandwidth(capsys):
 
 
 def test_cpu_target_without_a_probe_uses_the_prior(capsys):
-    doc = _plan_json(capsys, "--model", "llama-2-7b", "--workload", "inference", "--accelerator", "cpu")
+    doc = _plan_json(capsys, "--model", "llama-2-7b", "--workload", "inference", "--accelerator", "cpu",
+                     "--precision", "bf16")
     o = doc["options"][0]
     # 0.8 x 40 GB/s prior over 13.5 GB of bf16 weights and the 2048-token KV cache (1.07 GB).
     weights, kv = 6.74e9 * 2, 2 * 32 * 4096 * 2 * 2048
@@ -148,7 +149,7 @@ def test_m2_ultra_decode_is_near_llama_cpp(capsys):
     """llama.cpp discussion #4167 (Apple Silicon table): M2 Ultra 76-core, LLaMA-7B F16 text generation 41.4 t/s."""
     for context in (128, 2048):
         doc = _plan_json(capsys, "--model", "llama-2-7b", "--workload", "inference", "--accelerator", "m2-ultra",
-                         "--context", str(context))
+                         "--context", str(context), "--precision", "fp16")
         o = doc["options"][0]
         assert o["id"] == "owned:m2-ultra" and o["fits"]
         assert 0.75 * 41.4 <= o["tokens_per_s"] <= 1.25 * 41.4
@@ -166,7 +167,7 @@ def test_partial_offload_memory_on_each_side_and_speed():
     host = HostFigures(memory_total_bytes=64 * 2**30, physical_cores=8, bandwidth_bps=50e9)
     laptop = OwnedHardware(CAT.accelerators["rtx-4060-laptop"], 1, origin="this machine", this_machine=True,
                            host=host)
-    base = {"model": "llama-2-7b", "workload": "inference", "context": 512}
+    base = {"model": "llama-2-7b", "workload": "inference", "context": 512, "precision": "bf16"}
     full = plan(PlanRequest.from_mapping(base), CAT, owned=[laptop], host=host).options[0]
     half = plan(PlanRequest.from_mapping({**base, "gpu_layers": 16}), CAT, owned=[laptop], host=host).options[0]
     none = plan(PlanRequest.from_mapping({**base, "gpu_layers": 0}), CAT, owned=[laptop], host=host).options[0]

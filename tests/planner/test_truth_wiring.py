@@ -122,7 +122,7 @@ def test_runtime_field_is_declared_once():
 
 def test_decode_efficiency_follows_format_class_and_default_runtime():
     kw = dict(model="llama-3-8b", workload="inference", context=1024, batch=1)
-    f16 = _plan(**kw, accelerator=["rtx-4090"]).option("home:rtx-4090")
+    f16 = _plan(**kw, precision="bf16", accelerator=["rtx-4090"]).option("home:rtx-4090")
     q4 = _plan(**kw, quant="q4_0", accelerator=["rtx-4090"]).option("home:rtx-4090")
     # llama.cpp on CUDA (the default runtime on a GeForce card): 0.93 for 16-bit weights, 0.85 for 4-bit
     assert f16.serving.bandwidth_efficiency == pytest.approx(0.93)
@@ -140,8 +140,9 @@ def test_decode_never_exceeds_the_bandwidth_bound(quant):
     from advisor.estimate.memory import weight_bits
 
     r = _plan(model="llama-3-8b", workload="inference", context=512, batch=1, quant=quant)
-    bits = weight_bits("bf16", quant)
     for o in r.options:
+        # no format named: each runtime's usual file (Q4_K_M under llama.cpp, the checkpoint's bf16 under vLLM)
+        bits = weight_bits("bf16", quant or o.serving.software.weight_format.id)
         acc = CAT.accelerators[o.accelerator]
         bound = acc.mem_bandwidth_bps * o.devices / (r.params * bits / 8)
         assert o.tokens_per_s <= bound

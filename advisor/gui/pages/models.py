@@ -1,7 +1,7 @@
 """Models page: the models in the Hugging Face cache, Ollama and LM Studio, and whether each fits this machine.
 
 The stores are read off the GUI thread (``advisor.models.discover_models``, metadata only, no network); the fits
-come from ``advisor.models.fit.fit_model`` on the detected GPUs. "Plan this model" opens the Planner on the
+come from ``advisor.planner.model_fit.fit_model`` (the plan) on the detected GPUs. "Plan this model" opens the Planner on the
 selected model through the shared context (``ctx.plan.load`` then ``page_requested``).
 """
 
@@ -45,7 +45,9 @@ def _fit_text(fit) -> str | None:
     if fit is None:
         return None
     mark = {True: "fits", False: "too big", None: "no GPU"}[fit.fits]
-    return f"{mark} · {fmt_mem(fit.per_device_bytes)}"
+    fmt = f" {fit.weight_format.upper()}" if fit.weight_format and fit.workload == "inference" else ""
+    speed = f" · {fit.tokens_per_s:,.0f} tok/s" if fit.tokens_per_s and fit.workload == "inference" else ""
+    return f"{mark}{fmt} · {fmt_mem(fit.per_device_bytes)}{speed}"
 
 
 def _fit_color(fit) -> str | None:
@@ -178,13 +180,27 @@ class ModelsPage(Page):
             return []
         return [int(g.info.memory_total_bytes) for g in m.gpus if g.info.available and g.info.memory_total_bytes]
 
+    def _fit(self, found):
+        """The plan of each workload on this machine's GPUs (``planner.model_fit``: what ``advisor models`` and
+        ``advisor plan`` say), None for a model that cannot be read or planned."""
+        from advisor.planner.model_fit import PlanInputError, fit_model
+
+        if found.model is None:
+            return None
+        local = self.ctx.local
+        try:
+            return fit_model(found.spec, local.owned if local is not None else (), self.ctx.catalog,
+                             max_context=found.model.arch.max_context,
+                             host=local.host if local is not None else None)
+        except PlanInputError:
+            return None
+
     def _show(self) -> None:
-        from advisor.models.fit import fit_model
         from advisor.models.hf import hub_cache_dir
         from advisor.models.stores import lmstudio_dirs, ollama_dir
 
         gpus = self._gpu_memory()
-        rows = [_Row(f, fit_model(f.model, gpus) if f.model else None) for f in self._found or []]
+        rows = [_Row(f, self._fit(f)) for f in self._found or []]
         self.table_model.set_rows(rows)
         fit_columns(self.table, max_width=320)
         gpu_text = (f"{len(gpus)} GPU(s), smallest {fmt_mem(min(gpus))}" if gpus
@@ -192,8 +208,9 @@ class ModelsPage(Page):
         where = (f"Hugging Face cache {hub_cache_dir()}, Ollama {ollama_dir() or '(not installed)'}, LM Studio "
                  + (", ".join(str(d) for d in lmstudio_dirs()) or "(not installed)"))
         if rows:
-            self.note.setText(f"{len(rows)} model(s) from the {where}. This machine: {gpu_text}. A model is split "
-                              "evenly over every GPU; each fit cell shows the memory one GPU needs.")
+            self.note.setText(f"{len(rows)} model(s) from the {where}. This machine: {gpu_text}. Each fit is the "
+                              "plan on this machine's GPUs (inference in the runtime's usual file, Q4_K_M under "
+                              "llama.cpp); each cell shows the memory one GPU needs.")
         else:
             self.note.setText(f"No models found in the {where}. Download one (for example "
                               "<code>hf download Qwen/Qwen2.5-0.5B</code> or <code>ollama pull qwen2.5:0.5b</code>) "

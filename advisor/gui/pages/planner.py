@@ -362,11 +362,12 @@ class PlannerPage(Page):
         lines.append(head)
         if result.software is not None:  # the framework profile the figures assume, in one line
             lines.append(f"<span style='color:{t.muted}'>{html.escape(result.software.summary())}</span>")
-        fastest = min((x for x in rows if x["fits"]), key=lambda x: (x["hours"], x["accelerator"]), default=None)
+        fastest = result.fastest()  # an owned option as fast is named first (PlanResult.fastest)
         cheapest = result.best()
         if fastest:
-            lines.append(f"Fastest: {fastest['devices']}× {rich(fastest['name'])}, {fmt_hours(fastest['hours'])}"
-                         f"{range_text(fastest.get('hours_interval'), fmt_hours)}. "
+            lines.append(f"Fastest: {fastest.devices}× {rich(fastest.accelerator_name)}"
+                         f"{' (yours)' if fastest.kind == 'owned' else ''}, {fmt_hours(fastest.hours)}"
+                         f"{range_text(fastest.hours_interval, fmt_hours)}. "
                          + (f"Cheapest: {cheapest.devices}× {rich(cheapest.accelerator_name)} ({cheapest.kind}), "
                             f"{fmt_usd(cheapest.cost_usd)} in {fmt_hours(cheapest.hours)} — see Compare (Ctrl+5)."
                             if cheapest else ""))

@@ -270,7 +270,9 @@ class ServePage(Page):
             self._pending = True
             return
         owned = self.ctx.local.owned if self.ctx.local is not None else ()
-        self._worker = GeneratorWorker(serve_bundle, self.values(), self.ctx.catalog, owned, parent=self)
+        # the calibration the Planner plans with (this machine's measured and learned figures): one answer
+        self._worker = GeneratorWorker(serve_bundle, self.values(), self.ctx.catalog, owned,
+                                       self.ctx.plan.calibration, parent=self)
         self._worker.result_ready.connect(self._on_worker_result_ready)
         self._worker.failed.connect(self._on_worker_failed)
         self._worker.done.connect(self._on_worker_done)

@@ -1,0 +1,66 @@
+"""One request, one computation: the calibrated numbers of a request on some devices, which ``advisor plan``,
+``advisor serve`` (at one user and as the base of its load model), ``advisor models``, the app's pages, the
+reports and the launch lines all take.
+
+The plan times a request with ``timing.serving_timing`` and ``calibrated.calibrate_serving`` (the runtime's
+profile, this machine's measured or learned efficiency, the fitted decode and prefill factors); the result's
+``ServingSpeed`` becomes a server replica (``serve_spec.replica_spec(speed=...)``), and
+``estimate.serving.single_request`` of that replica gives the first token, the decode and the cache the request
+has. Nothing else recomputes them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from advisor.catalog import Accelerator
+from advisor.estimate.decode import ServingSpeed
+from advisor.estimate.serving import Lengths as ServeLengths
+from advisor.estimate.serving import kv_capacity_tokens
+from advisor.planner.calibrated import calibrate_serving
+from advisor.planner.request import Lengths, PlanRequest
+from advisor.planner.serve_spec import ModelServing, replica_spec
+from advisor.planner.timing import serving_timing
+
+# A machine's GPUs are planned on all of them when that is at least this much faster than the fewest that fit (the
+# plan's owned options and a serve at one user alike): a layout that gains less is not worth its power.
+ALL_DEVICES_GAIN = 0.98
+
+
+def all_devices_faster(all_seconds: float, fewest_seconds: float) -> bool:
+    """Whether every GPU of a machine beats the fewest that fit (``ALL_DEVICES_GAIN``)."""
+    return all_seconds < fewest_seconds * ALL_DEVICES_GAIN
+
+
+def request_lengths(lengths: ServeLengths) -> Lengths:
+    """The plan's request of a serving job's mean lengths (prompt and output rounded to whole tokens)."""
+    prompt, output = max(1, round(lengths.prompt_mean)), max(1, round(lengths.output_mean))
+    return Lengths(prompt, output, prompt + output)
+
+
+def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: ModelServing, lens: Lengths,
+                  calib=None) -> ServingSpeed:
+    """The calibrated numbers of one request of ``lens`` on ``devices`` of ``acc`` (the plan's timing, batch 1)."""
+    one = req if req.batch == 1 else req.model_copy(update={"batch": 1})
+    t = serving_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, calib,
+                       int(model.weight_bytes) if model.weight_bytes else None)
+    t = calibrate_serving(t, one, acc)
+    if t.speed is None or not math.isfinite(t.speed.eta_mem):
+        raise ValueError(f"{acc.id}: no serving speed")
+    return t.speed
+
+
+def request_spec(req: PlanRequest, acc: Accelerator, devices: int, speed: ServingSpeed, choice,
+                 model: ModelServing, lens: Lengths, capacity_bytes: float | None = None):
+    """One request's replica: ``serve_spec.replica_spec`` at the plan's calibrated ``speed``, one slot or
+    sequence (what ``advisor serve`` builds at one user)."""
+    return replica_spec(model, acc, devices, choice, max_seqs=1, lengths=ServeLengths(lens.prompt, lens.output),
+                        context=req.context, speed=speed, capacity_bytes=capacity_bytes)
+
+
+def request_capacity(req: PlanRequest, acc: Accelerator, devices: int, speed: ServingSpeed, choice,
+                     model: ModelServing, lens: Lengths) -> int:
+    """Tokens of KV cache one request has on ``devices`` (``estimate.serving.kv_capacity_tokens``): the plan's
+    largest context and ``advisor serve``'s cache are this one figure."""
+    spec, _launch = request_spec(req, acc, devices, speed, choice, model, lens)
+    return kv_capacity_tokens(spec)

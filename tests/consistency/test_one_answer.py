@@ -1,0 +1,139 @@
+"""One question, one answer: each question of the grid below is asked of every surface that shows its answer,
+and the surfaces must agree at the precision they display.
+
+Surfaces: ``advisor plan`` (JSON and text), ``advisor serve --json`` at one user, ``advisor models --json``,
+the app's What-fits card (``gui.plan_service.what_fits``), the plan report (Markdown, whose text the HTML and PDF
+share: tests/report), and the llama-server launch line. The machines are the issue's: a laptop RTX 4060, two RTX
+4090s, eight H100 SXM, and two RTX 3090s owned on a box with no driver here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from advisor.cli import main
+
+MACHINES = ("laptop-4060", "2x4090", "8xh100-sxm")
+
+
+def _run(capsys, *args) -> tuple[int, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return code, out
+
+
+def _json(capsys, *args) -> dict:
+    return json.loads(_run(capsys, *args, "--json")[1])
+
+
+def _mine(doc: dict) -> dict:
+    return next(o for o in doc["options"] if o["id"] == doc["this_machine"])
+
+
+def _number(text: str, pattern: str) -> float:
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in {text[:400]!r}"
+    return float(found.group(1).replace(",", ""))
+
+
+# ------------------------------------------------------------------ "can I run this model here, how fast?"
+@pytest.mark.parametrize("fake", MACHINES)
+def test_inference_plan_serve_models_and_text_agree(capsys, fake):
+    ask = ("--model", "llama-3.1-8b", "--fake-gpu", fake)
+    plan = _json(capsys, "plan", *ask, "--workload", "inference")
+    inf = plan["inference"]
+    assert inf["fits"] and inf["this_machine"]
+    # serve at one user: the same request (the plan's default window: 1,792 prompt and 256 output tokens)
+    serve = _json(capsys, "serve", *ask, "--users", "1", "--prompt-tokens", str(inf["prompt_tokens"]),
+                  "--output-tokens", str(inf["output_tokens"]))
+    mine = serve["options"][0]
+    assert mine["id"] == inf["option"]
+    assert mine["ttft_s"]["p50"] == pytest.approx(inf["ttft_single_request_s"], rel=1e-6)
+    assert mine["per_user_tokens_per_s"] == pytest.approx(inf["decode_tokens_per_s"], rel=1e-6)
+    # the cache the runtime leaves is the longest context, up to the model's 131,072 tokens
+    assert min(mine["kv_capacity_tokens"], 131_072) == inf["largest_context"]
+    # the text's headline shows the same decode at one decimal
+    _, text = _run(capsys, "plan", *ask, "--workload", "inference")
+    assert _number(text, r"decode ([\d,.]+) tokens/s") == round(inf["decode_tokens_per_s"], 1)
+    assert inf["software"]["weight_format"] in text and "assumed" in json.dumps(plan["software"])
+    # advisor models: the same plan at its 4,096-token context
+    plan4k = _json(capsys, "plan", *ask, "--workload", "inference", "--context", "4096")
+    models = _json(capsys, "models", "llama-3.1-8b", "--fake-gpu", fake)["models"][0]["fits"]["inference"]
+    opt = _mine(plan4k)
+    assert models["fits"] is True and models["devices"] == opt["devices"]
+    assert models["per_device_bytes"] == opt["memory_per_device_bytes"]
+    assert models["tokens_per_s"] == pytest.approx(opt["tokens_per_s"], rel=1e-9)
+    assert models["weight_format"] == plan4k["software"]["weight_format"]
+
+
+def test_a_70b_q4_on_two_3090s_one_request_and_its_launch_line(capsys):
+    common = ("--model", "llama-3.3-70b", "--quant", "q4_k_m", "--runtime", "llama.cpp", "--own", "2xrtx-3090",
+              "--fake-gpu", "no-driver", "--prompt-tokens", "1000", "--output-tokens", "300")
+    inf = _json(capsys, "plan", "--workload", "inference", *common)["inference"]
+    one = _json(capsys, "serve", *common, "--users", "1")["options"][0]
+    assert one["ttft_s"]["p50"] == pytest.approx(inf["ttft_single_request_s"], rel=1e-6)
+    assert one["per_user_tokens_per_s"] == pytest.approx(inf["decode_tokens_per_s"], rel=1e-6)
+    assert one["kv_capacity_tokens"] == inf["largest_context"]
+    # five friends: llama-server's -c is the cache that fits (whole 256-token blocks a slot), split by -np
+    five = _json(capsys, "serve", *common, "--users", "5")["options"][0]
+    _, out = _run(capsys, "serve", *common, "--users", "5", "--launch", "llama-server")
+    words = shlex.split(out.strip().splitlines()[-1])
+    c, n = int(words[words.index("-c") + 1]), int(words[words.index("-np") + 1])
+    assert n == 5 and five["kv_capacity_tokens"] - 5 * 256 < c <= five["kv_capacity_tokens"]
+
+
+# ------------------------------------------------------------------ "how long does this training job take here?"
+@pytest.mark.parametrize("fake", MACHINES)
+@pytest.mark.parametrize("workload", ("qlora", "lora", "pretrain"))
+def test_training_plan_json_text_models_and_report_agree(capsys, tmp_path, fake, workload):
+    ask = ("--model", "llama-3.1-8b", "--workload", workload, "--fake-gpu", fake)
+    doc = _json(capsys, "plan", *ask)
+    report = tmp_path / "plan.md"
+    _, text = _run(capsys, "plan", *ask, "--report", str(report))
+    mine = next((o for o in doc["options"] if o["id"] == doc["this_machine"]), None)
+    if mine is None or not mine["fits"]:
+        assert "does not fit" in text or "fits" not in text.split("\n\n")[1][:200]
+        return
+    # the headline (text and report) shows this machine's option: same devices, hours at 3 figures
+    from advisor import units
+
+    assert units.fmt_hours(mine["hours"]) in text.split("\n\n")[1]
+    assert units.fmt_hours(mine["hours"]) in report.read_text(encoding="utf-8")
+    if workload in ("lora", "qlora"):
+        fit = _json(capsys, "models", "llama-3.1-8b", "--fake-gpu", fake)["models"][0]["fits"][workload]
+        # advisor models plans at its own 2,048-token sequences: the same option when asked the same
+        same = _mine(_json(capsys, "plan", *ask, "--seq-len", "2048", "--lora-rank", "16"))
+        assert fit["fits"] == (same["fits"] and same.get("feasible", True))
+        assert fit["per_device_bytes"] == same["memory_per_device_bytes"] and fit["devices"] == same["devices"]
+
+
+def test_every_gpu_the_user_owns_is_used_when_faster(capsys):
+    doc = _json(capsys, "plan", "--model", "llama-3.1-8b", "--workload", "lora", "--fake-gpu", "2x4090")
+    mine = _mine(doc)
+    assert mine["devices"] == 2 and doc["memory"]["devices"] == 2
+    one = next((o for o in doc["options"] if o["id"] == f"{doc['this_machine']}@1"), None)
+    if one is not None:  # one GPU shown beside when cheaper, never as this machine
+        assert one["cost_usd"] < mine["cost_usd"] and one["hours"] > mine["hours"]
+
+
+# ------------------------------------------------------------------ the app's What-fits card is the plan
+def test_what_fits_card_is_the_plan(capsys):
+    from advisor.catalog import load_catalog
+    from advisor.gui.plan_service import what_fits
+    from advisor.planner.machine import local_machine
+
+    catalog = load_catalog(use_user_file=False)
+    m = local_machine("laptop-4060", catalog)
+    cards = what_fits(m.owned, catalog, host=m.host)
+    inference = next(c for c in cards if c["workload_id"] == "inference")
+    assert inference["values"] is not None
+    flags = [x for k, v in inference["values"].items() for x in (f"--{k.replace('_', '-')}", str(v))]
+    doc = _json(capsys, "plan", "--fake-gpu", "laptop-4060", *flags)
+    mine = _mine(doc)
+    assert mine["tokens_per_s"] == pytest.approx(inference["tokens_per_s"], rel=1e-9)
+    assert mine["hours"] == pytest.approx(inference["hours"], rel=1e-9)
