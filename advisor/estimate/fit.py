@@ -18,13 +18,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.catalog.quant_quality import LADDER
 from advisor.catalog.runtimes import runtime_data
 from advisor.estimate import compute, memory
 from advisor.estimate.local import CPU_ETA_MEM, layer_sizes, offload_plan
 from advisor.estimate.model import ModelArch, active_param_count, embedding_params
 from advisor.estimate.priors import ETA_MEM_PRIOR
 
-QUANT_LADDER = ("q8_0", "q6_k", "q4_k_m", "q4_0")  # smaller and smaller (memory.QUANT_BITS)
+QUANT_LADDER = LADDER  # the usual files, smaller and smaller (catalog.quant_quality.LADDER)
 MIN_SEQ = 256
 MIN_CONTEXT = 512
 # Time factors that the compute model does not carry (assumptions, docs/method.md):

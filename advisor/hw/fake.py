@@ -68,6 +68,11 @@ _RTX4090 = GpuInfo(
     compute_capability=(8, 9), power_limit_w=450.0, max_sm_clock_mhz=3120.0, max_mem_clock_mhz=10501.0,
     mem_bus_width_bits=384, cuda_cores=16384, pcie_gen_max=4, pcie_width_max=16, pcie_gen_current=4, pcie_width_current=16,
     nvlink_links_active=None, mig_enabled=None, ecc_enabled=None, fan_count=1)
+_RTX3090 = GpuInfo(
+    index=0, name="NVIDIA GeForce RTX 3090", uuid="", memory_total_bytes=24576 * MIB,
+    compute_capability=(8, 6), power_limit_w=350.0, max_sm_clock_mhz=2100.0, max_mem_clock_mhz=9751.0,
+    mem_bus_width_bits=384, cuda_cores=10496, pcie_gen_max=4, pcie_width_max=16, pcie_gen_current=4, pcie_width_current=16,
+    nvlink_links_active=None, mig_enabled=None, ecc_enabled=None, fan_count=2)
 _H100 = GpuInfo(
     index=0, name="NVIDIA H100 80GB HBM3", uuid="", memory_total_bytes=81559 * MIB,
     compute_capability=(9, 0), power_limit_w=700.0, max_sm_clock_mhz=1980.0, max_mem_clock_mhz=2619.0,
@@ -117,10 +122,12 @@ HOSTILE_PID_BASE = 4_300_000
 _PCI_DB_NAMES = {
     "NVIDIA GeForce RTX 4060 Laptop GPU": "GeForce RTX 4060 Max-Q / Mobile",  # 10de:28a0 AD107M
     "NVIDIA GeForce RTX 4090": "GeForce RTX 4090",  # 10de:2684 AD102
+    "NVIDIA GeForce RTX 3090": "GeForce RTX 3090",  # 10de:2204 GA102
 }
 
 _SCENARIO_GPUS: dict[str, tuple[tuple[GpuInfo, float | None, bool], ...]] = {
     "2x4090": ((_RTX4090, 25.0, True),) * 2,
+    "4090+3090": ((_RTX4090, 25.0, True), (_RTX3090, 22.0, True)),
     "8xh100-sxm": ((_H100, 70.0, True),) * 8,
     "laptop-4060": ((_RTX4060_LAPTOP, 3.0, True),),
     "no-driver": (),

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from advisor.catalog.quant_quality import next_smaller, quality
 from advisor.estimate.fit import FitAdvice, Outcome, fit_advice
 from advisor.estimate.local import HostFigures, usable_host_bytes
 from advisor.job import JobInputError
 from advisor.planner.layouts import MemoryModel, Parallelism
-from advisor.planner.request import PlanRequest, training_software
+from advisor.planner.request import PlanRequest, names_format, training_software
 
 NOT_A_JOB_BYTES = 1 << 62  # a change the schema refuses never fits
 SWEEP_START = 512
@@ -57,6 +58,9 @@ def job_values(result, target) -> dict:
     values.update(seq_len=result.seq_len, context=result.context)
     if result.request.prompt_tokens is not None:  # the window follows the prompt the advice may shorten
         values["context"] = result.request.context
+    if result.request.workload == "inference" and result.request.quant is None and target.serving is not None \
+            and target.serving.software is not None and not names_format(result.request):
+        values["quant"] = target.serving.software.weight_format.id  # the runtime's usual file, as planned
     if result.request.workload != "inference":
         values["zero"] = target.parallelism.zero
         values["checkpointing"] = training_software(result.request).behaviours.checkpointing
@@ -178,6 +182,18 @@ def context_sweep(result, replan: Replan, option) -> list[ContextPoint]:
     return out
 
 
+def _quality(fmt: str) -> dict | None:
+    """What the file costs in quality and what the next smaller one would (``catalog.quant_quality``), None
+    where nothing is published for it."""
+    here = quality(fmt)
+    if here is None:
+        return None
+    nxt = next_smaller(fmt)
+    there = quality(nxt) if nxt else None
+    return {"format": fmt, "ppl_delta": here.ppl_delta, "model": here.model, "source": here.source,
+            "next": nxt, "next_ppl_delta": there.ppl_delta if there else None}
+
+
 def _pair(pair) -> list[float] | None:
     return None if pair is None else [pair[0], pair[1]]
 
@@ -210,4 +226,5 @@ def inference_summary(result, replan: Replan | None) -> dict | None:
             "prefill_tokens_per_s_interval": _pair(s.prefill_tokens_per_s_interval) if ok else None,
             "decode_tokens_per_s_interval": _pair(option.tokens_per_s_interval) if ok else None,
             "largest_context": largest_context(result, option),
+            "quality": _quality(s.software.weight_format.id) if s.software is not None else None,
             "context_sweep": [p.to_json() for p in context_sweep(result, replan, option)] if replan else []}

@@ -64,10 +64,16 @@ class OwnedHardware:
     this_machine: bool = False
     host: HostFigures | None = None
     gpu_power_w: float | None = None
+    members: tuple[tuple[Accelerator, int], ...] = ()  # a pool of unequal GPUs (``pool_unequal``): its parts
 
     @property
     def id(self) -> str:
         return owned_option_id(self.accelerator.id)
+
+    @property
+    def tensor_split(self) -> tuple[float, ...]:
+        """A pool's share of the layers on each device (by memory, as llama.cpp's ``--tensor-split``), else ()."""
+        return tuple(round(acc.usable_memory_bytes / 1e9, 1) for acc, n in self.members for _ in range(n))
 
     def machines(self, devices: int) -> int:
         """Machines ``devices`` of it take (each adds its system power)."""
@@ -118,6 +124,51 @@ def local_target(acc_id: str, catalog: Catalog, host: HostFigures | None) -> Own
     if acc is not None and acc.kind == "apple":
         return OwnedHardware(acc, 1, origin="Apple Silicon (--accelerator): priced at its energy, as if owned")
     return None
+
+
+POOL_KINDS = ("consumer", "workstation")
+POOL_DEVICE_RESERVE_BYTES = 2**30  # llama.cpp's compute buffers and context on each device beyond the first
+
+
+def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
+    """This machine's unequal GPUs as one pool, the way llama.cpp splits a model's layers over them (the default
+    ``--split-mode layer``, ``--tensor-split`` by memory): None unless this machine holds two or more different
+    consumer or workstation GPUs of one vendor.
+
+    The pool is one device whose memory is the sum of theirs less the compute buffers each further device keeps
+    (``POOL_DEVICE_RESERVE_BYTES``), and which reads, and multiplies, at the memory-weighted harmonic mean of
+    theirs: each device holds layers in proportion to its memory and they run one after the other, so a step takes
+    ``sum(m_i / bw_i)`` per byte of ``sum(m_i)``."""
+    parts = [hw for hw in owned if hw.this_machine and hw.accelerator.kind in POOL_KINDS and not hw.members]
+    if len({hw.accelerator.id for hw in parts}) < 2 or len({hw.accelerator.vendor for hw in parts}) != 1:
+        return None
+    members = tuple((hw.accelerator, hw.count) for hw in parts)
+    mem = [(acc.usable_memory_bytes * n, acc, n) for acc, n in members]
+    total = sum(m for m, _, _ in mem)
+
+    def harmonic(figure) -> float | None:
+        values = [(m, figure(acc)) for m, acc, _ in mem]
+        if any(v is None or v <= 0 for _, v in values):
+            return None
+        return total / sum(m / v for m, v in values)
+
+    devices = sum(n for _, _, n in mem)
+    first = members[0][0]
+    name = " + ".join(f"{n} x {acc.name}" if n > 1 else acc.name for acc, n in members)
+    pool = replace(
+        first, id="pool-" + "-".join(f"{n}x{acc.id}" for acc, n in members), name=name,
+        memory_bytes=int(total - (devices - 1) * POOL_DEVICE_RESERVE_BYTES), gpu_memory_share=None,
+        mem_bandwidth_bps=harmonic(lambda a: a.mem_bandwidth_bps),
+        fp32_flops=harmonic(lambda a: a.fp32_flops), tf32_flops=harmonic(lambda a: a.tf32_flops),
+        bf16_flops=harmonic(lambda a: a.bf16_flops), fp16_flops=harmonic(lambda a: a.fp16_flops),
+        fp8_flops=harmonic(lambda a: a.fp8_flops), int8_ops=harmonic(lambda a: a.int8_ops),
+        tdp_w=sum((acc.tdp_w or 0) * n for acc, n in members) or None, launch_price_usd=None,
+        street_price_usd=None, derived=True,
+        derivation=(("pool", f"layers split over {name} by memory (llama.cpp --split-mode layer --tensor-split): "
+                             "memory summed less 1 GiB of compute buffers per further device, bandwidth and compute "
+                             "their memory-weighted harmonic mean (the devices run in turn)"),))
+    return OwnedHardware(pool, 1, 1, origin=f"this machine: {name}, split by memory", this_machine=True,
+                         host=parts[0].host, members=members)
 
 
 def merge_owned(groups: Iterable[Sequence[OwnedHardware]]) -> tuple[OwnedHardware, ...]:

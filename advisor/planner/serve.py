@@ -14,7 +14,7 @@ not fit it, the option says so and nothing else stands in under its name.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from advisor.catalog import Accelerator, Catalog, load_catalog
@@ -27,7 +27,7 @@ from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_
 from advisor.planner.calibrated import serve_range_factors
 from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
-from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own
+from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own, pool_unequal
 from advisor.planner.request import PlanInputError, as_run, resolve_job_model, runtime_choice
 from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
 
@@ -256,11 +256,16 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
         if acc_id not in catalog.accelerators:
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r} (advisor catalog list)")
     owned_all = merge_owned([owned, parse_own(job.own, catalog)]) if job.owned_options else ()
+    pool = pool_unequal(owned_all)
+    if pool is not None:  # unequal GPUs of this machine: a model's layers split over all of them (llama.cpp)
+        owned_all = (*owned_all, pool)
     service = _service_assumptions(assumptions)
     options: list[ServeOption] = []
     warnings: list[str] = list(catalog.warnings)
     for hw in owned_all:
         options.extend(_owned_options(job, model, hw, lengths, targets, by, load, assumptions, calibration))
+    if pool is not None:
+        options = _one_answer_for_this_machine(options, by, load)
     accels = [] if only_owned else ([catalog.accelerators[a] for a in job.accelerator] or
                                     list(catalog.accelerators.values()))
     offers_by: dict[str, list] = {}
@@ -275,6 +280,19 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
                        warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all))
+
+
+def _one_answer_for_this_machine(options: list[ServeOption], by: str, load: float) -> list[ServeOption]:
+    """One option is this machine's, of its GPUs alone and pooled: at one user the fastest request (as the plan
+    chooses), else the one that meets the target with the most load a replica serves."""
+    mine = [o for o in options if o.this_machine and o.fits and o.point is not None]
+    if len(mine) < 2:
+        return options
+    if by == "users" and load <= 1:
+        chosen = min(mine, key=lambda o: (o.point.ttft_p50_s + o.point.tpot_p50_s * 100, o.devices_per_replica))
+    else:
+        chosen = max(mine, key=lambda o: (o.meets_target, o.max_load_per_replica, -o.devices_per_replica))
+    return [o if not o.this_machine or o is chosen else replace(o, this_machine=False) for o in options]
 
 
 def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a, calib=None) -> list[ServeOption]:
@@ -305,8 +323,12 @@ def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a,
     def per_h(n: int) -> float:
         return _per_hour(owned_quote(hw, n, 1.0, a))
 
-    return [_option(sizer, devices, hw.count // devices, id=hw.id, kind="owned", usd_per_h_of=per_h,
-                    origin=hw.origin, this_machine=hw.this_machine, note=note)]
+    option = _option(sizer, devices, hw.count // devices, id=hw.id, kind="owned", usd_per_h_of=per_h,
+                     origin=hw.origin, this_machine=hw.this_machine, note=note)
+    if hw.members:  # a pool of unequal GPUs: the launch line splits the layers by memory over all of them
+        option = replace(option, launch={**option.launch, "tensor_split": list(hw.tensor_split),
+                                         "devices": len(hw.tensor_split)})
+    return [option]
 
 
 def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions,

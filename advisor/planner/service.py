@@ -21,7 +21,7 @@ from advisor.planner.calibrated import memory_interval
 from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for, plan_use, with_break_even
-from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own
+from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own, pool_unequal
 from advisor.planner.request import PlanInputError, PlanRequest, as_run, budget, lengths, resolve_job_model, runtime_choice
 from advisor.planner.result import PlanOption, PlanResult, check_finite
 from advisor.planner.serve_spec import reserve_bytes
@@ -88,6 +88,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r}")
     owned_all = merge_owned([owned, parse_own(request.own, catalog)] if request.owned_options else [])
     owned_all = merge_owned([owned_all, local])
+    pool = pool_unequal(owned_all) if request.workload == "inference" else None
+    if pool is not None:  # unequal GPUs of this machine: their layers split over all of them, as llama.cpp does
+        owned_all = (*owned_all, pool)
     accels = [catalog.accelerators[a] for a in request.accelerator if a in catalog.accelerators] or (
         [] if local else list(catalog.accelerators.values()))
     if only_owned:
@@ -143,6 +146,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None
+    if pool is not None:  # this machine's answer: the fastest of its GPUs alone or pooled that runs the job
+        options = _one_answer_for_this_machine(options)
     # on-demand prices rank the options unless the assumptions rank by spot: spot offers are listed after them
     late_spot = not assumptions.spot
     options.sort(key=lambda o: (not o.this_machine, not o.feasible, not o.fits, not o.stack_ok, late_spot and o.spot,
@@ -193,6 +198,17 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
         result = replace(result, fit_advice=advise_fit(result, replan, host), replanner=replan)
     return result
+
+
+def _one_answer_for_this_machine(options: list[PlanOption]) -> list[PlanOption]:
+    """One option is this machine's: of its GPUs alone and pooled, the fastest that fits and runs (fewer devices
+    on a tie), else the first; the others stay as options of their own."""
+    mine = [o for o in options if o.this_machine]
+    if len(mine) < 2:
+        return options
+    runs = [o for o in mine if o.fits and o.feasible]
+    chosen = min(runs, key=lambda o: (o.hours, o.devices, o.id)) if runs else mine[0]
+    return [o if not o.this_machine or o is chosen else replace(o, this_machine=False) for o in options]
 
 
 @functools.cache

@@ -302,7 +302,13 @@ def inference_sentence(result) -> str:
     else:
         first = f"first token after {inf['ttft_s']:.2f} s{ttft_range} for a {prompt:,}-token prompt"
         decode = f"decode {inf['decode_tokens_per_s']:,.1f} tokens/s{decode_range}{out}"
-    return f"On {where}{runtime}: {first}{prefill_text}; {decode}; {largest}"
+    q = inf.get("quality") or {}
+    quality = ""
+    if q.get("ppl_delta") is not None:
+        quality = (f" {sw.get('weight_format', '').upper()} adds {q['ppl_delta']:+.2f} perplexity to {q['model']}"
+                   + (f"; the next smaller file, {q['next'].upper()}, {q['next_ppl_delta']:+.2f}"
+                      if q.get("next_ppl_delta") is not None else "") + " (llama-quantize's table).")
+    return f"On {where}{runtime}: {first}{prefill_text}; {decode}; {largest}{quality}"
 
 
 def learned_lines(result) -> list[str]:

@@ -91,6 +91,9 @@ def _words(kind: str, doc: dict, o: dict, port: int | None = None) -> list[str]:
         fmt = str(launch.get("weight_format") or (doc.get("model") or {}).get("weight_format") or "f16").upper()
         gguf = f"{doc.get('model', {}).get('name') or 'model'}-{fmt}.gguf".replace(" ", "-")
         words = ["llama-server", "-m", gguf, "-ngl", "999", "-c", str(ctx), "-np", str(slots), "--flash-attn", "on"]
+        split = launch.get("tensor_split")
+        if isinstance(split, list) and len(split) > 1 and all(isinstance(x, (int, float)) for x in split):
+            words += ["--split-mode", "layer", "--tensor-split", ",".join(f"{float(x):g}" for x in split)]
         bits = int(launch.get("kv_cache_bits") or 16)
         if bits < 16:
             cache = "q4_0" if bits == 4 else "q8_0"

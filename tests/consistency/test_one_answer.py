@@ -137,3 +137,22 @@ def test_what_fits_card_is_the_plan(capsys):
     mine = _mine(doc)
     assert mine["tokens_per_s"] == pytest.approx(inference["tokens_per_s"], rel=1e-9)
     assert mine["hours"] == pytest.approx(inference["hours"], rel=1e-9)
+
+
+def test_a_4090_beside_a_3090_serves_a_70b_q4_split_over_both(capsys):
+    # 43 GB of Q4_K_M weights fit neither card alone; llama.cpp splits the layers over both by memory, and each
+    # reads its share in turn: 1 / (m1/(m1+m2)/1008 GB/s + m2/(m1+m2)/936 GB/s) = 971 GB/s for the pair
+    ask = ("--model", "llama-3.3-70b", "--fake-gpu", "4090+3090")
+    doc = _json(capsys, "plan", *ask, "--workload", "inference")
+    inf = doc["inference"]
+    assert inf["fits"] and inf["option"].startswith("owned:pool-") and inf["software"]["weight_format"] == "q4_k_m"
+    # between two 3090s (16.57 tokens/s, llama-bench tg512, XiongjieDai) and two 4090s (19.22)
+    assert 16.0 < inf["decode_tokens_per_s"] < 19.5
+    one = _json(capsys, "serve", *ask, "--users", "1", "--prompt-tokens", str(inf["prompt_tokens"]),
+                "--output-tokens", str(inf["output_tokens"]))["options"][0]
+    assert one["id"] == inf["option"]
+    assert one["per_user_tokens_per_s"] == pytest.approx(inf["decode_tokens_per_s"], rel=1e-6)
+    assert one["ttft_s"]["p50"] == pytest.approx(inf["ttft_single_request_s"], rel=1e-6)
+    _, out = _run(capsys, "serve", *ask, "--users", "2", "--launch", "llama-server")
+    words = shlex.split(out.strip().splitlines()[-1])
+    assert words[words.index("--tensor-split") + 1] == "25.8,25.8"
