@@ -240,6 +240,7 @@ def run(args) -> int:
     for doc, t in zip(docs, tornados):
         if t is not None:
             doc["tornado"] = t.as_dict()
+        doc["simulated"] = bool(machine.simulated)  # this machine's GPUs from --fake-gpu: reports say so
     launch_text = write_outputs(args, docs, values_list, scenarios)
     if launch_text is not None:  # --launch without --launch-file: the spec alone, ready to redirect
         sys.stdout.write(launch_text)

@@ -56,6 +56,10 @@ class PlanSection:
     price_dates: str = ""  # oldest and newest price date of the options, and how many are older than a year
     tornado: dict | None = None  # ``advisor plan --sensitivity``'s tornado of the chosen option, when the plan has it
     memory_range: str = ""  # `` (80 %: 14.7-34.8 GB)`` of a training plan's memory per device, "" without one
+    # What to change so the job fits the user's own GPUs (the plan's fit advice): (flags, memory, time, why)
+    fit_advice: tuple[tuple[str, str, str, str], ...] = ()
+    simulated: bool = False  # this machine's GPUs come from --fake-gpu
+    mine: dict | None = None  # this machine's option (fits or not): the memory chart is of it
 
     @property
     def memory_note(self) -> str:
@@ -272,9 +276,9 @@ def sections(docs) -> list[PlanSection]:
     out = []
     for i, doc in enumerate(plan_docs(docs)):
         every = [o for o in doc["options"] if isinstance(o, dict)]
-        options = tuple(sorted((o for o in every if o.get("feasible", True) is not False),
-                               key=lambda o: (not o.get("fits", False), o.get("stack_ok", True) is False,
-                                              _num(o.get("cost_usd")))))
+        # the plan's own ranking (this machine first, then fitting, on the job's stack, on-demand before spot, by
+        # cost): the report says what the screen says
+        options = tuple(o for o in every if o.get("feasible", True) is not False)
         apart = tuple((str(o.get("id")), str(o.get("infeasible_reason", ""))) for o in every
                       if o.get("feasible", True) is False)
         assumptions = []
@@ -308,7 +312,9 @@ def sections(docs) -> list[PlanSection]:
         if chosen is not None:
             fitting = [chosen, *(o for o in fitting if o is not chosen)]
         # the memory chart is of the chosen option's layout; the plan's own layout (--gpus) only without one
-        per = ((chosen or {}).get("memory_per_device_parts_bytes")
+        mine_any = next((o for o in every if o.get("id") == doc.get("this_machine")), None)
+        shown = mine_any if mine_any is not None and mine_any.get("memory_per_device_parts_bytes") else chosen
+        per = ((shown or {}).get("memory_per_device_parts_bytes")
                or (doc.get("memory") or {}).get("per_device_bytes") or {})
         memory_parts = tuple((k, int(v)) for k, v in per.items() if k != "total" and _finite(v))
         out.append(PlanSection(title=_title(doc, i), doc=doc, options=options, assumptions=tuple(assumptions),
@@ -320,8 +326,23 @@ def sections(docs) -> list[PlanSection]:
                                infeasible=apart, price_dates=_price_dates(doc, options),
                                tornado=doc.get("tornado") if isinstance(doc.get("tornado"), dict) else None,
                                memory_range=_range_words((doc.get("memory") or {}).get("per_device_bytes_interval"),
-                                                         fmt_mem)))
+                                                         fmt_mem),
+                               fit_advice=_fit_rows(doc), simulated=doc.get("simulated") is True, mine=shown
+                               if shown is mine_any else None))
     return out
+
+
+def _fit_rows(doc: dict) -> tuple[tuple[str, str, str, str], ...]:
+    """The plan's fit advice as rows: the flags to change, the memory per device then, the time, why."""
+    rows = []
+    for a in doc.get("fit_advice") or []:
+        if not isinstance(a, dict) or not isinstance(a.get("change"), dict):
+            continue
+        flags = " ".join(f"--{str(k).replace('_', '-')} {v}" for k, v in a["change"].items())
+        mem = fmt_mem(a["memory_total_bytes"]) if _finite(a.get("memory_total_bytes")) else "-"
+        time = hours(a.get("hours")) if a.get("fits") is True and _finite(a.get("hours")) else "still does not fit"
+        rows.append((flags, mem, time, str(a.get("why", ""))))
+    return tuple(rows)
 
 
 def _price_dates(doc: dict, options) -> str:
@@ -347,10 +368,15 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+SIMULATED_NOTE = "simulated (--fake-gpu): a named scenario's GPUs, not this machine's"
+FIT_TITLE = "What to change to fit your GPUs"
+FIT_HEAD = ("change", "memory per device", "time", "what it does")
+
+
 def memory_chart_title(s: PlanSection) -> tuple[str, int | None]:
     """The memory chart's title and the capacity line to draw: of the chosen option's layout ("Memory per
     device: 4 x H100 SXM5 80GB"), or of the plan's own device count when nothing fits."""
-    c = s.chosen
+    c = s.mine or s.chosen  # this machine's GPUs when the plan has them, whether the job fits them or not
     if c is not None and c.get("memory_per_device_parts_bytes"):
         name = c.get("name") or c.get("accelerator") or ""
         cap = c.get("capacity_bytes")

@@ -7,7 +7,10 @@ from collections.abc import Callable
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
 from advisor.report.content import (
     COLUMN_TITLES,
+    FIT_HEAD,
+    FIT_TITLE,
     OPTION_COLUMNS,
+    SIMULATED_NOTE,
     PlanSection,
     appendix_holds,
     appendix_rows,
@@ -116,6 +119,8 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
         out.append(f"<p><b>{escape(s.headline)}</b></p>")
         facts = [*s.summary, ("catalog dated", s.catalog_date), ("cloud prices", s.price_dates or s.prices_as_of),
                  ("assumptions", assumptions_fact(s, "A" if appendix == "full" else "B", i))]
+        if s.simulated:
+            facts.insert(0, ("hardware", SIMULATED_NOTE))
         out.append("<p>" + " · ".join(f"{escape(k)}: <b>{escape(v)}</b>" for k, v in facts) + "</p>")
         if s.chosen is not None:
             out.append(f"<h3>Chosen option and the next five ({escape(appendix_holds(s, appendix == 'full', short=True))}: "
@@ -140,6 +145,9 @@ def render_html(secs: list[PlanSection], *, chart: Callable[[int, str], str] | N
                 cells.append(chart(n_chart, tornado_chart_svg(s.tornado, width=310)))
                 n_chart += 1
             out.append('<table class="charts"><tr>' + "".join(f"<td>{c}</td>" for c in cells) + "</tr></table>")
+        if s.fit_advice:  # the section the headline points to
+            out.append(f"<h3>{escape(FIT_TITLE)}</h3>")
+            out.append(_table(FIT_HEAD, s.fit_advice, small=True))
         if s.changed_assumptions:
             out.append("<h3>Assumptions that differ from the defaults</h3>")
             out.append(_table(("name", "value", "unit", "default", "from"),

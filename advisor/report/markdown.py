@@ -7,6 +7,9 @@ import base64
 from advisor.report.chart import cost_chart_svg, memory_chart_svg, tornado_chart_svg
 from advisor.report.content import (
     COLUMN_TITLES,
+    FIT_HEAD,
+    FIT_TITLE,
+    SIMULATED_NOTE,
     PlanSection,
     appendix_holds,
     assumptions_fact,
@@ -52,7 +55,11 @@ def render_markdown(secs: list[PlanSection], *, title: str = "Hardware Advisor: 
                  ("assumptions", assumptions_fact(s, "A", i))]
         if s.memory_range:
             facts.insert(len(s.summary), ("memory, 80 % range", s.memory_range.strip(" ()").removeprefix("80 %: ")))
+        if s.simulated:
+            facts.insert(0, ("hardware", SIMULATED_NOTE))
         out += [" · ".join(f"{_esc(k)}: **{_esc(v)}**" for k, v in facts), ""]
+        if s.fit_advice:  # the section the headline points to
+            out += [f"### {FIT_TITLE}", ""] + _table(FIT_HEAD, s.fit_advice) + [""]
         if s.chosen is not None:
             picks = [s.chosen, *s.alternatives]
             out += [f"### Chosen option and the next five ({appendix_holds(s, True, short=True)}: appendix A{i + 1})", ""]
