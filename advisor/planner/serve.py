@@ -100,6 +100,25 @@ class ServeResult:
     warnings: tuple[str, ...] = ()
     model: ModelServing | None = field(default=None, compare=False, repr=False)
     owned_hardware: tuple[OwnedHardware, ...] = field(default=(), compare=False, repr=False)
+    catalog_date: str = ""  # the catalog's date: price ages are measured from it
+
+    def facts(self) -> list[str]:
+        """What the figures rest on, for reports: the cloud prices' dates and the cost assumptions (those changed
+        by name, the rest counted), the same words ``advisor plan`` uses (``cost.price_dates``)."""
+        from advisor.cost.price_dates import price_ages_of
+
+        out = []
+        dated = tuple((o.id, o.price_date) for o in self.options if o.kind == "cloud" and o.price_date)
+        if dated and self.catalog_date:
+            out.append("Cloud prices: " + price_ages_of(dated, self.catalog_date).summary())
+        described = self.assumptions.describe(sources=self.request.sources)
+        changed = [f"{k} = {a['value']} {a['unit']}".strip() for k, a in described.items() if "default_value" in a]
+        out.append(f"Assumptions: {len(described)}; a service holds its hardware every hour (owned, home and "
+                   "on-prem at 24 hours a day of use, cloud by the hour); "
+                   + (f"changed: {'; '.join(changed)}" if changed else "all others at their defaults")
+                   + f"; electricity {described['electricity_usd_per_kwh']['value']} USD/kWh at home"
+                   + (f"; catalog dated {self.catalog_date}" if self.catalog_date else ""))
+        return out
 
     def hardware_of(self, option: ServeOption) -> OwnedHardware | None:
         """The owned hardware an owned option runs on."""
@@ -279,7 +298,8 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
                                 is None, o.usd_per_million_requests or 0.0, o.id))
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
-                       warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all))
+                       warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all),
+                       catalog_date=catalog.date)
 
 
 def _one_answer_for_this_machine(options: list[ServeOption], by: str, load: float) -> list[ServeOption]:

@@ -41,3 +41,13 @@ def test_report_ranks_as_the_plan_does(capsys, tmp_path):
     spot = [i for i, x in enumerate(ids) if x.endswith(":spot")]
     on_demand = [i for i, x in enumerate(ids) if x.startswith("cloud:") and not x.endswith(":spot")]
     assert not spot or not on_demand or min(spot) > max(on_demand)
+
+
+def test_serve_report_carries_its_prices_and_assumptions(capsys, tmp_path):
+    out = tmp_path / "serve.md"
+    assert main(["serve", "--model", "llama-3.1-8b", "--users", "5", "--fake-gpu", "2x4090", "--set",
+                 "electricity_usd_per_kwh=0.3", "--report", str(out)]) == 0
+    capsys.readouterr()
+    text = out.read_text(encoding="utf-8")
+    assert "- Cloud prices: prices from " in text and "older than a year" in text
+    assert "- Assumptions: 38;" in text and "changed: electricity_usd_per_kwh = 0.3 USD/kWh" in text
