@@ -34,6 +34,8 @@ class HostFigures:
     max_freq_hz: float | None = None
     bandwidth_bps: float | None = None  # measured (host-bandwidth probe); None: the prior
     bandwidth_origin: str = ""
+    fp32_flops: float | None = None  # the fp32 matmul rate the training-step probe measured its MFU against
+    fp32_origin: str = ""
 
 
 def host_bandwidth(host: HostFigures) -> tuple[float, str]:
@@ -45,7 +47,10 @@ def host_bandwidth(host: HostFigures) -> tuple[float, str]:
 
 
 def cpu_peak_flops(host: HostFigures, flop_per_cycle: int = CPU_FLOP_PER_CYCLE) -> float | None:
-    """FP32 peak of the CPU: physical cores x clock x FLOP per cycle (None without a clock)."""
+    """FP32 peak of the CPU: the rate the training-step probe measured its utilisation against (one peak for the
+    probe and the plan), else physical cores x clock x FLOP per cycle (None without a clock)."""
+    if host.fp32_flops and host.fp32_flops > 0:
+        return float(host.fp32_flops)
     if not host.max_freq_hz or host.physical_cores < 1:
         return None
     return host.physical_cores * host.max_freq_hz * flop_per_cycle

@@ -103,7 +103,7 @@ def cpu_accelerator(host: HostFigures | None) -> Accelerator:
     host = host or HostFigures(memory_total_bytes=16 * 2**30, physical_cores=8)
     bw, bw_origin = host_bandwidth(host)
     peak = cpu_peak_flops(host)
-    clock_note = "cores x max clock x 32 FLOP/cycle (two 256-bit FMA units)"
+    clock_note = host.fp32_origin or "cores x max clock x 32 FLOP/cycle (two 256-bit FMA units)"
     if peak is None:
         peak = max(1, host.physical_cores) * CPU_CLOCK_PRIOR_HZ * CPU_FLOP_PER_CYCLE
         clock_note = "cores x 3.0 GHz (assumed: no clock reported) x 32 FLOP/cycle"

@@ -41,9 +41,14 @@ def default_config(kind: str, quick: bool) -> tuple[TinyGptConfig, int]:
     return TinyGptConfig(vocab=8192, hidden=256, layers=4, heads=4, seq_len=256), 2
 
 
-def model_flops_per_token(params: int) -> float:
-    """6 * P FLOPs per trained token (forward 2P, backward 4P)."""
-    return 6.0 * params
+def model_flops_per_token(params: int, cfg: TinyGptConfig | None = None) -> float:
+    """The FLOPs of a trained token as the planner counts them (one definition of utilisation for the probe and
+    the plan): 6 * P (forward 2P, backward 4P) and, given the model, its attention, 6 * L * s * h
+    (``estimate.compute.attention_flops_per_token``)."""
+    from advisor.estimate.compute import attention_flops_per_token
+
+    extra = attention_flops_per_token(cfg.layers, cfg.seq_len, cfg.hidden) if cfg is not None else 0.0
+    return 6.0 * params + extra
 
 
 def step_matmul_shapes(cfg: TinyGptConfig, batch: int) -> tuple[tuple[int, int, int], ...]:
@@ -182,7 +187,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     # the headline: the best of per-trial medians (a lucky step on a busy machine does not make it)
     tps_best, tps_median = tokens_per_step / headline_time(times), tokens_per_step / ordered[len(ordered) // 2]
     tps_worst = tokens_per_step / ordered[-1]
-    flops = model_flops_per_token(params)
+    flops = model_flops_per_token(params, cfg)
     results = {
         "tokens_per_s": KernelResult(tps_best, tps_median, "tokens/s", tps_worst, len(times)),
         "achieved": KernelResult(tps_best * flops / TFLOP, tps_median * flops / TFLOP, "TFLOP/s",
@@ -199,7 +204,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         calibration = {"mfu": min(1.0, mfu.median),
                        "accelerator_id": acc.id if acc else ("cpu" if dev.type == "cpu" else None),
                        "precision": precision, "peak_origin": peak_origin}
-    notes = ["achieved = 6 * P * tokens/s (attention score FLOPs not counted); MFU against a dense peak"]
+    notes = ["achieved = (6 * P + 6 * L * s * h) * tokens/s (the planner's FLOPs, attention counted); MFU against a "
+             "dense peak"]
     if dev.type == "cpu":
         notes.append("peak memory is the process's resident high-water mark (includes the interpreter)")
     return ProbeResult(

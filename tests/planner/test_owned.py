@@ -225,3 +225,29 @@ def test_a_power_limit_lowers_what_the_owned_gpu_draws(capsys):
     cloud = [o for o in doc["options"] if o["kind"] == "cloud"][:5]
     same = {o["id"]: o["hours"] for o in free["options"]}
     assert cloud and all(o["hours"] == pytest.approx(same[o["id"]]) for o in cloud)
+
+
+def test_the_cpu_probe_s_utilisation_is_applied_against_the_peak_it_was_measured_against(tmp_path):
+    """One peak: the training-step probe on the CPU measures its MFU against the fp32 matmul rate it measured
+    (0.43 TFLOP/s here); the plan applies that MFU to the same rate, not to cores x clock x 32 (0.19 TFLOP/s for
+    2 cores at 3 GHz), so the planned step is the measured one: 0.5 x 0.43e12 over the FLOPs of a token, which the
+    probe and the plan count alike (6 x params + 6 x L x s x h: probes.train_step.model_flops_per_token)."""
+    from advisor.planner.machine import measured_cpu_peak
+    from advisor.store.calibration import Calibration
+    from advisor.store.probe_history import ProbeHistory
+
+    doc = {"probe": "train-step", "device": "cpu", "mode": "quick", "results": {},
+           "peak": {"TFLOP/s": 0.43, "precision": "fp32", "origin": "measured fp32 matmul"}}
+    with ProbeHistory() as h:
+        h.add(doc, {"hostname": "box", "cpu_model": "cpu"}, [])
+    peak, origin = measured_cpu_peak("box", "cpu")
+    assert peak == pytest.approx(0.43e12) and "training-step" in origin
+    host = HostFigures(memory_total_bytes=64 * 2**30, physical_cores=2, max_freq_hz=3e9, fp32_flops=peak,
+                       fp32_origin=origin)
+    cal = Calibration(mfu=0.5, eta_mem=None, device="cpu", accelerator_id="cpu", measured_at="2026-12-01T00:00:00Z",
+                      source="probe:train-step")
+    r = plan(PlanRequest.from_mapping({"model": "gpt2", "workload": "pretrain", "tokens": 1e8,
+                                       "accelerator": ["cpu"], "precision": "fp32"}), CAT, cal, host=host)
+    o = r.option("owned:cpu")
+    per_token = r.flops_per_token + r.attention_flops_per_token
+    assert o.tokens_per_s == pytest.approx(0.5 * 0.43e12 / per_token, rel=1e-6)
