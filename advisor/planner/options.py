@@ -212,9 +212,18 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
     stack = stack_fields(acc.stacks, wanted)
+    offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
     for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
         layout, mem, fits = timer.layout(place)
         t = timer.time(layout, place, rented=kind == "cloud")
+        if req.workload == "inference" and req.gpu_layers is not None and t.decode is not None:
+            hit = offloaded.get(id(t))
+            if hit is None:  # timed as an owned GPU's would be, on a host of the prior's figures
+                decode, shown = offloaded_decode(t.decode, req, arch, params, lens.window, acc,
+                                                 OwnedHardware(acc, layout.devices), layout.devices, lens.output)
+                hit = offloaded[id(t)] = t if shown is None else replace(
+                    t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
+            t = hit
         reason = infeasible_reason(layout, place, where)
         key = (kind, id(t), layout, fits, reason, place.nodes(layout.devices))
         group = groups.get(key)

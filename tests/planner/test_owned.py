@@ -251,3 +251,15 @@ def test_the_cpu_probe_s_utilisation_is_applied_against_the_peak_it_was_measured
     o = r.option("owned:cpu")
     per_token = r.flops_per_token + r.attention_flops_per_token
     assert o.tokens_per_s == pytest.approx(0.5 * 0.43e12 / per_token, rel=1e-6)
+
+
+def test_gpu_layers_time_the_rest_at_a_host_s_bandwidth_on_every_option():
+    """--gpu-layers N on hardware one does not own: the layers left on the CPU are read at the host prior's
+    bandwidth (40 GB/s x 0.8), as on one's own GPU, not at the GPU's: a 70B Q4_K_M half offloaded is a few
+    tokens/s, not the 30 of the whole model on a 5090's bandwidth."""
+    kw = {"model": "llama-3.3-70b", "workload": "inference", "accelerator": ["rtx-5090"], "owned_options": False}
+    half = plan(PlanRequest.from_mapping({**kw, "gpu_layers": 40}), CAT).option("home:rtx-5090")
+    weights = 70.55e9 * 4.8944 / 8
+    cpu_s = weights * 40 / 80 / (40e9 * 0.8)  # the CPU's half of the layers, read once a token
+    assert half.tokens_per_s < 1 / cpu_s
+    assert half.tokens_per_s == pytest.approx(1 / (cpu_s + weights / 2 / (1792e9 * 0.85)), rel=0.15)
