@@ -425,9 +425,11 @@ def summary_parts(result: BuyResult) -> tuple[str, str]:
     bought = next((o for o in result.options if o.purchase.kind != "owned"), None)
     if best.verdict == USE_OWNED:
         yours = best.purchase.hardware.replace(" (owned)", "")
-        if all(best.fits.values()):
+        if all(best.fits.values()):  # a purchase would only replace what runs every job already
+            then = _then(bought, result) if bought is not None and bought.verdict == BUY else \
+                f"nothing within {budget} runs them for less per job"
             return (f"Use what you own: {yours} runs these jobs for {fmt_usd(best.usd_per_job)} per job in "
-                    f"electricity", f"{rent_text}; {_then(bought, result)}")
+                    f"electricity", f"{rent_text}; {then}")
         runs = [name for name, ok in best.fits.items() if ok]
         return (f"Use what you own: {yours} runs {', '.join(runs)}; with the rent of the rest, "
                 f"{fmt_usd(best.usd_per_job)} per job", f"{rent_text}; {_then(bought, result)}")

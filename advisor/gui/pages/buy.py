@@ -41,7 +41,7 @@ def _usd(x: float | None) -> str:
 
 BASE_CHOICES = (("", "what this machine is (detected)"), ("desktop", "my desktop"), ("laptop", "a PC (I have a laptop)"),
                 ("none", "a PC (I have none)"))
-GROUP_WORDS = {"own": "yours", "upgrade": "add to this machine", "new": "new rig or machine", "server": "server (team)"}
+GROUP_WORDS = {"own": "yours", "upgrade": "add to your PC", "new": "new PC or Mac", "server": "server (team)"}
 
 
 class _Months(float):
