@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from advisor.catalog.records import Accelerator
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import home_rigs, home_system_usd
-from advisor.cost.ownership import Holding, onprem_holding, owned_holding, rig_holding
+from advisor.cost.ownership import DAYS_PER_MONTH, Holding, onprem_holding, owned_holding, rig_holding
 
 BUY_KINDS = ("consumer", "workstation")
 SERVER_KINDS = ("datacenter", "workstation")
@@ -47,7 +47,6 @@ USE_OWNED = "use what you own"
 OVERBOOKED = "overbooked"
 BASE_KINDS = ("desktop", "laptop", "none")
 PSU_HEADROOM = 1.25  # a power supply sized 25 % above the cards and the system at full load
-DAYS_PER_MONTH = 365 / 12
 
 
 @dataclass(frozen=True)
@@ -339,6 +338,13 @@ class BuyOption:
     pays_back_from: float | None = None  # runs of each job a month from which it pays back within its life
 
     @property
+    def pays_back_hours_per_day(self) -> float | None:
+        """Hours of work a day at ``pays_back_from`` (None when it never pays back; 0 when owned)."""
+        if self.pays_back_from is None:
+            return None
+        return sum(h for h in self.hours_per_job.values() if h) * self.pays_back_from / DAYS_PER_MONTH
+
+    @property
     def stack_ok(self) -> bool:
         """Every job it runs is on the job's software stack."""
         return not self.stack_notes
@@ -373,6 +379,7 @@ class BuyOption:
                "available_hours_per_month": self.available_hours_per_month, "utilisation": self.utilisation,
                "price": {"basis": p.price_basis, "source": p.price_source},
                "margin_monthly_usd": self.margin_monthly_usd, "pays_back_from_jobs_per_month": self.pays_back_from,
+               "pays_back_hours_per_day": self.pays_back_hours_per_day,
                "stack_ok": self.stack_ok, "stack_notes": list(self.stack_notes)}
         if p.note:
             doc["note"] = p.note
@@ -555,7 +562,6 @@ def use_text(o: BuyOption) -> str:
         return "owned"
     if o.pays_back_from is None:
         return "never"
-    runs = o.pays_back_from
-    hours = sum(h for h in o.hours_per_job.values() if h) * runs / DAYS_PER_MONTH
+    runs, hours = o.pays_back_from, o.pays_back_hours_per_day
     over = "!" if hours > o.available_hours_per_month / DAYS_PER_MONTH * (1 + 1e-9) else ""
     return f"{runs:,.{1 if runs < 10 else 0}f} runs/mo ({hours:,.1f} h/day{over})"
