@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
             return follow(sampler, gpu, banner, args)
         if args.once:
-            return _once(sampler, gpu, status, args.json, BookKeeper(sampler, usd_per_kwh(args)))
+            return _once(sampler, gpu, status, args.json, BookKeeper(sampler, usd_per_kwh(args)), banner)
         if args.csv is not None:
             return _record(sampler, gpu, banner, args)
         if sys.stdout.isatty():
@@ -163,7 +163,7 @@ def _run(sampler, duration) -> None:
         sampler.stop()
 
 
-def _once(sampler, gpu, status, as_json: bool, keeper) -> int:
+def _once(sampler, gpu, status, as_json: bool, keeper, banner: str) -> int:
     import time
 
     from advisor.monitor.snapshot import monitor_document, read_infos
@@ -181,13 +181,15 @@ def _once(sampler, gpu, status, as_json: bool, keeper) -> int:
     elif not sys.stdout.isatty():  # piped: a plain tab-separated layout, whole names, for scripts
         from advisor.commands.monitor_view import plain_tables
 
-        sys.stdout.write(plain_tables(sample, infos, sampler.processes(), keeper.current()))
+        sys.stdout.write(plain_tables(sample, infos, sampler.processes(), keeper.current(), simulated=gpu.simulated))
     else:
         from rich.console import Console
 
         from advisor.commands.monitor_view import live_view
 
-        Console().print(live_view(sample, infos, sampler.processes(), status.status, books=keeper.current()))
+        console = Console()
+        console.print(live_view(sample, infos, sampler.processes(), banner, books=keeper.current(),
+                                width=console.width))
     return 0
 
 
@@ -264,8 +266,8 @@ def _live(sampler, gpu, banner: str, duration, price: float) -> int:
                         return
                     latest[:] = [sample]
                 if latest:
-                    live.update(live_view(latest[0], infos, sampler.processes(), banner, state, keeper.current()),
-                                refresh=True)
+                    live.update(live_view(latest[0], infos, sampler.processes(), banner, state, keeper.current(),
+                                          width=console.width, height=console.height), refresh=True)
 
         def _on_key(ch: str) -> None:
             state.key(ch)

@@ -74,6 +74,16 @@ class CostAssumptions:
     home_system_power_w: float = _a(
         150.0, "W per rig", "assumption: CPU, board, drives and fans under a training load",
         "power the rest of a rig draws while a job runs")
+    basic_system_price_usd: float = _a(
+        500.0, "USD", "mylocalai.org/blog/best-budget-ai-pc-build (2026): Ryzen 5 5600, B550 board, 32 GB DDR4, "
+        "850 W 80+ Gold supply, 1 TB NVMe SSD and a mid-tower for $430-565 around a used RTX 3090",
+        "price of a basic one-GPU PC (new budget parts) for a single card whose power fits its supply")
+    basic_system_psu_w: float = _a(
+        850.0, "W", "the same build's 850 W 80+ Gold power supply",
+        "power supply of the basic PC: a card whose need (card + system, 25 % headroom) exceeds it needs the rig")
+    psu_upgrade_usd: float = _a(
+        100.0, "USD", "the same build: an 850 W 80+ Gold power supply for $90-110 (larger units cost more)",
+        "price of a new power supply when the one in the desktop is short for the cards added")
     home_gpus_per_rig: int = _a(
         4, "GPUs", "assumption: four cards is the practical limit of one desktop board and PSU",
         "most GPUs in one home rig", "count")
@@ -269,7 +279,8 @@ ASSUMPTION_GROUP_TITLES = {"home": "Home rig", "owned": "GPUs you own", "onprem"
                            "cloud": "Cloud", "serving": "Serving and data (storage, egress)"}
 ASSUMPTION_GROUPS = {
     "home": ("electricity_usd_per_kwh", "home_load_factor", "home_system_price_usd", "home_system_extra_gpu_usd",
-             "home_system_power_w", "home_gpus_per_rig", "lifetime_years", "resale_fraction", "hours_per_day",
+             "home_system_power_w", "basic_system_price_usd", "basic_system_psu_w", "psu_upgrade_usd",
+             "home_gpus_per_rig", "lifetime_years", "resale_fraction", "hours_per_day",
              "utilisation", "home_idle_power_w", "financing_rate_per_year"),
     "owned": ("owned_wear_usd_per_gpu_hour",),
     "onprem": ("onprem_server_overhead", "onprem_interconnect_share", "onprem_amortisation_years",

@@ -1,4 +1,4 @@
-"""Metric names shared by the history, the CSV recording and the GUI.
+"""Metric names shared by the history, the CSV recording and the GUI; the terminal view's column fitting.
 
 A metric name is also its CSV column (the CLI contract (README, command line)): host metrics first, then per GPU
 ``gpu<i>_<metric>``. Per-core CPU load (``cpu<k>_util_pct``) is kept in the history for charts but not
@@ -6,6 +6,9 @@ written to the CSV, whose width should not depend on the core count.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from advisor.hw.records import GpuSample, HostSample
 
@@ -62,3 +65,64 @@ def history_values(host: HostSample, gpus: tuple[GpuSample, ...], core_count: in
     """Values in ``metric_names(len(gpus), core_count)`` order (missing cores are None)."""
     cores = tuple(host.per_core_util_pct[:core_count]) + (None,) * max(0, core_count - len(host.per_core_util_pct))
     return host_values(host) + cores + gpu_values(gpus)
+
+
+# ---- the terminal view's columns: which fit a width, and how wide each is (nvitop's compact modes drop columns
+# rather than cut figures; so does this). Pure: the cells' widths in, the kept columns' widths out.
+
+COLUMN_GAP = 3  # characters between two columns of the terminal tables (padding, rule, padding)
+
+
+@dataclass(frozen=True)
+class ViewColumn:
+    """One column of a terminal table.
+
+    Attributes:
+        name: the header.
+        priority: 1 is kept longest; the highest number is dropped first when the width runs short.
+        flex: text that may be shortened with an ellipsis (a GPU's name, a user, a command); never a figure.
+        min_width: a flex column's narrowest width.
+        right: right-justified (figures).
+    """
+
+    name: str
+    priority: int
+    flex: bool = False
+    min_width: int = 0
+    right: bool = False
+
+
+def fit_columns(columns: Sequence[ViewColumn], natural: Sequence[int], width: int,
+                gap: int = COLUMN_GAP) -> dict[int, int]:
+    """The columns that fit ``width`` and the width of each, by index in display order.
+
+    A figure column is as wide as its widest cell or header (``natural``), so no figure is ever cut; a flex
+    column needs at least its ``min_width``. While the kept columns need more than ``width``, the one of the
+    highest priority number goes (the last of equals). What is left is shared by the flex columns, the
+    narrowest first, each up to its natural width.
+
+    Args:
+        columns: the columns in display order.
+        natural: each column's widest cell or header, in characters.
+        width: the characters available (the console's width).
+        gap: characters between two columns.
+    Returns:
+        ``{index: width}`` of the kept columns (at least the first column of priority 1).
+    """
+    if len(columns) != len(natural):
+        raise ValueError("one natural width per column")
+    base = [min(n, c.min_width) if c.flex else n for c, n in zip(columns, natural, strict=True)]
+    kept = list(range(len(columns)))
+
+    def need(idx: list[int]) -> int:
+        return sum(base[i] for i in idx) + gap * max(0, len(idx) - 1)
+
+    while len(kept) > 1 and need(kept) > width:
+        kept.remove(max(kept, key=lambda i: (columns[i].priority, i)))
+    out = {i: base[i] for i in kept}
+    spare = max(0, width - need(kept))
+    for i in sorted((i for i in kept if columns[i].flex), key=lambda i: (natural[i], i)):
+        more = min(spare, natural[i] - out[i])
+        out[i] += more
+        spare -= more
+    return out

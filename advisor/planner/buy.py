@@ -17,7 +17,17 @@ from dataclasses import dataclass, field, replace
 from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.catalog.machines import load_machines
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.buy import BuyOption, JobRun, Purchase, Rent, price_purchase, purchases, rank, rent_per_job
+from advisor.cost.buy import (
+    BaseSystem,
+    BuyOption,
+    JobRun,
+    Purchase,
+    Rent,
+    price_purchase,
+    purchases,
+    rank,
+    rent_per_job,
+)
 from advisor.job import JobInputError
 from advisor.planner.owned import OwnedHardware
 from advisor.planner.request import PlanInputError, PlanRequest
@@ -61,13 +71,30 @@ def default_jobs(budget_usd: float = 0.0) -> list[BuyJob]:
             for name, values in table]
 
 
+def _job_words(values: dict) -> str:
+    """One default job in words: ``QLoRA of llama-3.1-8b on 10 million tokens`` (training) or ``10 million tokens
+    generated from llama-3.1-8b's Q4_K_M file, 32 requests at a time`` (inference): from the table's values."""
+    from advisor.units import fmt_count
+
+    tokens = f"{fmt_count(values['tokens'])} tokens"
+    if values["workload"] == "inference":
+        file = f"'s {values['quant'].upper()} file" if values.get("quant") else ""
+        batch = f", {values['batch']} requests at a time" if values.get("batch", 1) > 1 else ""
+        return f"{tokens} generated from {values['model']}{file}{batch}"
+    name = {"qlora": "QLoRA", "lora": "LoRA"}.get(values["workload"], values["workload"])
+    return f"{name} of {values['model']} on {tokens}"
+
+
 def defaults_text(budget_usd: float) -> str:
-    """The default jobs in words (for the CLI's help and table and the Buy page)."""
+    """The default jobs in words (for the CLI's help and table and the Buy page), from ``DEFAULT_JOBS`` or
+    ``TEAM_JOBS`` (the one place they are declared)."""
+    from advisor.units import fmt_usd
+
     if budget_usd >= TEAM_BUDGET_USD:
-        return ("a team's month (a budget of $20,000 or more): LoRA of llama-3.1-70b on 200 million tokens and 100 "
-                "million tokens generated from it, 32 requests at a time, each run jobs-per-month times")
-    return ("a hobbyist's month: QLoRA of llama-3.1-8b on 10 million tokens and 1 million tokens generated from its "
-            "Q4_K_M file, each run jobs-per-month times (at 4: 40 million fine-tuning and 4 million generated)")
+        who, table = f"a team's month (a budget of {fmt_usd(TEAM_BUDGET_USD)} or more)", TEAM_JOBS
+    else:
+        who, table = "a hobbyist's month", DEFAULT_JOBS
+    return f"{who}: {' and '.join(_job_words(v) for _n, v in table)}, each run jobs-per-month times"
 
 
 def load_job(text: str) -> BuyJob:
@@ -145,6 +172,8 @@ class BuyResult:
     considered: int = 0  # purchases within the budget, before those that fit no job were left out
     warnings: tuple[str, ...] = ()
     default_jobs: bool = False  # the jobs are the defaults (``defaults_text``), none were given
+    base: BaseSystem = BaseSystem()
+    used: tuple = ()  # the used-market rows priced (``advisor.catalog.used.UsedPrice``): date and source shown
     rent_usd_per_job: float | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -169,6 +198,11 @@ class BuyResult:
                      for j in self.jobs],
             "owned": [{"accelerator": acc.id, "name": acc.name, "devices": k} for acc, k in self.owned],
             "owned_combine": combine_text(list(self.owned)),
+            "base": {"kind": self.base.kind, "psu_w": self.base.psu_w, "free_slots": self.base.free_slots,
+                     "origin": self.base.origin, "text": self.base.text()},
+            "used_prices": [{"accelerator": u.accelerator_id, "price_usd": u.price_usd, "price_date": u.price_date,
+                             "condition": u.condition, "source": u.source} for u in self.used],
+            "headline": summary(self),
             "default_jobs": defaults_text(self.budget_usd) if self.default_jobs else None,
             "rent": {"usd_per_job": self.rent_usd_per_job, "monthly_usd": self.rent_monthly_usd,
                      "jobs": {name: None if r is None else {"option": r.option_id, "cost_usd": r.cost_usd,
@@ -179,6 +213,8 @@ class BuyResult:
             "assumptions": {k: getattr(a, k) for k in ("electricity_usd_per_kwh", "home_load_factor",
                                                        "home_system_price_usd", "home_system_extra_gpu_usd",
                                                        "home_system_power_w", "home_idle_power_w", "lifetime_years",
+                                                       "basic_system_price_usd", "basic_system_psu_w",
+                                                       "psu_upgrade_usd",
                                                        "resale_fraction", "financing_rate_per_year", "hours_per_day",
                                                        "utilisation", "owned_wear_usd_per_gpu_hour",
                                                        "onprem_server_overhead", "onprem_amortisation_years",
@@ -204,7 +240,8 @@ def _runs_at(job: BuyJob, devices: int, accel_ids: list[str], catalog: Catalog, 
     for o in sorted(result.options, key=lambda o: o.kind not in ("home", "onprem")):
         if o.accelerator not in runs:
             ok = o.fits and o.feasible
-            runs[o.accelerator] = JobRun(ok, o.hours if ok else None)
+            runs[o.accelerator] = JobRun(ok, o.hours if ok else None, stack_ok=o.stack_ok,
+                                         stack_reason=o.stack_reason)
     return runs
 
 
@@ -220,7 +257,8 @@ def _owned_run(job: BuyJob, hw: OwnedHardware, catalog: Catalog, calibration, a:
                   advise=False)
     o = next((o for o in result.options if o.kind == "owned"), None)
     ok = o is not None and o.fits and o.feasible
-    return JobRun(ok, o.hours if ok else None, o.devices if ok else None)
+    return JobRun(ok, o.hours if ok else None, o.devices if ok else None,
+                  stack_ok=o.stack_ok if o is not None else True, stack_reason=o.stack_reason if o is not None else "")
 
 
 def _used_prices(catalog: Catalog) -> list:
@@ -237,17 +275,35 @@ def _used_prices(catalog: Catalog) -> list:
 
 
 def cheapest_rent(job: BuyJob, catalog: Catalog, calibration, a: CostAssumptions) -> Rent | None:
-    """The cloud option that runs the job at the lowest job cost (any accelerator, the fewest devices that fit)."""
+    """The cloud option that runs the job at the lowest job cost (any accelerator, the fewest devices that fit),
+    on the job's software stack when one fits, among the options a plan measures owning against
+    (``planner.options.rent_options``: on-demand unless the assumptions rank by spot)."""
+    from advisor.planner.options import rent_options
+
     req = job.request.model_copy(update={"accelerator": (), "gpus": None})
     req.check_rules()
-    best = plan(req, catalog=catalog, calibration=calibration, assumptions=a).best("cloud")
+    options = rent_options(plan(req, catalog=catalog, calibration=calibration, assumptions=a).options, a)
+    best = min(options, key=lambda o: (not o.stack_ok, o.cost_usd, o.hours, o.id), default=None)
     return None if best is None else Rent(best.id, best.cost_usd, best.hours)
+
+
+def default_base(owned: list[tuple[Accelerator, int]]) -> BaseSystem:
+    """The base system when none is given: a desktop when a desktop card is owned, a laptop when a laptop's GPU
+    is, else none (``origin`` says it was inferred)."""
+    from advisor.cost.buy import buyable
+
+    if any(buyable(acc) for acc, k in owned if k >= 1):
+        return BaseSystem("desktop", origin="detected")
+    if any("laptop" in acc.id for acc, k in owned if k >= 1):
+        return BaseSystem("laptop", origin="detected")
+    return BaseSystem("none", origin="assumed")
 
 
 def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
                owned: list[tuple[Accelerator, int]] = (), catalog: Catalog | None = None, calibration=None,
                assumptions: CostAssumptions | None = None, owned_power_w: dict[str, float] | None = None,
-               used=None, default_jobs: bool = False, host_memory_bytes: int | None = None) -> BuyResult:
+               used=None, default_jobs: bool = False, host_memory_bytes: int | None = None,
+               base: BaseSystem | None = None) -> BuyResult:
     """Rank what to buy within a budget for jobs run ``jobs_per_month`` times each, against renting them.
 
     Args:
@@ -259,6 +315,7 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
         owned_power_w: the driver's power figure of an owned GPU with no TDP in the catalog, by accelerator id.
         used: used-market rows (``advisor.catalog.used``); None: the bundled ones and the user's file.
         host_memory_bytes: this machine's RAM where detection knows it (an upgrade says when it is short).
+        base: what the user has to put cards in (None: :func:`default_base` of the owned GPUs).
         assumptions: cost assumptions for every plan and purchase (defaults when None).
     Returns:
         A BuyResult with options ranked by cost per job (``advisor.cost.buy.rank``).
@@ -280,11 +337,12 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
     a = assumptions or CostAssumptions()
     machines = [(m, m.accelerator(catalog.accelerators[m.accelerator_id])) for m in load_machines(catalog.accelerators)]
     owned = [(acc, k) for acc, k in owned if k >= 1]
+    base = base or default_base(owned)
     if used is None:
         used = _used_prices(catalog)
     candidates = purchases(catalog.accelerators.values(), machines, owned, a, budget_usd,
                            used={u.accelerator_id: u for u in used}, owned_power_w=owned_power_w,
-                           host_memory_bytes=host_memory_bytes)
+                           host_memory_bytes=host_memory_bytes, base=base)
     buy_catalog = replace(catalog, accelerators={**catalog.accelerators, **{acc.id: acc for _m, acc in machines},
                                                  **{acc.id: acc for acc, _k in owned}})
     warnings = [f"owned {acc.name}: no power figure for it, so its electricity counts the machine's power alone"
@@ -335,7 +393,10 @@ def buy_advice(jobs: list[BuyJob], budget_usd: float, jobs_per_month: float,
     return BuyResult(budget_usd=float(budget_usd), jobs_per_month=float(jobs_per_month), jobs=tuple(jobs),
                      owned=tuple(owned), options=tuple(rank(priced)), rent=rent, assumptions=a,
                      catalog_date=catalog.date, prices_as_of=catalog.prices_as_of, considered=len(candidates),
-                     warnings=tuple(warnings), default_jobs=default_jobs)
+                     warnings=tuple(warnings), default_jobs=default_jobs, base=base,
+                     used=tuple(u for u in used if any(o.purchase.price_basis.startswith("used")
+                                                        and o.purchase.accelerator.id == u.accelerator_id
+                                                        for o in priced)))
 
 
 def summary(result: BuyResult) -> str:
@@ -345,61 +406,91 @@ def summary(result: BuyResult) -> str:
 
 
 def summary_parts(result: BuyResult) -> tuple[str, str]:
-    """The verdict (``Use what you own: ...``, ``Buy ...``, ``Renting is cheaper ...``) and the figures behind it."""
-    from advisor.cost.buy import KEEP_RENTING
-    from advisor.units import fmt_usd
+    """The verdict and the figures behind it. The verdict is the first row's (``Use what you own: ...``, ``Buy
+    ...``); when that row keeps renting, it says from what use the purchase that pays back soonest would (the
+    table's "pays back from" column): ``Renting is cheaper at 4 runs of each job a month; 1 x ... pays back
+    within its 3-year life from 23 runs/mo (5.1 h/day)``."""
+    from advisor.cost.buy import BUY, USE_OWNED
+    from advisor.units import fmt_count, fmt_usd
 
     rent = result.rent_usd_per_job
     budget = fmt_usd(result.budget_usd)
+    n = result.jobs_per_month
+    use = f"{fmt_count(n)} run{'' if n == 1 else 's'} of each job a month"
     rent_text = "no cloud option fits these jobs" if rent is None else \
         f"renting costs {fmt_usd(rent)} per job, {fmt_usd(result.rent_monthly_usd)} a month"
     best = result.best()
     if best is None:
         return f"Nothing you own or could buy within {budget} runs these jobs: keep renting", rent_text
-    buying = next((o for o in result.options if o.verdict != KEEP_RENTING and not o.overbooked), None)
     bought = next((o for o in result.options if o.purchase.kind != "owned"), None)
-    if buying is None:
-        if best.purchase.kind == "owned":
-            yours = best.purchase.hardware.replace(" (owned)", "")
-            how = ("in electricity" if all(best.fits.values()) else
-                   "in electricity and the rent of the jobs it cannot run")
-            return (f"Keep renting: your {yours} costs {fmt_usd(best.usd_per_job)} per job {how}, more than renting",
-                    f"{rent_text}; {_then(bought, budget)}")
-        return (f"Renting is cheaper than anything within {budget}: keep renting",
-                f"{rent_text}; the best buy, {_named(best)}, costs {fmt_usd(best.usd_per_job)} per job over its life")
-    if buying.purchase.kind == "owned":
-        yours = buying.purchase.hardware.replace(" (owned)", "")
-        if all(buying.fits.values()):
-            return (f"Use what you own: {yours} runs these jobs for {fmt_usd(buying.usd_per_job)} per job in "
-                    f"electricity", f"{rent_text}; {_then(bought, budget)}")
-        runs = [n for n, ok in buying.fits.items() if ok]
+    if best.verdict == USE_OWNED:
+        yours = best.purchase.hardware.replace(" (owned)", "")
+        if all(best.fits.values()):  # a purchase would only replace what runs every job already
+            then = _then(bought, result) if bought is not None and bought.verdict == BUY else \
+                f"nothing within {budget} runs them for less per job"
+            return (f"Use what you own: {yours} runs these jobs for {fmt_usd(best.usd_per_job)} per job in "
+                    f"electricity", f"{rent_text}; {then}")
+        runs = [name for name, ok in best.fits.items() if ok]
         return (f"Use what you own: {yours} runs {', '.join(runs)}; with the rent of the rest, "
-                f"{fmt_usd(buying.usd_per_job)} per job", f"{rent_text}; {_then(bought, budget)}")
-    return f"Buy {_named(buying)}: {fmt_usd(buying.usd_per_job)} per job over its life{_payback(buying)}", rent_text
+                f"{fmt_usd(best.usd_per_job)} per job", f"{rent_text}; {_then(bought, result)}")
+    if best.verdict == BUY:
+        return (f"Buy {_named(best)}: {fmt_usd(best.usd_per_job)} per job over its life at {use}{_payback(best)}"
+                f"{_stack(best)}", rent_text)
+    if best.purchase.kind == "owned":
+        yours = best.purchase.hardware.replace(" (owned)", "")
+        how = "in electricity" if all(best.fits.values()) else "in electricity and the rent of the jobs it cannot run"
+        head = f"Keep renting at {use}: your {yours} costs {fmt_usd(best.usd_per_job)} per job {how}, more than renting"
+    else:
+        head = f"Renting is cheaper at {use} than anything within {budget}"
+    return f"{head}; {_from_use(result)}", rent_text
+
+
+def soonest_payback(result: BuyResult) -> BuyOption | None:
+    """The purchase on the jobs' software stack that pays back within its life at the lowest use (runs a month),
+    one that runs every job before one that runs some, the cheaper per job among equals; None when none does
+    within 24 hours a day."""
+    cands = [o for o in result.options if o.purchase.kind != "owned" and o.stack_ok and o.pays_back_from is not None]
+    return min(cands, key=lambda o: (not all(o.fits.values()), o.pays_back_from, o.usd_per_job, o.purchase.id),
+               default=None)
+
+
+def _from_use(result: BuyResult) -> str:
+    """From what use a purchase would pay back (:func:`soonest_payback`), or that none would."""
+    from advisor.cost.buy import use_text
+    from advisor.units import fmt_usd
+
+    o = soonest_payback(result)
+    if o is None:
+        return f"nothing within {fmt_usd(result.budget_usd)} pays back within its life, even at work 24 h a day"
+    over = ("" if not use_text(o).endswith("!)") else
+            f", more than the {result.assumptions.hours_per_day:g} h a day assumed")
+    return (f"{_named(o)}, {fmt_usd(o.purchase.upfront_usd)}, would pay back within its {o.life_months / 12:g}-year "
+            f"life from {use_text(o).replace('!', '')}{over}")
+
+
+def _stack(o: BuyOption) -> str:
+    return f" ({'; '.join(o.stack_notes)})" if o.stack_notes else ""
 
 
 def _payback(o: BuyOption) -> str:
-    m = o.break_even_months
-    if m is None:
-        return ", though its running and monthly costs alone exceed renting (it never pays back the purchase)"
     if not o.pays_back:
-        return f", though it does not pay back within its {o.life_months / 12:g}-year life ({m:,.0f} months)"
-    return f", paid back in {m:.1f} months"
+        return f", though it does not pay back within its {o.life_months / 12:g}-year life"
+    return f", paid back in {o.break_even_months:.1f} months"
 
 
-def _then(bought: BuyOption | None, budget: str) -> str:
-    """What the best purchase would add, after the owned hardware."""
-    from advisor.cost.buy import KEEP_RENTING
+def _then(bought: BuyOption | None, result: BuyResult) -> str:
+    """What the best purchase would add, after the owned hardware: the first purchase row when it beats renting,
+    else from what use one would (:func:`soonest_payback`)."""
+    from advisor.cost.buy import BUY
     from advisor.units import fmt_usd
 
     if bought is None:
-        return f"nothing within {budget} runs them"
-    if bought.verdict == KEEP_RENTING:
-        return (f"nothing within {budget} beats renting: the best buy, {_named(bought)}, costs "
-                f"{fmt_usd(bought.usd_per_job)} per job over its life")
+        return f"nothing within {fmt_usd(result.budget_usd)} runs them"
+    if bought.verdict != BUY:
+        return f"no purchase beats renting at this use; {_from_use(result)}"
     return f"the best buy, {_named(bought)}, costs {fmt_usd(bought.usd_per_job)} per job{_payback(bought)}"
 
 
 def _named(o: BuyOption) -> str:
-    """A purchase and the price it is counted at: ``1 x GeForce RTX 3090 in a new rig (street 2026)``."""
+    """A purchase and the price it is counted at: ``1 x GeForce RTX 3090 in a basic PC (used 2026)``."""
     return f"{o.purchase.hardware} ({o.purchase.price_basis})"

@@ -274,6 +274,14 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     return out
 
 
+def rent_options(options, a: CostAssumptions) -> list[PlanOption]:
+    """The cloud options owning is measured against: those that fit and run as laid out, at on-demand prices
+    unless the assumptions rank by spot (a steady cadence cannot count on spot capacity); spot where there is
+    no on-demand offer. ``with_break_even`` and the buy advisor's rent (``planner.buy.cheapest_rent``)."""
+    runs = [o for o in options if o.kind == "cloud" and o.fits and o.feasible]
+    return [o for o in runs if a.spot or not o.spot] or runs
+
+
 def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions, use: Use) -> list[PlanOption]:
     """Home and on-prem options with their break-even against renting the same job (``cost.ownership.payback``).
 
@@ -282,8 +290,7 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
     unless the assumptions rank by spot (a steady cadence cannot count on spot capacity); spot where there is
     no on-demand offer.
     """
-    runs = [o for o in options if o.kind == "cloud" and o.fits and o.feasible]
-    rentable = [o for o in runs if a.spot or not o.spot] or runs
+    rentable = rent_options(options, a)
     cheapest_any = min(rentable, key=lambda o: (o.cost_usd, o.id), default=None)
     by_acc: dict[str, PlanOption] = {}
     for o in sorted(rentable, key=lambda o: (o.cost_usd, o.id)):

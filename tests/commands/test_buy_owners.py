@@ -11,7 +11,7 @@ from tests.commands.test_buy_cli import run
 
 
 @pytest.mark.parametrize("budget, args, top", [
-    (2500, ["--fake-gpu", "no-driver"], "new:"),  # nothing owned: a purchase heads, marked keep renting or buy
+    (2500, ["--fake-gpu", "no-driver"], "basic-"),  # nothing owned: a card in a basic PC heads
     (2500, ["--fake-gpu", "no-driver", "--own", "1xrtx-3090"], "owned:1xrtx-3090"),
     (2500, ["--fake-gpu", "2x4090"], "owned:2xrtx-4090"),
     (2500, ["--fake-gpu", "no-driver", "--own", "5xrtx-3090"], "owned:5xrtx-3090"),

@@ -31,7 +31,7 @@ def test_page_ranks_like_the_cli_with_the_owned_gpus_first(make_window, qtbot, c
     model = page.table_model
     titles = [model.headerData(i, Qt.Orientation.Horizontal) for i in range(model.columnCount())]
     assert titles == ["what", "hardware", "price", "upfront", "monthly", "per job", "use", "verdict", "break-even",
-                      "qlora llama-3.1-8b", "inference llama-3.1-8b"]
+                      "pays back from", "qlora llama-3.1-8b", "inference llama-3.1-8b"]
     assert "hobbyist" in page.rent.text() and "in one machine" in page.rent.text()
 
 
@@ -77,3 +77,31 @@ def test_page_matches_the_cli_on_every_machine(make_window, qtbot, capsys, scena
         assert rows[0].purchase.kind == "owned"
     else:
         assert any(o.purchase.kind == "server" for o in rows)
+
+
+def test_the_base_system_inputs_give_the_clis_answer(make_window, qtbot, capsys):
+    # "Cards go into my desktop" with a 550 W supply and one free slot, as `--base desktop --psu-w 550
+    # --free-slots 1`: the same rows (a used RTX 3090 added at 650 + a 100 USD supply) and the same headline.
+    from advisor.planner.buy import summary_parts
+
+    w = make_window("no-driver")
+    w.show_page("buy")
+    page = w.page("buy")
+    qtbot.waitUntil(page.is_ready, timeout=10000)
+    page.base.setCurrentIndex(page.base.findData("desktop"))
+    page.psu.setValue(550)
+    page.slots.setValue(1)
+    rows = page.table_model.rows()
+    doc = _cli(capsys, "--budget", "2500", "--fake-gpu", "no-driver", "--base", "desktop", "--psu-w", "550",
+               "--free-slots", "1")
+    assert [o.purchase.id for o in rows] == [o["id"] for o in doc["options"]]
+    add = next(o for o in rows if o.purchase.id == "add-used:1xrtx-3090")
+    assert add.purchase.upfront_usd == 750 and "your 550 W one is short" in add.purchase.note
+    head, _detail = summary_parts(page.result)
+    assert doc["headline"].startswith(head) and head in page.headline.text()
+    model = page.table_model
+    col = [model.headerData(i, Qt.Orientation.Horizontal) for i in range(model.columnCount())].index("break-even")
+    texts = {model.index(r, col).data() for r in range(model.rowCount())}
+    assert "never within its 3-year life" in texts and not any("> life" in str(t) for t in texts)
+    page.base.setCurrentIndex(page.base.findData("laptop"))  # a supply given for a laptop: one line, no rows
+    assert page.result is None and "desktop" in page.headline.text()

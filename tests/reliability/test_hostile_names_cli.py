@@ -57,7 +57,9 @@ def test_detect_models_plan_and_buy_print_names_inert(capsys, hostile):
     out = _run(capsys, "plan", "--model", str(hostile["gguf"]), "--fake-gpu", "hostile-names", "--workload",
                "inference", "--all")
     assert "Plan: [/data/shards] [link=file:///etc/passwd]x[/link] \\x1b]0;pwned" in out
-    out = _run(capsys, "buy", "--budget", "5000", "--fake-gpu", "hostile-names", "--top", "100")
+    # the hostile accelerator's vendor names no known software stack, so its rows rank after every row that runs
+    # the jobs' stack: --top wide enough to show them
+    out = _run(capsys, "buy", "--budget", "5000", "--fake-gpu", "hostile-names", "--top", "1000")
     assert "[link=file:///etc/passwd]x[/link] \\x1b]0" in out  # the user catalog's hostile accelerator, cut
 
 

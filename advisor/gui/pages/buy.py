@@ -14,12 +14,14 @@ import math
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
 )
 
@@ -37,17 +39,9 @@ def _usd(x: float | None) -> str:
     return "$0" if x == 0 else fmt_usd(x)
 
 
-GROUP_WORDS = {"own": "yours", "upgrade": "add to this machine", "new": "new rig or machine", "server": "server (team)"}
-
-
-def _break_even_text(o) -> str:
-    """``owned``, ``never``, ``14.2 mo`` or ``122 mo > life`` (beyond its life): the CLI's column."""
-    m = o.break_even_months
-    if o.purchase.kind == "owned":
-        return "owned"
-    if m is None:
-        return "never"
-    return f"{m:,.1f} mo" if o.pays_back else f"{m:,.0f} mo > life"
+BASE_CHOICES = (("", "what this machine is (detected)"), ("desktop", "my desktop"), ("laptop", "a PC (I have a laptop)"),
+                ("none", "a PC (I have none)"))
+GROUP_WORDS = {"own": "yours", "upgrade": "add to your PC", "new": "new PC or Mac", "server": "server (team)"}
 
 
 class _Months(float):
@@ -57,8 +51,19 @@ class _Months(float):
 
 
 def _months(o) -> _Months:
-    m = _Months(math.inf if o.break_even_months is None else o.break_even_months)
-    m.text = _break_even_text(o)
+    from advisor.cost.buy import break_even_text
+
+    m = _Months(math.inf if o.break_even_months is None or not o.pays_back else o.break_even_months)
+    m.text = break_even_text(o)
+    return m
+
+
+def _use(o) -> _Months:
+    """The runs a month from which it pays back, to sort by (never: infinity), with ``use_text``'s words."""
+    from advisor.cost.buy import use_text
+
+    m = _Months(math.inf if o.pays_back_from is None else o.pays_back_from)
+    m.text = use_text(o)
     return m
 
 
@@ -67,7 +72,7 @@ def buy_columns(job_names: list[str]) -> list[Column]:
     good, bad = themes.current().good, themes.current().bad
 
     def verdict_color(o) -> str:
-        return bad if o.verdict == "keep renting" or o.overbooked else good
+        return good if o.verdict in ("buy", "use what you own") and o.stack_ok else bad
 
     cols = [
         Column("what", lambda o: GROUP_WORDS.get(o.purchase.group, o.purchase.group),
@@ -90,12 +95,16 @@ def buy_columns(job_names: list[str]) -> list[Column]:
                tip="Busy hours a month over the hours it is available (hours per day; servers around the clock)"),
     ]
     cols += [
-        Column("verdict", lambda o: o.verdict + (" (overbooked)" if o.overbooked else ""), color=verdict_color,
+        Column("verdict", lambda o: o.verdict + ("" if o.stack_ok else " (other stack)"), color=verdict_color,
                tip="Keep renting when renting costs less per job; overbooked: the jobs need more hours a month than "
-                   "the hours a day assumed"),
+                   "the hours a day assumed; other stack: a job's code needs another software stack on it "
+                   "(ranked after those that run it)", cell_tip=lambda o: "; ".join(o.stack_notes)),
         Column("break-even", _months, lambda m: m.text, align_right=True,
                tip="Months until the upfront is repaid by what it saves against renting the same jobs; beyond its "
                    "life, it does not pay back"),
+        Column("pays back from", _use, lambda m: m.text, align_right=True,
+               tip="Runs of each job a month from which it pays back within its life, and the hours of work a day "
+                   "they take (!: more than the hours a day assumed)"),
     ]
     for name in job_names:
         cols.append(Column(name, lambda o, n=name: o.hours_per_job.get(n) or math.inf,
@@ -161,6 +170,37 @@ class BuyPage(Page):
         inputs.addStretch(1)
         layout.addLayout(inputs)
 
+        base_row = QHBoxLayout()
+        base_row.addWidget(QLabel("Cards go into"))
+        self.base = QComboBox()
+        self.base.setObjectName("buyBase")
+        for key, words in BASE_CHOICES:
+            self.base.addItem(words, key)
+        self.base.setToolTip("What you have to put cards in: a desktop gets cards added to it; with a laptop or "
+                             "nothing, a card needs a PC (a basic PC or a new rig)")
+        base_row.addWidget(self.base)
+        base_row.addSpacing(12)
+        base_row.addWidget(QLabel("Power supply"))
+        self.psu = QSpinBox()
+        self.psu.setObjectName("buyPsu")
+        self.psu.setRange(0, 5000)
+        self.psu.setSingleStep(50)
+        self.psu.setSuffix(" W")
+        self.psu.setSpecialValueText("not given")
+        self.psu.setToolTip("Your desktop's power supply: a short one is replaced and counted")
+        base_row.addWidget(self.psu)
+        base_row.addSpacing(12)
+        base_row.addWidget(QLabel("Free x16 slots"))
+        self.slots = QSpinBox()
+        self.slots.setObjectName("buySlots")
+        self.slots.setRange(-1, 8)
+        self.slots.setValue(-1)
+        self.slots.setSpecialValueText("not given")
+        self.slots.setToolTip("Free PCIe x16 slots in your desktop: at most that many cards are added")
+        base_row.addWidget(self.slots)
+        base_row.addStretch(1)
+        layout.addLayout(base_row)
+
         jobs_row = QHBoxLayout()
         self.job_list = QListWidget()
         self.job_list.setObjectName("buyJobs")
@@ -198,6 +238,9 @@ class BuyPage(Page):
         self.budget.valueChanged.connect(self._on_input_changed)
         self.per_month.valueChanged.connect(self._on_input_changed)
         self.own.toggled.connect(self._on_input_changed)
+        self.base.currentIndexChanged.connect(self._on_input_changed)
+        self.psu.valueChanged.connect(self._on_input_changed)
+        self.slots.valueChanged.connect(self._on_input_changed)
         ctx.machine_ready.connect(self._on_ctx_machine_ready)
         ctx.assumptions_changed.connect(self._on_ctx_assumptions_changed)
         ctx.calibration_changed.connect(self._on_ctx_calibration_changed)
@@ -216,6 +259,21 @@ class BuyPage(Page):
         if m is None or not self.own.isChecked():
             return []
         return owned_from_profile(m)
+
+    def base_system(self):
+        """The base system of the inputs (None: inferred from this machine's GPUs, as ``advisor buy`` does).
+
+        Raises:
+            ValueError: a power supply or slots given for a laptop or none (one line).
+        """
+        from advisor.cost.buy import BaseSystem
+
+        kind = self.base.currentData()
+        psu = self.psu.value() or None
+        slots = None if self.slots.value() < 0 else self.slots.value()
+        if not kind and psu is None and slots is None:
+            return None
+        return BaseSystem(kind or "desktop", None if psu is None else float(psu), slots, origin="--base")
 
     def _show_jobs(self) -> None:
         self.job_list.clear()
@@ -306,7 +364,8 @@ class BuyPage(Page):
                 if self.own.isChecked() else None
             self.result = buy_advice(self.jobs, self.budget.value(), self.per_month.value(), self.owned(),
                                      catalog=self.ctx.catalog, calibration=self._calibration, assumptions=a,
-                                     owned_power_w=power, default_jobs=self._default_jobs, host_memory_bytes=ram)
+                                     owned_power_w=power, default_jobs=self._default_jobs, host_memory_bytes=ram,
+                                     base=self.base_system())
         except (PlanInputError, TypeError, ValueError) as exc:
             log.info("buy: %s", exc)
             self.result = None
@@ -317,7 +376,8 @@ class BuyPage(Page):
         self.table_model = RecordTableModel(buy_columns(names), r.options, self)
         self.proxy.setSourceModel(self.table_model)
         fit_columns(self.table, max_width=320)
-        color = themes.current().good if r.options and r.options[0].verdict != "keep renting" else themes.current().text
+        color = (themes.current().good if r.options and r.options[0].verdict in ("buy", "use what you own")
+                 else themes.current().text)
         head, detail = summary_parts(r)
         self.headline.setText(f"<b style='font-size:12pt; color:{color}'>{rich(head, 500)}.</b>"  # catalog names
                               + (f"<br><span style='color:{themes.current().muted}'>{rich(detail[:1].upper() + detail[1:], 1000)}.</span>"
@@ -331,10 +391,13 @@ class BuyPage(Page):
         jobs = (f"The jobs are the defaults, {defaults_text(r.budget_usd)}: add the Planner's job or a scenario file "
                 "to use yours. " if r.default_jobs else "")
         owned = f"Your GPUs: {combine_text(list(r.owned))}. " if r.owned else ""
+        owned += f"Cards go into {r.base.text()}. "
+        used = "".join(f"Used price of {u.accelerator_id}: {fmt_usd(u.price_usd)}, {u.price_date}, {u.source}. "
+                       for u in r.used)
         set_plain(self.rent,  # GPU and catalog names
             jobs + owned + f"The last columns are the time of one run of each job. Rent, the cheapest cloud option "
             f"that fits each job: {rent}. "
-            + (f"{left} more within the budget fit none of the jobs. " if left else "")
+            + (f"{left} more within the budget fit none of the jobs. " if left else "") + used
             + f"Monthly: electricity at ${a.electricity_usd_per_kwh:g}/kWh plus a rig's price less "
             f"{a.resale_fraction:.0%} resale over {a.lifetime_years:g} years and its idle power, or a server's capex "
             f"over {a.onprem_amortisation_years:g} years, colocation and support; {a.hours_per_day:g} h a day "
@@ -356,6 +419,9 @@ class BuyPage(Page):
         s.setValue("buy/budget_usd", self.budget.value())
         s.setValue("buy/jobs_per_month", self.per_month.value())
         s.setValue("buy/own", self.own.isChecked())
+        s.setValue("buy/base", self.base.currentData() or "")
+        s.setValue("buy/psu_w", self.psu.value())
+        s.setValue("buy/free_slots", self.slots.value())
 
     def restore_state(self, s) -> None:
         from advisor.gui.context import _float
@@ -364,3 +430,7 @@ class BuyPage(Page):
         self.per_month.setValue(_float(s.value("buy/jobs_per_month"), 4.0, 0.1, 1000.0))
         own = s.value("buy/own")
         self.own.setChecked(own not in (False, "false", "0"))
+        i = self.base.findData(str(s.value("buy/base") or ""))
+        self.base.setCurrentIndex(max(i, 0))
+        self.psu.setValue(int(_float(s.value("buy/psu_w"), 0.0, 0.0, 5000.0)))
+        self.slots.setValue(int(_float(s.value("buy/free_slots"), -1.0, -1.0, 8.0)))
