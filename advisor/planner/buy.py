@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from advisor.catalog import Accelerator, Catalog, load_catalog
+from advisor.catalog.defaults import default_job, defaults
 from advisor.catalog.machines import load_machines
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.buy import (
@@ -35,15 +36,17 @@ from advisor.planner.service import plan
 
 SCHEMA = "advisor.buy/1"
 # The jobs asked about when none are given, by who is likely asking (the budget says): runs of each a month are
-# ``--jobs-per-month`` (4 by default), so a hobbyist's month is 4 x 1e7 = 40 million fine-tuning tokens and
-# 4 x 1e6 = 4 million generated tokens; a team's (a budget of TEAM_BUDGET_USD or more) fine-tunes a 70B model.
-# A hobbyist's settings: QLoRA with gradient checkpointing (as in Dettmers et al. 2023, "QLoRA") on 1,024-token
-# sequences, and generation from the 4-bit Q4_K_M file Ollama serves for llama3.1:8b by default.
+# ``--jobs-per-month`` (4 by default) of the workloads' default jobs (resources/defaults.toml); a team's (a budget of
+# TEAM_BUDGET_USD or more) fine-tunes a 70B model. A hobbyist's settings: QLoRA with gradient checkpointing (as in
+# Dettmers et al. 2023, "QLoRA") on 1,024-token sequences, and generation from the runtime's usual file (the
+# 4-bit Q4_K_M Ollama serves for llama3.1:8b by default, on the cards a hobbyist buys).
+# A hobbyist's month: the default model's QLoRA and inference jobs at the workloads' default budgets (the one
+# table, resources/defaults.toml), inference in the runtime's usual file like every plan.
 DEFAULT_JOBS = (
-    ("qlora llama-3.1-8b", {"model": "llama-3.1-8b", "workload": "qlora", "tokens": 1e7, "checkpointing": "full",
-                            "seq_len": 1024}),
-    ("inference llama-3.1-8b", {"model": "llama-3.1-8b", "workload": "inference", "tokens": 1e6,
-                                "quant": "q4_k_m"}),
+    (f"qlora {defaults().model}", {"model": defaults().model, "workload": "qlora",
+                                   "tokens": default_job("qlora").tokens, "checkpointing": "full", "seq_len": 1024}),
+    (f"inference {defaults().model}", {"model": defaults().model, "workload": "inference",
+                                       "tokens": default_job("inference").tokens}),
 )
 TEAM_BUDGET_USD = 20_000.0
 TEAM_JOBS = (
