@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from advisor.catalog.defaults import defaults
 from advisor.estimate.serving_queue import ServePoint
 from advisor.job.serve import ServeJob
 from advisor.planner.serve import ServeOption, ServeResult, knee_curves, serve_plan
@@ -14,7 +15,7 @@ from advisor.planner.serve_advice import changes_of
 # The Serve form's fields, in order (their widgets, ranges and help come from advisor.job.serve.SERVE_FIELDS).
 FORM_FIELDS = ("model", "quant", "runtime", "kv_cache_bits", "users", "requests_per_s", "prompt_tokens",
                "output_tokens", "lengths", "ttft_p95_s", "tokens_per_s_per_user")
-DEFAULT_VALUES = {"model": "llama-3-8b", "users": 8, "prompt_tokens": 1000, "output_tokens": 300,
+DEFAULT_VALUES = {"model": defaults().model, "users": 8, "prompt_tokens": 1000, "output_tokens": 300,
                   "ttft_p95_s": 2.0}
 
 

@@ -135,7 +135,8 @@ class ServeResult:
         """The cheapest option per request that meets the targets (of one kind when given)."""
         ok = [o for o in self.options if o.meets_target and o.usd_per_million_requests is not None
               and (kind is None or o.kind == kind)]
-        return min(ok, key=lambda o: (o.usd_per_million_requests, o.id), default=None)
+        late_spot = not self.assumptions.spot  # on-demand prices rank the options unless told otherwise
+        return min(ok, key=lambda o: (late_spot and bool(o.spot), o.usd_per_million_requests, o.id), default=None)
 
     def closest(self) -> ServeOption | None:
         """The option nearest the targets when none meets them: the least ratio of p95 over its target."""
@@ -294,8 +295,9 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     for acc in accels:
         options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
                                         service, choices, calibration))
-    options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, o.usd_per_million_requests
-                                is None, o.usd_per_million_requests or 0.0, o.id))
+    late_spot = not assumptions.spot  # on-demand prices rank the options unless the assumptions say spot
+    options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, late_spot and bool(o.spot),
+                                o.usd_per_million_requests is None, o.usd_per_million_requests or 0.0, o.id))
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
                        warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all),
