@@ -167,8 +167,8 @@ def pipeline_share(prompt_tokens: float, devices: int, chunk: int) -> float:
 
 def prompt_seconds(*, matmul_flops: float, attention_flops: float, matmul_rate: float, attention_rate: float,
                    weight_read_s: float, share: float = 1.0, overhead_s: float = 0.0) -> float:
-    """The one formula of a prompt's time, for the plan and the serving model alike (docs/method.md, "Inference
-    speed"): its matrix multiplies and attention at their rates (FLOP/s of every device working on them), times
+    """The one formula of a prompt's time, for the plan and the serving model alike
+    (docs/method.md, "Inference speed"): its matrix multiplies and attention at their rates (FLOP/s of every device working on them), times
     the pipeline's ``share``, never faster than one read of the weights (``weight_read_s``), plus the step's fixed
     cost."""
     t = (matmul_flops / matmul_rate + attention_flops / attention_rate) * share

@@ -84,8 +84,8 @@ _PREFERRED_KINDS = {"sbatch": ("onprem", "home"), "skypilot": ("cloud",), "torch
 
 
 def best_option_id(doc: dict, kind: str | None = None) -> str:
-    """Id of the cheapest option that fits, among the option kinds that suit the spec ``kind`` when there
-    are any (sbatch: on-prem, then home; skypilot: cloud), else among all.
+    """Id of the first option that fits in the plan's ranking, among the option kinds that suit the spec ``kind``
+    when there are any (sbatch: on-prem, then home; skypilot: cloud), else among all.
 
     Raises:
         LaunchError: when no option fits.
@@ -94,11 +94,19 @@ def best_option_id(doc: dict, kind: str | None = None) -> str:
                and isinstance(o.get("cost_usd"), (int, float))]
     if not fitting:
         raise LaunchError("launch: option: no option fits in memory and can run as laid out, nothing to launch")
+    # the plan's ranking (on the job's stack, on-demand before spot unless the assumptions say spot, then by
+    # cost), so the launch line is for the option the plan's headline names
+    spot = (doc.get("assumptions") or {}).get("spot")
+    late_spot = not (spot.get("value") if isinstance(spot, dict) else spot)
+
+    def rank(o: dict) -> tuple:
+        return o.get("stack_ok") is False, bool(late_spot and o.get("spot")), o["cost_usd"]
+
     for preferred in _PREFERRED_KINDS.get(kind or "", ()):
         suited = [o for o in fitting if o.get("kind") == preferred]
         if suited:
-            return min(suited, key=lambda o: o["cost_usd"])["id"]
-    return min(fitting, key=lambda o: o["cost_usd"])["id"]
+            return min(suited, key=rank)["id"]
+    return min(fitting, key=rank)["id"]
 
 
 def _can_run(o: dict) -> bool:

@@ -46,7 +46,8 @@ def test_out_of_range_inputs_exit_2_with_one_line_naming_the_field(capsys, args,
 
 
 def test_a_changed_value_carries_its_own_source(capsys, tmp_path):
-    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--accelerator", "rtx-4090", "--set", "pue=1.4")
+    code, out, _ = run(capsys, "plan", "--model", "llama-3-8b", "--accelerator", "rtx-4090", "--set", "pue=1.4",
+                       "--explain")
     assert code == 0
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("pue ="))
     assert "[--set pue=1.4; default 1.2: PUE 1.1 to 1.25" in line

@@ -83,7 +83,8 @@ def test_optimizer_offload_checks_host_ram(cat):
 
 
 @pytest.mark.parametrize("job, capacity, expected", [
-    ({"workload": "inference", "precision": "bf16", "context": 4096}, 8, {"quant": "q4_k_m"}),
+    # the usual ladder, least step first: Q5_K_M (5.7 bits, 7.4 GiB) already fits 8 GiB
+    ({"workload": "inference", "precision": "bf16", "context": 4096}, 8, {"quant": "q5_k_m"}),
     ({"workload": "inference", "quant": "q4_k_m", "context": 32768, "batch": 1}, 14, {"kv_cache_bits": 8}),
     ({"workload": "inference", "quant": "q4_k_m", "context": 32768, "batch": 1}, 12, {"context": 8192}),
     ({"workload": "inference", "precision": "bf16", "context": 4096}, 8, {"gpu_layers": 15}),

@@ -29,7 +29,7 @@ def test_compare_plans_without_the_planner_page(make_window, qtbot):
     page = w.page("compare")
     qtbot.waitUntil(page.is_ready, timeout=10000)
     assert "planner" not in w._pages  # Compare reads ctx.plan, never the Planner's widgets
-    assert page.result is w.ctx.plan.result and page.result.model_name == "llama-3-8b"
+    assert page.result is w.ctx.plan.result and page.result.model_name == "llama-3.1-8b"  # the default model (defaults.toml)
     w.ctx.plan.load({"model": "llama-3-70b", "workload": "inference"})
     qtbot.waitUntil(lambda: page.is_ready() and page.result.request.workload == "inference", timeout=10000)
     assert "planner" not in w._pages and "Serve llama-3-70b" in page.summary.text()
@@ -40,7 +40,7 @@ def test_machine_page_shows_the_current_job_on_this_machine(make_window, qtbot):
     machine = w.page("machine")
     line = machine.current_job
     qtbot.waitUntil(lambda: "fits on" in line.text(), timeout=10000)
-    assert "LoRA fine-tune llama-3-8b" in line.text() and "of your 2" in line.text()
+    assert "LoRA fine-tune llama-3.1-8b" in line.text() and "of your 2" in line.text()
     w.ctx.plan.load({"model": "llama-3-70b", "workload": "finetune"})
     qtbot.waitUntil(lambda: "finetune" not in line.text() and "Fine-tune llama-3-70b" in line.text(), timeout=10000)
     # A 70B full fine-tune does not run on two 24 GB cards: said, with the planner's reason when it gives one.

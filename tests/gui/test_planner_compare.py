@@ -13,7 +13,7 @@ def test_changing_the_model_changes_the_plan(make_window, qtbot):
     page = w.page("planner")
     qtbot.waitUntil(lambda: _plan_ready(page), timeout=10000)
     small = page.bundle.result
-    assert small.model_name == "llama-3-8b" and "LoRA" in page.answer.text()
+    assert small.model_name == "llama-3.1-8b" and "LoRA" in page.answer.text()
     assert page.model.rowCount() > 10
     done = page.plans_done
     box = page.form.w["model"]

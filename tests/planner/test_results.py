@@ -61,7 +61,7 @@ def test_inference_flops_total_is_the_whole_budget():
     doc = r.to_json()
     assert doc["flops_total"] == r.flops_total and doc["flops_per_token"] == r.flops_per_token
     default = _plan(model="llama-3-8b", workload="inference", accelerator=["h100-sxm"])
-    assert default.flops_total == pytest.approx(2 * 8.030261248e9 * 1e8)  # default budget 1e8 tokens
+    assert default.flops_total == pytest.approx(2 * 8.030261248e9 * 1e6)  # default budget 1e6 tokens (defaults.toml)
 
 
 def test_mfu_override_sets_the_serving_compute_efficiency():

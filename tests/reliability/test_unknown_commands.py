@@ -33,7 +33,7 @@ def test_every_simulated_scenario_is_listed_in_help_and_readme():
     monitor = dict(build_parser()._subparsers._group_actions[0].choices)["monitor"]
     help_text = "".join(monitor.format_help().split())
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    listed = set(re.findall(r"`([\w.-]+)`", readme.split("simulates hardware:", 1)[1].split("Every output", 1)[0]))
+    listed = set(re.findall(r"`([\w.+-]+)`", readme.split("simulates hardware:", 1)[1].split("Every output", 1)[0]))
     for name in SCENARIOS:
         assert name in help_text, name
         assert name in listed, name
