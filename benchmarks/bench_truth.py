@@ -149,7 +149,7 @@ def print_rows(planned, group: str) -> None:
     print(f"\n{group}: measured, raw estimate, held-out calibrated estimate, error factor"
           + (", implied compute-efficiency scale" if scaled else ""))
     for o, r in zip(obs, hold.log_residuals):
-        sign = -1.0 if group == "ttft" else 1.0
+        sign = -1.0 if group in C.TIME_GROUPS else 1.0
         cal = o.measured / math.exp(sign * r)
         print(f"  {o.row_id[:52]:52s} {o.klass[:26]:26s} {o.measured:11.4g} {o.predicted:11.4g} {cal:11.4g} "
               f"{math.exp(abs(r)):6.2f}" + (f"  x{math.exp(o.implied):.2f}" if o.implied is not None else ""))
