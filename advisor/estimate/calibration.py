@@ -395,12 +395,39 @@ class GroupFit:
                         else self.log_factor)
 
     def width(self, klass: str | None = None) -> float:
-        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's."""
+        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's; for a
+        class the fit has not seen (``seen``), widened by the spread between the classes it has seen
+        (``unseen_spread``), the error of taking another class's factor: ``sqrt(w^2 + s^2)``."""
+        w = self.half_width_log
         if klass:
-            for name, w in self.class_half_widths:
+            for name, cw in self.class_half_widths:
                 if name == width_class(self.group, klass):
-                    return w
-        return self.half_width_log
+                    w = cw
+                    break
+            if not self.seen(klass):
+                return math.hypot(w, self.unseen_spread(klass))
+        return w
+
+    def seen(self, klass: str) -> bool:
+        """Whether the fit has rows of this class's software (its level below the width class: a training run's
+        framework, a served figure's runtime), or of the class itself where it has one level."""
+        levels = _levels(klass)
+        fitted = dict(self.class_log_factors)
+        return (levels[1] if len(levels) > 1 else levels[0]) in fitted
+
+    def unseen_spread(self, klass: str = "") -> float:
+        """The standard deviation of the fitted factors of the software level (``seen``) around their mean, among
+        the classes under the same first level as ``klass`` where it has two (a dense training run's frameworks,
+        a served load's runtimes), else all: how far one runtime or framework's factor is from another's; 0 with
+        fewer than two."""
+        second = [(k, v) for k, v in self.class_log_factors if k.count("/") == 1]
+        head = klass.split("/", 1)[0] + "/" if klass else ""
+        mine = [v for k, v in second if head and k.startswith(head)]
+        fitted = mine if len(mine) >= 2 else [v for _, v in second]
+        if len(fitted) < 2:
+            return 0.0
+        mean = sum(fitted) / len(fitted)
+        return math.sqrt(sum((v - mean) ** 2 for v in fitted) / (len(fitted) - 1))
 
 
 def width_class(group: str, klass: str) -> str:

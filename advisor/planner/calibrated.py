@@ -108,7 +108,7 @@ def serve_range_factors(load: str = "users") -> dict[str, tuple[float, str]]:
         if fit is None or fit.rows == 0:
             out[group] = (prior, "a prior: no fit on published runs in force")
         else:
-            out[group] = (math.exp(fit.width(f"{load}/")), f"leaving one source out on {fit.rows} published figures "
+            out[group] = (math.exp(fit.width(load)), f"leaving one source out on {fit.rows} published figures "
                                                                f"from {fit.sources} sources")
     return out
 
@@ -132,13 +132,16 @@ def calibrate_training(t, req, moe: bool = False):
     hit = req.__dict__.get(key)
     if hit is None:
         klass = training_class(fit.group, req, moe)
-        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass))
-    f, width = hit
+        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass))
+    f, width, seen, spread = hit
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     kind = "MoE" if moe else "dense"
     note = (f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources); "
             f"80 % range x/÷{math.exp(width):.2f}, as the published {kind} runs held out source by source")
+    if not seen:
+        note += (f"; outside what the fit has seen: no published {kind} run of {framework_id(req)}, so the range adds "
+                 f"the spread between the frameworks' factors (x/÷{math.exp(spread):.2f})")
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
     return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width,
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",

@@ -145,7 +145,10 @@ def test_dense_and_moe_training_rows_get_widths_of_their_own():
     assert widths["dense"] == pytest.approx(sorted(abs(res[o.row_id]) for o in dense)[7])
     assert widths["moe"] == pytest.approx(max(abs(res[o.row_id]) for o in moe))
     assert widths["moe"] > 0.5 > 0.15 > widths["dense"]  # log 2 against log 1.1, less the small fitted factors
-    assert fit.width("dense/f/bf16") == widths["dense"] and fit.width("moe/x/fp8") == widths["moe"]
+    assert fit.width("dense/f/bf16") == widths["dense"] and fit.width("moe/f/fp8") == widths["moe"]
+    # a framework the fit has not seen: the MoE width and the spread between the fitted frameworks' factors
+    assert not fit.seen("moe/x/fp8")
+    assert fit.width("moe/x/fp8") == pytest.approx(math.hypot(widths["moe"], fit.unseen_spread("moe/x/fp8")))
     assert fit.width() == fit.half_width_log  # no class: the group's one width
     # a group outside CLASS_WIDTH_GROUPS keeps one width whatever its classes
     other = C.fit_group([C.Observation(o.row_id, "decode", o.source_id, o.klass, o.measured, o.predicted)

@@ -128,3 +128,12 @@ def test_the_serving_set_is_large_and_broad():
     assert {"mi300x", "rtx-5090", "h100-sxm", "a100-80gb-sxm"} <= accs
     assert {"qwen3-235b-a22b", "gpt-oss-20b"} <= {m.model for m in rows}  # mixtures of experts
     assert all(m.source_url.startswith("https://") for m in rows)
+
+
+def test_a_class_the_fit_has_not_seen_gets_the_spread_between_classes_it_has():
+    # two runtimes fitted at log factors 0.1 and 0.5 (sd 0.2828); the group's width 0.3
+    fit = C.GroupFit("serving", 0.3, (("users", 0.3), ("users/a", 0.1), ("users/b", 0.5)), 0.3, 10, 3)
+    assert fit.seen("users/a/cuda") and not fit.seen("users/c/cuda")
+    assert fit.unseen_spread("users/c/cuda") == pytest.approx(math.sqrt(0.08))
+    assert fit.width("users/a/cuda") == pytest.approx(0.3)
+    assert fit.width("users/c/cuda") == pytest.approx(math.sqrt(0.09 + 0.08))
