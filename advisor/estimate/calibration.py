@@ -449,7 +449,25 @@ def _width_classes(obs: Sequence[Observation]) -> dict[str, list[int]]:
 
 
 def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
-    """``(g, {class: log factor})`` from observations of one group (module docstring, step 2)."""
+    """``(g, {class: log factor})`` from observations of one group (module docstring, step 2). A served figure's
+    loads (``LOADS``, the first level of its class) are fitted as groups of their own, each shrunk towards the
+    raw estimate, not towards the other load's: a fixed arrival rate near capacity errs in kind, not in degree,
+    from a closed loop of users (``CLASS_WIDTH_GROUPS``)."""
+    if not obs:
+        return 0.0, {}
+    if obs[0].group in SERVE_GROUPS and all(o.group == obs[0].group for o in obs):
+        g = _fit_levels(obs)[0]
+        classes: dict[str, float] = {}
+        for load in sorted({o.klass.split("/", 1)[0] for o in obs}):
+            g_load, sub = _fit_levels([o for o in obs if o.klass.split("/", 1)[0] == load])
+            classes.update(sub)
+            classes[load] = g_load if load not in sub or sub[load] == g_load else sub[load]
+        return g, dict(sorted(classes.items()))
+    return _fit_levels(obs)
+
+
+def _fit_levels(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
+    """The source-mean group factor and the nested class factors of ``fit_log_factors``."""
     if not obs:
         return 0.0, {}
     by_source: dict[str, list[float]] = {}

@@ -137,3 +137,18 @@ def test_a_class_the_fit_has_not_seen_gets_the_spread_between_classes_it_has():
     assert fit.unseen_spread("users/c/cuda") == pytest.approx(math.sqrt(0.08))
     assert fit.width("users/a/cuda") == pytest.approx(0.3)
     assert fit.width("users/c/cuda") == pytest.approx(math.sqrt(0.09 + 0.08))
+
+
+def test_each_load_of_a_served_figure_is_fitted_towards_the_raw_estimate_on_its_own():
+    # users rows of sources a and b at 1x; rate rows of c and d at 2x: the users' level stays at the raw estimate
+    # (its two sources agree with it) instead of being pulled towards the rate rows' 2x through the group factor
+    obs = [C.Observation("a", "tpot", "a", "users/vllm/cuda", 1.0, 1.0),
+           C.Observation("b", "tpot", "b", "users/vllm/cuda", 1.0, 1.0),
+           C.Observation("c", "tpot", "c", "rate/vllm/cuda", 1.0, 2.0),  # a time: measured half the planned
+           C.Observation("d", "tpot", "d", "rate/vllm/cuda", 1.0, 2.0)]
+    g, classes = C.fit_log_factors(obs)
+    assert g == pytest.approx(2 * math.log(2) / 5)  # the group's own: four sources and one agreeing
+    assert classes["users"] == pytest.approx(0.0) and classes["users/vllm/cuda"] == pytest.approx(0.0)
+    # the rate level: its two sources' mean log 2 over 3, then its rows shrunk towards it
+    g_rate = 2 * math.log(2) / 3
+    assert classes["rate"] == pytest.approx(g_rate + 2 * (math.log(2) - g_rate) / (2 + C.SHRINK_ROWS))
