@@ -139,6 +139,34 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     return out
 
 
+def print_serving_sources(planned) -> None:
+    """The serving groups source by source: rows, and the share within 25 % raw and held out (the table of issue
+    35's closing note)."""
+    every = observations(planned)
+    print("\nServing groups by source (leave one source out): rows, within 25 % raw / held out")
+    sources = sorted({o.source_id for o in every if o.group in C.SERVE_GROUPS})
+    head = f"{'source':42s}" + "".join(f" {g:>19s}" for g in C.SERVE_GROUPS)
+    print(head)
+    print("-" * len(head))
+    holds = {}
+    for g in C.SERVE_GROUPS:
+        obs = [o for o in every if o.group == g]
+        if obs:
+            holds[g] = (obs, C.leave_one_source_out(obs, C.pooled(g, every)))
+    for sid in sources:
+        cells = []
+        for g in C.SERVE_GROUPS:
+            obs, hold = holds.get(g, ([], None))
+            mine = [(o, r) for o, r in zip(obs, hold.log_residuals if hold else ()) if o.source_id == sid]
+            if not mine:
+                cells.append(f" {'-':>19s}")
+                continue
+            raw = sum(C._within(o.log_ratio, C.DEFAULT_TOLERANCE) for o, _ in mine) / len(mine)
+            held = sum(C._within(r, C.DEFAULT_TOLERANCE) for _, r in mine) / len(mine)
+            cells.append(f" {len(mine):4d} {raw:6.0%} / {held:4.0%}")
+        print(f"{sid[:42]:42s}" + "".join(cells))
+
+
 def print_rows(planned, group: str) -> None:
     every = observations(planned)
     obs = [o for o in every if o.group == group]
@@ -149,7 +177,7 @@ def print_rows(planned, group: str) -> None:
     print(f"\n{group}: measured, raw estimate, held-out calibrated estimate, error factor"
           + (", implied compute-efficiency scale" if scaled else ""))
     for o, r in zip(obs, hold.log_residuals):
-        sign = -1.0 if group == "ttft" else 1.0
+        sign = -1.0 if group in C.TIME_GROUPS else 1.0
         cal = o.measured / math.exp(sign * r)
         print(f"  {o.row_id[:52]:52s} {o.klass[:26]:26s} {o.measured:11.4g} {o.predicted:11.4g} {cal:11.4g} "
               f"{math.exp(abs(r)):6.2f}" + (f"  x{math.exp(o.implied):.2f}" if o.implied is not None else ""))
@@ -183,6 +211,7 @@ def main(argv=None) -> int:
         bundled_utilisation_model.cache_clear()
     planned, skipped = collect(catalog)
     print_groups(planned, skipped)
+    print_serving_sources(planned)
     for g in args.rows:
         print_rows(planned, g)
     if not args.write:

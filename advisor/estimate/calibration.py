@@ -49,12 +49,25 @@ from dataclasses import dataclass, replace
 
 from advisor.estimate.utilisation import _conformal_width, _quantile
 
-GROUPS = ("pretraining", "finetune_rate", "finetune_memory", "decode", "prefill", "serving", "ttft")
+GROUPS = ("pretraining", "finetune_rate", "finetune_memory", "decode", "prefill", "serving", "ttft", "tpot")
 # What a group's figure is, for reports.
 GROUP_FIGURES = {"pretraining": "training tokens/s per device", "finetune_rate": "fine-tune tokens/s per device",
                  "finetune_memory": "training peak memory per device", "decode": "decode tokens/s (one stream)",
-                 "prefill": "prompt tokens/s", "serving": "output tokens/s of a served batch",
-                 "ttft": "time to first token"}
+                 "prefill": "prompt tokens/s", "serving": "output tokens/s of a served load",
+                 "ttft": "time to first token under load", "tpot": "time per output token under load"}
+# The groups planned as one replica of a server at the row's stated load (``estimate.serving_queue.serve_at``): its
+# output tokens/s, first token and time per output token; the times are inverted so every factor multiplies a speed.
+SERVE_GROUPS = ("serving", "ttft", "tpot")
+# The load of a served figure, the first level of its class: users in a closed loop, or a Poisson arrival rate.
+LOADS = ("users", "rate")
+TIME_GROUPS = ("ttft", "tpot")
+# The statistic a time is published as (a row's ``statistic`` column; the mean when empty).
+# ``itl_p50``: the median interval between two tokens (a decode step with no prompt in it), not a request's mean.
+STATISTICS = ("mean", "p50", "p95", "itl_p50")
+# How a served load's requests arrived (a row's ``arrivals`` column): ``steady``, users or arrivals drifted apart
+# (real traffic, AIPerf, MLPerf's Poisson server scenario); ``together``, equal requests started at once and kept in
+# step (a static batch, LMDeploy's profile_generation, every request queued at once as trtllm-bench throughput).
+ARRIVALS = ("steady", "together")
 COVERAGE = 0.80
 SHRINK_ROWS = 3.0
 SHRINK_SOURCES = 1.0  # the group factor is shrunk towards the raw estimate by one source that agrees with it
@@ -62,9 +75,12 @@ MIN_SOURCES = 2  # a factor is fitted only where it can be checked on a source t
 MIN_SETUPS = 4  # within one source, a class needs this many accelerator-and-model setups for a step of its own
 # Groups whose first class level gets an interval width of its own (module docstring, step 3): a training speed's
 # dense or MoE, whose errors differ in kind (the MoE dispatch is not modelled), so one width would be too narrow
-# for the one and too wide for the other. The level needs MIN_WIDTH_ROWS rows from MIN_SOURCES sources. (Memory
+# for the one and too wide for the other; a served load's users or arrival rate (``LOADS``), whose errors differ
+# likewise (a closed loop of users slows down with the server, a fixed arrival rate near what the server serves
+# turns a small error in its capacity into a large one in its latencies). The level needs MIN_WIDTH_ROWS rows from
+# MIN_SOURCES sources. (Memory
 # is not among them: a MoE's memory is modelled as a dense model's is, and its rows' errors are alike.)
-CLASS_WIDTH_GROUPS = ("pretraining", "finetune_rate")
+CLASS_WIDTH_GROUPS = ("pretraining", "finetune_rate", "serving", "ttft", "tpot")
 MIN_WIDTH_ROWS = 5
 # Groups whose factors are fitted on one pool of rows (module docstring, step 2): a framework's efficiency on a
 # dense model is one figure whether the run pretrains or fine-tunes (the same kernels; the estimate counts what
@@ -73,7 +89,7 @@ MIN_WIDTH_ROWS = 5
 POOLS = {"pretraining": "training", "finetune_rate": "training"}
 # Groups whose factor is an input of the model rather than a multiplier of its figure (module docstring, step 5):
 # the time to first token, whose fitted factor scales the runtime's compute efficiencies in a served step.
-SCALED = ("ttft",)
+SCALED: tuple[str, ...] = ()  # none since the serving groups are planned at their stated loads (step 5)
 # The log scales an implied factor is sought between (a compute efficiency from e^-2.5 to e^1 of the profile's).
 SCALE_BOUNDS = (-2.5, 1.0)
 # The targets of issue 23: share within the tolerance, 80 % interval coverage, median interval width high/low.
@@ -87,7 +103,8 @@ UNITS = {"tokens/s": 1.0, "tokens/s/device": 1.0, "ms": 1e-3, "s": 1.0, "bytes":
 COLUMNS = ("row_id", "source_id", "source_title", "source_url", "source_date", "model", "params", "accelerator_id",
            "devices", "software", "backend", "weight_format", "quant", "precision", "workload", "batch",
            "prompt_tokens", "output_tokens", "seq_len", "parallelism", "checkpointing", "value", "unit", "notes",
-           "excluded")  # and, optionally, "settings": job inputs the source states beyond these (name=value;...)
+           "excluded")  # and, optionally, "settings": job inputs the source states beyond these (name=value;...), and
+# "statistic": what a time under load is (``STATISTICS``), and "arrivals" (``ARRIVALS``)
 
 
 class MeasurementError(ValueError):
@@ -130,6 +147,15 @@ class Measurement:
     notes: str = ""
     excluded: str = ""
     settings: tuple[tuple[str, str], ...] = ()  # job inputs the source states beyond the columns (name, value)
+    statistic: str = "mean"  # a time under load: its mean, median (p50) or 95th percentile (p95)
+    arrivals: str = "steady"  # a served load's requests: drifted apart, or started together in step (ARRIVALS)
+
+    def setting(self, name: str) -> str | None:
+        """The value a ``settings`` pair gives ``name``, or None."""
+        for key, value in self.settings:
+            if key == name:
+                return value
+        return None
 
 
 BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal", "Intel": "sycl"}
@@ -174,16 +200,17 @@ def memory_class(memory_type: str, kind: str = "") -> str:
     return "gddr"
 
 
-def efficiency_class(group: str, software: str, backend: str = "", bits: str = "", memory: str = "") -> str:
+def efficiency_class(group: str, software: str, backend: str = "", bits: str = "", memory: str = "",
+                     load: str = "users") -> str:
     """The class a figure's efficiency is fitted in, and looked up in when planning: the runtime, backend,
-    weight bits and memory kind of a decode or prefill; the runtime and backend of a served batch or its first
-    token; the framework of a training run. ``software`` is the planner's runtime or framework name. Classes
+    weight bits and memory kind of a decode or prefill; the load (``LOADS``), runtime and backend of a served
+    figure; the framework of a training run. ``software`` is the planner's runtime or framework name. Classes
     nest by ``/``: each level is shrunk towards the one above it (``fit_log_factors``)."""
     sw = software or "default"
     if group in ("decode", "prefill"):
         return f"{sw}/{backend or 'unknown'}/{bits or '16'}bit" + (f"/{memory}" if memory else "")
-    if group in ("serving", "ttft"):
-        return f"{sw}/{backend or 'unknown'}"
+    if group in SERVE_GROUPS:
+        return f"{load}/{sw}/{backend or 'unknown'}"
     return sw
 
 
@@ -252,6 +279,12 @@ def parse_measurements(text: str, group: str, where: str = "") -> tuple[Measurem
         for key in ("row_id", "source_id", "source_title", "source_url", "source_date", "model", "accelerator_id"):
             if not (row.get(key) or "").strip():
                 raise MeasurementError(f"{at}: {key} is required")
+        statistic = (row.get("statistic") or "").strip() or "mean"
+        if statistic not in STATISTICS:
+            raise MeasurementError(f"{at}: statistic must be one of {', '.join(STATISTICS)}, not {statistic!r}")
+        arrivals = (row.get("arrivals") or "").strip() or "steady"
+        if arrivals not in ARRIVALS:
+            raise MeasurementError(f"{at}: arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals!r}")
         out.append(Measurement(
             row_id=row["row_id"].strip(), group=group, source_id=row["source_id"].strip(),
             source_title=row["source_title"].strip(), source_url=row["source_url"].strip(),
@@ -263,7 +296,8 @@ def parse_measurements(text: str, group: str, where: str = "") -> tuple[Measurem
             output_tokens=int(_num(row, "output_tokens", at, default=0)), seq_len=int(_num(row, "seq_len", at, default=0)),
             parallelism=row["parallelism"].strip(), checkpointing=row["checkpointing"].strip(),
             value=published * UNITS[unit], published=published, unit=unit, notes=(row.get("notes") or "").strip(),
-            excluded=(row.get("excluded") or "").strip(), settings=_settings(row.get("settings") or "", at)))
+            excluded=(row.get("excluded") or "").strip(), settings=_settings(row.get("settings") or "", at),
+            statistic=statistic, arrivals=arrivals))
     ids = [m.row_id for m in out]
     if len(set(ids)) != len(ids):
         raise MeasurementError(f"{where}: duplicate row_id")
@@ -287,7 +321,7 @@ class Observation:
 
     @property
     def log_ratio(self) -> float:
-        """``log(measured / predicted)``; a time (ttft) is inverted so that every factor multiplies a speed."""
+        """``log(measured / predicted)``; a time (ttft, tpot) is inverted so that every factor multiplies a speed."""
         return _log_speed_ratio(self.group, self.measured, self.predicted)
 
     @property
@@ -298,7 +332,7 @@ class Observation:
 
 def _log_speed_ratio(group: str, measured: float, predicted: float) -> float:
     r = math.log(measured / predicted)
-    return -r if group == "ttft" else r
+    return -r if group in TIME_GROUPS else r
 
 
 def implied_log_scale(at: Callable[[float], float], measured: float, bounds: tuple[float, float] = SCALE_BOUNDS
@@ -361,12 +395,39 @@ class GroupFit:
                         else self.log_factor)
 
     def width(self, klass: str | None = None) -> float:
-        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's."""
+        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's; for a
+        class the fit has not seen (``seen``), widened by the spread between the classes it has seen
+        (``unseen_spread``), the error of taking another class's factor: ``sqrt(w^2 + s^2)``."""
+        w = self.half_width_log
         if klass:
-            for name, w in self.class_half_widths:
+            for name, cw in self.class_half_widths:
                 if name == width_class(self.group, klass):
-                    return w
-        return self.half_width_log
+                    w = cw
+                    break
+            if not self.seen(klass):
+                return math.hypot(w, self.unseen_spread(klass))
+        return w
+
+    def seen(self, klass: str) -> bool:
+        """Whether the fit has rows of this class's software (its level below the width class: a training run's
+        framework, a served figure's runtime), or of the class itself where it has one level."""
+        levels = _levels(klass)
+        fitted = dict(self.class_log_factors)
+        return (levels[1] if len(levels) > 1 else levels[0]) in fitted
+
+    def unseen_spread(self, klass: str = "") -> float:
+        """The standard deviation of the fitted factors of the software level (``seen``) around their mean, among
+        the classes under the same first level as ``klass`` where it has two (a dense training run's frameworks,
+        a served load's runtimes), else all: how far one runtime or framework's factor is from another's; 0 with
+        fewer than two."""
+        second = [(k, v) for k, v in self.class_log_factors if k.count("/") == 1]
+        head = klass.split("/", 1)[0] + "/" if klass else ""
+        mine = [v for k, v in second if head and k.startswith(head)]
+        fitted = mine if len(mine) >= 2 else [v for _, v in second]
+        if len(fitted) < 2:
+            return 0.0
+        mean = sum(fitted) / len(fitted)
+        return math.sqrt(sum((v - mean) ** 2 for v in fitted) / (len(fitted) - 1))
 
 
 def width_class(group: str, klass: str) -> str:
@@ -388,7 +449,25 @@ def _width_classes(obs: Sequence[Observation]) -> dict[str, list[int]]:
 
 
 def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
-    """``(g, {class: log factor})`` from observations of one group (module docstring, step 2)."""
+    """``(g, {class: log factor})`` from observations of one group (module docstring, step 2). A served figure's
+    loads (``LOADS``, the first level of its class) are fitted as groups of their own, each shrunk towards the
+    raw estimate, not towards the other load's: a fixed arrival rate near capacity errs in kind, not in degree,
+    from a closed loop of users (``CLASS_WIDTH_GROUPS``)."""
+    if not obs:
+        return 0.0, {}
+    if obs[0].group in SERVE_GROUPS and all(o.group == obs[0].group for o in obs):
+        g = _fit_levels(obs)[0]
+        classes: dict[str, float] = {}
+        for load in sorted({o.klass.split("/", 1)[0] for o in obs}):
+            g_load, sub = _fit_levels([o for o in obs if o.klass.split("/", 1)[0] == load])
+            classes.update(sub)
+            classes[load] = g_load if load not in sub or sub[load] == g_load else sub[load]
+        return g, dict(sorted(classes.items()))
+    return _fit_levels(obs)
+
+
+def _fit_levels(obs: Sequence[Observation]) -> tuple[float, dict[str, float]]:
+    """The source-mean group factor and the nested class factors of ``fit_log_factors``."""
     if not obs:
         return 0.0, {}
     by_source: dict[str, list[float]] = {}

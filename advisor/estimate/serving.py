@@ -10,9 +10,15 @@ The method (docs/method.md, "Serving under load"):
   activations and the KV cache; the cache gets what is left (vLLM ``docs/configuration/optimization.md``;
   ``vllm/engine/arg_utils.py``). llama.cpp allocates ``-c`` tokens of cache at start, shared by ``-np`` slots
   of ``c / np`` tokens each (llama.cpp ``tools/server/README.md``), so a slot must hold a whole request.
-* **A decode step** at batch B reads the weights once and B caches at their mean length:
-  ``t = max((W + B * kv * ctx) / (BW * eta), 2 * P_act * B / (F * eta_c)) + t_step`` where ``t_step`` is the
-  step's fixed cost (launches, tensor-parallel all-reduce latency, two per layer).
+* **A decode step** at batch B runs its matrix products (reading the weights once) and then its attention over B
+  caches at their mean length, kernels in series, each at the slower of its reading and its arithmetic:
+  ``t = max(W / (BW * eta), 2 * P_act * B / F) + B * max(kv * ctx / (BW * eta_kv), a * ctx / F) + t_step
+  + (B - 1) * t_seq`` where
+  ``t_step`` is the step's fixed cost (launches, tensor-parallel all-reduce latency, two per layer) and ``t_seq``
+  what each further running sequence adds beyond the GPU's arithmetic and bandwidth: the server's host time per
+  sequence (scheduling, sampling, detokenising), its activations through the tensor-parallel all-reduces and its
+  tokens' dispatch to experts on other devices. The first sequence's share is in the single-request step, which is
+  calibrated on its own (``estimate.decode``), so one user is planned as before.
 * **Prefill** is compute-bound: ``(2 * P_act * s + a * s^2 / 2) / F_prefill`` with ``a`` the attention FLOPs per
   (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights.
   Runtimes that chunk it (vLLM's chunked prefill, ``max_num_batched_tokens`` per step; llama.cpp's ``-b``)
@@ -114,6 +120,8 @@ class ServerSpec:
             prompt's prefill runs on its own before decoding resumes.
         step_overhead_s: fixed cost of a step (all-reduce latency of tensor parallelism, launches).
         slot_tokens: context of one slot (``slots`` batching; llama.cpp ``-c / -np``); 0 for continuous.
+        per_seq_s: what each running sequence beyond the first adds to a step (``decode_step_s``): host time,
+            tensor-parallel all-reduce traffic and expert dispatch of its token (``planner.serve_spec``).
     """
 
     weight_bytes: float
@@ -140,6 +148,7 @@ class ServerSpec:
     expert_fraction: float = 1.0
     pipeline_devices: int = 1
     pipeline_chunk: int = 512
+    per_seq_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
@@ -154,8 +163,10 @@ class ServerSpec:
                      "active_params", "kv_bytes_per_token"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
-        if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0:
-            raise ValueError("max_seqs must be at least 1; chunk, step overhead and slot size not negative")
+        if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0 \
+                or not self.per_seq_s >= 0:
+            raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence time and slot size "
+                             "not negative")
 
 
 # ---------------------------------------------------------------------------------------------- capacity
@@ -195,19 +206,22 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     """One step for ``batch`` decoding sequences at ``mean_context`` cached tokens, plus ``extra_tokens``
     prefill tokens (and their attention ``extra_flops``) mixed into the step.
 
-    ``max(W / (BW * eta * n) + B * ctx * kv / (BW * eta_kv * n), (2 * P_act * B + attn) / (F_dec * n)
-    + 2 * P_act * extra / (F_mm * n) + extra_flops / (F_att * n)) + t_step`` with ``n`` the devices working in
-    parallel (docs/method.md, "Serving under load").
+    ``max(W / (BW * eta * n), 2 * P_act * B / (F_dec * n) + 2 * P_act * extra / (F_mm * n) + extra_flops /
+    (F_att * n)) + max(B * ctx * kv / (BW * eta_kv * n), B * ctx * a / (F_dec * n)) + t_step + (B - 1) * t_seq``
+    with ``n`` the devices working in parallel: the matrix products and the attention over the caches run as
+    kernels one after the other, so their times add; within each the reading and the arithmetic overlap
+    (docs/method.md, "Serving under load"). At one sequence it is the single-request step (reading weights and
+    cache) it was before.
     """
     n = spec.parallel_devices
-    t_mem = (spec.weight_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
-             + batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n))
-    attn = batch * mean_context * spec.attn_flops_per_pair
-    flops = 2.0 * spec.active_params * batch + attn
-    t_dec = flops / (spec.decode_flops * n)
+    t_weights = spec.weight_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
+    t_kv = batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+    t_att = batch * mean_context * spec.attn_flops_per_pair / (spec.decode_flops * n)
+    t_mm = 2.0 * spec.active_params * batch / (spec.decode_flops * n)
     t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
              + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, extra_tokens)
-    return max(t_mem, t_dec + t_pre) + spec.step_overhead_s
+    return (max(t_weights, t_mm + t_pre) + max(t_kv, t_att) + spec.step_overhead_s
+            + (batch - 1.0 if batch > 1.0 else 0.0) * spec.per_seq_s)
 
 
 def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
@@ -264,6 +278,21 @@ def single_request(spec: ServerSpec, prompt_tokens: float, output_tokens: float)
     """The figures of one request alone (no other sequence in service)."""
     step = decode_step_s(spec, 1.0, prompt_tokens + (output_tokens - 1.0) / 2.0)
     return SingleRequest(prefill_s(spec, prompt_tokens), step, 1.0 / step, kv_capacity_tokens(spec))
+
+
+def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tuple[int, float]:
+    """``(steps, seconds)`` to prefill ``prompts`` prompts of ``prompt_tokens`` each with nothing decoding: steps of
+    the prefill budget (``chunk_tokens``; a runtime without chunks takes one prompt a step), each at least one read
+    of the weights, the prompts' matrix multiplies and their own causal attention spread over the steps."""
+    n = spec.parallel_devices
+    per_step = spec.chunk_tokens if spec.chunk_tokens > 0 else prompt_tokens
+    steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
+    t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
+    compute = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
+                         + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
+                         / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
+    one = compute / steps
+    return steps, steps * ((one if one > t_weights else t_weights) + spec.step_overhead_s)
 
 
 def _prefill_in_service_s(spec: ServerSpec, prompt_tokens: float, decoding: float, mean_context: float) -> float:

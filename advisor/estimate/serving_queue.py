@@ -22,7 +22,9 @@ from advisor.estimate.serving import (
     Lengths,
     ServerSpec,
     _prefill_in_service_s,
+    batch_prefill_s,
     concurrency_limit,
+    decode_step_s,
     kv_capacity_tokens,
     pipelined,
     prefill_s,
@@ -85,6 +87,8 @@ class ServePoint:
         stable: False when an arrival rate exceeds what the replica serves (queues grow without bound).
         limit: what bounds the batch: ``kv``, ``seqs``, ``slots`` or ``""``.
         ttft_mean_s: the mean time to first token (what load generators such as AIPerf and MLPerf report).
+        itl_s: a decode step with no prompt in it: the median inter-token latency (``vllm bench serve``'s median
+            ITL, LMDeploy's per-token latency p50), where most steps carry no prompt.
     """
 
     users: int | None
@@ -101,6 +105,7 @@ class ServePoint:
     stable: bool
     limit: str
     ttft_mean_s: float = math.inf
+    itl_s: float = math.inf
 
     @property
     def per_user_tokens_per_s(self) -> float:
@@ -121,6 +126,7 @@ class _Inner:
     ttft_p95_s: float
     residence_s: float
     ttft_mean_s: float
+    step_s: float = math.inf  # the decode step alone (no prompt in it)
 
 
 @lru_cache(maxsize=16384)
@@ -138,13 +144,17 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     o1 = max(lengths.output_mean - 1.0, 0.0)
     ctx = lengths.mean_context
     n = spec.parallel_devices
-    # A decode step is linear in the batch on each side of the roofline: t = max(a0 + a1 B, c1 B + pre) + s0.
+    # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
+    # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
     bw = spec.bandwidth_bps * spec.eta_mem * n
     a0 = spec.weight_bytes / bw
     moe = spec.expert_fraction < 1.0
     a1 = ctx * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
-    c1 = (2.0 * spec.active_params + ctx * spec.attn_flops_per_pair) / (spec.decode_flops * n)
+    c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
+    ca = ctx * spec.attn_flops_per_pair / (spec.decode_flops * n)
+    kv = a1 if a1 > ca else ca  # the attention of one sequence: its cache read, or its FLOPs
     s0 = spec.step_overhead_s
+    hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
     p_mean = prefill_s(spec, lengths.prompt_mean)
     chunked = spec.chunk_tokens > 0
     chunks = 1
@@ -164,8 +174,8 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     cv_p2 = lengths.prompt_cv ** 2
     b = batch if batch is not None else 1.0
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
-    m0 = (a0 * touched(spec, b) if moe else a0) + a1 * b
-    tpot = (m0 if m0 > c1 * b else c1 * b) + s0
+    m0 = a0 * touched(spec, b) if moe else a0
+    tpot = (m0 if m0 > c1 * b else c1 * b) + kv * b + s0 + hs * (b - 1.0)
     ttft = p_mean
     x = rho = dec = stall = wait = busy = tail = 0.0
     step = tpot
@@ -182,13 +192,18 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         dec = b * o1 * tpot / r
         if dec < 1.0:
             dec = 1.0
-        mem = (a0 * touched(spec, dec) if moe else a0) + a1 * dec
+        mem = a0 * touched(spec, dec) if moe else a0
         cmp_ = c1 * dec
-        step = (mem if mem > cmp_ else cmp_) + s0
-        if chunked and dec * share >= 0.5:  # a chunk's compute overlaps the others' step: it holds them up
+        s1 = kv * dec + s0 + hs * (dec - 1.0)
+        step = (mem if mem > cmp_ else cmp_) + s1
+        # a chunk's compute overlaps the weights' reading: it holds the others up by the difference (a lone user's
+        # prompt runs on its own: estimate.serving.single_request, the plan's one request)
+        if chunked and dec * share >= 0.5:
             c2 = cmp_ + pre_chunk
-            service = chunks * ((mem if mem > c2 else c2) + s0)
-            stall = service - chunks * step
+            g2 = mem if mem > c2 else c2
+            stall = chunks * (g2 - (mem if mem > cmp_ else cmp_))
+            d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
+            service = chunks * (g2 + kv * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
             carrying = step  # a step with prompts in it: the decode's step plus their stalls
         else:  # the prompt runs on its own: every decoding request waits for all of it
             service = stall = p_mean
@@ -250,7 +265,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
     return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
-                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft)
+                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft, step_s=step)
 
 
 @lru_cache(maxsize=4096)
@@ -307,7 +322,7 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
                           inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
                           _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "",
-                          inner.ttft_mean_s + wait)
+                          inner.ttft_mean_s + wait, inner.step_s)
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -327,7 +342,45 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
                       inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                       inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
                       _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "",
-                      inner.ttft_mean_s + wait_mean)
+                      inner.ttft_mean_s + wait_mean, inner.step_s)
+
+
+def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:
+    """``users`` requests of one length started together, each user sending the next when the last ends: a closed
+    loop of equal requests stays in step (all finish at once), as synthetic benchmarks run it (``vllm bench serve``
+    and AIPerf at a fixed concurrency and lengths, LMDeploy's ``profile_generation``, a static batch, or every request
+    queued at once). ``serve_at`` is the same loop once the users have drifted apart (real traffic).
+
+    A round of ``B = min(users, sequences that fit)`` requests: their prompts in steps of the prefill budget
+    (``batch_prefill_s``; a prompt's first token comes out of the step that finishes it), then ``O - 1`` decode steps
+    of the whole batch at the mean context (``decode_step_s``). Throughput ``B O / T``; request ``i``'s first token at
+    the end of the step holding its last prompt token, its time per output token ``(T - f_i) / (O - 1)``; users
+    beyond ``B`` wait ``(users - B) / B`` rounds (docs/method.md, "Serving under load").
+    """
+    if users < 1:
+        raise ValueError("users must be at least 1")
+    c, limit = concurrency_limit(spec, lengths)
+    if c < 1:
+        return ServePoint(users, None, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False, limit)
+    b = min(users, c)
+    s, o = lengths.prompt_mean, lengths.output_mean
+    steps, t_pre = batch_prefill_s(spec, b, s)
+    step = decode_step_s(spec, float(b), lengths.mean_context)
+    t_round = t_pre + max(o - 1.0, 0.0) * step
+    per_step = b * s / steps  # prompt tokens a prefill step takes
+    firsts = sorted(t_pre * math.ceil((i + 1) * s / per_step - 1e-9) / steps for i in range(b))
+    wait = (users - b) / b * t_round
+    o1 = max(o - 1.0, 1.0)
+    tpots = [(t_round - f) / o1 for f in firsts]
+
+    def q(v: list[float], p: float) -> float:
+        return v[min(len(v) - 1, int(p * len(v)))]
+
+    x = b / t_round
+    mean_first = sum(firsts) / b
+    return ServePoint(users, None, float(b), float(users - b), x, x * o, q(firsts, 0.5) + wait, q(firsts, 0.95) + wait,
+                      sum(tpots) / b, q(sorted(tpots), 0.95), 1.0 if users >= c else b / c, True,
+                      limit if users >= c else "", mean_first + wait, step)
 
 
 def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:

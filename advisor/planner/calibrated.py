@@ -76,30 +76,31 @@ def framework_id(req) -> str:
     return software.profile.id if software is not None else "default"
 
 
-def serving_class(group: str, choice, acc) -> str:
+def serving_class(group: str, choice, acc, load: str = "users") -> str:
     """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``) and
-    the accelerator's memory."""
+    the accelerator's memory; a served figure's also from its load (users or an arrival rate)."""
     return efficiency_class(group, choice.runtime.id, choice.backend, bits_class(choice.weight_format.bits_per_weight),
-                            memory_class(acc.memory_type, acc.kind))
+                            memory_class(acc.memory_type, acc.kind), load)
 
 
 # The 80 % range of a serving figure whose group has no fit (a broken or missing file, or raw estimates): the
 # prior the serving model had before its groups were fitted.
-SERVE_RANGE_PRIOR = {"serving": 1.3, "ttft": 1.5}
+SERVE_RANGE_PRIOR = {"serving": 1.3, "ttft": 1.5, "tpot": 1.3}
 
 
 def serve_compute_scale(choice, acc) -> float:
-    """The share of the runtime profile's compute efficiencies a served step reaches: the ``ttft`` group's factor
-    for the runtime and backend (``estimate.calibration``, step 5), 1 without a fit or on a CPU."""
-    fit = active_fits().get("ttft")
-    if fit is None or "cpu" in (backend_of(acc), choice.backend):
-        return 1.0
-    return fit.factor(serving_class("ttft", choice, acc))
+    """The share of the runtime profile's compute efficiencies a served step reaches: 1. The served step is the
+    model's own (``estimate.serving``, with its host time, all-reduce and dispatch traffic per sequence); the
+    serving groups of the calibration set, planned at their published loads, size its ranges
+    (``serve_range_factors``) rather than rescale it (docs/method.md, "Serving under load")."""
+    del choice, acc
+    return 1.0
 
 
-def serve_range_factors() -> dict[str, tuple[float, str]]:
+def serve_range_factors(load: str = "users") -> dict[str, tuple[float, str]]:
     """``{group: (x/÷ factor of the 80 % range, where it comes from)}`` for the serving groups (``serving``: the
-    throughput and per-token time; ``ttft``): the held-out width of each on the published runs, else a prior."""
+    throughput; ``ttft``; ``tpot``) at a load of users or an arrival rate: the held-out width of the group's figures
+    at that kind of load (``GroupFit.width``), else a prior."""
     fits = active_fits()
     out = {}
     for group, prior in SERVE_RANGE_PRIOR.items():
@@ -107,8 +108,8 @@ def serve_range_factors() -> dict[str, tuple[float, str]]:
         if fit is None or fit.rows == 0:
             out[group] = (prior, "a prior: no fit on published runs in force")
         else:
-            out[group] = (math.exp(fit.half_width_log), f"leaving one source out on {fit.rows} published figures "
-                                                          f"from {fit.sources} sources")
+            out[group] = (math.exp(fit.width(load)), f"leaving one source out on {fit.rows} published figures "
+                                                               f"from {fit.sources} sources")
     return out
 
 
@@ -131,13 +132,16 @@ def calibrate_training(t, req, moe: bool = False):
     hit = req.__dict__.get(key)
     if hit is None:
         klass = training_class(fit.group, req, moe)
-        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass))
-    f, width = hit
+        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass))
+    f, width, seen, spread = hit
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     kind = "MoE" if moe else "dense"
     note = (f"calibrated: x{f:.2f} ({fit.group}, fitted on {fit.rows} published runs from {fit.sources} sources); "
             f"80 % range x/÷{math.exp(width):.2f}, as the published {kind} runs held out source by source")
+    if not seen:
+        note += (f"; outside what the fit has seen: no published {kind} run of {framework_id(req)}, so the range adds "
+                 f"the spread between the frameworks' factors (x/÷{math.exp(spread):.2f})")
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
     return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width,
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from advisor.estimate.calibration import (
     SCALED,
+    SERVE_GROUPS,
     Measurement,
     Observation,
     efficiency_class,
@@ -139,9 +140,6 @@ def figure_of(m: Measurement, option) -> float | None:
         return float(option.memory_per_device_bytes)
     if m.group == "decode":
         return option.tokens_per_s
-    if m.group == "serving":  # output tokens over the whole of each request, its prefill included (a server's rate)
-        s = option.serving
-        return s.requests_per_s * m.output_tokens if s is not None and m.output_tokens else option.tokens_per_s
     s = option.serving
     if s is None:
         return None
@@ -169,7 +167,7 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
     acc = catalog.accelerators.get(m.accelerator_id)
     if acc is None:
         return Prediction(m.row_id, None, f"accelerator {m.accelerator_id!r} is not in the catalog")
-    if m.group in SCALED:
+    if m.group in SERVE_GROUPS:
         return _scaled_prediction(m, catalog, acc)
     req, values, dropped = _valid(request_values(m))
     if req is None:
@@ -190,60 +188,105 @@ def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
                       klass_of(m, req, options[0], acc, result.active_params < result.params))
 
 
-def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], ServePoint | None], str]:
-    """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
-    measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
-    None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
+# Job inputs a serving row may state (its ``settings``) that the serving job reads.
+SERVE_SETTINGS = ("requests_per_s", "prompt_spread", "output_spread", "lengths", "max_seqs", "kv_cache_bits")
 
-    The setup: one replica of the measured devices, the weight format and runtime named, at least as many
-    sequences as the stated concurrency, that many users in a closed loop (AIPerf's concurrency; for MLPerf's
-    server scenario the concurrency its published rate and mean latency give by Little's law, in ``batch``).
 
-    Raises:
-        JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
-    """
-    from advisor.estimate.serving import Lengths
-    from advisor.estimate.serving_queue import serve_at
-    from advisor.job.serve import ServeJob
-    from advisor.planner.calibrated import serving_class
-    from advisor.planner.request import resolve_job_model, runtime_choice
-    from advisor.planner.serve_spec import model_serving, replica_spec
-
+def serve_job_values(m: Measurement) -> dict:
+    """The serving job (``advisor.job.serve.ServeJob``) of a published load: the model, format, runtime and lengths,
+    and the load as stated: ``requests_per_s`` among the settings (Poisson arrivals, MLPerf's server scenario), else
+    ``batch`` users in a closed loop (each sends the next request when the last ends: AIPerf's and ``vllm bench
+    serve``'s concurrency, LMDeploy's request threads, a static batch, or every request queued at once)."""
     precision = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
-    users = max(1, m.batch)
-    values: dict = {"model": m.model, "precision": precision, "users": users,
+    values: dict = {"model": m.model, "precision": precision,
                     "prompt_tokens": max(1, m.prompt_tokens), "output_tokens": max(1, m.output_tokens)}
     if m.quant and m.quant != "fp8":
         values["quant"] = QUANT_OF.get(m.quant, m.quant)
     rt = RUNTIME_OF.get(_first_word(m.software))
     if rt:
         values["runtime"] = rt
+    for name, text in m.settings:
+        if name in SERVE_SETTINGS:
+            values[name] = text if name == "lengths" else float(text) if "." in text else int(text)
+    if "requests_per_s" not in values:
+        values["users"] = max(1, m.batch)
+    return values
+
+
+def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], ServePoint | None], str]:
+    """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
+    measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
+    None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
+
+    The setup: one replica of the measured devices, the weight format and runtime named, at the stated load
+    (``serve_job_values``); with users, at least as many sequences as users (the run's own batch limit where it is
+    above the server's default), unless the row states ``max_seqs``. Users whose equal requests started together
+    (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``), others as users who have
+    drifted apart (``serve_at``).
+
+    Raises:
+        JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
+    """
+    from advisor.estimate.serving import Lengths
+    from advisor.estimate.serving_queue import max_throughput, serve_at, serve_together
+    from advisor.job.serve import ServeJob, request_lengths
+    from advisor.planner.calibrated import serving_class
+    from advisor.planner.one_request import request_lengths as one_request_lengths
+    from advisor.planner.one_request import request_speed
+    from advisor.planner.request import resolve_job_model, runtime_choice
+    from advisor.planner.serve_spec import model_serving, replica_spec
+
+    values = serve_job_values(m)
     job = ServeJob.from_mapping(values)
     jm = resolve_job_model(job, catalog)
-    model = model_serving(jm.arch, jm.params, jm.active_params, precision, job.kv_cache_bits)
-    lengths = Lengths(float(values["prompt_tokens"]), float(values["output_tokens"]))
+    model = model_serving(jm.arch, jm.params, jm.active_params, values["precision"], job.kv_cache_bits)
+    rl = request_lengths(job)
+    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
     choice = runtime_choice(job, acc)
+    users = job.users
+    # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
+    try:
+        speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths))
+    except ValueError:
+        speed = None
 
     def at(t: float) -> ServePoint | None:
-        spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=None, lengths=lengths,
-                               compute_scale=math.exp(t))
-        if spec.max_seqs < users:  # the run's own batch limit where it is above the server's default
+        spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.max_seqs, lengths=lengths,
+                               compute_scale=math.exp(t), speed=speed)
+        if users is not None and job.max_seqs is None and spec.max_seqs < users:
             spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=users, lengths=lengths,
-                                   compute_scale=math.exp(t))
-        point = serve_at(spec, lengths, users=users)
+                                   compute_scale=math.exp(t), speed=speed)
+        if users is not None and m.arrivals == "together":
+            point = serve_together(spec, lengths, users)  # equal requests started together stay in step
+        elif users is not None:
+            point = serve_at(spec, lengths, users=users)
+        else:  # a rate beyond what the model serves is planned just below it: a miss, not a figure left out
+            rate = float(job.requests_per_s)
+            point = serve_at(spec, lengths, requests_per_s=rate)
+            if not point.stable:
+                point = serve_at(spec, lengths, requests_per_s=min(rate, 0.999 * max_throughput(spec, lengths)[0]))
         return point if point.stable and math.isfinite(point.ttft_mean_s) else None
 
-    return at, serving_class(m.group, choice, acc)
+    return at, serving_class(m.group, choice, acc, "users" if users is not None else "rate")
+
+
+def serve_figure(m: Measurement, p: ServePoint) -> float:
+    """The figure of a served load a row of a serving group publishes: output tokens/s, or its time (first token,
+    per output token) as the statistic the row names."""
+    if m.group == "serving":
+        return p.output_tokens_per_s
+    if m.group == "tpot":
+        return {"p95": p.tpot_p95_s, "itl_p50": p.itl_s}.get(m.statistic, p.tpot_p50_s)
+    return {"p50": p.ttft_p50_s, "p95": p.ttft_p95_s}.get(m.statistic, p.ttft_mean_s)
 
 
 def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], float | None], str]:
-    """``(at, class)`` as ``serve_point_predictor``, ``at(t)`` the mean time to first token (what AIPerf and MLPerf
-    publish)."""
+    """``(at, class)`` as ``serve_point_predictor``, ``at(t)`` the row's figure (``serve_figure``)."""
     at_point, klass = serve_point_predictor(m, catalog, acc)
 
     def at(t: float) -> float | None:
         p = at_point(t)
-        return None if p is None else p.ttft_mean_s
+        return None if p is None else serve_figure(m, p)
 
     return at, klass
 
@@ -251,11 +294,13 @@ def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], flo
 def _scaled_prediction(m: Measurement, catalog, acc) -> Prediction:
     try:
         at, klass = serve_predictor(m, catalog, acc)
-    except JobInputError as exc:
+    except (JobInputError, ValueError) as exc:
         return Prediction(m.row_id, None, str(exc))
     raw = at(0.0)
     if raw is None or raw <= 0:
         return Prediction(m.row_id, None, "the serving model has no steady state for this setup")
+    if m.group not in SCALED:
+        return Prediction(m.row_id, raw, "", klass)
     implied = implied_log_scale(lambda t: at(t) or math.inf, m.value)
     return Prediction(m.row_id, raw, "", klass, implied, at)
 

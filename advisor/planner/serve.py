@@ -32,9 +32,9 @@ from advisor.planner.request import PlanInputError, as_run, resolve_job_model, r
 from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
 
 # Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
-# serving runs (``planner.calibrated.serve_range_factors``): throughput and per-token time from the served
-# batches' group, the first token from its own group.
-RANGE_GROUPS = {"throughput": "serving", "ttft": "ttft"}
+# serving runs at loads of users (``planner.calibrated.serve_range_factors``): throughput (and prices per request)
+# from the served loads' group, the first token and the per-token time (and a user's tokens/s) from their own.
+RANGE_GROUPS = {"throughput": "serving", "ttft": "ttft", "tpot": "tpot"}
 FIXED_PARTS = ("egress",)
 HOME_KINDS = ("consumer", "workstation", "apple")
 ONPREM_KINDS = ("datacenter", "workstation")
@@ -404,7 +404,7 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
 
 def interval(value: float | None, which: str, inverse: bool = False) -> list[float] | None:
     """The 80 % range of a figure: ``[value / f, value x f]`` with ``f`` its group's held-out width (``which``:
-    ``throughput`` or ``ttft``, ``RANGE_GROUPS``)."""
+    ``throughput``, ``ttft`` or ``tpot``, ``RANGE_GROUPS``)."""
     if value is None or not math.isfinite(value):
         return None
     f = serve_range_factors()[RANGE_GROUPS[which]][0]
@@ -415,7 +415,7 @@ def range_origin() -> str:
     """Where the ranges come from, in words (reports, the Serve page, ``advisor.serve/1``)."""
     facts = serve_range_factors()
     parts = [f"{what} within x/÷{facts[g][0]:.2f} ({facts[g][1]})" for what, g in
-             (("throughput and per-token time", "serving"), ("time to first token", "ttft"))]
+             (("throughput", "serving"), ("time to first token", "ttft"), ("time per output token", "tpot"))]
     return "; ".join(parts)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
-from advisor.estimate import compute, decode
+from advisor.estimate import comms, compute, decode
 from advisor.estimate.model import ModelArch, kv_values_per_token
 from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
 from advisor.planner.placement import intra_node_bps
@@ -39,6 +39,10 @@ class RuntimeServing:
         chunk_tokens: prefill tokens per step mixed with decode (0: prefill runs on its own).
         max_seqs: the default batch limit (vLLM's depends on the device: ``vllm_batch_defaults``).
         source: where these behaviours are documented.
+        host_per_seq_s: host time each running sequence adds to a step (scheduling, sampling, detokenising), where
+            a published run measured it; 0 where none did (then not modelled).
+        expert_parallel: whether a mixture of experts on several devices runs its experts expert-parallel (each
+            token dispatched to the devices holding its experts and combined back) rather than tensor-parallel.
     """
 
     memory_fraction: float
@@ -46,6 +50,8 @@ class RuntimeServing:
     chunk_tokens: int
     max_seqs: int
     source: str
+    host_per_seq_s: float = 0.0
+    expert_parallel: bool = False
 
 
 RUNTIME_SERVING = {
@@ -59,11 +65,16 @@ RUNTIME_SERVING = {
                              "--chunked-prefill-size 8192 (sglang/srt/server_args.py)"),
     "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
-                                   "default (trtllm-serve)"),
+                                   "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
+                                   "parallelism, as its documented MoE runs (docs/source/performance/"
+                                   "perf-overview.md: --ep, enable_attention_dp)", expert_parallel=True),
     "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "llama.cpp server: continuous batching of the slots on by default, prompt batches "
                                 "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
-                                "buffers and context about 1 GiB (assumption)"),
+                                "buffers and context about 1 GiB (assumption); 0.105 ms of host time a step per "
+                                "further running slot (llama.cpp PR #24843, RTX 5090 with gpt-oss-20b: "
+                                "t_post_decode 0.105 ms at one request, 0.211 ms at two)",
+                                host_per_seq_s=0.105e-3),
     "exllamav2": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "ExLlamaV2 dynamic generator: paged cache of a fixed size, prompts in chunks, "
                                 "layers split over GPUs (exllamav2 README)"),
@@ -234,11 +245,13 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     step_overhead = step_overhead_s(model.arch.layers, choice, acc, devices)
     decode_flops = prefill_flops = mm_peak * mm_eta
     attention_flops = att_peak * att_eta
-    if speed is not None:  # the plan's calibrated request: its efficiencies and rates
+    if speed is not None:  # the plan's calibrated request: its reading efficiencies, step overhead and prompt rates
+        # (a decode step's arithmetic binds only at batch, where the serving groups' own fit is in force: the
+        # profile's rate stays; one request alone reads memory, so it is the plan's request either way)
         eta, eta_kv, step_overhead, weights = speed.eta_mem, speed.eta_kv, speed.overhead_s, speed.weight_bytes
-        decode_flops = prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
+        prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
         attention_flops = speed.attention_peak_flops * speed.attention_eta
-        mm_eta = speed.matmul_eta
+    per_seq = per_sequence_s(model.arch, parallel, intra_node_bps(acc), srv)
     capacity = float(capacity_bytes or acc.usable_memory_bytes)
     kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
@@ -257,7 +270,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
-        slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params),
+        slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK)
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
@@ -277,6 +290,28 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
             per_slot = max(slot_tokens, min(per_slot, model.arch.max_context))
         launch["ctx_size"] = per_slot * seqs
     return spec, launch
+
+
+# Bytes of one token's activations an all-reduce carries (bf16) and an expert dispatch sends and combines back.
+ACTIVATION_BYTES = 2.0
+
+
+def per_sequence_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
+    """What each running sequence beyond the first adds to a decode step (``ServerSpec.per_seq_s``): the server's
+    host time per sequence (``RuntimeServing.host_per_seq_s``); over ``parallel`` tensor-parallel devices, its token
+    through two ring all-reduces a layer (``comms.ring_allreduce_s`` of ``2 L h`` activations); for a mixture of
+    experts run expert-parallel, its token sent to the devices of its ``k`` experts and combined back in every expert
+    layer (``comms.all_to_all_s`` of ``2 k h`` activations a layer). Traffic runs at the device link's rate
+    (``placement.intra_node_bps``)."""
+    t = srv.host_per_seq_s
+    if parallel <= 1 or link_bps <= 0:
+        return t
+    t += comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
+    if srv.expert_parallel and arch.experts > 0 and arch.experts_per_token > 0:
+        moe_layers = arch.layers - arch.dense_layers
+        t += comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
+                                parallel, link_bps)
+    return t
 
 
 def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice, lengths: Lengths, most: int,

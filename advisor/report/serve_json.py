@@ -41,9 +41,9 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
                else 1)
     tps = 1.0 / p.tpot_p50_s if p is not None and p.tpot_p50_s and math.isfinite(p.tpot_p50_s) else None
     out["per_user_tokens_per_s"] = _num(tps)
-    out["per_user_tokens_per_s_interval"] = interval(_num(tps), "throughput")
+    out["per_user_tokens_per_s_interval"] = interval(_num(tps), "tpot")
     ttft, ttft_iv = _pair(p.ttft_p50_s if p else None, p.ttft_p95_s if p else None, "ttft")
-    tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "throughput")
+    tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "tpot")
     ttft["mean"] = _num(p.ttft_mean_s) if p is not None else None
     out.update(ttft_s=ttft, ttft_s_interval=ttft_iv, tpot_s=tpot, tpot_s_interval=tpot_iv)
     if p is not None:

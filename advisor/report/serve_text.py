@@ -43,7 +43,7 @@ def sees_text(o: ServeOption) -> str:
     if p is None or not p.stable:
         return "the load is more than it serves: queues grow without bound"
     ttft = interval(p.ttft_p95_s, "ttft")
-    rate = interval(1 / p.tpot_p50_s, "throughput")
+    rate = interval(1 / p.tpot_p50_s, "tpot")
     ttft_range = f"; 80 %: {_s(ttft[0])}-{_s(ttft[1])}" if ttft else ""
     rate_range = f" (80 %: {rate[0]:.3g}-{rate[1]:.3g})" if rate else ""
     return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95{ttft_range}); then "

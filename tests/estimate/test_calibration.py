@@ -83,7 +83,9 @@ def test_implied_scale_is_where_the_model_meets_the_figure():
     assert C.implied_log_scale(lambda t: math.exp(-t), 1e6) == C.SCALE_BOUNDS[0]
 
 
-def test_held_out_rows_are_planned_again_at_the_scale_fitted_without_their_source():
+def test_held_out_rows_are_planned_again_at_the_scale_fitted_without_their_source(monkeypatch):
+    # A group whose factor is an input of the model (none is today: the serving groups are planned at their loads)
+    monkeypatch.setattr(C, "SCALED", ("ttft",))
     # model: ttft = 1 / e^t; source a implies log 0.5 (measured 2), b implies 0 (measured 1). Leaving a out, the
     # fit on b alone is 0 / 2 = 0: a's row planned at 0 -> 1 s against 2 s measured, residual log(1/2).
     # Leaving b out: t = log 0.5 / 2, planned 1 / sqrt(0.5) = 1.414 s against 1 s measured.
@@ -143,7 +145,10 @@ def test_dense_and_moe_training_rows_get_widths_of_their_own():
     assert widths["dense"] == pytest.approx(sorted(abs(res[o.row_id]) for o in dense)[7])
     assert widths["moe"] == pytest.approx(max(abs(res[o.row_id]) for o in moe))
     assert widths["moe"] > 0.5 > 0.15 > widths["dense"]  # log 2 against log 1.1, less the small fitted factors
-    assert fit.width("dense/f/bf16") == widths["dense"] and fit.width("moe/x/fp8") == widths["moe"]
+    assert fit.width("dense/f/bf16") == widths["dense"] and fit.width("moe/f/fp8") == widths["moe"]
+    # a framework the fit has not seen: the MoE width and the spread between the fitted frameworks' factors
+    assert not fit.seen("moe/x/fp8")
+    assert fit.width("moe/x/fp8") == pytest.approx(math.hypot(widths["moe"], fit.unseen_spread("moe/x/fp8")))
     assert fit.width() == fit.half_width_log  # no class: the group's one width
     # a group outside CLASS_WIDTH_GROUPS keeps one width whatever its classes
     other = C.fit_group([C.Observation(o.row_id, "decode", o.source_id, o.klass, o.measured, o.predicted)

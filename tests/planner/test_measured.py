@@ -12,7 +12,7 @@ from advisor.catalog.measurements import bundled_measurements
 from advisor.estimate.calibration import Measurement
 from advisor.planner import PlanRequest, plan
 from advisor.planner.calibrated import raw_estimates
-from advisor.planner.measured import predict, request_values, serve_predictor
+from advisor.planner.measured import predict, request_values, serve_point_predictor, serve_predictor
 
 CAT = load_catalog(use_user_file=False)
 
@@ -66,12 +66,27 @@ def test_a_server_under_load_is_compared_with_the_serving_models_first_token_at_
            value=0.689, published=688.69, unit="ms")
     p = predict(m, CAT)
     at, klass = serve_predictor(m, CAT, CAT.accelerators["h100-sxm"])
-    assert klass == "tensorrt-llm/cuda" and p.predicted == pytest.approx(at(0.0))
+    assert klass == "users/tensorrt-llm/cuda" and p.predicted == pytest.approx(at(0.0))
     # the queue: 25 users wait longer for their first token than one alone
     one = predict(dataclasses.replace(m, batch=1), CAT)
     assert p.predicted > 1.2 * one.predicted
-    # the implied scale of the compute efficiencies is where the model meets the published figure
-    assert at(p.implied) == pytest.approx(m.value, rel=1e-6)
+
+
+def test_a_published_load_is_planned_as_stated_users_rate_or_requests_started_together():
+    base = _m(group="serving", model="llama-3.1-8b", accelerator_id="h100-sxm", devices=1, software="vllm 0.19",
+              quant="", precision="bf16", weight_format="BF16", batch=8, prompt_tokens=2000, output_tokens=200,
+              value=400.0, published=400.0, unit="tokens/s")
+    users = predict(base, CAT)
+    rate = predict(dataclasses.replace(base, settings=(("requests_per_s", "1.5"),)), CAT)
+    together = predict(dataclasses.replace(base, arrivals="together"), CAT)
+    assert users.klass == "users/vllm/cuda" and rate.klass == "rate/vllm/cuda"
+    # an open stream of 1.5 requests/s completes 1.5 x 200 output tokens a second (below what the server serves)
+    assert rate.predicted == pytest.approx(1.5 * 200, rel=1e-9)
+    # eight equal requests started together finish together: their prompts first, then 199 steps of all eight
+    assert together.predicted != pytest.approx(users.predicted, rel=1e-3)
+    tpot = predict(dataclasses.replace(base, group="tpot", statistic="itl_p50", arrivals="together"), CAT)
+    at, _ = serve_point_predictor(dataclasses.replace(base, arrivals="together"), CAT, CAT.accelerators["h100-sxm"])
+    assert tpot.predicted == pytest.approx(at(0.0).itl_s)
 
 
 def test_most_of_the_public_set_is_planned():

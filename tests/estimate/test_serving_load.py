@@ -1,0 +1,154 @@
+"""The serving step as engines run it, worked by hand: the matrix products and the attention in series, what each
+further running sequence adds (host time, tensor-parallel all-reduce traffic, expert dispatch), a batch of equal
+requests started together, and the analytical queue against a simulation at high load with those costs in it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.estimate import calibration as C
+from advisor.estimate.model import ModelArch
+from advisor.estimate.serving import Lengths, ServerSpec, batch_prefill_s, decode_step_s
+from advisor.estimate.serving_queue import serve_at, serve_together
+from advisor.planner.placement import intra_node_bps
+from advisor.planner.serve_spec import RUNTIME_SERVING, per_sequence_s
+
+from .test_serving_des import simulate
+
+GIB = 2**30
+
+
+def spec(**kw) -> ServerSpec:
+    base = dict(weight_bytes=16e9, devices=1, parallel_devices=1, capacity_bytes=80 * GIB, bandwidth_bps=2e12,
+                eta_mem=0.8, decode_flops=4e14, prefill_flops=4e14, active_params=8e9, attn_flops_per_pair=524_288,
+                kv_bytes_per_token=131_072, memory_fraction=0.9, overhead_bytes=GIB, max_seqs=256, chunk_tokens=2048,
+                step_overhead_s=1e-3)
+    base.update(kw)
+    return ServerSpec(**base)
+
+
+def test_a_decode_step_runs_its_matrix_products_then_its_attention():
+    s = spec(per_seq_s=20e-6)
+    # one sequence at 1,000 cached tokens: weights 16e9 / 1.6e12 = 10 ms, its cache 1000 * 131072 / 1.6e12
+    # = 0.08192 ms; the arithmetic is far below both: the single-request step, no per-sequence cost
+    assert decode_step_s(s, 1, 1000) == pytest.approx(10e-3 + 0.08192e-3 + 1e-3, rel=1e-12)
+    # 512 sequences: products max(10 ms, 2 * 8e9 * 512 / 4e14 = 20.48 ms); attention max(512 * 0.08192 ms
+    # = 41.94 ms, 512 * 1000 * 524288 / 4e14 = 0.671 ms); + 1 ms + 511 * 20 us
+    expected = 20.48e-3 + 512 * 0.08192e-3 + 1e-3 + 511 * 20e-6
+    assert decode_step_s(s, 512, 1000) == pytest.approx(expected, rel=1e-12)
+
+
+def test_prompts_started_together_fill_the_prefill_budget_step_by_step():
+    s = spec()
+    # 4 prompts of 1,000 tokens in steps of 2,048: ceil(4000 / 2048) = 2 steps; each prompt's products 2 * 8e9 *
+    # 1000 / 4e14 = 40 ms and attention 524288 * 1000^2 / 2 / 4e14 = 0.65536 ms, spread evenly: 81.31 ms a step
+    steps, t = batch_prefill_s(s, 4, 1000)
+    per = 4 * (40e-3 + 0.65536e-3) / 2
+    assert steps == 2 and t == pytest.approx(2 * (per + 1e-3), rel=1e-12)
+
+
+def test_equal_requests_started_together_finish_together():
+    s, lengths = spec(), Lengths(1000, 101)
+    p = serve_together(s, lengths, 4)
+    steps, t_pre = batch_prefill_s(s, 4, 1000)
+    t_round = t_pre + 100 * decode_step_s(s, 4, lengths.mean_context)
+    assert p.output_tokens_per_s == pytest.approx(4 * 101 / t_round, rel=1e-12)
+    # prompts 1 and 2 end in the first step (2,048 tokens hold 2.048 prompts), 3 and 4 in the second
+    firsts = [t_pre / 2, t_pre / 2, t_pre, t_pre]
+    assert p.ttft_mean_s == pytest.approx(sum(firsts) / 4, rel=1e-12)
+    assert p.tpot_p50_s == pytest.approx(sum((t_round - f) / 100 for f in firsts) / 4, rel=1e-12)
+    assert p.itl_s == pytest.approx(decode_step_s(s, 4, lengths.mean_context), rel=1e-12)
+    # twice the users of the sequences that fit: the other half waits a round
+    q = serve_together(spec(max_seqs=4), lengths, 8)
+    assert q.ttft_mean_s == pytest.approx(p.ttft_mean_s + t_round, rel=1e-12)
+    assert q.output_tokens_per_s == pytest.approx(p.output_tokens_per_s, rel=1e-12)
+
+
+def test_each_further_sequence_adds_host_time_and_its_traffic():
+    cat = load_catalog(use_user_file=False)
+    h100 = cat.accelerators["h100-sxm"]
+    arch = ModelArch("m", "m", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256)
+    link = intra_node_bps(h100)
+    # one device: only the server's host time (llama.cpp's 0.105 ms a slot, PR #24843; vLLM's unmeasured: 0)
+    assert per_sequence_s(arch, 1, link, RUNTIME_SERVING["llama.cpp"]) == pytest.approx(0.105e-3)
+    assert per_sequence_s(arch, 1, link, RUNTIME_SERVING["vllm"]) == 0.0
+    # two tensor-parallel devices: 2 all-reduces a layer of 8192 bf16 values, a ring moves 2 (d-1)/d of them
+    tp = 2 * 80 * 8192 * 2 * (2 * 1 / 2) / link
+    assert per_sequence_s(arch, 2, link, RUNTIME_SERVING["vllm"]) == pytest.approx(tp, rel=1e-12)
+    # a mixture of experts run expert-parallel (TensorRT-LLM): its token to 8 experts' devices and back, each
+    # of 94 expert layers, (d-1)/d of it leaving the device
+    moe = ModelArch("q", "q", layers=94, hidden=4096, heads=64, kv_heads=4, ffn=12288, vocab=151936, experts=128,
+                    experts_per_token=8, moe_ffn=1536)
+    ring = 2 * 94 * 4096 * 2 * (2 * 7 / 8) / link
+    dispatch = 2 * 94 * 8 * 4096 * 2 * (7 / 8) / link
+    assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["tensorrt-llm"]) == pytest.approx(ring + dispatch, rel=1e-12)
+    assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["vllm"]) == pytest.approx(ring, rel=1e-12)
+
+
+@pytest.mark.parametrize("users, seqs", [(200, 256), (400, 256)])
+def test_the_queue_agrees_with_a_simulation_at_high_load_with_per_sequence_costs(users, seqs):
+    # 200 and 400 users of 1,000-token prompts and 300-token answers, 40 us a further sequence: the step grows with
+    # the batch and the prompts fill most of the prefill budget; beyond the sequences that fit the others wait.
+    # 4,000 requests, so the steady state is measured: with 800 the first wave of 200 prompts started together
+    # is still in the kept fifths and the simulated first token is 4x the steady one (serve_together's regime).
+    s = spec(max_seqs=seqs, per_seq_s=40e-6)
+    lengths = Lengths(1000, 300, 0.5, 0.5)
+    sim = simulate(s, lengths, users, requests=4000)
+    model = serve_at(s, lengths, users=users)
+    assert model.requests_per_s == pytest.approx(sim["requests_per_s"], rel=0.10)
+    assert model.tpot_p50_s == pytest.approx(sim["tpot_s"], rel=0.15)
+    assert model.ttft_mean_s == pytest.approx(sim["ttft_s"], rel=0.30)
+
+
+def test_a_time_under_load_names_its_statistic_and_how_its_requests_arrived():
+    head = ",".join(C.COLUMNS) + ",statistic,arrivals"
+    row = ("r1,s,t,u,2024,m,1e9,h100-sxm,1,vllm,cuda,BF16,,bf16,inference,8,100,100,,none,,{v},ms,,,{stat},{arr}")
+    m = C.parse_measurements(f"{head}\n{row.format(v=20, stat='itl_p50', arr='together')}\n", "tpot")[0]
+    assert (m.statistic, m.arrivals, m.value) == ("itl_p50", "together", pytest.approx(0.02))
+    plain = C.parse_measurements(f"{head}\n{row.format(v=20, stat='', arr='')}\n", "ttft")[0]
+    assert (plain.statistic, plain.arrivals) == ("mean", "steady")
+    with pytest.raises(C.MeasurementError, match="statistic"):
+        C.parse_measurements(f"{head}\n{row.format(v=20, stat='p99', arr='')}\n", "tpot")
+    with pytest.raises(C.MeasurementError, match="arrivals"):
+        C.parse_measurements(f"{head}\n{row.format(v=20, stat='', arr='burst')}\n", "tpot")
+    # a time is inverted like the first token's, so every factor multiplies a speed
+    assert C.Observation("r", "tpot", "s", "k", 2.0, 1.0).log_ratio == pytest.approx(-math.log(2))
+
+
+def test_the_serving_set_is_large_and_broad():
+    from advisor.catalog.measurements import bundled_measurements
+
+    rows = bundled_measurements(C.SERVE_GROUPS)
+    sources = {m.source_id for m in rows}
+    assert len(rows) >= 300 and len(sources) >= 10
+    accs = {m.accelerator_id for m in rows}
+    assert {"mi300x", "rtx-5090", "h100-sxm", "a100-80gb-sxm"} <= accs
+    assert {"qwen3-235b-a22b", "gpt-oss-20b"} <= {m.model for m in rows}  # mixtures of experts
+    assert all(m.source_url.startswith("https://") for m in rows)
+
+
+def test_a_class_the_fit_has_not_seen_gets_the_spread_between_classes_it_has():
+    # two runtimes fitted at log factors 0.1 and 0.5 (sd 0.2828); the group's width 0.3
+    fit = C.GroupFit("serving", 0.3, (("users", 0.3), ("users/a", 0.1), ("users/b", 0.5)), 0.3, 10, 3)
+    assert fit.seen("users/a/cuda") and not fit.seen("users/c/cuda")
+    assert fit.unseen_spread("users/c/cuda") == pytest.approx(math.sqrt(0.08))
+    assert fit.width("users/a/cuda") == pytest.approx(0.3)
+    assert fit.width("users/c/cuda") == pytest.approx(math.sqrt(0.09 + 0.08))
+
+
+def test_each_load_of_a_served_figure_is_fitted_towards_the_raw_estimate_on_its_own():
+    # users rows of sources a and b at 1x; rate rows of c and d at 2x: the users' level stays at the raw estimate
+    # (its two sources agree with it) instead of being pulled towards the rate rows' 2x through the group factor
+    obs = [C.Observation("a", "tpot", "a", "users/vllm/cuda", 1.0, 1.0),
+           C.Observation("b", "tpot", "b", "users/vllm/cuda", 1.0, 1.0),
+           C.Observation("c", "tpot", "c", "rate/vllm/cuda", 1.0, 2.0),  # a time: measured half the planned
+           C.Observation("d", "tpot", "d", "rate/vllm/cuda", 1.0, 2.0)]
+    g, classes = C.fit_log_factors(obs)
+    assert g == pytest.approx(2 * math.log(2) / 5)  # the group's own: four sources and one agreeing
+    assert classes["users"] == pytest.approx(0.0) and classes["users/vllm/cuda"] == pytest.approx(0.0)
+    # the rate level: its two sources' mean log 2 over 3, then its rows shrunk towards it
+    g_rate = 2 * math.log(2) / 3
+    assert classes["rate"] == pytest.approx(g_rate + 2 * (math.log(2) - g_rate) / (2 + C.SHRINK_ROWS))
