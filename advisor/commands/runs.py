@@ -169,7 +169,7 @@ def _line(r: dict) -> str:
     model = (r["model"] or "-")[:24]
     acc = f"{r['accelerator']['id'] or '?'} x{r['accelerator']['devices']}"
     return (f"{r['id']:>4}  {r['recorded_at'][:10]:10}  {r['kind']:11}  {model:24}  {acc:14}  "
-            f"{_fmt(r['measured'].get('tokens_per_s')):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
+            f"{_fmt(r['compared']['measured']):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
             f"{_fmt(pn.get('tokens_per_s')):>10}  {_fmt(r['error_factor'], '.2f'):>6}  {held:5}  {where}")
 
 

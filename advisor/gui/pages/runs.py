@@ -50,8 +50,8 @@ def run_columns() -> list[Column]:
         Column("accelerator", lambda r: f"{r['accelerator']['id'] or '?'} × {r['accelerator']['devices']}"),
         Column("machine", lambda r: "this" if r["machine"]["this_machine"] else "other",
                cell_tip=lambda r: r["machine"]["note"], tip="runs on other machines count less in plans"),
-        Column("measured tok/s", lambda r: r["measured"].get("tokens_per_s"), lambda v: f"{v:,.0f}",
-               align_right=True),
+        Column("measured tok/s", lambda r: r["compared"]["measured"], lambda v: f"{v:,.0f}", align_right=True,
+               tip="the figure the run measured: training, generated or (a prompt test) prompt tokens/s"),
         Column("at import", lambda r: (r["predicted_at_import"] or {}).get("tokens_per_s"), lambda v: f"{v:,.0f}",
                align_right=True, tip="what the advisor predicted when the run was imported (kept)"),
         Column("now", _pred, lambda v: f"{v:,.0f}", align_right=True,
@@ -68,7 +68,7 @@ def chart_points(rows: list[dict]) -> tuple[list[tuple[float, float]], list[tupl
     """``(this machine, other machines)`` points ``(measured, predicted now)`` in tokens/s."""
     here, other = [], []
     for r in rows:
-        m, p = r["measured"].get("tokens_per_s"), _pred(r)
+        m, p = r["compared"]["measured"], _pred(r)
         if m and p and m > 0 and p > 0:
             (here if r["machine"]["this_machine"] else other).append((m, p))
     return here, other
