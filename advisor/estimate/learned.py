@@ -11,9 +11,9 @@ the measured figure:
   utilisation transfers to another size of model on the same accelerator and software by the fitted model's own
   slope (``exp(b_p * dlog10 P)``, ``utilisation.FEATURES``); raw tokens/s never does.
 * **Serving** (``serving_scale``): a factor on the runtime's published speed: for a llama-bench generation test
-  the decode step (its weights, its cache at the test's context, its per-step launch time), for a prompt test
-  the prefill kernels. The factor moves to another model, weight format or length by the runtime profile's own
-  ratios.
+  the decode step (its weights, its cache at the test's context, its per-step launch time), for a serving
+  benchmark the decode step at its concurrency (``taught_figure``), for a prompt test the prefill kernels. The
+  factor moves to another model, weight format or length by the runtime profile's own ratios.
 * **The training-step probe and the device-bandwidth probe** (``advisor.store.calibration``): a measured MFU of
   a small transformer and a read-bandwidth efficiency, used where no run record matches.
 
@@ -259,7 +259,7 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
         if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
                 or not _software_matches(rec, runtime)):
             continue
-        k = _solved(forward, rec, getattr(rec.measured, figure), 1.0 / MAX_SCALE, MAX_SCALE)
+        k = _solved(forward, rec, taught_figure(rec, figure), 1.0 / MAX_SCALE, MAX_SCALE)
         if k is None:
             continue
         found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
@@ -274,6 +274,18 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
     what = f"{SERVING_FIGURES[figure]} at x{k:.2f} the runtime's published speed"
     return Learned(k, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
                    tuple(r for _, _, r in found))
+
+
+SERVING_RUN_KINDS = ("vllm-bench",)  # serving benchmarks at a stated concurrency
+
+
+def taught_figure(rec: RunRecord, figure: str) -> float | None:
+    """What a record measured of ``figure``: a llama-bench test's own figure, or for a serving benchmark run at
+    a stated concurrency (``rec.batch``) its generated tokens/s, the decode of that many requests at once."""
+    value = getattr(rec.measured, figure)
+    if value is None and figure == "decode_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch:
+        value = rec.measured.tokens_per_s
+    return value
 
 
 def _solved(forward: Callable[[RunRecord], Forward | None] | None, rec: RunRecord, measured: float | None,

@@ -43,20 +43,22 @@ def compared_figure(rec: RunRecord) -> str:
     return "tokens_per_s"
 
 
-def predict(rec: RunRecord, *, catalog, calibration, host=None) -> Prediction | None:
+def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool = True) -> Prediction | None:
     """The planner's prediction for ``rec`` (None when it cannot be planned: unknown accelerator, no model).
 
     Args:
         calibration: the planner's calibration with the user's runs (``store.calibration.load_planner_calibration``);
             ``rec`` is taken out of it first.
         host: this machine's host figures (``--accelerator cpu`` plans on them).
+        leave_out: take ``rec`` out of what the planner learns (plan against actual); False plans with it (the
+            round trip: a run imported, its own job planned again gives its measured figure).
     """
     from advisor.planner import PlanInputError, PlanRequest, plan
 
     values = request_values(rec)
     if values is None:
         return None
-    if calibration is not None and getattr(calibration, "runs", ()):
+    if leave_out and calibration is not None and getattr(calibration, "runs", ()):
         others = tuple(r for r in calibration.runs if r.content_sha256 != rec.content_sha256)
         calibration = dataclasses.replace(calibration, runs=others)
     result = None

@@ -5,7 +5,8 @@ def9ce85): ``date`` ("%Y%m%d-%H%M%S"), ``backend``, ``model_id``, ``num_prompts`
 ``max_concurrency``, then the benchmark's ``duration``, ``completed``, ``total_input_tokens``,
 ``total_output_tokens``, ``request_throughput``, ``output_throughput`` and per latency metric
 ``mean_/median_/p99_`` ``ttft_ms``, ``tpot_ms``, ``itl_ms``. The file names no hardware: ``--accelerator``
-(default: this machine's first GPU) and ``--devices`` say what served it.
+(default: this machine's first GPU) and ``--devices`` say what served it. The model is the file's ``model_id``
+(a preset whose model card is that repository or its base, else the Hugging Face cache; ``--model`` overrides).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def read_vllm_bench(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRec
     if acc is None:
         raise RunImportError(path, "the file does not say which accelerator served it: give --accelerator ID")
     machine_id, note = machine_of(opts)
-    arch = model_arch(opts.model or (f"hf:{r.model_id}" if r.model_id else None))
+    arch = model_arch(opts.model or model_spec_of(r.model_id))
     return RunRecord(
         kind="vllm-bench", source_file=str(path.resolve()), content_sha256=content_hash(data),
         recorded_at=_date(r.date, path), workload="inference",
@@ -94,6 +95,31 @@ def read_vllm_bench(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRec
         machine_id=machine_id, machine_note=note, batch=r.max_concurrency,
         prompt_tokens=max(1, round(r.total_input_tokens / r.completed)) if r.total_input_tokens else None,
         output_tokens=max(1, round(r.total_output_tokens / r.completed)))
+
+
+# suffixes of a fine-tuned repository whose architecture is its base model's (the presets name the base)
+_TUNED = ("-instruct", "-chat", "-it", "-hf")
+
+
+def model_spec_of(model_id: str | None) -> str | None:
+    """The model spec of a Hugging Face repository id as a benchmark names it (``meta-llama/Llama-3.1-8B-Instruct``):
+    the preset whose model card is that repository or its base (the name less ``-Instruct``, ``-Chat``, ``-it``,
+    ``-hf``), else ``hf:ORG/NAME`` (the local Hugging Face cache); None without an id."""
+    if not model_id:
+        return None
+    from advisor.catalog import load_catalog
+
+    repo = model_id.strip().strip("/").lower()
+    names = {repo}
+    for suffix in _TUNED:
+        if repo.endswith(suffix):
+            names.add(repo[: -len(suffix)])
+    for pid, arch in load_catalog().models.items():
+        card = (arch.source or "").lower()
+        if any(f"huggingface.co/{n} " in card or f"huggingface.co/{n}/" in card or card.startswith(
+                f"https://huggingface.co/{n} ") for n in names):
+            return pid
+    return f"hf:{model_id}" if "/" in model_id else model_id
 
 
 def _this_gpu(opts: ImportOptions) -> str | None:
