@@ -91,6 +91,7 @@ class RunsPage(Page):
         self.rows: list[dict] = []
         self._worker: GeneratorWorker | None = None
         self._loaded = False
+        self._again = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 12)
         layout.addWidget(QLabel("<h2 style='margin:0'>Your runs</h2>"))
@@ -147,14 +148,20 @@ class RunsPage(Page):
         split.setStretchFactor(1, 2)
         split.setSizes([150, 300])
         layout.addWidget(split, 1)
+        # runs on the CPU are planned on this machine's host figures: read after the page is built (local_ready)
+        ctx.local_ready.connect(self._on_local_ready)
         self.refresh()
 
     # ------------------------------------------------------------ data
     def refresh(self) -> None:
         """Read the runs and plan them again, off the GUI thread."""
         if self._worker is not None:
+            self._again = True  # what changed meanwhile (this machine read, a run imported) is planned next
             return
         self._loaded = False
+        if not self.ctx.local_known:  # plan as `advisor runs` does: with this machine's host figures
+            self.message.setText("Reading this machine…")
+            return
         self.message.setText("Planning your runs…")
         host = (self.ctx.plan_kw() or {}).get("host")
         self._worker = GeneratorWorker(_load, self.ctx.catalog, host, parent=self)
@@ -175,6 +182,13 @@ class RunsPage(Page):
     def _on_worker_done(self) -> None:
         self._worker = None
         self._loaded = True
+        if self._again:
+            self._again = False
+            self.refresh()
+
+    @Slot()
+    def _on_local_ready(self) -> None:
+        self.refresh()
 
     def set_rows(self, rows: list[dict]) -> None:
         """Show these ``advisor.runs/1`` rows in the table and the chart."""
@@ -220,6 +234,7 @@ class RunsPage(Page):
 
     def import_files(self, files: list[str]) -> bool:
         """Import files (all read and checked first); a bad one is one line in the message, nothing stored."""
+        from advisor.probes._device_info import cpu_model
         from advisor.runs import ImportOptions, RunImportError, import_file
         from advisor.runs.predict import predict
         from advisor.store.calibration import load_planner_calibration, with_runs
@@ -227,7 +242,7 @@ class RunsPage(Page):
 
         profile = self.ctx.machine
         gpus = tuple(g.info.name for g in profile.gpus) if profile is not None else ()
-        opts = ImportOptions(this_machine_id=this_machine_id(), this_gpus=gpus)
+        opts = ImportOptions(this_machine_id=this_machine_id(), this_cpu=cpu_model(), this_gpus=gpus)
         try:
             records = [r for f in files for r in import_file(f, opts)]
             calibration = with_runs(load_planner_calibration(), records, this_machine_id())
