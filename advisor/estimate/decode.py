@@ -179,6 +179,8 @@ class ServingSpeed:
         attention_peak_flops, attention_eta: the same for attention (fp16 peak).
         layer_split: the devices hold whole layers and run in turn (llama.cpp's default split): a decode step
             reads at one device's bandwidth; a long prompt's chunks still flow through them in a pipeline.
+        prefill_eta_mem: the bandwidth efficiency of a prefill's weight read where it differs from the decode's
+            (a prefill taught by the user's prompt tests, ``estimate.learned.serving_scale``); None: ``eta_mem``.
     """
 
     weight_bytes: float
@@ -197,6 +199,7 @@ class ServingSpeed:
     attention_peak_flops: float
     attention_eta: float
     layer_split: bool = False
+    prefill_eta_mem: float | None = None
 
     @property
     def decode_devices(self) -> int:
@@ -234,7 +237,8 @@ class ServingSpeed:
             attention_dim=self.attention_dim, devices=devices, matmul_peak_flops=self.matmul_peak_flops,
             matmul_eta=self.matmul_eta, attention_peak_flops=self.attention_peak_flops,
             attention_eta=self.attention_eta, weight_bytes=self.weights_read(batch * prompt_tokens),
-            mem_bandwidth_bps=self.bandwidth_bps, eta_mem=self.eta_mem)
+            mem_bandwidth_bps=self.bandwidth_bps,
+            eta_mem=self.eta_mem if self.prefill_eta_mem is None else self.prefill_eta_mem)
         if self.layer_split and self.devices > 1:
             chunks = math.ceil(batch * prompt_tokens / PIPELINE_CHUNK)
             t *= (chunks + self.devices - 1) / (self.devices * chunks)

@@ -30,8 +30,8 @@ from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch, embedding_params, routed_expert_active_params
 from advisor.estimate.priors import mfu_prior
 from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_bytes
-from advisor.planner.layouts import Parallelism, auto_parallelism
-from advisor.planner.placement import Placement
+from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.placement import Placement, intra_node_bps
 from advisor.planner.record_job import record_job
 from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
 from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta
@@ -377,7 +377,9 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
         attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak,
         attention_eta=min(1.0, prof.attention_eta * prefill_scale),
-        layer_split=choice.runtime.multi_device == "layer")
+        layer_split=choice.runtime.multi_device == "layer",
+        # the prefill's factor moves its weight read too (a short prompt is held at it)
+        prefill_eta_mem=None if prefill_scale == 1.0 else min(1.0, eta * prefill_scale))
     est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
     prefill_one = speed.prefill_s(lens.prompt, 1)
     tps = est.tokens_per_s
@@ -410,7 +412,7 @@ def record_forward(rec, acc: Accelerator, what: str):
 
     ``what``: ``decode`` (generated tokens/s at a factor on the runtime's decode step),
     ``prefill`` (prompt tokens/s at a factor on the prefill kernels' efficiencies) or ``training`` (training
-    tokens/s at a utilisation, on one node's devices without their links: what the utilisation path times).
+    tokens/s at a utilisation, on the record's devices in one machine with their links).
     Each is the planner's own function with nothing learned in it (``calib`` None).
     """
     job = _record_job(rec)
@@ -430,10 +432,15 @@ def record_forward(rec, acc: Accelerator, what: str):
         return lambda k: job.lens.prompt * req.batch / served(prefill_scale=k).decode.prefill_s
     if job.lens is not None:
         return None
-    layout = auto_parallelism(req, rec.devices, 1)
+    # laid out and placed as the planner lays out owned hardware of this count (``options.owned_options_for``):
+    # the fewest devices that fit, at most the record's, on one machine's links
+    seq_len = req.seq_len or rec.seq_len
+    mem_model = MemoryModel(req, job.arch, job.params, seq_len, req.context or seq_len)
+    layout, _, _ = mem_model.fewest_devices(acc.usable_memory_bytes, rec.devices, rec.devices)
+    place = Placement(rec.devices, intra_node_bps(acc), None)
 
     def trained(u: float) -> float:
-        ts = training_step(req.model_copy(update={"mfu": u}), acc, job.arch, job.params, job.active,
-                           req.seq_len or rec.seq_len, layout, None)
-        return ts.step.tokens_per_s
+        ts = training_step(req.model_copy(update={"mfu": u}), acc, job.arch, job.params, job.active, seq_len,
+                           layout, None)
+        return training_timing(ts, place).tokens_per_s
     return trained
