@@ -276,7 +276,7 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
                    tuple(r for _, _, r in found))
 
 
-SERVING_RUN_KINDS = ("vllm-bench",)  # serving benchmarks at a stated concurrency
+SERVING_RUN_KINDS = ("vllm-bench", "sglang-bench", "guidellm")  # serving benchmarks at a stated concurrency
 
 
 def taught_figure(rec: RunRecord, figure: str) -> float | None:

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 
 from advisor.estimate.model import ModelArch
 from advisor.estimate.run_record import RunRecord
+from advisor.job.schema import RUNTIMES
 from advisor.planner.request import Lengths, PlanInputError, PlanRequest, lengths, resolve_job_model
-
-# the runtimes a serving record may name that are also plan runtimes (others plan with the part's default)
-RECORD_RUNTIMES = ("llama.cpp", "vllm", "sglang", "exllama", "mlc", "tensorrt-llm")
 
 
 def request_values(rec: RunRecord) -> dict | None:
@@ -52,7 +50,7 @@ def request_values(rec: RunRecord) -> dict | None:
         v["batch"] = rec.batch or 1
         v["prompt_tokens"] = rec.prompt_tokens or 1
         v["output_tokens"] = rec.output_tokens or 1
-        if rec.software in RECORD_RUNTIMES:
+        if rec.software in RUNTIMES:  # a runtime the planner has no profile of plans with the part's default
             v["runtime"] = rec.software
     return v
 

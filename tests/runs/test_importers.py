@@ -191,3 +191,48 @@ def test_a_trainer_output_folder_reads_its_state_and_another_folder_is_refused(t
     assert rec.kind == "hf-trainer" and rec.source_file.endswith("trainer_state.json")
     with pytest.raises(RunImportError, match="not a regular file"):
         import_file(tmp_path, _opts())
+
+
+def test_sglang_bench_serving_lines_each_a_run():
+    f = FIX / "sglang-bench" / "sglang-random-1024-512.jsonl"
+    with pytest.raises(RunImportError, match="--model"):  # the lines name no model
+        import_file(f, _opts(accelerator="h100-sxm"))
+    one, sixteen = import_file(f, _opts(accelerator="h100-sxm", model="llama-3.1-8b"))
+    for rec in (one, sixteen):
+        assert rec.kind == "sglang-bench" and rec.software == "sglang" and rec.accelerator_id == "h100-sxm"
+        assert rec.prompt_tokens == 1024 and rec.output_tokens == 512 and rec.params == 8030261248
+    # the second line: 160 requests x 512 output tokens in 61.7 s, concurrency 16, median TTFT 88 ms, TPOT 11.6 ms
+    assert sixteen.batch == 16 and sixteen.measured.tokens_per_s == pytest.approx(160 * 512 / 61.7, rel=1e-3)
+    assert sixteen.measured.ttft_p50_s == pytest.approx(0.088) and sixteen.measured.tpot_p50_s == pytest.approx(0.0116)
+    assert one.batch == 1 and one.content_sha256 != sixteen.content_sha256
+
+
+def test_guidellm_report_a_run_per_benchmark():
+    f = FIX / "guidellm" / "benchmarks.json"
+    sync, conc = import_file(f, _opts(accelerator="l40s"))
+    for rec in (sync, conc):
+        # the model from the report's worker (meta-llama/Llama-3.1-8B-Instruct -> the llama-3.1-8b preset)
+        assert rec.kind == "guidellm" and rec.params == 8030261248 and rec.accelerator_id == "l40s"
+        assert rec.prompt_tokens == 512 and rec.output_tokens == 256
+    # synchronous: one at a time, 30 x 256 tokens over 120 s; concurrent at 8 streams: 160 x 256 over 90 s
+    assert sync.batch == 1 and sync.measured.tokens_per_s == pytest.approx(30 * 256 / 120.0)
+    assert conc.batch == 8 and conc.measured.tokens_per_s == pytest.approx(160 * 256 / 90.0)
+    assert conc.measured.ttft_p50_s == pytest.approx(0.038) and conc.measured.ttft_p99_s == pytest.approx(0.070)
+    assert conc.measured.tpot_p50_s == pytest.approx(0.0088) and conc.recorded_at.startswith("2025-06-10")
+
+
+def test_guidellm_later_schema_scheduler_strategy(tmp_path):
+    doc = json.loads((FIX / "guidellm" / "benchmarks.json").read_text())
+    for b in doc["benchmarks"]:  # the later report: scheduler.strategy, benchmarker.backend, no args or worker
+        b["scheduler"] = {"strategy": b.pop("args")["strategy"]}
+        b["benchmarker"] = {"backend": {"model": b.pop("worker")["backend_model"]}}
+        del b["run_stats"]
+    p = tmp_path / "later.json"
+    p.write_text(json.dumps(doc))
+    sync, conc = import_file(p, _opts(accelerator="l40s"))
+    assert (sync.batch, conc.batch) == (1, 8) and conc.params == 8030261248
+
+
+def test_vllm_bench_names_its_model_by_model_id():
+    (rec,) = import_file(FIX / "vllm-bench" / "vllm-inf-concurrency32.json", _opts(accelerator="h100-sxm"))
+    assert rec.params == 8030261248 and rec.layers == 32 and not rec.notes  # the llama-3.1-8b preset, no --model

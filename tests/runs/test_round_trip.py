@@ -2,7 +2,8 @@
 job planned again gives the measured figure within 2 %, inside the plan's 80 % range.
 
 Each case writes the file the tool writes (a Trainer state with its arguments, llama-bench JSON with a prompt and
-a generation test, a ``vllm bench serve`` result, the monitor's job recording), with a measured figure a drawn
+a generation test, a ``vllm bench serve`` result, SGLang's bench_serving line, a GuideLLM report, the monitor's
+job recording), with a measured figure a drawn
 factor (0.5 to 1.2) away from what the advisor plans for that job before it has seen the run: the learned
 efficiency has to move the plan there.
 """
@@ -128,6 +129,53 @@ def test_vllm_bench_serve(tmp_path, acc, model, concurrency, prompt, output, fac
                                  "num_prompts": n, "max_concurrency": concurrency, "duration": n * output / rate,
                                  "completed": n, "total_input_tokens": n * prompt, "total_output_tokens": n * output,
                                  "output_throughput": rate, "median_ttft_ms": 100.0, "median_tpot_ms": 20.0}))
+        return p
+
+    opts = _opts(accelerator=acc)
+    (tps0,) = _predicted(write(100.0), opts)
+    _round_trip(write(tps0 * factor), opts)
+
+
+@SETTINGS
+@given(acc=st.sampled_from(["a100-80gb-sxm", "h100-sxm"]), concurrency=st.integers(min_value=1, max_value=64),
+       prompt=st.integers(min_value=64, max_value=2048), output=st.integers(min_value=16, max_value=1024),
+       factor=factors)
+def test_sglang_bench_serving(tmp_path, acc, concurrency, prompt, output, factor):
+    n = 100
+
+    def write(rate: float) -> Path:
+        p = tmp_path / "sglang.jsonl"
+        p.write_text(json.dumps({"backend": "sglang", "request_rate": float("inf"), "max_concurrency": concurrency,
+                                 "duration": n * output / rate, "completed": n, "total_input_tokens": n * prompt,
+                                 "total_output_tokens": n * output, "total_output_tokens_retokenized": n * output,
+                                 "output_throughput": rate, "median_ttft_ms": 50.0, "median_tpot_ms": 10.0}) + "\n")
+        return p
+
+    opts = _opts(accelerator=acc, model="qwen3-8b")
+    (tps0,) = _predicted(write(100.0), opts)
+    _round_trip(write(tps0 * factor), opts)
+
+
+@SETTINGS
+@given(acc=st.sampled_from(["l40s", "h100-sxm"]), streams=st.sampled_from([None, 2, 8, 32]),
+       prompt=st.integers(min_value=64, max_value=2048), output=st.integers(min_value=16, max_value=1024),
+       factor=factors)
+def test_guidellm_report(tmp_path, acc, streams, prompt, output, factor):
+    n = 200
+
+    def write(rate: float) -> Path:
+        span = n * output / rate
+        strategy = {"type_": "concurrent", "streams": streams} if streams else {"type_": "synchronous"}
+
+        def dist(v, total=None):
+            return {"successful": {"mean": v, "median": v, "count": n, "total_sum": total, "percentiles": {}}}
+
+        p = tmp_path / "benchmarks.json"
+        p.write_text(json.dumps({"benchmarks": [{
+            "args": {"strategy": strategy}, "start_time": 1.75e9, "end_time": 1.75e9 + span,
+            "worker": {"backend_model": "Qwen/Qwen3-8B"},
+            "metrics": {"prompt_token_count": dist(prompt, prompt * n), "output_token_count": dist(output, output * n),
+                        "time_to_first_token_ms": dist(50.0), "inter_token_latency_ms": dist(10.0)}}]}))
         return p
 
     opts = _opts(accelerator=acc)
