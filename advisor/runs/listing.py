@@ -5,7 +5,7 @@ Used by ``advisor runs`` and the app's Runs page, so both show the same figures.
 
 from __future__ import annotations
 
-from advisor.runs.predict import compare, compared_figure, predict
+from advisor.runs.predict import compare, compared_figure, figure_label, predict
 
 
 def run_entry(e, now: dict | None, here: str) -> dict:
@@ -24,7 +24,8 @@ def run_entry(e, now: dict | None, here: str) -> dict:
                     "output_tokens": rec.output_tokens, "tokens": rec.tokens},
         "precision": rec.precision, "quant": rec.quant,
         "measured": rec.measured.present(),
-        "compared": {"figure": compared_figure(rec), "measured": getattr(rec.measured, compared_figure(rec))},
+        "compared": {"figure": compared_figure(rec), "label": figure_label(rec),
+                     "measured": getattr(rec.measured, compared_figure(rec))},
         "predicted_at_import": e.predicted_at_import, "predicted_now": now,
         "error_factor": err, "range_held": held,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,

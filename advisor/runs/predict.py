@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from advisor.estimate.run_record import RunRecord
 from advisor.planner.record_job import request_values
 
-__all__ = ["Prediction", "compare", "compared_figure", "predict", "request_values"]
+__all__ = ["Prediction", "compare", "compared_figure", "figure_label", "predict", "request_values"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,16 @@ def compared_figure(rec: RunRecord) -> str:
     if m.tokens_per_s is None and m.prefill_tokens_per_s is not None:
         return "prefill_tokens_per_s"
     return "tokens_per_s"
+
+
+def figure_label(rec: RunRecord) -> str:
+    """The compared figure in words: ``training``, ``prompt`` (a prompt test), ``decode`` (one request) or
+    ``served at N`` (N requests at once)."""
+    if rec.training:
+        return "training"
+    if compared_figure(rec) == "prefill_tokens_per_s":
+        return "prompt"
+    return "decode" if (rec.batch or 1) <= 1 else f"served at {rec.batch}"
 
 
 def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool = True) -> Prediction | None:

@@ -118,7 +118,9 @@ def test_cli_import_list_json_forget_reset(capsys):
     assert doc["schema"] == "advisor.runs/1" and len(doc["runs"]) == 2  # the prompt test and the generation test
     pp, r = doc["runs"]
     # each is compared on the figure it measured: prompt tokens/s, generated tokens/s
-    assert pp["compared"] == {"figure": "prefill_tokens_per_s", "measured": pp["measured"]["prefill_tokens_per_s"]}
+    assert pp["compared"] == {"figure": "prefill_tokens_per_s", "label": "prompt",
+                              "measured": pp["measured"]["prefill_tokens_per_s"]}
+    assert r["compared"]["label"] == "decode"
     assert pp["predicted_now"]["figure"] == "prefill_tokens_per_s"
     assert pp["error_factor"] == pytest.approx(pp["predicted_now"]["tokens_per_s"] / pp["compared"]["measured"])
     for key in ("id", "source_file", "machine", "accelerator", "software", "measured", "predicted_at_import",

@@ -50,6 +50,8 @@ def run_columns() -> list[Column]:
         Column("accelerator", lambda r: f"{r['accelerator']['id'] or '?'} × {r['accelerator']['devices']}"),
         Column("machine", lambda r: "this" if r["machine"]["this_machine"] else "other",
                cell_tip=lambda r: r["machine"]["note"], tip="runs on other machines count less in plans"),
+        Column("figure", lambda r: r["compared"]["label"],
+               tip="what the run measured: training, decode of one request, a prompt, or served at its concurrency"),
         Column("measured tok/s", lambda r: r["compared"]["measured"], lambda v: f"{v:,.0f}", align_right=True,
                tip="the figure the run measured: training, generated or (a prompt test) prompt tokens/s"),
         Column("at import", lambda r: (r["predicted_at_import"] or {}).get("tokens_per_s"), lambda v: f"{v:,.0f}",
