@@ -153,6 +153,11 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
           f"{'at import':>10}  {'now':>10}  {'error':>6}  range  machine")
     for r in rows:
         print(_line(r))
+    for r in rows:
+        if r["teaches"] is False:
+            print(f"run {r['id']} teaches nothing: no efficiency up to the hardware's limits gives its "
+                  f"{r['compared']['measured']:,.0f} tokens/s on the plan of its job (check its accelerator and "
+                  f"model: --accelerator, --model)")
     print("error = predicted now / measured tokens/s (above 1: the plan was optimistic); range: whether the measured "
           "figure fell in the plan's 80 % range; machine 'other': counts less in plans")
     return 0

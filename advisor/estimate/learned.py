@@ -179,7 +179,7 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         if (rec.simulated or rec.accelerator_id != acc.id or not rec.training or _family(rec.workload) != _family(workload)
                 or not _software_matches(rec, software) or acc.peak_precision(rec.precision or "bf16") != rate):
             continue
-        u = _solved(forward, rec, rec.measured.tokens_per_s, 1e-4, 1.0) if forward is not None \
+        u = taught_value(rec, "tokens_per_s", forward) if forward is not None \
             else record_utilisation(rec, acc.peak_flops(rec.precision or "bf16"))
         if u is None:
             continue
@@ -259,7 +259,7 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
         if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
                 or not _software_matches(rec, runtime)):
             continue
-        k = _solved(forward, rec, taught_figure(rec, figure), 1.0 / MAX_SCALE, MAX_SCALE)
+        k = taught_value(rec, figure, forward)
         if k is None:
             continue
         found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
@@ -286,6 +286,19 @@ def taught_figure(rec: RunRecord, figure: str) -> float | None:
     if value is None and figure == "decode_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch:
         value = rec.measured.tokens_per_s
     return value
+
+
+MIN_UTILISATION = 1e-4  # the utilisations a training record is solved between: (MIN_UTILISATION, 1]
+
+
+def taught_value(rec: RunRecord, figure: str, forward: Callable[[RunRecord], Forward | None]) -> float | None:
+    """What one record teaches: for ``figure`` ``tokens_per_s`` of a training run its utilisation, for a serving
+    figure (``SERVING_FIGURES``) the runtime's factor; the value at which ``forward`` (the plan of the record's own
+    job) gives the measured figure back, or None when no value in range does (a run faster than the model allows,
+    or one it cannot plan)."""
+    if figure == "tokens_per_s":
+        return _solved(forward, rec, rec.measured.tokens_per_s, MIN_UTILISATION, 1.0)
+    return _solved(forward, rec, taught_figure(rec, figure), 1.0 / MAX_SCALE, MAX_SCALE)
 
 
 def _solved(forward: Callable[[RunRecord], Forward | None] | None, rec: RunRecord, measured: float | None,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from advisor.estimate.run_record import RunRecord
 from advisor.planner.record_job import request_values
 
-__all__ = ["Prediction", "compare", "compared_figure", "figure_label", "predict", "request_values"]
+__all__ = ["Prediction", "compare", "compared_figure", "figure_label", "predict", "request_values", "teaches"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,27 @@ def figure_label(rec: RunRecord) -> str:
     if compared_figure(rec) == "prefill_tokens_per_s":
         return "prompt"
     return "decode" if (rec.batch or 1) <= 1 else f"served at {rec.batch}"
+
+
+def teaches(rec: RunRecord, catalog) -> bool | None:
+    """Whether the planner learns from ``rec``: some efficiency gives its measured figure back on the plan of its
+    own job (``estimate.learned.taught_value``); None where that cannot be told (the CPU, planned on this
+    machine's host figures; an accelerator not in the catalog)."""
+    from advisor.estimate.learned import taught_value
+    from advisor.planner.timing import record_forward
+
+    acc = catalog.accelerators.get(rec.accelerator_id or "")
+    if acc is None or rec.accelerator_id == "cpu":
+        return None
+    if rec.simulated:
+        return False
+    if rec.training:
+        what, figure = "training", "tokens_per_s"
+    elif compared_figure(rec) == "prefill_tokens_per_s":
+        what, figure = "prefill", "prefill_tokens_per_s"
+    else:
+        what, figure = "decode", "decode_tokens_per_s"
+    return taught_value(rec, figure, lambda r: record_forward(r, acc, what)) is not None
 
 
 def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool = True) -> Prediction | None:

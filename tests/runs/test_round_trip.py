@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from advisor.catalog import load_catalog
 from advisor.runs import ImportOptions, import_file
-from advisor.runs.predict import compared_figure, predict
+from advisor.runs.predict import compared_figure, predict, teaches
 from advisor.store.calibration import with_runs
 
 CATALOG = load_catalog()
@@ -47,6 +47,7 @@ def _round_trip(path: Path, opts: ImportOptions) -> None:
         assert after.tokens_per_s == pytest.approx(measured, rel=TOLERANCE), (rec.kind, compared_figure(rec),
                                                                                before.tokens_per_s)
         assert after.low <= measured <= after.high
+        assert teaches(rec, CATALOG) is True
 
 
 def _reach(path: Path, opts: ImportOptions) -> list[float]:
@@ -220,3 +221,4 @@ def test_a_figure_no_efficiency_reaches_teaches_nothing(tmp_path):
     unseen = predict(rec, catalog=CATALOG, calibration=None)
     taught = predict(rec, catalog=CATALOG, calibration=with_runs(None, [rec], HERE), leave_out=False)
     assert taught.tokens_per_s == pytest.approx(unseen.tokens_per_s, rel=1e-12) and taught.tokens_per_s < 205
+    assert teaches(rec, CATALOG) is False  # `advisor runs` says so
