@@ -149,10 +149,15 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
         print("no runs imported yet: advisor runs import FILE (a trainer_state.json, llama-bench output, "
               "a vLLM benchmark result)")
         return 0
-    print(f"{'id':>4}  {'date':10}  {'kind':11}  {'model':24}  {'accelerator':14}  {'measured tok/s':>14}  "
+    print(f"{'id':>4}  {'date':10}  {'kind':12}  {'figure':13}  {'model':24}  {'accelerator':14}  {'measured tok/s':>14}  "
           f"{'at import':>10}  {'now':>10}  {'error':>6}  range  machine")
     for r in rows:
         print(_line(r))
+    for r in rows:
+        if r["teaches"] is False:
+            print(f"run {r['id']} teaches nothing: no efficiency up to the hardware's limits gives its "
+                  f"{r['compared']['measured']:,.0f} tokens/s on the plan of its job (check its accelerator and "
+                  f"model: --accelerator, --model)")
     print("error = predicted now / measured tokens/s (above 1: the plan was optimistic); range: whether the measured "
           "figure fell in the plan's 80 % range; machine 'other': counts less in plans")
     return 0
@@ -168,8 +173,8 @@ def _line(r: dict) -> str:
     where = "this" if r["machine"]["this_machine"] else "other"
     model = (r["model"] or "-")[:24]
     acc = f"{r['accelerator']['id'] or '?'} x{r['accelerator']['devices']}"
-    return (f"{r['id']:>4}  {r['recorded_at'][:10]:10}  {r['kind']:11}  {model:24}  {acc:14}  "
-            f"{_fmt(r['measured'].get('tokens_per_s')):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
+    return (f"{r['id']:>4}  {r['recorded_at'][:10]:10}  {r['kind']:12}  {r['compared']['label']:13}  {model:24}  {acc:14}  "
+            f"{_fmt(r['compared']['measured']):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
             f"{_fmt(pn.get('tokens_per_s')):>10}  {_fmt(r['error_factor'], '.2f'):>6}  {held:5}  {where}")
 
 

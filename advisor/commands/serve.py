@@ -28,6 +28,9 @@ def register(sub) -> None:
     o.add_argument("--all", action="store_true", help="show every option in the table")
     o.add_argument("--launch", choices=SERVE_KINDS, default=None,
                    help="print the launch line of an option (vllm, llama-server, sglang) or a SkyPilot service YAML")
+    o.add_argument("--bench", choices=("vllm", "sglang", "guidellm", "llama-server"), default=None,
+                   help="print a command that measures the plan on your box (its lengths, a load ladder around "
+                        "the predicted knee, the target as goodput); import its results with 'advisor runs import'")
     o.add_argument("--report", metavar="FILE", default=None,
                    help="also write a report: the answer, the throughput-against-latency chart and the options "
                         "(.md, .html or .pdf by the suffix)")
@@ -117,7 +120,7 @@ def run(args) -> int:
 
     catalog = load_catalog()
     machine = _this_machine(args, catalog)
-    if machine.simulated and not args.json and not args.launch:
+    if machine.simulated and not args.json and not args.launch and not args.bench:
         print("*** SIMULATED HARDWARE: this machine's GPUs come from a fake scenario ***", file=sys.stderr)
     named = [(p, *_scenario_tables(p)) for p in args.scenario] or [(None, None, None)]
     if args.report and len(named) > 1:
@@ -140,6 +143,15 @@ def run(args) -> int:
             except ReportError as exc:
                 raise UsageError(f"serve: {exc}") from None
             print(f"report written: {written}", file=sys.stderr)
+    if args.bench:
+        from advisor.report.launch import LaunchError
+        from advisor.report.serve_bench import render_serve_bench
+
+        try:
+            sys.stdout.write("".join(render_serve_bench(args.bench, d, args.option) for d in docs))
+        except LaunchError as exc:
+            raise UsageError(str(exc)) from None
+        return 0
     if args.launch:
         from advisor.report.launch import LaunchError
         from advisor.report.serve_launch import render_serve_launch

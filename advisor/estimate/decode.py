@@ -179,6 +179,8 @@ class ServingSpeed:
         attention_peak_flops, attention_eta: the same for attention (fp16 peak).
         layer_split: the devices hold whole layers and run in turn (llama.cpp's default split): a decode step
             reads at one device's bandwidth; a long prompt's chunks still flow through them in a pipeline.
+        prefill_eta_mem: the bandwidth efficiency of a prefill's weight read where it differs from the decode's
+            (a prefill taught by the user's prompt tests, ``estimate.learned.serving_scale``); None: ``eta_mem``.
     """
 
     weight_bytes: float
@@ -197,6 +199,7 @@ class ServingSpeed:
     attention_peak_flops: float
     attention_eta: float
     layer_split: bool = False
+    prefill_eta_mem: float | None = None
 
     @property
     def decode_devices(self) -> int:
@@ -233,11 +236,12 @@ class ServingSpeed:
         mm, att = compute.prefill_flops(self.active_params, prompt_tokens, self.layers, self.attention_dim)
         share = compute.pipeline_share(batch * prompt_tokens, self.devices, PIPELINE_CHUNK) if self.layer_split \
             else 1.0
+        eta_mem = self.eta_mem if self.prefill_eta_mem is None else self.prefill_eta_mem
         return compute.prompt_seconds(
             matmul_flops=batch * mm, attention_flops=batch * att,
             matmul_rate=n * self.matmul_peak_flops * self.matmul_eta,
             attention_rate=n * self.attention_peak_flops * self.attention_eta,
-            weight_read_s=self.weights_read(batch * prompt_tokens) / (n * self.bandwidth_bps * self.eta_mem),
+            weight_read_s=self.weights_read(batch * prompt_tokens) / (n * self.bandwidth_bps * eta_mem),
             share=share, overhead_s=self.overhead_s)
 
     def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:

@@ -1,15 +1,19 @@
 """What the user's own measurements teach the planner: efficiencies and their ranges (pure, no I/O).
 
-Two kinds of evidence, one path (docs/method.md, "Learning from your runs"):
+Learning is the plan's forward model run backwards (docs/method.md, "Learning from your runs"). Each record
+teaches the value of one quantity at which the planner's own function, applied to the record's own job, gives
+the record's measured figure back (``solve_increasing``: bisection on a monotone function; the planner passes
+the forward function, ``planner.timing.record_forward``), so importing a run and planning that job again gives
+the measured figure:
 
-* **Run records** (``advisor.estimate.run_record.RunRecord``) of real jobs: a training run gives its model-FLOPs
-  utilisation ``u = tokens/s * (f_w*P + f_a*6*L*s*h) * r / (N * peak)`` (the FLOPs ``utilisation.training_time``
-  counts), a decode benchmark its bandwidth efficiency ``eta = tokens/s * weight_bytes / (N * BW)`` (the batch-1
-  roofline, ``compute.decode_estimate``). Utilisation and bandwidth efficiency transfer to another size of
-  model on the same accelerator and software; raw tokens/s does not, so a record is never copied as a speed.
-  Training utilisation is moved to the target's size by the fitted model's own slope
-  (``exp(b_p * dlog10 P)``, ``utilisation.FEATURES``); a decode efficiency by the published
-  ratio of the two weight formats' efficiencies on the runtime (``resources/runtimes.toml``).
+* **Training** (``training_utilisation``): the model-FLOPs utilisation of a Trainer run or a monitor recording,
+  through ``utilisation.training_time`` (the FLOPs it counts, fp8 split and recomputation included). A
+  utilisation transfers to another size of model on the same accelerator and software by the fitted model's own
+  slope (``exp(b_p * dlog10 P)``, ``utilisation.FEATURES``); raw tokens/s never does.
+* **Serving** (``serving_scale``): a factor on the runtime's published speed: for a llama-bench generation test
+  the decode step (its weights, its cache at the test's context, its per-step launch time), for a serving
+  benchmark the decode step at its concurrency (``taught_figure``), for a prompt test the prefill kernels. The
+  factor moves to another model, weight format or length by the runtime profile's own ratios.
 * **The training-step probe and the device-bandwidth probe** (``advisor.store.calibration``): a measured MFU of
   a small transformer and a read-bandwidth efficiency, used where no run record matches.
 
@@ -17,9 +21,8 @@ Several matching records are combined by a weighted geometric mean: weight ``m /
 ``m`` = 1 on this machine and ``OTHER_MACHINE_WEIGHT`` on another with the same accelerator. The 80 % range
 follows how well such transfers held on the user's own records: every ordered pair of matching records
 predicts one from the other; with at least ``MIN_PAIRS`` pairs the half-width is their split-conformal 80 %
-quantile (Vovk et al. 2005; floor ``MIN_WIDTH_LOG``), with fewer it is the larger of the fitted model's
-within-study width and the worst pair. Records only from other machines keep at least the fitted model's
-full width.
+quantile (Vovk et al. 2005; floor ``MIN_WIDTH_LOG``), with fewer it is the larger of the base width and the
+worst pair. Records only from other machines keep at least the full width of the figure without them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,33 @@ OTHER_MACHINE_WEIGHT = 0.5
 MIN_PAIRS = 4  # the conformal rule needs ceil((n+1)*0.8) <= n
 MIN_WIDTH_LOG = math.log(1.05)
 LORA = ("lora", "qlora")
+SOLVE_STEPS = 100  # bisection halvings of log(hi/lo): far below a part in a million for any bracket used here
+
+Forward = Callable[[float], float]  # the plan's figure for a record's own job at one value of the quantity
+
+
+def solve_increasing(f: Forward, target: float, lo: float, hi: float) -> float | None:
+    """The ``x`` in ``[lo, hi]`` where the increasing function ``f`` reaches ``target``: bisection on ``log x``
+    (``f`` is the plan's forward model of a record's job, so the value learned is the one the plan needs to give
+    the measured figure back). None when ``target`` lies outside ``[f(lo), f(hi)]`` (a run faster than the
+    model allows at any efficiency up to ``hi``, or slower than at ``lo``); where ``f`` is flat (a prefill held
+    at its weight-read floor) the smallest such ``x`` is returned.
+    """
+    if not (target > 0 and math.isfinite(target) and 0 < lo < hi):
+        return None
+    f_lo, f_hi = f(lo), f(hi)
+    if not (f_lo <= target <= f_hi * (1 + 1e-9)):
+        return None
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(SOLVE_STEPS):
+        mid = (a + b) / 2.0
+        if f(math.exp(mid)) < target:
+            a = mid
+        else:
+            b = mid
+        if b - a < 1e-12:
+            break
+    return math.exp(b)
 
 
 @dataclass(frozen=True)
@@ -123,7 +153,8 @@ def _origin(used: list[tuple[float, RunRecord]], machine_id: str | None, what: s
 
 
 def training_utilisation(calib, *, acc, workload: str, precision: str, software: str | None, active_params: float,
-                         seq_len: int, model: U.UtilisationModel) -> Learned | None:
+                         seq_len: int, model: U.UtilisationModel,
+                         forward: Callable[[RunRecord], Forward | None] | None = None) -> Learned | None:
     """The utilisation of a training job on ``acc`` taught by the user's runs, else by the training-step probe.
 
     Args:
@@ -132,6 +163,9 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         acc: the target ``catalog.Accelerator``; workload, precision, software: the plan's.
         active_params, seq_len: the planned model and length (the transfer's target).
         model: the fitted utilisation model (its slopes move a record to the target size).
+        forward: a record -> the plan's training tokens/s of the record's own job at a utilisation (None where it
+            cannot be planned): the utilisation a record teaches is the one that gives its measured tokens/s back
+            (``solve_increasing``); without it, ``record_utilisation``'s closed form.
     Returns:
         ``Learned`` or None when nothing measured applies.
     """
@@ -145,7 +179,8 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         if (rec.simulated or rec.accelerator_id != acc.id or not rec.training or _family(rec.workload) != _family(workload)
                 or not _software_matches(rec, software) or acc.peak_precision(rec.precision or "bf16") != rate):
             continue
-        u = record_utilisation(rec, acc.peak_flops(rec.precision or "bf16"))
+        u = taught_value(rec, "tokens_per_s", forward) if forward is not None \
+            else record_utilisation(rec, acc.peak_flops(rec.precision or "bf16"))
         if u is None:
             continue
         usable.append((u, rec))
@@ -170,72 +205,109 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
     return None
 
 
-def record_bandwidth_efficiency(rec: RunRecord, mem_bandwidth_bps: float | None) -> float | None:
-    """The read-bandwidth efficiency a decode benchmark achieved: ``tg tokens/s * weight_bytes / (N * BW)``
-    (batch 1, short context: the weights dominate the bytes read), or None."""
-    tg = rec.measured.decode_tokens_per_s
-    if rec.workload != "inference" or not tg or not rec.weight_bytes or not mem_bandwidth_bps:
-        return None
-    eta = tg * rec.weight_bytes / (rec.devices * mem_bandwidth_bps)
-    return eta if 0.0 < eta <= 1.0 else None
-
-
-def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_format: str,
-                                format_eta: Callable[[str], float], width_log: float,
+def decode_bandwidth_efficiency(calib, *, acc, weight_format: str, format_eta: Callable[[str], float],
                                 base_width_log: float) -> Learned | None:
-    """The bandwidth efficiency of a decode on ``acc`` taught by the user's decode benchmarks (moved to the
-    target's weight format by the runtime's ratio of the two formats' efficiencies), else by the
-    device-bandwidth probe (which replaces the runtime's 16-bit figure, the format keeping its ratio to it).
+    """The bandwidth efficiency of a decode on ``acc`` measured by the device-bandwidth probe, which replaces the
+    runtime's 16-bit figure, the format keeping its ratio to it (``decode.measured_eta``); None without a probe
+    of this accelerator. The user's own runs teach through ``serving_scale`` instead.
 
     Args:
         calib: as for ``training_utilisation``; its ``eta_mem`` is the probe's figure.
-        runtime, weight_format: the plan's runtime id and weight format id (``resources/runtimes.toml``).
+        weight_format: the plan's weight format id (``resources/runtimes.toml``).
         format_eta: a weight format id -> the runtime's published efficiency for it on this backend (a format
             it does not know reads at its 16-bit figure).
-        width_log: the half-width the planner would use without records (the documented decode range);
-            base_width_log: the half-width of one record on this machine (the probe-calibrated width).
+        base_width_log: the half-width of a figure measured on this machine (the probe-calibrated width).
+    """
+    measured = getattr(calib, "eta_mem", None)
+    if calib is None or not measured or not calib.applies_to(acc.id):
+        return None
+    eta, note = decode.measured_eta(format_eta(weight_format), format_eta("f16"), measured)
+    return Learned(eta, note, "calibrated", base_width_log)
+
+
+# A runtime's step efficiencies may be scaled up to this factor (each is capped at 1 by the forward model).
+MAX_SCALE = 100.0
+SERVING_FIGURES = {"decode_tokens_per_s": "decode", "prefill_tokens_per_s": "prefill"}
+
+
+def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Callable[[RunRecord], Forward | None],
+                  width_log: float, base_width_log: float) -> Learned | None:
+    """The factor on a runtime's published speed of one part of a served request, taught by the user's runs on
+    ``acc`` with that runtime: ``figure`` ``decode_tokens_per_s`` (a generation test: the factor multiplies the
+    bandwidth efficiencies of the weights and cache and divides the per-step launch time, as the published
+    calibration does) or ``prefill_tokens_per_s`` (a prompt test: it multiplies the prefill kernels'
+    efficiencies). For each record it is the factor at which the plan of the record's own job gives its measured
+    figure back (``solve_increasing``): the weights it read, its cache at its context, its per-step time, its
+    prompt; several records are combined by their weighted geometric mean (module docstring). The factor moves
+    to another model, weight format or length with the runtime profile's own ratios between them.
+
+    Args:
+        calib: as for ``training_utilisation``.
+        runtime: the plan's runtime id.
+        figure: the ``Measured`` field the records teach (``SERVING_FIGURES``).
+        forward: a record -> the plan's ``figure`` for the record's own job at a factor (None where the record
+            cannot be planned).
+        width_log: the half-width without a record on this machine; base_width_log: with one.
+    Returns:
+        ``Learned`` (``value``: the factor) or None when no record teaches it.
     """
     if calib is None:
         return None
     machine_id = getattr(calib, "machine_id", None)
-    found, usable = [], []
+    found = []
     for rec in getattr(calib, "runs", ()) or ():
         if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
                 or not _software_matches(rec, runtime)):
             continue
-        eta = record_bandwidth_efficiency(rec, acc.mem_bandwidth_bps)
-        if eta is None:
+        k = taught_value(rec, figure, forward)
+        if k is None:
             continue
-        fmt = _record_format(rec)
-        ratio = format_eta(weight_format) / format_eta(fmt)
-        usable.append((eta, fmt, rec))
-        w = _weight(rec, machine_id, 0.0, 0.0)  # bandwidth efficiency does not depend on the model's size
-        found.append((w * (1.0 if fmt == weight_format else 0.5), math.log(eta * ratio), rec))
-    if found:
-        total = sum(w for w, _, _ in found)
-        eta = min(1.0, math.exp(sum(w * le for w, le, _ in found) / total))
-        errors = [math.log(ej) - math.log(ei * format_eta(fj) / format_eta(fi))
-                  for ei, fi, ri in usable for ej, fj, rj in usable if ri is not rj]
-        width = _width(errors, base_width_log)
-        if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
-            width = max(width, width_log)
-        what = f"bandwidth efficiency {eta:.2f}"
-        return Learned(eta, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
-                       tuple(r for _, _, r in found))
-    measured = getattr(calib, "eta_mem", None)
-    if measured and calib.applies_to(acc.id):
-        eta, note = decode.measured_eta(format_eta(weight_format), format_eta("f16"), measured)
-        return Learned(eta, note, "calibrated", base_width_log)
-    return None
+        found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
+    if not found:
+        return None
+    total = sum(w for w, _, _ in found)
+    k = math.exp(sum(w * lk for w, lk, _ in found) / total)
+    errors = [lj - li for _, li, ri in found for _, lj, rj in found if ri is not rj]
+    width = _width(errors, base_width_log)
+    if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
+        width = max(width, width_log)
+    what = f"{SERVING_FIGURES[figure]} at x{k:.2f} the runtime's published speed"
+    return Learned(k, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
+                   tuple(r for _, _, r in found))
 
 
-def _record_format(rec: RunRecord) -> str:
-    """The weight format id of a record: its quantisation (``q4_k_m``), else ``f16`` for a 16-bit run, ``fp8``
-    or ``int8`` for those (the ids of ``resources/runtimes.toml``; a caller's ``format_eta`` reads an id it does
-    not know at the 16-bit figure)."""
-    if rec.quant:
-        return rec.quant.lower()
-    return {"fp8": "fp8", "int8": "int8"}.get((rec.precision or "").lower(), "f16")
+SERVING_RUN_KINDS = ("vllm-bench", "sglang-bench", "guidellm")  # serving benchmarks at a stated concurrency
+
+
+def taught_figure(rec: RunRecord, figure: str) -> float | None:
+    """What a record measured of ``figure``: a llama-bench test's own figure, or for a serving benchmark run at
+    a stated concurrency (``rec.batch``) its generated tokens/s, the decode of that many requests at once."""
+    value = getattr(rec.measured, figure)
+    if value is None and figure == "decode_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch:
+        value = rec.measured.tokens_per_s
+    return value
+
+
+MIN_UTILISATION = 1e-4  # the utilisations a training record is solved between: (MIN_UTILISATION, 1]
+
+
+def taught_value(rec: RunRecord, figure: str, forward: Callable[[RunRecord], Forward | None]) -> float | None:
+    """What one record teaches: for ``figure`` ``tokens_per_s`` of a training run its utilisation, for a serving
+    figure (``SERVING_FIGURES``) the runtime's factor; the value at which ``forward`` (the plan of the record's own
+    job) gives the measured figure back, or None when no value in range does (a run faster than the model allows,
+    or one it cannot plan)."""
+    if figure == "tokens_per_s":
+        return _solved(forward, rec, rec.measured.tokens_per_s, MIN_UTILISATION, 1.0)
+    return _solved(forward, rec, taught_figure(rec, figure), 1.0 / MAX_SCALE, MAX_SCALE)
+
+
+def _solved(forward: Callable[[RunRecord], Forward | None] | None, rec: RunRecord, measured: float | None,
+            lo: float, hi: float) -> float | None:
+    """The value of a quantity at which the plan of ``rec``'s own job gives ``measured`` back, or None."""
+    if forward is None or not measured:
+        return None
+    f = forward(rec)
+    return None if f is None else solve_increasing(f, measured, lo, hi)
 
 
 def records_matching(records: Iterable[RunRecord], accelerator_id: str) -> list[RunRecord]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 
-KINDS = ("hf-trainer", "llama-bench", "vllm-bench", "monitor")
+KINDS = ("hf-trainer", "llama-bench", "vllm-bench", "monitor", "sglang-bench", "guidellm")
 TRAINING_WORKLOADS = ("pretrain", "finetune", "lora", "qlora")
 WORKLOADS = (*TRAINING_WORKLOADS, "inference")
 

@@ -154,11 +154,16 @@ def calibrate_serving(t, req, acc):
     range); a decode never passes its bandwidth bound."""
     fits = active_fits()
     d, choice = t.decode, t.software
-    if not fits or d is None or choice is None or t.source in KEEP_SOURCES or getattr(t, "measured", False) \
+    decode_kept, prefill_kept = getattr(t, "measured", False), getattr(t, "prefill_measured", False)
+    if not fits or d is None or choice is None or t.source in KEEP_SOURCES or (decode_kept and prefill_kept) \
             or "cpu" in (backend_of(acc), choice.backend):
         return t  # measured on this machine (runs, probe), or a CPU timed from its measured triad
     speed_group = "decode" if req.batch <= 1 else "serving"
     sfit, pfit, tfit = fits.get(speed_group), fits.get("prefill"), fits.get("ttft")
+    if decode_kept:  # the decode measured here stays as it is; only the prefill takes the published fit
+        sfit = None
+    if prefill_kept:  # the prefill taught by the user's runs stays as it is
+        pfit = None
     fs = sfit.factor(serving_class(speed_group, choice, acc)) if sfit else 1.0
     fp = pfit.factor(serving_class("prefill", choice, acc)) if pfit else 1.0
     tps = d.tokens_per_s * fs
@@ -190,9 +195,10 @@ def calibrate_serving(t, req, acc):
                    # one request's first token is its prefill and one step: the prefill's spread; under load the
                    # loaded servers' first-token spread (queueing the plan does not model)
                    ttft_width_log=(pfit.half_width_log if pfit and req.batch <= 1 else
+                                   t.prefill_width_log if prefill_kept and req.batch <= 1 else
                                    tfit.half_width_log if tfit else None),
-                   prefill_width_log=pfit.half_width_log if pfit else None,
-                   eta_origin=t.eta_origin + f"; calibrated x{fs:.2f} ({speed_group})")
+                   prefill_width_log=pfit.half_width_log if pfit else t.prefill_width_log,
+                   eta_origin=t.eta_origin + (f"; calibrated x{fs:.2f} ({speed_group})" if sfit else ""))
 
 
 def _copy(record, **changes):

@@ -30,8 +30,9 @@ from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch, embedding_params, routed_expert_active_params
 from advisor.estimate.priors import mfu_prior
 from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_bytes
-from advisor.planner.layouts import Parallelism
-from advisor.planner.placement import Placement
+from advisor.planner.layouts import MemoryModel, Parallelism
+from advisor.planner.placement import Placement, intra_node_bps
+from advisor.planner.record_job import record_job
 from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
 from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta, step_overhead_s
 
@@ -85,6 +86,7 @@ class Timing:
     eta_origin: str = ""
     ttft_width_log: float | None = None
     measured: bool = False  # the decode efficiency was measured here (the user's runs, the probe): kept as it is
+    prefill_measured: bool = False  # the prefill was taught by the user's prompt-processing runs: kept as it is
     prefill_width_log: float | None = None
     software: RuntimeChoice | None = None  # the runtime profile a serving option assumes
     ttft_one_s: float | None = None  # time to first token of one request alone (serving)
@@ -141,7 +143,8 @@ def _utilisation(req, acc, arch, precision, calib, model, active, seq_len
         return req.mfu, "set by the user (--mfu)", "user", "", None
     found = learned.training_utilisation(calib, acc=acc, workload=req.workload, precision=precision,
                                          software=getattr(req, "framework", None), active_params=active,
-                                         seq_len=seq_len, model=model)
+                                         seq_len=seq_len, model=model,
+                                         forward=lambda rec: record_forward(rec, acc, "training"))
     if found is not None:
         return found.value, found.origin, found.source, "", found.width_log
     why = _fitted_reason(req, acc, arch, precision)
@@ -271,10 +274,11 @@ def framework_utilisation(mfu: float, origin: str, source: str, software) -> tup
 
     The priors and the fitted model describe plain PyTorch or Megatron kernels (factor 1.0); a framework with
     faster kernels (Unsloth, Liger-Kernel) multiplies them, capped at ``MFU_CEILING``. A utilisation the user
-    gave (``--mfu``) is taken as it is.
+    gave (``--mfu``) or one learned from the user's runs (made with the same framework) is taken as it is.
     """
     factor = software.behaviours.kernel_efficiency
-    if source == "user" or factor == 1.0:
+    # a utilisation the user gave or learned from the user's runs with this framework holds its kernels already
+    if source in ("user", "learned") or factor == 1.0:
         return mfu, origin
     scaled = min(MFU_CEILING, mfu * factor)
     capped = " (capped at the dense-matmul ceiling)" if scaled < mfu * factor else ""
@@ -307,7 +311,8 @@ def training_timing(ts: TrainingStep, place: Placement) -> Timing:
 
 
 def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, lens: Lengths,
-                   devices: int, calib, weight_bytes: int | None = None) -> Timing:
+                   devices: int, calib, weight_bytes: int | None = None, *, decode_scale: float = 1.0,
+                   prefill_scale: float = 1.0) -> Timing:
     """The speed of a serving option (docs/method.md, "Runtimes, weight formats and backends").
 
     The runtime's profile on the accelerator's backend (``request.runtime_choice``) gives the bandwidth
@@ -318,6 +323,10 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     This machine's measured bandwidth efficiency replaces the backend's 16-bit figure for its accelerator.
 
     ``weight_bytes``: the exact bytes of the stored weights (a model file, or parameters x the format's bits).
+    ``decode_scale``, ``prefill_scale``: factors on the runtime's published decode step (its bandwidth
+    efficiencies, each capped at 1, and its launch time divided) and on its prefill kernels' efficiencies: the
+    forward model the learner inverts (``record_forward``; ``calib`` None); the user's runs on this accelerator and
+    runtime set them (``estimate.learned.serving_scale``).
     """
     choice = runtime_choice(req, acc)
     prof, fmt = choice.profile, choice.weight_format
@@ -329,14 +338,20 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
 
     # the user's decode benchmarks on this accelerator and runtime, else the device-bandwidth probe
     # (estimate.learned), else the runtime's published efficiency for the format's class
-    found = learned.decode_bandwidth_efficiency(
-        calib, acc=acc, runtime=choice.runtime.id, weight_format=fmt.id, format_eta=format_eta,
-        width_log=DECODE_WIDTH_LOG, base_width_log=bundled_utilisation_model().half_width_calibrated_log)
-    eta = prof.eta_for(fmt.cls) if found is None else found.value
+    base_width = bundled_utilisation_model().half_width_calibrated_log
+    found = learned.serving_scale(
+        calib, acc=acc, runtime=choice.runtime.id, figure="decode_tokens_per_s", width_log=DECODE_WIDTH_LOG,
+        base_width_log=base_width, forward=lambda rec: record_forward(rec, acc, "decode"))
+    if found is not None:
+        decode_scale = found.value
+    probe = None if found is not None else learned.decode_bandwidth_efficiency(
+        calib, acc=acc, weight_format=fmt.id, format_eta=format_eta, base_width_log=base_width)
+    scaled = (prof.eta_for(fmt.cls) if probe is None else probe.value) * decode_scale
+    eta = min(1.0, scaled)
+    found = found or probe
     eta_note = "" if found is None else found.origin
     # the KV cache is read as 16-bit data: at the 16-bit efficiency, moved by what was learned for the format
-    eta_kv = prof.eta_for("f16") * (1.0 if found is None else found.value / prof.eta_for(fmt.cls))
-    eta_kv = min(1.0, eta_kv)
+    eta_kv = min(1.0, prof.eta_for("f16") * scaled / prof.eta_for(fmt.cls))
     kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
     # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
@@ -348,16 +363,26 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     # the kernel's share of its peak, less the vector-unit work it does in series (BackendProfile.prefill_matmul_flops)
     chunk = min(decode.PIPELINE_CHUNK, lens.prompt * req.batch)
     mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk) if mm_peak else prof.prefill_eta
+    # the user's prompt-processing runs on this accelerator and runtime scale the prefill kernels (estimate.learned)
+    pre = learned.serving_scale(calib, acc=acc, runtime=choice.runtime.id, figure="prefill_tokens_per_s",
+                                width_log=DECODE_WIDTH_LOG, base_width_log=base_width,
+                                forward=lambda rec: record_forward(rec, acc, "prefill"))
+    if pre is not None:
+        prefill_scale = pre.value
+    mm_eta = min(1.0, mm_eta * prefill_scale)
     if req.mfu is not None:
         mm_eta = req.mfu
-    overhead = step_overhead_s(arch.layers, choice, acc, devices)
+    overhead = step_overhead_s(arch.layers, choice, acc, devices) / decode_scale
     speed = decode.ServingSpeed(
         weight_bytes=weight_bytes or params * fmt.bits_per_weight / 8, active_fraction=active / params,
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
         attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
-        attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak, attention_eta=prof.attention_eta,
-        layer_split=choice.runtime.multi_device == "layer")
+        attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak,
+        attention_eta=min(1.0, prof.attention_eta * prefill_scale),
+        layer_split=choice.runtime.multi_device == "layer",
+        # the prefill's factor moves its weight read too (a short prompt is held at it)
+        prefill_eta_mem=None if prefill_scale == 1.0 else min(1.0, eta * prefill_scale))
     est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
     prefill_one = speed.prefill_s(lens.prompt, 1)
     tps = est.tokens_per_s
@@ -367,7 +392,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     origin = "; ".join(filter(None, [
         f"achieved by the decode: 2 x active params x tokens/s over the peak; {rt.name} on {choice.backend} reads "
         f"{fmt.id} weights at {eta:.2f} of the bandwidth with {overhead * 1e3:.2f} ms a step of launch overhead",
-        eta_note, f"({prof.source})"]))
+        eta_note, "" if pre is None else pre.origin, f"({prof.source})"]))
     note = "" if choice.backend_supported else (f"{rt.name} has no {choice.backend} backend: timed with its "
                                                 f"{prof.backend} figures")
     width = DECODE_WIDTH_LOG if found is None else found.width_log
@@ -375,4 +400,56 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,
                   high_cap=max(bound, tps), note=note, decode=est, eta_mem=eta, eta_origin=prof.source,
                   software=choice, ttft_one_s=prefill_one, prompt_tokens=lens.prompt, batch=req.batch,
-                  speed=speed, measured=found is not None, output_tokens=lens.output, mean_cache=lens.mean_cache)
+                  speed=speed, measured=found is not None, prefill_measured=pre is not None,
+                  prefill_width_log=None if pre is None else pre.width_log, output_tokens=lens.output,
+                  mean_cache=lens.mean_cache)
+
+
+@functools.lru_cache(maxsize=256)
+def _record_job(rec):
+    return record_job(rec)
+
+
+def record_forward(rec, acc: Accelerator, what: str):
+    """The plan's figure for a run record's own job (``planner.record_job``) as a function of one efficiency,
+    for the learner to invert (``estimate.learned.solve_increasing``), or None when the job cannot be planned.
+
+    ``what``: ``decode`` (generated tokens/s at a factor on the runtime's decode step),
+    ``prefill`` (prompt tokens/s at a factor on the prefill kernels' efficiencies) or ``training`` (training
+    tokens/s at a utilisation, on the record's devices in one machine with their links).
+    Each is the planner's own function with nothing learned in it (``calib`` None).
+    """
+    from advisor.planner.calibrated import calibrate_serving  # it imports this module
+
+    job = _record_job(rec)
+    if job is None:
+        return None
+    req = job.request
+    if what in ("decode", "prefill"):
+        if job.lens is None:
+            return None
+
+        def served(kept: str, **fixed) -> Timing:
+            # the plan's own function: the timing, then the published fits for the part not being learned (the
+            # learned part kept as measured, as calibrate_serving keeps it once learned)
+            t = serving_timing(req, acc, job.arch, job.params, job.active, job.lens, rec.devices, None,
+                               job.weight_bytes, **fixed)
+            return calibrate_serving(t.with_(**{kept: True}), req, acc)
+
+        if what == "decode":
+            return lambda k: served("measured", decode_scale=k).tokens_per_s
+        return lambda k: job.lens.prompt * req.batch / served("prefill_measured", prefill_scale=k).decode.prefill_s
+    if job.lens is not None:
+        return None
+    # laid out and placed as the planner lays out owned hardware of this count (``options.owned_options_for``):
+    # the fewest devices that fit, at most the record's, on one machine's links
+    seq_len = req.seq_len or rec.seq_len
+    mem_model = MemoryModel(req, job.arch, job.params, seq_len, req.context or seq_len)
+    layout, _, _ = mem_model.fewest_devices(acc.usable_memory_bytes, rec.devices, rec.devices)
+    place = Placement(rec.devices, intra_node_bps(acc), None)
+
+    def trained(u: float) -> float:
+        ts = training_step(req.model_copy(update={"mfu": u}), acc, job.arch, job.params, job.active, seq_len,
+                           layout, None)
+        return training_timing(ts, place).tokens_per_s
+    return trained

@@ -5,11 +5,12 @@ Used by ``advisor runs`` and the app's Runs page, so both show the same figures.
 
 from __future__ import annotations
 
-from advisor.runs.predict import compare, predict
+from advisor.runs.predict import compare, compared_figure, figure_label, predict, teaches
 
 
-def run_entry(e, now: dict | None, here: str) -> dict:
-    """One element of ``runs`` in ``advisor.runs/1`` for a stored ``RunEntry`` and its prediction now."""
+def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> dict:
+    """One element of ``runs`` in ``advisor.runs/1`` for a stored ``RunEntry``, its prediction now and whether
+    the planner learns from it (``predict.teaches``)."""
     rec = e.record
     then_err, then_held = compare(rec, e.predicted_at_import)
     err, held = compare(rec, now)
@@ -24,8 +25,10 @@ def run_entry(e, now: dict | None, here: str) -> dict:
                     "output_tokens": rec.output_tokens, "tokens": rec.tokens},
         "precision": rec.precision, "quant": rec.quant,
         "measured": rec.measured.present(),
+        "compared": {"figure": compared_figure(rec), "label": figure_label(rec),
+                     "measured": getattr(rec.measured, compared_figure(rec))},
         "predicted_at_import": e.predicted_at_import, "predicted_now": now,
-        "error_factor": err, "range_held": held,
+        "error_factor": err, "range_held": held, "teaches": teaches,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,
         "notes": list(rec.notes),
     }
@@ -50,5 +53,5 @@ def run_entries(catalog, host=None) -> list[dict]:
     out = []
     for e in entries:
         now = predict(e.record, catalog=catalog, calibration=calibration, host=host)
-        out.append(run_entry(e, None if now is None else now.to_dict(), here))
+        out.append(run_entry(e, None if now is None else now.to_dict(), here, teaches(e.record, catalog)))
     return out

@@ -4,8 +4,10 @@ Each test is one row with the build, the hardware (``cpu_info``, ``gpu_info``, `
 (``model_type`` such as "qwen2 7B Q4_K - Medium", ``model_size`` bytes, ``model_n_params``) and the result:
 ``n_prompt`` > 0 is prompt processing (pp), ``n_gen`` > 0 is generation (tg), ``avg_ts`` their tokens/s
 (ggml-org/llama.cpp, ``tools/llama-bench/README.md``, "Output formats", and ``llama-bench.cpp``). The tests of
-one model on one piece of hardware become one record: prefill speed from its pp test, decode speed from its
-tg test (the largest of each).
+one model on one piece of hardware become a record per kind of test, each the job it measured: a prompt
+record (the largest pp test: its prompt, prefill tokens/s) and a generation record (the largest tg test: its
+generated tokens from an empty cache, decode tokens/s). The planner learns the prefill from the first and the
+decode from the second (``estimate.learned``).
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def _accelerator(test: _Test, opts: ImportOptions) -> tuple[str | None, str | No
 
 
 def read_llama_bench(path: Path, data: bytes, rows: list, opts: ImportOptions) -> list[RunRecord]:
-    """One record per model and hardware in a llama-bench output.
+    """A prompt record and a generation record per model and hardware in a llama-bench output.
 
     Raises:
         RunImportError: a row that is not a llama-bench test, or no test at all.
@@ -138,25 +140,27 @@ def read_llama_bench(path: Path, data: bytes, rows: list, opts: ImportOptions) -
         tg = [t for t in group if t.n_gen > 0 and t.n_prompt == 0 and t.n_depth == 0]
         if not pp and not tg:
             continue
-        pp_best = max(pp, key=lambda t: t.n_prompt) if pp else None
-        tg_best = max(tg, key=lambda t: t.n_gen) if tg else None
         acc_id, acc_name, devices = _accelerator(first, opts)
         gpus = tuple(g.strip() for g in re.split(r",\s*", first.gpu_info or "") if g.strip())
         machine_id, note = machine_of(opts, cpu=first.cpu_info, gpus=gpus if acc_id != "cpu" else ())
         version = (f"b{first.build_number}" if first.build_number is not None else "") + (
             f" ({first.build_commit})" if first.build_commit else "")
-        when = (tg_best or pp_best).test_time or file_time(path)
-        records.append(RunRecord(
-            kind="llama-bench", source_file=str(path.resolve()), content_sha256=content_hash(data, repr(key)),
-            recorded_at=when, workload="inference",
-            measured=Measured(tokens_per_s=tg_best.avg_ts if tg_best else None,
-                              prefill_tokens_per_s=pp_best.avg_ts if pp_best else None,
-                              decode_tokens_per_s=tg_best.avg_ts if tg_best else None),
-            model=first.model_type, params=first.model_n_params, weight_bytes=first.model_size,
-            quant=_quant(first.model_type), precision="fp16", software=opts.software or "llama.cpp",
-            software_version=version.strip() or None, accelerator_id=acc_id, accelerator_name=acc_name,
-            devices=devices, machine_id=machine_id, machine_note=note, batch=1,
-            prompt_tokens=pp_best.n_prompt if pp_best else None, output_tokens=tg_best.n_gen if tg_best else None))
+        common = dict(kind="llama-bench", source_file=str(path.resolve()), workload="inference",
+                      model=first.model_type, params=first.model_n_params, weight_bytes=first.model_size,
+                      quant=_quant(first.model_type), precision="fp16", software=opts.software or "llama.cpp",
+                      software_version=version.strip() or None, accelerator_id=acc_id, accelerator_name=acc_name,
+                      devices=devices, machine_id=machine_id, machine_note=note, batch=1)
+        if pp:
+            best = max(pp, key=lambda t: t.n_prompt)
+            records.append(RunRecord(
+                content_sha256=content_hash(data, repr(key), "pp"), recorded_at=best.test_time or file_time(path),
+                measured=Measured(prefill_tokens_per_s=best.avg_ts), prompt_tokens=best.n_prompt, **common))
+        if tg:
+            best = max(tg, key=lambda t: t.n_gen)
+            records.append(RunRecord(
+                content_sha256=content_hash(data, repr(key), "tg"), recorded_at=best.test_time or file_time(path),
+                measured=Measured(tokens_per_s=best.avg_ts, decode_tokens_per_s=best.avg_ts),
+                output_tokens=best.n_gen, **common))
     if not records:
         raise RunImportError(path, "no prompt (pp) or generation (tg) test without a prefilled context")
     return records

@@ -1,9 +1,11 @@
 """What the advisor predicts for a recorded run: the run's own job planned on its accelerator (plan against actual).
 
 The record itself is left out of what the planner learns from, so the prediction is what the advisor would
-have said without it. Compared figure: tokens/s (training tokens/s, generated tokens/s of a serving run).
-``error_factor`` is predicted / measured (above 1: the plan was too optimistic); ``held`` whether the measured
-figure lies inside the plan's 80 % interval.
+have said without it. The compared figure is the one the run measured (``compared_figure``): training tokens/s,
+the decode tokens/s of a generation test, the prompt tokens/s of a prompt-processing test, the generated
+tokens/s of a serving run at its load. ``error_factor`` is predicted / measured (above 1: the plan was too
+optimistic); ``held`` whether the measured figure lies inside the plan's 80 % interval. ``advisor runs`` and
+the app's Runs page both take their rows from ``advisor.runs.listing``, which calls ``predict`` here.
 """
 
 from __future__ import annotations
@@ -12,88 +14,116 @@ import dataclasses
 from dataclasses import dataclass
 
 from advisor.estimate.run_record import RunRecord
+from advisor.planner.record_job import request_values
+
+__all__ = ["Prediction", "compare", "compared_figure", "figure_label", "predict", "request_values", "teaches"]
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """The planner's tokens/s for a run, its 80 % interval and where the efficiency came from."""
+    """The planner's figure for a run (``figure``: which one, a ``Measured`` field name), its 80 % interval and
+    where the efficiency came from. ``tokens_per_s`` holds the predicted figure (tokens/s whichever it is)."""
 
     tokens_per_s: float
     low: float
     high: float
     source: str
     origin: str
+    figure: str = "tokens_per_s"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def request_values(rec: RunRecord) -> dict | None:
-    """The plan inputs of a record's job, or None when the record lacks what a plan needs."""
-    if not rec.accelerator_id or not rec.params:
-        return None
-    # owned, so that a part without a price (a card no longer sold) is still planned
-    own = [] if rec.accelerator_id == "cpu" else [f"{rec.devices}x{rec.accelerator_id}"]
-    v: dict = {"params": rec.params, "workload": rec.workload, "accelerator": [rec.accelerator_id],
-               "gpus": rec.devices, "own": own, "owned_options": True}
-    for name in ("layers", "hidden", "heads", "vocab"):
-        if getattr(rec, name):
-            v[name] = getattr(rec, name)
-    if rec.precision:
-        v["precision"] = rec.precision if rec.training else ("bf16" if rec.precision in ("fp16", "fp32") else
-                                                             rec.precision)
+def compared_figure(rec: RunRecord) -> str:
+    """The ``Measured`` field a run is compared on: its tokens/s, else its prompt tokens/s (a prompt test)."""
+    m = rec.measured
+    if m.tokens_per_s is None and m.prefill_tokens_per_s is not None:
+        return "prefill_tokens_per_s"
+    return "tokens_per_s"
+
+
+def figure_label(rec: RunRecord) -> str:
+    """The compared figure in words: ``training``, ``prompt`` (a prompt test), ``decode`` (one request) or
+    ``served at N`` (N requests at once)."""
     if rec.training:
-        if not rec.seq_len or not rec.tokens:
-            return None
-        v.update(seq_len=rec.seq_len, tokens=rec.tokens)
-        if rec.batch:
-            v["micro_batch"] = rec.batch
-        if rec.recompute == "full":
-            v["checkpointing"] = "full"
+        return "training"
+    if compared_figure(rec) == "prefill_tokens_per_s":
+        return "prompt"
+    return "decode" if (rec.batch or 1) <= 1 else f"served at {rec.batch}"
+
+
+def teaches(rec: RunRecord, catalog) -> bool | None:
+    """Whether the planner learns from ``rec``: some efficiency gives its measured figure back on the plan of its
+    own job (``estimate.learned.taught_value``); None where that cannot be told (the CPU, planned on this
+    machine's host figures; an accelerator not in the catalog)."""
+    from advisor.estimate.learned import taught_value
+    from advisor.planner.timing import record_forward
+
+    acc = catalog.accelerators.get(rec.accelerator_id or "")
+    if acc is None or rec.accelerator_id == "cpu":
+        return None
+    if rec.simulated:
+        return False
+    if rec.training:
+        what, figure = "training", "tokens_per_s"
+    elif compared_figure(rec) == "prefill_tokens_per_s":
+        what, figure = "prefill", "prefill_tokens_per_s"
     else:
-        if rec.quant:
-            v["quant"] = rec.quant
-        v["batch"] = rec.batch or 1
-        v["output_tokens"] = rec.output_tokens or 128
-        v["context"] = max(1, (rec.prompt_tokens or 0) + (rec.output_tokens or 128))
-        if rec.software in ("llama.cpp", "vllm", "exllama", "mlc"):
-            v["runtime"] = rec.software
-    return v
+        what, figure = "decode", "decode_tokens_per_s"
+    return taught_value(rec, figure, lambda r: record_forward(r, acc, what)) is not None
 
 
-def predict(rec: RunRecord, *, catalog, calibration, host=None) -> Prediction | None:
+def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool = True) -> Prediction | None:
     """The planner's prediction for ``rec`` (None when it cannot be planned: unknown accelerator, no model).
 
     Args:
         calibration: the planner's calibration with the user's runs (``store.calibration.load_planner_calibration``);
             ``rec`` is taken out of it first.
         host: this machine's host figures (``--accelerator cpu`` plans on them).
+        leave_out: take ``rec`` out of what the planner learns (plan against actual); False plans with it (the
+            round trip: a run imported, its own job planned again gives its measured figure).
     """
     from advisor.planner import PlanInputError, PlanRequest, plan
 
     values = request_values(rec)
     if values is None:
         return None
-    if calibration is not None and getattr(calibration, "runs", ()):
+    if leave_out and calibration is not None and getattr(calibration, "runs", ()):
         others = tuple(r for r in calibration.runs if r.content_sha256 != rec.content_sha256)
         calibration = dataclasses.replace(calibration, runs=others)
-    try:
-        req = PlanRequest.from_mapping(values)
-        result = plan(req, catalog, calibration, host=host, advise=False)
-    except (PlanInputError, ValueError, TypeError):
+    result = None
+    for _ in range(2):
+        try:
+            result = plan(PlanRequest.from_mapping(values), catalog, calibration, host=host, advise=False)
+            break
+        except (PlanInputError, ValueError, TypeError):
+            if "framework" not in values:  # a framework the planner has no profile of plans with its default
+                return None
+            values = {k: v for k, v in values.items() if k != "framework"}
+    if result is None:
         return None
     options = [o for o in result.options if o.accelerator == rec.accelerator_id and o.devices == rec.devices
                and o.feasible]
     if not options:
         return None
     o = min(options, key=lambda o: (o.kind not in ("owned", "home"), o.id))
+    figure = compared_figure(rec)
+    if figure == "prefill_tokens_per_s":
+        s = o.serving
+        if s is None or not s.prefill_tokens_per_s:
+            return None
+        low, high = s.prefill_tokens_per_s_interval or (s.prefill_tokens_per_s, s.prefill_tokens_per_s)
+        return Prediction(s.prefill_tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure)
     low, high = o.tokens_per_s_interval or (o.tokens_per_s, o.tokens_per_s)
-    return Prediction(o.tokens_per_s, low, high, o.mfu_source, o.mfu_origin)
+    return Prediction(o.tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure)
 
 
 def compare(rec: RunRecord, pred: dict | None) -> tuple[float | None, bool | None]:
-    """``(error_factor, held)`` of a prediction (a ``Prediction.to_dict``) against the record's tokens/s."""
-    measured = rec.measured.tokens_per_s
-    if not pred or not measured:
+    """``(error_factor, held)`` of a prediction (a ``Prediction.to_dict``) against the record's measured figure."""
+    if not pred:
+        return None, None
+    measured = getattr(rec.measured, pred.get("figure") or "tokens_per_s", None)
+    if not measured:
         return None, None
     return pred["tokens_per_s"] / measured, pred["low"] <= measured <= pred["high"]

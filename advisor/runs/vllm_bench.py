@@ -5,7 +5,8 @@ def9ce85): ``date`` ("%Y%m%d-%H%M%S"), ``backend``, ``model_id``, ``num_prompts`
 ``max_concurrency``, then the benchmark's ``duration``, ``completed``, ``total_input_tokens``,
 ``total_output_tokens``, ``request_throughput``, ``output_throughput`` and per latency metric
 ``mean_/median_/p99_`` ``ttft_ms``, ``tpot_ms``, ``itl_ms``. The file names no hardware: ``--accelerator``
-(default: this machine's first GPU) and ``--devices`` say what served it.
+(default: this machine's first GPU) and ``--devices`` say what served it. The model is the file's ``model_id``
+(a preset whose model card is that repository or its base, else the Hugging Face cache; ``--model`` overrides).
 """
 
 from __future__ import annotations
@@ -15,20 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from advisor.estimate.run_record import Measured, RunRecord
-from advisor.runs.common import (
-    MAX_COUNT,
-    MAX_RATE,
-    ImportOptions,
-    RunImportError,
-    content_hash,
-    file_time,
-    machine_of,
-    model_arch,
-    validation_reason,
-)
+from advisor.estimate.run_record import RunRecord
+from advisor.runs.common import MAX_COUNT, MAX_RATE, ImportOptions, RunImportError, file_time, validation_reason
+from advisor.runs.serving_result import ServingResult, serving_record
 
-UNRESOLVED = "model not resolved (not a preset, not in the Hugging Face cache): --model gives it"
 _Ms = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
 
 
@@ -54,6 +45,11 @@ def looks_like(doc) -> bool:
     return isinstance(doc, dict) and "output_throughput" in doc and ("median_ttft_ms" in doc or "mean_ttft_ms" in doc)
 
 
+def s_of(ms: float | None) -> float | None:
+    """Milliseconds as seconds (None stays None)."""
+    return None if ms is None else ms / 1000.0
+
+
 def _date(text: str | None, path: Path) -> str:
     for fmt in ("%Y%m%d-%H%M%S", "%Y-%m-%d %H:%M:%S"):
         try:
@@ -61,10 +57,6 @@ def _date(text: str | None, path: Path) -> str:
         except ValueError:
             continue
     return file_time(path)
-
-
-def _s(ms: float | None) -> float | None:
-    return None if ms is None else ms / 1000.0
 
 
 def read_vllm_bench(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRecord:
@@ -77,28 +69,10 @@ def read_vllm_bench(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRec
         r = _Result.model_validate(doc)
     except ValidationError as exc:
         raise RunImportError(path, f"not a vLLM benchmark result ({validation_reason(exc)})") from None
-    acc = opts.accelerator or (_this_gpu(opts))
-    if acc is None:
-        raise RunImportError(path, "the file does not say which accelerator served it: give --accelerator ID")
-    machine_id, note = machine_of(opts)
-    arch = model_arch(opts.model or (f"hf:{r.model_id}" if r.model_id else None))
-    return RunRecord(
-        kind="vllm-bench", source_file=str(path.resolve()), content_sha256=content_hash(data),
-        recorded_at=_date(r.date, path), workload="inference",
-        measured=Measured(tokens_per_s=r.output_throughput, requests_per_s=r.request_throughput,
-                          ttft_p50_s=_s(r.median_ttft_ms), ttft_p99_s=_s(r.p99_ttft_ms),
-                          tpot_p50_s=_s(r.median_tpot_ms), tpot_p99_s=_s(r.p99_tpot_ms), duration_s=r.duration),
-        model=r.model_id, params=arch.get("params"), layers=arch.get("layers"), hidden=arch.get("hidden"),
-        heads=arch.get("heads"), vocab=arch.get("vocab"), software=opts.software or "vllm",
-        notes=() if arch else (UNRESOLVED,), accelerator_id=acc, devices=opts.devices or 1,
-        machine_id=machine_id, machine_note=note, batch=r.max_concurrency,
-        prompt_tokens=max(1, round(r.total_input_tokens / r.completed)) if r.total_input_tokens else None,
-        output_tokens=max(1, round(r.total_output_tokens / r.completed)))
-
-
-def _this_gpu(opts: ImportOptions) -> str | None:
-    if not opts.this_gpus:
-        return None
-    from advisor.hw.match import match_catalog_id
-
-    return match_catalog_id(opts.this_gpus[0])
+    return serving_record(path, data, ServingResult(
+        kind="vllm-bench", software="vllm", recorded_at=_date(r.date, path), model_id=r.model_id,
+        concurrency=r.max_concurrency, duration_s=r.duration, completed=r.completed,
+        input_tokens=r.total_input_tokens, output_tokens=r.total_output_tokens,
+        output_tokens_per_s=r.output_throughput, requests_per_s=r.request_throughput,
+        ttft_p50_s=s_of(r.median_ttft_ms), ttft_p99_s=s_of(r.p99_ttft_ms), tpot_p50_s=s_of(r.median_tpot_ms),
+        tpot_p99_s=s_of(r.p99_tpot_ms)), opts)

@@ -94,26 +94,48 @@ def test_what_does_not_match_is_ignored_and_the_probe_remains():
     assert learned.training_utilisation(None, workload="finetune", software=None, **kw) is None
 
 
-def test_decode_efficiency_moves_between_formats_by_the_runtimes_ratio():
+def _tg(tps: float, sha: str = "b", machine: str | None = "here") -> RunRecord:
+    return RunRecord(kind="llama-bench", source_file=f"/runs/{sha}.json", content_sha256=sha,
+                     recorded_at="2025-04-24T00:00:00", workload="inference",
+                     measured=Measured(tokens_per_s=tps, decode_tokens_per_s=tps), params=7_600_000_000,
+                     weight_bytes=4_600_000_000, quant="q4_k_m", software="llama.cpp", accelerator_id="rtx-4080",
+                     machine_id=machine, output_tokens=128)
+
+
+def test_solve_increasing_inverts_a_decode_step_by_hand():
+    # a step of 4.6 GB read at 716.8 GB/s x eta plus 2 ms: tokens/s = 1 / (W / (BW * eta) + c)
+    def f(eta):
+        return 1.0 / (4.6e9 / (716.8e9 * eta) + 2e-3)
+
+    # 100 tokens/s: 10 ms a step, 8 ms of it reading, eta = 4.6e9 / (716.8e9 * 8e-3) = 0.80218...
+    assert learned.solve_increasing(f, 100.0, 1e-3, 1.0) == pytest.approx(4.6e9 / (716.8e9 * 8e-3), rel=1e-9)
+    assert learned.solve_increasing(f, f(1.0) * 1.01, 1e-3, 1.0) is None  # faster than any efficiency allows
+    assert learned.solve_increasing(f, 0.0, 1e-3, 1.0) is None
+
+
+def test_serving_scale_is_the_factor_that_gives_each_run_back():
     acc = load_catalog().accelerators["rtx-4080"]
-    tg = 0.7 * acc.mem_bandwidth_bps / 4.6e9
-    rec = RunRecord(kind="llama-bench", source_file="b.json", content_sha256="b", recorded_at="2025-04-24T00:00:00",
-                    workload="inference", measured=Measured(tokens_per_s=tg, decode_tokens_per_s=tg),
-                    params=7_600_000_000, weight_bytes=4_600_000_000, quant="q4_k_m", software="llama.cpp",
-                    accelerator_id="rtx-4080", machine_id="here")
-    # the runtime's published efficiencies on the backend: 0.85 at 4-bit, 0.93 at 16-bit (hand-picked here)
-    etas = {"q4_k_m": 0.85, "f16": 0.93}
 
-    def eta(fid):
-        return etas.get(fid, 0.93)
+    def forward(rec):  # the plan's decode of the record's job: 120 tokens/s at the published speed, 1 / step
+        return lambda k: 1.0 / (1.0 / (100.0 * k) + 1.0 / 600.0)
 
-    kw = dict(acc=acc, format_eta=eta, width_log=0.2, base_width_log=0.1)
-    same = learned.decode_bandwidth_efficiency(Calib(runs=(rec,)), runtime="llama.cpp", weight_format="q4_k_m", **kw)
-    assert same.value == pytest.approx(0.7) and same.width_log == 0.1
-    f16 = learned.decode_bandwidth_efficiency(Calib(runs=(rec,)), runtime="llama.cpp", weight_format="f16", **kw)
-    assert f16.value == pytest.approx(0.7 * 0.93 / 0.85)
-    assert learned.decode_bandwidth_efficiency(Calib(runs=(rec,)), runtime="vllm", weight_format="q4_k_m",
-                                               **kw) is None
+    kw = dict(acc=acc, runtime="llama.cpp", figure="decode_tokens_per_s", forward=forward, width_log=0.2,
+              base_width_log=0.1)
+    one = learned.serving_scale(Calib(runs=(_tg(110.0),)), **kw)
+    # 1/110 = 1/(100 k) + 1/600  ->  k = 1 / (100 * (1/110 - 1/600)) = 1.3469...
+    assert one.value == pytest.approx(1.0 / (100.0 * (1 / 110 - 1 / 600)), rel=1e-9)
+    assert one.width_log == 0.1 and "from your run of 2025-04-24" in one.origin and one.source == "learned"
+    # two runs on this machine: the geometric mean of their factors; the width the larger of base and their pair
+    two = learned.serving_scale(Calib(runs=(_tg(110.0), _tg(90.0, "c"))), **kw)
+    k1, k2 = (1.0 / (100.0 * (1 / t - 1 / 600)) for t in (110.0, 90.0))
+    assert two.value == pytest.approx(math.sqrt(k1 * k2), rel=1e-9)
+    assert two.width_log == pytest.approx(abs(math.log(k1 / k2)), rel=1e-9)
+    # another runtime, another part, or a run only from another machine (the published width kept)
+    assert learned.serving_scale(Calib(runs=(_tg(110.0),)), **{**kw, "runtime": "vllm"}) is None
+    assert learned.serving_scale(Calib(runs=(_tg(110.0),)), **{**kw, "acc": ACC}) is None
+    assert learned.serving_scale(Calib(runs=(_tg(110.0, machine=None),)), **kw).width_log == 0.2
+    # a run faster than the forward model allows at any factor teaches nothing
+    assert learned.serving_scale(Calib(runs=(_tg(700.0),)), **kw) is None
 
 
 def test_simulated_records_are_never_learned_from():

@@ -22,26 +22,19 @@ def _opts(**kw) -> ImportOptions:
 
 @pytest.mark.parametrize("name", ["llama-bench-rtx4080.json", "llama-bench-rtx4080.jsonl", "llama-bench-rtx4080.csv"])
 def test_llama_bench_json_jsonl_and_csv_read_the_same_run(name):
-    (rec,) = import_file(BENCH / name, _opts())
-    assert rec.kind == "llama-bench" and rec.workload == "inference" and rec.software == "llama.cpp"
-    assert rec.params == 7615616512 and rec.weight_bytes == 4677120000 and rec.quant == "q4_k_m"
-    assert rec.accelerator_id == "rtx-4080" and rec.devices == 1 and rec.accelerator_name == "NVIDIA GeForce RTX 4080"
+    pp, tg = import_file(BENCH / name, _opts())  # the prompt test and the generation test, each its own job
+    for rec in (pp, tg):
+        assert rec.kind == "llama-bench" and rec.workload == "inference" and rec.software == "llama.cpp"
+        assert rec.params == 7615616512 and rec.weight_bytes == 4677120000 and rec.quant == "q4_k_m"
+        assert rec.accelerator_id == "rtx-4080" and rec.devices == 1
+        assert rec.accelerator_name == "NVIDIA GeForce RTX 4080" and rec.recorded_at.startswith("2025-04-24")
+        # this machine has no RTX 4080: the record is marked as another machine's
+        assert rec.machine_id is None and "another machine" in rec.machine_note
     # the published pp512 / tg128 figures of the README's three examples (7100.0 / 118.9, 7263.6 / 119.8, 7285.7 / 119.9)
-    assert 7000 < rec.measured.prefill_tokens_per_s < 7300 and 118 < rec.measured.decode_tokens_per_s < 120.5
-    assert rec.prompt_tokens == 512 and rec.output_tokens == 128 and rec.recorded_at.startswith("2025-04-24")
-    # this machine has no RTX 4080: the record is marked as another machine's
-    assert rec.machine_id is None and "another machine" in rec.machine_note
-
-
-def test_llama_bench_bandwidth_efficiency_is_what_the_planner_learns():
-    from advisor.catalog import load_catalog
-    from advisor.estimate.learned import record_bandwidth_efficiency
-
-    (rec,) = import_file(BENCH / "llama-bench-rtx4080.json", _opts())
-    acc = load_catalog().accelerators["rtx-4080"]
-    # 118.88 tokens/s x 4.677 GB read per token / 716.8 GB/s
-    assert record_bandwidth_efficiency(rec, acc.mem_bandwidth_bps) == pytest.approx(118.881588 * 4.67712e9 / 716.8e9,
-                                                                                    rel=1e-3)
+    assert 7000 < pp.measured.prefill_tokens_per_s < 7300 and pp.measured.tokens_per_s is None
+    assert 118 < tg.measured.decode_tokens_per_s < 120.5 and tg.measured.tokens_per_s == tg.measured.decode_tokens_per_s
+    assert (pp.prompt_tokens, pp.output_tokens) == (512, None) and (tg.prompt_tokens, tg.output_tokens) == (None, 128)
+    assert pp.content_sha256 != tg.content_sha256
 
 
 def test_vllm_bench_result():
@@ -59,10 +52,10 @@ def test_vllm_bench_result():
 
 
 def test_importing_the_same_file_twice_keeps_one_record():
-    (rec,) = import_file(BENCH / "llama-bench-rtx4080.json", _opts())
+    rec = import_file(BENCH / "llama-bench-rtx4080.json", _opts())[1]
     with RunStore() as store:
         first = store.add(rec)
-        again = store.add(import_file(BENCH / "llama-bench-rtx4080.json", _opts())[0])
+        again = store.add(import_file(BENCH / "llama-bench-rtx4080.json", _opts())[1])
         assert first[1] and not again[1] and first[0] == again[0]
         assert len(store.list()) == 1
         assert store.forget(first[0]) and store.list() == []
@@ -122,8 +115,14 @@ def test_cli_import_list_json_forget_reset(capsys):
     assert "another machine" in capsys.readouterr().out
     assert main(["runs", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "advisor.runs/1" and len(doc["runs"]) == 1
-    r = doc["runs"][0]
+    assert doc["schema"] == "advisor.runs/1" and len(doc["runs"]) == 2  # the prompt test and the generation test
+    pp, r = doc["runs"]
+    # each is compared on the figure it measured: prompt tokens/s, generated tokens/s
+    assert pp["compared"] == {"figure": "prefill_tokens_per_s", "label": "prompt",
+                              "measured": pp["measured"]["prefill_tokens_per_s"]}
+    assert r["compared"]["label"] == "decode"
+    assert pp["predicted_now"]["figure"] == "prefill_tokens_per_s"
+    assert pp["error_factor"] == pytest.approx(pp["predicted_now"]["tokens_per_s"] / pp["compared"]["measured"])
     for key in ("id", "source_file", "machine", "accelerator", "software", "measured", "predicted_at_import",
                 "predicted_now", "error_factor"):
         assert key in r
@@ -134,7 +133,7 @@ def test_cli_import_list_json_forget_reset(capsys):
     assert main(["runs", "--forget", str(r["id"])]) == 0
     assert main(["runs", "import", str(BENCH / "llama-bench-rtx4080.csv")]) == 0
     assert main(["runs", "--reset"]) == 0
-    assert "forgot 1 run" in capsys.readouterr().out
+    assert "forgot 2 run" in capsys.readouterr().out
 
 
 def test_a_damaged_store_is_kept_aside(capsys):
@@ -174,7 +173,7 @@ def test_cli_same_file_twice_in_one_import_and_again_keeps_one(capsys):
     assert main(["runs", "import", f]) == 0
     assert "already imported" in capsys.readouterr().out
     with RunStore() as store:
-        assert len(store.list()) == 1
+        assert len(store.list()) == 2  # its prompt test and its generation test
 
 
 def test_trainer_run_without_a_device_in_its_files_is_this_machines_gpu(tmp_path):
@@ -194,3 +193,48 @@ def test_a_trainer_output_folder_reads_its_state_and_another_folder_is_refused(t
     assert rec.kind == "hf-trainer" and rec.source_file.endswith("trainer_state.json")
     with pytest.raises(RunImportError, match="not a regular file"):
         import_file(tmp_path, _opts())
+
+
+def test_sglang_bench_serving_lines_each_a_run():
+    f = FIX / "sglang-bench" / "sglang-random-1024-512.jsonl"
+    with pytest.raises(RunImportError, match="--model"):  # the lines name no model
+        import_file(f, _opts(accelerator="h100-sxm"))
+    one, sixteen = import_file(f, _opts(accelerator="h100-sxm", model="llama-3.1-8b"))
+    for rec in (one, sixteen):
+        assert rec.kind == "sglang-bench" and rec.software == "sglang" and rec.accelerator_id == "h100-sxm"
+        assert rec.prompt_tokens == 1024 and rec.output_tokens == 512 and rec.params == 8030261248
+    # the second line: 160 requests x 512 output tokens in 61.7 s, concurrency 16, median TTFT 88 ms, TPOT 11.6 ms
+    assert sixteen.batch == 16 and sixteen.measured.tokens_per_s == pytest.approx(160 * 512 / 61.7, rel=1e-3)
+    assert sixteen.measured.ttft_p50_s == pytest.approx(0.088) and sixteen.measured.tpot_p50_s == pytest.approx(0.0116)
+    assert one.batch == 1 and one.content_sha256 != sixteen.content_sha256
+
+
+def test_guidellm_report_a_run_per_benchmark():
+    f = FIX / "guidellm" / "benchmarks.json"
+    sync, conc = import_file(f, _opts(accelerator="l40s"))
+    for rec in (sync, conc):
+        # the model from the report's worker (meta-llama/Llama-3.1-8B-Instruct -> the llama-3.1-8b preset)
+        assert rec.kind == "guidellm" and rec.params == 8030261248 and rec.accelerator_id == "l40s"
+        assert rec.prompt_tokens == 512 and rec.output_tokens == 256
+    # synchronous: one at a time, 30 x 256 tokens over 120 s; concurrent at 8 streams: 160 x 256 over 90 s
+    assert sync.batch == 1 and sync.measured.tokens_per_s == pytest.approx(30 * 256 / 120.0)
+    assert conc.batch == 8 and conc.measured.tokens_per_s == pytest.approx(160 * 256 / 90.0)
+    assert conc.measured.ttft_p50_s == pytest.approx(0.038) and conc.measured.ttft_p99_s == pytest.approx(0.070)
+    assert conc.measured.tpot_p50_s == pytest.approx(0.0088) and conc.recorded_at.startswith("2025-06-10")
+
+
+def test_guidellm_later_schema_scheduler_strategy(tmp_path):
+    doc = json.loads((FIX / "guidellm" / "benchmarks.json").read_text())
+    for b in doc["benchmarks"]:  # the later report: scheduler.strategy, benchmarker.backend, no args or worker
+        b["scheduler"] = {"strategy": b.pop("args")["strategy"]}
+        b["benchmarker"] = {"backend": {"model": b.pop("worker")["backend_model"]}}
+        del b["run_stats"]
+    p = tmp_path / "later.json"
+    p.write_text(json.dumps(doc))
+    sync, conc = import_file(p, _opts(accelerator="l40s"))
+    assert (sync.batch, conc.batch) == (1, 8) and conc.params == 8030261248
+
+
+def test_vllm_bench_names_its_model_by_model_id():
+    (rec,) = import_file(FIX / "vllm-bench" / "vllm-inf-concurrency32.json", _opts(accelerator="h100-sxm"))
+    assert rec.params == 8030261248 and rec.layers == 32 and not rec.notes  # the llama-3.1-8b preset, no --model

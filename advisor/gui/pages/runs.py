@@ -50,8 +50,10 @@ def run_columns() -> list[Column]:
         Column("accelerator", lambda r: f"{r['accelerator']['id'] or '?'} × {r['accelerator']['devices']}"),
         Column("machine", lambda r: "this" if r["machine"]["this_machine"] else "other",
                cell_tip=lambda r: r["machine"]["note"], tip="runs on other machines count less in plans"),
-        Column("measured tok/s", lambda r: r["measured"].get("tokens_per_s"), lambda v: f"{v:,.0f}",
-               align_right=True),
+        Column("figure", lambda r: r["compared"]["label"],
+               tip="what the run measured: training, decode of one request, a prompt, or served at its concurrency"),
+        Column("measured tok/s", lambda r: r["compared"]["measured"], lambda v: f"{v:,.0f}", align_right=True,
+               tip="the figure the run measured: training, generated or (a prompt test) prompt tokens/s"),
         Column("at import", lambda r: (r["predicted_at_import"] or {}).get("tokens_per_s"), lambda v: f"{v:,.0f}",
                align_right=True, tip="what the advisor predicted when the run was imported (kept)"),
         Column("now", _pred, lambda v: f"{v:,.0f}", align_right=True,
@@ -68,7 +70,7 @@ def chart_points(rows: list[dict]) -> tuple[list[tuple[float, float]], list[tupl
     """``(this machine, other machines)`` points ``(measured, predicted now)`` in tokens/s."""
     here, other = [], []
     for r in rows:
-        m, p = r["measured"].get("tokens_per_s"), _pred(r)
+        m, p = r["compared"]["measured"], _pred(r)
         if m and p and m > 0 and p > 0:
             (here if r["machine"]["this_machine"] else other).append((m, p))
     return here, other
@@ -91,6 +93,7 @@ class RunsPage(Page):
         self.rows: list[dict] = []
         self._worker: GeneratorWorker | None = None
         self._loaded = False
+        self._again = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 12)
         layout.addWidget(QLabel("<h2 style='margin:0'>Your runs</h2>"))
@@ -147,14 +150,20 @@ class RunsPage(Page):
         split.setStretchFactor(1, 2)
         split.setSizes([150, 300])
         layout.addWidget(split, 1)
+        # runs on the CPU are planned on this machine's host figures: read after the page is built (local_ready)
+        ctx.local_ready.connect(self._on_local_ready)
         self.refresh()
 
     # ------------------------------------------------------------ data
     def refresh(self) -> None:
         """Read the runs and plan them again, off the GUI thread."""
         if self._worker is not None:
+            self._again = True  # what changed meanwhile (this machine read, a run imported) is planned next
             return
         self._loaded = False
+        if not self.ctx.local_known:  # plan as `advisor runs` does: with this machine's host figures
+            self.message.setText("Reading this machine…")
+            return
         self.message.setText("Planning your runs…")
         host = (self.ctx.plan_kw() or {}).get("host")
         self._worker = GeneratorWorker(_load, self.ctx.catalog, host, parent=self)
@@ -175,6 +184,13 @@ class RunsPage(Page):
     def _on_worker_done(self) -> None:
         self._worker = None
         self._loaded = True
+        if self._again:
+            self._again = False
+            self.refresh()
+
+    @Slot()
+    def _on_local_ready(self) -> None:
+        self.refresh()
 
     def set_rows(self, rows: list[dict]) -> None:
         """Show these ``advisor.runs/1`` rows in the table and the chart."""
@@ -220,6 +236,7 @@ class RunsPage(Page):
 
     def import_files(self, files: list[str]) -> bool:
         """Import files (all read and checked first); a bad one is one line in the message, nothing stored."""
+        from advisor.probes._device_info import cpu_model
         from advisor.runs import ImportOptions, RunImportError, import_file
         from advisor.runs.predict import predict
         from advisor.store.calibration import load_planner_calibration, with_runs
@@ -227,7 +244,7 @@ class RunsPage(Page):
 
         profile = self.ctx.machine
         gpus = tuple(g.info.name for g in profile.gpus) if profile is not None else ()
-        opts = ImportOptions(this_machine_id=this_machine_id(), this_gpus=gpus)
+        opts = ImportOptions(this_machine_id=this_machine_id(), this_cpu=cpu_model(), this_gpus=gpus)
         try:
             records = [r for f in files for r in import_file(f, opts)]
             calibration = with_runs(load_planner_calibration(), records, this_machine_id())

@@ -1,0 +1,74 @@
+"""SGLang's ``python -m sglang.bench_serving --output-file FILE``: JSON lines, one per run, appended.
+
+Each line (sgl-project/sglang, ``python/sglang/bench_serving.py``, the ``result`` dict its ``benchmark``
+writes): ``backend``, ``dataset_name``, ``request_rate``, ``max_concurrency``, the ``random_*`` lengths, then
+``duration``, ``completed``, ``total_input_tokens``, ``total_output_tokens``,
+``total_output_tokens_retokenized``, ``request_throughput``, ``input_throughput``, ``output_throughput`` and per
+latency ``mean_/median_/std_/p99_`` ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_latency_ms``, and
+``concurrency`` (the mean measured). The lines name neither the model nor the hardware nor a date:
+``--model`` (required) and ``--accelerator`` say them; the date is the file's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from advisor.estimate.run_record import RunRecord
+from advisor.runs.common import MAX_COUNT, MAX_RATE, ImportOptions, RunImportError, file_time, validation_reason
+from advisor.runs.serving_result import ServingResult, serving_record
+from advisor.runs.vllm_bench import s_of
+
+MAX_LINES = 10_000
+_Ms = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    backend: str | None = Field(default=None, max_length=100)
+    max_concurrency: int | None = Field(default=None, ge=1, le=10**7)
+    duration: float = Field(gt=0, le=1e9, allow_inf_nan=False)
+    completed: int = Field(ge=1, le=MAX_COUNT)
+    total_input_tokens: int = Field(ge=0, le=MAX_COUNT)
+    total_output_tokens: int = Field(ge=1, le=MAX_COUNT)
+    request_throughput: float | None = Field(default=None, ge=0, le=MAX_RATE, allow_inf_nan=False)
+    output_throughput: float = Field(gt=0, le=MAX_RATE, allow_inf_nan=False)
+    median_ttft_ms: float | None = _Ms
+    p99_ttft_ms: float | None = _Ms
+    median_tpot_ms: float | None = _Ms
+    p99_tpot_ms: float | None = _Ms
+
+
+def looks_like(row) -> bool:
+    """A bench_serving line: vLLM's result keys without vLLM's own (``model_id``, ``date``), with SGLang's."""
+    return (isinstance(row, dict) and "output_throughput" in row and "model_id" not in row
+            and ("total_output_tokens_retokenized" in row or "accept_length" in row))
+
+
+def read_sglang_bench(path: Path, data: bytes, rows: list, opts: ImportOptions) -> list[RunRecord]:
+    """A record per run (line) of a bench_serving output.
+
+    Raises:
+        RunImportError: a line that is not a run, no ``--model``, or no accelerator known.
+    """
+    if not rows or len(rows) > MAX_LINES:
+        raise RunImportError(path, f"expected 1 to {MAX_LINES} bench_serving runs, found {len(rows)}")
+    if not opts.model:
+        raise RunImportError(path, "SGLang's bench_serving output does not name its model: give --model")
+    when = file_time(path)
+    out = []
+    for n, row in enumerate(rows, 1):
+        try:
+            r = _Line.model_validate(row)
+        except ValidationError as exc:
+            raise RunImportError(path, f"run {n}: not an SGLang bench_serving result ({validation_reason(exc)})") \
+                from None
+        out.append(serving_record(path, data, ServingResult(
+            kind="sglang-bench", software="sglang", recorded_at=when, model_id=None,
+            concurrency=r.max_concurrency, duration_s=r.duration, completed=r.completed,
+            input_tokens=r.total_input_tokens, output_tokens=r.total_output_tokens,
+            output_tokens_per_s=r.output_throughput, requests_per_s=r.request_throughput,
+            ttft_p50_s=s_of(r.median_ttft_ms), ttft_p99_s=s_of(r.p99_ttft_ms), tpot_p50_s=s_of(r.median_tpot_ms),
+            tpot_p99_s=s_of(r.p99_tpot_ms)), opts, f"line {n}"))
+    return out
