@@ -71,6 +71,8 @@ def reading_from_samples(samples: Iterable[tuple[str, dict, float]]) -> NodeRead
     procs: dict[tuple[int, int | None], dict] = {}
     hostname = None
     for name, labels, value in samples:
+        if name not in fields and name.endswith("_total") and name[:-6] in fields:
+            name = name[:-6]  # a DCGM counter typed "counter": prometheus_client's parser names its sample *_total
         if name in fields:
             index = _index(labels.get("gpu"), MAX_GPUS_PER_NODE)
             if index is None:

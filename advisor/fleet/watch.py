@@ -7,10 +7,10 @@
 
 ``refresh`` takes the answers that have come in since the last call, starts a new request for every target
 whose previous one is done, and returns the view: a slow or dead node holds only its own request, never the
-others' cadence. A node is "down" when its last request failed, or when its request has been out longer than
-a refresh interval (``late_s``) ("no answer within N s"): a node that stops answering is greyed by the second
-refresh at the latest. A node whose figures are older than ``STALE_S`` is "stale". The last reading of a down
-node is kept (greyed) so the view does not jump.
+others' cadence. A node is "down" when its last request failed, or when the request started at one refresh is
+still out at the next (``late_s``, half an interval, so timer jitter does not matter) ("no answer within N s"):
+a node that stops answering is greyed by the second refresh at the latest. A node whose figures are older than
+``STALE_S`` is "stale". The last reading of a down node is kept (greyed) so the view does not jump.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class FleetWatcher:
                  clock: Callable[[], float] = time.monotonic, max_workers: int = MAX_WORKERS) -> None:
         self.source = source
         self.interval_s, self.stale_s, self.clock = interval_s, stale_s, clock
-        self.late_s = interval_s * 1.05  # a request out longer than a refresh: the node is late
+        self.late_s = interval_s * 0.5  # still out at the next refresh (half an interval: timer jitter): late
         targets = source.targets()
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(targets))),
                                         thread_name_prefix="fleet-read")
@@ -108,13 +108,14 @@ class FleetWatcher:
     # ------------------------------------------------------------ the view
     def view(self) -> FleetView:
         now = self.clock()
-        late = {t: now - started for t, (fut, started) in self._inflight.items() if now - started > self.late_s}
+        late = {n: now - started for t, (fut, started) in self._inflight.items() if now - started > self.late_s
+                for n in self._of_target.get(t, [])}
         nodes = []
         for name, memo in self._memo.items():
             age = None if memo.ok_at is None else now - memo.ok_at + memo.age_at_ok
             error = memo.error
-            out_for = late.get(memo.url)
-            if out_for is not None and name in self._of_target.get(memo.url, [name]):
+            out_for = late.get(name)
+            if out_for is not None:
                 error = f"no answer within {out_for:.1f} s"
             if error is not None:
                 state = DOWN
