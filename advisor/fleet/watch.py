@@ -88,22 +88,29 @@ class FleetWatcher:
             if t not in self._inflight:
                 self._inflight[t] = (self._pool.submit(self._fetch, t), now)
 
-    def refresh(self) -> FleetView:
-        """Harvest what has come in, start what is due, return the view (never waits on a request)."""
-        now = self.clock()
+    def _harvest_done(self) -> None:
         for t, (fut, _started) in list(self._inflight.items()):
             if fut.done():
                 del self._inflight[t]
                 self._harvest(t, fut)
-        self._start(now)
+
+    def refresh(self) -> FleetView:
+        """Harvest what has come in, start what is due, return the view (never waits on a request)."""
+        self._harvest_done()
+        self._start(self.clock())
         return self.view()
 
     def snapshot(self, timeout_s: float | None = None) -> FleetView:
-        """Ask every target once and wait for the answers, at most ``timeout_s`` (default: the source's)."""
-        self._start(self.clock())
+        """Ask every target now and wait for the answers, at most ``timeout_s`` (default: the source's timeout
+        and a second); a request already out is waited for first, so every answer is newer than this call."""
         limit = timeout_s if timeout_s is not None else getattr(self.source, "timeout_s", 5.0) + 1.0
+        end = time.monotonic() + limit
         wait_futures([f for f, _ in self._inflight.values()], timeout=limit)
-        return self.refresh()
+        self._harvest_done()
+        self._start(self.clock())
+        wait_futures([f for f, _ in self._inflight.values()], timeout=max(0.0, end - time.monotonic()))
+        self._harvest_done()
+        return self.view()
 
     # ------------------------------------------------------------ the view
     def view(self) -> FleetView:
