@@ -1,9 +1,8 @@
 """``advisor plan ... --fleet --prometheus URL`` (or ``--scrape URL...``): the plan's job placed on the live
 fleet (``fleet.fit``): the nodes ranked by what is free now and the launch line of the choice.
 
-``read_live_fleet(args)`` reads the fleet once (bounded by ``--fleet-timeout``); ``fleet_now(view, doc)`` places
-the plan document's job (its memory per device and device count) and returns the ``"fleet_now"`` JSON part;
-``fleet_now_text`` prints it.
+``read_live_fleet(args)`` reads the fleet once (bounded by ``--fleet-timeout``); ``fleet.fit.fleet_now(view, doc)`` places
+the plan document's job and returns the ``"fleet_now"`` JSON part; ``fleet_now_text`` prints it.
 """
 
 from __future__ import annotations
@@ -24,26 +23,6 @@ def read_live_fleet(args):
         return watcher.snapshot()
     finally:
         watcher.close()
-
-
-def fleet_now(view, doc: dict) -> dict:
-    """Place the job of one ``advisor.plan/1`` document on ``view``."""
-    from advisor.fleet.fit import fit_job, launch_lines
-
-    memory = doc.get("memory") or {}
-    need = int((memory.get("per_device_bytes") or {}).get("total") or 0)
-    devices = int(memory.get("devices") or 1)
-    fit = fit_job(view, need, devices)
-    model = (doc.get("model") or {}).get("name") or "MODEL"
-    return {
-        "source": view.source, "simulated": view.simulated, "need_bytes_per_gpu": need, "gpus_needed": devices,
-        "ranked": [{"node": f.node, "host": f.host, "gpus": f.gpus, "usable_gpus": list(f.usable_gpus),
-                    "usable_free_bytes": list(f.free_bytes), "node_free_bytes": f.node_free_bytes,
-                    "fits": f.fits(devices)} for f in fit.ranked],
-        "placement": [{"host": h, "gpus": list(g)} for h, g in fit.placement],
-        "left_out": list(fit.left_out),
-        "launch": launch_lines(fit, doc.get("workload") or "training", model),
-    }
 
 
 def fleet_now_text(part: dict) -> str:

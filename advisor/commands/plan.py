@@ -248,7 +248,7 @@ def run(args) -> int:
                 if args.sensitivity else [None] * len(results))
     docs = [r.to_json() for r in results]
     if live is not None:
-        from advisor.commands.fleet_fit import fleet_now
+        from advisor.fleet.fit import fleet_now
 
         for doc in docs:
             doc["fleet_now"] = fleet_now(live, doc)

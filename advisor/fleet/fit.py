@@ -112,3 +112,22 @@ def launch_lines(fit: FleetFit, workload: str, model: str, script: str = "train.
               "--ntasks-per-node=1", f"--wrap={shlex.join(['srun', *cmd]) if nodes > 1 else shlex.join(cmd)}"]
     lines.append(shlex.join(sbatch))
     return lines
+
+
+def fleet_now(view, doc: dict) -> dict:
+    """Place the job of one ``advisor.plan/1`` document (its memory per device and device count) on ``view``:
+    the ``"fleet_now"`` part of ``advisor plan --fleet --json`` and what the Fleet page shows."""
+    memory = doc.get("memory") or {}
+    need = int((memory.get("per_device_bytes") or {}).get("total") or 0)
+    devices = int(memory.get("devices") or 1)
+    fit = fit_job(view, need, devices)
+    model = (doc.get("model") or {}).get("name") or "MODEL"
+    return {
+        "source": view.source, "simulated": view.simulated, "need_bytes_per_gpu": need, "gpus_needed": devices,
+        "ranked": [{"node": f.node, "host": f.host, "gpus": f.gpus, "usable_gpus": list(f.usable_gpus),
+                    "usable_free_bytes": list(f.free_bytes), "node_free_bytes": f.node_free_bytes,
+                    "fits": f.fits(devices)} for f in fit.ranked],
+        "placement": [{"host": h, "gpus": list(g)} for h, g in fit.placement],
+        "left_out": list(fit.left_out),
+        "launch": launch_lines(fit, doc.get("workload") or "training", model),
+    }
