@@ -1,9 +1,9 @@
 """Exporter text and Prometheus answers -> the fleet's records. Nothing a node or a server sends is trusted.
 
-The exposition format is parsed by ``prometheus_client.parser``; a Prometheus instant query's JSON by
-``catalog.readfile.parse_json`` (bounded nesting). Both become ``(name, labels, value)`` samples, and one
-function turns samples into a ``NodeReading`` through the exporter's own name mapping
-(``monitor.exporter.metric_names``, ``PROCESS_METRICS``), so the advisor's endpoint and NVIDIA's DCGM exporter
+The exposition format is parsed by ``prometheus_client.parser``; a Prometheus instant query's JSON by the
+standard library's C decoder (the answer's size bounded first; too deep a nesting is refused). Both become
+``(name, labels, value)`` samples, and one function turns samples into a ``NodeReading`` through the exporter's
+own name mapping (``monitor.exporter.metric_names``, ``PROCESS_METRICS``), so the advisor's endpoint and NVIDIA's DCGM exporter
 (``modelName`` label, no ``vendor``: NVIDIA) read the same. Every figure is checked against a physical bound
 and dropped (None) outside it; names are cut to ``NAME_MAX_CHARS`` and made inert (``untrusted.plain_text``);
 a node's GPUs and processes and an answer's samples are bounded in number.
@@ -34,6 +34,7 @@ _PROCESS_FIELDS = {"advisor_process_gpu_seconds_total": "gpu_seconds",
                    "advisor_process_peak_memory_bytes": "peak_gpu_mem_bytes",
                    "advisor_process_memory_bytes": "gpu_mem_bytes",
                    "advisor_process_running": "running"}
+PROCESS_SERIES = tuple(_PROCESS_FIELDS)
 _INT_FIELDS = {"mem_used_bytes", "mem_total_bytes", "mem_free_bytes", "peak_gpu_mem_bytes", "gpu_mem_bytes"}
 
 
@@ -45,6 +46,11 @@ def _device_fields() -> dict[str, tuple[str, float]]:
     from advisor.monitor.exporter import metric_names
 
     return {m.name: (m.field, m.per_si) for m in metric_names() if m.field in BOUNDS}
+
+
+def device_series() -> tuple[str, ...]:
+    """The DCGM names the fleet model reads (what a Prometheus query asks for)."""
+    return tuple(_device_fields())
 
 
 def _text(value) -> str | None:
@@ -78,11 +84,12 @@ def reading_from_samples(samples: Iterable[tuple[str, dict, float]]) -> NodeRead
             if index is None:
                 continue
             field, per_si = fields[name]
-            g = gpus.setdefault(index, {"index": index})
-            g.setdefault("name", _text(labels.get("modelName") or labels.get("model_name")))
-            g.setdefault("uuid", _text(labels.get("UUID")))
-            g.setdefault("vendor", _text(labels.get("vendor")) or ("nvidia" if name.startswith("DCGM_") else None))
-            hostname = hostname or _text(labels.get("Hostname"))
+            g = gpus.get(index)
+            if g is None:  # the labels of a GPU are read once, from its first series
+                g = gpus[index] = {"index": index, "name": _text(labels.get("modelName") or labels.get("model_name")),
+                                   "uuid": _text(labels.get("UUID")),
+                                   "vendor": _text(labels.get("vendor")) or ("nvidia" if name.startswith("DCGM_") else None)}
+                hostname = hostname or _text(labels.get("Hostname"))
             g[field] = _bounded(field, value / per_si if per_si else value, BOUNDS)
         elif name in _PROCESS_FIELDS:
             pid = _index(labels.get("pid"), 2**31)
@@ -92,9 +99,11 @@ def reading_from_samples(samples: Iterable[tuple[str, dict, float]]) -> NodeRead
             key = (pid, gpu)
             if key not in procs and len(procs) >= MAX_PROCESSES_PER_NODE:
                 continue
-            p = procs.setdefault(key, {"pid": pid, "gpu": gpu, "user": _text(labels.get("user")),
-                                       "job": _text(labels.get("job")), "name": _text(labels.get("name"))})
-            hostname = hostname or _text(labels.get("Hostname"))
+            p = procs.get(key)
+            if p is None:
+                p = procs[key] = {"pid": pid, "gpu": gpu, "user": _text(labels.get("user")),
+                                  "job": _text(labels.get("job")), "name": _text(labels.get("name"))}
+                hostname = hostname or _text(labels.get("Hostname"))
             field = _PROCESS_FIELDS[name]
             p[field] = _bounded(field, value, PROCESS_BOUNDS)
     out_gpus = []
@@ -143,14 +152,14 @@ def samples_from_query(raw: bytes) -> list[tuple[str, dict, float]]:
     Raises:
         FleetReadError: over ``MAX_QUERY_BYTES``, not JSON, an error status or not a vector.
     """
-    from advisor.catalog.readfile import BadJson, parse_json
+    import json
 
     if len(raw) > MAX_QUERY_BYTES:
         raise FleetReadError(f"an answer over {MAX_QUERY_BYTES / 2**20:g} MiB: refused")
-    try:
-        doc = parse_json(raw)
-    except BadJson as exc:
-        raise FleetReadError(f"not JSON: {exc}") from None
+    try:  # the C decoder, bounded by the size above; nesting too deep for it is a RecursionError
+        doc = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as exc:
+        raise FleetReadError(f"not JSON ({type(exc).__name__})") from None
     if not isinstance(doc, dict) or doc.get("status") != "success":
         why = doc.get("error") if isinstance(doc, dict) else None
         raise FleetReadError(f"the query failed: {plain_text(why, 200) if isinstance(why, str) else 'no success status'}")
@@ -165,10 +174,10 @@ def samples_from_query(raw: bytes) -> list[tuple[str, dict, float]]:
         value = item.get("value") if isinstance(item, dict) else None
         if not isinstance(metric, dict) or not isinstance(value, list) or len(value) != 2:
             continue
-        labels = {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
         try:
             number = float(value[1])
         except (TypeError, ValueError):
             continue
-        out.append((labels.get("__name__", ""), labels, number))
+        # the labels as sent: every reader of a label checks it is a string (_text, _index, the instance)
+        out.append((metric.get("__name__", ""), metric, number))
     return out

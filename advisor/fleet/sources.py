@@ -29,8 +29,16 @@ from advisor.untrusted import plain_text
 DEFAULT_TIMEOUT_S = 2.0
 MAX_URL_CHARS = 2048
 MAX_TARGETS = 4096
-# What the fleet reads from Prometheus: the device series (DCGM names), the books, and each target's health.
-DATA_QUERY = '{__name__=~"DCGM_FI_.*|advisor_process_.*"}'
+# What the fleet reads from Prometheus: the device series the model holds (DCGM names), the books, and each
+# target's health; only those names, so a server with every DCGM field answers no more than needed.
+
+
+def data_query() -> str:
+    from advisor.fleet.read import PROCESS_SERIES, device_series
+
+    return '{__name__=~"' + "|".join(sorted(device_series()) + sorted(PROCESS_SERIES)) + '"}'
+
+
 HEALTH_QUERY = "up"
 SCRAPE_TIME_QUERY = "timestamp(up)"
 
@@ -106,15 +114,21 @@ class ScrapeSource:
         self.urls = list(dict.fromkeys(check_url(u, "--scrape", "/metrics") for u in urls))
         self.timeout_s = timeout_s
         self.label = "scrape"
+        # a node is named as Prometheus names a target (host:port); exporters behind one address keep their path
+        counts: dict[str, int] = {}
+        for u in self.urls:
+            counts[instance_of(u)] = counts.get(instance_of(u), 0) + 1
+        self._names = {u: instance_of(u) if counts[instance_of(u)] == 1 else
+                       instance_of(u) + urllib.parse.urlsplit(u).path for u in self.urls}
 
     def targets(self) -> list[str]:
         return list(self.urls)
 
     def names(self, target: str) -> list[str]:
-        return [instance_of(target)]
+        return [self._names[target]]
 
     def fetch(self, target: str) -> list[Answer]:
-        name = instance_of(target)
+        name = self._names[target]
         try:
             raw = _get(target, self.timeout_s, MAX_SCRAPE_BYTES)
             return [Answer(name, target, reading_from_samples(samples_from_text(raw)))]
@@ -149,7 +163,7 @@ class PrometheusSource:
     def fetch(self, target: str) -> list[Answer]:
         deadline = time.monotonic() + self.timeout_s
         try:
-            data = self._query(DATA_QUERY, deadline)
+            data = self._query(data_query(), deadline)
             health = self._query(HEALTH_QUERY, deadline)
             scraped = self._query(SCRAPE_TIME_QUERY, deadline)
         except FleetReadError as exc:
@@ -157,11 +171,11 @@ class PrometheusSource:
         by_node: dict[str, list] = {}
         for s in data:
             inst = s[1].get("instance")
-            if isinstance(inst, str) and inst:
+            if isinstance(inst, str) and inst and isinstance(s[0], str):
                 by_node.setdefault(inst, []).append(s)
-        up = {s[1].get("instance"): s[2] for s in health if s[1].get("instance")}
+        up = {s[1].get("instance"): s[2] for s in health if isinstance(s[1].get("instance"), str)}
         now = time.time()
-        last = {s[1].get("instance"): s[2] for s in scraped if s[1].get("instance")}
+        last = {s[1].get("instance"): s[2] for s in scraped if isinstance(s[1].get("instance"), str)}
         out = []
         for inst in sorted(set(by_node) | set(up))[:MAX_TARGETS]:
             name = plain_text(inst, 200)
