@@ -29,14 +29,17 @@ def fleet_now_text(part: dict) -> str:
     """The ranking and the launch lines, as the text output's last section."""
     from advisor.commands._terminal import cell, lines_text
 
-    lines = [f"Where it fits now ({part['source']}{', simulated' if part['simulated'] else ''}): "
+    sim = ", simulated" if part["simulated"] and part["source"] != "simulated" else ""
+    lines = [f"Where it fits now ({part['source']}{sim}): "
              f"{part['gpus_needed']} GPU(s) with {fmt_mem(part['need_bytes_per_gpu'])} free each"]
-    for r in part["ranked"]:
+    names = [cell(r["node"], 40) for r in part["ranked"]] + [cell(n, 40) for n in part["left_out"]]
+    w = max(map(len, names), default=4)
+    for r, name in zip(part["ranked"], names):
         usable = ",".join(map(str, r["usable_gpus"])) or "none"
-        lines.append(f"  {cell(r['node'], 40):<40} {'fits' if r['fits'] else '    '}  usable GPUs {usable} of "
+        lines.append(f"  {name:<{w}}  {'fits' if r['fits'] else '    '}  usable GPUs (most free first) {usable} of "
                      f"{r['gpus']}; {fmt_mem(r['node_free_bytes'])} free")
-    for name in part["left_out"]:
-        lines.append(f"  {cell(name, 40):<40} not answering: left out")
+    for name in names[len(part["ranked"]):]:
+        lines.append(f"  {name:<{w}}  not answering: left out")
     if part["placement"]:
         where = "; ".join(f"{p['host']} GPUs {','.join(map(str, p['gpus']))}" for p in part["placement"])
         lines.append(f"Choice: {where}")

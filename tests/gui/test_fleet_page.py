@@ -30,7 +30,7 @@ def test_fleet_page_greys_the_dead_node_and_places_the_plan(make_window, qtbot):
     w.show_page("fleet")
     page._on_timer_timeout()
     text = page.fit_label.text()
-    assert text.startswith("Where it fits now (simulated, simulated)") and "sim-dead" in text and "Choice:" in text
+    assert text.startswith("Where it fits now (simulated)") and "sim-dead" in text and "Choice:" in text
     w.show_page("machine")
     assert not page.timer.isActive()  # a hidden page reads nothing
 

@@ -14,6 +14,7 @@ answers) so it can be seen and tested without one; nothing of it is saved.
 from __future__ import annotations
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Slot
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSplitter, QVBoxLayout
 
 from advisor.fleet.model import summarise
@@ -123,9 +124,10 @@ class FleetPage(Page):
         self.message.setTextFormat(Qt.TextFormat.PlainText)  # quotes URLs and errors from outside: never markup
         self.message.setObjectName("fleetMessage")
         layout.addWidget(self.message)
-        self.fit_label = WrappedLabel()
+        self.fit_label = QLabel()  # fixed-width lines, not wrapped: the ranking is a table
         self.fit_label.setTextFormat(Qt.TextFormat.PlainText)
         self.fit_label.setObjectName("fleetFit")
+        self.fit_label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))  # the ranking's columns
         self.fit_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fit_label.setToolTip("Where the Planner's job fits now: the nodes ranked by GPUs free for it, and "
                                   "the launch line")
