@@ -114,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--pid: not with --once or --csv (it follows one job to its end)")
     if args.serve_metrics is not None and (args.once or args.csv is not None or args.pid is not None):
         raise UsageError("--serve-metrics: not with --once, --csv or --pid (it serves until stopped)")
-    if args.serve_metrics is None and (args.job is not None or args.export_cmdline):
-        raise UsageError("--job and --export-cmdline: only with --serve-metrics")
+    if args.serve_metrics is None and (args.job is not None or args.export_cmdline or args.plan is not None):
+        raise UsageError("--job, --plan and --export-cmdline: only with --serve-metrics")
     if args.csv is not None:
         target = Path(args.csv)
         if not target.is_symlink() and (target.is_dir() or not target.parent.is_dir()):

@@ -28,6 +28,9 @@ def register_flags(p) -> None:
                    help="serve Prometheus metrics on /metrics (DCGM exporter names; 127.0.0.1 unless HOST is named)")
     g.add_argument("--job", default=None, metavar="NAME",
                    help="with --serve-metrics: the job label of processes whose environment names no Slurm job")
+    g.add_argument("--plan", metavar="FILE", default=None,
+                   help="with --serve-metrics: an 'advisor plan --json' document; its predicted peak memory and rate "
+                        "are exported beside the observed books (labelled with --job)")
     g.add_argument("--export-cmdline", action="store_true",
                    help="with --serve-metrics: add each process's command line as a label (off: they may hold secrets)")
 
@@ -42,9 +45,10 @@ def serve_metrics(sampler, gpu, banner: str, args, price: float) -> int:
     from advisor.monitor.snapshot import read_infos
 
     host, port = args.serve_metrics
+    plan = _planned(args.plan, args.job) if args.plan else None
     keeper = BookKeeper(sampler, price)
     exporter = MetricsExporter(sampler, keeper, read_infos(gpu), sampler.host.info().hostname, job=args.job,
-                               read_environ=not gpu.simulated, export_cmdline=args.export_cmdline)
+                               read_environ=not gpu.simulated, export_cmdline=args.export_cmdline, plan=plan)
     try:
         server, thread = serve(exporter, host, port)
     except OSError as exc:
@@ -61,3 +65,17 @@ def serve_metrics(sampler, gpu, banner: str, args, price: float) -> int:
         server.server_close()
         thread.join(timeout=5)
     return 0
+
+
+def _planned(path: str, job: str | None):
+    """The ``--plan`` file's prediction, read at the border (a regular file, bounded, JSON checked)."""
+    from advisor.catalog.readfile import BadJson, UnreadableFile, parse_json, read_regular_file
+    from advisor.cli import UsageError
+    from advisor.monitor.exporter import planned_job
+
+    try:
+        return planned_job(parse_json(read_regular_file(path, 64 * 2**20)), job)
+    except (UnreadableFile, OSError) as exc:
+        raise UsageError(f"--plan: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except (BadJson, ValueError) as exc:
+        raise UsageError(f"--plan: {path}: {' '.join(str(exc).split())}") from None

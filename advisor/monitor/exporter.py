@@ -14,7 +14,9 @@ Each process's books (``monitor.books.BookKeeper``) are ``advisor_process_*`` se
 ``job`` (``SLURM_JOB_ID`` from the process's environment where this user may read it, else ``--job``), ``gpu``,
 ``name`` and ``Hostname``; at most ``MAX_PROCESSES`` processes (the running ones with the most GPU memory
 first), and a process that ended stays ``KEEP_ENDED_S`` seconds (``advisor_process_running`` 0) and is then
-dropped. Command lines are exported only when asked (``command`` label, cut to 200 characters).
+dropped. Command lines are exported only when asked (``command`` label, cut to 200 characters). A job the
+monitor follows with its plan (``--plan FILE --job NAME``) exports the plan's peak memory per device and rate
+(``advisor_plan_*``, labels ``job``, ``option``) beside the observed books of the processes with that job label.
 
 The collector only reads the latest snapshot under a lock (the sampler thread writes it): a scrape costs the
 exposition of a few hundred series and never touches the hardware.
@@ -121,6 +123,52 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+@dataclass(frozen=True)
+class PlannedJob:
+    """What the planner predicted for the job this monitor follows (``--plan FILE``): exported beside the
+    observed books as ``advisor_plan_peak_memory_bytes`` and ``advisor_plan_tokens_per_second``."""
+
+    job: str
+    option: str
+    peak_memory_bytes: float | None  # per device
+    tokens_per_s: float | None
+
+
+PLAN_METRICS = (
+    ProcessMetric("advisor_plan_peak_memory_bytes", "gauge", "Planned peak memory per device of the followed job (bytes)."),
+    ProcessMetric("advisor_plan_tokens_per_second", "gauge", "Planned rate of the followed job (tokens per second)."),
+)
+
+
+def planned_job(doc, job: str | None) -> PlannedJob:
+    """The prediction of an ``advisor.plan/1`` document for this machine's option (``"this_machine"``), else its
+    first option; checked like any file from outside.
+
+    Raises:
+        ValueError: not a plan document, or figures that are not positive finite numbers.
+    """
+    if not isinstance(doc, dict) or doc.get("schema") != "advisor.plan/1":
+        raise ValueError("not an advisor.plan/1 document (advisor plan ... --json)")
+    options = [o for o in doc.get("options") or [] if isinstance(o, dict)]
+    chosen = next((o for o in options if o.get("id") == doc.get("this_machine")), options[0] if options else None)
+    if chosen is None:
+        raise ValueError("the plan has no option")
+
+    def figure(value, what):
+        if value is None:
+            return None
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or not 0 < value < 1e18:
+            raise ValueError(f"{what}: {value!r} is not a positive number")
+        return float(value)
+
+    peak = figure(chosen.get("memory_per_device_bytes"), "memory_per_device_bytes")
+    rate = figure(chosen.get("decode_tokens_per_s") if doc.get("workload") == "inference" else chosen.get("tokens_per_s"),
+                  "tokens_per_s")
+    name = job or (doc.get("model") or {}).get("name") or "planned"
+    return PlannedJob(plain_text(str(name), NAME_MAX_CHARS), plain_text(str(chosen.get("id") or ""), NAME_MAX_CHARS),
+                      peak, rate)
+
+
 @dataclass
 class _Kept:
     labels: tuple[str, ...]
@@ -141,16 +189,19 @@ class MetricsExporter:
         read_environ: read ``SLURM_JOB_ID`` from ``/proc`` (False for simulated processes).
         export_cmdline: add each process's command line as a ``command`` label.
         clock: monotonic seconds (tests).
+        plan: the planned job this monitor follows (``--plan``), exported beside the observed books.
     """
 
     def __init__(self, sampler, keeper, infos, hostname: str, *, job: str | None = None, read_environ: bool = True,
                  export_cmdline: bool = False, clock: Callable[[], float] = time.monotonic,
-                 keep_ended_s: float = KEEP_ENDED_S, max_processes: int = MAX_PROCESSES) -> None:
+                 keep_ended_s: float = KEEP_ENDED_S, max_processes: int = MAX_PROCESSES,
+                 plan: PlannedJob | None = None) -> None:
         self.sampler, self.keeper, self.infos = sampler, keeper, list(infos)
         self.hostname = plain_text(hostname, NAME_MAX_CHARS)
         self.job = "" if job is None else plain_text(job, NAME_MAX_CHARS)
         self.read_environ, self.export_cmdline = read_environ, export_cmdline
         self.clock, self.keep_ended_s, self.max_processes = clock, keep_ended_s, max_processes
+        self.plan = plan
         self._lock = threading.Lock()
         self._gpus: list[tuple[tuple[str, ...], dict]] = []
         self._kept: dict[tuple, _Kept] = {}
@@ -234,6 +285,12 @@ class MetricsExporter:
             "advisor_process_memory_bytes": lambda k: k.mem_bytes,
             "advisor_process_running": lambda k: 0 if k.ended_at is not None else 1,
         }
+        if self.plan is not None:
+            for pm, value in zip(PLAN_METRICS, (self.plan.peak_memory_bytes, self.plan.tokens_per_s)):
+                if value is not None:
+                    fam = GaugeMetricFamily(pm.name, pm.help, labels=("job", "option", "Hostname"))
+                    fam.add_metric((self.plan.job, self.plan.option, self.hostname), value)
+                    yield fam
         for pm in PROCESS_METRICS:
             cls = CounterMetricFamily if pm.type == "counter" else GaugeMetricFamily
             name = pm.name.removesuffix("_total") if pm.type == "counter" else pm.name  # the library adds it

@@ -209,3 +209,39 @@ def test_name_mapping_is_data_with_known_units():
                      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"):
         assert required in names
     assert names["DCGM_FI_DEV_FB_USED"].per_si == 1 / 2**20 and names["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].per_si == 1e3
+
+
+def test_planned_job_exported_beside_the_observed_books(tmp_path):
+    from advisor.monitor.exporter import planned_job
+
+    doc = {"schema": "advisor.plan/1", "workload": "lora", "model": {"name": "llama-3-8b"},
+           "this_machine": "owned:rtx-4090",
+           "options": [{"id": "cloud:x", "tokens_per_s": 5.0, "memory_per_device_bytes": 1.0},
+                       {"id": "owned:rtx-4090", "tokens_per_s": 1067.3, "memory_per_device_bytes": 22691985080}]}
+    plan = planned_job(doc, "train-7")
+    assert (plan.job, plan.option, plan.peak_memory_bytes, plan.tokens_per_s) == (
+        "train-7", "owned:rtx-4090", 22691985080.0, 1067.3)
+    stub = _Stub()
+    stub.procs, stub.books = [_proc(7)], {(7, 0): _books(7)}
+    exp = MetricsExporter(stub, stub, [], "node1", job="train-7", read_environ=False, clock=lambda: 0.0, plan=plan)
+    exp(SimpleNamespace(gpus=()))
+    text = exposition(exp)
+    (peak,) = series(text, "advisor_plan_peak_memory_bytes")
+    assert peak.value == 22691985080.0 and peak.labels == {"job": "train-7", "option": "owned:rtx-4090",
+                                                           "Hostname": "node1"}
+    (observed,) = series(text, "advisor_process_peak_memory_bytes")
+    assert observed.labels["job"] == "train-7"  # the same job label: predicted beside observed
+    assert series(text, "advisor_plan_tokens_per_second")[0].value == 1067.3
+    for bad in ({"schema": "advisor.buy/1"}, {**doc, "options": []},
+                {**doc, "options": [{"id": "owned:rtx-4090", "tokens_per_s": float("nan")}]}):
+        with pytest.raises(ValueError):
+            planned_job(bad, None)
+
+
+def test_plan_flag_reads_a_file_at_the_border(tmp_path, capsys):
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"schema": "advisor.plan/1", "options": []}')
+    assert main(["monitor", "--fake-gpu", "2x4090", "--serve-metrics", "0", "--plan", str(bad),
+                 "--duration", "1"]) == 2
+    assert "--plan:" in capsys.readouterr().err
+    assert main(["monitor", "--fake-gpu", "2x4090", "--plan", str(bad)]) == 2
