@@ -109,3 +109,44 @@ def test_prometheus_answer_is_validated():
         samples_from_query(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}}).encode())
     with pytest.raises(FleetReadError, match="not JSON"):
         samples_from_query(b"[" * 100_000)
+
+
+_NAMES = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE",
+          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "advisor_process_energy_joules_total", "advisor_process_running",
+          "advisor_process_memory_bytes", "other_metric"]
+
+
+def test_any_samples_give_a_reading_within_bounds():
+    """Property: whatever labels and values a node sends, the reader never raises, and every figure it keeps is
+    within its physical bound (hypothesis)."""
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from advisor.fleet.read import BOUNDS, MAX_GPUS_PER_NODE, PROCESS_BOUNDS
+
+    label = st.one_of(st.text(max_size=30), st.integers(-5, 300).map(str), st.none())
+    sample = st.tuples(st.sampled_from(_NAMES),
+                       st.fixed_dictionaries({}, optional={"gpu": label, "pid": label, "UUID": label,
+                                                           "modelName": label, "Hostname": label, "user": label}),
+                       st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**70, 2**70)))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(sample, max_size=40))
+    def check(samples):
+        samples = [(n, {k: v for k, v in lab.items() if v is not None}, v) for n, lab, v in samples]
+        r = reading_from_samples(samples)
+        for g in r.gpus:
+            assert 0 <= g.index < MAX_GPUS_PER_NODE
+            for field, (lo, hi) in BOUNDS.items():
+                v = getattr(g, field, None)
+                assert v is None or (math.isfinite(v) and lo <= v <= hi)
+        for p in r.processes:
+            assert 0 < p.pid < 2**31
+            for field, (lo, hi) in PROCESS_BOUNDS.items():
+                v = getattr(p, field, None)
+                if field != "running":
+                    assert v is None or (math.isfinite(v) and lo <= v <= hi)
+
+    check()
