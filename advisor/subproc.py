@@ -126,6 +126,13 @@ def bounded_run(cmd: Sequence[str], *, timeout: float | None = None, max_bytes: 
                 elif len(out) > max_bytes:
                     streams.clear()  # enough: the reply is refused for its size
                     break
+        if not timed_out and len(out) <= max_bytes and proc.poll() is None:
+            # every pipe closed and the child still finishing (an interpreter closes stdout before it exits):
+            # waited for within the deadline, so its exit status is its own and not the signal that ends the group
+            try:
+                proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
     finally:
         sel.close()
         end_group(proc)

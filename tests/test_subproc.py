@@ -77,3 +77,12 @@ def test_bounded_text_missing_failing_and_late():
     assert bounded_text([sys.executable, "-c", "import sys; sys.exit(1)"], 5) is None
     assert bounded_text([sys.executable, "-c", "import time; time.sleep(10)"], 0.5) is None
     assert bounded_text([sys.executable, "-c", "print('ok')"], 5) == "ok\n"
+
+
+def test_a_child_that_closes_its_pipes_before_exiting_keeps_its_exit_status():
+    code = ("import os, sys, time\n"
+            "sys.stdout.write('done'); sys.stdout.flush(); os.close(1); os.close(2)\n"
+            "time.sleep(0.5)\n"  # still finishing after its pipes closed: not ended by the group's signal
+            "sys.exit(0)\n")
+    done = bounded_run([sys.executable, "-c", code], timeout=30)
+    assert done.stdout == b"done" and done.returncode == 0

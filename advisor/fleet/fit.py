@@ -15,15 +15,13 @@ host names get no launch line.
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from dataclasses import dataclass
 
 from advisor.fleet.model import FleetView, Node, summarise
+from advisor.store.fleet_collect import HOSTNAME as _HOST  # RFC 1123, as fleet collect checks them
 
 RDZV_PORT = 29500  # torchrun's default rendezvous port
-_HOST = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
-                   r"[A-Za-z0-9])?)*")
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,8 @@ class FleetWatcher:
         """One request (on a pool thread), with the time its answer arrived."""
         try:
             answers = self.source.fetch(target)
-        except SourceFailed as exc:
-            answers = [Answer(n, target, None, str(exc)) for n in self._of_target.get(target, [])]
+        except SourceFailed as exc:  # every node it spoke for is down; none known yet: the source itself
+            answers = [Answer(n, target, None, str(exc)) for n in self._of_target.get(target, []) or [target]]
         except Exception as exc:  # a bug in a reader must not stop the view; the node shows it
             answers = [Answer(n, target, None, f"{type(exc).__name__}: {exc}") for n in self._of_target.get(target, [])]
         return answers, self.clock()

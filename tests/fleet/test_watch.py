@@ -180,3 +180,15 @@ def test_fleet_watch_needs_a_source(capsys):
     assert main(["fleet", "watch", "--once"]) == 2
     assert main(["fleet", "watch", "--scrape", "ftp://x", "--once"]) == 2
     assert "must be http" in capsys.readouterr().err
+
+
+def test_prometheus_that_does_not_answer_is_one_down_row():
+    from advisor.fleet.sources import PrometheusSource
+
+    url = f"http://127.0.0.1:{_free_port()}"
+    w = FleetWatcher(PrometheusSource(url, timeout_s=1.0))
+    try:
+        (node,) = w.snapshot().nodes
+        assert node.state == DOWN and node.name == url and "refused" in node.error
+    finally:
+        w.close()
