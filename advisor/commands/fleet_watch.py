@@ -133,11 +133,11 @@ def _row(node) -> list[str]:
     total = "-" if s.mem_total_bytes is None else fmt_mem(s.mem_total_bytes)
     power = "-" if s.power_w is None else f"{s.power_w:.0f} W"
     age = "-" if node.age_s is None else f"{node.age_s:.1f} s"
-    return [node.name, node.state + (f" ({node.error})" if node.error else ""), age, str(s.gpus), util,
-            f"{free} / {total}", power, str(s.processes)]
+    return [node.name, node.state, age, str(s.gpus), util, f"{free} / {total}", power, str(s.processes),
+            node.error or ""]
 
 
-HEADERS = ("node", "state", "age", "GPUs", "util", "free / total memory", "power", "processes")
+HEADERS = ("node", "state", "age", "GPUs", "util", "free / total memory", "power", "processes", "note")
 
 
 def view_text(view) -> str:

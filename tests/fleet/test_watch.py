@@ -192,3 +192,18 @@ def test_prometheus_that_does_not_answer_is_one_down_row():
         assert node.state == DOWN and node.name == url and "refused" in node.error
     finally:
         w.close()
+
+
+def test_fleet_watch_text_once(monkeypatch, capsys):
+    from advisor.cli import main
+    from advisor.commands import fleet_watch
+
+    nodes = simulated_fleet({"a": "2x4090", "b": "arc-b580"})
+    monkeypatch.setattr(fleet_watch, "source_from_args", lambda args: SimulatedSource(nodes, dead=["c"]))
+    assert main(["fleet", "watch", "--scrape", "x:1", "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["node", "state", "age", "GPUs", "util", "free", "/", "total", "memory", "power",
+                                "processes", "note"]
+    assert lines[1].split()[:4] == ["a", "up", "0.0", "s"] and lines[1].split()[4] == "2"
+    assert lines[3].split()[:2] == ["c", "down"] and "connection refused" in lines[3]
+    assert lines[-1] == "[simulated]"
