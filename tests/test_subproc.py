@@ -86,3 +86,15 @@ def test_a_child_that_closes_its_pipes_before_exiting_keeps_its_exit_status():
             "sys.exit(0)\n")
     done = bounded_run([sys.executable, "-c", code], timeout=30)
     assert done.stdout == b"done" and done.returncode == 0
+
+
+def test_every_child_starts_through_this_module():
+    """One helper for every program the advisor starts on a user's behalf (issue 40): no other module calls
+    subprocess's starters or os.system/popen (the bounded-deadline rules hold only here)."""
+    import re
+
+    root = Path(__file__).parents[1] / "advisor"
+    starter = re.compile(r"subprocess\.(run|Popen|call|check_call|check_output|getoutput)\(|os\.(system|popen)\(")
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if p.name != "subproc.py" and starter.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
