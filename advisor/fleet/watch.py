@@ -48,6 +48,7 @@ class FleetWatcher:
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(targets))),
                                         thread_name_prefix="fleet-read")
         self._inflight: dict[str, tuple[Future, float]] = {}
+        self._begun: dict[str, float] = {}  # when each target's current request started on a thread
         self._memo: dict[str, _Memo] = {}
         self._of_target: dict[str, list[str]] = {}
         for t in targets:  # nodes known before any answer: shown as waiting, in the order given
@@ -59,6 +60,7 @@ class FleetWatcher:
     # ------------------------------------------------------------ requests
     def _fetch(self, target: str) -> tuple[list[Answer], float]:
         """One request (on a pool thread), with the time its answer arrived."""
+        self._begun[target] = self.clock()  # a request waiting for a free thread is not yet late
         try:
             answers = self.source.fetch(target)
         except SourceFailed as exc:  # every node it spoke for is down; none known yet: the source itself
@@ -86,6 +88,7 @@ class FleetWatcher:
     def _start(self, now: float) -> None:
         for t in self.source.targets():
             if t not in self._inflight:
+                self._begun.pop(t, None)  # set again by the request when a thread takes it
                 self._inflight[t] = (self._pool.submit(self._fetch, t), now)
 
     def _harvest_done(self) -> None:
@@ -115,8 +118,11 @@ class FleetWatcher:
     # ------------------------------------------------------------ the view
     def view(self) -> FleetView:
         now = self.clock()
-        late = {n: now - started for t, (fut, started) in self._inflight.items() if now - started > self.late_s
-                for n in self._of_target.get(t, [])}
+        late = {}
+        for t in self._inflight:
+            begun = self._begun.get(t)
+            if begun is not None and now - begun > self.late_s:  # waiting for a thread is not being late
+                late.update((n, now - begun) for n in self._of_target.get(t, []))
         nodes = []
         for name, memo in self._memo.items():
             age = None if memo.ok_at is None else now - memo.ok_at + memo.age_at_ok

@@ -207,3 +207,20 @@ def test_fleet_watch_text_once(monkeypatch, capsys):
     assert lines[1].split()[:4] == ["a", "up", "0.0", "s"] and lines[1].split()[4] == "2"
     assert lines[3].split()[:2] == ["c", "down"] and "connection refused" in lines[3]
     assert lines[-1] == "[simulated]"
+
+
+def test_a_request_waiting_for_a_thread_is_not_late():
+    """With one thread and a hung node ahead in the queue, the node queued behind it is not greyed for the wait."""
+    nodes = simulated_fleet({"a": "2x4090", "b": "2x4090"})
+    source = HangingSource(nodes, hung="a")
+    w = FleetWatcher(source, interval_s=0.1, max_workers=1)
+    try:
+        w.snapshot()
+        source.hang.set()
+        for _ in range(3):
+            time.sleep(0.1)
+            view = w.refresh()
+        assert _states(view) == {"a": DOWN, "b": UP}
+    finally:
+        source.release.set()
+        w.close()
