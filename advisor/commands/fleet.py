@@ -25,6 +25,9 @@ def register(subparsers) -> None:
     from advisor.commands.fleet_collect import register_collect
 
     register_collect(sub)
+    from advisor.commands.fleet_watch import register_watch
+
+    register_watch(sub)
     p.set_defaults(run=run)
 
 
@@ -55,6 +58,10 @@ def run(args) -> int:
             raise UsageError(" ".join(str(exc).split())) from None
         echo(f"fleet cleared ({path})")
         return 0
+    if args.fleet_command == "watch":
+        from advisor.commands.fleet_watch import run_watch
+
+        return run_watch(args)
     if args.fleet_command == "collect":
         from advisor.commands.fleet_collect import run_collect
 

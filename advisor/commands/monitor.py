@@ -48,6 +48,9 @@ def register(subparsers) -> None:
     from advisor.commands.monitor_job import register_flags
 
     register_flags(p)
+    from advisor.commands.monitor_serve import register_flags as register_serve_flags
+
+    register_serve_flags(p)
     add_fake_gpu(p)
     p.set_defaults(run=run)
 
@@ -109,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--save, --save-run, --tokens and --trainer-state: only with --pid (one job followed)")
     if args.pid is not None and (args.once or args.csv):
         raise UsageError("--pid: not with --once or --csv (it follows one job to its end)")
+    if args.serve_metrics is not None and (args.once or args.csv is not None or args.pid is not None):
+        raise UsageError("--serve-metrics: not with --once, --csv or --pid (it serves until stopped)")
+    if args.serve_metrics is None and (args.job is not None or args.export_cmdline or args.plan is not None):
+        raise UsageError("--job, --plan and --export-cmdline: only with --serve-metrics")
     if args.csv is not None:
         target = Path(args.csv)
         if not target.is_symlink() and (target.is_dir() or not target.parent.is_dir()):
@@ -125,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
             banner = "SIMULATED HARDWARE - " + banner
         from advisor.monitor.books import BookKeeper
 
+        if args.serve_metrics is not None:
+            from advisor.commands.monitor_serve import serve_metrics
+
+            return serve_metrics(sampler, gpu, banner, args, usd_per_kwh(args))
         if args.pid is not None:
             from advisor.commands.monitor_job import follow
 

@@ -97,6 +97,9 @@ def register(sub) -> None:
     from advisor.report.plan_outputs import add_output_flags  # --report, --launch, --save-scenario, --fleet
 
     add_output_flags(o)
+    from advisor.commands.fleet_watch import add_source_flags  # --fleet with --prometheus/--scrape: the live fleet
+
+    add_source_flags(p.add_argument_group("live fleet (--fleet with --prometheus or --scrape)"))
     from advisor.cli import add_fake_gpu
 
     add_fake_gpu(p)
@@ -219,6 +222,15 @@ def run(args) -> int:
     machine = _this_machine(args, catalog)
     if machine.simulated and not args.json:
         print("*** SIMULATED HARDWARE: this machine's GPUs come from a fake scenario ***", file=sys.stderr)
+    live = None
+    if args.fleet and (args.prometheus or args.scrape):  # the live fleet, in place of the imported inventory
+        from advisor.commands.fleet_fit import read_live_fleet
+
+        live, args.fleet = read_live_fleet(args), False
+    elif args.prometheus or args.scrape:
+        from advisor.cli import UsageError
+
+        raise UsageError("--prometheus and --scrape: only with --fleet (where the job fits now)")
     fleet_owned = None
     if args.fleet:
         from advisor.planner.owned import owned_from_fleet
@@ -237,6 +249,11 @@ def run(args) -> int:
     tornados = ([_tornado(r, catalog, calibration, _plan_kw(machine, fleet_owned)) for r in results]
                 if args.sensitivity else [None] * len(results))
     docs = [r.to_json() for r in results]
+    if live is not None:
+        from advisor.fleet.fit import fleet_now
+
+        for doc in docs:
+            doc["fleet_now"] = fleet_now(live, doc)
     for doc, t in zip(docs, tornados):
         if t is not None:
             doc["tornado"] = t.as_dict()
@@ -265,6 +282,11 @@ def run(args) -> int:
             sys.stdout.write(render_table(r, top=None if args.all else args.top, explain=args.explain))
             if args.sensitivity:
                 sys.stdout.write(render_tornado(t))
+        if live is not None:
+            from advisor.commands.fleet_fit import fleet_now_text
+
+            for doc in docs:
+                sys.stdout.write(fleet_now_text(doc["fleet_now"]))
     return 0
 
 

@@ -40,6 +40,8 @@ PAGES = (
      "What to buy for your jobs within a budget (cards, Macs, upgrades of your GPUs), against renting"),
     ("runs", "advisor.gui.pages.runs", "RunsPage", "Runs",
      "Your own runs: what they measured, what the advisor predicted, and how far to trust the next plan"),
+    ("fleet", "advisor.gui.pages.fleet", "FleetPage", "Fleet",
+     "Many machines live, from Prometheus or their exporters, and where the planned job fits now"),
 )
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import platform
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 
 from advisor.hw.records import BackendStatus, GpuInfo, GpuProcess, GpuSample, clean_sample
+from advisor.subproc import bounded_text
 
 TIMEOUT_S = 3.0
 IOREG = ["ioreg", "-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"]
@@ -30,11 +30,7 @@ class AppleUnavailable(Exception):
 def _run(argv: list[str]) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return bounded_text(argv, TIMEOUT_S)
 
 
 def parse_ioreg(text: str | None) -> list[dict]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from advisor.hw.records import GPU_LOST, GPU_SUSPENDED, BackendStatus, GpuInfo, GpuProcess, GpuSample, clean_sample
+from advisor.subproc import bounded_text
 
 SYSFS_DRM = "/sys/class/drm"
 INTEL_VENDOR = "0x8086"
@@ -80,11 +80,7 @@ def _xpu_smi(run: Callable[[list[str]], str | None]) -> list[dict]:
 def _run(argv: list[str]) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=XPU_SMI_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return bounded_text(argv, XPU_SMI_TIMEOUT_S)
 
 
 class IntelSysfsBackend:

@@ -22,6 +22,7 @@ import time
 
 from advisor.probes._common import GB, parse_device, physical_cores, probe, rate_result, require_torch, resolve_device
 from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
+from advisor.subproc import end_group, start
 
 NAME = "allreduce"
 START_TIMEOUT_S = 120.0
@@ -144,8 +145,8 @@ def _spawn(ranks, backend, sizes, iters, warmup, cancel, env):
     try:
         for r in range(ranks):
             penv = {**base, "RANK": str(r), "LOCAL_RANK": str(r)}
-            procs.append(subprocess.Popen(cmd, env=penv, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE, text=True))
+            procs.append(start(cmd, env=penv, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True))
         reader = threading.Thread(target=_pump, args=(procs[0].stdout, lines), name="allreduce-reader", daemon=True)
         reader.start()
         done = False
@@ -183,15 +184,9 @@ def _spawn(ranks, backend, sizes, iters, warmup, cancel, env):
                 pass
         reader.join(timeout=1)
     finally:
+        for p in procs:  # each rank and whatever it started (its own group)
+            end_group(p)
         for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
             for stream in (p.stdout, p.stderr):
                 if stream is not None:
                     stream.close()

@@ -13,13 +13,13 @@ import datetime as _dt
 import json
 import re
 import subprocess
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.catalog.readfile import UnreadableFile, decode_text, read_regular_file
 from advisor.store.fleet import FleetError, FleetMachine, machines_from_text
+from advisor.subproc import bounded_run
 
 HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
@@ -30,6 +30,7 @@ TIMEOUT_S = 300.0
 ALLREDUCE_PORT = 29511
 MAX_REPLY_BYTES = 4 * 2**20  # one node's detect document is about 5 kB; a reply over this is refused
 MAX_HOSTS_FILE_BYTES = 2**20
+SSH_PARALLEL = 16  # hosts asked at once: one that does not answer holds up only its own slot
 
 Runner = Callable[..., subprocess.CompletedProcess]
 
@@ -121,53 +122,34 @@ def allreduce_command(nodes: Sequence[str], partition: str | None, advisor: Sequ
             *module, "probe", "allreduce", "--json", "--no-save", "--quick"]
 
 
-def bounded_run(cmd: list[str], *, timeout: float | None = None, max_bytes: int = MAX_REPLY_BYTES,
-                **_kw) -> subprocess.CompletedProcess:
-    """``subprocess.run`` for a command whose output is not trusted: stdout is kept up to ``max_bytes + 1``
-    bytes (the command is then killed: a node answering 200 MB never fills the memory), stderr's last 4 KiB.
+class NoAnswer(FleetError):
+    """The command ran past its deadline; ``partial`` is the text it printed before (its group is ended)."""
 
-    Raises:
-        subprocess.TimeoutExpired: the command ran past ``timeout`` (it is killed).
-        FileNotFoundError: the program does not exist.
-    """
-    out, err = bytearray(), bytearray()
-    with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        def pump_out() -> None:
-            while len(out) <= max_bytes:
-                chunk = proc.stdout.read1(1 << 16)
-                if not chunk:
-                    return
-                out.extend(chunk)
-            proc.kill()  # enough: the reply is refused for its size, the rest is not waited for
+    def __init__(self, message: str, partial: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
 
-        def pump_err() -> None:
-            while chunk := proc.stderr.read1(1 << 16):
-                err.extend(chunk)
-                del err[:-4096]
 
-        pumps = [threading.Thread(target=f, daemon=True) for f in (pump_out, pump_err)]
-        for t in pumps:
-            t.start()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        finally:
-            for t in pumps:
-                t.join(5)
-    return subprocess.CompletedProcess(cmd, proc.returncode, bytes(out), bytes(err))
+def no_answer(timeout_s: float) -> str:
+    return f"no answer within {timeout_s:g} s"
 
 
 def _run(run: Runner, cmd: list[str], timeout_s: float, max_bytes: int = MAX_REPLY_BYTES) -> subprocess.CompletedProcess:
     """Run ``cmd``; its output comes back as text, bytes that are not UTF-8 replaced (a node's reply is not
-    trusted to be text), at most ``max_bytes`` of it kept by the default runner."""
+    trusted to be text), at most ``max_bytes`` of it kept by the default runner.
+
+    Raises:
+        NoAnswer: past ``timeout_s`` (the command and whatever it started are ended by ``advisor.subproc``).
+        FleetError: the program is missing.
+    """
     try:
         proc = run(cmd, capture_output=True, timeout=timeout_s, check=False, max_bytes=max_bytes)
     except FileNotFoundError:
         raise FleetError(f"{cmd[0]} not found: is this a Slurm login node (or ssh installed)?") from None
-    except subprocess.TimeoutExpired:
-        raise FleetError(f"{cmd[0]} did not finish within {timeout_s:.0f} s") from None
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.output or b""
+        raise NoAnswer(f"{cmd[0]}: {no_answer(timeout_s)}",
+                       decode_text(partial[:max_bytes]) if isinstance(partial, bytes) else partial) from None
     out, err = proc.stdout or b"", proc.stderr or b""
     return subprocess.CompletedProcess(proc.args, proc.returncode,
                                        decode_text(out) if isinstance(out, bytes) else out,
@@ -216,38 +198,59 @@ def collect_slurm(partition: str | None = None, *, advisor: Sequence[str] = DEFA
     for n in nodes:
         check_host(n, "node")
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s, MAX_REPLY_BYTES * len(nodes))
+    late = False
+    try:
+        proc = _run(run, [*srun_prefix(nodes, partition), *detect_args(advisor)], timeout_s, MAX_REPLY_BYTES * len(nodes))
+    except NoAnswer as exc:  # the nodes that answered before the deadline are kept
+        late = True
+        proc = subprocess.CompletedProcess([], None, exc.partial, "")
     if proc.returncode != 0 and not proc.stdout.strip():
-        raise FleetError(f"srun failed: {_last_line(proc.stderr)}")
+        raise FleetError(f"srun: {no_answer(timeout_s)}" if late else f"srun failed: {_last_line(proc.stderr)}")
     machines, bad = _machines(proc.stdout, "srun output", stamp, len(nodes))
     failures = tuple(bad)
-    if proc.returncode != 0:
+    if proc.returncode not in (0, None):
         failures += (f"srun exited {proc.returncode}: {_last_line(proc.stderr)}",)
     if len(machines) < len(nodes):
-        failures += (f"{len(nodes) - len(machines)} of {len(nodes)} nodes sent no detect document",)
+        names = {m.hostname.split(".")[0] for m in machines}
+        silent = [n for n in nodes if n.split(".")[0] not in names]
+        if late and len(silent) == len(nodes) - len(machines):
+            failures += tuple(f"{n}: {no_answer(timeout_s)}" for n in silent)
+        else:
+            why = no_answer(timeout_s) if late else "sent no detect document"
+            failures += (f"{len(nodes) - len(machines)} of {len(nodes)} nodes: {why}",)
     return CollectResult(tuple(machines), failures), nodes
 
 
 def collect_hosts(hosts: Sequence[str], *, advisor: Sequence[str] = DEFAULT_ADVISOR, run: Runner = bounded_run,
-                  timeout_s: float = 120.0) -> CollectResult:
-    """One ``advisor detect --json`` per host over ``ssh`` (batch mode: keys, no password prompts).
+                  timeout_s: float = 120.0, parallel: int = SSH_PARALLEL) -> CollectResult:
+    """One ``advisor detect --json`` per host over ``ssh`` (batch mode: keys, no password prompts), up to
+    ``parallel`` hosts at once, each bounded by ``timeout_s``.
 
-    A host that fails is reported (one line) and the others are still collected.
+    A host that fails or does not answer in time is reported (one line) and the others are still collected.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    machines: list[FleetMachine] = []
-    failures: list[str] = []
-    for host in hosts:
+    commands = [ssh_command(host, advisor) for host in hosts]  # every name validated before anything starts
+
+    def one(host: str, cmd: list[str]) -> tuple[list[FleetMachine], list[str]]:
         try:
-            proc = _run(run, ssh_command(host, advisor), timeout_s)
+            proc = _run(run, cmd, timeout_s)
             if proc.returncode != 0:
                 raise FleetError(f"ssh exited {proc.returncode}: {_last_line(proc.stderr)}")
-            found, bad = _machines(proc.stdout, f"{host}", stamp)
-            machines.extend(found)
-            failures.extend(bad)
+            return _machines(proc.stdout, f"{host}", stamp)
+        except NoAnswer:
+            return [], [f"{host}: {no_answer(timeout_s)}"]
         except FleetError as exc:
             line = " ".join(str(exc).split())
-            failures.append(line if line.startswith(f"{host}: ") else f"{host}: {line}")
+            return [], [line if line.startswith(f"{host}: ") else f"{host}: {line}"]
+
+    machines: list[FleetMachine] = []
+    failures: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(hosts))), thread_name_prefix="fleet-ssh") as pool:
+        for found, bad in pool.map(one, hosts, commands):
+            machines.extend(found)
+            failures.extend(bad)
     return CollectResult(tuple(machines), tuple(failures))
 
 
