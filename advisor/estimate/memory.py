@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.catalog.runtimes import runtime_data
-from advisor.estimate.model import ModelArch, kv_values_per_layer_token, linear_state_values
+from advisor.estimate import gguf_mix
+from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_layer_token, linear_state_values, mlp_params, param_count
 from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, moment_state, optimizer_moment_bytes
 
 GIB = 2**30
@@ -344,6 +345,37 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
                            host_offload_bytes=int(host))
 
 
+GENERIC_ARCH_ID = "custom"  # model.generic_arch: shapes guessed from a parameter count, no tensor table
+
+
+def format_weight_bytes(arch: ModelArch, params: float, fmt_id: str) -> float:
+    """Bytes of a model's weights stored in the weight format ``fmt_id`` (resources/runtimes.toml).
+
+    A GGUF file type is priced tensor by tensor as llama-quantize types them (``gguf_mix``: the output matrix,
+    value and down projections at more bits, fallbacks for rows that do not fill a block); a format of scope
+    ``linear`` (AWQ, GPTQ, FP8, bitsandbytes, NVFP4, EXL2) keeps the embedding and output matrices at 16 bits,
+    one of scope ``experts`` (gpt-oss's MXFP4) quantises the routed experts only; the rest take the format's bits.
+    A count of ``params`` that differs from the architecture's (exact from the files) scales the result. A
+    guessed architecture (``GENERIC_ARCH_ID``) takes ``params * bits / 8``.
+    """
+    fmt = runtime_data().formats[fmt_id]
+    flat = params * fmt.bits_per_weight / 8
+    if arch.id == GENERIC_ARCH_ID:
+        return flat
+    counted = param_count(arch)
+    if fmt.family == "gguf" and fmt_id in gguf_mix.FILE_TYPE_BASE:
+        return gguf_mix.gguf_weight_bytes(arch, fmt_id) * params / counted
+    if fmt.scope == "linear":
+        kept = embedding_params(arch)
+    elif fmt.scope == "experts" and arch.is_moe:
+        moe_layers = (arch.layers - arch.dense_layers) // arch.moe_step
+        kept = counted - moe_layers * arch.experts * mlp_params(arch, arch.moe_ffn or arch.ffn)
+    else:
+        return flat
+    kept = min(kept, counted)
+    return ((counted - kept) * fmt.bits_per_weight / 8 + kept * 2.0) * params / counted
+
+
 def weight_bits(precision: str, quant: str | None = None) -> float:
     """Bits per weight for inference: the precision's width or a named quantisation's effective bits."""
     if quant:
@@ -461,11 +493,16 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
 
     Args:
         weight_bytes: the exact bytes of the stored weights (a GGUF file's tensors, a safetensors index), used
-            instead of ``params * bits / 8`` when given.
+            instead of the format's planned bytes (``format_weight_bytes``) when given.
         kv_cache_bits: bits per cached key/value (16; 8 or 4 for a quantised cache); fp8 stores 8 at most.
         engine: how the runtime sizes sliding-window and state caches (``KV_ENGINES``, ``kv_cache_parts``).
     """
-    total_weights = weight_bytes if weight_bytes else params * weight_bits(precision, quant) / 8
+    if weight_bytes:
+        total_weights = weight_bytes
+    elif quant:
+        total_weights = format_weight_bytes(arch, params, quant)
+    else:
+        total_weights = params * weight_bits(precision) / 8
     weights = total_weights / devices
     kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
     kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / devices
