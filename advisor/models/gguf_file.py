@@ -163,11 +163,19 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     """
     path = Path(path)
     parts = split_parts(path)
-    path = parts[0]
-    reader = _reader(path)
-    tensor_list = list(reader.tensors)
-    for part in parts[1:]:
-        tensor_list.extend(_reader(part).tensors)
+    headers = [_reader(p) for p in parts]
+    return model_from_headers(headers, parts[0].stem, str(parts[0]), source=source, name=name,
+                              location=location or str(parts[0]))
+
+
+def model_from_headers(headers: list[GgufHeader], stem: str, where: str, *, source: str = "gguf",
+                       name: str | None = None, location: str = "") -> ResolvedModel:
+    """A model from the headers of a GGUF file's parts (the first holds the metadata), read from disk or by
+    range requests (``advisor.models.remote``); ``stem`` names it when the metadata has no name, ``where`` is
+    shown in errors."""
+    reader = headers[0]
+    tensor_list = [t for h in headers for t in h.tensors]
+    path = where
     arch_name = _value(reader, "general.architecture")
     if not isinstance(arch_name, str) or not arch_name:
         raise ModelSpecError(f"{path}: GGUF metadata has no 'general.architecture'")
@@ -195,11 +203,11 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     experts = need("expert_count", default=0)
     kv_lora = need("attention.kv_lora_rank", default=0)
     kw: dict = dict(
-        id=name or path.stem, name=name or str(_value(reader, "general.name") or path.stem),
+        id=name or stem, name=name or str(_value(reader, "general.name") or stem),
         layers=need("block_count"), hidden=hidden, heads=heads, kv_heads=need("attention.head_count_kv", default=heads),
         ffn=need("feed_forward_length", default=0 if experts else None), vocab=vocab,
         tied="output.weight" not in tensors, head_dim=need("attention.key_length", default=0),
-        max_context=need("context_length", default=0), source=location or str(path),
+        max_context=need("context_length", default=0), source=location or where,
     )
     kw.update(_layer_kinds(reader, a, kw["layers"], need))
     if experts:
@@ -230,5 +238,5 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
         for t in tensor_list:
             by_type[GGMLQuantizationType(t.ggml_type).name] += t.n_bytes
         quant = by_type.most_common(1)[0][0]
-    return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or str(path),
+    return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or where,
                          params_exact=params, weight_bytes=nbytes, quant=quant)
