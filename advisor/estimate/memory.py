@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.runtimes import runtime_data
 from advisor.estimate import gguf_mix
-from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_layer_token, linear_state_values, mlp_params, param_count
+from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_layer_token, linear_state_split, mlp_params, param_count
 from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, moment_state, optimizer_moment_bytes
 
 GIB = 2**30
@@ -394,11 +394,14 @@ LLAMA_CPP_UBATCH = 512
 LLAMA_CPP_STATE_BYTES = 4.0
 # vLLM: a sliding-window group holds ``cdiv(min(W - 1 + max_num_batched_tokens, max_model_len), block) + 1``
 # blocks per request (vllm/v1/kv_cache_interface.py, SlidingWindowSpec.max_memory_usage_bytes), full attention
-# ``cdiv(max_model_len, block)``; a Mamba/linear layer one state per request in the model's dtype
-# (MambaSpec; ``mamba_ssm_cache_dtype`` "auto"). Blocks of 16 tokens; ``max_num_batched_tokens`` 8192 for the
-# OpenAI server with chunked prefill (vllm/engine/arg_utils.py, default_max_num_batched_tokens).
+# ``cdiv(max_model_len, block)``; a Mamba/linear layer one state per request (MambaSpec): the convolution window in
+# the model's dtype, gated DeltaNet's recurrent state in fp32 (VLLM_SSM_BYTES; Mamba-2's in the model's dtype).
+# Blocks of 16 tokens; ``max_num_batched_tokens`` 8192 for the OpenAI server with chunked prefill
+# (vllm/engine/arg_utils.py). In a hybrid model the attention block grows until its page holds a layer's state
+# (vllm/model_executor/models/config.py, HybridAttentionMambaModelConfig: a multiple of 16 tokens).
 VLLM_BLOCK = 16
 VLLM_BATCHED_TOKENS = 8192
+VLLM_SSM_BYTES = {"gated-deltanet": 4.0, "mamba2": 2.0}
 
 
 @dataclass(frozen=True)
@@ -427,7 +430,8 @@ def kv_cache_parts(arch: ModelArch, context: int, batch: int = 1, bytes_per_valu
     ``min(context, W)``, a linear layer its fixed state (``model.linear_state_values``) at ``state_bytes`` (the
     16-bit width unless given). ``llama.cpp``: the cells it allocates (``LLAMA_CPP_PAD``, ``LLAMA_CPP_UBATCH``,
     F32 states; ``swa_full`` as ``--swa-full``); the slots share one context of ``context * batch`` cells.
-    ``vllm``: the blocks a request of ``max_model_len = context`` reserves (``VLLM_BLOCK``, ``VLLM_BATCHED_TOKENS``).
+    ``vllm``: the blocks a request of ``max_model_len = context`` reserves (``VLLM_BLOCK``, ``VLLM_BATCHED_TOKENS``;
+    a hybrid model's larger block, ``vllm_hybrid_block_tokens``) and one state per linear layer (``VLLM_SSM_BYTES``).
     Per-token values of an attention layer: ``model.kv_values_per_layer_token`` (GQA KV heads; MLA latent).
     """
     if engine not in KV_ENGINES:
@@ -439,15 +443,30 @@ def kv_cache_parts(arch: ModelArch, context: int, batch: int = 1, bytes_per_valu
         cells = _pad(context * batch, LLAMA_CPP_PAD)
         swa_cells = cells if swa_full else min(cells, _pad(w * batch + ubatch, LLAMA_CPP_PAD))
         sb = LLAMA_CPP_STATE_BYTES if state_bytes is None else state_bytes
-        return CacheParts(n_full * per * cells, n_swa * per * swa_cells,
-                          n_lin * linear_state_values(arch) * sb * batch if n_lin else 0.0)
-    sb = 2.0 if state_bytes is None else state_bytes
-    state = n_lin * linear_state_values(arch) * sb * batch if n_lin else 0.0
+        states = n_lin * sum(linear_state_split(arch)) * sb * batch if n_lin else 0.0
+        return CacheParts(n_full * per * cells, n_swa * per * swa_cells, states)
+    rec, conv = linear_state_split(arch) if n_lin else (0, 0)
+    ssm = VLLM_SSM_BYTES.get(arch.linear_kind, 2.0) if engine == "vllm" else 2.0
+    state = n_lin * (rec * (ssm if state_bytes is None else state_bytes)
+                     + conv * (2.0 if state_bytes is None else state_bytes)) * batch
     if engine == "vllm":
-        full_tokens = _pad(context, VLLM_BLOCK)
+        full_tokens = _pad(context, vllm_hybrid_block_tokens(arch, bytes_per_value) if n_lin else VLLM_BLOCK)
         swa_tokens = (_pad(min(w - 1 + batched_tokens, context), VLLM_BLOCK) + VLLM_BLOCK) if n_swa else 0
         return CacheParts(n_full * per * full_tokens * batch, n_swa * per * swa_tokens * batch, state)
     return CacheParts(n_full * per * context * batch, n_swa * per * min(context, w) * batch, state)
+
+
+def vllm_hybrid_block_tokens(arch: ModelArch, bytes_per_value: float = 2.0, tp: int = 1) -> int:
+    """The attention block vLLM sets for a model with linear layers: the fewest multiple of ``VLLM_BLOCK`` tokens
+    whose page (one attention layer's K and V on one of ``tp`` GPUs) holds one linear layer's state there
+    (vLLM logs "Setting attention block size to N tokens to ensure that attention page size is >= mamba page
+    size"); ``VLLM_BLOCK`` for a model without linear layers."""
+    if not arch.count_of("linear"):
+        return VLLM_BLOCK
+    rec, conv = linear_state_split(arch)
+    state = (rec * VLLM_SSM_BYTES.get(arch.linear_kind, 2.0) + conv * 2.0) / tp
+    token = kv_values_per_layer_token(arch) * bytes_per_value / tp
+    return int(_pad(-(-state // token), VLLM_BLOCK))
 
 
 def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: float = 2.0,

@@ -12,7 +12,9 @@ one chunk), ``L`` a linear-attention or state-space mixer whose memory is a fixe
 Falcon-H1). Both keep a recurrent state of ``v_heads * k_dim * v_dim`` values and a causal convolution window of
 ``(conv - 1) * (2 * k_heads * k_dim + v_heads * v_dim)`` values (Mamba-2 read with ``k_heads`` = groups, ``k_dim`` =
 state size, ``v_heads`` = heads, ``v_dim`` = head dimension; transformers ``Qwen3NextGatedDeltaNet``,
-``MambaCache``/``Mamba2Mixer``).
+``MambaCache``/``Mamba2Mixer``). ``N`` is a layer of a feed-forward network alone: Nemotron-H alternates layers
+that are only a Mamba-2 mixer, only attention or only a feed-forward (``mixer_or_ffn``; NVIDIA Nemotron-H report,
+arXiv:2504.03624, ``hybrid_override_pattern``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 FFN_KINDS = ("gated", "mlp")
 BIAS_KINDS = ("none", "qkv", "all")
 NORM_KINDS = ("rms", "layernorm", "layernorm-nobias")
-LAYER_KINDS = {"F": "full", "S": "sliding", "L": "linear"}  # letters of ``layer_pattern``
+LAYER_KINDS = {"F": "full", "S": "sliding", "L": "linear", "N": "ffn"}  # letters of ``layer_pattern``
 LINEAR_KINDS = ("gated-deltanet", "mamba2")
 
 
@@ -67,6 +69,7 @@ class ModelArch:
     linear_conv: int = 0  # causal convolution kernel width
     attn_gate: bool = False  # attention output gate: q projection twice as wide (Qwen3-Next)
     moe_step: int = 1  # every moe_step-th layer after the dense ones is MoE (Llama 4 Maverick: 2)
+    mixer_or_ffn: bool = False  # each layer is a mixer (F, S, L) or a feed-forward (N), not both (Nemotron-H)
     published_params: float = 0.0
     published_active_params: float = 0.0
     source: str = ""
@@ -86,6 +89,8 @@ class ModelArch:
             raise ValueError(f"layer_pattern of {self.id} holds kinds other than {', '.join(LAYER_KINDS)}")
         if "S" in self.layer_pattern and self.sliding_window <= 0:
             raise ValueError(f"{self.id}: sliding-window layers need a positive sliding_window")
+        if "N" in self.layer_pattern and not self.mixer_or_ffn:
+            raise ValueError(f"{self.id}: feed-forward-only layers (N) need mixer_or_ffn")
         if "L" in self.layer_pattern and (self.linear_kind not in LINEAR_KINDS or min(
                 self.linear_k_heads, self.linear_v_heads, self.linear_k_dim, self.linear_v_dim, self.linear_conv) <= 0):
             raise ValueError(f"{self.id}: linear layers need linear_kind ({', '.join(LINEAR_KINDS)}) and their sizes")
@@ -156,11 +161,17 @@ def linear_mixer_params(arch: ModelArch) -> int:
     return h * (2 * k + 2 * v) + h * 2 * vh + (2 * k + v) * arch.linear_conv + 2 * vh + arch.linear_v_dim + v * h
 
 
-def linear_state_values(arch: ModelArch) -> int:
-    """Values one ``L`` layer keeps per sequence whatever its length: the recurrent state ``v_heads*k_dim*v_dim``
-    and the convolution's last ``conv - 1`` inputs of ``2*K + V`` channels (module docstring)."""
+def linear_state_split(arch: ModelArch) -> tuple[int, int]:
+    """Values one ``L`` layer keeps per sequence whatever its length, as (recurrent state, convolution window):
+    ``v_heads*k_dim*v_dim`` and the convolution's last ``conv - 1`` inputs of ``2*K + V`` channels (module
+    docstring). Engines keep the two at different widths (vLLM: the recurrent state of gated DeltaNet in fp32)."""
     k, v = arch.linear_k_heads * arch.linear_k_dim, arch.linear_v_heads * arch.linear_v_dim
-    return arch.linear_v_heads * arch.linear_k_dim * arch.linear_v_dim + (arch.linear_conv - 1) * (2 * k + v)
+    return arch.linear_v_heads * arch.linear_k_dim * arch.linear_v_dim, (arch.linear_conv - 1) * (2 * k + v)
+
+
+def linear_state_values(arch: ModelArch) -> int:
+    """Values one ``L`` layer keeps per sequence (``linear_state_split``, both parts)."""
+    return sum(linear_state_split(arch))
 
 
 def mlp_params(arch: ModelArch, width: int) -> int:
@@ -170,14 +181,19 @@ def mlp_params(arch: ModelArch, width: int) -> int:
     return mats * arch.hidden * width + bias
 
 
+def _ffn_layers(arch: ModelArch) -> int:
+    """Layers with a feed-forward network: every layer, or the ``N`` ones of a ``mixer_or_ffn`` model."""
+    return arch.count_of("ffn") if arch.mixer_or_ffn else arch.layers
+
+
 def _moe_layers(arch: ModelArch) -> int:
-    return (arch.layers - arch.dense_layers) // arch.moe_step if arch.is_moe else 0
+    return (_ffn_layers(arch) - arch.dense_layers) // arch.moe_step if arch.is_moe else 0
 
 
 def _mixer_params(arch: ModelArch) -> int:
-    """Attention or linear mixers of every layer, with the layers' norms."""
-    linear = arch.count_of("linear")
-    return ((arch.layers - linear) * attention_params(arch) + linear * linear_mixer_params(arch)
+    """Attention or linear mixers of every layer (none in an ``N`` layer), with the layers' norms."""
+    linear, attn = arch.count_of("linear"), arch.count_of("full") + arch.count_of("sliding")
+    return (attn * attention_params(arch) + linear * linear_mixer_params(arch)
             + arch.layers * arch.norms_per_layer * _norm_params(arch))
 
 
@@ -200,7 +216,7 @@ def param_count(arch: ModelArch) -> int:
         The count, exact for the presets' architectures (tested against published counts within 1%).
     """
     moe_layers = _moe_layers(arch)
-    dense_layers = arch.layers - moe_layers
+    dense_layers = _ffn_layers(arch) - moe_layers
     total = _mixer_params(arch) + dense_layers * mlp_params(arch, arch.ffn)
     if moe_layers:
         experts = (arch.experts + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
@@ -214,7 +230,7 @@ def active_param_count(arch: ModelArch) -> int:
     if not arch.is_moe:
         return param_count(arch)
     moe_layers = _moe_layers(arch)
-    active = _mixer_params(arch) + (arch.layers - moe_layers) * mlp_params(arch, arch.ffn)
+    active = _mixer_params(arch) + (_ffn_layers(arch) - moe_layers) * mlp_params(arch, arch.ffn)
     active += moe_layers * ((arch.experts_per_token + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
                             + arch.hidden * arch.experts)
     return active + embedding_params(arch)
@@ -240,7 +256,7 @@ def kv_values_per_token(arch: ModelArch) -> int:
 
     GQA: ``2 * L_attn * n_kv * d_h``. MLA (DeepSeek): ``L * (kv_lora_rank + rope_dim)``.
     """
-    return (arch.layers - arch.count_of("linear")) * kv_values_per_layer_token(arch)
+    return (arch.count_of("full") + arch.count_of("sliding")) * kv_values_per_layer_token(arch)
 
 
 def generic_arch(params: float, name: str | None = None) -> ModelArch:

@@ -24,6 +24,7 @@ from advisor.models.record import ResolvedModel
 
 MAX_JSON_BYTES = 16 * 2**20  # a config or index larger than this is not one
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "olmo2")
+DENSE += ("nemotron_h",)
 MOE = ("mixtral", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gpt_oss",
        "llama4_text")
 SUPPORTED = DENSE + MOE + ("gemma3", "llama4", "mistral3")
@@ -31,6 +32,8 @@ SUPPORTED = DENSE + MOE + ("gemma3", "llama4", "mistral3")
 # of model.LAYER_KINDS; chunked attention (Llama 4) holds at most one chunk, as a window of that size does.
 LAYER_TYPE_KIND = {"full_attention": "F", "sliding_attention": "S", "chunked_attention": "S",
                    "linear_attention": "L", "mamba": "L"}
+# Nemotron-H's hybrid_override_pattern (transformers NemotronHConfig): M a Mamba-2 layer, * attention, - an MLP.
+NEMOTRON_H_KIND = {"M": "L", "*": "F", "-": "N"}
 TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text")  # their config classes default tie_word_embeddings to True
 # Gemma3TextConfig's defaults, which google/gemma-3-4b-it's config.json relies on for these keys.
 GEMMA3_TEXT_DEFAULTS = {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
@@ -103,6 +106,13 @@ def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int
     elif mt == "gemma3_text":
         every = cfg.get("sliding_window_pattern") or 6
         pattern = "S" * (int(every) - 1) + "F" if isinstance(every, int) and every > 0 else "F"
+    elif mt == "nemotron_h":
+        hybrid = cfg.get("hybrid_override_pattern")
+        if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(NEMOTRON_H_KIND):
+            raise ModelSpecError(f"{where}: config.json 'hybrid_override_pattern' must give one of "
+                                 f"{', '.join(NEMOTRON_H_KIND)} for each of the {layers} layers")
+        pattern = "".join(NEMOTRON_H_KIND[c] for c in hybrid)
+        return pattern, 0
     elif mt == "qwen3_next":
         every = cfg.get("full_attention_interval") or 4
         pattern = "L" * (int(every) - 1) + "F" if isinstance(every, int) and every > 0 else "F"
@@ -197,6 +207,11 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
         if shared not in (0, kw["moe_ffn"]):
             raise ModelSpecError(f"{where}: a shared expert wider than the routed ones is not supported")
         kw["shared_experts"] = 1 if shared else 0
+    elif mt == "nemotron_h":
+        kw.update(ffn=i("intermediate_size", "ffn"), ffn_kind="mlp", norms_per_layer=1, mixer_or_ffn=True,
+                  linear_kind="mamba2", linear_k_heads=i("n_groups", "linear_k_heads"),
+                  linear_k_dim=i("ssm_state_size", "linear_k_dim"), linear_v_heads=i("mamba_num_heads", "linear_v_heads"),
+                  linear_v_dim=i("mamba_head_dim", "linear_v_dim"), linear_conv=i("conv_kernel", "linear_conv"))
     elif mt == "llama4_text":
         kw.update(ffn=i("intermediate_size_mlp", "ffn"), moe_ffn=i("intermediate_size", "moe_ffn"),
                   experts=i("num_local_experts", "experts"),

@@ -68,12 +68,29 @@ def test_qwen3_next_keeps_a_fixed_state_in_three_of_four_layers():
     assert (a.count_of("linear"), a.count_of("full")) == (36, 12)
     assert linear_state_values(a) == 524_288 + 24_576
     vllm = memory.kv_cache_parts(a, 262144, 1, engine="vllm")
-    assert vllm.state == 36 * 548_864 * 2  # 39,518,208 bytes per request at bf16
-    assert vllm.full == 12 * 2048 * 262144
+    assert vllm.state == 36 * (524_288 * 4 + 24_576 * 2)  # recurrent state in fp32, convolution in bf16
+    block = memory.vllm_hybrid_block_tokens(a)  # 2,146,304 state bytes over 2,048 a token: 1,048 -> 1,056
+    assert block == 1056
+    assert vllm.full == 12 * 2048 * (-(-262144 // block) * block)
     llama = memory.kv_cache_parts(a, 4096, 4, engine="llama.cpp")  # four sequences, F32 states
     assert llama.state == 36 * 548_864 * 4 * 4
     # the state does not grow with the context
     assert memory.kv_cache_parts(a, 1000, 1).state == memory.kv_cache_parts(a, 100000, 1).state
+
+
+def test_vllm_hybrid_gdn_log_qwen38_27b():
+    """A recorded vLLM start-up (github.com/mitchross/talos-argocd-proxmox pull 1995, 2026-08-16): Qwen3.8-27B-FP8,
+    TP 2, fp8 KV cache, max_model_len 131,072: "Maximum concurrency for 131,072 tokens per request: 2.31x" from a
+    pool of 2 x 4.99 GiB, and 1,568-token attention blocks ("ceil(262144/1568)"). The architecture as that log
+    gives it: 64 layers, full_attention_interval 4, 4 KV heads of 256; gated DeltaNet of 16 key and 48 value heads
+    of 128, kernel 4 (the Qwen3.5-27B config.json family)."""
+    cfg = dict(QWEN3_NEXT, hidden_size=5120, num_hidden_layers=64, num_attention_heads=24, num_key_value_heads=4,
+               linear_num_value_heads=48, intermediate_size=17408, model_type="qwen3_next")
+    a = arch_from_config(cfg, "q38", "Qwen3.8-27B")
+    assert (a.count_of("full"), a.count_of("linear")) == (16, 48)
+    assert memory.vllm_hybrid_block_tokens(a, bytes_per_value=1.0, tp=2) == 1568
+    concurrency = memory.max_concurrency(a, 2 * 4.99 * 2**30, 131072, bytes_per_value=1.0)
+    assert concurrency == pytest.approx(2.31, rel=0.10)
 
 
 def test_qwen3_next_parameters_from_its_config():
@@ -131,3 +148,25 @@ def test_bad_kinds_are_refused():
         ModelArch(id="x", name="x", layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=10, layer_pattern="LF")
     with pytest.raises(ValueError, match="engine"):
         memory.kv_cache_parts(preset("gemma-3-27b"), 10, 1, engine="nope")
+
+
+NEMOTRON_H_8B = {  # https://huggingface.co/nvidia/Nemotron-H-8B-Base-8K config.json (architecture keys)
+    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "hidden_size": 4096,
+    "num_hidden_layers": 52, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "intermediate_size": 21504, "vocab_size": 131072, "tie_word_embeddings": False, "max_position_embeddings": 8192,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 128, "conv_kernel": 4,
+}
+
+
+def test_nemotron_h_mamba_hybrid():
+    """Nemotron-H 8B: 24 Mamba-2 layers, 4 attention layers and 24 MLP layers (8B on the card). The cache: 4 layers of
+    8 KV heads of 128 (16 KiB a token at 16 bits, not the 208 KiB of 52 attention layers) and per sequence
+    24 x (128 heads x 64 x 128 state + 3 x (2 x 8 x 128 + 8,192) convolution) = 24 x 1,079,296 values."""
+    a = arch_from_config(NEMOTRON_H_8B, "nemotron-h-8b", "Nemotron-H 8B")
+    assert (a.count_of("linear"), a.count_of("full"), a.count_of("ffn")) == (24, 4, 24)
+    assert param_count(a) == pytest.approx(8e9, rel=0.02)
+    assert memory.kv_cache_parts(a, 1, 1).full == 4 * 2 * 8 * 128 * 2
+    assert linear_state_values(a) == 128 * 64 * 128 + 3 * (2 * 8 * 128 + 8192)
+    assert memory.kv_cache_parts(a, 8192, 1, engine="vllm").state == 24 * 1_079_296 * 2  # bf16 in vLLM
+    assert memory.kv_cache_parts(a, 8192, 2, engine="llama.cpp").state == 24 * 1_079_296 * 4 * 2  # F32, 2 sequences
