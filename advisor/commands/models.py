@@ -33,6 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--fetch-header", action="store_true",
                    help="with hf:ORG/REPO[:QUANT]: size the model from its GGUF or safetensors headers on the Hub, "
                         "read by HTTP range requests (a few MiB per file), without downloading the weights")
+    p.add_argument("--engine-check", action="store_true",
+                   help="with one model: the installed engines' own figures beside the advisor's (llama.cpp's fit "
+                        "printer for a GGUF file, Ollama's loaded size); an engine that is not installed is one line")
     p.add_argument("--context", type=int, default=None, metavar="TOKENS",
                    help="tokens of context for the inference check (default 4096, capped at the model's maximum)")
     add_fake_gpu(p)
@@ -88,11 +91,31 @@ def run(args: argparse.Namespace) -> int:
     for f in found:
         fit = fit_model(f.model, gpus, context=context) if f.model else None
         rows.append((f, fit))
+    checks = _engine_check(rows[0][0].model, context) if args.engine_check and args.spec and rows[0][0].model else []
+    if args.engine_check and not args.spec:
+        raise UsageError("--engine-check: name one model")
     if args.json:
-        print_json(_document(rows, gpus, names, simulated, context, bool(args.spec)), indent=2)
+        doc = _document(rows, gpus, names, simulated, context, bool(args.spec))
+        if args.engine_check:
+            doc["engine_check"] = checks
+        print_json(doc, indent=2)
     else:
         print(_table(rows, gpus, names, simulated, context, bool(args.spec)))
+        if checks:
+            from advisor.commands._terminal import lines_text
+
+            print(lines_text(["engine check:"] + [f"  {x}" for x in checks]))
     return 0
+
+
+def _engine_check(rm, context: int) -> list[str]:
+    """The engines' figures beside the plan's for one model on one device (``advisor.models.engines``)."""
+    from advisor.estimate import memory
+    from advisor.models.engines import engine_check
+
+    m = memory.inference_memory(rm.arch, rm.params, precision="bf16", devices=1, context=context, batch=1,
+                                weight_bytes=rm.weight_bytes or None, engine="llama.cpp")
+    return engine_check(rm, context, m.weights_bytes, m.kv_cache_bytes, m.total_bytes)
 
 
 def _document(rows, gpus, names, simulated, context, single) -> dict:
