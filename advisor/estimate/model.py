@@ -268,3 +268,21 @@ def generic_arch(params: float, name: str | None = None) -> ModelArch:
     heads = max(1, h // 128)
     return ModelArch(id="custom", name=name or "custom", layers=layers, hidden=h, heads=heads,
                      kv_heads=heads, ffn=int(round(8 * h / 3 / 64)) * 64, vocab=32000)
+
+
+def attended_tokens(arch: ModelArch, context: int) -> int:
+    """Keys one new token attends to, summed over the attention layers, with ``context`` tokens cached: ``context``
+    in a full-attention layer, ``min(context, W)`` in a sliding one, none in a linear or feed-forward layer (its
+    work per token is fixed). A decode step's attention FLOPs are ``4 * heads * d_head`` times this per sequence."""
+    window = min(context, arch.sliding_window) if arch.sliding_window else context
+    return arch.count_of("full") * context + arch.count_of("sliding") * window
+
+
+def prompt_attention_pairs(arch: ModelArch, prompt: int) -> int:
+    """(query, key) pairs of a causal prompt of ``prompt`` tokens, summed over the attention layers: ``p(p+1)/2`` in a
+    full layer; ``sum(min(i, W))`` in a sliding one, ``W(W+1)/2 + (p - W) * W`` past the window. A prefill's
+    attention FLOPs are ``4 * heads * d_head`` times this."""
+    p, w = prompt, arch.sliding_window
+    full = p * (p + 1) // 2
+    sliding = full if not w or p <= w else w * (w + 1) // 2 + (p - w) * w
+    return arch.count_of("full") * full + arch.count_of("sliding") * sliding

@@ -170,3 +170,18 @@ def test_nemotron_h_mamba_hybrid():
     assert linear_state_values(a) == 128 * 64 * 128 + 3 * (2 * 8 * 128 + 8192)
     assert memory.kv_cache_parts(a, 8192, 1, engine="vllm").state == 24 * 1_079_296 * 2  # bf16 in vLLM
     assert memory.kv_cache_parts(a, 8192, 2, engine="llama.cpp").state == 24 * 1_079_296 * 4 * 2  # F32, 2 sequences
+
+
+def test_attention_work_follows_the_kinds():
+    """Gemma 3 27B: at 131,072 cached tokens a new token attends to 10 x 131,072 + 52 x 1,024 keys; a prompt of
+    4,096 has 10 x 4,096 x 4,097 / 2 full pairs and 52 x (1,024 x 1,025 / 2 + 3,072 x 1,024) sliding ones."""
+    from advisor.estimate.model import attended_tokens, prompt_attention_pairs
+
+    a = preset("gemma-3-27b")
+    assert attended_tokens(a, 131072) == 10 * 131072 + 52 * 1024
+    assert prompt_attention_pairs(a, 4096) == 10 * 4096 * 4097 // 2 + 52 * (1024 * 1025 // 2 + 3072 * 1024)
+    dense = preset("llama-3.1-8b")
+    assert attended_tokens(dense, 1000) == 32 * 1000
+    assert prompt_attention_pairs(dense, 10) == 32 * 55
+    hybrid = arch_from_config(QWEN3_NEXT, "q", "q")
+    assert attended_tokens(hybrid, 1000) == 12 * 1000  # the 36 linear layers attend to nothing
