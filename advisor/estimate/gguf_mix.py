@@ -10,8 +10,10 @@ biases), expert routers and convolution weights stay at their source type (F32).
 ggml type come from the ``gguf`` package (``GGML_QUANT_SIZES``), which llama.cpp publishes.
 
 The tensor table is built from the architecture in llama.cpp's GGUF naming (``token_embd``, ``blk.N.attn_q``,
-``ffn_down_exps`` for merged experts, ``attn_kv_b`` for MLA, ``output``); a tensor's first dimension (``ne[0]``)
-is its input width, the one the block size must divide.
+``ffn_down_exps`` for merged experts, ``attn_kv_b`` for MLA, ``ssm_in``/``ssm_out`` for a linear layer's
+projections, ``output``); a tensor's first dimension (``ne[0]``) is its input width, the one the block size must
+divide. Linear layers are priced as Mamba's projections (base type, convolution kept); llama.cpp's exact names and
+exceptions for gated DeltaNet layers are not modelled.
 """
 
 from __future__ import annotations
@@ -68,10 +70,20 @@ def tensor_table(arch: ModelArch) -> list[Tensor]:
     h, d, a, kv = arch.hidden, arch.d_head, arch.heads, arch.kv_heads
     out = [Tensor("token_embd.weight", h, arch.vocab * h)]
     moe_from = arch.dense_layers
+    kinds = arch.layer_kinds
     for i in range(arch.layers):
         b = f"blk.{i}."
         out.append(Tensor(b + "attn_norm.weight", h, h, i, quantised=False))
-        if arch.is_mla:
+        if kinds[i] == "linear":  # llama.cpp's Mamba names: ssm_in, ssm_conv1d (kept), ssm_out; small vectors F32
+            k, v, vh = arch.linear_k_heads * arch.linear_k_dim, arch.linear_v_heads * arch.linear_v_dim, arch.linear_v_heads
+            width = 2 * v + 2 * k + (vh if arch.linear_kind == "mamba2" else 2 * vh)
+            out += [Tensor(b + "ssm_in.weight", h, h * width, i),
+                    Tensor(b + "ssm_conv1d.weight", arch.linear_conv, (v + 2 * k) * arch.linear_conv, i,
+                           quantised=False),
+                    Tensor(b + "ssm_out.weight", v, v * h, i)]
+        elif kinds[i] == "ffn":
+            pass
+        elif arch.is_mla:
             qk = arch.nope_dim + arch.rope_dim
             if arch.q_lora_rank:
                 out += [Tensor(b + "attn_q_a.weight", h, h * arch.q_lora_rank, i),
@@ -90,12 +102,14 @@ def tensor_table(arch: ModelArch) -> list[Tensor]:
             if arch.bias in ("qkv", "all"):
                 out += [Tensor(b + f"attn_{x}.bias", n, n, i, quantised=False)
                         for x, n in (("q", a * d), ("k", kv * d), ("v", kv * d))]
+        if arch.mixer_or_ffn and kinds[i] != "ffn":
+            continue  # Nemotron-H: a mixer layer has no feed-forward
         out.append(Tensor(b + "ffn_norm.weight", h, h, i, quantised=False))
         moe = arch.is_moe and i >= moe_from and (i - moe_from + 1) % arch.moe_step == 0
         if not moe:
             f = arch.ffn
-            out += [Tensor(b + "ffn_gate.weight", h, h * f, i), Tensor(b + "ffn_down.weight", f, f * h, i),
-                    Tensor(b + "ffn_up.weight", h, h * f, i)]
+            gate = [Tensor(b + "ffn_gate.weight", h, h * f, i)] if arch.ffn_kind == "gated" else []
+            out += gate + [Tensor(b + "ffn_down.weight", f, f * h, i), Tensor(b + "ffn_up.weight", h, h * f, i)]
             continue
         f, e = arch.moe_ffn or arch.ffn, arch.experts
         out += [Tensor(b + "ffn_gate_inp.weight", h, h * e, i, quantised=False),
