@@ -69,11 +69,17 @@ _WRAPPED = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistr
 def text_config(cfg: dict) -> dict:
     """The language-model part of a config: ``text_config`` of a multimodal wrapper (Gemma 3 4B+, Llama 4,
     Mistral Small 3.1/3.2), else itself."""
-    if cfg.get("model_type") in _WRAPPED and isinstance(cfg.get("text_config"), dict):
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and mt in _WRAPPED and isinstance(cfg.get("text_config"), dict):
         inner = dict(cfg["text_config"])
         inner.setdefault("model_type", _WRAPPED[cfg["model_type"]])
         return inner
     return cfg
+
+
+def _cycle(every, layers: int) -> bool:
+    """A layer cycle length from a config: a whole number from 1 to the layer count."""
+    return isinstance(every, int) and not isinstance(every, bool) and 0 < every <= layers
 
 
 def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int]:
@@ -94,10 +100,10 @@ def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int
             every = cfg.get("no_rope_layer_interval") or 4
             if isinstance(nope, list) and len(nope) == layers:
                 types = ["chunked_attention" if x else "full_attention" for x in nope]
-            elif isinstance(every, int) and every > 0:
+            elif _cycle(every, layers):
                 types = ["full_attention" if (i + 1) % every == 0 else "chunked_attention" for i in range(layers)]
     if isinstance(types, list):
-        if len(types) != layers or any(t not in LAYER_TYPE_KIND for t in types):
+        if len(types) != layers or any(not isinstance(t, str) or t not in LAYER_TYPE_KIND for t in types):
             raise ModelSpecError(f"{where}: config.json 'layer_types' must list one of "
                                  f"{', '.join(LAYER_TYPE_KIND)} for each of the {layers} layers")
         pattern = "".join(LAYER_TYPE_KIND[t] for t in types)
@@ -105,7 +111,7 @@ def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int
         pattern = "SF"  # Gemma2DecoderLayer: even layers sliding; GptOssConfig's default layer_types alternate
     elif mt == "gemma3_text":
         every = cfg.get("sliding_window_pattern") or 6
-        pattern = "S" * (int(every) - 1) + "F" if isinstance(every, int) and every > 0 else "F"
+        pattern = "S" * (every - 1) + "F" if _cycle(every, layers) else "F"
     elif mt == "nemotron_h":
         hybrid = cfg.get("hybrid_override_pattern")
         if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(NEMOTRON_H_KIND):
@@ -115,7 +121,10 @@ def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int
         return pattern, 0
     elif mt == "qwen3_next":
         every = cfg.get("full_attention_interval") or 4
-        pattern = "L" * (int(every) - 1) + "F" if isinstance(every, int) and every > 0 else "F"
+        if not _cycle(every, layers):
+            raise ModelSpecError(f"{where}: config.json 'full_attention_interval' must be a whole number from 1 to "
+                                 f"the {layers} layers")
+        pattern = "L" * (every - 1) + "F"
     elif mt == "mistral" and window:
         pattern = "S"
     elif mt in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("use_sliding_window") and window:

@@ -185,3 +185,16 @@ def test_attention_work_follows_the_kinds():
     assert prompt_attention_pairs(dense, 10) == 32 * 55
     hybrid = arch_from_config(QWEN3_NEXT, "q", "q")
     assert attended_tokens(hybrid, 1000) == 12 * 1000  # the 36 linear layers attend to nothing
+
+
+def test_hostile_kind_keys_are_one_line():
+    from advisor.models import ModelSpecError
+
+    with pytest.raises(ModelSpecError, match="full_attention_interval"):
+        arch_from_config(dict(QWEN3_NEXT, full_attention_interval=10**12), "q", "q")
+    with pytest.raises(ModelSpecError, match="layer_types"):
+        arch_from_config(dict(QWEN3_NEXT, layer_types=[["x"]] * 48), "q", "q")
+    with pytest.raises(ModelSpecError, match="model_type"):
+        arch_from_config(dict(QWEN3_NEXT, model_type=["qwen3_next"]), "q", "q")
+    with pytest.raises(ModelSpecError, match="hybrid_override_pattern"):
+        arch_from_config(dict(NEMOTRON_H_8B, hybrid_override_pattern="M" * 51 + "?"), "n", "n")
