@@ -39,6 +39,8 @@ PUBLISHED_FILES = [
     ("llama-2-7b", "q4_k_m", 4.08e9, HF + "TheBloke/Llama-2-7B-GGUF (llama-2-7b.Q4_K_M.gguf 4.08 GB)"),
     ("qwen3-8b", "q4_k_m", 5.03e9, HF + "Qwen/Qwen3-8B-GGUF (Qwen3-8B-Q4_K_M.gguf 5.03 GB)"),
     ("llama-3.2-3b", "q4_k_m", 2.02e9, HF + "bartowski/Llama-3.2-3B-Instruct-GGUF (Q4_K_M 2.02GB)"),
+    ("gemma-3-12b", "q4_k_m", 6.79 * 2**30, "llama-bench table in github.com/ggml-org/llama.cpp pull 13194 "
+     "(2025-05-13): gemma3 12B Q4_K - Medium, 6.79 GiB, 11.77 B"),
 ]
 # safetensors checkpoints: (preset, format, listed size, page); the embedding and output matrices stay 16-bit
 SAFETENSORS_FILES = [
