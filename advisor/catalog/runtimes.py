@@ -25,6 +25,7 @@ from advisor.catalog.stacks import STACKS
 
 FILE_NAME = "runtimes.toml"
 CLASSES = ("f16", "q8", "q6", "q5", "q4", "q3", "q2")
+SCOPES = ("all", "linear", "experts")  # the weights a format quantises (WeightFormat.scope)
 BACKENDS = ("cuda", "rocm", "metal", "vulkan", "cpu")
 BATCHING = ("continuous", "slots", "static")
 MULTI_DEVICE = ("tensor", "layer")
@@ -49,6 +50,10 @@ class WeightFormat:
         family: gguf, awq, gptq, exl2, fp8, int8, mx, nvfp4, mlc, mlx, bitsandbytes or float.
         native: the tensor-core type the format multiplies in natively (``fp8``, ``int8``), "" when dequantised.
         source: where the bits come from.
+        scope: which weights take ``bits_per_weight`` (``SCOPES``): ``all`` of them (GGUF, whose named quants
+            are priced per tensor by ``estimate.gguf_mix``; MLX, MLC), the ``linear`` layers with the embedding
+            and output matrices kept at 16 bits (AWQ, GPTQ, FP8, bitsandbytes, NVFP4, EXL2), or the routed
+            ``experts`` only (gpt-oss's MXFP4 checkpoints).
     """
 
     id: str
@@ -57,6 +62,7 @@ class WeightFormat:
     family: str
     native: str
     source: str
+    scope: str = "all"
 
     @property
     def quantised(self) -> bool:
@@ -229,7 +235,11 @@ def _format(fid: str, t: dict) -> WeightFormat:
     native = t.get("native", "")
     if native and native not in PEAKS:
         raise RuntimeDataError(f"{where}: native must be one of {', '.join(PEAKS)}, got {native!r}")
-    return WeightFormat(fid, float(bits), cls, _need(t, "family", where, str), native, _need(t, "source", where, str))
+    scope = t.get("scope", "all")
+    if scope not in SCOPES:
+        raise RuntimeDataError(f"{where}: scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    return WeightFormat(fid, float(bits), cls, _need(t, "family", where, str), native, _need(t, "source", where, str),
+                        scope)
 
 
 def _backend(rid: str, name: str, t: dict, classes: set[str]) -> BackendProfile:

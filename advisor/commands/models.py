@@ -3,7 +3,8 @@
 Without SPEC: every model in the Hugging Face cache, Ollama and LM Studio, with its size, quantisation and
 whether it fits this machine's GPUs for inference, LoRA and QLoRA. With SPEC (a preset, ``hf:ORG/NAME``, a
 ``.gguf`` file, a ``config.json`` or model folder, ``ollama:NAME``, ``lmstudio:NAME``): that one model, and a bad
-or missing one is one line on stderr with exit 2. Nothing opens a network connection unless ``--download``.
+or missing one is one line on stderr with exit 2. Nothing opens a network connection unless ``--download``, or
+``--fetch-header`` with ``hf:ORG/REPO[:QUANT]``: the file headers read by range requests (``advisor.models.remote``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help=f"print one {SCHEMA} JSON document")
     p.add_argument("--download", action="store_true",
                    help="allow fetching a Hugging Face config.json over HTTPS when hf:ORG/NAME is not cached")
+    p.add_argument("--fetch-header", action="store_true",
+                   help="with hf:ORG/REPO[:QUANT]: size the model from its GGUF or safetensors headers on the Hub, "
+                        "read by HTTP range requests (a few MiB per file), without downloading the weights")
+    p.add_argument("--engine-check", action="store_true",
+                   help="with one model: the installed engines' own figures beside the advisor's (llama.cpp's fit "
+                        "printer for a GGUF file, Ollama's loaded size); an engine that is not installed is one line")
     p.add_argument("--context", type=int, default=None, metavar="TOKENS",
                    help="tokens of context for the inference check (default 4096, capped at the model's maximum)")
     add_fake_gpu(p)
@@ -58,9 +65,16 @@ def run(args: argparse.Namespace) -> int:
     if args.context is not None and args.context <= 0:
         raise UsageError("--context: must be a positive number of tokens")
     catalog = load_catalog()
+    if args.fetch_header and not (args.spec or "").startswith("hf:"):
+        raise UsageError("--fetch-header: give the model as hf:ORG/REPO[:QUANT]")
     if args.spec:
         try:
-            rm = resolve_model(args.spec, catalog, download=args.download)
+            if args.fetch_header:
+                from advisor.models.remote import fetch_header_model
+
+                rm = fetch_header_model(args.spec[3:])
+            else:
+                rm = resolve_model(args.spec, catalog, download=args.download)
         except ModelSpecError as exc:
             raise UsageError(str(exc)) from None
         found = [FoundModel(rm.name, rm.source, args.spec, rm.location, 0, rm)]
@@ -81,11 +95,31 @@ def run(args: argparse.Namespace) -> int:
             except PlanInputError as exc:
                 f = dataclasses.replace(f, model=None, error=str(exc))
         rows.append((f, fit))
+    checks = _engine_check(rows[0][0].model, context) if args.engine_check and args.spec and rows[0][0].model else []
+    if args.engine_check and not args.spec:
+        raise UsageError("--engine-check: name one model")
     if args.json:
-        print_json(_document(rows, gpus, names, simulated, context, bool(args.spec)), indent=2)
+        doc = _document(rows, gpus, names, simulated, context, bool(args.spec))
+        if args.engine_check:
+            doc["engine_check"] = checks
+        print_json(doc, indent=2)
     else:
         print(_table(rows, gpus, names, simulated, context, bool(args.spec)))
+        if checks:
+            from advisor.commands._terminal import lines_text
+
+            print(lines_text(["engine check:"] + [f"  {x}" for x in checks]))
     return 0
+
+
+def _engine_check(rm, context: int) -> list[str]:
+    """The engines' figures beside the plan's for one model on one device (``advisor.models.engines``)."""
+    from advisor.estimate import memory
+    from advisor.models.engines import engine_check
+
+    m = memory.inference_memory(rm.arch, rm.params, precision="bf16", devices=1, context=context, batch=1,
+                                weight_bytes=rm.weight_bytes or None, engine="llama.cpp")
+    return engine_check(rm, context, m.weights_bytes, m.kv_cache_bytes, m.total_bytes)
 
 
 def _document(rows, gpus, names, simulated, context, single) -> dict:

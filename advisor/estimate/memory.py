@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.catalog.runtimes import runtime_data
-from advisor.estimate.model import ModelArch, kv_values_per_token
+from advisor.estimate import gguf_mix
+from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_layer_token, linear_state_split, mlp_params, param_count
 from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, moment_state, optimizer_moment_bytes
 
 GIB = 2**30
@@ -344,6 +345,37 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
                            host_offload_bytes=int(host))
 
 
+GENERIC_ARCH_ID = "custom"  # model.generic_arch: shapes guessed from a parameter count, no tensor table
+
+
+def format_weight_bytes(arch: ModelArch, params: float, fmt_id: str) -> float:
+    """Bytes of a model's weights stored in the weight format ``fmt_id`` (resources/runtimes.toml).
+
+    A GGUF file type is priced tensor by tensor as llama-quantize types them (``gguf_mix``: the output matrix,
+    value and down projections at more bits, fallbacks for rows that do not fill a block); a format of scope
+    ``linear`` (AWQ, GPTQ, FP8, bitsandbytes, NVFP4, EXL2) keeps the embedding and output matrices at 16 bits,
+    one of scope ``experts`` (gpt-oss's MXFP4) quantises the routed experts only; the rest take the format's bits.
+    A count of ``params`` that differs from the architecture's (exact from the files) scales the result. A
+    guessed architecture (``GENERIC_ARCH_ID``) takes ``params * bits / 8``.
+    """
+    fmt = runtime_data().formats[fmt_id]
+    flat = params * fmt.bits_per_weight / 8
+    if arch.id == GENERIC_ARCH_ID:
+        return flat
+    counted = param_count(arch)
+    if fmt.family == "gguf" and fmt_id in gguf_mix.FILE_TYPE_BASE:
+        return gguf_mix.gguf_weight_bytes(arch, fmt_id) * params / counted
+    if fmt.scope == "linear":
+        kept = embedding_params(arch)
+    elif fmt.scope == "experts" and arch.is_moe:
+        moe_layers = (arch.layers - arch.dense_layers) // arch.moe_step
+        kept = counted - moe_layers * arch.experts * mlp_params(arch, arch.moe_ffn or arch.ffn)
+    else:
+        return flat
+    kept = min(kept, counted)
+    return ((counted - kept) * fmt.bits_per_weight / 8 + kept * 2.0) * params / counted
+
+
 def weight_bits(precision: str, quant: str | None = None) -> float:
     """Bits per weight for inference: the precision's width or a named quantisation's effective bits."""
     if quant:
@@ -351,24 +383,146 @@ def weight_bits(precision: str, quant: str | None = None) -> float:
     return WEIGHT_BITS[precision]
 
 
-def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: float = 2.0) -> float:
-    """KV cache bytes ``2 * L * n_kv * d_h * bytes * context * batch`` (GQA counts KV heads, not all heads);
-    MLA stores ``L*(kv_lora_rank + rope_dim)`` values per token (docs/method.md)."""
-    return kv_values_per_token(arch) * bytes_per_value * context * batch
+# How engines size the cache of layers that are not full attention (kv_cache_parts).
+KV_ENGINES = ("exact", "vllm", "llama.cpp")
+# llama.cpp: the SWA layers' cache holds ``GGML_PAD(min(n_ctx, n_swa * n_seq + n_ubatch), 256)`` cells unless
+# ``--swa-full`` (src/llama-kv-cache-iswa.cpp, constructor); n_ctx is padded to 256 too (llama-context.cpp);
+# ``-ub`` defaults to 512 (common/common.h); recurrent layers keep their r and s states in F32 per sequence
+# (src/llama-memory-recurrent.cpp; llama-model.cpp creates it with GGML_TYPE_F32).
+LLAMA_CPP_PAD = 256
+LLAMA_CPP_UBATCH = 512
+LLAMA_CPP_STATE_BYTES = 4.0
+# vLLM: a sliding-window group holds ``cdiv(min(W - 1 + max_num_batched_tokens, max_model_len), block) + 1``
+# blocks per request (vllm/v1/kv_cache_interface.py, SlidingWindowSpec.max_memory_usage_bytes), full attention
+# ``cdiv(max_model_len, block)``; a Mamba/linear layer one state per request (MambaSpec): the convolution window in
+# the model's dtype, gated DeltaNet's recurrent state in fp32 (VLLM_SSM_BYTES; Mamba-2's in the model's dtype).
+# Blocks of 16 tokens; ``max_num_batched_tokens`` 8192 for the OpenAI server with chunked prefill
+# (vllm/engine/arg_utils.py). In a hybrid model the attention block grows until its page holds a layer's state
+# (vllm/model_executor/models/config.py, HybridAttentionMambaModelConfig: a multiple of 16 tokens).
+VLLM_BLOCK = 16
+VLLM_BATCHED_TOKENS = 8192
+VLLM_SSM_BYTES = {"gated-deltanet": 4.0, "mamba2": 2.0}
+
+
+@dataclass(frozen=True)
+class CacheParts:
+    """Cache bytes by layer kind: full attention, sliding-window attention, linear/SSM state."""
+
+    full: float
+    sliding: float
+    state: float
+
+    @property
+    def total(self) -> float:
+        return self.full + self.sliding + self.state
+
+
+def _pad(n: float, to: int) -> float:
+    return -(-n // to) * to
+
+
+def kv_cache_parts(arch: ModelArch, context: int, batch: int = 1, bytes_per_value: float = 2.0, *,
+                   engine: str = "exact", swa_full: bool = False, state_bytes: float | None = None,
+                   ubatch: int = LLAMA_CPP_UBATCH, batched_tokens: int = VLLM_BATCHED_TOKENS) -> CacheParts:
+    """The cache of ``batch`` sequences of ``context`` tokens, by layer kind, as ``engine`` allocates it.
+
+    ``exact``: what the sequences need: every full-attention layer ``context`` tokens, a sliding layer
+    ``min(context, W)``, a linear layer its fixed state (``model.linear_state_values``) at ``state_bytes`` (the
+    16-bit width unless given). ``llama.cpp``: the cells it allocates (``LLAMA_CPP_PAD``, ``LLAMA_CPP_UBATCH``,
+    F32 states; ``swa_full`` as ``--swa-full``); the slots share one context of ``context * batch`` cells.
+    ``vllm``: the blocks a request of ``max_model_len = context`` reserves (``VLLM_BLOCK``, ``VLLM_BATCHED_TOKENS``;
+    a hybrid model's larger block, ``vllm_hybrid_block_tokens``) and one state per linear layer (``VLLM_SSM_BYTES``).
+    Per-token values of an attention layer: ``model.kv_values_per_layer_token`` (GQA KV heads; MLA latent).
+    """
+    if engine not in KV_ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(KV_ENGINES)}, got {engine!r}")
+    per = kv_values_per_layer_token(arch) * bytes_per_value
+    n_full, n_swa, n_lin = arch.count_of("full"), arch.count_of("sliding"), arch.count_of("linear")
+    w = arch.sliding_window
+    if engine == "llama.cpp":
+        cells = _pad(context * batch, LLAMA_CPP_PAD)
+        swa_cells = cells if swa_full else min(cells, _pad(w * batch + ubatch, LLAMA_CPP_PAD))
+        sb = LLAMA_CPP_STATE_BYTES if state_bytes is None else state_bytes
+        states = n_lin * sum(linear_state_split(arch)) * sb * batch if n_lin else 0.0
+        return CacheParts(n_full * per * cells, n_swa * per * swa_cells, states)
+    rec, conv = linear_state_split(arch) if n_lin else (0, 0)
+    ssm = VLLM_SSM_BYTES.get(arch.linear_kind, 2.0) if engine == "vllm" else 2.0
+    state = n_lin * (rec * (ssm if state_bytes is None else state_bytes)
+                     + conv * (2.0 if state_bytes is None else state_bytes)) * batch
+    if engine == "vllm":
+        full_tokens = _pad(context, vllm_hybrid_block_tokens(arch, bytes_per_value) if n_lin else VLLM_BLOCK)
+        swa_tokens = (_pad(min(w - 1 + batched_tokens, context), VLLM_BLOCK) + VLLM_BLOCK) if n_swa else 0
+        return CacheParts(n_full * per * full_tokens * batch, n_swa * per * swa_tokens * batch, state)
+    return CacheParts(n_full * per * context * batch, n_swa * per * min(context, w) * batch, state)
+
+
+def vllm_hybrid_block_tokens(arch: ModelArch, bytes_per_value: float = 2.0, tp: int = 1) -> int:
+    """The attention block vLLM sets for a model with linear layers: the fewest multiple of ``VLLM_BLOCK`` tokens
+    whose page (one attention layer's K and V on one of ``tp`` GPUs) holds one linear layer's state there
+    (vLLM logs "Setting attention block size to N tokens to ensure that attention page size is >= mamba page
+    size"); ``VLLM_BLOCK`` for a model without linear layers."""
+    if not arch.count_of("linear"):
+        return VLLM_BLOCK
+    rec, conv = linear_state_split(arch)
+    state = (rec * VLLM_SSM_BYTES.get(arch.linear_kind, 2.0) + conv * 2.0) / tp
+    token = kv_values_per_layer_token(arch) * bytes_per_value / tp
+    return int(_pad(-(-state // token), VLLM_BLOCK))
+
+
+def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: float = 2.0,
+                   engine: str = "exact", swa_full: bool = False) -> float:
+    """KV cache and recurrent state bytes of ``batch`` sequences of ``context`` tokens (``kv_cache_parts``):
+    ``2 * L * n_kv * d_h * bytes * context * batch`` for a model of full-attention GQA layers (KV heads, not all
+    heads); MLA stores ``L*(kv_lora_rank + rope_dim)`` values per token (docs/method.md); sliding layers hold at
+    most their window, linear layers a fixed state."""
+    return kv_cache_parts(arch, context, batch, bytes_per_value, engine=engine, swa_full=swa_full).total
+
+
+def max_concurrency(arch: ModelArch, free_bytes: float, max_model_len: int, bytes_per_value: float = 2.0,
+                    engine: str = "vllm") -> float:
+    """Requests of ``max_model_len`` tokens the cache memory ``free_bytes`` holds at once: vLLM's "Maximum
+    concurrency for N tokens per request" (vllm/v1/core/kv_cache_utils.py, get_max_concurrency_for_kv_cache_config:
+    the blocks of the pool over the blocks one request reserves in every group, ``kv_cache_parts``)."""
+    one = kv_cache_parts(arch, max_model_len, 1, bytes_per_value, engine=engine).total
+    return free_bytes / one if one > 0 else float("inf")
+
+
+def largest_context(arch: ModelArch, free_bytes: float, batch: int = 1, bytes_per_value: float = 2.0,
+                    engine: str = "exact", limit: int = 1 << 24) -> int:
+    """The longest context (tokens per sequence, at most ``limit``) whose cache for ``batch`` sequences fits in
+    ``free_bytes`` (0 when not even one token does): the cache grows with the context, so a bisection finds it."""
+    def fits(n: int) -> bool:
+        return kv_cache_bytes(arch, n, batch, bytes_per_value, engine) <= free_bytes
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, limit
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def inference_memory(arch: ModelArch, params: float, *, precision: str, devices: int, context: int, batch: int,
                      quant: str | None = None, weight_bytes: float | None = None,
-                     kv_cache_bits: int = 16) -> MemoryBreakdown:
+                     kv_cache_bits: int = 16, engine: str = "exact") -> MemoryBreakdown:
     """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel).
 
     Args:
         weight_bytes: the exact bytes of the stored weights (a GGUF file's tensors, a safetensors index), used
-            instead of ``params * bits / 8`` when given.
+            instead of the format's planned bytes (``format_weight_bytes``) when given.
         kv_cache_bits: bits per cached key/value (16; 8 or 4 for a quantised cache); fp8 stores 8 at most.
+        engine: how the runtime sizes sliding-window and state caches (``KV_ENGINES``, ``kv_cache_parts``).
     """
-    total_weights = weight_bytes if weight_bytes else params * weight_bits(precision, quant) / 8
+    if weight_bytes:
+        total_weights = weight_bytes
+    elif quant:
+        total_weights = format_weight_bytes(arch, params, quant)
+    else:
+        total_weights = params * weight_bits(precision) / 8
     weights = total_weights / devices
     kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
-    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes) / devices
+    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / devices
     return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv))

@@ -4,6 +4,17 @@ Sources: the dense GQA/SwiGLU count of docs/method.md
 (``P = L*(2*h*h + 2*h*n_kv*d_h + 3*h*f + 2*h) + V*h*(1 if tied else 2) + h``),
 generalised to plain MLP blocks with biases (GPT-2, BLOOM), learned positions, mixture-of-experts
 (Mixtral, DeepSeek) and multi-head latent attention (DeepSeek-V2/V3 papers, section 2.1).
+
+Layer kinds: a model is a cycle of layer kinds (``layer_pattern``): ``F`` attention over every token, ``S``
+attention over the last ``sliding_window`` tokens (Gemma 2/3, gpt-oss; Llama 4's chunked attention holds at most
+one chunk), ``L`` a linear-attention or state-space mixer whose memory is a fixed state per sequence: gated DeltaNet
+(Yang et al. 2024, arXiv:2412.06464; Qwen3-Next) or Mamba-2 (Dao and Gu 2024, arXiv:2405.21060; Nemotron-H,
+Falcon-H1). Both keep a recurrent state of ``v_heads * k_dim * v_dim`` values and a causal convolution window of
+``(conv - 1) * (2 * k_heads * k_dim + v_heads * v_dim)`` values (Mamba-2 read with ``k_heads`` = groups, ``k_dim`` =
+state size, ``v_heads`` = heads, ``v_dim`` = head dimension; transformers ``Qwen3NextGatedDeltaNet``,
+``MambaCache``/``Mamba2Mixer``). ``N`` is a layer of a feed-forward network alone: Nemotron-H alternates layers
+that are only a Mamba-2 mixer, only attention or only a feed-forward (``mixer_or_ffn``; NVIDIA Nemotron-H report,
+arXiv:2504.03624, ``hybrid_override_pattern``).
 """
 
 from __future__ import annotations
@@ -13,6 +24,8 @@ from dataclasses import dataclass, field
 FFN_KINDS = ("gated", "mlp")
 BIAS_KINDS = ("none", "qkv", "all")
 NORM_KINDS = ("rms", "layernorm", "layernorm-nobias")
+LAYER_KINDS = {"F": "full", "S": "sliding", "L": "linear", "N": "ffn"}  # letters of ``layer_pattern``
+LINEAR_KINDS = ("gated-deltanet", "mamba2")
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,17 @@ class ModelArch:
     nope_dim: int = 0
     v_head_dim: int = 0
     max_context: int = 0
+    sliding_window: int = 0  # W of the sliding-window (S) layers
+    layer_pattern: str = ""  # kinds cycled over the layers (LAYER_KINDS letters); "" every layer full attention
+    linear_kind: str = ""  # the L layers' mixer (LINEAR_KINDS)
+    linear_k_heads: int = 0  # gated DeltaNet key heads; Mamba-2 groups
+    linear_v_heads: int = 0  # gated DeltaNet value heads; Mamba-2 heads
+    linear_k_dim: int = 0  # gated DeltaNet key head dim; Mamba-2 state size
+    linear_v_dim: int = 0  # gated DeltaNet value head dim; Mamba-2 head dim
+    linear_conv: int = 0  # causal convolution kernel width
+    attn_gate: bool = False  # attention output gate: q projection twice as wide (Qwen3-Next)
+    moe_step: int = 1  # every moe_step-th layer after the dense ones is MoE (Llama 4 Maverick: 2)
+    mixer_or_ffn: bool = False  # each layer is a mixer (F, S, L) or a feed-forward (N), not both (Nemotron-H)
     published_params: float = 0.0
     published_active_params: float = 0.0
     source: str = ""
@@ -61,6 +85,17 @@ class ModelArch:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.experts and not 0 < self.experts_per_token <= self.experts:
             raise ValueError("experts_per_token must be between 1 and experts")
+        if any(c not in LAYER_KINDS for c in self.layer_pattern):
+            raise ValueError(f"layer_pattern of {self.id} holds kinds other than {', '.join(LAYER_KINDS)}")
+        if "S" in self.layer_pattern and self.sliding_window <= 0:
+            raise ValueError(f"{self.id}: sliding-window layers need a positive sliding_window")
+        if "N" in self.layer_pattern and not self.mixer_or_ffn:
+            raise ValueError(f"{self.id}: feed-forward-only layers (N) need mixer_or_ffn")
+        if "L" in self.layer_pattern and (self.linear_kind not in LINEAR_KINDS or min(
+                self.linear_k_heads, self.linear_v_heads, self.linear_k_dim, self.linear_v_dim, self.linear_conv) <= 0):
+            raise ValueError(f"{self.id}: linear layers need linear_kind ({', '.join(LINEAR_KINDS)}) and their sizes")
+        if self.moe_step < 1:
+            raise ValueError("moe_step must be at least 1")
 
     @property
     def d_head(self) -> int:
@@ -74,6 +109,16 @@ class ModelArch:
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        """Each layer's kind, ``full``, ``sliding`` or ``linear`` (the pattern cycled over the layers)."""
+        pattern = self.layer_pattern or "F"
+        return tuple(LAYER_KINDS[pattern[i % len(pattern)]] for i in range(self.layers))
+
+    def count_of(self, kind: str) -> int:
+        """How many layers are of ``kind``."""
+        return sum(1 for k in self.layer_kinds if k == kind)
 
 
 def _norm_params(arch: ModelArch) -> int:
@@ -90,13 +135,43 @@ def attention_params(arch: ModelArch) -> int:
         return q + kv + a * arch.v_head_dim * h
     d = arch.d_head
     q_out, kv_out = a * d, arch.kv_heads * d
-    weights = h * q_out + 2 * h * kv_out + q_out * h
+    weights = h * q_out * (2 if arch.attn_gate else 1) + 2 * h * kv_out + q_out * h
     bias = 0
     if arch.bias in ("qkv", "all"):
         bias += q_out + 2 * kv_out
     if arch.bias == "all":
         bias += h
     return weights + bias
+
+
+def linear_mixer_params(arch: ModelArch) -> int:
+    """Parameters of one linear-attention or state-space mixer (an ``L`` layer's instead of attention).
+
+    Gated DeltaNet (transformers ``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` h x (2*K + 2*V), ``in_proj_ba``
+    h x 2*v_heads, the depthwise convolution over q, k, v (``(2*K + V) * conv``), ``dt_bias`` and ``A_log`` per
+    value head, a gated norm of ``v_dim`` and ``out_proj`` V x h, where K = k_heads*k_dim and V = v_heads*v_dim.
+    Mamba-2 (transformers ``Mamba2Mixer``/``NemotronHMamba2Mixer``): ``in_proj`` h x (2*V + 2*K + heads), the
+    convolution over x, B, C with its bias, ``dt_bias``, ``A_log`` and ``D`` per head, a norm of V and ``out_proj``.
+    """
+    h, vh = arch.hidden, arch.linear_v_heads
+    k, v = arch.linear_k_heads * arch.linear_k_dim, vh * arch.linear_v_dim
+    if arch.linear_kind == "mamba2":
+        conv_ch = v + 2 * k
+        return h * (2 * v + 2 * k + vh) + conv_ch * (arch.linear_conv + 1) + 3 * vh + v + v * h
+    return h * (2 * k + 2 * v) + h * 2 * vh + (2 * k + v) * arch.linear_conv + 2 * vh + arch.linear_v_dim + v * h
+
+
+def linear_state_split(arch: ModelArch) -> tuple[int, int]:
+    """Values one ``L`` layer keeps per sequence whatever its length, as (recurrent state, convolution window):
+    ``v_heads*k_dim*v_dim`` and the convolution's last ``conv - 1`` inputs of ``2*K + V`` channels (module
+    docstring). Engines keep the two at different widths (vLLM: the recurrent state of gated DeltaNet in fp32)."""
+    k, v = arch.linear_k_heads * arch.linear_k_dim, arch.linear_v_heads * arch.linear_v_dim
+    return arch.linear_v_heads * arch.linear_k_dim * arch.linear_v_dim, (arch.linear_conv - 1) * (2 * k + v)
+
+
+def linear_state_values(arch: ModelArch) -> int:
+    """Values one ``L`` layer keeps per sequence (``linear_state_split``, both parts)."""
+    return sum(linear_state_split(arch))
 
 
 def mlp_params(arch: ModelArch, width: int) -> int:
@@ -106,8 +181,20 @@ def mlp_params(arch: ModelArch, width: int) -> int:
     return mats * arch.hidden * width + bias
 
 
+def _ffn_layers(arch: ModelArch) -> int:
+    """Layers with a feed-forward network: every layer, or the ``N`` ones of a ``mixer_or_ffn`` model."""
+    return arch.count_of("ffn") if arch.mixer_or_ffn else arch.layers
+
+
 def _moe_layers(arch: ModelArch) -> int:
-    return arch.layers - arch.dense_layers if arch.is_moe else 0
+    return (_ffn_layers(arch) - arch.dense_layers) // arch.moe_step if arch.is_moe else 0
+
+
+def _mixer_params(arch: ModelArch) -> int:
+    """Attention or linear mixers of every layer (none in an ``N`` layer), with the layers' norms."""
+    linear, attn = arch.count_of("linear"), arch.count_of("full") + arch.count_of("sliding")
+    return (attn * attention_params(arch) + linear * linear_mixer_params(arch)
+            + arch.layers * arch.norms_per_layer * _norm_params(arch))
 
 
 def _expert_width(arch: ModelArch) -> int:
@@ -128,10 +215,9 @@ def param_count(arch: ModelArch) -> int:
     Returns:
         The count, exact for the presets' architectures (tested against published counts within 1%).
     """
-    per_layer_fixed = attention_params(arch) + arch.norms_per_layer * _norm_params(arch)
     moe_layers = _moe_layers(arch)
-    dense_layers = arch.layers - moe_layers
-    total = arch.layers * per_layer_fixed + dense_layers * mlp_params(arch, arch.ffn)
+    dense_layers = _ffn_layers(arch) - moe_layers
+    total = _mixer_params(arch) + dense_layers * mlp_params(arch, arch.ffn)
     if moe_layers:
         experts = (arch.experts + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
         router = arch.hidden * arch.experts
@@ -144,8 +230,7 @@ def active_param_count(arch: ModelArch) -> int:
     if not arch.is_moe:
         return param_count(arch)
     moe_layers = _moe_layers(arch)
-    per_layer_fixed = attention_params(arch) + arch.norms_per_layer * _norm_params(arch)
-    active = arch.layers * per_layer_fixed + (arch.layers - moe_layers) * mlp_params(arch, arch.ffn)
+    active = _mixer_params(arch) + (_ffn_layers(arch) - moe_layers) * mlp_params(arch, arch.ffn)
     active += moe_layers * ((arch.experts_per_token + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
                             + arch.hidden * arch.experts)
     return active + embedding_params(arch)
@@ -157,15 +242,21 @@ def routed_expert_active_params(arch: ModelArch) -> int:
     return _moe_layers(arch) * arch.experts_per_token * mlp_params(arch, _expert_width(arch))
 
 
-def kv_values_per_token(arch: ModelArch) -> int:
-    """Values stored in the KV cache per token over all layers.
-
-    GQA: ``2 * L * n_kv * d_h`` (K and V, counted with the KV heads, not all heads).
-    MLA (DeepSeek): ``L * (kv_lora_rank + rope_dim)``.
-    """
+def kv_values_per_layer_token(arch: ModelArch) -> int:
+    """Values one attention layer caches per token: ``2 * n_kv * d_h`` (K and V, counted with the KV heads, not
+    all heads); MLA (DeepSeek) ``kv_lora_rank + rope_dim``."""
     if arch.is_mla:
-        return arch.layers * (arch.kv_lora_rank + arch.rope_dim)
-    return 2 * arch.layers * arch.kv_heads * arch.d_head
+        return arch.kv_lora_rank + arch.rope_dim
+    return 2 * arch.kv_heads * arch.d_head
+
+
+def kv_values_per_token(arch: ModelArch) -> int:
+    """Values cached per token by every attention layer (full and sliding; linear layers keep none): the cost of
+    a token while the context is within every window. ``memory.kv_cache_bytes`` holds the windows' caps.
+
+    GQA: ``2 * L_attn * n_kv * d_h``. MLA (DeepSeek): ``L * (kv_lora_rank + rope_dim)``.
+    """
+    return (arch.count_of("full") + arch.count_of("sliding")) * kv_values_per_layer_token(arch)
 
 
 def generic_arch(params: float, name: str | None = None) -> ModelArch:
@@ -177,3 +268,21 @@ def generic_arch(params: float, name: str | None = None) -> ModelArch:
     heads = max(1, h // 128)
     return ModelArch(id="custom", name=name or "custom", layers=layers, hidden=h, heads=heads,
                      kv_heads=heads, ffn=int(round(8 * h / 3 / 64)) * 64, vocab=32000)
+
+
+def attended_tokens(arch: ModelArch, context: int) -> int:
+    """Keys one new token attends to, summed over the attention layers, with ``context`` tokens cached: ``context``
+    in a full-attention layer, ``min(context, W)`` in a sliding one, none in a linear or feed-forward layer (its
+    work per token is fixed). A decode step's attention FLOPs are ``4 * heads * d_head`` times this per sequence."""
+    window = min(context, arch.sliding_window) if arch.sliding_window else context
+    return arch.count_of("full") * context + arch.count_of("sliding") * window
+
+
+def prompt_attention_pairs(arch: ModelArch, prompt: int) -> int:
+    """(query, key) pairs of a causal prompt of ``prompt`` tokens, summed over the attention layers: ``p(p+1)/2`` in a
+    full layer; ``sum(min(i, W))`` in a sliding one, ``W(W+1)/2 + (p - W) * W`` past the window. A prefill's
+    attention FLOPs are ``4 * heads * d_head`` times this."""
+    p, w = prompt, arch.sliding_window
+    full = p * (p + 1) // 2
+    sliding = full if not w or p <= w else w * (w + 1) // 2 + (p - w) * w
+    return arch.count_of("full") * full + arch.count_of("sliding") * sliding

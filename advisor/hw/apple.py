@@ -92,7 +92,12 @@ class AppleGpuBackend:
 
     def gpu_info(self, index: int) -> GpuInfo:
         g = self._gpus[index]
-        return GpuInfo(index=index, name=g["model"], uuid="", memory_total_bytes=self._mem_total, vendor="apple")
+        from advisor.hw.unified import apple_memory
+
+        limit = (self._run(["sysctl", "-n", "iogpu.wired_limit_mb"]) or "").strip()
+        by_backend = apple_memory(self._mem_total, int(limit) if limit.isdigit() else 0) if self._mem_total else ()
+        return GpuInfo(index=index, name=g["model"], uuid="", memory_total_bytes=self._mem_total, vendor="apple",
+                       backend_memory=by_backend)
 
     def sample(self, index: int) -> GpuSample:
         now = parse_ioreg(self._run(IOREG))

@@ -248,6 +248,9 @@ def profile_to_json(profile: MachineProfile) -> dict:
             "nvlink_links_active": i.nvlink_links_active, "mig_enabled": i.mig_enabled,
             "ecc_enabled": i.ecc_enabled, "fan_count": i.fan_count, "torch_device": g.torch_device,
             "cuda_cores": i.cuda_cores, "derived": g.derived, "accelerator": _accelerator_json(g.accelerator),
+            "memory_by_backend": [{"backend": m.backend, "dedicated_bytes": m.dedicated_bytes,
+                                   "shared_bytes": m.shared_bytes, "allocatable_bytes": m.allocatable_bytes,
+                                   "source": m.source} for m in i.backend_memory],
         })
 
     def framework(f: FrameworkInfo) -> dict:

@@ -49,6 +49,7 @@ from advisor.hw.records import (
     HostSample,
     MemoryInfo,
 )
+from advisor.hw.unified import apple_memory
 
 MIB = 2**20
 GIB = 2**30
@@ -107,7 +108,7 @@ _ARC_B580 = GpuInfo(
 # (Apple, MacBook Pro (M3 Max) technical specifications, November 2023).
 _M3_MAX = GpuInfo(
     index=0, name="Apple M3 Max", uuid="", memory_total_bytes=128 * 1024 * MIB, max_mem_clock_mhz=3200.0,
-    mem_bus_width_bits=512, vendor="apple")
+    mem_bus_width_bits=512, vendor="apple", backend_memory=apple_memory(128 * 1024 * MIB))
 
 # What a name from outside can hold: rich markup (a MarkupError, or a clickable link), terminal escapes
 # (window title, clear screen), HTML (Qt reads /dev/zero as an image), NUL, undecodable bytes (as Python

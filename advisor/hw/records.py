@@ -131,6 +131,8 @@ class GpuInfo:
     fan_count: int | None = None
     state: str = GPU_OK
     vendor: str = "nvidia"  # nvidia | amd | intel | apple
+    # unified or carve-out memory as each backend sees it (hw.unified.BackendMemory); empty for a discrete card
+    backend_memory: tuple = ()
 
     @property
     def available(self) -> bool:

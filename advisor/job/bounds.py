@@ -24,6 +24,8 @@ ARCH_RANGES: dict[str, str | None] = {
     "q_lora_rank": "hidden", "kv_lora_rank": "hidden", "rope_dim": "hidden", "nope_dim": "hidden",
     "v_head_dim": "hidden", "heads": "heads", "kv_heads": "kv_heads", "ffn": "ffn", "moe_ffn": "ffn",
     "vocab": "vocab", "max_context": "context", "experts": None, "experts_per_token": None, "shared_experts": None,
+    "sliding_window": "context", "linear_k_heads": "heads", "linear_v_heads": "heads", "linear_k_dim": "hidden",
+    "linear_v_dim": "hidden", "linear_conv": "heads", "moe_step": "layers",
 }
 
 

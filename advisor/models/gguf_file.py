@@ -72,7 +72,55 @@ _KEY_FIELD = {"block_count": "layers", "embedding_length": "hidden", "attention.
               "expert_feed_forward_length": "moe_ffn", "leading_dense_block_count": "dense_layers",
               "attention.kv_lora_rank": "kv_lora_rank", "attention.q_lora_rank": "q_lora_rank",
               "rope.dimension_count": "rope_dim", "attention.key_length_mla": "head_dim",
-              "attention.value_length_mla": "v_head_dim", "attention.value_length": "v_head_dim"}
+              "attention.value_length_mla": "v_head_dim", "attention.value_length": "v_head_dim",
+              "attention.sliding_window": "sliding_window", "ssm.conv_kernel": "linear_conv",
+              "ssm.state_size": "linear_k_dim", "ssm.group_count": "linear_k_heads",
+              "ssm.time_step_rank": "linear_v_heads", "ssm.inner_size": "hidden", "full_attention_interval": "layers"}
+# Architectures whose sliding-window layers llama.cpp sets by a fixed pattern (src/llama-model.cpp, load_hparams:
+# ``hparams.set_swa_pattern(n)``: of every n layers the first n - 1 are sliding), the GGUF holding only the window.
+LLAMA_CPP_SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4, "llama4": 4}
+# Gated DeltaNet architectures among llama.cpp's recurrent ones (the others' ssm.* keys describe Mamba-2 layers).
+GATED_DELTANET_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
+
+
+def _layer_kinds(reader: GgufHeader, a: str, layers: int, need) -> dict:
+    """The layer kinds of a GGUF model (``ModelArch.layer_pattern`` and the fields it needs).
+
+    Sliding layers: ``<arch>.attention.sliding_window_pattern`` (one bool per layer) when the file has it, else
+    llama.cpp's fixed pattern for the architecture (``LLAMA_CPP_SWA_PATTERN``); Llama 4's chunks are
+    ``attention.chunk_size`` wide. Recurrent layers (``<arch>.ssm.*`` keys, llama.cpp's hparams ``ssm_d_conv``,
+    ``ssm_d_inner``, ``ssm_d_state``, ``ssm_n_group``, ``ssm_dt_rank``): the layers whose
+    ``attention.head_count_kv`` is 0, or all but every ``full_attention_interval``-th.
+    """
+    out: dict = {}
+    window = need("attention.sliding_window", default=0) or (need("attention.chunk_size", default=0)
+                                                               if a == "llama4" else 0)
+    flags = reader.fields.get(f"{a}.attention.sliding_window_pattern")
+    pattern = ""
+    if window and isinstance(flags, list) and len(flags) == layers:
+        pattern = "".join("S" if x else "F" for x in flags)
+    elif window and a in LLAMA_CPP_SWA_PATTERN:
+        pattern = "S" * (LLAMA_CPP_SWA_PATTERN[a] - 1) + "F"
+    if pattern:
+        out.update(layer_pattern=pattern, sliding_window=window)
+    if reader.fields.get(f"{a}.ssm.conv_kernel") is not None:
+        heads = need("ssm.time_step_rank")
+        inner = need("ssm.inner_size")
+        if not heads or inner % heads:
+            raise ModelSpecError(f"{a}: GGUF ssm.inner_size {inner} is not a multiple of ssm.time_step_rank {heads}")
+        kv = reader.fields.get(f"{a}.attention.head_count_kv")
+        every = need("full_attention_interval", default=0)
+        if isinstance(kv, list) and len(kv) == layers:
+            pattern = "".join("L" if not x else "F" for x in kv)
+        elif every:
+            pattern = "L" * (every - 1) + "F"
+        else:
+            pattern = "L"
+        out.update(layer_pattern=pattern, linear_conv=need("ssm.conv_kernel"), linear_k_dim=need("ssm.state_size"),
+                   linear_k_heads=need("ssm.group_count", default=1), linear_v_heads=heads,
+                   linear_v_dim=inner // heads,
+                   linear_kind="gated-deltanet" if a in GATED_DELTANET_ARCHS else "mamba2")
+    return out
 
 
 def _need_int(reader: GgufHeader, key: str, path: Path, *, default=None) -> int:
@@ -115,11 +163,19 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     """
     path = Path(path)
     parts = split_parts(path)
-    path = parts[0]
-    reader = _reader(path)
-    tensor_list = list(reader.tensors)
-    for part in parts[1:]:
-        tensor_list.extend(_reader(part).tensors)
+    headers = [_reader(p) for p in parts]
+    return model_from_headers(headers, parts[0].stem, str(parts[0]), source=source, name=name,
+                              location=location or str(parts[0]))
+
+
+def model_from_headers(headers: list[GgufHeader], stem: str, where: str, *, source: str = "gguf",
+                       name: str | None = None, location: str = "") -> ResolvedModel:
+    """A model from the headers of a GGUF file's parts (the first holds the metadata), read from disk or by
+    range requests (``advisor.models.remote``); ``stem`` names it when the metadata has no name, ``where`` is
+    shown in errors."""
+    reader = headers[0]
+    tensor_list = [t for h in headers for t in h.tensors]
+    path = where
     arch_name = _value(reader, "general.architecture")
     if not isinstance(arch_name, str) or not arch_name:
         raise ModelSpecError(f"{path}: GGUF metadata has no 'general.architecture'")
@@ -147,12 +203,13 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
     experts = need("expert_count", default=0)
     kv_lora = need("attention.kv_lora_rank", default=0)
     kw: dict = dict(
-        id=name or path.stem, name=name or str(_value(reader, "general.name") or path.stem),
+        id=name or stem, name=name or str(_value(reader, "general.name") or stem),
         layers=need("block_count"), hidden=hidden, heads=heads, kv_heads=need("attention.head_count_kv", default=heads),
         ffn=need("feed_forward_length", default=0 if experts else None), vocab=vocab,
         tied="output.weight" not in tensors, head_dim=need("attention.key_length", default=0),
-        max_context=need("context_length", default=0), source=location or str(path),
+        max_context=need("context_length", default=0), source=location or where,
     )
+    kw.update(_layer_kinds(reader, a, kw["layers"], need))
     if experts:
         kw.update(experts=experts, experts_per_token=need("expert_used_count"),
                   shared_experts=need("expert_shared_count", default=0),
@@ -181,5 +238,5 @@ def read_gguf(path: Path, *, source: str = "gguf", name: str | None = None, loca
         for t in tensor_list:
             by_type[GGMLQuantizationType(t.ggml_type).name] += t.n_bytes
         quant = by_type.most_common(1)[0][0]
-    return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or str(path),
+    return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or where,
                          params_exact=params, weight_bytes=nbytes, quant=quant)

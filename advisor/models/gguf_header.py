@@ -131,8 +131,9 @@ def _value(cur: _Cursor, vtype: int, key: str, depth: int = 0):
     raise GgufError(f"corrupt GGUF file (key {key!r} has value type {vtype})")
 
 
-def read_header(buf) -> GgufHeader:
-    """The header of a GGUF file held in ``buf`` (bytes or a memory map of the whole file).
+def read_header(buf, file_size: int | None = None) -> GgufHeader:
+    """The header of a GGUF file held in ``buf`` (bytes or a memory map of the whole file; or its first bytes
+    when ``file_size`` gives the whole file's size, as a range request reads it).
 
     Raises:
         GgufError: not GGUF, an unsupported version, truncated (``truncated`` set), or counts and sizes that
@@ -188,11 +189,12 @@ def read_header(buf) -> GgufHeader:
     if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1) or align > 1 << 20:
         raise GgufError(f"corrupt GGUF file (general.alignment {align!r} is not a power of two)")
     data_start = -(-cur.pos // align) * align
+    size = cur.size if file_size is None else file_size
     for t in tensors:
         end = data_start + t.offset + t.n_bytes
-        if end > cur.size:
+        if end > size:
             raise GgufError(f"truncated GGUF file (tensor {t.name!r} ends at byte {end}, past the end of the file "
-                            f"at {cur.size})", truncated=True)
+                            f"at {size})", truncated=file_size is None)
     return GgufHeader(version, fields, lengths, tuple(tensors))
 
 

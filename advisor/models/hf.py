@@ -24,8 +24,16 @@ from advisor.models.record import ResolvedModel
 
 MAX_JSON_BYTES = 16 * 2**20  # a config or index larger than this is not one
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "olmo2")
-MOE = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss")
-SUPPORTED = DENSE + MOE + ("gemma3",)
+DENSE += ("nemotron_h",)
+MOE = ("mixtral", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gpt_oss",
+       "llama4_text")
+SUPPORTED = DENSE + MOE + ("gemma3", "llama4", "mistral3")
+# config.json ``layer_types`` entries (transformers ``configuration_utils.ALLOWED_LAYER_TYPES``) -> the kinds
+# of model.LAYER_KINDS; chunked attention (Llama 4) holds at most one chunk, as a window of that size does.
+LAYER_TYPE_KIND = {"full_attention": "F", "sliding_attention": "S", "chunked_attention": "S",
+                   "linear_attention": "L", "mamba": "L"}
+# Nemotron-H's hybrid_override_pattern (transformers NemotronHConfig): M a Mamba-2 layer, * attention, - an MLP.
+NEMOTRON_H_KIND = {"M": "L", "*": "F", "-": "N"}
 TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text")  # their config classes default tie_word_embeddings to True
 # Gemma3TextConfig's defaults, which google/gemma-3-4b-it's config.json relies on for these keys.
 GEMMA3_TEXT_DEFAULTS = {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
@@ -55,13 +63,80 @@ def _int(cfg: dict, key: str, where: str, model_type: str, default=None, *, posi
         raise ModelSpecError(f"{where}: config.json key {key!r} {exc}") from None
 
 
+_WRAPPED = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+
+
 def text_config(cfg: dict) -> dict:
-    """The language-model part of a config: ``text_config`` of a multimodal wrapper (Gemma 3 4B+), else itself."""
-    if cfg.get("model_type") == "gemma3" and isinstance(cfg.get("text_config"), dict):
+    """The language-model part of a config: ``text_config`` of a multimodal wrapper (Gemma 3 4B+, Llama 4,
+    Mistral Small 3.1/3.2), else itself."""
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and mt in _WRAPPED and isinstance(cfg.get("text_config"), dict):
         inner = dict(cfg["text_config"])
-        inner.setdefault("model_type", "gemma3_text")
+        inner.setdefault("model_type", _WRAPPED[cfg["model_type"]])
         return inner
     return cfg
+
+
+def _cycle(every, layers: int) -> bool:
+    """A layer cycle length from a config: a whole number from 1 to the layer count."""
+    return isinstance(every, int) and not isinstance(every, bool) and 0 < every <= layers
+
+
+def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int]:
+    """The layer kinds (a ``ModelArch.layer_pattern``) and the sliding window a config declares.
+
+    ``layer_types`` when present (transformers 4.53+ writes it for Gemma 2/3, gpt-oss, Qwen3-Next and others);
+    else the config class's own rule: Gemma 2 even layers sliding (``Gemma2DecoderLayer``), Gemma 3
+    ``sliding_window_pattern`` (default 6: five sliding, one global), Qwen3-Next ``full_attention_interval``
+    (default 4), Llama 4 chunked attention except every ``no_rope_layer_interval``-th (4) layer, Mistral a window
+    on every layer when ``sliding_window`` is set; Qwen2/3 only with ``use_sliding_window``.
+    """
+    window = cfg.get("sliding_window")
+    types = cfg.get("layer_types")
+    if mt == "llama4_text":
+        window = cfg.get("attention_chunk_size")
+        if not isinstance(types, list):
+            nope = cfg.get("no_rope_layers")
+            every = cfg.get("no_rope_layer_interval") or 4
+            if isinstance(nope, list) and len(nope) == layers:
+                types = ["chunked_attention" if x else "full_attention" for x in nope]
+            elif _cycle(every, layers):
+                types = ["full_attention" if (i + 1) % every == 0 else "chunked_attention" for i in range(layers)]
+    if isinstance(types, list):
+        if len(types) != layers or any(not isinstance(t, str) or t not in LAYER_TYPE_KIND for t in types):
+            raise ModelSpecError(f"{where}: config.json 'layer_types' must list one of "
+                                 f"{', '.join(LAYER_TYPE_KIND)} for each of the {layers} layers")
+        pattern = "".join(LAYER_TYPE_KIND[t] for t in types)
+    elif mt in ("gemma2", "gpt_oss"):
+        pattern = "SF"  # Gemma2DecoderLayer: even layers sliding; GptOssConfig's default layer_types alternate
+    elif mt == "gemma3_text":
+        every = cfg.get("sliding_window_pattern") or 6
+        pattern = "S" * (every - 1) + "F" if _cycle(every, layers) else "F"
+    elif mt == "nemotron_h":
+        hybrid = cfg.get("hybrid_override_pattern")
+        if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(NEMOTRON_H_KIND):
+            raise ModelSpecError(f"{where}: config.json 'hybrid_override_pattern' must give one of "
+                                 f"{', '.join(NEMOTRON_H_KIND)} for each of the {layers} layers")
+        pattern = "".join(NEMOTRON_H_KIND[c] for c in hybrid)
+        return pattern, 0
+    elif mt == "qwen3_next":
+        every = cfg.get("full_attention_interval") or 4
+        if not _cycle(every, layers):
+            raise ModelSpecError(f"{where}: config.json 'full_attention_interval' must be a whole number from 1 to "
+                                 f"the {layers} layers")
+        pattern = "L" * (every - 1) + "F"
+    elif mt == "mistral" and window:
+        pattern = "S"
+    elif mt in ("qwen2", "qwen3", "qwen3_moe") and cfg.get("use_sliding_window") and window:
+        pattern = "S"  # max_window_layers aside: the released configs set use_sliding_window false
+    else:
+        pattern = "F"
+    if "S" not in pattern:
+        return pattern if pattern.strip("F") else "", 0
+    try:
+        return pattern, arch_whole(window, "sliding_window")
+    except ValueError as exc:
+        raise ModelSpecError(f"{where}: config.json 'sliding_window' {exc}") from None
 
 
 def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.json", source: str = "") -> ModelArch:
@@ -88,6 +163,8 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
                              "give a preset, or --params with the architecture flags")
     if mt == "gemma3_text":
         cfg = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
+    if mt == "kimi_k2":
+        mt = "deepseek_v3"  # Kimi K2 ships DeepseekV3ForCausalLM with its own model_type
 
     def i(key, arch, default=None, positive=True):
         return _int(cfg, key, where, mt, default, positive=positive, arch=arch)
@@ -102,11 +179,12 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
         max_context=i("max_position_embeddings", "max_context", 0, positive=False),
         source=source or where,
     )
+    kw["layer_pattern"], kw["sliding_window"] = layer_pattern(cfg, mt, kw["layers"], where)
     if mt in ("gemma2", "gemma3_text"):
         kw["norms_per_layer"] = 4  # pre- and post-norm around attention and around the MLP
     if mt == "olmo2":
         kw["norms_per_layer"] = 4  # post-attention and post-MLP norms plus q and k norms over the full width
-    if mt == "qwen2" or (mt == "llama" and cfg.get("attention_bias") is True):
+    if mt == "qwen2" or (mt in ("llama", "glm4_moe") and cfg.get("attention_bias") is True):
         kw["bias"] = "qkv"
     if mt == "gpt_oss":
         kw["bias"] = "all"  # q, k, v, o, router and expert biases
@@ -125,6 +203,35 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
         kw.update(ffn=i("intermediate_size", "ffn"), experts=i("num_experts", "experts"),
                   experts_per_token=i("num_experts_per_tok", "experts_per_token"),
                   moe_ffn=i("moe_intermediate_size", "moe_ffn"))
+    elif mt == "qwen3_next":
+        kw.update(ffn=i("intermediate_size", "ffn"), experts=i("num_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token"),
+                  moe_ffn=i("moe_intermediate_size", "moe_ffn"), attn_gate=True, linear_kind="gated-deltanet",
+                  linear_k_heads=i("linear_num_key_heads", "linear_k_heads"),
+                  linear_v_heads=i("linear_num_value_heads", "linear_v_heads"),
+                  linear_k_dim=i("linear_key_head_dim", "linear_k_dim"),
+                  linear_v_dim=i("linear_value_head_dim", "linear_v_dim"),
+                  linear_conv=i("linear_conv_kernel_dim", "linear_conv"))
+        shared = i("shared_expert_intermediate_size", "moe_ffn", 0, positive=False)
+        if shared not in (0, kw["moe_ffn"]):
+            raise ModelSpecError(f"{where}: a shared expert wider than the routed ones is not supported")
+        kw["shared_experts"] = 1 if shared else 0
+    elif mt == "nemotron_h":
+        kw.update(ffn=i("intermediate_size", "ffn"), ffn_kind="mlp", norms_per_layer=1, mixer_or_ffn=True,
+                  linear_kind="mamba2", linear_k_heads=i("n_groups", "linear_k_heads"),
+                  linear_k_dim=i("ssm_state_size", "linear_k_dim"), linear_v_heads=i("mamba_num_heads", "linear_v_heads"),
+                  linear_v_dim=i("mamba_head_dim", "linear_v_dim"), linear_conv=i("conv_kernel", "linear_conv"))
+    elif mt == "llama4_text":
+        kw.update(ffn=i("intermediate_size_mlp", "ffn"), moe_ffn=i("intermediate_size", "moe_ffn"),
+                  experts=i("num_local_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token"), shared_experts=1,
+                  moe_step=i("interleave_moe_layer_step", "moe_step", 1))
+    elif mt == "glm4_moe":
+        kw.update(ffn=i("intermediate_size", "ffn"), experts=i("n_routed_experts", "experts"),
+                  experts_per_token=i("num_experts_per_tok", "experts_per_token"),
+                  shared_experts=i("n_shared_experts", "shared_experts", 0, positive=False),
+                  moe_ffn=i("moe_intermediate_size", "moe_ffn"),
+                  dense_layers=i("first_k_dense_replace", "dense_layers", 0, positive=False))
     elif mt in ("deepseek_v2", "deepseek_v3"):
         kw.update(ffn=i("intermediate_size", "ffn"), experts=i("n_routed_experts", "experts"),
                   experts_per_token=i("num_experts_per_tok", "experts_per_token"),

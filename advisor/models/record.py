@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from advisor.estimate.model import ModelArch, active_param_count, param_count
 
-SOURCES = ("preset", "hf-config", "hf-dir", "hf-cache", "hf-download", "gguf", "ollama", "lmstudio")
+SOURCES = ("preset", "hf-config", "hf-dir", "hf-cache", "hf-download", "hf-header", "gguf", "ollama", "lmstudio")
 
 
 @dataclass(frozen=True)

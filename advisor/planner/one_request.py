@@ -16,7 +16,7 @@ import math
 from advisor.catalog import Accelerator
 from advisor.estimate.decode import ServingSpeed
 from advisor.estimate.serving import Lengths as ServeLengths
-from advisor.estimate.serving import kv_capacity_tokens
+from advisor.estimate.serving import kv_pool_bytes
 from advisor.planner.calibrated import calibrate_serving
 from advisor.planner.request import Lengths, PlanRequest
 from advisor.planner.serve_spec import ModelServing, replica_spec
@@ -60,7 +60,7 @@ def request_spec(req: PlanRequest, acc: Accelerator, devices: int, speed: Servin
 
 def request_capacity(req: PlanRequest, acc: Accelerator, devices: int, speed: ServingSpeed, choice,
                      model: ModelServing, lens: Lengths) -> int:
-    """Tokens of KV cache one request has on ``devices`` (``estimate.serving.kv_capacity_tokens``): the plan's
+    """Tokens of KV cache one request has on ``devices`` (``ModelServing.cache_tokens`` of the pool): the plan's
     largest context and ``advisor serve``'s cache are this one figure."""
     spec, _launch = request_spec(req, acc, devices, speed, choice, model, lens)
-    return kv_capacity_tokens(spec)
+    return model.cache_tokens(kv_pool_bytes(spec))

@@ -21,7 +21,7 @@ from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens, single_request
+from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.calibrated import serve_range_factors
@@ -222,7 +222,7 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
     return ServeOption(id=id, kind=kind, accelerator=sizer.acc.id, accelerator_name=sizer.acc.name,
                        runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
                        replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
-                       point=point, kv_capacity_tokens=kv_capacity_tokens(spec), usd_per_hour=usd_h,
+                       point=point, kv_capacity_tokens=sizer.model.cache_tokens(kv_pool_bytes(spec)), usd_per_hour=usd_h,
                        usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
                        spec=spec, **extra)
 
@@ -381,7 +381,7 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
     quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
     by_id = {o.id: o for o in offers}
-    kv_tokens = kv_capacity_tokens(spec)
+    kv_tokens = model.cache_tokens(kv_pool_bytes(spec))
     for q in quotes:
         usd_h = _per_hour(q)
         per_req, per_tok = _costs(usd_h, point, replicas)

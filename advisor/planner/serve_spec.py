@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
-from advisor.estimate import comms, compute, decode
+from advisor.estimate import comms, compute, decode, memory
 from advisor.estimate.model import ModelArch, kv_values_per_token
-from advisor.estimate.serving import Lengths, ServerSpec, kv_capacity_tokens
+from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes
 from advisor.planner.placement import intra_node_bps
 
 GIB = 2**30
@@ -126,7 +126,16 @@ class ModelServing:
 
     def weights_of(self, choice: RuntimeChoice) -> float:
         """The weights' bytes in the runtime's format (a file's own bytes when the request reads them)."""
-        return float(self.weight_bytes or self.params * choice.weight_format.bits_per_weight / 8.0)
+        return float(self.weight_bytes or memory.format_weight_bytes(self.arch, self.params, choice.weight_format.id))
+
+    def cache_tokens(self, pool_bytes: float) -> int:
+        """Tokens of context one request's cache may hold in ``pool_bytes`` (``estimate.memory.largest_context``:
+        sliding-window layers hold at most their window, linear layers a fixed state), up to the model's maximum
+        context when it has one larger than any pool: the plan's largest context and serve's cache alike."""
+        if pool_bytes <= 0:
+            return 0
+        bits = min(self.kv_bits, 8 if self.precision == "fp8" else 16)
+        return memory.largest_context(self.arch, pool_bytes, 1, bits / 8.0)
 
 
 def prefill_kernel(choice: RuntimeChoice, sixteen_bit: str) -> str:
@@ -285,7 +294,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
                          f" ({prof.source}); "
                          f"{srv.source}")}
     if batching == "slots":  # llama-server's -c: the whole cache that fits, shared by the -np slots
-        per_slot = max(slot_tokens, kv_capacity_tokens(spec) // seqs // 256 * 256)
+        per_slot = max(slot_tokens, model.cache_tokens(kv_pool_bytes(spec)) // seqs // 256 * 256)
         if model.arch.max_context:
             per_slot = max(slot_tokens, min(per_slot, model.arch.max_context))
         launch["ctx_size"] = per_slot * seqs

@@ -15,7 +15,7 @@ from dataclasses import replace
 from advisor.catalog import Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
-from advisor.estimate import compute
+from advisor.estimate import compute, memory
 from advisor.estimate.local import HostFigures
 from advisor.planner.calibrated import memory_interval
 from advisor.planner.fit import advise_fit
@@ -114,7 +114,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             return mem_model
         req = run_req(acc)
         choice = runtime_choice(req, acc)
-        wb = job_model.weight_bytes or int(params * choice.weight_format.bits_per_weight / 8)
+        wb = job_model.weight_bytes or int(memory.format_weight_bytes(arch, params, choice.weight_format.id))
         key = (wb, req.quant, choice.runtime.id, acc.usable_memory_bytes)
         hit = mem_by_bytes.get(key)
         if hit is None:

@@ -374,7 +374,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         mm_eta = req.mfu
     overhead = step_overhead_s(arch.layers, choice, acc, devices) / decode_scale
     speed = decode.ServingSpeed(
-        weight_bytes=weight_bytes or params * fmt.bits_per_weight / 8, active_fraction=active / params,
+        weight_bytes=weight_bytes or memory.format_weight_bytes(arch, params, fmt.id), active_fraction=active / params,
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
         attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,

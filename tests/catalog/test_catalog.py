@@ -57,8 +57,8 @@ def test_preset_parameter_counts_match_published(model_id):
     m = bundled_catalog().model(model_id)
     non_embedding = m.extra.get("published_non_embedding_params")
     assert m.published_params or non_embedding, "every preset carries a published count"
-    if m.published_params:
-        assert param_count(m) == pytest.approx(m.published_params, rel=0.01)
+    if m.published_params:  # published_tolerance: a card's figure rounded or holding a vision encoder (its source says)
+        assert param_count(m) == pytest.approx(m.published_params, rel=m.extra.get("published_tolerance", 0.01))
     if non_embedding:
         assert param_count(m) - embedding_params(m) == pytest.approx(non_embedding, rel=0.01)
 
