@@ -181,7 +181,7 @@ def _trainer_run(path: str):
 def _save_run(doc: dict, args) -> None:
     """Store the books as a run record (the same path as ``advisor runs import`` of a saved file)."""
     from advisor.cli import UsageError
-    from advisor.runs import ImportOptions, RunImportError
+    from advisor.runs import ImportOptions, RunImportError, checked
     from advisor.runs.common import content_hash
     from advisor.runs.monitor_job import read_monitor_job
     from advisor.store.runs import RunStore, RunStoreError, this_machine_id
@@ -193,6 +193,10 @@ def _save_run(doc: dict, args) -> None:
     except RunImportError as exc:
         raise UsageError(f"--save-run: {exc}") from None
     rec = rec.__class__(**{**rec.__dict__, "content_sha256": content_hash(data)})
+    try:
+        (rec,) = checked(where, [rec])
+    except RunImportError as exc:
+        raise UsageError(f"--save-run: {exc}") from None
     try:
         with RunStore() as store:
             run_id, _ = store.add(rec)

@@ -16,7 +16,8 @@ Two kinds of evidence, one path (docs/method.md, "Learning from your runs"):
 Several matching records are combined by a weighted geometric mean: weight ``m / (1 + |dlog10 P| + |dlog2 s|/2)``,
 ``m`` = 1 on this machine and ``OTHER_MACHINE_WEIGHT`` on another with the same accelerator. The 80 % range
 follows how well such transfers held on the user's own records: every ordered pair of matching records
-predicts one from the other; with at least ``MIN_PAIRS`` pairs the half-width is their split-conformal 80 %
+predicts one from the other (among the ``PAIR_RECORDS`` that weigh most for the target, so that a plan
+costs O(n) in the records); with at least ``MIN_PAIRS`` pairs the half-width is their split-conformal 80 %
 quantile (Vovk et al. 2005; floor ``MIN_WIDTH_LOG``), with fewer it is the larger of the fitted model's
 within-study width and the worst pair. Records only from other machines keep at least the fitted model's
 full width.
@@ -24,6 +25,7 @@ full width.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +38,13 @@ from advisor.estimate.run_record import RunRecord
 OTHER_MACHINE_WEIGHT = 0.5
 MIN_PAIRS = 4  # the conformal rule needs ceil((n+1)*0.8) <= n
 MIN_WIDTH_LOG = math.log(1.05)
+PAIR_RECORDS = 32  # the records whose pairs give the 80 % range (module docstring)
+# The least efficiency a record or a probe teaches (utilisation or bandwidth efficiency, 0.01 %; the quick
+# training-step probe of a small model on a CPU measures about 0.07 %): below it something other than the
+# hardware bounded the run (offloading, swapping, contention). Every learned value lies in
+# [EFFICIENCY_FLOOR, 1], so no stored record can make a plan's time overflow (advisor.runs.plausible notes
+# such records at import).
+EFFICIENCY_FLOOR = 1e-4
 LORA = ("lora", "qlora")
 
 
@@ -76,7 +85,7 @@ def record_utilisation(rec: RunRecord, peak_flops: float | None) -> float | None
         return None
     per_token = training_flops_per_token(rec.params, rec.layers, rec.hidden, rec.seq_len, rec.workload, rec.recompute)
     u = m.tokens_per_s * per_token / (rec.devices * peak_flops)
-    return u if 0.0 < u <= 1.0 else None
+    return u if EFFICIENCY_FLOOR <= u <= 1.0 else None
 
 
 def size_factor(model: U.UtilisationModel, params_from: float, seq_from: int, params_to: float, seq_to: int) -> float:
@@ -104,6 +113,16 @@ def _family(workload: str) -> str:
 def _weight(rec: RunRecord, machine_id: str | None, dsize: float, dlen: float) -> float:
     m = 1.0 if machine_id and rec.machine_id == machine_id else OTHER_MACHINE_WEIGHT
     return m / (1.0 + abs(dsize) + abs(dlen) / 2.0)
+
+
+def _pair_errors(values: Sequence[tuple[float, float, RunRecord]]) -> list[float]:
+    """The transfer errors between records, each record ``(weight, value, record)`` with its value such that
+    predicting record j from record i errs by ``value_j - value_i``: every ordered pair among the
+    ``PAIR_RECORDS`` records that weigh most for the target (the newest first among equals), so a plan costs
+    O(n) in the n matching records, not O(n^2)."""
+    newest = sorted(values, key=lambda v: v[2].recorded_at, reverse=True)
+    vals = [v for _, v, _ in sorted(newest, key=lambda v: -v[0])[:PAIR_RECORDS]]
+    return [vj - vi for i, vi in enumerate(vals) for j, vj in enumerate(vals) if i != j]
 
 
 def _width(pair_errors: Sequence[float], base: float) -> float:
@@ -154,9 +173,12 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         found.append((w, math.log(u * f), rec))
     if found:
         total = sum(w for w, _, _ in found)
-        u = min(1.0, math.exp(sum(w * lu for w, lu, _ in found) / total))
-        errors = [math.log(uj) - math.log(ui * size_factor(model, ri.params, ri.seq_len, rj.params, rj.seq_len))
-                  for ui, ri in usable for uj, rj in usable if ri is not rj]
+        u = min(1.0, max(EFFICIENCY_FLOOR, math.exp(sum(w * lu for w, lu, _ in found) / total)))
+        # record j predicted from record i: log uj - log(ui * size_factor(i -> j)), the size factor being
+        # exp(b_p * dlog10 P), so each pair's error is a difference of one value per record
+        b_p = model.coefficients[U.FEATURES.index("log10_params_per_1e10")]
+        errors = _pair_errors([(w, math.log(ui) - b_p * math.log10(ri.params), ri)
+                               for (w, _, _), (ui, ri) in zip(found, usable)])
         width = _width(errors, model.half_width_calibrated_log)
         if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
             width = max(width, model.half_width_log)
@@ -164,7 +186,7 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         return Learned(u, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
                        tuple(r for _, _, r in found))
     mfu = getattr(calib, "mfu", None)
-    if mfu and calib.applies_to(acc.id):
+    if mfu and mfu >= EFFICIENCY_FLOOR and calib.applies_to(acc.id):
         return Learned(mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})", "calibrated",
                        model.half_width_calibrated_log)
     return None
@@ -177,7 +199,7 @@ def record_bandwidth_efficiency(rec: RunRecord, mem_bandwidth_bps: float | None)
     if rec.workload != "inference" or not tg or not rec.weight_bytes or not mem_bandwidth_bps:
         return None
     eta = tg * rec.weight_bytes / (rec.devices * mem_bandwidth_bps)
-    return eta if 0.0 < eta <= 1.0 else None
+    return eta if EFFICIENCY_FLOOR <= eta <= 1.0 else None
 
 
 def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_format: str,
@@ -198,24 +220,24 @@ def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_forma
     if calib is None:
         return None
     machine_id = getattr(calib, "machine_id", None)
+    format_eta = functools.lru_cache(maxsize=None)(format_eta)  # a few formats, asked once a record
     found, usable = [], []
     for rec in getattr(calib, "runs", ()) or ():
-        if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
-                or not _software_matches(rec, runtime)):
+        if rec.accelerator_id != acc.id:
             continue
-        eta = record_bandwidth_efficiency(rec, acc.mem_bandwidth_bps)
-        if eta is None:
+        eta, fmt = _decode_facts(rec, acc.mem_bandwidth_bps)
+        if eta is None or not _software_matches(rec, runtime):
             continue
-        fmt = _record_format(rec)
         ratio = format_eta(weight_format) / format_eta(fmt)
         usable.append((eta, fmt, rec))
         w = _weight(rec, machine_id, 0.0, 0.0)  # bandwidth efficiency does not depend on the model's size
         found.append((w * (1.0 if fmt == weight_format else 0.5), math.log(eta * ratio), rec))
     if found:
         total = sum(w for w, _, _ in found)
-        eta = min(1.0, math.exp(sum(w * le for w, le, _ in found) / total))
-        errors = [math.log(ej) - math.log(ei * format_eta(fj) / format_eta(fi))
-                  for ei, fi, ri in usable for ej, fj, rj in usable if ri is not rj]
+        eta = min(1.0, max(EFFICIENCY_FLOOR, math.exp(sum(w * le for w, le, _ in found) / total)))
+        # record j predicted from record i: log ej - log(ei * format_eta(fj) / format_eta(fi))
+        errors = _pair_errors([(w, math.log(ei) - math.log(format_eta(fi)), ri)
+                               for (w, _, _), (ei, fi, ri) in zip(found, usable)])
         width = _width(errors, base_width_log)
         if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
             width = max(width, width_log)
@@ -223,10 +245,29 @@ def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_forma
         return Learned(eta, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
                        tuple(r for _, _, r in found))
     measured = getattr(calib, "eta_mem", None)
-    if measured and calib.applies_to(acc.id):
+    if measured and measured >= EFFICIENCY_FLOOR and calib.applies_to(acc.id):
         eta, note = decode.measured_eta(format_eta(weight_format), format_eta("f16"), measured)
         return Learned(eta, note, "calibrated", base_width_log)
     return None
+
+
+_FACTS: dict[tuple[int, float], tuple] = {}  # (id(record), bandwidth) -> (record, eta, format)
+
+
+def _decode_facts(rec: RunRecord, mem_bandwidth_bps: float) -> tuple[float | None, str]:
+    """``(eta, weight format)`` of a decode record usable for learning (eta None when it is not), worked out
+    once per record and bandwidth: a listing plans every stored record against all the others, so this is
+    asked n^2 times (the record is kept with its figures, so its id cannot be reused while cached)."""
+    key = (id(rec), mem_bandwidth_bps)
+    hit = _FACTS.get(key)
+    if hit is not None and hit[0] is rec:
+        return hit[1], hit[2]
+    eta = None if rec.simulated or rec.workload != "inference" else record_bandwidth_efficiency(rec, mem_bandwidth_bps)
+    fmt = _record_format(rec)
+    if len(_FACTS) > 100_000:
+        _FACTS.clear()
+    _FACTS[key] = (rec, eta, fmt)
+    return eta, fmt
 
 
 def _record_format(rec: RunRecord) -> str:

@@ -26,8 +26,10 @@ from advisor.runs.common import (
     content_hash,
     file_time,
     machine_of,
+    parse_json,
     validation_reason,
 )
+from advisor.runs.record import iso_time
 
 REQUIRED = ("model_type", "model_size", "model_n_params", "n_prompt", "n_gen", "avg_ts")
 MAX_ROWS = 100_000
@@ -64,14 +66,12 @@ def rows_of(path: Path, text: str) -> list[dict] | None:
     """The tests of a JSONL or CSV file (None when it is neither); JSON arrays are parsed by the caller."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and lines[0].lstrip().startswith("{"):
-        import json
-
         out = []
         for n, ln in enumerate(lines, 1):
             try:
-                row = json.loads(ln)
-            except ValueError as exc:
-                raise RunImportError(path, f"line {n}: not valid JSON ({exc})") from None
+                row = parse_json(path, ln.encode("utf-8", "surrogatepass"))
+            except RunImportError as exc:
+                raise RunImportError(path, f"line {n}: {exc.reason}") from None
             if not isinstance(row, dict):
                 raise RunImportError(path, f"line {n}: not a JSON object")
             out.append(row)
@@ -145,7 +145,7 @@ def read_llama_bench(path: Path, data: bytes, rows: list, opts: ImportOptions) -
         machine_id, note = machine_of(opts, cpu=first.cpu_info, gpus=gpus if acc_id != "cpu" else ())
         version = (f"b{first.build_number}" if first.build_number is not None else "") + (
             f" ({first.build_commit})" if first.build_commit else "")
-        when = (tg_best or pp_best).test_time or file_time(path)
+        when = iso_time((tg_best or pp_best).test_time) or file_time(path)
         records.append(RunRecord(
             kind="llama-bench", source_file=str(path.resolve()), content_sha256=content_hash(data, repr(key)),
             recorded_at=when, workload="inference",
