@@ -115,13 +115,13 @@ def _weight(rec: RunRecord, machine_id: str | None, dsize: float, dlen: float) -
     return m / (1.0 + abs(dsize) + abs(dlen) / 2.0)
 
 
-def _pair_errors(values: Sequence[tuple[float, float, RunRecord]]) -> list[float]:
-    """The transfer errors between records, each record ``(weight, value, record)`` with its value such that
-    predicting record j from record i errs by ``value_j - value_i``: every ordered pair among the
+def _pair_errors(items: Sequence[tuple[float, object, RunRecord]], value: Callable[[object], float]) -> list[float]:
+    """The transfer errors between records, each item ``(weight, figures, record)`` with ``value(figures)``
+    such that predicting record j from record i errs by ``value_j - value_i``: every ordered pair among the
     ``PAIR_RECORDS`` records that weigh most for the target (the newest first among equals), so a plan costs
     O(n) in the n matching records, not O(n^2)."""
-    newest = sorted(values, key=lambda v: v[2].recorded_at, reverse=True)
-    vals = [v for _, v, _ in sorted(newest, key=lambda v: -v[0])[:PAIR_RECORDS]]
+    newest = sorted(items, key=lambda v: v[2].recorded_at, reverse=True)
+    vals = [value(f) for _, f, _ in sorted(newest, key=lambda v: -v[0])[:PAIR_RECORDS]]
     return [vj - vi for i, vi in enumerate(vals) for j, vj in enumerate(vals) if i != j]
 
 
@@ -177,8 +177,8 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         # record j predicted from record i: log uj - log(ui * size_factor(i -> j)), the size factor being
         # exp(b_p * dlog10 P), so each pair's error is a difference of one value per record
         b_p = model.coefficients[U.FEATURES.index("log10_params_per_1e10")]
-        errors = _pair_errors([(w, math.log(ui) - b_p * math.log10(ri.params), ri)
-                               for (w, _, _), (ui, ri) in zip(found, usable)])
+        errors = _pair_errors([(w, (ui, ri), ri) for (w, _, _), (ui, ri) in zip(found, usable)],
+                              lambda v: math.log(v[0]) - b_p * math.log10(v[1].params))
         width = _width(errors, model.half_width_calibrated_log)
         if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
             width = max(width, model.half_width_log)
@@ -236,8 +236,8 @@ def decode_bandwidth_efficiency(calib, *, acc, runtime: str | None, weight_forma
         total = sum(w for w, _, _ in found)
         eta = min(1.0, max(EFFICIENCY_FLOOR, math.exp(sum(w * le for w, le, _ in found) / total)))
         # record j predicted from record i: log ej - log(ei * format_eta(fj) / format_eta(fi))
-        errors = _pair_errors([(w, math.log(ei) - math.log(format_eta(fi)), ri)
-                               for (w, _, _), (ei, fi, ri) in zip(found, usable)])
+        errors = _pair_errors([(w, (ei, fi), ri) for (w, _, _), (ei, fi, ri) in zip(found, usable)],
+                              lambda v: math.log(v[0]) - math.log(format_eta(v[1])))
         width = _width(errors, base_width_log)
         if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
             width = max(width, width_log)

@@ -61,6 +61,24 @@ def request_values(rec: RunRecord) -> dict | None:
     return v
 
 
+_INDEX: dict[int, tuple[tuple, dict]] = {}  # id(runs) -> (runs, {accelerator id: records}), the last few
+
+
+def _by_accelerator(runs: tuple) -> dict[str, tuple[RunRecord, ...]]:
+    """The records by accelerator id, worked out once per tuple of records (a listing predicts every record
+    against the same tuple)."""
+    hit = _INDEX.get(id(runs))
+    if hit is not None and hit[0] is runs:
+        return hit[1]
+    index: dict[str, list] = {}
+    for r in runs:
+        index.setdefault(r.accelerator_id, []).append(r)
+    if len(_INDEX) > 8:
+        _INDEX.clear()
+    _INDEX[id(runs)] = (runs, {k: tuple(v) for k, v in index.items()})
+    return _INDEX[id(runs)][1]
+
+
 def predict(rec: RunRecord, *, catalog, calibration, host=None) -> Prediction | None:
     """The planner's prediction for ``rec`` (None when it cannot be planned: unknown accelerator, no model).
 
@@ -75,7 +93,9 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None) -> Prediction | 
     if values is None:
         return None
     if calibration is not None and getattr(calibration, "runs", ()):
-        others = tuple(r for r in calibration.runs if r.content_sha256 != rec.content_sha256)
+        # the plan is of the record's accelerator only: the records of other accelerators never match it
+        same = _by_accelerator(calibration.runs).get(rec.accelerator_id, ())
+        others = tuple(r for r in same if r.content_sha256 != rec.content_sha256)
         calibration = dataclasses.replace(calibration, runs=others)
     try:
         req = PlanRequest.from_mapping(values)
