@@ -85,7 +85,8 @@ def follow(sampler, gpu, banner: str, args) -> int:
 
     sampler.add_listener(keeper)
     sampler.add_listener(_until_gone)
-    echo(f"{banner}\nfollowing PID {args.pid} until it ends (Ctrl-C stops)", file=sys.stderr, flush=True)
+    for line in (banner, f"following PID {args.pid} until it ends (Ctrl-C stops)"):
+        echo(line, file=sys.stderr, flush=True)
     _run(sampler, args.duration)
     still = _same_process()
     mine = [b for b in keeper.finish() if b.pid == args.pid and (started_s is None or process_key(b)[1] == started_s)]

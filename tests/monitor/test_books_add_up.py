@@ -176,3 +176,15 @@ def test_save_target_is_checked_before_the_job_is_followed(tmp_path, capsys):
     assert main(["monitor", "--pid", str(OWN_PID_BASE + 1), "--duration", "60", "--interval", "0.2",
                  "--fake-gpu", "2x4090", "--save", str(tmp_path / "missing" / "job.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_followed_job_s_name_reaches_the_terminal_inert(capsys):
+    """``monitor --pid`` prints its books line through ``_terminal.echo``: a process named ``ESC]0;pwned BEL``
+    (``--fake-gpu hostile-names``) cannot retitle the window."""
+    from advisor.hw.fake import HOSTILE_PID_BASE
+
+    for k in range(2, 4):  # the title and clear-screen names
+        assert main(["monitor", "--pid", str(HOSTILE_PID_BASE + k), "--duration", "0.3", "--interval", "0.2",
+                     "--fake-gpu", "hostile-names"]) == 0
+        out, err = capsys.readouterr()
+        assert "\x1b" not in out + err and "\x07" not in out + err and "\\x1b" in out
