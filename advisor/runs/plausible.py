@@ -6,10 +6,13 @@ and "Learning from your runs"):
 * a decode reads every weight once per token: ``tokens/s <= N * BW / weight_bytes`` (the batch-1 roofline,
   ``compute.decode_estimate``); its ratio to that is the bandwidth efficiency the planner learns;
 * a prompt (prefill) costs ``2 * P`` FLOPs a token: ``tokens/s <= N * peak / (2 * P)``;
+* a generated token at any batch costs ``2 * P`` FLOPs (a serving benchmark): ``tokens/s <= N * peak / (2 * P)``;
 * a training step costs ``learned.training_flops_per_token`` a token: ``tokens/s <= N * peak / that``, and a
   Trainer's own ``total_flos / train_runtime`` is at most ``N * peak``.
 
-``peak`` is the part's fastest dense rate (fp8 where it has it). A mixture-of-experts model reads and
+``peak`` is the part's fastest dense rate (fp8 where it has it). A job recording's energy is at most twice
+its board power over its GPU-hours (power above twice the limit is what ``hw.records.clean_sample`` calls a
+broken reading); more is refused. A mixture-of-experts model reads and
 computes only its active weights, which the file does not say (llama-bench's ``model_size`` and
 ``model_n_params`` are the totals): a run up to ``OVER_CEILING`` times its dense ceiling is kept (the largest
 published ratio of total to active parameters is Llama 4 Maverick's 400B / 17B = 23.5, Meta's model card)
@@ -26,6 +29,7 @@ from advisor.estimate.learned import EFFICIENCY_FLOOR, training_flops_per_token
 from advisor.estimate.run_record import RunRecord
 
 OVER_CEILING = 50.0
+POWER_OVER = 2.0  # a board drawing twice its power is a broken reading (hw.records.clean_sample's rule)
 _PRECISIONS = ("fp8", "bf16", "fp16", "tf32", "fp32")
 
 
@@ -52,6 +56,8 @@ def efficiencies(rec: RunRecord, acc) -> list[tuple[str, float]]:
         out.append(("decode", m.decode_tokens_per_s * rec.weight_bytes / (n * acc.mem_bandwidth_bps)))
     if m.prefill_tokens_per_s and rec.params and peak:
         out.append(("prompt processing", m.prefill_tokens_per_s * 2.0 * rec.params / (n * peak)))
+    if rec.workload == "inference" and not m.decode_tokens_per_s and m.tokens_per_s and rec.params and peak:
+        out.append(("generation", m.tokens_per_s * 2.0 * rec.params / (n * peak)))  # any batch: 2P a token
     if rec.training and peak:
         if m.tokens_per_s and None not in (rec.params, rec.layers, rec.hidden, rec.seq_len):
             per_token = training_flops_per_token(rec.params, rec.layers, rec.hidden, rec.seq_len, rec.workload,
@@ -60,6 +66,14 @@ def efficiencies(rec: RunRecord, acc) -> list[tuple[str, float]]:
         if m.flops_per_s:
             out.append(("the Trainer's FLOP/s", m.flops_per_s / (n * peak)))
     return out
+
+
+def _energy_ratio(rec: RunRecord, acc) -> float | None:
+    """A recording's energy over what its GPU-hours allow at the board power (``tdp_w``)."""
+    m = rec.measured
+    if m.energy_j is None or not m.gpu_hours or not getattr(acc, "tdp_w", None):
+        return None
+    return m.energy_j / (m.gpu_hours * 3600.0 * acc.tdp_w)
 
 
 def check_plausible(rec: RunRecord, catalog) -> RunRecord:
@@ -72,6 +86,10 @@ def check_plausible(rec: RunRecord, catalog) -> RunRecord:
     acc = (getattr(catalog, "accelerators", None) or {}).get(rec.accelerator_id or "")
     if acc is None:
         return rec
+    energy = _energy_ratio(rec, acc)
+    if energy is not None and energy > POWER_OVER:
+        raise ImplausibleRun(f"energy: {energy:.3g} times what {acc.id} draws at its board power over the recorded "
+                             "GPU-hours; not a reading of this hardware")
     notes = []
     for what, ratio in efficiencies(rec, acc):
         if ratio > OVER_CEILING:

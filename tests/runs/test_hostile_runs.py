@@ -142,6 +142,8 @@ def _job(**kw) -> dict:
     ({"gpus": [{"index": 0, "name": "x", "catalog_id": "rtx-4090\nfake  row"}]}, "not a valid id"),
     ({"machine_id": "abc\x1b[2J"}, "not a valid id"),
     ({"started_at": 17}, "started_at"),
+    # 1e14 J over 0.03 GPU-hours is 926 MW: the $871 million bill NVML's "no value" made (4090 board power 450 W)
+    ({"energy_j": 1e14}, "energy"),
 ])
 def test_job_recordings_check_figures_and_ids(tmp_path, capsys, change, why):
     f = _write(tmp_path, "job.json", _job(**change))
@@ -263,3 +265,17 @@ def test_import_file_never_raises_anything_but_one_line(tmp_path):
     with pytest.raises(RunImportError) as exc:
         import_file(f, ImportOptions(accelerator="rtx-4090"))
     assert "\n" not in str(exc.value)
+
+
+def test_a_serving_rate_above_the_compute_ceiling_is_refused(tmp_path, capsys):
+    """A generated token costs 2P FLOPs at any batch: 8B parameters on one H100 SXM (989 dense bf16 TFLOPS,
+    1,979 fp8; NVIDIA H100 datasheet) generate at most 1979e12 / 1.6e10 = 124,000 tokens/s; 1e8 is 800 times that."""
+    doc = json.loads((FIX / "vllm-bench" / "vllm-inf-concurrency32.json").read_text())
+    doc["output_throughput"] = 1e8
+    f = _write(tmp_path, "vllm.json", doc)
+    assert main(["runs", "import", str(f), "--accelerator", "h100-sxm", "--model", "llama-3.1-8b"]) == 2
+    err = capsys.readouterr().err
+    assert "generation" in err and err.count("\n") == 1
+    doc["output_throughput"] = 434.4  # the published run: stored
+    f = _write(tmp_path, "vllm-ok.json", doc)
+    assert main(["runs", "import", str(f), "--accelerator", "h100-sxm", "--model", "llama-3.1-8b"]) == 0
