@@ -134,8 +134,7 @@ def _width(pair_errors: Sequence[float], base: float) -> float:
 
 
 def _origin(used: list[tuple[float, RunRecord]], machine_id: str | None, what: str) -> str:
-    used = sorted(used, key=lambda wr: -wr[0])
-    rec = used[0][1]
+    rec = min(used, key=lambda wr: -wr[0])[1]  # the first of the heaviest (as a stable sort's first)
     where = "" if machine_id and rec.machine_id == machine_id else ", on another machine with the same accelerator"
     more = f" and {len(used) - 1} more" if len(used) > 1 else ""
     return f"from your run of {rec.date} ({rec.file_name}){where}{more}: {what}"
