@@ -102,12 +102,12 @@ class _Record(BaseModel):
     precision: Literal["fp32", "tf32", "bf16", "fp16", "fp8"] | None = None
     quant: _Id | None = None
     software: str | None = Field(default=None, max_length=100)
-    software_version: str | None = Field(default=None, max_length=100)
+    software_version: str | None = Field(default=None, max_length=200)  # llama-bench: b<number> (<commit>)
     accelerator_id: _Id | None = None
     accelerator_name: str | None = Field(default=None, max_length=2000)
     devices: Annotated[StrictInt, Field(ge=1, le=100_000)] = 1
     machine_id: _Id | None = None
-    machine_note: str = Field(default="", max_length=2000)
+    machine_note: str = Field(default="", max_length=4096)  # names the file's GPUs (gpu_info: 2,000)
     seq_len: Annotated[StrictInt, Field(gt=0, le=10**8)] | None = None
     batch: Annotated[StrictInt, Field(gt=0, le=10**7)] | None = None
     prompt_tokens: Annotated[StrictInt, Field(gt=0, le=10**9)] | None = None
