@@ -229,7 +229,7 @@ def _record(sampler, gpu, banner: str, args) -> int:
         _run(sampler, args.duration)
     finally:
         recorder.close()
-    books = keeper.ended + keeper.finish()
+    books = keeper.finish()
     target = Path(args.csv)
     books_csv = target.with_name(f"{target.stem}.processes.csv")
     if not failed and books:

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from advisor.untrusted import plain_text
+
 SCHEMA = "advisor.job/1"
 
 
@@ -52,35 +54,47 @@ def register_flags(p) -> None:
 
 
 def follow(sampler, gpu, banner: str, args) -> int:
-    """Sample until the process ends or ``--duration`` passes; print and save its books."""
+    """Sample until the process ends or ``--duration`` passes; print and save its books.
+
+    The process is its PID and its start time: a PID the system hands to another process meanwhile ends
+    the follow, and that process's books are not counted. ``--save`` is checked before the job is followed
+    (a long job's recording is not lost to a bad target at its end)."""
     from advisor.cli import UsageError
+    from advisor.commands._terminal import echo
     from advisor.commands.monitor import _run, usd_per_kwh
-    from advisor.monitor.accounting import merge
+    from advisor.monitor.accounting import merge, process_key
     from advisor.monitor.books import BookKeeper
 
     host = sampler.host
     if not host.process_alive(args.pid):
         raise UsageError(f"--pid: no running process {args.pid}")
+    if args.save:
+        _check_save(args.save)
+    started_s = _start_time(host, args.pid)
     trainer = _trainer_run(args.trainer_state) if args.trainer_state else None
     tokens = args.tokens or (trainer.tokens if trainer else None)
     keeper = BookKeeper(sampler, usd_per_kwh(args))
     started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
+    def _same_process() -> bool:
+        return host.process_alive(args.pid) and _start_time(host, args.pid) in (None, started_s)
+
     def _until_gone(sample) -> None:
-        if not host.process_alive(args.pid):
+        if not _same_process():
             sampler.stop()
 
     sampler.add_listener(keeper)
     sampler.add_listener(_until_gone)
-    print(f"{banner}\nfollowing PID {args.pid} until it ends (Ctrl-C stops)", file=sys.stderr, flush=True)
+    for line in (banner, f"following PID {args.pid} until it ends (Ctrl-C stops)"):
+        echo(line, file=sys.stderr, flush=True)
     _run(sampler, args.duration)
-    still = host.process_alive(args.pid)
-    mine = [b for b in keeper.ended + keeper.finish() if b.pid == args.pid]
+    still = _same_process()
+    mine = [b for b in keeper.finish() if b.pid == args.pid and (started_s is None or process_key(b)[1] == started_s)]
     if not mine:
         print(f"PID {args.pid} used no GPU while it was followed: no books", flush=True)
         return 0
     books = merge(mine)
-    print(("still running: " if still else "ended: ") + books.summary(), flush=True)
+    echo(("still running: " if still else "ended: ") + books.summary(), flush=True)
     doc = job_document(books, gpu, started, tokens, trainer)
     if args.save:
         from advisor.store.atomic import write_atomic
@@ -88,11 +102,38 @@ def follow(sampler, gpu, banner: str, args) -> int:
         try:
             write_atomic(Path(args.save), json.dumps(doc, indent=2) + "\n")
         except OSError as exc:
-            raise UsageError(f"--save: cannot write {args.save!r}: {exc.strerror or exc}") from None
-        print(f"books saved to {args.save}", file=sys.stderr)
+            raise UsageError(f"--save: cannot write {plain_text(args.save)!r}: {exc.strerror or exc}") from None
+        echo(f"books saved to {args.save}", file=sys.stderr)
     if args.save_run:
         _save_run(doc, args)
     return 0
+
+
+def _start_time(host, pid: int) -> float | None:
+    """When ``pid`` started (epoch seconds), None when the host does not say."""
+    details = getattr(host, "process_details", None)
+    started = getattr(details(pid), "started_s", None) if details else None
+    return started if isinstance(started, (int, float)) else None
+
+
+def _check_save(target: str) -> None:
+    """Refuse a ``--save`` target that could not be written at the job's end: not a regular file (a link, a
+    folder, a FIFO: ``store.atomic.check_target``), or a folder that does not exist or cannot be written."""
+    import os
+
+    from advisor.cli import UsageError
+    from advisor.store.atomic import check_target
+
+    path = Path(target)
+    try:
+        check_target(path)
+    except OSError as exc:
+        raise UsageError(f"--save: {plain_text(target)!r}: {exc.strerror or exc}") from None
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"--save: {plain_text(target)!r}: its folder does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--save: {plain_text(target)!r}: its folder cannot be written")
 
 
 def job_document(books, gpu, started_at: str, tokens: float | None, trainer=None) -> dict:
@@ -141,7 +182,7 @@ def _trainer_run(path: str):
 def _save_run(doc: dict, args) -> None:
     """Store the books as a run record (the same path as ``advisor runs import`` of a saved file)."""
     from advisor.cli import UsageError
-    from advisor.runs import ImportOptions, RunImportError
+    from advisor.runs import ImportOptions, RunImportError, checked
     from advisor.runs.common import content_hash
     from advisor.runs.monitor_job import read_monitor_job
     from advisor.store.runs import RunStore, RunStoreError, this_machine_id
@@ -153,6 +194,10 @@ def _save_run(doc: dict, args) -> None:
     except RunImportError as exc:
         raise UsageError(f"--save-run: {exc}") from None
     rec = rec.__class__(**{**rec.__dict__, "content_sha256": content_hash(data)})
+    try:
+        (rec,) = checked(where, [rec])
+    except RunImportError as exc:
+        raise UsageError(f"--save-run: {exc}") from None
     try:
         with RunStore() as store:
             run_id, _ = store.add(rec)

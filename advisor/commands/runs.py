@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 
 from advisor.commands._json import print_json
+from advisor.commands._terminal import cell, echo
 from advisor.commands.monitor_job import token_count
+from advisor.untrusted import plain_text
 
 SCHEMA = "advisor.runs/1"
 
@@ -30,6 +32,18 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def run_id(text: str) -> int:
+    """A run id as ``advisor runs`` lists it: a whole number from 1 to SQLite's largest row id."""
+    from advisor.store.runs import MAX_RUN_ID
+
+    if not text.isascii() or not text.strip().isdigit() or len(text.strip()) > 19:
+        raise argparse.ArgumentTypeError(f"not a run id: {plain_text(text, 40)!r}")
+    v = int(text)
+    if not 1 <= v <= MAX_RUN_ID:
+        raise argparse.ArgumentTypeError(f"not a run id: {plain_text(text, 40)!r}")
+    return v
+
+
 def register(subparsers) -> None:
     from advisor.cli import add_fake_gpu
 
@@ -37,7 +51,7 @@ def register(subparsers) -> None:
                               description="List the runs you imported with what the advisor predicts for each "
                                           "(at import and now), the error factor and whether the range held.")
     p.add_argument("--json", action="store_true", help="print one advisor.runs/1 JSON document")
-    p.add_argument("--forget", type=int, metavar="ID", default=None, help="delete the run with this id")
+    p.add_argument("--forget", type=run_id, metavar="ID", default=None, help="delete the run with this id")
     p.add_argument("--reset", action="store_true", help="delete every imported run")
     add_fake_gpu(p)
     p.set_defaults(run=run, runs_action=None)
@@ -123,11 +137,11 @@ def _import(args) -> int:
     docs = [(run_id, added, rec) for (run_id, added), rec in zip(ids, records)]
     if args.json:
         return _list(args, only={rid for rid, _, _ in docs}, catalog=catalog, machine=machine)
-    for run_id, added, rec in docs:
+    for rid, added, rec in docs:
         what = "imported" if added else "already imported (same content)"
-        print(f"run {run_id}: {what}: {rec.kind} {rec.model or '(model unknown)'} on "
-              f"{rec.accelerator_id or rec.accelerator_name or 'an unknown accelerator'} x{rec.devices}, "
-              f"{rec.machine_note}")
+        echo(f"run {rid}: {what}: {rec.kind} {cell(rec.model or '(model unknown)')} on "
+             f"{cell(rec.accelerator_id or rec.accelerator_name or 'an unknown accelerator')} x{rec.devices}, "
+             f"{rec.machine_note}" + "".join(f"; {n}" for n in rec.notes))
     return 0
 
 
@@ -164,17 +178,20 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
 
 
 def _fmt(v, spec=".0f") -> str:
-    return "-" if v is None else format(v, spec)
+    """A figure for a fixed-width cell: ``spec``, or 3 significant digits when that would be longer than 10."""
+    if v is None:
+        return "-"
+    text = format(v, spec)
+    return text if len(text) <= 10 else format(v, ".3g")
 
 
 def _line(r: dict) -> str:
+    """One row of the runs table; every text from a run file goes through ``_terminal.cell``."""
     pi, pn = r["predicted_at_import"] or {}, r["predicted_now"] or {}
     held = {True: "held", False: "missed", None: "-"}[r["range_held"]]
     where = "this" if r["machine"]["this_machine"] else "other"
-    model = (r["model"] or "-")[:24]
-    acc = f"{r['accelerator']['id'] or '?'} x{r['accelerator']['devices']}"
-    return (f"{r['id']:>4}  {r['recorded_at'][:10]:10}  {r['kind']:12}  {r['compared']['label']:13}  {model:24}  {acc:14}  "
-            f"{_fmt(r['compared']['measured']):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
+    model = cell(r["model"] or "-", 24)
+    acc = f"{cell(r['accelerator']['id'] or '?', 10)} x{r['accelerator']['devices']}"
+    return (f"{r['id']:>4}  {cell(r['recorded_at'][:10], 10):10}  {r['kind']:12}  {r['compared']['label']:13}  "
+            f"{model:24}  {acc:14}  {_fmt(r['compared']['measured']):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
             f"{_fmt(pn.get('tokens_per_s')):>10}  {_fmt(r['error_factor'], '.2f'):>6}  {held:5}  {where}")
-
-

@@ -39,6 +39,13 @@ from advisor.estimate.run_record import RunRecord
 OTHER_MACHINE_WEIGHT = 0.5
 MIN_PAIRS = 4  # the conformal rule needs ceil((n+1)*0.8) <= n
 MIN_WIDTH_LOG = math.log(1.05)
+PAIR_RECORDS = 32  # the records whose pairs give the 80 % range (module docstring)
+# The least efficiency a record or a probe teaches (utilisation or bandwidth efficiency, 0.01 %; the quick
+# training-step probe of a small model on a CPU measures about 0.07 %): below it something other than the
+# hardware bounded the run (offloading, swapping, contention). Every learned value lies in
+# [EFFICIENCY_FLOOR, 1], so no stored record can make a plan's time overflow (advisor.runs.plausible notes
+# such records at import).
+EFFICIENCY_FLOOR = 1e-4
 LORA = ("lora", "qlora")
 SOLVE_STEPS = 100  # bisection halvings of log(hi/lo): far below a part in a million for any bracket used here
 
@@ -106,7 +113,7 @@ def record_utilisation(rec: RunRecord, peak_flops: float | None) -> float | None
         return None
     per_token = training_flops_per_token(rec.params, rec.layers, rec.hidden, rec.seq_len, rec.workload, rec.recompute)
     u = m.tokens_per_s * per_token / (rec.devices * peak_flops)
-    return u if 0.0 < u <= 1.0 else None
+    return u if EFFICIENCY_FLOOR <= u <= 1.0 else None
 
 
 def size_factor(model: U.UtilisationModel, params_from: float, seq_from: int, params_to: float, seq_to: int) -> float:
@@ -136,6 +143,16 @@ def _weight(rec: RunRecord, machine_id: str | None, dsize: float, dlen: float) -
     return m / (1.0 + abs(dsize) + abs(dlen) / 2.0)
 
 
+def _pair_errors(items: Sequence[tuple[float, object, RunRecord]], value: Callable[[object], float]) -> list[float]:
+    """The transfer errors between records, each item ``(weight, figures, record)`` with ``value(figures)``
+    such that predicting record j from record i errs by ``value_j - value_i``: every ordered pair among the
+    ``PAIR_RECORDS`` records that weigh most for the target (the newest first among equals), so a plan costs
+    O(n) in the n matching records, not O(n^2)."""
+    newest = sorted(items, key=lambda v: v[2].recorded_at, reverse=True)
+    vals = [value(f) for _, f, _ in sorted(newest, key=lambda v: -v[0])[:PAIR_RECORDS]]
+    return [vj - vi for i, vi in enumerate(vals) for j, vj in enumerate(vals) if i != j]
+
+
 def _width(pair_errors: Sequence[float], base: float) -> float:
     """The 80 % half-width from the transfers between the user's records (module docstring)."""
     errs = sorted(abs(e) for e in pair_errors)
@@ -145,8 +162,7 @@ def _width(pair_errors: Sequence[float], base: float) -> float:
 
 
 def _origin(used: list[tuple[float, RunRecord]], machine_id: str | None, what: str) -> str:
-    used = sorted(used, key=lambda wr: -wr[0])
-    rec = used[0][1]
+    rec = min(used, key=lambda wr: -wr[0])[1]  # the first of the heaviest (as a stable sort's first)
     where = "" if machine_id and rec.machine_id == machine_id else ", on another machine with the same accelerator"
     more = f" and {len(used) - 1} more" if len(used) > 1 else ""
     return f"from your run of {rec.date} ({rec.file_name}){where}{more}: {what}"
@@ -179,7 +195,7 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         if (rec.simulated or rec.accelerator_id != acc.id or not rec.training or _family(rec.workload) != _family(workload)
                 or not _software_matches(rec, software) or acc.peak_precision(rec.precision or "bf16") != rate):
             continue
-        u = taught_value(rec, "tokens_per_s", forward) if forward is not None \
+        u = taught_value(rec, "tokens_per_s", forward, key=acc.id) if forward is not None \
             else record_utilisation(rec, acc.peak_flops(rec.precision or "bf16"))
         if u is None:
             continue
@@ -189,9 +205,12 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         found.append((w, math.log(u * f), rec))
     if found:
         total = sum(w for w, _, _ in found)
-        u = min(1.0, math.exp(sum(w * lu for w, lu, _ in found) / total))
-        errors = [math.log(uj) - math.log(ui * size_factor(model, ri.params, ri.seq_len, rj.params, rj.seq_len))
-                  for ui, ri in usable for uj, rj in usable if ri is not rj]
+        u = min(1.0, max(EFFICIENCY_FLOOR, math.exp(sum(w * lu for w, lu, _ in found) / total)))
+        # record j predicted from record i: log uj - log(ui * size_factor(i -> j)), the size factor being
+        # exp(b_p * dlog10 P), so each pair's error is a difference of one value per record
+        b_p = model.coefficients[U.FEATURES.index("log10_params_per_1e10")]
+        errors = _pair_errors([(w, (ui, ri), ri) for (w, _, _), (ui, ri) in zip(found, usable)],
+                              lambda v: math.log(v[0]) - b_p * math.log10(v[1].params))
         width = _width(errors, model.half_width_calibrated_log)
         if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
             width = max(width, model.half_width_log)
@@ -199,7 +218,7 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
         return Learned(u, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
                        tuple(r for _, _, r in found))
     mfu = getattr(calib, "mfu", None)
-    if mfu and calib.applies_to(acc.id):
+    if mfu and mfu >= EFFICIENCY_FLOOR and calib.applies_to(acc.id):
         return Learned(mfu, f"measured on this machine ({calib.source}, {calib.measured_at[:10]})", "calibrated",
                        model.half_width_calibrated_log)
     return None
@@ -259,7 +278,7 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
         if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
                 or not _software_matches(rec, runtime)):
             continue
-        k = taught_value(rec, figure, forward)
+        k = taught_value(rec, figure, forward, key=acc.id)
         if k is None:
             continue
         found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
@@ -267,7 +286,7 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
         return None
     total = sum(w for w, _, _ in found)
     k = math.exp(sum(w * lk for w, lk, _ in found) / total)
-    errors = [lj - li for _, li, ri in found for _, lj, rj in found if ri is not rj]
+    errors = _pair_errors(found, lambda lk: lk)  # the records that weigh most: O(n) in the records
     width = _width(errors, base_width_log)
     if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
         width = max(width, width_log)
@@ -291,14 +310,29 @@ def taught_figure(rec: RunRecord, figure: str) -> float | None:
 MIN_UTILISATION = 1e-4  # the utilisations a training record is solved between: (MIN_UTILISATION, 1]
 
 
-def taught_value(rec: RunRecord, figure: str, forward: Callable[[RunRecord], Forward | None]) -> float | None:
+_TAUGHT: dict[tuple, float | None] = {}  # (record, figure, accelerator) -> what it teaches: solved once
+TAUGHT_MAX = 8192
+
+
+def taught_value(rec: RunRecord, figure: str, forward: Callable[[RunRecord], Forward | None],
+                 key: str | None = None) -> float | None:
     """What one record teaches: for ``figure`` ``tokens_per_s`` of a training run its utilisation, for a serving
     figure (``SERVING_FIGURES``) the runtime's factor; the value at which ``forward`` (the plan of the record's own
     job) gives the measured figure back, or None when no value in range does (a run faster than the model allows,
-    or one it cannot plan)."""
+    or one it cannot plan). ``key`` (the accelerator the forward model plans on) keeps the solve: a record teaches
+    the same on every plan, so a listing of n records solves each once (O(n) solves, not O(n^2))."""
+    memo = (rec, figure, key) if key is not None else None
+    if memo is not None and memo in _TAUGHT:
+        return _TAUGHT[memo]
     if figure == "tokens_per_s":
-        return _solved(forward, rec, rec.measured.tokens_per_s, MIN_UTILISATION, 1.0)
-    return _solved(forward, rec, taught_figure(rec, figure), 1.0 / MAX_SCALE, MAX_SCALE)
+        value = _solved(forward, rec, rec.measured.tokens_per_s, MIN_UTILISATION, 1.0)
+    else:
+        value = _solved(forward, rec, taught_figure(rec, figure), 1.0 / MAX_SCALE, MAX_SCALE)
+    if memo is not None:
+        if len(_TAUGHT) >= TAUGHT_MAX:
+            _TAUGHT.clear()
+        _TAUGHT[memo] = value
+    return value
 
 
 def _solved(forward: Callable[[RunRecord], Forward | None] | None, rec: RunRecord, measured: float | None,

@@ -296,10 +296,12 @@ class Job(BaseModel):
     other_use_hours_per_month: float = _field(0.0, unit="hours a month", help="other work on the same hardware a "
                                               "month, sharing its monthly costs (with --jobs-per-month)",
                                               group="hardware", ge=0, le=744)
+    # at least 10 W: the smallest board power in the catalog is the T4's 70 W, and no board takes a limit near
+    # zero (a limit of 1e-300 W gave a 183-digit number of years); the flag, --set, a scenario and --json read it here
     power_limit_w: float | None = _field(None, unit="W", help="power limit your GPUs, a rig or a server run at "
                                          "(nvidia-smi -pl), below their board power: the tensor units clock down and "
                                          "draw less (docs/method.md, 'Power limit'); cloud instances keep theirs; "
-                                         "default: the board power", group="hardware", gt=0, le=5000)
+                                         "default: the board power", group="hardware", ge=10, le=5000)
     mfu: float | None = _field(None, unit="fraction of dense peak", help="override the utilisation prior",
                                group="hardware", gt=0, le=1)
     spot_offers: bool = _field(True, help="list cloud spot offers (--no-spot leaves them out)", group="hardware",

@@ -5,7 +5,9 @@ reads hardware. The rules (docs/monitor.md, "Per-process books"):
 
 * **Energy of a GPU over a tick**: the driver's cumulative energy counter where both readings have it
   (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver loaded; a counter that goes back is a
-  reset and that tick falls back to power), else the trapezoid of the two power readings times the tick.
+  reset, and one reading NVML's "no value" (``NVML_VALUE_NOT_AVAILABLE_ulonglong``, 2^64-1 mJ) or growing by
+  more than the power limit allows over the tick is a fault: that tick falls back to power), else the
+  trapezoid of the two power readings times the tick. Either is capped at the power limit times the tick.
 * **Shared between the processes on that GPU** by their utilisation share (each process's SM utilisation from
   ``nvmlDeviceGetProcessUtilization`` over the sum of them); equally when no process reports utilisation or all
   report 0. A GPU with no process keeps its energy unattributed (idle), so the processes' energy sums to the
@@ -26,6 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 J_PER_KWH = 3.6e6
+# NVML's "no value" for an unsigned long long (nvml.h, NVML_VALUE_NOT_AVAILABLE_ulonglong = ~0ULL), in joules
+# once the backend has divided the millijoules by 1000: any counter reading this high is that sentinel.
+NVML_NO_VALUE_J = (2**64 - 1) / 1000.0
 
 
 @dataclass(frozen=True)
@@ -82,15 +87,28 @@ class _Acc:
 
 
 def gpu_energy_j(prev, now, dt_s: float) -> float:
-    """A GPU's energy over one tick: the counter's difference, else the trapezoid of the power readings."""
+    """A GPU's energy over one tick: the counter's difference, else the trapezoid of the power readings; at
+    most the power limit times the tick where a limit is known (a counter growing faster than that is a fault,
+    and the tick falls back to power)."""
     if dt_s <= 0:
         return 0.0
-    e0, e1 = getattr(prev, "energy_j", None), getattr(now, "energy_j", None)
-    if e0 is not None and e1 is not None and e1 >= e0 and math.isfinite(e1 - e0):
+    limits = [w for w in (getattr(prev, "power_limit_w", None), getattr(now, "power_limit_w", None))
+              if w is not None and math.isfinite(w) and w > 0]
+    cap = max(limits) * dt_s if limits else math.inf
+    e0, e1 = _counter(prev), _counter(now)
+    if e0 is not None and e1 is not None and e1 >= e0 and e1 - e0 <= cap:
         return float(e1 - e0)
     p0, p1 = getattr(prev, "power_w", None), getattr(now, "power_w", None)
     watts = [p for p in (p0, p1) if p is not None and math.isfinite(p) and p >= 0]
-    return sum(watts) / len(watts) * dt_s if watts else 0.0
+    return min(cap, sum(watts) / len(watts) * dt_s) if watts else 0.0
+
+
+def _counter(sample) -> float | None:
+    """A reading of the energy counter, None when absent, not finite or the driver's "no value"."""
+    e = getattr(sample, "energy_j", None)
+    if e is None or not math.isfinite(e) or e < 0 or e >= NVML_NO_VALUE_J * (1 - 1e-9):
+        return None
+    return float(e)
 
 
 def shares(processes: Sequence) -> list[float]:
@@ -175,16 +193,24 @@ class Books:
         """The books of every running process on each GPU it uses, by ``(pid, gpu index)``."""
         return {(a.pid, min(a.gpus)): self._books(a) for a in self._open.values()}
 
-    def of(self, pid: int) -> ProcessBooks | None:
-        """The running books of one PID over all its GPUs (``merge``), or None."""
-        found = [self._books(a) for a in self._open.values() if a.pid == pid]
+    def of(self, pid: int, started_s: float | None = None) -> ProcessBooks | None:
+        """The running books of one process over all its GPUs (``merge``), or None; ``started_s`` (when
+        known) tells a process from another that reused its PID."""
+        found = [self._books(a) for a in self._open.values()
+                 if a.pid == pid and (started_s is None or a.started_s == started_s)]
         return merge(found) if found else None
 
     def close(self) -> list[ProcessBooks]:
-        """End every open account (the monitor stops) and return their final books."""
+        """End every open account (the monitor stops) and return their final books; each account is closed
+        once (a second call returns nothing)."""
         out = [self._final(a) for a in self._open.values()]
         self._open.clear()
         return out
+
+
+def process_key(b: ProcessBooks) -> tuple[int, float | None]:
+    """What tells one process from another: its PID and start time (a PID can be reused)."""
+    return (b.pid, b.started_s)
 
 
 def merge(books: Sequence[ProcessBooks]) -> ProcessBooks:

@@ -3,10 +3,12 @@
     keeper = BookKeeper(sampler, usd_per_kwh=0.30, on_end=print_summary)
     sampler.add_listener(keeper)          # before any listener that shows the books
     keeper.current()                      # {(pid, gpu): ProcessBooks} of the running processes
-    keeper.finish()                       # the monitor stops: every open account closes (their summaries)
+    keeper.finish()                       # the monitor stops: every process's books, each closed once
 
 ``on_end(books)`` is called with one process's merged books (all its GPUs) when it ends, on the sampler
-thread; keep it quick. Also ``processes_csv(path, books)`` writes the books as a CSV table.
+thread; keep it quick. A process is one PID with one start time: a reused PID is another process, with books
+of its own. Also ``write_processes_csv(path, books)`` writes the books as a CSV table, each text cell guarded
+against spreadsheet formulas (``units.csv_safe``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from advisor.monitor.accounting import Books, ProcessBooks, merge
+from advisor.monitor.accounting import Books, ProcessBooks, merge, process_key
 from advisor.store.atomic import write_atomic
+from advisor.units import csv_safe
 
 BOOK_FIELDS = ("gpu_hours", "energy_j", "cost_usd", "peak_gpu_mem_bytes", "mean_util_pct")
 CSV_COLUMNS = ("pid", "name", "gpus", "first_seen_s", "last_seen_s", "ended", *BOOK_FIELDS)
@@ -38,16 +41,17 @@ class BookKeeper:
         with self._lock:
             done = self.books.update(sample.time_s, sample.gpus, self.sampler.processes())
             self._current = self.books.current()
-        for b in self._merge_by_pid(done):
-            self.ended.append(b)
+            done = self._merge_by_pid(done)
+            self.ended.extend(done)
+        for b in done:
             if self.on_end is not None:
                 self.on_end(b)
 
     @staticmethod
     def _merge_by_pid(books: list[ProcessBooks]) -> list[ProcessBooks]:
-        groups: dict[int, list[ProcessBooks]] = {}
+        groups: dict[tuple, list[ProcessBooks]] = {}
         for b in books:
-            groups.setdefault(b.pid, []).append(b)
+            groups.setdefault(process_key(b), []).append(b)
         return [merge(g) for g in groups.values()]
 
     def current(self) -> dict:
@@ -55,17 +59,18 @@ class BookKeeper:
         with self._lock:
             return dict(self._current)
 
-    def of(self, pid: int) -> ProcessBooks | None:
+    def of(self, pid: int, started_s: float | None = None) -> ProcessBooks | None:
         with self._lock:
-            return self.books.of(pid)
+            return self.books.of(pid, started_s)
 
     def finish(self) -> list[ProcessBooks]:
-        """Close every open account; returns (and keeps in ``ended``) their merged books."""
+        """Close every open account and return the books of every process seen, oldest end first: those that
+        ended while the monitor ran and those it closed now, each once (a second call closes nothing more)."""
         with self._lock:
             done = self._merge_by_pid(self.books.close())
             self._current = {}
-        self.ended.extend(done)
-        return done
+            self.ended.extend(done)
+            return list(self.ended)
 
 
 def book_values(b: ProcessBooks | None) -> dict:
@@ -81,7 +86,7 @@ def write_processes_csv(path: str | Path, books: list[ProcessBooks]) -> None:
     w = csv.writer(buf)
     w.writerow(CSV_COLUMNS)
     for b in books:
-        w.writerow([b.pid, b.name or "", " ".join(map(str, b.gpus)), f"{b.first_seen_s:.3f}", f"{b.last_seen_s:.3f}",
+        w.writerow([b.pid, csv_safe(b.name or ""), " ".join(map(str, b.gpus)), f"{b.first_seen_s:.3f}", f"{b.last_seen_s:.3f}",
                     int(b.ended), f"{b.gpu_hours:.6f}", f"{b.energy_j:.3f}", f"{b.cost_usd:.6f}",
                     "" if b.peak_gpu_mem_bytes is None else b.peak_gpu_mem_bytes,
                     "" if b.mean_util_pct is None else f"{b.mean_util_pct:.2f}"])

@@ -225,8 +225,15 @@ def _header_lines(r: LaunchResources, doc: dict, model: str, comment: str) -> li
             f"gpus_per_node={r.gpus_per_node} time_limit_s={r.time_limit_s}"]
 
 
+def path_word(path: str) -> str:
+    """A file path as a launcher's word that cannot be read as an option: ``./--x`` for ``--x`` (the same
+    file; a quoted word is still an option to the program that parses it)."""
+    path = str(path)
+    return "./" + path if path.startswith("-") else path
+
+
 def _script(script: str, script_args) -> str:
-    return " ".join(shlex.quote(a) for a in (script, *script_args))
+    return " ".join(shlex.quote(a) for a in (path_word(script), *script_args))
 
 
 def render_torchrun(doc: dict, option_id: str, *, script: str = "train.py", script_args=(), **kw) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from advisor.report.launch import SKYPILOT_ACCELERATORS, SKYPILOT_CLOUDS, LaunchError, _safe, _yaml_dump
+from advisor.report.launch import SKYPILOT_ACCELERATORS, SKYPILOT_CLOUDS, LaunchError, _safe, _yaml_dump, path_word
 
 SERVE_KINDS = ("vllm", "llama-server", "sglang", "skypilot")
 RUNTIME_OF = {"vllm": "vllm", "llama-server": "llama.cpp", "sglang": "sglang"}
@@ -66,11 +66,18 @@ def pick_option(doc: dict, kind: str, option_id: str | None = None) -> dict:
 
 
 def _words(kind: str, doc: dict, o: dict, port: int | None = None) -> list[str]:
+    """The server's argument words. The model can never be read as an option: SGLang takes it as
+    ``--model-path=NAME`` (argparse reads the rest of the word as the value), llama.cpp a GGUF path that
+    starts ``./`` when the name starts with ``-``, and vLLM, which takes the model as its one positional
+    argument, refuses such a name (a ``--trust-remote-code`` model would become that flag)."""
     launch = o.get("launch") or {}
     repo = model_repo(doc)
     tp = int(launch.get("tp") or 1)
     port = port or PORTS.get(kind, 8000)
     if kind == "vllm":
+        if repo.startswith("-"):
+            raise LaunchError(f"launch: the model name {_safe(repo)!r} starts with '-': vllm serve would read it as "
+                              "an option; name the model by its Hugging Face repository or a path")
         words = ["vllm", "serve", repo, "--tensor-parallel-size", str(tp),
                  "--max-num-seqs", str(launch.get("max_num_seqs", 256)),
                  "--max-model-len", str(launch.get("max_model_len", 4096)),
@@ -78,7 +85,7 @@ def _words(kind: str, doc: dict, o: dict, port: int | None = None) -> list[str]:
                  "--kv-cache-dtype", "fp8" if int(launch.get("kv_cache_bits") or 16) == 8 else "auto"]
         return words + ["--port", str(port)]
     if kind == "sglang":
-        words = ["python", "-m", "sglang.launch_server", "--model-path", repo, "--tp-size", str(tp),
+        words = ["python", "-m", "sglang.launch_server", f"--model-path={repo}", "--tp-size", str(tp),
                  "--max-running-requests", str(launch.get("max_num_seqs", 256)),
                  "--context-length", str(launch.get("max_model_len", 4096)),
                  "--mem-fraction-static", f"{float(launch.get('gpu_memory_utilization', 0.88)):g}",
@@ -90,7 +97,8 @@ def _words(kind: str, doc: dict, o: dict, port: int | None = None) -> list[str]:
         ctx = int(launch.get("ctx_size") or slots * int(launch.get("max_model_len", 4096)))
         fmt = str(launch.get("weight_format") or (doc.get("model") or {}).get("weight_format") or "f16").upper()
         gguf = f"{doc.get('model', {}).get('name') or 'model'}-{fmt}.gguf".replace(" ", "-")
-        words = ["llama-server", "-m", gguf, "-ngl", "999", "-c", str(ctx), "-np", str(slots), "--flash-attn", "on"]
+        words = ["llama-server", "-m", path_word(gguf), "-ngl", "999", "-c", str(ctx), "-np", str(slots),
+                 "--flash-attn", "on"]
         split = launch.get("tensor_split")
         if isinstance(split, list) and len(split) > 1 and all(isinstance(x, (int, float)) for x in split):
             words += ["--split-mode", "layer", "--tensor-split", ",".join(f"{float(x):g}" for x in split)]

@@ -6,8 +6,11 @@
 Read (the file is recognised by its content, not its name): a Hugging Face Trainer ``trainer_state.json``
 (``trainer``), ``llama-bench`` JSON, JSONL or CSV (``llama_bench``), a ``vllm bench serve --save-result`` JSON
 (``vllm_bench``), SGLang's ``bench_serving`` JSON lines (``sglang_bench``), a GuideLLM report (``guidellm``) and
-the advisor's own job recording (``monitor_job``). Every file is read bounded and
-validated at this border; a bad one raises ``RunImportError`` (one line: the file and the reason).
+the advisor's own job recording (``monitor_job``). Every file is read bounded and validated at this border; a bad
+one raises ``RunImportError`` (one line: the file and the reason). Each record is then validated whole with the
+schema the run store reads rows with (``runs.record``) and its figures against what its hardware allows
+(``runs.plausible``): a figure that overflows, or that no hardware of its kind can reach, is refused the same way,
+so no imported record can make a later plan fail.
 """
 
 from __future__ import annotations
@@ -17,19 +20,56 @@ from pathlib import Path
 from advisor.estimate.run_record import RunRecord
 from advisor.runs import guidellm, llama_bench, monitor_job, sglang_bench, trainer, vllm_bench
 from advisor.runs.common import ImportOptions, RunImportError, parse_json, read_bytes
+from advisor.runs.plausible import check_plausible
+from advisor.runs.record import checked_record
 
-__all__ = ["ImportOptions", "RunImportError", "import_file"]
+__all__ = ["ImportOptions", "RunImportError", "checked", "import_file"]
 
 
-def import_file(path: str | Path, opts: ImportOptions | None = None) -> list[RunRecord]:
+def import_file(path: str | Path, opts: ImportOptions | None = None, catalog=None) -> list[RunRecord]:
     """The run records of one file (a llama-bench file may hold several models); a Trainer's output folder
     stands for its ``trainer_state.json``.
 
+    Args:
+        catalog: the catalog the figures are checked against (default: ``load_catalog()``).
     Raises:
-        RunImportError: unreadable, truncated, hostile or unrelated content.
+        RunImportError: unreadable, truncated, hostile or unrelated content, or a figure out of range.
     """
     path = Path(path)
     opts = opts or ImportOptions()
+    try:
+        records = _read(path, opts)
+    except RunImportError:
+        raise
+    except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure the record refuses (it overflowed)
+        raise RunImportError(path, f"a figure out of range ({exc})") from None
+    except RecursionError:
+        raise RunImportError(path, "JSON nested too deeply") from None
+    return checked(path, records, catalog)
+
+
+def checked(path: str | Path, records: list[RunRecord], catalog=None) -> list[RunRecord]:
+    """``records`` validated whole (``runs.record``) and against their hardware (``runs.plausible``): what
+    every record goes through before it is stored.
+
+    Raises:
+        RunImportError: naming the file and the first bad figure.
+    """
+    if catalog is None:
+        from advisor.catalog import load_catalog
+
+        catalog = load_catalog()
+    out = []
+    for rec in records:
+        try:
+            out.append(check_plausible(checked_record(rec), catalog))
+        except ValueError as exc:  # ImplausibleRun too
+            name = f" ({rec.model})" if len(records) > 1 and rec.model else ""
+            raise RunImportError(path, f"record{name}: {exc}") from None
+    return out
+
+
+def _read(path: Path, opts: ImportOptions) -> list[RunRecord]:
     if path.is_dir() and (path / "trainer_state.json").is_file():  # a Trainer's output folder
         path = path / "trainer_state.json"
     data = read_bytes(path)

@@ -72,9 +72,14 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
-def parse_json(path: Path, data: bytes):
-    """JSON of the file, or ``RunImportError`` (truncated, not UTF-8, NaN/Infinity, nesting too deep)."""
+def parse_json(path: Path, data: bytes, infinity: bool = False):
+    """JSON of the file, or ``RunImportError`` (truncated, not UTF-8, NaN/Infinity, nesting too deep).
+
+    ``infinity``: read a bare ``Infinity`` as the float (SGLang's bench_serving writes an unbounded request rate
+    so, as Python's json does); NaN and -Infinity stay refused, and each figure is validated downstream."""
     def _no_constant(name: str):
+        if infinity and name == "Infinity":
+            return float("inf")
         raise ValueError(f"{name} is not a number JSON allows")
 
     try:

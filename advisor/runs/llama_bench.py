@@ -28,8 +28,10 @@ from advisor.runs.common import (
     content_hash,
     file_time,
     machine_of,
+    parse_json,
     validation_reason,
 )
+from advisor.runs.record import iso_time
 
 REQUIRED = ("model_type", "model_size", "model_n_params", "n_prompt", "n_gen", "avg_ts")
 MAX_ROWS = 100_000
@@ -66,14 +68,12 @@ def rows_of(path: Path, text: str) -> list[dict] | None:
     """The tests of a JSONL or CSV file (None when it is neither); JSON arrays are parsed by the caller."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and lines[0].lstrip().startswith("{"):
-        import json
-
         out = []
         for n, ln in enumerate(lines, 1):
             try:
-                row = json.loads(ln)
-            except ValueError as exc:
-                raise RunImportError(path, f"line {n}: not valid JSON ({exc})") from None
+                row = parse_json(path, ln.encode("utf-8", "surrogatepass"), infinity=True)  # SGLang's rate
+            except RunImportError as exc:
+                raise RunImportError(path, f"line {n}: {exc.reason}") from None
             if not isinstance(row, dict):
                 raise RunImportError(path, f"line {n}: not a JSON object")
             out.append(row)
@@ -153,12 +153,12 @@ def read_llama_bench(path: Path, data: bytes, rows: list, opts: ImportOptions) -
         if pp:
             best = max(pp, key=lambda t: t.n_prompt)
             records.append(RunRecord(
-                content_sha256=content_hash(data, repr(key), "pp"), recorded_at=best.test_time or file_time(path),
+                content_sha256=content_hash(data, repr(key), "pp"), recorded_at=iso_time(best.test_time) or file_time(path),
                 measured=Measured(prefill_tokens_per_s=best.avg_ts), prompt_tokens=best.n_prompt, **common))
         if tg:
             best = max(tg, key=lambda t: t.n_gen)
             records.append(RunRecord(
-                content_sha256=content_hash(data, repr(key), "tg"), recorded_at=best.test_time or file_time(path),
+                content_sha256=content_hash(data, repr(key), "tg"), recorded_at=iso_time(best.test_time) or file_time(path),
                 measured=Measured(tokens_per_s=best.avg_ts, decode_tokens_per_s=best.avg_ts),
                 output_tokens=best.n_gen, **common))
     if not records:

@@ -9,10 +9,11 @@ but teaches the planner nothing about speed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from advisor.catalog.records import check_id
 from advisor.estimate.run_record import WORKLOADS, Measured, RunRecord
 from advisor.runs.common import (
     MAX_COUNT,
@@ -21,15 +22,20 @@ from advisor.runs.common import (
     content_hash,
     validation_reason,
 )
+from advisor.runs.record import MAX_DURATION_S, MIN_DURATION_S, iso_time
 
 SCHEMA = "advisor.job/1"
+# an id in a recording (the catalog id of a GPU, the machine's fingerprint) is checked as an id: no newline
+# or escape can reach the runs table through it
+_Id = Annotated[str, Field(max_length=128), AfterValidator(check_id)]
+_When = Annotated[str, Field(max_length=64), AfterValidator(lambda v: iso_time(v, strict=True))]
 
 
 class _Gpu(BaseModel):
     model_config = ConfigDict(extra="ignore")
     index: int = Field(ge=0, le=4096)
     name: str | None = Field(default=None, max_length=200)
-    catalog_id: str | None = Field(default=None, max_length=100)
+    catalog_id: _Id | None = None
 
 
 class _Job(BaseModel):
@@ -37,10 +43,10 @@ class _Job(BaseModel):
     schema_: str = Field(alias="schema")
     pid: int = Field(ge=0, le=2**31)
     name: str | None = Field(default=None, max_length=1000)
-    started_at: str = Field(max_length=64)
-    duration_s: float = Field(gt=0, le=1e9, allow_inf_nan=False)
+    started_at: _When
+    duration_s: float = Field(ge=MIN_DURATION_S, le=MAX_DURATION_S, allow_inf_nan=False)
     gpus: list[_Gpu] = Field(default_factory=list, max_length=4096)
-    machine_id: str | None = Field(default=None, max_length=64)
+    machine_id: _Id | None = None
     simulated: bool = False
     gpu_hours: float = Field(ge=0, le=1e9, allow_inf_nan=False)
     energy_j: float | None = Field(default=None, ge=0, le=1e15, allow_inf_nan=False)

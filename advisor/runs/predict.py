@@ -71,7 +71,25 @@ def teaches(rec: RunRecord, catalog) -> bool | None:
         what, figure = "prefill", "prefill_tokens_per_s"
     else:
         what, figure = "decode", "decode_tokens_per_s"
-    return taught_value(rec, figure, lambda r: record_forward(r, acc, what)) is not None
+    return taught_value(rec, figure, lambda r: record_forward(r, acc, what), key=acc.id) is not None
+
+
+_INDEX: dict[int, tuple[tuple, dict]] = {}  # id(runs) -> (runs, {accelerator id: records}), the last few
+
+
+def _by_accelerator(runs: tuple) -> dict[str, tuple[RunRecord, ...]]:
+    """The records by accelerator id, worked out once per tuple of records (a listing predicts every record
+    against the same tuple)."""
+    hit = _INDEX.get(id(runs))
+    if hit is not None and hit[0] is runs:
+        return hit[1]
+    index: dict[str, list] = {}
+    for r in runs:
+        index.setdefault(r.accelerator_id, []).append(r)
+    if len(_INDEX) > 8:
+        _INDEX.clear()
+    _INDEX[id(runs)] = (runs, {k: tuple(v) for k, v in index.items()})
+    return _INDEX[id(runs)][1]
 
 
 def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool = True) -> Prediction | None:
@@ -89,8 +107,10 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
     values = request_values(rec)
     if values is None:
         return None
-    if leave_out and calibration is not None and getattr(calibration, "runs", ()):
-        others = tuple(r for r in calibration.runs if r.content_sha256 != rec.content_sha256)
+    if calibration is not None and getattr(calibration, "runs", ()):
+        # the plan is of the record's accelerator only: the records of other accelerators never match it
+        same = _by_accelerator(calibration.runs).get(rec.accelerator_id, ())
+        others = tuple(r for r in same if not leave_out or r.content_sha256 != rec.content_sha256)
         calibration = dataclasses.replace(calibration, runs=others)
     result = None
     for _ in range(2):

@@ -27,10 +27,14 @@ from pathlib import Path
 
 from advisor import paths
 from advisor.estimate.run_record import RunRecord
+from advisor.runs.record import checked_record
 from advisor.store.sqlite_file import open_store, why
+from advisor.untrusted import plain_text
 
 SCHEMA_VERSION = 1
 FILE_NAME = "runs.sqlite3"
+MAX_RUN_ID = 2**63 - 1  # SQLite's INTEGER PRIMARY KEY is a signed 64-bit integer
+_WARNED: set[tuple[str, int]] = set()  # (store, row id) of the damaged rows warned about in this process
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -44,6 +48,21 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_time ON runs (recorded_at);
 """
+
+
+def _prediction(doc) -> dict | None:
+    """A stored prediction (``runs.predict.Prediction.to_dict``) when it holds finite numbers and short
+    strings, else None (a damaged one is not shown)."""
+    import math
+
+    if not isinstance(doc, dict):
+        return None
+    nums = [doc.get(k) for k in ("tokens_per_s", "low", "high")]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in nums):
+        return None
+    if not all(isinstance(doc.get(k), str) and len(doc[k]) <= 2000 for k in ("source", "origin")):
+        return None
+    return {k: doc[k] for k in ("tokens_per_s", "low", "high", "source", "origin")}
 
 
 class RunStoreError(RuntimeError):
@@ -163,17 +182,24 @@ class RunStore:
         for rid, rec, imported, predicted in self._read(
                 "SELECT id, record, imported_at, predicted_at_import FROM runs ORDER BY recorded_at, id"):
             try:
-                record = RunRecord.from_dict(json.loads(rec))
-                pred = json.loads(predicted) if predicted else None
-            except (ValueError, TypeError) as exc:
-                print(f"warning: run {rid} in {self.path} cannot be read ({exc}); skipped", file=sys.stderr)
+                record = checked_record(json.loads(rec))  # the import's schema, every field
+                pred = _prediction(json.loads(predicted) if predicted else None)
+                if not isinstance(imported, str):
+                    raise ValueError("imported_at: not a date")
+            except (ValueError, TypeError, RecursionError) as exc:
+                if (str(self.path), rid) not in _WARNED:  # one warning a row, however often it is read
+                    _WARNED.add((str(self.path), rid))
+                    print(plain_text(f"warning: run {rid} in {self.path} cannot be read ({exc}); skipped"),
+                          file=sys.stderr)
                 continue
-            out.append(RunEntry(int(rid), record, imported, pred if isinstance(pred, dict) else None))
+            out.append(RunEntry(int(rid), record, imported, pred))
         return out
 
     def forget(self, run_id: int) -> bool:
-        """Delete one run; False when there is no such id."""
-        return self._write("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
+        """Delete one run; False when there is no such id (or an id no row can have: SQLite's are 64-bit)."""
+        if isinstance(run_id, bool) or not isinstance(run_id, int) or not 1 <= run_id <= MAX_RUN_ID:
+            return False
+        return self._write("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
 
     def clear(self) -> int:
         """Delete every run; returns how many."""

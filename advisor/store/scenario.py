@@ -2,7 +2,9 @@
 
 A scenario file carries ``schema = "advisor.scenario/1"`` and a ``[plan]`` table whose keys are the long
 flag names of ``advisor plan`` with ``-`` written as ``_`` (the CLI contract (README, command line)). ``[assumptions]``
-(cost assumptions) and ``[notes]`` may follow; any other top-level table is kept as is and written back.
+(cost assumptions) and ``[notes]`` may follow; a ``[serve]`` table (a serving job) holds serving inputs only
+(its keys are checked; ``assumptions`` inside it is refused: it is the file's table); any other top-level table
+is kept as is and written back.
 
 This module checks structure and types only; value ranges and preset names are the planner's job.
 Older schema versions are migrated on load (see ``MIGRATIONS``); files are written atomically.
@@ -187,6 +189,21 @@ def _check_assumptions(table: Any, where: str) -> dict:
     return out
 
 
+def _check_serve_keys(table: Any, where: str) -> None:
+    """A ``[serve]`` table holds the inputs of a serving job only (``job.serve.SERVE_FIELDS``); the cost
+    assumptions and notes are tables of the file (``[assumptions]``, ``[notes]``), never silently ignored."""
+    from advisor.job.serve import SERVE_FIELDS
+
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{where}: serve: must be a table, got {type(table).__name__}")
+    for key in table:
+        if key in (*TABLE_KEYS, "sources"):
+            raise ScenarioError(f"{where}: serve.{key}: a table of the file, not of [serve]: write it as [{key}]")
+        if key not in SERVE_FIELDS:
+            hint = " (use '_' for '-')" if str(key).replace("-", "_") in SERVE_FIELDS else ""
+            raise ScenarioError(f"{where}: serve.{key}: unknown key{hint}")
+
+
 def scenario_from_dict(doc: Any, where: str = "<scenario>") -> Scenario:
     """Validate a parsed TOML document (any schema version) and return the current ``Scenario``.
 
@@ -207,6 +224,8 @@ def scenario_from_dict(doc: Any, where: str = "<scenario>") -> Scenario:
             hint = " (use '_' for '-')" if key.replace("-", "_") in PLAN_KEYS else ""
             raise ScenarioError(f"{where}: plan.{key}: unknown key{hint}")
         plan[key] = _check_plan_value(key, value, where)
+    if "serve" in doc:
+        _check_serve_keys(doc["serve"], where)
     assumptions = _check_assumptions(doc.get("assumptions", {}), where)
     notes = doc.get("notes", {})
     if not isinstance(notes, dict):

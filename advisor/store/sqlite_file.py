@@ -1,7 +1,8 @@
 """Open one of the advisor's SQLite files (probe history, run store) the same way.
 
 A file written by a newer advisor is refused (one line); a new or older file gets the schema; a file SQLite calls
-damaged or not a database is kept aside (``atomic.keep_aside``) with a warning and a new one is started; any other
+damaged or not a database is kept aside (``atomic.keep_aside``, by one process: under the file's lock, and only if
+it is still damaged when the lock is held) with a warning and a new one is started; any other
 failure (busy, read-only, full disk) leaves the file as it is. Every error is the caller's own error class, its
 message starting with what the file is ("probe history PATH: ...").
 """
@@ -12,7 +13,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from advisor.store.atomic import keep_aside
+from advisor.store.atomic import keep_aside, locked
 
 BUSY_TIMEOUT_S = 10.0
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # sqlite3.h primary result codes
@@ -48,12 +49,23 @@ def open_store(path: Path, *, what: str, ddl: str, schema_version: int, table: s
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise error(f"{what} {path}: {why(exc)}; the file is kept as it is") from None
-        aside = keep_aside(path)
-        print(f"warning: unreadable {what} kept aside as {aside} ({why(exc)})", file=sys.stderr)
-        try:
-            return _connect(path, what, ddl, schema_version, table, error)
-        except sqlite3.DatabaseError as again:
-            raise error(f"{what} {path}: {why(again)}") from None
+    # One mover: under the file's lock, look again (another process may have moved it aside and started a
+    # fresh file meanwhile); only a file still damaged is moved, by the process holding the lock.
+    try:
+        with locked(path):
+            try:
+                return _connect(path, what, ddl, schema_version, table, error)
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise error(f"{what} {path}: {why(exc)}; the file is kept as it is") from None
+                aside = keep_aside(path)
+                print(f"warning: unreadable {what} kept aside as {aside} ({why(exc)})", file=sys.stderr)
+            try:
+                return _connect(path, what, ddl, schema_version, table, error)
+            except sqlite3.DatabaseError as again:
+                raise error(f"{what} {path}: {why(again)}") from None
+    except OSError as exc:  # the lock could not be taken, or the file could not be moved
+        raise error(f"{what} {path}: damaged, and cannot be kept aside: {exc.strerror or exc}") from None
 
 
 def _connect(path: Path, what: str, ddl: str, schema_version: int, table: str, error) -> sqlite3.Connection:
