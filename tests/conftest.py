@@ -34,6 +34,9 @@ def advisor_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-hub"))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama-models"))
     monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(tmp_path / "lmstudio-models"))
+    from advisor.models import resolve
+
+    resolve._READ.clear()  # models read from Hub headers (--fetch-header) are this process's, not the next test's
     return home
 
 

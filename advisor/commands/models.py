@@ -72,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
             if args.fetch_header:
                 from advisor.models.remote import fetch_header_model
 
+                from advisor.models.resolve import remember
+
                 rm = fetch_header_model(args.spec[3:])
+                remember(args.spec, rm)  # the plan of this spec (the fits below) is of the headers read
             else:
                 rm = resolve_model(args.spec, catalog, download=args.download)
         except ModelSpecError as exc:

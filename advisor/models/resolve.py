@@ -21,6 +21,15 @@ def _is_explicit_path(spec: str) -> bool:
     return spec.startswith(("/", "./", "../", "~")) or "\\" in spec
 
 
+_READ: dict[str, ResolvedModel] = {}  # models this process read from elsewhere (--fetch-header), by their spec
+
+
+def remember(spec: str, model: ResolvedModel) -> None:
+    """Keep a model read from its file headers on the Hub (``models.remote``) under its spec, so a plan of the same
+    spec in this process resolves to it (nothing is written to disk)."""
+    _READ[spec.strip()] = model
+
+
 def resolve_model(spec: str, catalog, *, download: bool = False) -> ResolvedModel:
     """Resolve a model spec to the planner's architecture, with its name and provenance.
 
@@ -40,6 +49,8 @@ def resolve_model(spec: str, catalog, *, download: bool = False) -> ResolvedMode
     if spec in catalog.models:
         arch = catalog.models[spec]
         return ResolvedModel(arch=arch, name=arch.name, source="preset", location=arch.source)
+    if spec in _READ:
+        return _READ[spec]
     kind, _, rest = spec.partition(":")
     if kind == "hf" and rest:
         from advisor.models.hf import resolve_cached

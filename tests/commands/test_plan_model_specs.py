@@ -58,12 +58,13 @@ def test_gguf_file_plans_with_its_exact_weight_bytes(capsys, tmp_path):
     doc = json.loads(out)
     assert doc["model"]["params"] == expected["params"]
     assert doc["memory"]["per_device_bytes"]["weights"] == expected["bytes"]  # the tensors' bytes, not params x 2
-    # A quantisation asked for overrides the file's format: params x 8.5 bits (q8_0) / 8.
+    # A quantisation asked for overrides the file's format: params x 8.5 bits (q8_0) / 8, priced tensor by tensor
+    # (memory.format_weight_bytes: the tensors llama-quantize keeps at other types), within 1 %
     code, out, err = run(capsys, "plan", "--model", str(path), "--workload", "inference", "--gpus", "1",
                          "--quant", "q8_0", "--json")
     assert code == 0, err
     weights = json.loads(out)["memory"]["per_device_bytes"]["weights"]
-    assert weights == int(expected["params"] * 8.5 / 8)
+    assert weights == pytest.approx(expected["params"] * 8.5 / 8, rel=0.01) and weights != expected["bytes"]
 
 
 def test_gguf_decode_reads_the_exact_bytes(capsys, tmp_path):

@@ -21,6 +21,17 @@ from advisor.models.remote import FIRST_BYTES, fetch_header_model, quant_of
 from tests.models import configs
 from tests.models.gguf_bytes import ARRAY, STRING, U32, gguf_bytes
 
+
+
+@pytest.fixture(autouse=True)
+def _online(monkeypatch):
+    """huggingface_hub reads HF_HUB_OFFLINE once, when first imported: a test before these (one that sets it to
+    make a connection attempt fail) must not leave this process offline; the server here is local."""
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
 VOCAB = 151_936
 
 

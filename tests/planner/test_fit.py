@@ -159,7 +159,7 @@ def test_the_inference_summary_stays_on_the_owned_gpus_and_labels_its_figures():
 def test_the_sweep_keeps_one_layout_and_a_job_that_does_not_fit_the_owned_gpus_shows_no_speed():
     from advisor.planner.summary import inference_sentence
 
-    result = _five_friends({"context": 4096})
+    result = _five_friends({"context": 8192})  # five caches of 8,192 tokens beside 42 GB of weights: too much
     inf = result.inference
     # the owned GPUs do not hold it: the summary says so on them, never on another rig
     assert inf["option"] == "owned:rtx-3090" and not inf["fits"]
