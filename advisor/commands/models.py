@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.fetch_header:
                 from advisor.models.remote import fetch_header_model
-
                 from advisor.models.resolve import remember
 
                 rm = fetch_header_model(args.spec[3:])

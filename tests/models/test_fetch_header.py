@@ -22,7 +22,6 @@ from tests.models import configs
 from tests.models.gguf_bytes import ARRAY, STRING, U32, gguf_bytes
 
 
-
 @pytest.fixture(autouse=True)
 def _online(monkeypatch):
     """huggingface_hub reads HF_HUB_OFFLINE once, when first imported: a test before these (one that sets it to
