@@ -88,7 +88,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     Args:
         device: must be ``"cpu"`` (device memory is the device-bandwidth probe).
         elements: elements per array (default from the cache size, see :func:`default_elements`).
-        reps: the most timed repetitions per kernel per trial (default 30 quick, 20 full); fewer when the
+        reps: the most timed repetitions per kernel per trial (default 60 quick, 20 full); fewer when the
             time budget ends first (``QUICK_BUDGET_S``, ``FULL_BUDGET_S``).
         warmup_s: the longest warm-up, before the first timed kernel (default 0.5 s quick, 1 s full); it ends
             once the speed has stopped rising (``warm_until_steady``); 0 for none.
@@ -116,7 +116,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         n = int(0.6 * avail / 3 / itemsize)
         if n * itemsize < 64 * 10**6:
             raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
-    reps = int(reps or (30 if quick else 20))
+    reps = int(reps or (60 if quick else 20))
     trials = int(trials or (1 if quick else 4))
     triad_reps = int(triad_reps or (reps if quick else int(2.5 * reps)))
     warmup_s = WARMUP_MAX_S[quick] if warmup_s is None else float(warmup_s)
