@@ -3,12 +3,13 @@ Monitor page with 16 simulated GPUs (16xv100): sampler + GUI CPU time and the lo
 
 Runs the real sampler thread (psutil host readings + 8 fake GPUs + history + drain queue, like the app)
 and reports, beyond a start-up period, the CPU time it used as a percent of one core and the resident
-memory over time (it must stay flat: the history is preallocated). Target: under 5 % of one core.
+memory over time (it must stay flat: the history is preallocated). Target: under 5 % of one core. Each figure
+is printed beside its target with PASS or FAIL; the exit status is 1 when any target is missed.
 
     python benchmarks/bench_monitor.py                  # 60 s
     python benchmarks/bench_monitor.py --duration 10    # a quick run
     python benchmarks/bench_monitor.py --duration 1800  # the 30-minute soak
-    python benchmarks/bench_monitor.py --gui            # app + Monitor page, 16 GPUs at 10 Hz: < 10 % of a
+    python benchmarks/bench_monitor.py --gui            # app + Monitor page, 16 GPUs at 10 Hz: < 5 % of a
                                                         # core, GUI thread never blocked over 16 ms
 """
 
@@ -21,14 +22,17 @@ import sys
 import time
 
 import psutil  # the benchmark measures the process; the advisor itself reads psutil only in advisor.hw.host
+from verdict import Target, exit_code
 
 from advisor.hw.fake import FakeGpuBackend
 from advisor.hw.host import PsutilHostBackend
 from advisor.monitor import Sampler
 
-TARGET_PCT = 5.0
-GUI_TARGET_PCT = 10.0
-GUI_BLOCK_TARGET_MS = 16.0
+CPU_PCT = Target("monitor CPU time, % of one core", "<", 5.0, "%")
+GUI_BLOCK_MS = Target("GUI thread blocked at most (wall clock)", "<=", 16.0, "ms")  # one frame at 60 Hz
+# the GUI thread's own CPU time between two beats: on a loaded machine the wall-clock gap also holds other processes'
+# turns, so both are judged
+GUI_BUSY_MS = Target("GUI thread's longest busy spell (its CPU time)", "<=", 16.0, "ms")
 HEARTBEAT_MS = 4
 
 
@@ -97,11 +101,11 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     return {"scenario": scenario, "gpus": sampler.gpu_count, "interval_s": interval_s,
             "measured_s": round(wall1 - wall0, 2), "samples": seq1 - seq0,
             "achieved_hz": round((seq1 - seq0) / (wall1 - wall0), 2),
-            "cpu_pct_of_one_core": round(100.0 * (cpu1 - cpu0) / (wall1 - wall0), 2), "target_pct": GUI_TARGET_PCT,
+            "cpu_pct_of_one_core": round(100.0 * (cpu1 - cpu0) / (wall1 - wall0), 2), "target_pct": CPU_PCT.limit,
             "gui_blocked_max_ms": None if blocked is None else round(blocked, 1),
             "gui_blocked_p99_ms": round(max(0.0, gaps_ms[int(0.99 * (len(gaps_ms) - 1))] - HEARTBEAT_MS), 1)
             if gaps_ms else None, "gui_busy_max_ms": round(1000 * max(busy[1:], default=0.0), 1),
-            "block_target_ms": GUI_BLOCK_TARGET_MS, "heartbeats": len(gaps_ms),
+            "block_target_ms": GUI_BLOCK_MS.limit, "heartbeats": len(gaps_ms),
             "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
@@ -119,12 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         scenario = "16xv100" if args.scenario == "8xh100-sxm" else args.scenario
         result = bench_gui(args.duration, max(args.warmup, 3.0), args.interval, scenario)
         print(json.dumps(result, indent=2) if args.json else "\n".join(f"{k:30} {v}" for k, v in result.items()))
-        ok = (result["cpu_pct_of_one_core"] < GUI_TARGET_PCT and result["gui_blocked_max_ms"] is not None
-              and result["gui_blocked_max_ms"] <= GUI_BLOCK_TARGET_MS)
-        print(f"{'PASS' if ok else 'FAIL'}: {result['cpu_pct_of_one_core']:.2f} % of one core (target < "
-              f"{GUI_TARGET_PCT} %), GUI thread blocked at most {result['gui_blocked_max_ms']} ms (target <= "
-              f"{GUI_BLOCK_TARGET_MS} ms) with {result['gpus']} GPUs at {1 / args.interval:g} Hz", file=sys.stderr)
-        return 0 if ok else 1
+        what = f"{result['gpus']} GPUs at {1 / args.interval:g} Hz, app with the Monitor page"
+        print(CPU_PCT.line(result["cpu_pct_of_one_core"], label=what), file=sys.stderr)
+        print(GUI_BLOCK_MS.line(result["gui_blocked_max_ms"], 1, label=what), file=sys.stderr)
+        print(GUI_BUSY_MS.line(result["gui_busy_max_ms"], 1, label=what), file=sys.stderr)
+        return exit_code([CPU_PCT.met(result["cpu_pct_of_one_core"]), GUI_BLOCK_MS.met(result["gui_blocked_max_ms"]),
+                          GUI_BUSY_MS.met(result["gui_busy_max_ms"])])
 
     proc = psutil.Process(os.getpid())
     gpu = FakeGpuBackend(args.scenario)
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "scenario": args.scenario, "interval_s": args.interval, "measured_s": round(wall1 - wall0, 2),
         "samples": samples, "achieved_hz": round(samples / (wall1 - wall0), 2), "drained": drained,
-        "cpu_pct_of_one_core": round(cpu_pct, 2), "target_pct": TARGET_PCT,
+        "cpu_pct_of_one_core": round(cpu_pct, 2), "target_pct": CPU_PCT.limit,
         "rss_start_mib": round(rss[0][1] / 2**20, 2), "rss_end_mib": round(rss[-1][1] / 2**20, 2),
         "rss_growth_second_half_kib": round((max(half) - min(half)) / 1024, 1) if half else None,
         "rss_mib_over_time": [(t, round(r / 2**20, 2)) for t, r in rss],
@@ -170,11 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for key, value in result.items():
             print(f"{key:30} {value}")
-    verdict = cpu_pct < TARGET_PCT
-    print(f"{'PASS' if verdict else 'FAIL'}: {cpu_pct:.2f} % of one core at {1 / args.interval:g} Hz "
-          f"with {args.scenario} (target < {TARGET_PCT} %)", file=sys.stderr)
-    return 0 if verdict else 1
-
+    print(CPU_PCT.line(cpu_pct, label=f"{args.scenario} at {1 / args.interval:g} Hz, the sampler alone"),
+          file=sys.stderr)
+    return exit_code([CPU_PCT.met(cpu_pct)])
 
 if __name__ == "__main__":
     raise SystemExit(main())

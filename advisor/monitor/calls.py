@@ -16,12 +16,24 @@ IDLE_EXIT_S = 5.0
 
 
 class _Pending:
+    """One call's result. ``done`` is a lock taken at creation and released when the call has finished: waiting
+    on it is one C-level acquire (a ``threading.Event`` waits and sets through a Python ``Condition``, which
+    cost more than the call itself for a GPU read at 10 Hz on 16 GPUs)."""
+
     __slots__ = ("done", "value", "error")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.value = None
         self.error: BaseException | None = None
+
+    def finished(self, timeout_s: float) -> bool:
+        """Whether the call finished within ``timeout_s`` (it stays finished for later waits)."""
+        if not self.done.acquire(timeout=max(0.0, timeout_s)):
+            return False
+        self.done.release()
+        return True
 
 
 class DeviceCaller:
@@ -61,7 +73,7 @@ class DeviceCaller:
         Raises:
             Exception: what the call raised.
         """
-        if not pending.done.wait(timeout_s):
+        if not pending.finished(timeout_s):
             return False, None
         if pending.error is not None:
             raise pending.error
@@ -85,7 +97,7 @@ class DeviceCaller:
                 pending.error = exc
             with self._lock:
                 self._outstanding -= 1
-            pending.done.set()
+            pending.done.release()
 
     def close(self) -> None:
         """Let the thread end (a hung call still ends it when it returns)."""

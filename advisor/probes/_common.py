@@ -6,6 +6,7 @@ import contextlib
 import datetime as _dt
 import functools
 import gc
+import math
 import os
 import re
 import statistics
@@ -205,13 +206,18 @@ def torch_threads(torch, n: int):
 
 def time_reps(fn: Callable[[], object], *, reps: int, warmup_s: float, cancel: CancelToken,
               timer: Timer = time.perf_counter, sync: Callable[[], object] | None = None,
-              budget_s: float | None = None, min_reps: int = 3) -> list[float]:
+              budget_s: float | None = None, min_reps: int = 3, first_call: bool = False) -> list[float]:
     """Warm ``fn`` up by time, then time ``reps`` calls one by one (seconds each).
 
     The cancel token is checked between calls, so a call must take well under a second.
     ``warmup_s <= 0`` skips the warm-up. ``budget_s`` stops the timed loop early (after ``min_reps``)
-    when a slow device would run too long.
+    when a slow device would run too long. ``first_call``: one untimed call before the timed ones.
     """
+    if first_call:
+        cancel.check()
+        fn()
+        if sync:
+            sync()
     start = timer()
     while warmup_s > 0:
         cancel.check()
@@ -265,6 +271,39 @@ def cuda_time_reps(torch, fn: Callable[[], object], *, reps: int, warmup_s: floa
 
 
 TRIAL_REPS = 5  # timed calls per trial for the headline (best of the trials' medians)
+
+
+def warm_until_steady(fn: Callable[[], object], *, max_s: float, cancel: CancelToken,
+                      timer: Timer = time.perf_counter, sync: Callable[[], object] | None = None,
+                      group: int = TRIAL_REPS, rise: float = 0.02) -> float:
+    """Call ``fn`` (results not kept) until its speed has stopped rising, for at most ``max_s``; returns the seconds
+    spent.
+
+    Calls run in groups of ``group``; the warm-up ends at the first group whose median call is not more than
+    ``rise`` faster than the fastest group before it (so after two groups at least), or once ``max_s`` has passed.
+    A warm-up of fixed length ends too early wherever the first calls are slow for longer than it lasts (a thread
+    pool starting, clocks ramping up, a hypervisor backing memory the guest touched for the first time) and
+    wastes time where they are not; this one lasts as long as the speed still rises. ``max_s <= 0``: no warm-up.
+    """
+    if max_s <= 0:
+        return 0.0
+    start = timer()
+    best = math.inf
+    while True:
+        times = []
+        for _ in range(group):
+            cancel.check()
+            t0 = timer()
+            fn()
+            if sync:
+                sync()
+            times.append(timer() - t0)
+        median = statistics.median(times)
+        steady = median >= best * (1 - rise)
+        best = min(best, median)
+        if steady or timer() - start >= max_s:
+            break
+    return timer() - start
 
 
 def headline_time(times: Sequence[float]) -> float:

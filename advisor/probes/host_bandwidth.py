@@ -1,16 +1,23 @@
 """Host memory bandwidth: STREAM-style copy, scale, add and triad on all physical cores.
 
-Method (docs/method.md, after McCalpin's STREAM): three preallocated arrays of random data, each at least
-4x the last-level cache and 256 MB; every kernel writes into a preallocated output (``out=``), so no
-allocation is timed; warm-up by time; many repetitions; the best and median in decimal GB/s.
-Bytes counted per element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
+Method (docs/method.md, after McCalpin's STREAM): three preallocated arrays, each at least 4x the last-level
+cache and 640 MB (full), filled in parallel by torch with ascending numbers (every page written by the fill, so
+no first touch is timed; every page distinct, since a page of one constant can be merged with its copies by a
+host, KSM or the zero page, and merged pages read from cache); every kernel writes into a preallocated output
+(``out=``), so no allocation is timed; a warm-up until the speed stops rising (``warm_until_steady``); timed
+repetitions within a time budget per kernel and trial; the best and median in decimal GB/s. Bytes counted per
+element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
+
+The headline (``best``) is the best of per-trial medians (``_common.headline_time``), so one lucky repetition
+on a busy machine does not make it. The full probe takes about 20 s: its repetitions stop at a time budget
+(``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), so a machine whose memory is
+busy gives fewer samples, not a longer probe (fixed counts of 20 to 50 calls of 1.9 GB took 113 s on a two-core
+machine whose memory other processes kept busy), and random numbers are not generated (torch fills random
+numbers on one thread: 4.4 s for the three arrays there).
 
 Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
 planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
-doubles), filled with ascending numbers rather than random ones (filling is not timed, but random generation
-of gigabytes takes seconds; a constant fill would let a host merge identical pages, read from cache),
-for at most ``QUICK_BUDGET_S`` of timed repetitions. The headline (``best``) is the best of per-trial medians
-(``_common.headline_time``), so one lucky repetition on a busy machine does not make it.
+doubles), for at most ``QUICK_BUDGET_S`` of timed repetitions.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import time
 
 from advisor.probes._common import (
     GB,
+    TRIAL_REPS,
     Timer,
     available_memory_bytes,
     last_level_cache_bytes,
@@ -28,6 +36,7 @@ from advisor.probes._common import (
     require_torch,
     time_reps,
     torch_threads,
+    warm_until_steady,
 )
 from advisor.probes._types import CancelToken, ProbeResult, ProbeSkipped, Progress
 
@@ -36,7 +45,11 @@ NAME = "host-bandwidth"
 STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0
 QUICK_MAX_ARRAY_BYTES = 640 * 10**6  # STREAM's reference size (80 million doubles per array)
-QUICK_BUDGET_S = 1.5  # timed triad repetitions in quick mode stop after this long (at least 3)
+QUICK_BUDGET_S = 1.5  # timed triad repetitions in quick mode stop after this long (at least TRIAL_REPS)
+# Full mode: timed repetitions of each kernel in each trial stop after this long (at least TRIAL_REPS); the headline
+# kernel gets 2.5x the time, as it gets 2.5x the repetitions.
+FULL_BUDGET_S = {"copy": 0.6, "scale": 0.6, "add": 0.6, "triad": 1.5}
+WARMUP_MAX_S = {True: 0.5, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
 
 
 def kernels(torch, a, b, c):
@@ -47,6 +60,12 @@ def kernels(torch, a, b, c):
         "add": lambda: torch.add(a, b, out=c),
         "triad": lambda: torch.add(b, c, alpha=SCALAR, out=a),
     }
+
+
+def fill_arrays(torch, n: int, dtype):
+    """The three arrays, ``a = 0, 1, 2, ...``, ``b = a + 1``, ``c = a + 2``: filled in parallel by torch (first touch
+    on every thread, as STREAM's fill; every page written before any is timed) with distinct values on every page."""
+    return (torch.arange(n, dtype=dtype), torch.arange(1, n + 1, dtype=dtype), torch.arange(2, n + 2, dtype=dtype))
 
 
 def default_elements(quick: bool, itemsize: int) -> int:
@@ -69,8 +88,10 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     Args:
         device: must be ``"cpu"`` (device memory is the device-bandwidth probe).
         elements: elements per array (default from the cache size, see :func:`default_elements`).
-        reps: timed repetitions per kernel per trial (default 10 quick, 20 full).
-        warmup_s: warm-up time per kernel.
+        reps: the most timed repetitions per kernel per trial (default 60 quick, 20 full); fewer when the
+            time budget ends first (``QUICK_BUDGET_S``, ``FULL_BUDGET_S``).
+        warmup_s: the longest warm-up, before the first timed kernel (default 0.5 s quick, 1 s full); it ends
+            once the speed has stopped rising (``warm_until_steady``); 0 for none.
         dtype: ``float64`` (as STREAM) or ``float32``.
         threads: torch threads (default: all physical cores).
         trials: rounds over all kernels; the best over all rounds is kept (default 1 quick, 4 full).
@@ -95,35 +116,31 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         n = int(0.6 * avail / 3 / itemsize)
         if n * itemsize < 64 * 10**6:
             raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
-    reps = int(reps or (30 if quick else 20))
+    reps = int(reps or (60 if quick else 20))
     trials = int(trials or (1 if quick else 4))
     triad_reps = int(triad_reps or (reps if quick else int(2.5 * reps)))
-    warmup_s = 0.1 if quick and warmup_s is None else (0.3 if warmup_s is None else warmup_s)
+    warmup_s = WARMUP_MAX_S[quick] if warmup_s is None else float(warmup_s)
     nthreads = int(threads or physical_cores())
 
-    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of {'ascending' if quick else 'random'} {dtype}")
+    yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of ascending {dtype}")
     names = ("triad",) if quick else tuple(STREAMS)
     times: dict[str, list[float]] = {k: [] for k in names}
     with torch_threads(torch, nthreads):
-        if quick:  # filled in parallel by torch (first touch on every thread), as STREAM does; every page holds
-            # distinct values: a guard, since a page of one constant can be merged with its copies by a host (KSM,
-            # zero pages) and merged pages read from cache, not memory
-            a = torch.arange(n, dtype=tdtype)
-            b = torch.arange(1, n + 1, dtype=tdtype)
-            c = torch.arange(2, n + 2, dtype=tdtype)
-        else:
-            a = torch.rand(n, dtype=tdtype)
-            b = torch.rand(n, dtype=tdtype)
-            c = torch.rand(n, dtype=tdtype)
+        a, b, c = fill_arrays(torch, n, tdtype)
         try:
             calls = {k: v for k, v in kernels(torch, a, b, c).items() if k in names}
+            yield Progress(0.0, "warming up")
+            warmed_s = warm_until_steady(calls[names[0]], max_s=warmup_s, cancel=cancel, timer=timer)
             steps = trials * len(calls)
             for t in range(trials):
                 for i, (name, fn) in enumerate(calls.items()):
                     yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
                     n_reps = triad_reps if name == "triad" else reps
-                    times[name] += time_reps(fn, reps=n_reps, warmup_s=warmup_s, cancel=cancel, timer=timer,
-                                             budget_s=QUICK_BUDGET_S if quick else None)
+                    # one untimed call before a kernel's first trial (its first call sets up its code path);
+                    # the memory, the threads and the clocks were warmed above
+                    times[name] += time_reps(fn, reps=n_reps, warmup_s=0.0, cancel=cancel, timer=timer,
+                                             budget_s=QUICK_BUDGET_S if quick else FULL_BUDGET_S[name],
+                                             min_reps=TRIAL_REPS, first_call=(t == 0 and warmup_s > 0))
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,
@@ -133,6 +150,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         probe=NAME, device=device, results=results,
         peak={"GB/s": peak_gbps, "origin": "given"} if peak_gbps else None,
         params={"quick": quick, "elements": n, "array_bytes": n * itemsize, "dtype": dtype, "reps": reps,
-                "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "warmup_s": warmup_s},
+                "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "warmup_s": warmup_s,
+                "warmed_s": round(warmed_s, 3)},
         notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of the per-trial medians",)
         + (("quick: the triad only, on arrays of at most 640 MB",) if quick else ()))

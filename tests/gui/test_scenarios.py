@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import random
 
 import pytest
 
@@ -182,7 +183,7 @@ def test_open_with_unsaved_changes_cancel_keeps_everything(make_window, qtbot, t
     answers.unsaved = "discard"
 
 
-@pytest.mark.parametrize("content", [os.urandom(600), b"schema = 'advisor.scenario/1'\n[plan]\ngpus = 'eight'\n",
+@pytest.mark.parametrize("content", [random.Random(600).randbytes(600), b"schema = 'advisor.scenario/1'\n[plan]\ngpus = 'eight'\n",
                                      b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'no-such-model'\n",
                                      b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'llama-3-8b'\ngpus = -3\n",
                                      b"schema = 'advisor.scenario/1'\n[plan]\nmodel = 'llama-3-8b'\n"

@@ -90,6 +90,25 @@ def test_window_is_the_tail_of_what_was_appended(capacity, n, seconds):
     assert list(v) == kept and list(t) == [k * 0.5 for k in kept]
 
 
+def test_a_window_reads_what_it_holds_not_the_whole_ring():
+    """An hour at 10 Hz is kept; a minute's chart copies its 601 rows, not the 36,000 (measured with tracemalloc,
+    which numpy reports its buffers to): the monitor runs all day, and charts ask for a window several times a
+    second per curve."""
+    import tracemalloc
+
+    h = History(["a", "b"], capacity=36_000)
+    for k in range(36_000 + 1234):  # wrapped: the minute straddles no seam here, the ring is read in two runs
+        h.append(k * 0.1, [k, -k])
+    tracemalloc.start()
+    try:
+        t, a = h.window("a", 60.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(t) == 601 and a[-1] == 36_000 + 1233 and t[0] == pytest.approx(t[-1] - 60.0)
+    assert peak < 4 * 601 * 8 + 4096  # the two copies of 601 rows (and the runs' concatenation), not 36,000 rows
+
+
 def test_names_match_the_contract():
     cols = csv_columns(2)
     for need in ("time_s", "cpu_util_pct", "mem_used_bytes", "gpu0_util_pct", "gpu0_mem_used_bytes",

@@ -43,8 +43,11 @@ from advisor.gui.workers import GeneratorWorker
 
 FIXED_Y = ("util", "temp", "cpu")  # charts in percent or °C keep 0..100
 MIN_TICK_MS = 40
-CHART_PERIOD_S = 0.5  # each chart is redrawn at most this often (or once per sample when slower)
-OVERVIEW_PERIOD_S = 0.5  # current values at 2 Hz: readable, and cheap with 16 GPUs
+# Each chart is redrawn at most this often (or once per sample when slower), whatever the sampling rate: at 10 Hz a
+# redraw adds ten points. Drawing at 2 Hz cost about 1.5 % of a core more with 16 GPUs sampled at 10 Hz (5.1-5.8 %
+# in all, benchmarks/bench_monitor.py --gui), past the 5 % a monitor left running all day may take.
+CHART_PERIOD_S = 1.0
+OVERVIEW_PERIOD_S = 1.0  # current values once a second (as nvidia-smi -l 1): readable, and cheap with 16 GPUs
 DRAW_BUDGET_S = 0.0  # one chart per tick: its data update and repaint stay well under 50 ms
 
 # (key, title, y label, unit, metrics per GPU [(metric, dashed)], scale, tooltip)
@@ -393,13 +396,18 @@ class MonitorPage(Page):
         chosen = self.overview.selected
         for i, (metric, line) in enumerate(self._chart_lines.get(key, ())):
             value = history.latest(metric)
-            line.setVisible(value is not None and int(metric[3:metric.index("_")]) in chosen)
+            shown = value is not None and int(metric[3:metric.index("_")]) in chosen
+            if line.isVisible() != shown:
+                line.setVisible(shown)
             if value is not None:
-                line.setValue(value)
+                if line.value() != value:  # a limit rarely moves: an unchanged one is not laid out again
+                    line.setValue(value)
                 top = max(top, value)
                 first = value if i == 0 else first
                 # One label when every GPU has the same limit; a label per GPU only where it differs.
-                line.label.setVisible(i == 0 or value != first)
+                label = i == 0 or value != first
+                if line.label.isVisible() != label:
+                    line.label.setVisible(label)
         self._grow_y(key, top)
         left = -window
         if self.ctx.screenshot_mode and len(history):  # a fresh recording fills the picture, not its last 5 %
