@@ -161,10 +161,11 @@ def _width(pair_errors: Sequence[float], base: float) -> float:
     return max([base, *errs])
 
 
-def _origin(used: list[tuple[float, RunRecord]], machine_id: str | None, what: str) -> str:
+def _origin(used: list[tuple[float, RunRecord]], machine_id: str | None, what: str, count: int | None = None) -> str:
     rec = min(used, key=lambda wr: -wr[0])[1]  # the first of the heaviest (as a stable sort's first)
     where = "" if machine_id and rec.machine_id == machine_id else ", on another machine with the same accelerator"
-    more = f" and {len(used) - 1} more" if len(used) > 1 else ""
+    n = len(used) if count is None else count
+    more = f" and {n - 1} more" if n > 1 else ""
     return f"from your run of {rec.date} ({rec.file_name}){where}{more}: {what}"
 
 
@@ -191,8 +192,10 @@ def training_utilisation(calib, *, acc, workload: str, precision: str, software:
     rate = acc.peak_precision(precision)
     found: list[tuple[float, float, RunRecord]] = []  # (weight, log utilisation at the target, record)
     usable: list[tuple[float, RunRecord]] = []  # (utilisation, record), for the transfer errors
+    left = getattr(calib, "left_out", None)  # a plan against actual learns nothing from the record itself
     for rec in getattr(calib, "runs", ()) or ():
-        if (rec.simulated or rec.accelerator_id != acc.id or not rec.training or _family(rec.workload) != _family(workload)
+        if (rec.simulated or rec.content_sha256 == left or rec.accelerator_id != acc.id or not rec.training
+                or _family(rec.workload) != _family(workload)
                 or not _software_matches(rec, software) or acc.peak_precision(rec.precision or "bf16") != rate):
             continue
         u = taught_value(rec, "tokens_per_s", forward, key=acc.id) if forward is not None \
@@ -273,26 +276,65 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
     if calib is None:
         return None
     machine_id = getattr(calib, "machine_id", None)
-    found = []
-    for rec in getattr(calib, "runs", ()) or ():
-        if (rec.simulated or rec.accelerator_id != acc.id or rec.workload != "inference"
-                or not _software_matches(rec, runtime)):
-            continue
-        k = taught_value(rec, figure, forward, key=acc.id)
-        if k is None:
-            continue
-        found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
-    if not found:
+    runs = getattr(calib, "runs", ()) or ()
+    taught = _taught_serving(runs, machine_id, acc.id, runtime, figure, forward)
+    left = getattr(calib, "left_out", None)
+    out = taught.by_hash.get(left) if left else None  # the record a plan against actual leaves out
+    n = len(taught.found) - (1 if out is not None else 0)
+    if n <= 0:
         return None
-    total = sum(w for w, _, _ in found)
-    k = math.exp(sum(w * lk for w, lk, _ in found) / total)
-    errors = _pair_errors(found, lambda lk: lk)  # the records that weigh most: O(n) in the records
-    width = _width(errors, base_width_log)
-    if not any(machine_id and r.machine_id == machine_id for _, _, r in found):
+    total, wlk = taught.total_w - (out[0] if out else 0.0), taught.total_wlk - (out[0] * out[1] if out else 0.0)
+    k = math.exp(wlk / total)
+    heavy = [f for f in taught.heaviest if out is None or f[2] is not out[2]][:PAIR_RECORDS]
+    width = _width(_pair_errors(heavy, lambda lk: lk), base_width_log)
+    here = taught.here - (1 if out is not None and machine_id and out[2].machine_id == machine_id else 0)
+    if here <= 0:
         width = max(width, width_log)
     what = f"{SERVING_FIGURES[figure]} at x{k:.2f} the runtime's published speed"
-    return Learned(k, _origin([(w, r) for w, _, r in found], machine_id, what), "learned", width,
-                   tuple(r for _, _, r in found))
+    used = tuple(r for _, _, r in taught.found if out is None or r is not out[2])
+    return Learned(k, _origin([(w, r) for w, _, r in heavy], machine_id, what, n), "learned", width, used)
+
+
+@dataclass(frozen=True)
+class _Taught:
+    """What the records of one accelerator, runtime and figure teach, summed once (a listing plans each record
+    with the others: each plan takes one record out of the sums, O(1), instead of solving them all again)."""
+
+    runs: tuple
+    found: tuple  # (weight, log factor, record)
+    by_hash: dict
+    total_w: float
+    total_wlk: float
+    heaviest: tuple  # found by weight, heaviest first (newest first among equals), for the pairs
+    here: int  # records of this machine
+
+
+_TAUGHT_SETS: dict[tuple, _Taught] = {}
+
+
+def _taught_serving(runs: tuple, machine_id: str | None, acc_id: str, runtime: str | None, figure: str,
+                    forward) -> _Taught:
+    key = (id(runs), machine_id, acc_id, runtime, figure)
+    hit = _TAUGHT_SETS.get(key)
+    if hit is not None and hit.runs is runs:
+        return hit
+    found = []
+    for rec in runs:
+        if (rec.simulated or rec.accelerator_id != acc_id or rec.workload != "inference"
+                or not _software_matches(rec, runtime)):
+            continue
+        k = taught_value(rec, figure, forward, key=acc_id)
+        if k is not None:
+            found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
+    newest = sorted(found, key=lambda v: v[2].recorded_at, reverse=True)
+    heaviest = tuple(sorted(newest, key=lambda v: -v[0])[:PAIR_RECORDS + 1])
+    taught = _Taught(runs, tuple(found), {r.content_sha256: (w, lk, r) for w, lk, r in found},
+                     sum(w for w, _, _ in found), sum(w * lk for w, lk, _ in found), heaviest,
+                     sum(1 for _, _, r in found if machine_id and r.machine_id == machine_id))
+    if len(_TAUGHT_SETS) > 64:
+        _TAUGHT_SETS.clear()
+    _TAUGHT_SETS[key] = taught
+    return taught
 
 
 SERVING_RUN_KINDS = ("vllm-bench", "sglang-bench", "guidellm")  # serving benchmarks at a stated concurrency
@@ -321,7 +363,7 @@ def taught_value(rec: RunRecord, figure: str, forward: Callable[[RunRecord], For
     job) gives the measured figure back, or None when no value in range does (a run faster than the model allows,
     or one it cannot plan). ``key`` (the accelerator the forward model plans on) keeps the solve: a record teaches
     the same on every plan, so a listing of n records solves each once (O(n) solves, not O(n^2))."""
-    memo = (rec, figure, key) if key is not None else None
+    memo = (rec.content_sha256, rec.measured, figure, key) if key is not None else None
     if memo is not None and memo in _TAUGHT:
         return _TAUGHT[memo]
     if figure == "tokens_per_s":

@@ -19,6 +19,7 @@ arXiv:2504.03624, ``hybrid_override_pattern``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 FFN_KINDS = ("gated", "mlp")
@@ -113,12 +114,25 @@ class ModelArch:
     @property
     def layer_kinds(self) -> tuple[str, ...]:
         """Each layer's kind, ``full``, ``sliding`` or ``linear`` (the pattern cycled over the layers)."""
-        pattern = self.layer_pattern or "F"
-        return tuple(LAYER_KINDS[pattern[i % len(pattern)]] for i in range(self.layers))
+        return _layer_kinds(self.layer_pattern or "F", self.layers)
 
     def count_of(self, kind: str) -> int:
         """How many layers are of ``kind``."""
-        return sum(1 for k in self.layer_kinds if k == kind)
+        return _kind_counts(self.layer_pattern or "F", self.layers).get(kind, 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _layer_kinds(pattern: str, layers: int) -> tuple[str, ...]:
+    """The kinds of ``layers`` layers cycling ``pattern`` (a plan asks for them many times: kept)."""
+    return tuple(LAYER_KINDS[pattern[i % len(pattern)]] for i in range(layers))
+
+
+@functools.lru_cache(maxsize=256)
+def _kind_counts(pattern: str, layers: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k in _layer_kinds(pattern, layers):
+        out[k] = out.get(k, 0) + 1
+    return out
 
 
 def _norm_params(arch: ModelArch) -> int:

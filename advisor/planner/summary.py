@@ -199,12 +199,17 @@ def cost_over_time(result) -> CostOverTime:
     n = r.jobs_per_month if r.jobs_per_month is not None else CHART_JOBS_PER_MONTH
     other = r.other_use_hours_per_month if r.jobs_per_month is not None else 0.0
     mine = owned_accelerators(result)
+    buy = best_buy(result)
+    held = buy.owning.holding if buy is not None and buy.owning is not None else None
+    if r.jobs_per_month is None and held is not None and buy.hours > 0:
+        # no use stated: the use the headline prices the purchase at (its assumed busy hours), so the money over
+        # time and the headline's price per job are one figure
+        n = float(f"{held.assumed_busy_hours_per_month / buy.hours:.3g}")  # a count, to three figures
     lines = []
     own = owned_option(result)
     if own is not None and own.fits and own.feasible:
         lines.append(SpendLine(own.id, "owned", f"your {own.devices} x {own.accelerator_name}", 0.0,
                                n * own.cost_usd))
-    buy = best_buy(result)
     for kind in ("home", "onprem"):
         o = buy if buy is not None and buy.kind == kind else result.best(kind)
         h = None if o is None or o.owning is None else o.owning.holding

@@ -96,8 +96,8 @@ def spend_table(doc: dict) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]
     if not lines:
         return None
     n = spend.get("jobs_per_month")
-    caption = (f"Money spent over time at {n:g} job{'' if n == 1 else 's'} a month" + ("" if spend.get("stated") else
-                                                                  " (assumed: --jobs-per-month)"))
+    caption = (f"Money spent over time at {n:g} job{'' if n == 1 else 's'} a month"
+               + ("" if spend.get("stated") else " (the use the headline assumes: --jobs-per-month to state yours)"))
     head = ("option", "upfront", "a month", *[f"after {m} mo" for m in SPEND_MONTHS[1:]], "pays back")
     rows = []
     for line in lines:

@@ -110,8 +110,10 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
     if calibration is not None and getattr(calibration, "runs", ()):
         # the plan is of the record's accelerator only: the records of other accelerators never match it
         same = _by_accelerator(calibration.runs).get(rec.accelerator_id, ())
-        others = tuple(r for r in same if not leave_out or r.content_sha256 != rec.content_sha256)
-        calibration = dataclasses.replace(calibration, runs=others)
+        # one tuple for every record of the accelerator (what they teach is summed once), the record left out by
+        # its hash (plan against actual)
+        calibration = dataclasses.replace(calibration, runs=same,
+                                          left_out=rec.content_sha256 if leave_out else None)
     result = None
     for _ in range(2):
         try:

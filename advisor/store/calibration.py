@@ -47,6 +47,7 @@ class Calibration:
     allreduce_bus_bps: float | None = None
     runs: tuple = field(default=(), compare=False)  # the user's run records (advisor.store.runs), never saved here
     machine_id: str | None = field(default=None, compare=False)  # this machine's fingerprint id, for the records
+    left_out: str | None = field(default=None, compare=False)  # a record's content hash the plan learns nothing from
 
     @property
     def belongs_to(self) -> str:
