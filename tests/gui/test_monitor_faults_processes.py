@@ -9,9 +9,16 @@ from advisor.hw.fake import OTHER_PID_BASE, OWN_PID_BASE
 
 
 def _select_pid(panel, pid: int) -> None:
+    from PySide6.QtCore import QItemSelectionModel
+
     for r in range(panel.proxy.rowCount()):
-        if panel.proxy.index(r, 0).data(RECORD_ROLE).pid == pid:
-            panel.view.selectRow(r)
+        index = panel.proxy.index(r, 0)
+        if index.data(RECORD_ROLE).pid == pid:
+            # through the selection model (selectRow follows the view's focus and current index, which another
+            # test's window in the same process may hold)
+            flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            panel.view.selectionModel().setCurrentIndex(index, flags)
+            assert panel.selected() is not None and panel.selected().pid == pid
             return
     raise AssertionError(f"PID {pid} not in the table")
 
