@@ -13,31 +13,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from advisor.estimate.run_record import RunRecord
-from advisor.runs.common import MAX_COUNT, MAX_RATE, ImportOptions, RunImportError, file_time, validation_reason
+from advisor.runs.common import ImportOptions, RunImportError, file_time, validation_reason
 from advisor.runs.serving_result import ServingResult, serving_record
-from advisor.runs.vllm_bench import s_of
+from advisor.runs.vllm_bench import BenchServingFields, s_of
 
 MAX_LINES = 10_000
 _Ms = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
 
 
-class _Line(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    backend: str | None = Field(default=None, max_length=100)
-    max_concurrency: int | None = Field(default=None, ge=1, le=10**7)
-    duration: float = Field(gt=0, le=1e9, allow_inf_nan=False)
-    completed: int = Field(ge=1, le=MAX_COUNT)
-    total_input_tokens: int = Field(ge=0, le=MAX_COUNT)
-    total_output_tokens: int = Field(ge=1, le=MAX_COUNT)
-    request_throughput: float | None = Field(default=None, ge=0, le=MAX_RATE, allow_inf_nan=False)
-    output_throughput: float = Field(gt=0, le=MAX_RATE, allow_inf_nan=False)
-    median_ttft_ms: float | None = _Ms
-    p99_ttft_ms: float | None = _Ms
-    median_tpot_ms: float | None = _Ms
-    p99_tpot_ms: float | None = _Ms
+class _Line(BenchServingFields):
+    """One bench_serving line: the figures vLLM's benchmark saves (SGLang's script is a fork of it)."""
 
 
 def looks_like(row) -> bool:

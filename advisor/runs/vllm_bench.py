@@ -23,11 +23,12 @@ from advisor.runs.serving_result import ServingResult, serving_record
 _Ms = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
 
 
-class _Result(BaseModel):
+class BenchServingFields(BaseModel):
+    """The figures vLLM's ``vllm bench serve`` and SGLang's ``bench_serving`` both save (SGLang's is a fork of
+    vLLM's benchmark script): declared once, bounded at the border."""
+
     model_config = ConfigDict(extra="ignore")
-    date: str | None = Field(default=None, max_length=64)
     backend: str | None = Field(default=None, max_length=100)
-    model_id: str | None = Field(default=None, max_length=1000)
     max_concurrency: int | None = Field(default=None, ge=1, le=10**7)
     duration: float = Field(gt=0, le=1e9, allow_inf_nan=False)
     completed: int = Field(ge=1, le=MAX_COUNT)
@@ -39,6 +40,13 @@ class _Result(BaseModel):
     p99_ttft_ms: float | None = _Ms
     median_tpot_ms: float | None = _Ms
     p99_tpot_ms: float | None = _Ms
+
+
+class _Result(BenchServingFields):
+    """vLLM's result: the shared figures, its date and the model it served."""
+
+    date: str | None = Field(default=None, max_length=64)
+    model_id: str | None = Field(default=None, max_length=1000)
 
 
 def looks_like(doc) -> bool:
