@@ -7,6 +7,7 @@ docs/method.md for the KV cache (GQA and MLA) and the overhead term.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from advisor.catalog.runtimes import runtime_data
@@ -348,6 +349,7 @@ def training_memory(arch: ModelArch, params: float, *, workload: str, precision:
 GENERIC_ARCH_ID = "custom"  # model.generic_arch: shapes guessed from a parameter count, no tensor table
 
 
+@functools.lru_cache(maxsize=1024)
 def format_weight_bytes(arch: ModelArch, params: float, fmt_id: str) -> float:
     """Bytes of a model's weights stored in the weight format ``fmt_id`` (resources/runtimes.toml).
 
@@ -499,6 +501,10 @@ def largest_context(arch: ModelArch, free_bytes: float, batch: int = 1, bytes_pe
     lo, hi = 1, limit
     if fits(hi):
         return hi
+    if engine == "exact" and arch.count_of("full") == arch.layers:  # every layer's cache grows with the context:
+        per_token = kv_cache_bytes(arch, 1, batch, bytes_per_value, engine)  # linear, the bracket from one division
+        guess = min(limit - 1, max(1, int(free_bytes // per_token)))
+        lo, hi = (guess, guess + 1) if fits(guess) and not fits(guess + 1) else (lo, hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
