@@ -312,7 +312,8 @@ def headline_time(times: Sequence[float]) -> float:
 
     One lucky call on a noisy machine (a neighbour pausing, a page served from a shared cache) does not make
     the headline: a whole trial has to be that fast. Never shorter than the fastest call, never longer than
-    the slowest trial's median.
+    the slowest trial's median nor than the median of all calls (so the headline rate is at least the median
+    rate); the calls past the last whole trial belong to it.
     """
     good = [t for t in times if t > 0]
     if not good:
@@ -321,7 +322,8 @@ def headline_time(times: Sequence[float]) -> float:
         return statistics.median(good)
     size = min(TRIAL_REPS, len(good) // 2)
     trials = [good[i:i + size] for i in range(0, len(good) - size + 1, size)]
-    return min(statistics.median(t) for t in trials)
+    trials[-1] = good[(len(trials) - 1) * size:]  # the calls past the last whole trial belong to it: every call counts
+    return min(min(statistics.median(t) for t in trials), statistics.median(good))  # never slower than the median
 
 
 def rate_result(work: float, times: Sequence[float], unit_scale: float, unit: str,
