@@ -42,18 +42,6 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _machine(fake: str | None, catalog):
-    """This machine's GPUs as the plan sees them (``planner.machine.local_machine``)."""
-    from advisor.cli import UsageError
-    from advisor.hw.detect import UnknownScenario
-    from advisor.planner.machine import local_machine
-
-    try:
-        return local_machine(fake, catalog)
-    except UnknownScenario as exc:
-        raise UsageError(f"--fake-gpu: {exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -82,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         found = [FoundModel(rm.name, rm.source, args.spec, rm.location, 0, rm)]
     else:
         found = discover_models()
-    machine = _machine(args.fake_gpu, catalog)
+    from advisor.commands.plan import _this_machine
+
+    machine = _this_machine(args, catalog)  # this machine as advisor plan sees it
     gpus = [hw.accelerator.usable_memory_bytes for hw in machine.owned for _ in range(hw.count)]
     names = [hw.accelerator.name for hw in machine.owned for _ in range(hw.count)]
     simulated = machine.simulated

@@ -237,12 +237,6 @@ def touched(spec: ServerSpec, batch: float) -> float:
     return 1.0 if f >= 1.0 else 1.0 - (1.0 - f) ** max(batch, 1.0)
 
 
-def prefill_flops(spec: ServerSpec, prompt_tokens: float) -> float:
-    """FLOPs of one prompt: ``2 * P_act * s + a * s * (s + 1) / 2`` (causal attention over the prompt,
-    ``compute.prefill_flops``)."""
-    return 2.0 * spec.active_params * prompt_tokens + spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1) / 2.0
-
-
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
     """Time of one prompt's prefill alone (``compute.prompt_seconds``, the plan's formula): its matrix multiplies
     at the kernel's rate and its attention at the attention rate, at least one read of the weights, plus the

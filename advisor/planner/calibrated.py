@@ -170,13 +170,6 @@ def calibrate_serving(t, req, acc):
     if t.high_cap is not None:
         tps = min(tps, t.high_cap)  # no calibrated decode beyond the bandwidth bound
     fs = tps / d.tokens_per_s if d.tokens_per_s > 0 else 1.0
-    prefill_s = d.prefill_s / fp
-    step_s = d.step_s / fs
-    request_s = prefill_s + (d.request_s - d.prefill_s) / fs
-    batch = d.tokens_per_s * d.step_s
-    decode = _copy(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
-                     requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s,
-                     overhead_s=d.overhead_s / fs)  # the step's launch overhead is part of the step scaled
     width = sfit.half_width_log if sfit else t.width_log
     speed = getattr(t, "speed", None)
     one = t.ttft_one_s
@@ -189,8 +182,15 @@ def calibrate_serving(t, req, acc):
         tps = decode.tokens_per_s
         one = speed.prefill_s(t.prompt_tokens, 1)
         t = t.with_(speed=speed)
-    elif one is not None and d.prefill_s + d.step_s > 0:  # one request alone: its prefill at the prefill factor
-        one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
+    else:  # no runtime numbers to recompute from: the estimate's own parts scaled
+        prefill_s, step_s = d.prefill_s / fp, d.step_s / fs
+        request_s = prefill_s + (d.request_s - d.prefill_s) / fs
+        batch = d.tokens_per_s * d.step_s
+        decode = _copy(d, step_s=step_s, tokens_per_s=tps, prefill_s=prefill_s, request_s=request_s,
+                       requests_per_s=batch / request_s if request_s > 0 else d.requests_per_s,
+                       overhead_s=d.overhead_s / fs)  # the step's launch overhead is part of the step scaled
+        if one is not None and d.prefill_s + d.step_s > 0:  # one request alone: its prefill at the prefill factor
+            one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
     return t.with_(decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
                    # one request's first token is its prefill and one step: the prefill's spread; under load the
                    # loaded servers' first-token spread (queueing the plan does not model)

@@ -16,10 +16,9 @@ import math
 from advisor.catalog import Accelerator
 from advisor.estimate.decode import ServingSpeed
 from advisor.estimate.serving import Lengths as ServeLengths
-from advisor.estimate.serving import kv_pool_bytes
 from advisor.planner.calibrated import calibrate_serving
 from advisor.planner.request import Lengths, PlanRequest
-from advisor.planner.serve_spec import ModelServing, replica_spec
+from advisor.planner.serve_spec import ModelServing, reserve_bytes
 from advisor.planner.timing import serving_timing
 
 # A machine's GPUs are planned on all of them when that is at least this much faster than the fewest that fit (the
@@ -50,17 +49,12 @@ def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: Model
     return t.speed
 
 
-def request_spec(req: PlanRequest, acc: Accelerator, devices: int, speed: ServingSpeed, choice,
-                 model: ModelServing, lens: Lengths, capacity_bytes: float | None = None):
-    """One request's replica: ``serve_spec.replica_spec`` at the plan's calibrated ``speed``, one slot or
-    sequence (what ``advisor serve`` builds at one user)."""
-    return replica_spec(model, acc, devices, choice, max_seqs=1, lengths=ServeLengths(lens.prompt, lens.output),
-                        context=req.context, speed=speed, capacity_bytes=capacity_bytes)
-
-
-def request_capacity(req: PlanRequest, acc: Accelerator, devices: int, speed: ServingSpeed, choice,
-                     model: ModelServing, lens: Lengths) -> int:
-    """Tokens of KV cache one request has on ``devices`` (``ModelServing.cache_tokens`` of the pool): the plan's
-    largest context and ``advisor serve``'s cache are this one figure."""
-    spec, _launch = request_spec(req, acc, devices, speed, choice, model, lens)
-    return model.cache_tokens(kv_pool_bytes(spec))
+def request_capacity(acc: Accelerator, devices: int, speed: ServingSpeed, choice, model: ModelServing) -> int:
+    """Tokens of KV cache one request has on ``devices``: what the runtime leaves of each device beside the
+    weights (``serve_spec.reserve_bytes``, the rule ``estimate.serving.kv_pool_bytes`` applies to a replica),
+    held as the layer kinds hold it (``ModelServing.cache_tokens``). The plan's largest context and ``advisor
+    serve``'s cache are this one figure."""
+    capacity = float(acc.usable_memory_bytes)
+    weights = speed.weight_bytes
+    pool = devices * (capacity - weights / devices - reserve_bytes(choice, capacity, weights, devices))
+    return model.cache_tokens(pool)

@@ -171,8 +171,8 @@ class _Timer:
                 if hit.speed is not None and hit.software is not None:  # the cache one request has: serve's rule
                     model = model_serving(self.arch, self.params, self.active, req.precision, req.kv_cache_bits,
                                           self.mem_model.weight_bytes)
-                    hit = hit.with_(kv_capacity_tokens=request_capacity(req, self.acc, layout.devices, hit.speed,
-                                                                        hit.software, model, self.lens))
+                    hit = hit.with_(kv_capacity_tokens=request_capacity(self.acc, layout.devices, hit.speed,
+                                                                        hit.software, model))
             else:
                 step = self._steps.get((layout, req is self.req))
                 if step is None:

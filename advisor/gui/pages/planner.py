@@ -327,7 +327,7 @@ class PlannerPage(Page):
             self._draw_capacities(mine)
         else:
             self.model.set_rows(rows)
-        self.answer.setText(self._answer_text(result, rows, mine))
+        self.answer.setText(self._answer_text(result))
         self.fit_advice.show_plan(result)
         self.context_plot.show_plan(result)
         self._draw_memory(bundle, mine)
@@ -337,7 +337,7 @@ class PlannerPage(Page):
                             + f" · {result.prices_text()}"
                             + (f" · {'; '.join(result.warnings)}" if result.warnings else ""))
 
-    def _answer_text(self, result, rows, mine) -> str:
+    def _answer_text(self, result) -> str:
         t = themes.current()
         r = result.request
         name = rich(result.model_name) if result.model_name else f"a {fmt_count(result.params)}-parameter model"
