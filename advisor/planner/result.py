@@ -58,6 +58,15 @@ class Serving:
     kv_capacity_tokens: int | None = None  # tokens of cache the devices hold (one request's longest context)
 
 
+def cheapest(options, *, spot: bool, kind: str | None = None):
+    """The cheapest option that fits and can run as laid out (of ``kind`` when given): on the job's stack first,
+    on-demand before spot unless ``spot`` (the assumptions rank by spot prices), hardware the user owns winning
+    a tie (nothing they lack is named above an owned option as cheap); None when none fits."""
+    fitting = [o for o in options if o.fits and o.feasible and (kind is None or o.kind == kind)]
+    return min(fitting, key=lambda o: (not o.stack_ok, not spot and o.spot, o.cost_usd, o.kind != "owned", o.hours,
+                                       o.id)) if fitting else None
+
+
 @dataclass(frozen=True)
 class OwningCost:
     """What owning costs per device, for break-even charts: sunk money and money per hour of use (USD)."""
@@ -335,11 +344,7 @@ class PlanResult:
         """The cheapest option that fits and can run as laid out (of a kind, when given), on the job's software
         stack when one such fits (else the cheapest on another stack, marked ``stack_ok`` false); this machine's
         row, listed first, only when it is the cheapest."""
-        fitting = [o for o in self.options if o.fits and o.feasible and (kind is None or o.kind == kind)]
-        # hardware the user owns wins a tie: nothing they lack is named above an owned option as cheap
-        late_spot = not self.assumptions.spot  # on-demand prices rank the options unless told otherwise
-        return min(fitting, key=lambda o: (not o.stack_ok, late_spot and o.spot, o.cost_usd, o.kind != "owned",
-                                           o.hours, o.id)) if fitting else None
+        return cheapest(self.options, spot=self.assumptions.spot, kind=kind)
 
     def fastest(self) -> PlanOption | None:
         """The fastest option that fits and can run as laid out, on the job's stack when one such fits; an owned

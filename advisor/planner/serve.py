@@ -336,8 +336,7 @@ def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a,
             one = single_request(sizer.replica(n)[0], lengths.prompt_mean, lengths.output_mean)
             return one.ttft_s + (lengths.output_mean - 1) * one.step_s
 
-        if fewest_devices(model, acc, choice, lengths, hw.count, capacity) and all_devices_faster(
-                seconds(hw.count), seconds(devices)):
+        if all_devices_faster(seconds(hw.count), seconds(devices)):
             devices = hw.count
     note = "" if choice.backend_supported else (f"{choice.runtime.name} has no {choice.backend} backend: timed "
                                                 f"with its {choice.profile.backend} figures")

@@ -23,7 +23,7 @@ from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for, plan_use, with_break_even
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own, pool_unequal
 from advisor.planner.request import PlanInputError, PlanRequest, as_run, budget, lengths, resolve_job_model, runtime_choice
-from advisor.planner.result import PlanOption, PlanResult, check_finite
+from advisor.planner.result import PlanOption, PlanResult, cheapest, check_finite
 from advisor.planner.serve_spec import reserve_bytes
 from advisor.planner.stacks import wanted_stacks
 
@@ -152,8 +152,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     late_spot = not assumptions.spot
     options.sort(key=lambda o: (not o.this_machine, not o.feasible, not o.fits, not o.stack_ok, late_spot and o.spot,
                                 o.cost_usd, o.hours, o.id))
-    best = min((o for o in options if o.fits and o.feasible),
-               key=lambda o: (not o.stack_ok, late_spot and o.spot, o.cost_usd, o.hours, o.id), default=None)
+    best = cheapest(options, spot=assumptions.spot)
     if best is not None and request.workload == "inference":  # the headline weights in the chosen option's format
         acc_by_id = {**catalog.accelerators, **{hw.accelerator.id: hw.accelerator for hw in owned_all}}
         if best.accelerator in acc_by_id:
