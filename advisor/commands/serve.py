@@ -143,21 +143,14 @@ def run(args) -> int:
             except ReportError as exc:
                 raise UsageError(f"serve: {exc}") from None
             print(f"report written: {written}", file=sys.stderr)
-    if args.bench:
+    if args.bench or args.launch:  # a command that measures the plan, or the server's launch line
         from advisor.report.launch import LaunchError
         from advisor.report.serve_bench import render_serve_bench
-
-        try:
-            sys.stdout.write("".join(render_serve_bench(args.bench, d, args.option) for d in docs))
-        except LaunchError as exc:
-            raise UsageError(str(exc)) from None
-        return 0
-    if args.launch:
-        from advisor.report.launch import LaunchError
         from advisor.report.serve_launch import render_serve_launch
 
+        render, kind = (render_serve_bench, args.bench) if args.bench else (render_serve_launch, args.launch)
         try:
-            sys.stdout.write("".join(render_serve_launch(args.launch, d, args.option) for d in docs))
+            sys.stdout.write("".join(render(kind, d, args.option) for d in docs))
         except LaunchError as exc:
             raise UsageError(str(exc)) from None
         return 0

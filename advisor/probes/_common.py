@@ -204,6 +204,17 @@ def torch_threads(torch, n: int):
         torch.set_num_threads(before)
 
 
+def _timed_call(fn: Callable[[], object], cancel: CancelToken, timer: Timer,
+                sync: Callable[[], object] | None) -> float:
+    """Seconds of one call of ``fn`` (the device synchronised after it), the cancel token checked first."""
+    cancel.check()
+    t0 = timer()
+    fn()
+    if sync:
+        sync()
+    return timer() - t0
+
+
 def time_reps(fn: Callable[[], object], *, reps: int, warmup_s: float, cancel: CancelToken,
               timer: Timer = time.perf_counter, sync: Callable[[], object] | None = None,
               budget_s: float | None = None, min_reps: int = 3, first_call: bool = False) -> list[float]:
@@ -229,12 +240,7 @@ def time_reps(fn: Callable[[], object], *, reps: int, warmup_s: float, cancel: C
     times: list[float] = []
     loop_start = time.perf_counter()
     for i in range(reps):
-        cancel.check()
-        t0 = timer()
-        fn()
-        if sync:
-            sync()
-        times.append(timer() - t0)
+        times.append(_timed_call(fn, cancel, timer, sync))
         if budget_s is not None and i + 1 >= min_reps and time.perf_counter() - loop_start > budget_s:
             break
     return times
@@ -290,14 +296,7 @@ def warm_until_steady(fn: Callable[[], object], *, max_s: float, cancel: CancelT
     start = timer()
     best = math.inf
     while True:
-        times = []
-        for _ in range(group):
-            cancel.check()
-            t0 = timer()
-            fn()
-            if sync:
-                sync()
-            times.append(timer() - t0)
+        times = [_timed_call(fn, cancel, timer, sync) for _ in range(group)]
         median = statistics.median(times)
         steady = median >= best * (1 - rise)
         best = min(best, median)
