@@ -37,6 +37,9 @@ def advisor_home(tmp_path, monkeypatch):
     from advisor.models import resolve
 
     resolve._READ.clear()  # models read from Hub headers (--fetch-header) are this process's, not the next test's
+    from advisor.planner.service import forget_kept
+
+    forget_kept()  # a test that patches a prior or a fit plans anew, not from an earlier test's timings
     return home
 
 

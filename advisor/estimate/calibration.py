@@ -390,9 +390,14 @@ class GroupFit:
     class_half_widths: tuple[tuple[str, float], ...] = ()  # width classes (``width_class``) with a width of their own
 
     def factor(self, klass: str | None = None) -> float:
-        """The multiplicative efficiency of a class (the group's where the class was not fitted)."""
-        return math.exp(class_log_factor(dict(self.class_log_factors), klass, self.log_factor) if klass
-                        else self.log_factor)
+        """The multiplicative efficiency of a class (the group's where the class was not fitted); kept per class
+        on the (frozen) fit, which a plan asks for every accelerator."""
+        memo = self.__dict__.setdefault("_factors", {})
+        hit = memo.get(klass)
+        if hit is None:
+            hit = memo[klass] = math.exp(class_log_factor(dict(self.class_log_factors), klass, self.log_factor)
+                                         if klass else self.log_factor)
+        return hit
 
     def width(self, klass: str | None = None) -> float:
         """The 80 % half-width in log space of a class's figures: its width class's own, else the group's; for a

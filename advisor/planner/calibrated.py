@@ -30,7 +30,7 @@ from advisor.estimate.calibration import (
     memory_class,
 )
 from advisor.estimate.software import MFU_CEILING
-from advisor.planner.request import compute_precision, training_software
+from advisor.planner.request import compute_precision, request_memo, training_software
 
 log = logging.getLogger(__name__)
 _RAW: ContextVar[bool] = ContextVar("advisor_raw_estimates", default=False)
@@ -128,11 +128,12 @@ def calibrate_training(t, req, moe: bool = False):
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
         return t
-    key = f"_training_factor_{fit.group}_{int(moe)}"  # one lookup per plan, not per option
-    hit = req.__dict__.get(key)
+    key = f"training_factor_{fit.group}_{int(moe)}"  # one lookup per plan, not per option
+    memo = request_memo(req)
+    hit = memo.get(key)
     if hit is None:
         klass = training_class(fit.group, req, moe)
-        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass))
+        hit = memo[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass))
     f, width, seen, spread = hit
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))

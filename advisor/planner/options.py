@@ -194,7 +194,8 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
 
 def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryModel, arch: ModelArch, params: int,
                 active: int, tokens: float | None, lens: Lengths | None, a: CostAssumptions, calib,
-                stale_ids: frozenset[str] = frozenset(), wanted: tuple[str, ...] = ()) -> list[PlanOption]:
+                stale_ids: frozenset[str] = frozenset(), wanted: tuple[str, ...] = (),
+                timers: dict | None = None) -> list[PlanOption]:
     """Every priced option of one accelerator (none when it cannot run the job's precision or workload).
 
     Args:
@@ -202,12 +203,18 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         tokens: the token budget, or None for an hours budget (``req.hours``).
         stale_ids: offer ids priced more than a year before the catalog's date.
         wanted: the job's software stacks (``planner.stacks.wanted_stacks``), to mark each option against.
+        timers: accelerator id -> its timer kept from earlier plans of the same job (``service._Kept``); the
+            timer made here is added to it.
     Raises:
         ValueError: a figure out of range (an overflow), from the cost model.
     """
     if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
         return []
-    timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
+    timer = None if timers is None else timers.get(acc.id)
+    if timer is None or timer.acc is not acc or timer.mem_model is not mem_model:
+        timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
+        if timers is not None:
+            timers[acc.id] = timer
     out: list[PlanOption] = []
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures

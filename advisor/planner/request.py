@@ -9,6 +9,7 @@ an Ollama or LM Studio name), the token budget, and the precision the compute ru
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass, replace
 
 from advisor.catalog import Accelerator, Catalog
@@ -18,6 +19,7 @@ from advisor.catalog.runtimes import RuntimeChoice, choose, runtime_data
 from advisor.estimate.model import ModelArch, active_param_count, generic_arch, param_count
 from advisor.estimate.software import TrainingBehaviours
 from advisor.job import Job, JobInputError
+from advisor.job.schema import JOB_FIELDS
 from advisor.models import ModelSpecError, resolve_model
 
 PlanRequest = Job
@@ -174,16 +176,56 @@ class TrainingSoftware:
                 "summary": self.summary()}
 
 
+def request_memo(req: PlanRequest) -> dict:
+    """A dict kept on this (frozen) request object for figures derived from it alone. ``model_copy`` copies an
+    object's ``__dict__``, so a memo kept there plainly would follow a copy whose fields were changed: this one
+    belongs to the object that made it (a weak reference to it), and a copy starts a memo of its own."""
+    held = req.__dict__.get("_memo")
+    if held is None or held[0]() is not req:
+        held = req.__dict__["_memo"] = (weakref.ref(req), {})
+    return held[1]
+
+
+# The fields no layout, memory or timing reads: the budget, which hardware and offers are listed, their prices and
+# use, and the notes. The rest key what a plan keeps of its timings between calls (``timing_key``).
+PRICE_AND_BUDGET_FIELDS = frozenset({
+    "tokens", "epochs", "dataset_tokens", "hours", "accelerator", "own", "owned_options", "jobs_per_month",
+    "other_use_hours_per_month", "spot_offers", "assumptions", "notes"})
+
+
+_TIMING_FIELDS = tuple(f for f in Job.model_fields if f not in PRICE_AND_BUDGET_FIELDS)
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def timing_key(req: PlanRequest) -> tuple:
+    """The request's fields that a layout, its memory or its timing can read (all but
+    ``PRICE_AND_BUDGET_FIELDS``), as a hashable tuple: two requests with the same key are timed alike
+    (``planner.options``, tests/planner/test_plan_memo.py)."""
+    memo = request_memo(req)
+    hit = memo.get("timing_key")
+    if hit is None:
+        hit = memo["timing_key"] = tuple(_frozen(getattr(req, f)) for f in _TIMING_FIELDS)
+    return hit
+
+
 def training_software(req: PlanRequest) -> TrainingSoftware | None:
     """The framework and behaviours of a training request (None for inference): the named or default profile
     (``catalog.frameworks.resolve_framework``), then each behaviour the request sets on its own."""
     if req.workload == "inference":
         return None
     # a plan asks for it once per option: kept on the (frozen) request after the first time
-    cached = req.__dict__.get("_training_software")
+    memo = request_memo(req)
+    cached = memo.get("training_software")
     if cached is None:
         given = tuple(n for n in _BEHAVIOUR_INPUTS if getattr(req, n) is not None)
-        cached = req.__dict__["_training_software"] = _software(req.framework, req.workload,
+        cached = memo["training_software"] = _software(req.framework, req.workload,
                                                                 tuple((n, getattr(req, n)) for n in given))
     return cached
 
@@ -255,11 +297,14 @@ def _default_runtime(kind: str, quant: str | None, kv_bits: int) -> str:
     return rid
 
 
+_PRECISION_DEFAULT = JOB_FIELDS["precision"].default
+
+
 def names_format(req: PlanRequest) -> bool:
     """Whether the request says which weights to run: a ``--quant``, or a ``--precision`` given (a flag, a scenario
     file, the app's form) rather than left at its default."""
     return (req.quant is not None or "precision" in req.model_fields_set or "precision" in req.sources
-            or "precision" in req.changed())
+            or req.precision != _PRECISION_DEFAULT)  # what ``Job.changed`` reads, without the other fields
 
 
 def as_run(req: PlanRequest, acc: Accelerator, file_weights: bool = False) -> PlanRequest:
@@ -274,7 +319,7 @@ def as_run(req: PlanRequest, acc: Accelerator, file_weights: bool = False) -> Pl
     usual = runtime_data().runtimes[rid].usual_format
     if usual is None:
         return req
-    held = req.__dict__.setdefault("_as_run", {})  # one copy per format, kept on the (frozen) request
+    held = request_memo(req).setdefault("as_run", {})  # one copy per format, kept on the (frozen) request
     hit = held.get(usual)
     if hit is None:
         hit = held[usual] = req.model_copy(update={"quant": usual})

@@ -9,20 +9,31 @@ app can re-plan on every keystroke.
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from advisor.catalog import Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
 from advisor.estimate import compute, memory
 from advisor.estimate.local import HostFigures
-from advisor.planner.calibrated import memory_interval
+from advisor.planner.calibrated import active_fits, memory_interval
 from advisor.planner.fit import advise_fit
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for, plan_use, with_break_even
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own, pool_unequal
-from advisor.planner.request import PlanInputError, PlanRequest, as_run, budget, lengths, resolve_job_model, runtime_choice
+from advisor.planner.request import (
+    PlanInputError,
+    PlanRequest,
+    as_run,
+    budget,
+    lengths,
+    request_memo,
+    resolve_job_model,
+    runtime_choice,
+    timing_key,
+)
 from advisor.planner.result import PlanOption, PlanResult, cheapest, check_finite
 from advisor.planner.serve_spec import reserve_bytes
 from advisor.planner.stacks import wanted_stacks
@@ -96,8 +107,24 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     if only_owned:
         accels = []
 
-    mem_model = MemoryModel(request, arch, params, seq_len, context, job_model.weight_bytes)
-    mem_by_bytes: dict[tuple, MemoryModel] = {}
+    fits_now = active_fits()
+    job = (arch, params, active, seq_len, context, lens, job_model.weight_bytes)
+
+    def kept(req: PlanRequest) -> _Kept:
+        """What plans of this job keep between calls: its layouts, memory and timings (``_Kept``)."""
+        memo = request_memo(req)
+        held = memo.get("kept")
+        if held is not None and held[0] == job and held[1].calibration is calibration and held[1].fits is fits_now:
+            return held[1]
+        hit = _kept_for((timing_key(req), *job), calibration, fits_now)
+        memo["kept"] = (job, hit)
+        return hit
+
+    job_kept = kept(request)
+    mem_model = job_kept.memory.get(None)
+    if mem_model is None or mem_model.arch is not arch:
+        mem_model = job_kept.memory[None] = MemoryModel(request, arch, params, seq_len, context,
+                                                        job_model.weight_bytes)
 
     file_weights = bool(job_model.weight_bytes)
 
@@ -116,9 +143,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         choice = runtime_choice(req, acc)
         wb = job_model.weight_bytes or int(memory.format_weight_bytes(arch, params, choice.weight_format.id))
         key = (wb, req.quant, choice.runtime.id, acc.usable_memory_bytes)
-        hit = mem_by_bytes.get(key)
+        held = kept(req).memory
+        hit = held.get(key)
         if hit is None:
-            hit = mem_by_bytes[key] = MemoryModel(req, arch, params, seq_len, context, wb,
+            hit = held[key] = MemoryModel(req, arch, params, seq_len, context, wb,
                                                   reserve=functools.partial(reserve_bytes, choice,
                                                                             acc.usable_memory_bytes))
         return hit
@@ -137,8 +165,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             options.extend(owned_options_for(run_req(hw.accelerator), hw, mem_for(hw.accelerator), arch, params, active, tokens, lens,
                                              assumptions, calibration, wanted))
         for acc in accels:
-            found = options_for(run_req(acc), acc, offers_by_accel.get(acc.id, []), mem_for(acc), arch, params,
-                                active, tokens, lens, assumptions, calibration, stale, wanted)
+            req = run_req(acc)
+            found = options_for(req, acc, offers_by_accel.get(acc.id, []), mem_for(acc), arch, params,
+                                active, tokens, lens, assumptions, calibration, stale, wanted, kept(req).timers)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
             options.extend(found)
@@ -197,6 +226,41 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
         result = replace(result, fit_advice=advise_fit(result, replan, host), replanner=replan)
     return result
+
+
+@dataclass
+class _Kept:
+    """What one job's plans keep between calls (the app plans again on every keystroke, and most edits change the
+    budget, the prices or the hardware listed, not the job): its memory models (by weight bytes, format, runtime and
+    device memory) and each accelerator's timer (``options._Timer``: layouts and timings). Kept for the job's
+    ``timing_key`` with the same model, calibration and fitted factors (the objects themselves are held, so a
+    calibration read again or a fit changed starts anew)."""
+
+    calibration: object
+    fits: object
+    memory: dict = field(default_factory=dict)
+    timers: dict = field(default_factory=dict)
+
+
+_KEPT: OrderedDict[tuple, _Kept] = OrderedDict()
+KEPT_JOBS = 32  # the jobs kept: a session's recent edits and the fit advice's replans
+
+
+def _kept_for(job: tuple, calibration, fits) -> _Kept:
+    key = (job, id(calibration), id(fits))
+    hit = _KEPT.get(key)
+    if hit is None or hit.calibration is not calibration or hit.fits is not fits:
+        hit = _KEPT[key] = _Kept(calibration, fits)
+        while len(_KEPT) > KEPT_JOBS:
+            _KEPT.popitem(last=False)
+    else:
+        _KEPT.move_to_end(key)
+    return hit
+
+
+def forget_kept() -> None:
+    """Forget every job's kept layouts and timings (a benchmark measures a plan cold)."""
+    _KEPT.clear()
 
 
 def _one_answer_for_this_machine(options: list[PlanOption]) -> list[PlanOption]:

@@ -1,0 +1,71 @@
+"""What a plan keeps between calls (``service._Kept``: layouts, memory and timings per job) never changes an
+answer: a plan made after other plans equals the same plan made cold, byte for byte in its JSON, whether the
+earlier plans were of the same job with another budget or price, or of another job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.planner import PlanRequest, plan
+from advisor.planner.request import PRICE_AND_BUDGET_FIELDS, request_memo, timing_key, training_software
+from advisor.planner.service import forget_kept
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(use_user_file=False)
+
+
+def _json(result) -> str:
+    return json.dumps(result.to_json(), sort_keys=True)
+
+
+def _cold(req, catalog) -> str:
+    forget_kept()
+    return _json(plan(req, catalog=catalog, advise=False))
+
+
+# (job planned first, the job asked after it): same job with another budget, price or use; another job
+PAIRS = [
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8), dict(model="llama-3-8b", workload="lora", tokens=5e8)),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=4, assumptions={"electricity_usd_per_kwh": 0.4})),
+    (dict(model="llama-3-8b", workload="lora"), dict(model="llama-3-8b", workload="lora", seq_len=4096)),
+    (dict(model="llama-3-8b", workload="finetune"), dict(model="llama-3-8b", workload="finetune", checkpointing="none")),
+    (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096),
+     dict(model="mixtral-8x7b", workload="inference", batch=8, context=4096)),
+    (dict(model="mixtral-8x7b", workload="inference"), dict(model="mixtral-8x7b", workload="inference", quant="q8_0")),
+    (dict(model="llama-3-70b", workload="pretrain", tokens=1e12), dict(model="llama-3-70b", workload="pretrain",
+                                                                        tokens=1e12, power_limit_w=300)),
+]
+
+
+@pytest.mark.parametrize("first,then", PAIRS)
+def test_a_plan_after_others_equals_the_plan_made_cold(catalog, first, then):
+    expected = _cold(PlanRequest.from_mapping(then), catalog)
+    forget_kept()
+    plan(PlanRequest.from_mapping(first), catalog=catalog, advise=False)
+    plan(PlanRequest.from_mapping(then), catalog=catalog, advise=False)  # twice: from what the first one kept
+    assert _json(plan(PlanRequest.from_mapping(then), catalog=catalog, advise=False)) == expected
+
+
+def test_the_timing_key_leaves_out_only_budget_and_prices():
+    base = PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora"))
+    same = base.model_copy(update={"tokens": 3e9, "jobs_per_month": 2.0, "spot_offers": False})
+    assert timing_key(same) == timing_key(base)
+    for name, value in (("seq_len", 8192), ("micro_batch", 4), ("precision", "fp8"), ("framework", "unsloth")):
+        assert name not in PRICE_AND_BUDGET_FIELDS
+        assert timing_key(base.model_copy(update={name: value})) != timing_key(base), name
+
+
+def test_a_copy_with_changed_fields_does_not_inherit_the_memo():
+    """``model_copy`` copies ``__dict__``: what was worked out for the original must not follow the copy."""
+    base = PlanRequest.from_mapping(dict(model="llama-3-8b", workload="finetune"))
+    assert training_software(base).behaviours.checkpointing == "full"
+    request_memo(base)["probe"] = 1
+    copy = base.model_copy(update={"checkpointing": "none"})
+    assert training_software(copy).behaviours.checkpointing == "none"
+    assert "probe" not in request_memo(copy) and request_memo(base)["probe"] == 1
