@@ -112,14 +112,21 @@ def usd_per_million_tokens(hourly_price_total: float, tokens_per_s: float) -> fl
     """
     _nonneg("hourly_price_total", hourly_price_total)
     _nonneg("tokens_per_s", tokens_per_s)
-    return None if tokens_per_s == 0 else hourly_price_total / (3600.0 * tokens_per_s) * 1e6
+    return usd_per_million(hourly_price_total, tokens_per_s)
 
 
 def usd_per_million_requests(hourly_price_total: float, requests_per_s: float) -> float | None:
     """Serving cost per million requests: ``hourly / (3600 * requests_per_s) * 1e6`` (docs/method.md)."""
     _nonneg("hourly_price_total", hourly_price_total)
     _nonneg("requests_per_s", requests_per_s)
-    return None if requests_per_s == 0 else hourly_price_total / (3600.0 * requests_per_s) * 1e6
+    return usd_per_million(hourly_price_total, requests_per_s)
+
+
+def usd_per_million(hourly_price_total: float, per_s: float) -> float | None:
+    """``hourly / (3600 * per_s) * 1e6``, None when ``per_s`` is 0: the cost of a million tokens or requests
+    (:func:`usd_per_million_tokens`, :func:`usd_per_million_requests`), for figures checked already (the
+    planner checks a timing's rates once and prices every option of it)."""
+    return None if per_s == 0 else hourly_price_total / (3600.0 * per_s) * 1e6
 
 
 def requests_per_s(tokens_per_s: float, output_tokens: float, batch: int = 1, prefill_s: float = 0.0) -> float:

@@ -237,12 +237,9 @@ def _cloud_quote(offer: CloudOffer, devices: int, hours: float, assumptions: Cos
         per_device = instance_rate / offer.accelerator_count
         # Equal or more in exact arithmetic; max() keeps rent >= device-hours * per-device rate after rounding too.
         rent = max(instances * instance_rate * hours, (devices * hours) * per_device)
-    parts = CostBreakdown.of_floats((
-        ("rent", float(rent)),
-        ("spot_rework", float(rent * rework)),
-        ("storage", float(assumptions.storage_usd_per_h * instances * hours * (1.0 + rework))),
-        ("egress", float(assumptions.egress_usd)),
-    ))
+    parts = CostBreakdown.of_four("rent", float(rent), "spot_rework", float(rent * rework), "storage",
+                                  float(assumptions.storage_usd_per_h * instances * hours * (1.0 + rework)),
+                                  "egress", float(assumptions.egress_usd))
     energy = 0.0
     if kw_per_device:
         energy = kw_per_device * devices * hours * (1.0 + rework)

@@ -22,6 +22,7 @@ The API the planner, the buy advisor and the serving plans use:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -108,21 +109,35 @@ class Holding:
     available_hours_per_month: float
     assumed_busy_hours_per_month: float
 
-    @property
+    @functools.cached_property
     def running_rate_usd_per_hour(self) -> float:
         return math.fsum(v for _, v in self.running_usd_per_hour)
+
+    @functools.cached_property
+    def monthly_total_usd(self) -> float:
+        """The holding parts of a month summed (``math.fsum``), idle power aside."""
+        return math.fsum(v for _, v in self.monthly_usd)
+
+    @functools.cached_property
+    def monthly_paid_usd(self) -> float:
+        """The holding parts of a month paid in cash (no depreciation or capex share) summed, idle power aside."""
+        return math.fsum([v for k, v in self.monthly_usd if k not in ("depreciation", "capex_share")])
+
+    @functools.cached_property
+    def monthly_sunk_usd(self) -> float:
+        """The depreciation and capex share of a month (``sum``, in order)."""
+        return sum(v for k, v in self.monthly_usd if k in ("depreciation", "capex_share"))
 
     def monthly_fixed_usd(self, busy_hours: float) -> float:
         """Holding costs of a month with ``busy_hours`` of work (idle power for the rest of the available hours)."""
         idle = max(0.0, self.available_hours_per_month - busy_hours) * self.idle_kw * self.idle_usd_per_kwh
-        return math.fsum(v for _, v in self.monthly_usd) + idle
+        return self.monthly_total_usd + idle
 
     def monthly_cash_usd(self, busy_hours: float) -> float:
         """Money paid a month besides the purchase (financing, idle power, colocation, support; no depreciation),
         for cumulative spending."""
-        paid = [v for k, v in self.monthly_usd if k not in ("depreciation", "capex_share")]
         idle = max(0.0, self.available_hours_per_month - busy_hours) * self.idle_kw * self.idle_usd_per_kwh
-        return math.fsum(paid) + idle
+        return self.monthly_paid_usd + idle
 
 
 @dataclass(frozen=True)
@@ -315,13 +330,17 @@ def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
     parts.sort(key=lambda p: _PART_ORDER.get(p[0], len(_PART_ORDER)))
     fixed_month = h.monthly_fixed_usd(busy)
     per_busy_hour = fixed_month / busy if busy > 0 else 0.0
-    depreciation = sum(v for k, v in h.monthly_usd if k in ("depreciation", "capex_share"))
+    depreciation = h.monthly_sunk_usd
     variable = h.running_rate_usd_per_hour + (per_busy_hour - (depreciation / busy if busy > 0 else 0.0))
-    return OwnedQuote(kind=h.kind, accelerator_id=h.accelerator_id, devices=h.devices, hours=float(hours),
-                      hardware_usd=h.upfront_usd, fixed_usd_per_device=(h.upfront_usd - h.resale_usd) / h.devices,
-                      variable_usd_per_device_hour=variable / h.devices, energy_kwh=h.running_kw * hours,
-                      breakdown=_breakdown(parts),
-                      utilisation=u, monthly_usd=fixed_month, holding=h)
+    # Every field given, none derived: set at once rather than one by one by the frozen dataclass's __init__ (a plan
+    # prices two owned options per accelerator per keystroke); tests/cost/test_jobs.py checks it equals OwnedQuote(...)
+    quote = object.__new__(OwnedQuote)
+    quote.__dict__.update(
+        kind=h.kind, accelerator_id=h.accelerator_id, devices=h.devices, hours=float(hours),
+        hardware_usd=h.upfront_usd, fixed_usd_per_device=(h.upfront_usd - h.resale_usd) / h.devices,
+        variable_usd_per_device_hour=variable / h.devices, energy_kwh=h.running_kw * hours,
+        breakdown=_breakdown(parts), utilisation=u, monthly_usd=fixed_month, holding=h)
+    return quote
 
 
 def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions,
@@ -335,7 +354,7 @@ def home_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: C
         ValueError: bad devices/hours, or an accelerator without a purchase price or TDP.
     """
     _check_job(devices, hours)
-    return job_cost(home_holding(accel, devices, assumptions), hours, use)
+    return job_cost(_held(home_holding, accel, devices, assumptions), hours, use)
 
 
 def onprem_job_cost(accel: Accelerator, devices: int, hours: float, assumptions: CostAssumptions,
@@ -346,7 +365,24 @@ def onprem_job_cost(accel: Accelerator, devices: int, hours: float, assumptions:
         ValueError: bad devices/hours, or an accelerator without a purchase price or TDP.
     """
     _check_job(devices, hours)
-    return job_cost(onprem_holding(accel, devices, assumptions), hours, use)
+    return job_cost(_held(onprem_holding, accel, devices, assumptions), hours, use)
+
+
+_HELD: dict[tuple, tuple] = {}  # (holding function, id(accel), devices, id(assumptions)) -> (accel, a, holding)
+
+
+def _held(holding, accel: Accelerator, devices: int, a: CostAssumptions) -> Holding:
+    """``holding(accel, devices, a)``, kept for the same (frozen) accelerator and assumptions objects: a plan prices
+    the same rigs and servers on every keystroke, and a holding depends on nothing else."""
+    key = (holding, id(accel), devices, id(a))
+    hit = _HELD.get(key)
+    if hit is not None and hit[0] is accel and hit[1] is a:
+        return hit[2]
+    h = holding(accel, devices, a)
+    if len(_HELD) > 4096:
+        _HELD.clear()
+    _HELD[key] = (accel, a, h)
+    return h
 
 
 def owned_option_id(accelerator_id: str) -> str:
@@ -440,7 +476,7 @@ def payback(h: Holding, hours: float, use: Use, rent_id: str | None, rent_usd_pe
     # F the use-independent holding parts, idle the idle power price per hour, A the available hours.
     idle_rate = h.idle_kw * h.idle_usd_per_kwh
     saving = rent_usd_per_job - running_job + idle_rate * hours
-    fixed = math.fsum(v for _, v in h.monthly_usd) + idle_rate * h.available_hours_per_month
+    fixed = h.monthly_total_usd + idle_rate * h.available_hours_per_month
     jobs = fixed / saving if saving > 0 and rent_usd_per_job > running_job else None
     device_hours = None if months is None else months * busy
     most = h.available_hours_per_month / hours

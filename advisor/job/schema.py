@@ -436,10 +436,11 @@ def _check_rules(job: Job) -> None:
                             "use --optimizer adamw with it")
     if job.workload == "inference":
         _check_inference(job)
-    try:
-        CostAssumptions().with_overrides(**job.assumptions)
-    except (TypeError, ValueError) as exc:
-        raise JobInputError("assumptions", " ".join(str(exc).split())) from None
+    if job.assumptions:  # none given: the defaults, valid by construction
+        try:
+            CostAssumptions().with_overrides(**job.assumptions)
+        except (TypeError, ValueError) as exc:
+            raise JobInputError("assumptions", " ".join(str(exc).split())) from None
 
 
 def _check_inference(job: Job) -> None:

@@ -10,12 +10,13 @@ app's charts read the resulting :class:`~advisor.planner.result.PlanOption` obje
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
 from advisor.catalog import Accelerator
 from advisor.cost.assumptions import CostAssumptions
-from advisor.cost.compare import usd_per_million_requests, usd_per_million_tokens
+from advisor.cost.compare import usd_per_million, usd_per_million_requests, usd_per_million_tokens
 from advisor.cost.jobs import OwnedQuote, can_own
 from advisor.cost.options import DeviceJob, quote_job
 from advisor.cost.ownership import Use, home_holding, onprem_holding, payback
@@ -55,7 +56,12 @@ FIXED_PARTS = ("egress",)  # cost parts that do not grow with the hours (the res
 def plan_use(req: PlanRequest) -> Use:
     """The use the request states (``jobs_per_month``, ``other_use_hours_per_month``) for owned hardware and
     reserved terms (``advisor.cost.ownership``)."""
-    return Use(req.jobs_per_month, req.other_use_hours_per_month if req.jobs_per_month is not None else 0.0)
+    return _use(req.jobs_per_month, req.other_use_hours_per_month if req.jobs_per_month is not None else 0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _use(jobs_per_month: float | None, other_hours: float) -> Use:
+    return Use(jobs_per_month, other_hours)  # frozen: one object per stated use
 
 
 def reserved_note(q, req: PlanRequest) -> str:
@@ -136,8 +142,23 @@ class _Timer:
         self.lens, self.mem_model, self.calib = lens, mem_model, calib
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[tuple, object] = {}
+        self._nodes: dict[tuple, tuple] = {}
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
+
+    def on_node(self, kind: str, place: Placement, where: str) -> tuple:
+        """``(layout, memory, fits, timing, why it cannot run or "", nodes)`` of the job on one node of ``kind``:
+        :meth:`layout`, :meth:`time` and ``placement.infeasible_reason``, kept per node (a node's placement is the
+        catalog's, kept by ``_nodes`` plan after plan)."""
+        key = (kind, id(place), where)
+        hit = self._nodes.get(key)
+        if hit is not None and hit[0] is place:
+            return hit[1]
+        layout, mem, fits = self.layout(place)
+        t = self.time(layout, place, rented=kind == "cloud")
+        figures = (layout, mem, fits, t, infeasible_reason(layout, place, where), place.nodes(layout.devices))
+        self._nodes[key] = (place, figures)
+        return figures
 
     def layout(self, place: Placement):
         """The fewest devices that fit with tensor parallelism inside one node: ``(layout, memory, fits)``."""
@@ -187,7 +208,10 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
     """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
     if hours <= 0:
         return cost, cost
-    fixed = sum([usd for name, usd in breakdown.parts if name in FIXED_PARTS])
+    fixed = 0  # sum() of the fixed parts, in order, without a list per option
+    for name, usd in breakdown.parts:
+        if name in FIXED_PARTS:
+            fixed += usd
     lo, hi = hours_interval
     return fixed + (cost - fixed) * lo / hours, fixed + (cost - fixed) * hi / hours
 
@@ -221,8 +245,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     stack = stack_fields(acc.stacks, wanted)
     offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
     for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
-        layout, mem, fits = timer.layout(place)
-        t = timer.time(layout, place, rented=kind == "cloud")
+        layout, mem, fits, t, reason, nodes = timer.on_node(kind, place, where)
         if req.workload == "inference" and req.gpu_layers is not None and t.decode is not None:
             hit = offloaded.get(id(t))
             if hit is None:  # timed as an owned GPU's would be, on a host of the prior's figures
@@ -231,11 +254,10 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 hit = offloaded[id(t)] = t if shown is None else replace(
                     t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
             t = hit
-        reason = infeasible_reason(layout, place, where)
-        key = (kind, id(t), layout, fits, reason, place.nodes(layout.devices))
+        key = (kind, id(t), layout, fits, reason, nodes)
         group = groups.get(key)
         if group is None:
-            common = _figures(req, acc, layout, mem, fits, t, tokens, reason, key[-1])
+            common = _figures(req, acc, layout, mem, fits, t, tokens, reason, nodes)
             common["figures"].update(stack)
             if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
                 common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
@@ -353,7 +375,8 @@ def _serving_figures(t: Timing) -> dict | None:
         return None
     prefill = t.prompt_tokens * t.batch / d.prefill_s if t.prompt_tokens and d.prefill_s > 0 else None
     ttft = d.prefill_s  # the prompts' prefill gives the first token (estimate.serving.single_request)
-    return dict(ttft_s=ttft, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
+    rates_ok = all(r.__class__ is float and 0.0 <= r < math.inf for r in (t.tokens_per_s, d.requests_per_s))
+    return (_CheckedServing if rates_ok else dict)(ttft_s=ttft, bandwidth_efficiency=t.eta_mem, requests_per_s=d.requests_per_s,
                 prefill_tokens_per_s=prefill,
                 ttft_s_interval=_log_interval(ttft, t.ttft_width_log if t.ttft_width_log is not None
                                               else t.width_log),
@@ -369,11 +392,20 @@ def _priced_serving(figures: dict | None, t: Timing, total_usd_per_h: float) -> 
     if figures is None:
         return None
     serving = object.__new__(Serving)
-    serving.__dict__.update(figures)
-    serving.__dict__.update(usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
-                            usd_per_million_requests=usd_per_million_requests(total_usd_per_h,
-                                                                              t.decode.requests_per_s))
+    held = serving.__dict__
+    held.update(figures)
+    if figures.__class__ is _CheckedServing and total_usd_per_h < math.inf:  # rates checked in ``_serving_figures``
+        held["usd_per_million_tokens"] = usd_per_million(total_usd_per_h, t.tokens_per_s)
+        held["usd_per_million_requests"] = usd_per_million(total_usd_per_h, t.decode.requests_per_s)
+    else:
+        held.update(usd_per_million_tokens=usd_per_million_tokens(total_usd_per_h, t.tokens_per_s),
+                    usd_per_million_requests=usd_per_million_requests(total_usd_per_h, t.decode.requests_per_s))
     return serving
+
+
+class _CheckedServing(dict):
+    """Serving figures of a timing whose rates are finite and zero or more (checked once in ``_serving_figures``),
+    so every option of it is priced without checking them again; its hourly cost is a sum of checked parts."""
 
 
 def _log_interval(value: float, width_log: float) -> tuple[float, float]:

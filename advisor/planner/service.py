@@ -166,7 +166,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
                                              assumptions, calibration, wanted))
         for acc in accels:
             req = run_req(acc)
-            found = options_for(req, acc, offers_by_accel.get(acc.id, []), mem_for(acc), arch, params,
+            found = options_for(req, acc, offers_by_accel.get(acc.id, NO_OFFERS), mem_for(acc), arch, params,
                                 active, tokens, lens, assumptions, calibration, stale, wanted, kept(req).timers)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
@@ -281,6 +281,9 @@ def _default_assumptions() -> CostAssumptions:
 
 
 _INDEX: tuple = (None, None)  # (catalog, its offers by accelerator and stale ids): the last catalog planned
+
+
+NO_OFFERS: tuple = ()  # one object for every accelerator without cloud offers (its nodes are kept by identity)
 
 
 def _catalog_index(catalog: Catalog) -> tuple[dict[str, list], frozenset[str]]:

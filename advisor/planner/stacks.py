@@ -9,6 +9,10 @@ user's stack, and ``PlanResult.best()`` never picks it while one of those fits (
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from advisor.catalog.runtimes import runtime_data
 from advisor.catalog.stacks import PYTORCH_DEFAULT, STACKS, needs_text
 from advisor.planner.request import PlanRequest
@@ -44,7 +48,8 @@ def default_stacks(request: PlanRequest) -> tuple[str, ...]:
     return PYTORCH_DEFAULT
 
 
-def stack_fields(runs: tuple[str, ...], wanted: tuple[str, ...]) -> dict:
+@functools.lru_cache(maxsize=1024)
+def stack_fields(runs: tuple[str, ...], wanted: tuple[str, ...]) -> Mapping[str, object]:
     """``stacks``, ``stack_ok`` and, when false, ``stack_reason`` of the options of one accelerator.
 
     Args:
@@ -54,4 +59,5 @@ def stack_fields(runs: tuple[str, ...], wanted: tuple[str, ...]) -> dict:
         The three :class:`~advisor.planner.result.PlanOption` fields, computed once per accelerator.
     """
     ok = any(s in wanted for s in runs)
-    return {"stacks": tuple(runs), "stack_ok": ok, "stack_reason": "" if ok else needs_text(runs)}
+    # read-only: one mapping serves every plan asking for the same stacks
+    return MappingProxyType({"stacks": tuple(runs), "stack_ok": ok, "stack_reason": "" if ok else needs_text(runs)})

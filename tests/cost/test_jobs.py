@@ -225,3 +225,19 @@ def test_a_cloud_quote_is_the_dataclass_its_init_makes():
     via_init = CloudQuote(**{f.name: getattr(q, f.name) for f in dataclasses.fields(CloudQuote)})
     assert via_init == q and vars(via_init) == vars(q) and hash(via_init) == hash(q)
     assert q.instances == 2 and q.total_usd == q.breakdown.total_usd
+
+
+def test_owned_quote_built_without_init_equals_the_dataclass():
+    """job_cost fills the frozen OwnedQuote without its __init__ (a speed path): same fields, equal."""
+    import dataclasses
+
+    from advisor.catalog import load_catalog
+    from advisor.cost.assumptions import CostAssumptions
+    from advisor.cost.jobs import OwnedQuote
+    from advisor.cost.ownership import home_job_cost
+
+    acc = load_catalog(use_user_file=False).accelerators["rtx-4090"]
+    q = home_job_cost(acc, 2, 10.0, CostAssumptions())
+    via_init = OwnedQuote(**{f.name: getattr(q, f.name) for f in dataclasses.fields(OwnedQuote)})
+    assert via_init == q and vars(via_init) == vars(q)
+    assert q.devices == 2 and q.total_usd == q.breakdown.total_usd > 0
