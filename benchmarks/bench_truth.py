@@ -96,13 +96,15 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     out = {}
     lo, hi = C.TARGET_COVERAGE
     every = [o for v in obs_by.values() for o in v]
+    holds = {g: C.leave_one_source_out(v, C.pooled(g, every)) for g, v in obs_by.items()}
+    points = C.reach_points((obs_by[g], holds[g]) for g in C.REACH_GROUPS if g in obs_by)
     for g in C.GROUPS:
         obs = obs_by.get(g, [])
         if not obs:
             print(f"{g:16s} {0:4d}   -  no planned figures")
             continue
-        hold = C.leave_one_source_out(obs, C.pooled(g, every))
-        s = C.summarise(obs, hold)
+        hold = holds[g]
+        s = C.summarise(obs, hold, points if g in C.REACH_GROUPS else ())
         out[g] = s
         ok = s.passes
         verdict = "PASS" if s.ok else "FAIL: " + ", ".join(k for k, v in ok.items() if not v)
@@ -112,6 +114,7 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
               f"{'>=' + format(C.TARGET_WITHIN, '.0%') + ('/' + format(s.tolerance, '.0%')):>7s} "
               f"{_pct(s.coverage)} {'ok' if lo <= s.coverage <= hi else 'no':>6s} {s.median_width:6.2f} "
               f"{'ok' if s.median_width < C.TARGET_WIDTH else 'no':>3s}  {verdict}")
+    print_reach(obs_by, holds, points, out)
     print("\n'raw ok' and 'within': share within the group's tolerance (25 %; 15 % for fine-tune peak memory), raw "
           "estimate and calibrated held-out estimate; 'cover': share inside the 80 % interval built without the "
           "row's source; 'width': median high/low of those intervals.")
@@ -137,6 +140,24 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
         for k, n in sorted(reasons.items()):
             print(f"  {n:3d} x {k}")
     return out
+
+
+def print_reach(obs_by, holds, points, summaries) -> None:
+    """The training groups' coverage near the other sources' rows and far from them, with the widths that grow with
+    the distance (docs/method.md, "Ranges that know where the data ends") and with one width at every distance."""
+    if not points:
+        return
+    slope = C.fit_reach_slope(points)
+    print(f"\nTraining ranges by reach (distance from the other sources' rows; near < {C.NEAR_DISTANCE:g}): width "
+          f"x (1 + {slope:.3f} d), fitted on {len(points)} held-out rows")
+    print(f"{'group':16s} {'stratum':8s} {'rows':>4s} {'cover':>7s} {'one width':>9s}")
+    for g in C.REACH_GROUPS:
+        if g not in summaries:
+            continue
+        one = C.summarise(obs_by[g], holds[g], points, grow=False)
+        flat = {k: c for k, _, c in one.by_reach}
+        for k, n, c in summaries[g].by_reach:
+            print(f"{g:16s} {k:8s} {n:4d} {_pct(c)} {_pct(flat.get(k, math.nan)):>9s}")
 
 
 def print_serving_sources(planned) -> None:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 
-from advisor.catalog.measurements import bundled_calibration_fit
+from advisor.catalog.measurements import bundled_calibration_fit, bundled_reach_rows
 from advisor.estimate.calibration import (
     BACKEND_OF_VENDOR,
     GroupFit,
@@ -29,6 +29,7 @@ from advisor.estimate.calibration import (
     efficiency_class,
     memory_class,
 )
+from advisor.estimate.reach import Position, Reach, locate, model_family
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.request import compute_precision, training_software
 
@@ -121,9 +122,43 @@ def training_class(group: str, req, moe: bool) -> str:
     return efficiency_class(group, f"{'moe' if moe else 'dense'}/{framework_id(req)}/{compute_precision(req)}")
 
 
-def calibrate_training(t, req, moe: bool = False):
+def training_position(req, acc, devices: int, tp: int, pp: int, params: float, moe: bool, seq_len: int,
+                      model: str | None) -> Position:
+    """A training option in the features the calibration's reach is measured in (``estimate.reach.Position``):
+    the devices and layout of the option, its accelerator's generation, the model, and the request's framework,
+    precision and workload, as ``calibration.position_of`` reads a published row."""
+    from advisor.estimate.utilisation import generation_of
+
+    return Position(devices, float(params), seq_len, tp * pp, generation_of(acc.id) or 0, framework_id(req),
+                    model_family(model) if model else "unnamed", moe, compute_precision(req), req.workload)
+
+
+def training_reach(fit: GroupFit, klass: str, position: Position | None) -> Reach | None:
+    """Where a training option lies against the calibrated runs and the half-width it gets
+    (``GroupFit.width`` at its distance), None without a position or rows."""
+    rows = bundled_reach_rows() if position is not None else ()
+    if not rows:
+        return None
+    distance, nearest, facts = locate(position, rows)
+    return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), len(rows))
+
+
+def wall_time_high_log() -> float:
+    """The log factor by which a training run's wall time may exceed its clean time: the published totals of the
+    documented runs (restarts, failures and evaluation in them) against the clean-step model
+    (``UtilisationModel.wall_time_low``)."""
+    from advisor.catalog.training_runs import bundled_utilisation_model
+
+    low = bundled_utilisation_model().wall_time_low
+    return -math.log(low) if 0 < low < 1 else 0.0
+
+
+def calibrate_training(t, req, moe: bool = False, position: Position | None = None):
     """A training timing times its group's efficiency (by dense or MoE, framework, precision), with the interval
-    width of its dense or MoE rows held out (``GroupFit.width``)."""
+    width of its dense or MoE rows held out (``GroupFit.width``), grown with the option's distance from the
+    calibrated runs (``position``; ``estimate.reach``); its wall time's upper side allows for what published totals
+    lost to restarts and evaluation (``wall_time_high_log``)."""
+    t = t.with_(wall_high_log=wall_time_high_log())
     fits = active_fits()
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
@@ -132,8 +167,14 @@ def calibrate_training(t, req, moe: bool = False):
     hit = req.__dict__.get(key)
     if hit is None:
         klass = training_class(fit.group, req, moe)
-        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass))
-    f, width, seen, spread = hit
+        hit = req.__dict__[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass),
+                                   klass, {})
+    f, width, seen, spread, klass, reaches = hit
+    reach = reaches.get(position)
+    if reach is None and position is not None:
+        reach = reaches[position] = training_reach(fit, klass, position)
+    if reach is not None:
+        width = reach.width
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     kind = "MoE" if moe else "dense"
@@ -142,8 +183,10 @@ def calibrate_training(t, req, moe: bool = False):
     if not seen:
         note += (f"; outside what the fit has seen: no published {kind} run of {framework_id(req)}, so the range adds "
                  f"the spread between the frameworks' factors (x/÷{math.exp(spread):.2f})")
+    if reach is not None and reach.outside:
+        note += f"; {reach.text()}"
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
-    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width,
+    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width, reach=reach,
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",
                    note="; ".join(filter(None, [t.note, note])))
 

@@ -326,3 +326,22 @@ def learned_lines(result) -> list[str]:
             origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
             out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
     return out
+
+
+def reach(result):
+    """``(option, Reach)``: where the plan's training job lies against the calibrated runs, on the option the plan
+    names first (the cheapest that fits, else the first that runs), or None (inference, no calibration in force).
+    Every surface (the table, ``--explain``, the JSON, the Planner page, the reports) states it from here."""
+    best = result.best()
+    candidates = ([best] if best is not None else []) + list(result.ranked)
+    option = next((o for o in candidates if o.reach is not None), None)
+    return None if option is None else (option, option.reach)
+
+
+def reach_sentence(result) -> str | None:
+    """The statement of ``reach`` as one line: ``Calibration reach (cloud:...): outside the calibrated runs: ...``."""
+    found = reach(result)
+    if found is None:
+        return None
+    option, r = found
+    return f"Calibration reach ({option.id}): {r.text()}"

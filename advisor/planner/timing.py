@@ -29,6 +29,7 @@ from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch, embedding_params, routed_expert_active_params
 from advisor.estimate.priors import mfu_prior
+from advisor.estimate.reach import Reach
 from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_bytes
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.placement import Placement, intra_node_bps
@@ -96,6 +97,8 @@ class Timing:
     output_tokens: int = 0  # per request (serving)
     mean_cache: float = 0.0  # the mean cached tokens a decode step reads per request (serving)
     kv_capacity_tokens: int | None = None  # tokens of KV cache the devices hold after weights and reserve (serving)
+    reach: Reach | None = None  # training: where the option lies against the calibrated runs (planner.calibrated)
+    wall_high_log: float = 0.0  # training: how far above the clean time the wall time's range reaches (restarts)
 
     def with_(self, **changes) -> Timing:
         """A copy with ``changes``: ``dataclasses.replace`` without its per-field init (a plan makes a hundred
@@ -112,6 +115,8 @@ class Timing:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""
         f = math.exp(self.width_log)
         low, high = value / f, value * f
+        if inverse and self.wall_high_log > 0:  # a time's upper side: published totals ran this much longer
+            high = max(high, value * math.exp(self.wall_high_log))
         if self.high_cap is not None and self.tokens_per_s > 0:
             cap = self.high_cap / self.tokens_per_s  # the most the speed may grow
             if inverse:
