@@ -489,10 +489,11 @@ class PlanResult:
     def reach_json(self) -> dict | None:
         """The plan's statement of where the job lies against the calibrated runs (``planner.summary.reach``):
         the option it is about and its ``Reach``; None for inference or without a calibration."""
-        from advisor.planner.summary import reach
+        from advisor.planner.summary import reach, reach_sentence
 
         found = reach(self)
-        return None if found is None else {"option": found[0].id, **found[1].to_json()}
+        return None if found is None else {"option": found[0].id, **found[1].to_json(),
+                                           "sentence": reach_sentence(self)}
 
     def headline(self) -> list[str]:
         """The answer's sentences as the screen shows them: the user's GPUs, the cheapest rent, what to buy
