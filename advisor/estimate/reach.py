@@ -225,6 +225,7 @@ class Reach:
     width_at_rows: float  # the 80 % half-width in log space a job at the rows gets
     width: float  # the half-width this job gets
     runs: int  # calibrated runs it was measured against
+    slope: float = 0.0  # b of the width ``w (1 + b d)`` it was given
 
     @property
     def outside(self) -> bool:

@@ -140,7 +140,7 @@ def training_reach(fit: GroupFit, klass: str, position: Position | None) -> Reac
     if not rows:
         return None
     distance, nearest, facts = locate(position, rows)
-    return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), len(rows))
+    return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), len(rows), fit.reach_slope)
 
 
 def wall_time_high_log() -> float:

@@ -354,12 +354,9 @@ def reach_method(result) -> str | None:
     if found is None:
         return None
     from advisor.catalog.training_runs import bundled_utilisation_model
-    from advisor.planner.calibrated import active_fits, training_group
 
-    fit = active_fits().get(training_group(result.request.workload))
-    slope = fit.reach_slope if fit is not None else 0.0
     low = bundled_utilisation_model().wall_time_low
-    return (f"the 80 % range grows as x (1 + {slope:.3f} d) with the distance d from the nearest calibrated run "
+    return (f"the 80 % range grows as x (1 + {found[1].slope:.3f} d) with the distance d from the nearest calibrated run "
             f"(fitted on the calibration's training runs, each held out with its source); the time's upper side "
             f"reaches {1 / low:.2f} x the clean time, the lowest share that trained ({low:.2f}) of the published "
             f"GPU-hour totals of the documented runs (restarts, failures and evaluation in them)")
