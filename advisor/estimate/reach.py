@@ -31,11 +31,8 @@ CATEGORICAL = ("framework", "family", "moe", "precision", "workload")
 # A numeric feature's unit is its spread over the rows, but never less than this many doublings (generations):
 # rows that all share one sequence length must not make the next length a hundred units away.
 SCALE_FLOOR = 1.0
-# What a feature is called in the plan's statement, and how its value reads.
-LABELS = {"devices": "GPUs", "params": "parameters", "seq_len": "tokens a sequence", "model_parallel":
-          "model-parallel degree (tensor x pipeline)", "generation": "accelerator generation",
-          "framework": "framework", "family": "model family", "moe": "architecture", "precision": "precision",
-          "workload": "workload"}
+# The family of a model given by its size alone (no preset or file names it): unlike every row's.
+UNNAMED = "unnamed"
 
 
 @dataclass(frozen=True)
@@ -208,7 +205,8 @@ def outside_facts(job: Position, rows: Sequence[Position]) -> list[Fact]:
                               ("precision", job.precision, "precision"), ("workload", job.workload, "workload")):
         seen = sorted({getattr(r, name) for r in rows})
         if value not in seen:
-            out.append(Fact(name, f"{what} {value}", "not among them (seen: " + ", ".join(seen) + ")"))
+            said = "a model given by its size, of no named family" if value == UNNAMED else f"{what} {value}"
+            out.append(Fact(name, said, "not among them (seen: " + ", ".join(seen) + ")"))
     if job.moe not in {r.moe for r in rows}:
         out.append(Fact("moe", "a mixture-of-experts model" if job.moe else "a dense model",
                         "none among them"))

@@ -29,7 +29,7 @@ from advisor.estimate.calibration import (
     efficiency_class,
     memory_class,
 )
-from advisor.estimate.reach import Position, Reach, locate, model_family
+from advisor.estimate.reach import UNNAMED, Position, Reach, locate, model_family
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.request import compute_precision, training_software
 
@@ -130,7 +130,7 @@ def training_position(req, acc, devices: int, tp: int, pp: int, params: float, m
     from advisor.estimate.utilisation import generation_of
 
     return Position(devices, float(params), seq_len, tp * pp, generation_of(acc.id) or 0, framework_id(req),
-                    model_family(model) if model else "unnamed", moe, compute_precision(req), req.workload)
+                    model_family(model) if model else UNNAMED, moe, compute_precision(req), req.workload)
 
 
 def training_reach(fit: GroupFit, klass: str, position: Position | None) -> Reach | None:

@@ -49,10 +49,11 @@ _generation = functools.lru_cache(maxsize=None)(U.generation_of)
 
 
 @functools.lru_cache(maxsize=1024)
-def _fitted(generation: int, active_params: float, seq_len: int) -> U.UtilisationEstimate:
-    """The fitted utilisation of a run (``utilisation.predict_utilisation``), once per plan's model and part."""
-    return U.predict_utilisation(bundled_utilisation_model(), generation=generation, active_params=active_params,
-                                 seq_len=seq_len)
+def _fitted(model: U.UtilisationModel, generation: int, active_params: float, seq_len: int
+            ) -> U.UtilisationEstimate:
+    """The fitted utilisation of a run (``utilisation.predict_utilisation``), once per utilisation model (the
+    stored one, or one in force: ``catalog.training_runs.utilisation_model_in_force``), plan's model and part."""
+    return U.predict_utilisation(model, generation=generation, active_params=active_params, seq_len=seq_len)
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     model = bundled_utilisation_model()
     mfu, origin, source, note, width = _utilisation(req, acc, arch, precision, calib, model, active, seq_len)
     if source == "fitted":
-        est = _fitted(_generation(acc.id), active, seq_len)
+        est = _fitted(model, _generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
     software = training_software(req)
     mfu, origin = framework_utilisation(mfu, origin, source, software)
