@@ -143,14 +143,15 @@ def training_reach(fit: GroupFit, klass: str, position: Position | None) -> Reac
     return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), len(rows), fit.reach_slope)
 
 
-def wall_time_high_log() -> float:
-    """The log factor by which a training run's wall time may exceed its clean time: the published totals of the
-    documented runs (restarts, failures and evaluation in them) against the clean-step model
-    (``UtilisationModel.wall_time_low``)."""
+def wall_time_high_log(factor: float = 1.0) -> float:
+    """The log factor by which a training run's wall time may exceed its planned clean time: the published totals of
+    the documented runs (restarts, failures and evaluation in them) ran down to ``wall_time_low`` of the clean-step
+    utilisation model's rate (``UtilisationModel.wall_time_low``), and the plan runs ``factor`` times that model's
+    rate (its calibration on published runs), so its time may reach ``factor / low`` times the planned one."""
     from advisor.catalog.training_runs import bundled_utilisation_model
 
     low = bundled_utilisation_model().wall_time_low
-    return -math.log(low) if 0 < low < 1 else 0.0
+    return max(0.0, math.log(factor) - math.log(low)) if 0 < low <= 1 and factor > 0 else 0.0
 
 
 def calibrate_training(t, req, moe: bool = False, position: Position | None = None):
@@ -158,11 +159,10 @@ def calibrate_training(t, req, moe: bool = False, position: Position | None = No
     width of its dense or MoE rows held out (``GroupFit.width``), grown with the option's distance from the
     calibrated runs (``position``; ``estimate.reach``); its wall time's upper side allows for what published totals
     lost to restarts and evaluation (``wall_time_high_log``)."""
-    t = t.with_(wall_high_log=wall_time_high_log())
     fits = active_fits()
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
-        return t
+        return t.with_(wall_high_log=wall_time_high_log())
     key = f"_training_factor_{fit.group}_{int(moe)}"  # one lookup per plan, not per option
     hit = req.__dict__.get(key)
     if hit is None:
@@ -187,6 +187,7 @@ def calibrate_training(t, req, moe: bool = False, position: Position | None = No
         note += f"; {reach.text()}"
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
     return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width, reach=reach,
+                   wall_high_log=wall_time_high_log(f),
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",
                    note="; ".join(filter(None, [t.note, note])))
 

@@ -356,7 +356,9 @@ def reach_method(result) -> str | None:
     from advisor.catalog.training_runs import bundled_utilisation_model
 
     low = bundled_utilisation_model().wall_time_low
-    return (f"the 80 % range grows as x (1 + {found[1].slope:.3f} d) with the distance d from the nearest calibrated run "
+    option, r = found
+    high = option.hours_interval[1] / option.hours if option.hours_interval and option.hours > 0 else 1.0
+    return (f"the 80 % range grows as x (1 + {r.slope:.3f} d) with the distance d from the nearest calibrated run "
             f"(fitted on the calibration's training runs, each held out with its source); the time's upper side "
-            f"reaches {1 / low:.2f} x the clean time, the lowest share that trained ({low:.2f}) of the published "
-            f"GPU-hour totals of the documented runs (restarts, failures and evaluation in them)")
+            f"allows for the published GPU-hour totals of the documented runs, which trained down to {low:.2f} of "
+            f"the clean-step rate (restarts, failures and evaluation in them): x{high:.2f} the planned time here")
