@@ -20,6 +20,7 @@ Everything here is pure: positions in, numbers out.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -58,6 +59,7 @@ class Position:
         return math.log2(value) if value and value > 0 else None
 
 
+@functools.lru_cache(maxsize=512)
 def model_family(model: str) -> str:
     """The family of a model id: its name up to the first part with a digit, the trailing version stripped
     (``llama-3.1-405b`` -> ``llama``, ``qwen2.5-7b`` -> ``qwen``, ``gpt-oss-120b`` -> ``gpt-oss``, ``gpt2`` ->
@@ -248,9 +250,11 @@ class Reach:
                 "beyond": [{"feature": f.feature, "value": f.value, "seen": f.seen} for f in self.facts]}
 
 
-def locate(job: Position, rows: Sequence[tuple[str, Position]]) -> tuple[float, str, tuple[Fact, ...]]:
-    """``(distance, nearest row id, facts)`` of a job against the calibration rows ``(row id, position)``."""
+def locate(job: Position, rows: Sequence[tuple[str, Position]], unit: dict[str, float] | None = None
+           ) -> tuple[float, str, tuple[Fact, ...]]:
+    """``(distance, nearest row id, facts)`` of a job against the calibration rows ``(row id, position)``;
+    ``unit``: their ``scales`` where the caller keeps them."""
     positions = [p for _, p in rows]
-    unit = scales(positions)
+    unit = unit or scales(positions)
     d, i = nearest(job, positions, unit)
     return d, rows[i][0] if i >= 0 else "", tuple(outside_facts(job, positions))

@@ -13,6 +13,7 @@ way, so the fit never sees its own output).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from contextvars import ContextVar
 from dataclasses import replace
 
 from advisor.catalog.measurements import bundled_calibration_fit, bundled_reach_rows
+from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate.calibration import (
     BACKEND_OF_VENDOR,
     GroupFit,
@@ -29,7 +31,7 @@ from advisor.estimate.calibration import (
     efficiency_class,
     memory_class,
 )
-from advisor.estimate.reach import UNNAMED, Position, Reach, locate, model_family
+from advisor.estimate.reach import UNNAMED, Position, Reach, locate, model_family, scales
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.request import compute_precision, training_software
 
@@ -127,20 +129,47 @@ def training_position(req, acc, devices: int, tp: int, pp: int, params: float, m
     """A training option in the features the calibration's reach is measured in (``estimate.reach.Position``):
     the devices and layout of the option, its accelerator's generation, the model, and the request's framework,
     precision and workload, as ``calibration.position_of`` reads a published row."""
+    job = req.__dict__.get("_reach_job")  # what the whole plan shares, once per plan
+    if job is None:
+        job = req.__dict__["_reach_job"] = (framework_id(req), model_family(model) if model else UNNAMED,
+                                            compute_precision(req), req.workload)
+    framework, family, precision, workload = job
+    return Position(devices, float(params), seq_len, tp * pp, _generation(acc.id), framework, family, moe,
+                    precision, workload)
+
+
+@functools.cache
+def _generation(accelerator_id: str) -> int:
+    """``utilisation.generation_of`` (0 when unknown), once per part."""
     from advisor.estimate.utilisation import generation_of
 
-    return Position(devices, float(params), seq_len, tp * pp, generation_of(acc.id) or 0, framework_id(req),
-                    model_family(model) if model else UNNAMED, moe, compute_precision(req), req.workload)
+    return generation_of(accelerator_id) or 0
 
 
 def training_reach(fit: GroupFit, klass: str, position: Position | None) -> Reach | None:
     """Where a training option lies against the calibrated runs and the half-width it gets
     (``GroupFit.width`` at its distance), None without a position or rows."""
-    rows = bundled_reach_rows() if position is not None else ()
-    if not rows:
+    if position is None:
         return None
-    distance, nearest, facts = locate(position, rows)
-    return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), len(rows), fit.reach_slope)
+    found = _located(position)
+    if found is None:
+        return None
+    distance, nearest, facts, runs = found
+    return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), runs, fit.reach_slope)
+
+
+@functools.lru_cache(maxsize=4096)
+def _located(position: Position):
+    """``(distance, nearest row, facts, rows)`` of a position against the stored rows, once per position (a plan
+    asks for each accelerator and layout, and the app re-plans on every change); None without rows."""
+    rows = bundled_reach_rows()
+    return (*locate(position, rows, _reach_unit()), len(rows)) if rows else None
+
+
+@functools.lru_cache(maxsize=1)
+def _reach_unit() -> dict[str, float]:
+    """The stored rows' feature units (``estimate.reach.scales``), once per process."""
+    return scales([p for _, p in bundled_reach_rows()])
 
 
 def wall_time_high_log(factor: float = 1.0) -> float:
@@ -148,8 +177,6 @@ def wall_time_high_log(factor: float = 1.0) -> float:
     the documented runs (restarts, failures and evaluation in them) ran down to ``wall_time_low`` of the clean-step
     utilisation model's rate (``UtilisationModel.wall_time_low``), and the plan runs ``factor`` times that model's
     rate (its calibration on published runs), so its time may reach ``factor / low`` times the planned one."""
-    from advisor.catalog.training_runs import bundled_utilisation_model
-
     low = bundled_utilisation_model().wall_time_low
     return max(0.0, math.log(factor) - math.log(low)) if 0 < low <= 1 and factor > 0 else 0.0
 
