@@ -96,13 +96,15 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     out = {}
     lo, hi = C.TARGET_COVERAGE
     every = [o for v in obs_by.values() for o in v]
+    holds = {g: C.leave_one_source_out(v, C.pooled(g, every)) for g, v in obs_by.items()}
+    points = C.reach_points((obs_by[g], holds[g]) for g in C.REACH_GROUPS if g in obs_by)
     for g in C.GROUPS:
         obs = obs_by.get(g, [])
         if not obs:
             print(f"{g:16s} {0:4d}   -  no planned figures")
             continue
-        hold = C.leave_one_source_out(obs, C.pooled(g, every))
-        s = C.summarise(obs, hold)
+        hold = holds[g]
+        s = C.summarise(obs, hold, points if g in C.REACH_GROUPS else ())
         out[g] = s
         ok = s.passes
         verdict = "PASS" if s.ok else "FAIL: " + ", ".join(k for k, v in ok.items() if not v)
@@ -112,6 +114,7 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
               f"{'>=' + format(C.TARGET_WITHIN, '.0%') + ('/' + format(s.tolerance, '.0%')):>7s} "
               f"{_pct(s.coverage)} {'ok' if lo <= s.coverage <= hi else 'no':>6s} {s.median_width:6.2f} "
               f"{'ok' if s.median_width < C.TARGET_WIDTH else 'no':>3s}  {verdict}")
+    print_reach(obs_by, holds, points, out)
     print("\n'raw ok' and 'within': share within the group's tolerance (25 %; 15 % for fine-tune peak memory), raw "
           "estimate and calibrated held-out estimate; 'cover': share inside the 80 % interval built without the "
           "row's source; 'width': median high/low of those intervals.")
@@ -137,6 +140,24 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
         for k, n in sorted(reasons.items()):
             print(f"  {n:3d} x {k}")
     return out
+
+
+def print_reach(obs_by, holds, points, summaries) -> None:
+    """The training groups' coverage near the other sources' rows and far from them, with the widths that grow with
+    the distance (docs/method.md, "Ranges that know where the data ends") and with one width at every distance."""
+    if not points:
+        return
+    slope = C.fit_reach_slope(points)
+    print(f"\nTraining ranges by reach (distance from the other sources' rows; near < {C.NEAR_DISTANCE:g}): width "
+          f"x (1 + {slope:.3f} d), fitted on {len(points)} held-out rows")
+    print(f"{'group':16s} {'stratum':8s} {'rows':>4s} {'cover':>7s} {'one width':>9s}")
+    for g in C.REACH_GROUPS:
+        if g not in summaries:
+            continue
+        one = C.summarise(obs_by[g], holds[g], points, grow=False)
+        flat = {k: c for k, _, c in one.by_reach}
+        for k, n, c in summaries[g].by_reach:
+            print(f"{g:16s} {k:8s} {n:4d} {_pct(c)} {_pct(flat.get(k, math.nan)):>9s}")
 
 
 def print_serving_sources(planned) -> None:
@@ -199,6 +220,90 @@ def print_utilisation(write: bool) -> None:
         (RESOURCES / "utilisation_fit.csv").write_text(U.model_to_csv(model), encoding="utf-8")
 
 
+def documented_run_checks(catalog) -> list[dict]:
+    """Each documented run of ``resources/training_runs.csv`` with a device count and a fitted figure, planned as
+    the planner would plan it with the utilisation model fitted *without its study* (``utilisation_model_in_force``):
+    runs outside the calibration set (other fleets, the A100, V100 and TPU eras, fp16, Megatron-LM of 2021,
+    published totals). A clean throughput is compared with the plan's tokens/s per device and its range, a
+    published GPU-hour total with the plan's device-hours and the range of its time; the range as it is
+    (``after``: grown with the distance, the wall time's allowance) and with one width (``before``)."""
+    from advisor.catalog.training_runs import utilisation_model_in_force
+    from advisor.job import JobInputError
+    from advisor.planner import PlanRequest, plan
+
+    peak = catalog_peak(catalog)
+    obs = U.observations(bundled_training_runs(), peak)
+    fitted = {o.run_id for o in obs}
+    out = []
+    for run in bundled_training_runs():
+        if run.run_id not in fitted or not run.devices:
+            continue
+        top = peak(run.accelerator_id, run.precision)
+        if not top:
+            out.append({"run": run.run_id, "skipped": f"no peak for {run.accelerator_id} in the catalog"})
+            continue
+        mfu = U.observed_mfu(run, top)
+        total = run.target == "gpu_hours"
+        attention = 12.0 * run.layers * run.hidden * run.seq_len if run.mfu_convention == "palm" else 0.0
+        measured = run.gpu_hours if total else mfu * top / (6.0 * run.active_params + attention)
+        values = {"params": run.params, "layers": run.layers, "hidden": run.hidden,
+                  "heads": max(1, run.hidden // 128), "vocab": run.vocab or 32000, "workload": "pretrain",
+                  "gpus": run.devices, "accelerator": (run.accelerator_id,), "own": (f"{run.devices}x{run.accelerator_id}",),
+                  "tokens": run.tokens or 1e9, "seq_len": run.seq_len, "precision": run.precision,
+                  "spot_offers": False}
+        if run.recompute == "full":
+            values["checkpointing"] = "full"
+        if "megatron" in run.framework.lower() or "nemo" in run.framework.lower():
+            values["framework"] = "megatron"
+        model = U.fit_utilisation([o for o in obs if o.group != run.group])
+        try:
+            with utilisation_model_in_force(model):
+                result = plan(PlanRequest.from_mapping(values), catalog, advise=False)
+        except (JobInputError, ValueError) as exc:
+            out.append({"run": run.run_id, "skipped": str(exc)[:80]})
+            continue
+        options = [o for o in result.options if o.accelerator == run.accelerator_id and o.devices == run.devices]
+        if not options or options[0].reach is None:
+            out.append({"run": run.run_id, "skipped": "no calibrated option of that count"})
+            continue
+        o = min(options, key=lambda o: o.kind != "owned")
+        n, r = o.devices, o.reach
+        if total:
+            p, after = o.device_hours, tuple(h * n for h in o.hours_interval)
+        else:
+            p, after = o.tokens_per_s / n, tuple(x / n for x in o.tokens_per_s_interval)
+        w0 = math.exp(r.width_at_rows)
+        out.append({"run": run.run_id, "figure": "GPU-hours" if total else "tokens/s/GPU", "measured": measured,
+                    "planned": p, "before": (p / w0, p * w0), "after": after, "distance": r.distance,
+                    "outside": ", ".join(f.feature for f in r.facts)})
+    return out
+
+
+def print_documented_runs(catalog) -> None:
+    rows = documented_run_checks(catalog)
+    print("\nDocumented runs outside the calibration set (resources/training_runs.csv), planned with the utilisation "
+          "model fitted without their study: the 80 % range with one width (before) and grown with the distance, "
+          "the wall time's allowance for totals (after)")
+    print(f"  {'run':22s} {'figure':13s} {'measured':>10s} {'planned':>10s} {'dist':>5s} {'before':>7s} {'after':>7s}"
+          "  beyond the runs in")
+    held = {"before": [], "after": []}
+    for row in rows:
+        if "skipped" in row:
+            print(f"  {row['run']:22s} not planned: {row['skipped']}")
+            continue
+        ins = {k: row[k][0] <= row["measured"] <= row[k][1] for k in held}
+        for k in held:
+            held[k].append((row["distance"], ins[k]))
+        print(f"  {row['run']:22s} {row['figure']:13s} {row['measured']:10.4g} {row['planned']:10.4g} "
+              f"{row['distance']:5.1f} {'in' if ins['before'] else 'OUT':>7s} {'in' if ins['after'] else 'OUT':>7s}"
+              f"  {row['outside']}")
+    for k, v in held.items():
+        if v:
+            far = [x for d, x in v if d >= C.NEAR_DISTANCE]
+            print(f"  {k}: {sum(x for _, x in v)}/{len(v)} inside"
+                  + (f"; {sum(far)}/{len(far)} of those at distance {C.NEAR_DISTANCE:g} or more" if far else ""))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="store the refitted figures in resources/")
@@ -207,8 +312,8 @@ def main(argv=None) -> int:
     catalog = bundled_catalog()
     if args.write:  # the utilisation fit feeds the raw training estimates: refit it first
         print_utilisation(True)
-        from advisor.catalog.training_runs import bundled_utilisation_model
-        bundled_utilisation_model.cache_clear()
+        from advisor.catalog.training_runs import stored_utilisation_model
+        stored_utilisation_model.cache_clear()
     planned, skipped = collect(catalog)
     print_groups(planned, skipped)
     print_serving_sources(planned)
@@ -216,6 +321,7 @@ def main(argv=None) -> int:
         print_rows(planned, g)
     if not args.write:
         print_utilisation(False)
+        print_documented_runs(catalog)
     if args.write:
         obs = observations(planned)
         fits = C.fit_all(obs)

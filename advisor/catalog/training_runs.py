@@ -12,6 +12,9 @@ import csv
 import functools
 import io
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from advisor.catalog.load import CatalogError, _resource_text
@@ -152,9 +155,28 @@ def fitted_model_text() -> str:
     return _resource_text("utilisation_fit.csv")
 
 
+_IN_FORCE: ContextVar = ContextVar("advisor_utilisation_model", default=None)
+
+
 @functools.lru_cache(maxsize=1)
-def bundled_utilisation_model():
+def stored_utilisation_model():
     """The stored utilisation model (``advisor.estimate.utilisation.UtilisationModel``), read once per process."""
     from advisor.estimate.utilisation import model_from_csv
 
     return model_from_csv(fitted_model_text())
+
+
+def bundled_utilisation_model():
+    """The utilisation model plans use: the stored one, or the one ``utilisation_model_in_force`` sets."""
+    return _IN_FORCE.get() or stored_utilisation_model()
+
+
+@contextmanager
+def utilisation_model_in_force(model) -> Iterator[None]:
+    """Plan with ``model`` inside this block (``benchmarks/bench_truth.py`` plans each documented run with the model
+    fitted without its study, so the check is of runs the model has not seen)."""
+    token = _IN_FORCE.set(model)
+    try:
+        yield
+    finally:
+        _IN_FORCE.reset(token)

@@ -458,6 +458,7 @@ def render_table(result, top: int | None = 12, explain: bool = False) -> str:
         lines.append(f"  Time of {best.id}: " + ", ".join(f"{k} {units.fmt_hours(v / 3600)} ({v / total:.0%})"
                                                           for k, v in split.items())
                      + " (communication model, docs/method.md); 'comm' above is communication and bubble")
+    lines.extend(reach_lines(result, explain))
     if explain:
         lines.extend(_infeasible_lines(result, top))
     elif result.infeasible:
@@ -528,6 +529,18 @@ def fit_advice_lines(result) -> list[str]:
         cost = cost_text(r["cost_usd"], r["cost_added_usd"]) or "-"
         lines.append(f"  {r['flags']:<{width}} {r['memory']:>10} {hours + lost:>20} {cost:>20}  {r['why']}")
     return lines
+
+
+def reach_lines(result, explain: bool = False) -> list[str]:
+    """Where the training job lies against the calibrated runs (``planner.summary.reach_sentence``); ``explain``
+    adds how its range was sized."""
+    from advisor.planner.summary import reach_method, reach_sentence
+
+    text = reach_sentence(result)
+    if not text:
+        return []
+    method = reach_method(result) if explain else None
+    return [f"  {text}"] + ([f"    ({method})"] if method else [])
 
 
 def inference_lines(result) -> list[str]:

@@ -47,7 +47,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from advisor.estimate.utilisation import _conformal_width, _quantile
+from advisor.estimate import reach as R
+from advisor.estimate.utilisation import _conformal_width, _quantile, generation_of
 
 GROUPS = ("pretraining", "finetune_rate", "finetune_memory", "decode", "prefill", "serving", "ttft", "tpot")
 # What a group's figure is, for reports.
@@ -87,6 +88,16 @@ MIN_WIDTH_ROWS = 5
 # differs: LoRA's 4 FLOPs a parameter, the frozen base, the optimizer step). Each group keeps its own widths and
 # check; a source is left out of the pool whole (its pretraining and fine-tune rows together).
 POOLS = {"pretraining": "training", "finetune_rate": "training"}
+# Groups whose width grows with a job's distance from their rows (module docstring, step 6; ``estimate.reach``): the
+# training speeds, fitted on one pool, so one slope is fitted on the pool's held-out errors relative to their width
+# class's (a MoE row's errors are larger at any distance; the slope is how much more they grow with it).
+REACH_GROUPS = ("pretraining", "finetune_rate")
+# The distance (``estimate.reach``) below which a held-out row counts as near the other sources' rows in the check's
+# coverage by reach (``GroupSummary.by_reach``): two and a half features' spread, which splits the training rows
+# about in half.
+NEAR_DISTANCE = 2.5
+# A training row's published workload (``full`` fine-tuning) -> the planner's workload name.
+TRAINING_WORKLOADS = {"pretrain": "pretrain", "full": "finetune", "lora": "lora", "qlora": "qlora"}
 # Groups whose factor is an input of the model rather than a multiplier of its figure (module docstring, step 5):
 # the time to first token, whose fitted factor scales the runtime's compute efficiencies in a served step.
 SCALED: tuple[str, ...] = ()  # none since the serving groups are planned at their stated loads (step 5)
@@ -304,6 +315,19 @@ def parse_measurements(text: str, group: str, where: str = "") -> tuple[Measurem
     return tuple(out)
 
 
+def position_of(m: Measurement, klass: str) -> R.Position:
+    """A training row's position (``estimate.reach.Position``): its count, size, sequence, layout and part from
+    the row, its framework, precision and dense or MoE from the class it was planned in (``dense/megatron/fp8``)."""
+    levels = klass.split("/")
+    moe = levels[0] == "moe"
+    framework = levels[1] if len(levels) > 1 else (klass or "default")
+    precision = levels[2] if len(levels) > 2 else (m.precision or "bf16")
+    workload = TRAINING_WORKLOADS.get(m.workload, "pretrain")
+    return R.Position(m.devices, m.params, m.seq_len, R.parallel_degree(m.parallelism),
+                      generation_of(m.accelerator_id) or 0, framework, R.model_family(m.model), moe, precision,
+                      workload)
+
+
 # ------------------------------------------------------------------ fitting
 @dataclass(frozen=True)
 class Observation:
@@ -318,6 +342,7 @@ class Observation:
     setup: str = ""  # the accelerator and model measured (``rtx-4090/llama-3-8b``): independent setups within a source
     implied: float | None = None  # SCALED groups: the log scale at which the model meets the figure
     held_out: float | None = None  # SCALED groups: the prediction at the scale fitted without this source
+    position: R.Position | None = None  # REACH_GROUPS: the row in the features of the fit (``position_of``)
 
     @property
     def log_ratio(self) -> float:
@@ -388,6 +413,7 @@ class GroupFit:
     rows: int
     sources: int
     class_half_widths: tuple[tuple[str, float], ...] = ()  # width classes (``width_class``) with a width of their own
+    reach_slope: float = 0.0  # REACH_GROUPS: b of the width ``w (1 + b d)`` at a distance d from the rows
 
     def factor(self, klass: str | None = None) -> float:
         """The multiplicative efficiency of a class (the group's where the class was not fitted); kept per class
@@ -399,16 +425,19 @@ class GroupFit:
                                          if klass else self.log_factor)
         return hit
 
-    def width(self, klass: str | None = None) -> float:
-        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's; for a
-        class the fit has not seen (``seen``), widened by the spread between the classes it has seen
-        (``unseen_spread``), the error of taking another class's factor: ``sqrt(w^2 + s^2)``."""
+    def width(self, klass: str | None = None, distance: float = 0.0) -> float:
+        """The 80 % half-width in log space of a class's figures: its width class's own, else the group's, at the
+        rows; at ``distance`` from them (``estimate.reach``) times ``1 + b d`` (``reach_slope``); for a class the fit
+        has not seen (``seen``), widened by the spread between the classes it has seen (``unseen_spread``), the
+        error of taking another class's factor: ``sqrt(w^2 + s^2)``."""
         w = self.half_width_log
         if klass:
             for name, cw in self.class_half_widths:
                 if name == width_class(self.group, klass):
                     w = cw
                     break
+        w *= R.widen(distance, self.reach_slope)
+        if klass:
             if not self.seen(klass):
                 return math.hypot(w, self.unseen_spread(klass))
         return w
@@ -529,6 +558,7 @@ class HoldOut:
     source_ids: tuple[str, ...]
     log_residuals: tuple[float, ...]
     single_source: bool  # True: only one source, so rows were left out one at a time (a flattering check)
+    distances: tuple[float, ...] = ()  # REACH_GROUPS: each row's distance to the other sources' rows (``reach``)
 
 
 def pooled(group: str, obs: Iterable[Observation]) -> list[Observation]:
@@ -560,7 +590,54 @@ def leave_one_source_out(obs: Sequence[Observation], pool: Sequence[Observation]
         g, classes = fits[o.source_id]
         res.append(o.fit_value - _predict_log(g, classes, o.klass))
     return HoldOut(obs[0].group if obs else "", tuple(o.row_id for o in obs), tuple(o.source_id for o in obs),
-                   tuple(res), single)
+                   tuple(res), single, fold_distances(obs, pool))
+
+
+def fold_distances(obs: Sequence[Observation], pool: Sequence[Observation] = ()) -> tuple[float, ...]:
+    """Each row's distance (``estimate.reach``) to the rows of the other sources, its pool's among them: how far
+    the fit that predicted it held out had to reach. Empty unless every row has a position."""
+    rows = [*obs, *pool]
+    if not obs or any(o.position is None for o in rows):
+        return ()
+    unit = R.scales([o.position for o in rows])
+    return tuple(R.fold_distances([o.position for o in obs], [o.source_id for o in obs], unit,
+                                  [o.position for o in pool], [o.source_id for o in pool]))
+
+
+@dataclass(frozen=True)
+class ReachPoint:
+    """One held-out training row for the slope of the width (``fit_reach_slope``): its source, width class (its
+    group's), distance from the other sources' rows and absolute held-out error over its width class's width."""
+
+    source_id: str
+    width_class: str
+    distance: float
+    relative_error: float
+
+
+def reach_points(holds: Iterable[tuple[Sequence[Observation], HoldOut]]) -> list[ReachPoint]:
+    """The held-out rows of the REACH_GROUPS as ``ReachPoint``s (a group without distances gives none)."""
+    out = []
+    for obs, hold in holds:
+        if hold.group not in REACH_GROUPS or not hold.distances:
+            continue
+        classes = _width_classes(obs)
+        of = {i: name for name, idx in classes.items() for i in idx}
+        widths = {name: _conformal_width([abs(hold.log_residuals[i]) for i in idx]) for name, idx in classes.items()}
+        whole = _conformal_width([abs(r) for r in hold.log_residuals])
+        for i, (r, d) in enumerate(zip(hold.log_residuals, hold.distances)):
+            name = of.get(i, "")
+            w = widths.get(name, whole)
+            if w > 0 and math.isfinite(d):
+                out.append(ReachPoint(hold.source_ids[i], f"{hold.group}/{name}", d, abs(r) / w))
+    return out
+
+
+def fit_reach_slope(points: Sequence[ReachPoint], without: str = "") -> float:
+    """``b`` of the width ``w (1 + b d)`` (``estimate.reach.reach_slope``) from the held-out rows, those of the
+    source ``without`` left out (the check builds each source's width without it)."""
+    mine = [p for p in points if p.source_id != without]
+    return R.reach_slope([p.distance for p in mine], [p.relative_error for p in mine])
 
 
 @dataclass(frozen=True)
@@ -576,6 +653,8 @@ class GroupSummary:
     median_width: float  # median of high/low of those intervals
     single_source: bool
     raw_within: float  # the same share for the raw (uncalibrated) predictions
+    # REACH_GROUPS: (rows, coverage) of the rows near the other sources' rows (distance < NEAR_DISTANCE) and far
+    by_reach: tuple[tuple[str, int, float], ...] = ()
 
     @property
     def passes(self) -> dict[str, bool]:
@@ -588,8 +667,12 @@ class GroupSummary:
         return all(self.passes.values())
 
 
-def summarise(obs: Sequence[Observation], hold: HoldOut) -> GroupSummary:
-    """Within-tolerance share, interval coverage and median width of one group's held-out residuals."""
+def summarise(obs: Sequence[Observation], hold: HoldOut, points: Sequence[ReachPoint] = (), *,
+              grow: bool = True) -> GroupSummary:
+    """Within-tolerance share, interval coverage and median width of one group's held-out residuals; with the
+    REACH_GROUPS' ``points`` (``reach_points``), each row's width grows with its distance from the other sources'
+    rows by the slope fitted without its source (``fit_reach_slope``), and the coverage is also given near the
+    rows and far from them (``by_reach``). ``grow=False``: one width at every distance (the comparison)."""
     group = hold.group
     tol = TOLERANCE.get(group, DEFAULT_TOLERANCE)
     n = len(hold.log_residuals)
@@ -598,18 +681,31 @@ def summarise(obs: Sequence[Observation], hold: HoldOut) -> GroupSummary:
     within = sum(_within(r, tol) for r in hold.log_residuals) / n
     covered, widths = 0, []
     peers = {i: set(idx) for idx in _width_classes(obs).values() for i in idx} if len(obs) == n else {}
+    reach = bool(points) and len(hold.distances) == n
+    slopes: dict[str, float] = {}
+    strata: dict[str, list[bool]] = {"near": [], "far": []}
     for i, r in enumerate(hold.log_residuals):
         # every other row's held-out residual (its own source's rows were held out with it): the cross-conformal
         # rule of utilisation.leave_one_study_out, with sources as the folds (Barber et al. 2021, CV+); the other
-        # rows of its width class where that class has a width of its own
+        # rows of its width class where that class has a width of its own; with a reach, each residual over its
+        # own widening and the quantile times this row's (locally weighted conformal, Lei et al. 2018)
         mine = peers.get(i)
-        others = [abs(v) for j, v in enumerate(hold.log_residuals) if j != i and (mine is None or j in mine)]
-        w = _conformal_width(others) if others else math.inf
+        b = 0.0
+        if reach:
+            sid = hold.source_ids[i]
+            b = slopes[sid] if sid in slopes else slopes.setdefault(sid, fit_reach_slope(points, sid) if grow else 0.0)
+        d = hold.distances[i] if reach else 0.0
+        others = [abs(v) / R.widen(hold.distances[j] if reach else 0.0, b) for j, v in enumerate(hold.log_residuals)
+                  if j != i and (mine is None or j in mine)]
+        w = _conformal_width(others) * R.widen(d, b) if others else math.inf
         covered += abs(r) <= w
         widths.append(math.exp(2.0 * w))
+        if reach:
+            strata["near" if d < NEAR_DISTANCE else "far"].append(abs(r) <= w)
     raw = sum(_within(o.log_ratio, tol) for o in obs) / len(obs)
+    by_reach = tuple((k, len(v), sum(v) / len(v)) for k, v in strata.items() if v) if reach else ()
     return GroupSummary(group, n, len(set(hold.source_ids)), tol, within, covered / n, _quantile(widths, 0.5),
-                        hold.single_source, raw)
+                        hold.single_source, raw, by_reach)
 
 
 def _within(log_residual: float, tol: float) -> bool:
@@ -617,40 +713,52 @@ def _within(log_residual: float, tol: float) -> bool:
     return abs(math.exp(log_residual) - 1.0) <= tol + 1e-12
 
 
-def fit_group(obs: Sequence[Observation], pool: Sequence[Observation] = ()) -> GroupFit:
+def fit_group(obs: Sequence[Observation], pool: Sequence[Observation] = (), slope: float = 0.0,
+              hold: HoldOut | None = None) -> GroupFit:
     """The stored fit of one group: factors on all its rows and its ``pool`` (none for a single source), the width
-    from the held-out residuals of its own rows."""
+    from the held-out residuals of its own rows, each over its widening ``1 + slope d`` at its distance from the
+    other sources' rows (the width at the rows, ``GroupFit.width``)."""
     own = len({o.source_id for o in obs}) >= MIN_SOURCES
     g, classes = fit_log_factors([*obs, *pool]) if own else (0.0, {})
-    hold = leave_one_source_out(obs, pool) if obs else None
-    width = _conformal_width([abs(r) for r in hold.log_residuals]) if hold and hold.log_residuals else 0.0
-    class_widths = tuple((name, _conformal_width([abs(hold.log_residuals[i]) for i in idx]))
-                         for name, idx in sorted(_width_classes(obs).items())) if hold else ()
+    if hold is None and obs:
+        hold = leave_one_source_out(obs, pool)
+    scores = []
+    if hold is not None:
+        dist = hold.distances if len(hold.distances) == len(hold.log_residuals) else (0.0,) * len(hold.log_residuals)
+        scores = [abs(r) / R.widen(d, slope) for r, d in zip(hold.log_residuals, dist)]
+    width = _conformal_width(scores) if scores else 0.0
+    class_widths = tuple((name, _conformal_width([scores[i] for i in idx]))
+                         for name, idx in sorted(_width_classes(obs).items())) if scores else ()
     return GroupFit(obs[0].group if obs else "", g, tuple(classes.items()), width, len(obs),
-                    len({o.source_id for o in obs}), class_widths)
+                    len({o.source_id for o in obs}), class_widths, slope)
 
 
 def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
-    """One ``GroupFit`` per group present in ``obs``."""
+    """One ``GroupFit`` per group present in ``obs``; the REACH_GROUPS share one slope of their widths
+    (``fit_reach_slope`` on their held-out rows)."""
     by_group: dict[str, list[Observation]] = {}
     for o in obs:
         by_group.setdefault(o.group, []).append(o)
     every = [o for v in by_group.values() for o in v]
-    return {g: fit_group(v, pooled(g, every)) for g, v in by_group.items()}
+    holds = {g: leave_one_source_out(v, pooled(g, every)) for g, v in by_group.items()}
+    slope = fit_reach_slope(reach_points((by_group[g], holds[g]) for g in REACH_GROUPS if g in by_group))
+    return {g: fit_group(v, pooled(g, every), slope if g in REACH_GROUPS else 0.0, holds[g])
+            for g, v in by_group.items()}
 
 
 # ------------------------------------------------------------------ stored fit
 def fits_to_csv(fits: Mapping[str, GroupFit]) -> str:
-    """``group,class,log_factor,half_width_log,rows,sources`` text (``resources/calibration_fit.csv``);
-    the row with an empty class is the group's own factor; a class row's width is that width class's own."""
-    lines = ["group,class,log_factor,half_width_log,rows,sources"]
+    """``group,class,log_factor,half_width_log,rows,sources,reach_slope`` text (``resources/calibration_fit.csv``);
+    the row with an empty class is the group's own factor and width slope; a class row's width is that width
+    class's own (at the rows: ``GroupFit.width``)."""
+    lines = ["group,class,log_factor,half_width_log,rows,sources,reach_slope"]
     for g in GROUPS:
         f = fits.get(g)
         if f is None:
             continue
-        lines.append(f"{g},,{f.log_factor!r},{f.half_width_log!r},{f.rows},{f.sources}")
+        lines.append(f"{g},,{f.log_factor!r},{f.half_width_log!r},{f.rows},{f.sources},{f.reach_slope!r}")
         widths = dict(f.class_half_widths)
-        lines += [f"{g},{k},{v!r},{widths[k]!r}," if k in widths else f"{g},{k},{v!r},," for k, v in f.class_log_factors]
+        lines += [f"{g},{k},{v!r},{widths[k]!r},," if k in widths else f"{g},{k},{v!r},,," for k, v in f.class_log_factors]
     return "\n".join(lines) + "\n"
 
 
@@ -660,7 +768,7 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
     Raises:
         MeasurementError: an unknown group, a value that is not finite, a class before its group row.
     """
-    heads: dict[str, tuple[float, float, int, int]] = {}
+    heads: dict[str, tuple[float, float, int, int, float]] = {}
     classes: dict[str, list[tuple[str, float]]] = {}
     widths: dict[str, list[tuple[str, float]]] = {}
     for i, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
@@ -685,9 +793,10 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
         w = float(row["half_width_log"])
         if not math.isfinite(w) or w < 0:
             raise MeasurementError(f"calibration fit row {i}: half_width_log must be finite and >= 0")
-        heads[g] = (lf, w, int(row["rows"]), int(row["sources"]))
-    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s, tuple(widths.get(g, ())))
-            for g, (lf, w, n, s) in heads.items()}
+        slope = _num(row, "reach_slope", f"calibration fit row {i}", default=0.0)  # absent in older files: 0
+        heads[g] = (lf, w, int(row["rows"]), int(row["sources"]), slope)
+    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s, tuple(widths.get(g, ())), b)
+            for g, (lf, w, n, s, b) in heads.items()}
 
 
 def interval(value: float, fit: GroupFit | None, *, inverse: bool = False) -> tuple[float, float] | None:

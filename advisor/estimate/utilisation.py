@@ -235,6 +235,7 @@ class UtilisationModel:
     half_width_log: float  # uncalibrated: conformal 80 % width of |leave-one-out log residual|
     half_width_calibrated_log: float  # calibrated machine: within-study spread
     runs: int
+    wall_time_low: float = 1.0  # the lowest published total over the clean-step rate (``wall_time_ratios``)
 
     @property
     def goodput(self) -> float:
@@ -251,12 +252,39 @@ def _within_study_half_width(obs: Sequence[Observation], coef: Sequence[float]) 
     return _conformal_width([abs(r) for r in centred])
 
 
+def wall_time_ratios(obs: Sequence[Observation], penalties: Sequence[float] = PENALTIES
+                     ) -> list[tuple[str, float]]:
+    """``(run id, ratio)`` of each published total (GPU-hours, restarts and evaluation in them): its effective
+    utilisation over the clean-step utilisation the model fitted on the *clean* runs of the other studies predicts
+    for it (the published-total term held at 0). A ratio below 1 is the share of the wall time that trained."""
+    gi = FEATURES.index("published_total")
+    clean = [o for o in obs if not o.x[gi]]
+    out = []
+    for o in obs:
+        if not o.x[gi]:
+            continue
+        mine = [p for p in clean if p.group != o.group]
+        if len(mine) < len(FEATURES):
+            continue
+        x = tuple(0.0 if i == gi else v for i, v in enumerate(o.x))
+        out.append((o.run_id, o.utilisation / math.exp(_predict_log(ridge(mine, penalties), x))))
+    return out
+
+
+def wall_time_low(ratios: Sequence[float]) -> float:
+    """The lowest ratio of ``wall_time_ratios`` (1 at most; 1 without any): of n published totals, a new run's ratio
+    lies below the lowest with probability ``1 / (n + 1)`` (the conformal rank rule), so a wall time up to
+    ``1 / low`` times the clean time is the upper side of its range (one-sided ``n / (n + 1)``: 6/7 with six)."""
+    return min(1.0, min(ratios, default=1.0))
+
+
 def fit_utilisation(obs: Sequence[Observation], penalties: Sequence[float] = PENALTIES) -> UtilisationModel:
     """Fit the model and its interval widths on all observations."""
     coef = ridge(obs, penalties)
     loo = leave_one_out(obs, penalties)
     return UtilisationModel(coef, _conformal_width([abs(r) for r in loo.log_residuals]),
-                            _within_study_half_width(obs, coef), len(obs))
+                            _within_study_half_width(obs, coef), len(obs),
+                            wall_time_low([r for _, r in wall_time_ratios(obs, penalties)]))
 
 
 @dataclass(frozen=True)
@@ -306,7 +334,8 @@ def model_to_csv(model: UtilisationModel) -> str:
     lines = ["name,value"]
     lines += [f"{name},{value!r}" for name, value in zip(FEATURES, model.coefficients)]
     lines += [f"half_width_log,{model.half_width_log!r}",
-              f"half_width_calibrated_log,{model.half_width_calibrated_log!r}", f"runs,{model.runs}"]
+              f"half_width_calibrated_log,{model.half_width_calibrated_log!r}", f"runs,{model.runs}",
+              f"wall_time_low,{model.wall_time_low!r}"]
     return "\n".join(lines) + "\n"
 
 
@@ -323,9 +352,12 @@ def model_from_csv(text: str) -> UtilisationModel:
         if not math.isfinite(number):
             raise ValueError(f"utilisation fit: {name} is not finite")
         values[name.strip()] = number
+    if not 0.0 < values.get("wall_time_low", 1.0) <= 1.0:
+        raise ValueError("utilisation fit: wall_time_low must be in (0, 1]")
     try:
         return UtilisationModel(tuple(values[n] for n in FEATURES), values["half_width_log"],
-                                values["half_width_calibrated_log"], int(values["runs"]))
+                                values["half_width_calibrated_log"], int(values["runs"]),
+                                values.get("wall_time_low", 1.0))
     except KeyError as exc:
         raise ValueError(f"utilisation fit: missing {exc}") from None
 

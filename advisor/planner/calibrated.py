@@ -13,6 +13,7 @@ way, so the fit never sees its own output).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterator
@@ -20,7 +21,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 
-from advisor.catalog.measurements import bundled_calibration_fit
+from advisor.catalog.measurements import bundled_calibration_fit, bundled_reach_rows
+from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate.calibration import (
     BACKEND_OF_VENDOR,
     GroupFit,
@@ -29,6 +31,7 @@ from advisor.estimate.calibration import (
     efficiency_class,
     memory_class,
 )
+from advisor.estimate.reach import UNNAMED, Position, Reach, locate, model_family, scales
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.request import compute_precision, request_memo, training_software
 
@@ -121,20 +124,86 @@ def training_class(group: str, req, moe: bool) -> str:
     return efficiency_class(group, f"{'moe' if moe else 'dense'}/{framework_id(req)}/{compute_precision(req)}")
 
 
-def calibrate_training(t, req, moe: bool = False):
+def training_position(req, acc, devices: int, tp: int, pp: int, params: float, moe: bool, seq_len: int,
+                      model: str | None) -> Position:
+    """A training option in the features the calibration's reach is measured in (``estimate.reach.Position``):
+    the devices and layout of the option, its accelerator's generation, the model, and the request's framework,
+    precision and workload, as ``calibration.position_of`` reads a published row."""
+    memo = request_memo(req)
+    job = memo.get(("reach_job", model))  # what the whole plan shares, once per plan
+    if job is None:
+        job = memo[("reach_job", model)] = (framework_id(req), model_family(model) if model else UNNAMED,
+                                            compute_precision(req), req.workload)
+    framework, family, precision, workload = job
+    return Position(devices, float(params), seq_len, tp * pp, _generation(acc.id), framework, family, moe,
+                    precision, workload)
+
+
+@functools.cache
+def _generation(accelerator_id: str) -> int:
+    """``utilisation.generation_of`` (0 when unknown), once per part."""
+    from advisor.estimate.utilisation import generation_of
+
+    return generation_of(accelerator_id) or 0
+
+
+def training_reach(fit: GroupFit, klass: str, position: Position | None) -> Reach | None:
+    """Where a training option lies against the calibrated runs and the half-width it gets
+    (``GroupFit.width`` at its distance), None without a position or rows."""
+    if position is None:
+        return None
+    found = _located(position)
+    if found is None:
+        return None
+    distance, nearest, facts, runs = found
+    return Reach(distance, nearest, facts, fit.width(klass), fit.width(klass, distance), runs, fit.reach_slope)
+
+
+@functools.lru_cache(maxsize=4096)
+def _located(position: Position):
+    """``(distance, nearest row, facts, rows)`` of a position against the stored rows, once per position (a plan
+    asks for each accelerator and layout, and the app re-plans on every change); None without rows."""
+    rows = bundled_reach_rows()
+    return (*locate(position, rows, _reach_unit()), len(rows)) if rows else None
+
+
+@functools.lru_cache(maxsize=1)
+def _reach_unit() -> dict[str, float]:
+    """The stored rows' feature units (``estimate.reach.scales``), once per process."""
+    return scales([p for _, p in bundled_reach_rows()])
+
+
+def wall_time_high_log(factor: float = 1.0) -> float:
+    """The log factor by which a training run's wall time may exceed its planned clean time: the published totals of
+    the documented runs (restarts, failures and evaluation in them) ran down to ``wall_time_low`` of the clean-step
+    utilisation model's rate (``UtilisationModel.wall_time_low``), and the plan runs ``factor`` times that model's
+    rate (its calibration on published runs), so its time may reach ``factor / low`` times the planned one."""
+    low = bundled_utilisation_model().wall_time_low
+    return max(0.0, math.log(factor) - math.log(low)) if 0 < low <= 1 and factor > 0 else 0.0
+
+
+def calibrate_training(t, req, moe: bool = False, position: Position | None = None):
     """A training timing times its group's efficiency (by dense or MoE, framework, precision), with the interval
-    width of its dense or MoE rows held out (``GroupFit.width``)."""
+    width of its dense or MoE rows held out (``GroupFit.width``), grown with the option's distance from the
+    calibrated runs (``position``; ``estimate.reach``); its wall time's upper side allows for what published totals
+    lost to restarts and evaluation (``wall_time_high_log``)."""
     fits = active_fits()
     fit = fits.get(training_group(req.workload))
     if fit is None or t.source in KEEP_SOURCES:
-        return t
+        return t.with_(wall_high_log=wall_time_high_log())
     key = f"training_factor_{fit.group}_{int(moe)}"  # one lookup per plan, not per option
     memo = request_memo(req)
     hit = memo.get(key)
     if hit is None:
         klass = training_class(fit.group, req, moe)
-        hit = memo[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass))
-    f, width, seen, spread = hit
+        hit = memo[key] = (fit.factor(klass), fit.width(klass), fit.seen(klass), fit.unseen_spread(klass),
+                                   klass, {})
+    f, width, seen, spread, klass, reaches = hit
+    reach = reaches.get(position)
+    if reach is None and position is not None:
+        reach = reaches[position] = training_reach(fit, klass, position)
+    if reach is not None:
+        width = reach.width
     if t.mfu > 0:  # the effective utilisation stays below the ceiling of a training step
         f = min(f, max(1.0, MFU_CEILING / t.mfu))
     kind = "MoE" if moe else "dense"
@@ -143,8 +212,11 @@ def calibrate_training(t, req, moe: bool = False):
     if not seen:
         note += (f"; outside what the fit has seen: no published {kind} run of {framework_id(req)}, so the range adds "
                  f"the spread between the frameworks' factors (x/÷{math.exp(spread):.2f})")
+    if reach is not None and reach.outside:
+        note += f"; {reach.text()}"
     # The utilisation shown is the effective one: the speed is FLOPs over (peak x mfu), calibration included.
-    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width,
+    return t.with_(tokens_per_s=t.tokens_per_s * f, mfu=t.mfu * f, width_log=width, reach=reach,
+                   wall_high_log=wall_time_high_log(f),
                    mfu_origin=f"{t.mfu_origin}; x{f:.2f} calibrated on published runs ({fit.group})",
                    note="; ".join(filter(None, [t.note, note])))
 

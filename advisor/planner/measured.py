@@ -20,13 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from advisor.estimate.calibration import (
+    REACH_GROUPS,
     SCALED,
     SERVE_GROUPS,
+    TRAINING_WORKLOADS,
     Measurement,
     Observation,
     efficiency_class,
     format_bits,
     implied_log_scale,
+    position_of,
 )
 from advisor.estimate.serving_queue import ServePoint
 from advisor.job import JOB_FIELDS, JobInputError
@@ -41,7 +44,6 @@ FRAMEWORK_OF = {"torchtitan": "torchtitan", "megatron-lm": "megatron", "nemo-aut
                 "transformers": "transformers"}
 # A published format name the runtime profiles spell differently.
 QUANT_OF = {"exl2-4.0": "exl2"}
-TRAINING_WORKLOADS = {"pretrain": "pretrain", "full": "finetune", "lora": "lora", "qlora": "qlora"}
 
 
 # Fields a build may refuse for a setup it cannot express: the prediction would be of another setup.
@@ -308,4 +310,5 @@ def _scaled_prediction(m: Measurement, catalog, acc) -> Prediction:
 def observation(m: Measurement, p: Prediction) -> Observation:
     """The fitting record of a measurement and its raw prediction (``p.predicted`` must be set)."""
     return Observation(m.row_id, m.group, m.source_id, p.klass, m.value, float(p.predicted),
-                       f"{m.accelerator_id}/{m.model}", implied=p.implied)
+                       f"{m.accelerator_id}/{m.model}", implied=p.implied,
+                       position=position_of(m, p.klass) if m.group in REACH_GROUPS else None)

@@ -23,7 +23,7 @@ from advisor.cost.ownership import Use, home_holding, onprem_holding, payback
 from advisor.estimate.fit import OFFLOAD_TIME_FACTOR
 from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
-from advisor.planner.calibrated import calibrate_serving, calibrate_training
+from advisor.planner.calibrated import calibrate_serving, calibrate_training, training_position
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.one_request import all_devices_faster, request_capacity
 from advisor.planner.owned import (
@@ -199,7 +199,9 @@ class _Timer:
                 if step is None:
                     step = self._steps[(layout, req is self.req)] = training_step(
                         req, self.acc, self.arch, self.params, self.active, self.mem_model.seq_len, layout, self.calib)
-                hit = calibrate_training(training_timing(step, place), req, self.arch.is_moe)
+                hit = calibrate_training(training_timing(step, place), req, self.arch.is_moe, training_position(
+                    req, self.acc, layout.devices, layout.tp, layout.pp, self.params, self.arch.is_moe,
+                    self.mem_model.seq_len, req.model))
             self._timings[key] = hit
         return hit
 
@@ -358,7 +360,7 @@ def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits:
                    mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
                    tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
                    tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
-                   infeasible_reason=reason, note=t.note)
+                   infeasible_reason=reason, note=t.note, reach=t.reach)
     return {"figures": figures, "hours": hours, "hours_interval": hours_iv, "devices": n, "nodes": nodes,
             "gpus_per_node": math.ceil(n / nodes), "note": t.note}
 

@@ -22,6 +22,7 @@ from advisor.cost.ownership import Holding, Utilisation
 from advisor.cost.price_dates import PriceAges, price_ages_of
 from advisor.estimate.memory import MemoryBreakdown
 from advisor.estimate.model import ModelArch
+from advisor.estimate.reach import Reach
 from advisor.job import JOB_FIELDS
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.request import Lengths, PlanInputError, PlanRequest, TrainingSoftware, training_software
@@ -131,6 +132,7 @@ class PlanOption:
     host_bytes: int = 0  # host RAM the job needs besides the device memory (offload)
     memory: MemoryBreakdown | None = None  # per device, on this option's layout (the parts of memory_per_device_bytes)
     offload: dict | None = None  # partial offload (gpu_layers): memory on each side and tokens/s
+    reach: Reach | None = None  # training: where it lies against the calibrated runs (planner.calibrated)
     cost_usd: float = field(init=False)  # total job cost: the sum of the breakdown
 
     def __post_init__(self) -> None:
@@ -239,6 +241,8 @@ class PlanOption:
             doc["host_bytes"] = self.host_bytes
         if self.offload is not None:
             doc["offload"] = dict(self.offload)
+        if self.reach is not None:
+            doc["calibration_reach"] = self.reach.to_json()
         if self.serving is not None:
             s = self.serving
             doc.update(ttft_s=s.ttft_s, bandwidth_efficiency=s.bandwidth_efficiency,
@@ -461,8 +465,12 @@ class PlanResult:
             "options": [_marked(o, mine) for o in self.options],
             "infeasible": [{"id": o.id, "reason": o.infeasible_reason} for o in self.infeasible],
             "goodput": {"factor": bundled_utilisation_model().goodput,
+                        "wall_time_low": bundled_utilisation_model().wall_time_low,
                         "note": "hours are clean training time; published GPU-hour totals include restarts, failures "
-                                "and evaluation: divide by the factor to compare with one (docs/method.md)"},
+                                "and evaluation: divide by the factor to compare with one (docs/method.md); the "
+                                "upper side of hours_interval reaches hours / wall_time_low, the lowest share of "
+                                "the wall time that trained in the documented runs' published totals"},
+            "calibration_reach": self.reach_json(),
             "pareto": self.pareto_ids(),
             "stack": list(self.stacks),
             "assumptions": self.describe_assumptions(),
@@ -477,6 +485,15 @@ class PlanResult:
             "cost_over_time": self.cost_over_time().as_dict(),
             "headline": self.headline(),
         }
+
+    def reach_json(self) -> dict | None:
+        """The plan's statement of where the job lies against the calibrated runs (``planner.summary.reach``):
+        the option it is about and its ``Reach``; None for inference or without a calibration."""
+        from advisor.planner.summary import reach, reach_sentence
+
+        found = reach(self)
+        return None if found is None else {"option": found[0].id, **found[1].to_json(),
+                                           "sentence": reach_sentence(self)}
 
     def headline(self) -> list[str]:
         """The answer's sentences as the screen shows them: the user's GPUs, the cheapest rent, what to buy

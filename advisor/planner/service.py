@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from advisor.catalog import Catalog, load_catalog
+from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
 from advisor.estimate import compute, memory
@@ -108,15 +109,17 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         accels = []
 
     fits_now = active_fits()
+    utilisation_now = bundled_utilisation_model()
     job = (arch, params, active, seq_len, context, lens, job_model.weight_bytes)
 
     def kept(req: PlanRequest) -> _Kept:
         """What plans of this job keep between calls: its layouts, memory and timings (``_Kept``)."""
         memo = request_memo(req)
         held = memo.get("kept")
-        if held is not None and held[0] == job and held[1].calibration is calibration and held[1].fits is fits_now:
+        if held is not None and held[0] == job and held[1].calibration is calibration and held[1].fits is fits_now \
+                and held[1].utilisation is utilisation_now:
             return held[1]
-        hit = _kept_for((timing_key(req), *job), calibration, fits_now)
+        hit = _kept_for((timing_key(req), *job), calibration, fits_now, utilisation_now)
         memo["kept"] = (job, hit)
         return hit
 
@@ -233,11 +236,12 @@ class _Kept:
     """What one job's plans keep between calls (the app plans again on every keystroke, and most edits change the
     budget, the prices or the hardware listed, not the job): its memory models (by weight bytes, format, runtime and
     device memory) and each accelerator's timer (``options._Timer``: layouts and timings). Kept for the job's
-    ``timing_key`` with the same model, calibration and fitted factors (the objects themselves are held, so a
-    calibration read again or a fit changed starts anew)."""
+    ``timing_key`` with the same model, calibration, fitted factors and utilisation model (the objects themselves
+    are held, so a calibration read again or a fit or model put in force starts anew)."""
 
     calibration: object
     fits: object
+    utilisation: object
     memory: dict = field(default_factory=dict)
     timers: dict = field(default_factory=dict)
 
@@ -246,11 +250,11 @@ _KEPT: OrderedDict[tuple, _Kept] = OrderedDict()
 KEPT_JOBS = 32  # the jobs kept: a session's recent edits and the fit advice's replans
 
 
-def _kept_for(job: tuple, calibration, fits) -> _Kept:
-    key = (job, id(calibration), id(fits))
+def _kept_for(job: tuple, calibration, fits, utilisation) -> _Kept:
+    key = (job, id(calibration), id(fits), id(utilisation))
     hit = _KEPT.get(key)
-    if hit is None or hit.calibration is not calibration or hit.fits is not fits:
-        hit = _KEPT[key] = _Kept(calibration, fits)
+    if hit is None or hit.calibration is not calibration or hit.fits is not fits or hit.utilisation is not utilisation:
+        hit = _KEPT[key] = _Kept(calibration, fits, utilisation)
         while len(_KEPT) > KEPT_JOBS:
             _KEPT.popitem(last=False)
     else:

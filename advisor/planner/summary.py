@@ -326,3 +326,39 @@ def learned_lines(result) -> list[str]:
             origin = o.mfu_origin[o.mfu_origin.index("from your run of"):].rstrip(")")
             out.append(f"Speed on {o.accelerator_name}: {origin} (advisor runs)")
     return out
+
+
+def reach(result):
+    """``(option, Reach)``: where the plan's training job lies against the calibrated runs, on the option the plan
+    names first (the cheapest that fits, else the first that runs), or None (inference, no calibration in force).
+    Every surface (the table, ``--explain``, the JSON, the Planner page, the reports) states it from here."""
+    best = result.best()
+    candidates = ([best] if best is not None else []) + list(result.ranked)
+    option = next((o for o in candidates if o.reach is not None), None)
+    return None if option is None else (option, option.reach)
+
+
+def reach_sentence(result) -> str | None:
+    """The statement of ``reach`` as one line: ``Calibration reach (cloud:...): outside the calibrated runs: ...``."""
+    found = reach(result)
+    if found is None:
+        return None
+    option, r = found
+    return f"Calibration reach ({option.id}): {r.text()}"
+
+
+def reach_method(result) -> str | None:
+    """How the statement's range was sized (``--explain``, the reports): the slope fitted on the held-out runs and
+    the wall-time allowance of published totals."""
+    found = reach(result)
+    if found is None:
+        return None
+    from advisor.catalog.training_runs import bundled_utilisation_model
+
+    low = bundled_utilisation_model().wall_time_low
+    option, r = found
+    high = option.hours_interval[1] / option.hours if option.hours_interval and option.hours > 0 else 1.0
+    return (f"the 80 % range grows as x (1 + {r.slope:.3f} d) with the distance d from the nearest calibrated run "
+            f"(fitted on the calibration's training runs, each held out with its source); the time's upper side "
+            f"allows for the published GPU-hour totals of the documented runs, which trained down to {low:.2f} of "
+            f"the clean-step rate (restarts, failures and evaluation in them): x{high:.2f} the planned time here")

@@ -29,6 +29,7 @@ from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import ModelArch, embedding_params, routed_expert_active_params
 from advisor.estimate.priors import mfu_prior
+from advisor.estimate.reach import Reach
 from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_bytes
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.placement import Placement, intra_node_bps
@@ -48,10 +49,11 @@ _generation = functools.lru_cache(maxsize=None)(U.generation_of)
 
 
 @functools.lru_cache(maxsize=1024)
-def _fitted(generation: int, active_params: float, seq_len: int) -> U.UtilisationEstimate:
-    """The fitted utilisation of a run (``utilisation.predict_utilisation``), once per plan's model and part."""
-    return U.predict_utilisation(bundled_utilisation_model(), generation=generation, active_params=active_params,
-                                 seq_len=seq_len)
+def _fitted(model: U.UtilisationModel, generation: int, active_params: float, seq_len: int
+            ) -> U.UtilisationEstimate:
+    """The fitted utilisation of a run (``utilisation.predict_utilisation``), once per utilisation model (the
+    stored one, or one in force: ``catalog.training_runs.utilisation_model_in_force``), plan's model and part."""
+    return U.predict_utilisation(model, generation=generation, active_params=active_params, seq_len=seq_len)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class Timing:
     output_tokens: int = 0  # per request (serving)
     mean_cache: float = 0.0  # the mean cached tokens a decode step reads per request (serving)
     kv_capacity_tokens: int | None = None  # tokens of KV cache the devices hold after weights and reserve (serving)
+    reach: Reach | None = None  # training: where the option lies against the calibrated runs (planner.calibrated)
+    wall_high_log: float = 0.0  # training: how far above the clean time the wall time's range reaches (restarts)
 
     def with_(self, **changes) -> Timing:
         """A copy with ``changes``: ``dataclasses.replace`` without its per-field init (a plan makes a hundred
@@ -112,6 +116,8 @@ class Timing:
         """The 80 % interval of a figure that scales with the speed (``inverse``: with 1/speed, like hours)."""
         f = math.exp(self.width_log)
         low, high = value / f, value * f
+        if inverse and self.wall_high_log > 0:  # a time's upper side: published totals ran this much longer
+            high = max(high, value * math.exp(self.wall_high_log))
         if self.high_cap is not None and self.tokens_per_s > 0:
             cap = self.high_cap / self.tokens_per_s  # the most the speed may grow
             if inverse:
@@ -197,7 +203,7 @@ def training_step(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: i
     model = bundled_utilisation_model()
     mfu, origin, source, note, width = _utilisation(req, acc, arch, precision, calib, model, active, seq_len)
     if source == "fitted":
-        est = _fitted(_generation(acc.id), active, seq_len)
+        est = _fitted(model, _generation(acc.id), active, seq_len)
         mfu, origin = est.mfu, est.origin
     software = training_software(req)
     mfu, origin = framework_utilisation(mfu, origin, source, software)

@@ -238,6 +238,10 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
                 + f", decode {inf['decode_tokens_per_s']:,.1f} tokens/s"
                 + _range_words(inf.get("decode_tokens_per_s_interval"), lambda x: f"{x:,.1f}"))
         rows.append((f"serving on {inf.get('option')}", text))
+    reach = doc.get("calibration_reach")
+    if isinstance(reach, dict) and isinstance(reach.get("sentence"), str):
+        # where the training job lies against the calibrated runs, as the plan said it (planner.summary.reach)
+        rows.append(("calibration reach", reach["sentence"].removeprefix("Calibration reach ")))
     return tuple(rows)
 
 

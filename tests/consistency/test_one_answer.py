@@ -156,3 +156,39 @@ def test_a_4090_beside_a_3090_serves_a_70b_q4_split_over_both(capsys):
     _, out = _run(capsys, "serve", *ask, "--users", "2", "--launch", "llama-server")
     words = shlex.split(out.strip().splitlines()[-1])
     assert words[words.index("--tensor-split") + 1] == "25.8,25.8"
+
+
+# ------------------------------------------------------------------ "is this job like the runs the ranges come from?"
+def test_training_beyond_the_calibrated_runs_is_said_alike_everywhere(capsys, tmp_path):
+    """One statement (planner.summary.reach_sentence) in the JSON, the table, --explain, the app's Planner answer and
+    the report: 8,192 H100s lie beyond the largest calibrated fleet (6,144 GPUs, Megatron-LM's weak-scaling table)."""
+    import html as _html
+
+    from advisor.catalog import load_catalog
+    from advisor.gui.pages.planner import PlannerPage
+    from advisor.planner import PlanRequest, plan
+    from advisor.planner.summary import reach_sentence
+
+    ask = ("--model", "llama-3-8b", "--workload", "pretrain", "--gpus", "8192", "--accelerator", "h100-sxm",
+           "--tokens", "1e12", "--no-own")
+    doc = _json(capsys, "plan", *ask)
+    said = doc["calibration_reach"]
+    assert said["outside"] and said["option"] == "onprem:h100-sxm"
+    assert said["sentence"].startswith("Calibration reach (onprem:h100-sxm): outside the calibrated runs: 8,192 GPUs, "
+                                       "largest seen 6,144")
+    assert said["width_factor"] > said["width_factor_at_runs"]  # widened for the distance
+    option = next(o for o in doc["options"] if o["id"] == said["option"])
+    assert option["calibration_reach"]["statement"] == said["statement"]
+    assert option["tokens_per_s_interval"][1] / option["tokens_per_s"] == pytest.approx(said["width_factor"])
+    report = tmp_path / "plan.md"
+    _, text = _run(capsys, "plan", *ask, "--report", str(report))
+    _, explained = _run(capsys, "plan", *ask, "--explain")
+    assert said["sentence"] in text and said["sentence"] in explained
+    assert "grows as x (1 +" in explained and "grows as x (1 +" not in text
+    assert said["sentence"].removeprefix("Calibration reach ") in report.read_text(encoding="utf-8").replace("\\", "")
+    result = plan(PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "pretrain", "gpus": 8192,
+                                            "accelerator": ["h100-sxm"], "tokens": 1e12}),
+                  load_catalog(use_user_file=False))
+    assert reach_sentence(result) == said["sentence"]
+    answer = _html.unescape(re.sub(r"<[^>]+>", "", PlannerPage._answer_text(None, result).replace("<br>", "\n")))
+    assert said["sentence"] in answer.replace("\u200b", "")

@@ -33,7 +33,8 @@ def test_stored_fit_is_the_fit_of_the_stored_predictions():
     ms = {m.row_id: m for m in bundled_measurements()}
     obs = [C.Observation(rid, r["group"], ms[rid].source_id, r["class"], ms[rid].value, float(r["predicted"]),
                          r["setup"], implied=float(r["implied"]) if r["implied"] else None,
-                         held_out=float(r["held_out"]) if r["held_out"] else None)
+                         held_out=float(r["held_out"]) if r["held_out"] else None,
+                         position=C.position_of(ms[rid], r["class"]) if r["group"] in C.REACH_GROUPS else None)
            for rid, r in stored.items()]
     refit = C.fit_all(obs)
     fits = bundled_calibration_fit()
@@ -41,6 +42,8 @@ def test_stored_fit_is_the_fit_of_the_stored_predictions():
     for g, f in fits.items():
         assert f.log_factor == pytest.approx(refit[g].log_factor, abs=1e-9)
         assert f.half_width_log == pytest.approx(refit[g].half_width_log, abs=1e-9)
+        assert f.reach_slope == pytest.approx(refit[g].reach_slope, abs=1e-9)
+        assert dict(f.class_half_widths) == pytest.approx(dict(refit[g].class_half_widths), abs=1e-9)
         assert dict(f.class_log_factors) == pytest.approx(dict(refit[g].class_log_factors), abs=1e-9)
 
 

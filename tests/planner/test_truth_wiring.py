@@ -40,13 +40,18 @@ def test_datacenter_training_takes_the_fitted_utilisation_with_its_interval():
         raw = _plan(model="llama-3-8b", workload="pretrain", tokens=1e10, accelerator=["h100-sxm"])
     assert raw.option("onprem:h100-sxm").mfu == pytest.approx(est.mfu)
     assert o.hours == pytest.approx(raw.option("onprem:h100-sxm").hours / factor)
-    # sized on the published dense runs left out source by source
-    f = math.exp(fit.width(training_class("pretraining", r.request, False)))
-    assert f == pytest.approx(math.exp(dict(fit.class_half_widths)["dense"]))
-    assert o.hours_interval == pytest.approx((o.hours / f, o.hours * f))
+    # sized on the published dense runs left out source by source, grown with the option's distance from them
+    klass = training_class("pretraining", r.request, False)
+    assert o.reach is not None and o.reach.width_at_rows == pytest.approx(dict(fit.class_half_widths)["dense"])
+    f = math.exp(fit.width(klass, o.reach.distance))
+    assert f == pytest.approx(math.exp(o.reach.width)) and f == pytest.approx(
+        math.exp(dict(fit.class_half_widths)["dense"] * (1 + fit.reach_slope * o.reach.distance)))
+    # the wall time's upper side allows for the restarts and evaluation of the documented runs' published totals
+    wall = factor / MODEL.wall_time_low  # the totals' ratio is to the model's rate; the plan runs x factor of it
+    assert o.hours_interval == pytest.approx((o.hours / f, o.hours * max(f, wall)))
     assert o.tokens_per_s_interval == pytest.approx((o.tokens_per_s / f, o.tokens_per_s * f))
     lo, hi = o.cost_usd_interval
-    assert lo < o.cost_usd < hi and hi / o.cost_usd == pytest.approx(f, rel=1e-6)  # no egress: all parts scale
+    assert lo < o.cost_usd < hi and hi / o.cost_usd == pytest.approx(max(f, wall), rel=1e-6)  # no egress: all scale
     doc = o.to_json()
     assert doc["hours_interval"] == list(o.hours_interval) and doc["cost_usd_interval"] == list(o.cost_usd_interval)
     assert r.to_json()["goodput"]["factor"] == pytest.approx(MODEL.goodput)
@@ -60,9 +65,12 @@ def test_a_calibrated_machine_gets_a_narrower_range():
     assert o.mfu == 0.35 and o.mfu_source == "calibrated"
     f = math.exp(MODEL.half_width_calibrated_log)  # 1.09 (docs/method.md, "Intervals")
     assert f == pytest.approx(1.09, abs=0.01)
-    assert o.hours_interval[1] / o.hours == pytest.approx(f)
+    assert o.tokens_per_s_interval[1] / o.tokens_per_s == pytest.approx(f)
+    assert o.hours / o.hours_interval[0] == pytest.approx(f)
+    # a step measured here is still a clean step: the wall time's upper side keeps the published totals' allowance
+    assert o.hours_interval[1] / o.hours == pytest.approx(max(f, 1 / MODEL.wall_time_low))
     plain = _plan(**kw).option("onprem:h100-sxm")
-    assert o.hours_interval[1] / o.hours < plain.hours_interval[1] / plain.hours
+    assert o.hours / o.hours_interval[0] < plain.hours / plain.hours_interval[0]
 
 
 def test_priors_are_kept_where_the_documented_runs_have_no_data():
@@ -226,11 +234,11 @@ def test_a_moe_plan_carries_the_width_of_the_moe_runs_held_out():
     dense = _plan(model="llama-3-8b", **kw)
     moe = _plan(model="qwen3-30b-a3b", **kw)
     d, m = dense.options[0], moe.options[0]
-    wd = fit.width(training_class("pretraining", dense.request, False))
-    wm = fit.width(training_class("pretraining", moe.request, True))
+    wd = fit.width(training_class("pretraining", dense.request, False), d.reach.distance)
+    wm = fit.width(training_class("pretraining", moe.request, True), m.reach.distance)
     assert wm > 2 * wd > 0
-    assert d.hours_interval[1] / d.hours == pytest.approx(math.exp(wd), rel=1e-6)
-    assert m.hours_interval[1] / m.hours == pytest.approx(math.exp(wm), rel=1e-6)
+    assert d.tokens_per_s_interval[1] / d.tokens_per_s == pytest.approx(math.exp(wd), rel=1e-6)
+    assert m.tokens_per_s_interval[1] / m.tokens_per_s == pytest.approx(math.exp(wm), rel=1e-6)
     # and each option says which runs its range comes from
     assert f"80 % range x/÷{math.exp(wm):.2f}, as the published MoE runs held out" in m.note
     assert f"80 % range x/÷{math.exp(wd):.2f}, as the published dense runs held out" in d.note

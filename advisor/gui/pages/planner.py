@@ -342,7 +342,7 @@ class PlannerPage(Page):
         r = result.request
         name = rich(result.model_name) if result.model_name else f"a {fmt_count(result.params)}-parameter model"
         work = dict(WORKLOAD_WORDS).get(r.workload, r.workload)
-        from advisor.planner.summary import headline_parts, range_text
+        from advisor.planner.summary import headline_parts, range_text, reach_sentence
 
         mem_range = range_text(result.memory_interval, fmt_mem)
         head = (f"<b style='font-size:13pt'>{work} {name}</b> · {fmt_count(result.params)} parameters · "
@@ -374,6 +374,9 @@ class PlannerPage(Page):
         else:
             lines.append(f"<span style='color:{t.bad}'>Nothing in the catalog fits; add devices or shard "
                          "more.</span>")
+        reach = reach_sentence(result)  # where the job lies against the calibrated runs (planner.summary.reach)
+        if reach:
+            lines.append(f"<span style='color:{t.muted}'>{rich(reach, 1000)}</span>")
         return "<br>".join(lines)
 
     def _draw_capacities(self, mine) -> None:
