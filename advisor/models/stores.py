@@ -161,7 +161,9 @@ def resolve_ollama(name: str, root: Path | None = None) -> ResolvedModel:
 
 # ---------------------------------------------------------------- LM Studio
 def _is_weights(p: Path) -> bool:
-    return p.suffix.lower() == ".gguf" and not p.name.lower().startswith("mmproj")
+    from advisor.models.gguf_file import is_projector
+
+    return p.suffix.lower() == ".gguf" and not is_projector(p.name)
 
 
 def lmstudio_models(dirs: list[Path] | None = None) -> list[tuple[str, Path, int]]:
@@ -193,13 +195,14 @@ def resolve_lmstudio(name: str, dirs: list[Path] | None = None) -> ResolvedModel
     Raises:
         ModelSpecError: not found, or ambiguous (the message lists the files to choose from).
     """
-    from advisor.models.gguf_file import read_gguf
+    from advisor.models.gguf_file import read_gguf, with_projector
 
     models = lmstudio_models(dirs)
     exact = [m for m in models if m[0] == name]
     matches = exact or [m for m in models if m[0].rsplit("/", 1)[0] == name.rstrip("/")]
     if len(matches) == 1:
-        return read_gguf(matches[0][1], source="lmstudio", name=matches[0][0], location=str(matches[0][1]))
+        path = matches[0][1]
+        return with_projector(read_gguf(path, source="lmstudio", name=matches[0][0], location=str(path)), path)
     if matches:
         raise ModelSpecError(f"lmstudio:{name} holds {len(matches)} GGUF files; name one: "
                              + ", ".join(f"lmstudio:{m[0]}" for m in matches))
