@@ -107,3 +107,33 @@ def test_gemma3n_is_refused_with_its_reason(tmp_path):
     path.write_bytes(gguf_bytes([("general.architecture", STRING, "gemma3n")]))
     with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled"):
         resolve_model(str(path), CAT)
+
+
+def test_ollama_vision_model_counts_its_projector_layer(tmp_path, monkeypatch):
+    """An Ollama vision model (llava) lists its projector as a layer of mediaType
+    application/vnd.ollama.image.projector beside the weights (ollama/ollama, server/images.go)."""
+    import hashlib
+    import json
+
+    from tests.models.test_gguf_and_stores import _ollama_store
+
+    weights = tmp_path / "w.gguf"
+    expected = write_gguf(weights)
+    root = tmp_path / "ollama"
+    _ollama_store(root, "llava", "7b", weights.read_bytes())
+    monkeypatch.setenv("OLLAMA_MODELS", str(root))
+    assert resolve_model("ollama:llava:7b", CAT).projector_bytes == 0
+    proj = clip_gguf()
+    digest = hashlib.sha256(proj).hexdigest()
+    (root / "blobs" / f"sha256-{digest}").write_bytes(proj)
+    manifest = root / "manifests" / "registry.ollama.ai" / "library" / "llava" / "7b"
+    doc = json.loads(manifest.read_text())
+    doc["layers"].append({"mediaType": "application/vnd.ollama.image.projector", "digest": f"sha256:{digest}",
+                          "size": len(proj)})
+    manifest.write_text(json.dumps(doc))
+    rm = resolve_model("ollama:llava:7b", CAT)
+    assert (rm.weight_bytes, rm.projector_bytes) == (expected["bytes"], PATCH_BYTES)
+    doc["layers"][-1]["digest"] = "sha256:xyz"
+    manifest.write_text(json.dumps(doc))
+    with pytest.raises(ModelSpecError, match="digest"):
+        resolve_model("ollama:llava:7b", CAT)
