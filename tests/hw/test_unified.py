@@ -112,3 +112,28 @@ def test_integrated_nvidia_and_intel_rules():
     assert allocatable((), None) is None
     with pytest.raises(ValueError):
         intel_igpu_memory(32 * GIB, 1.5)
+
+
+def test_the_plan_fits_an_owned_apu_in_its_runtime_backend_s_memory():
+    """A Strix Halo as this machine's GPU (its detected backend memory): llama.cpp's ROCm build gets the GTT pool,
+    120 GiB, not the card figure; on a kernel before the GTT change HIP sees the 512 MiB carve-out and a 70B model
+    does not fit there."""
+    from advisor.catalog import load_catalog
+    from advisor.planner import PlanRequest, plan
+    from advisor.planner.owned import OwnedHardware, owned_capacity
+
+    cat = load_catalog(use_user_file=False)
+    acc = cat.accelerators["rx-7900-xtx"]  # a stand-in accelerator record: its memory figure must not be used
+    apu = amd_apu_memory(128 * GIB, 512 * MIB, gtt_bytes=120 * GIB)
+    hw = OwnedHardware(acc, 1, origin="this machine", this_machine=True, backend_memory=apu)
+    assert owned_capacity(hw, "rocm") == 120 * GIB
+    assert owned_capacity(hw, "vulkan") == allocatable(apu, "vulkan") < 120 * GIB
+    assert owned_capacity(hw, "cuda") == 120 * GIB  # a backend it does not list: the vendor's, listed first
+    req = PlanRequest.from_mapping({"model": "llama-3.1-70b", "workload": "inference", "quant": "q4_k_m",
+                                    "runtime": "llama.cpp"})
+    opt = plan(req, cat, owned=[hw]).option("owned:rx-7900-xtx")
+    assert opt.capacity_bytes == 120 * GIB and opt.fits
+    old = OwnedHardware(acc, 1, origin="this machine", this_machine=True,
+                        backend_memory=amd_apu_memory(128 * GIB, 512 * MIB, gtt_domain=False))
+    assert not plan(req, cat, owned=[old]).option("owned:rx-7900-xtx").fits
+    assert owned_capacity(OwnedHardware(acc, 1)) == acc.usable_memory_bytes  # a discrete card: its own memory
