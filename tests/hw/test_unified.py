@@ -137,3 +137,30 @@ def test_the_plan_fits_an_owned_apu_in_its_runtime_backend_s_memory():
                         backend_memory=amd_apu_memory(128 * GIB, 512 * MIB, gtt_domain=False))
     assert not plan(req, cat, owned=[old]).option("owned:rx-7900-xtx").fits
     assert owned_capacity(OwnedHardware(acc, 1)) == acc.usable_memory_bytes  # a discrete card: its own memory
+
+
+def test_amd_backend_reads_an_apu_s_carve_out_and_gtt_from_sysfs(tmp_path):
+    """amdgpu publishes ``mem_info_vram_total`` (the carve-out) and ``mem_info_gtt_total`` per device; a Strix Halo
+    (PCI 1002:1586) with 512 MiB carved out and 120 GiB of GTT gets its backend memory from them; a discrete card's
+    directory with the same files does not (its device id is not an APU's)."""
+    from advisor.hw.amd import AmdSmiBackend
+    from tests.hw.amdsmi_stub import StubAmdSmi, mi300x
+
+    def device(bdf: str, dev_id: str, vram: str, gtt: str) -> None:
+        d = tmp_path / bdf
+        d.mkdir()
+        for name, text in (("vendor", "0x1002\n"), ("device", dev_id + "\n"), ("mem_info_vram_total", vram),
+                           ("mem_info_gtt_total", gtt)):
+            (d / name).write_text(text)
+
+    device("0000:c3:00.0", "0x1586", f"{512 * MIB}\n", f"{120 * GIB}\n")
+    device("0000:21:00.0", "0x74a1", f"{192 * GIB}\n", f"{64 * GIB}\n")
+    apu = mi300x(0, market_name="AMD Radeon 8060S Graphics", bdf="0000:c3:00.0", vram_total=512)
+    b = AmdSmiBackend.open(StubAmdSmi([apu, mi300x(1)]), sysfs_root=tmp_path)
+    mem = b.gpu_info(0).backend_memory
+    assert allocatable(mem, "rocm") == 120 * GIB and mem[0].dedicated_bytes == 512 * MIB
+    assert allocatable(mem, "vulkan") == allocatable(amd_apu_memory(128 * GIB, 512 * MIB, gtt_bytes=120 * GIB), "vulkan")
+    assert b.gpu_info(1).backend_memory == ()
+    (tmp_path / "0000:c3:00.0" / "mem_info_gtt_total").write_text("lots\n")  # not a number: no figures
+    b2 = AmdSmiBackend.open(StubAmdSmi([apu]), sysfs_root=tmp_path)
+    assert b2.gpu_info(0).backend_memory == ()
