@@ -511,10 +511,23 @@ def largest_context(arch: ModelArch, free_bytes: float, batch: int = 1, bytes_pe
     return lo
 
 
+def kv_shards(arch: ModelArch, devices: int, engine: str = "exact") -> int:
+    """Into how many parts ``devices`` GPUs split the KV cache. llama.cpp splits the layers (``--split-mode layer``):
+    every device holds its layers' cache, ``devices`` parts. Tensor parallelism splits the KV heads, and a head is
+    not split further: with fewer KV heads than GPUs each GPU keeps a whole head (vLLM replicates them:
+    ``num_kv_heads // tp`` at least 1 per rank, vllm/config ``get_num_kv_heads``), and MLA's latent cache is one
+    head, so every GPU keeps all of it (vLLM ``MLAAttentionSpec``, ``num_kv_heads=1``; SGLang likewise without
+    data-parallel attention): ``min(devices, KV heads)`` parts, 1 for MLA."""
+    if engine == "llama.cpp" or devices <= 1:
+        return max(1, devices)
+    return max(1, min(devices, 1 if arch.is_mla else arch.kv_heads))
+
+
 def inference_memory(arch: ModelArch, params: float, *, precision: str, devices: int, context: int, batch: int,
                      quant: str | None = None, weight_bytes: float | None = None,
                      kv_cache_bits: int = 16, engine: str = "exact") -> MemoryBreakdown:
-    """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel).
+    """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel; the cache
+    into ``kv_shards`` parts: MLA's latent and KV heads fewer than the GPUs are kept whole on every GPU).
 
     Args:
         weight_bytes: the exact bytes of the stored weights (a GGUF file's tensors, a safetensors index), used
@@ -530,5 +543,5 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
         total_weights = params * weight_bits(precision) / 8
     weights = total_weights / devices
     kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
-    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / devices
+    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / kv_shards(arch, devices, engine)
     return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv))

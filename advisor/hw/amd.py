@@ -91,6 +91,13 @@ def _celsius(value: float | None) -> float | None:
     return value / 1000 if value > 1000 else value
 
 
+# PCI device ids of AMD APUs' integrated GPUs (vendor 0x1002), whose memory is a BIOS carve-out plus system RAM
+# mapped through GTT (``hw.unified``), as libdrm's amdgpu.ids names them: Strix Halo (Radeon 8060S/8050S/8040S,
+# 0x1586), Strix Point (890M/880M, 0x150e), Krackan Point (840M/820M, 0x1902), Phoenix and Hawk Point
+# (780M/760M/740M, 0x15bf, 0x15c8, 0x1900, 0x1901), Rembrandt (680M/660M, 0x1681).
+APU_DEVICE_IDS = frozenset({"0x1586", "0x150e", "0x1902", "0x15bf", "0x15c8", "0x1900", "0x1901", "0x1681"})
+
+
 class AmdSmiBackend:
     """GPU backend over an initialised amdsmi. Create it with ``AmdSmiBackend.open()``.
 
@@ -166,9 +173,24 @@ class AmdSmiBackend:
                 pci_bus_id=self._bdf[index], memory_total_bytes=_bytes(_field(vram, "vram_total")),
                 power_limit_w=_watts(_field(cap, "power_cap")), max_sm_clock_mhz=_field(clk, "max_clk"),
                 max_mem_clock_mhz=_field(mclk, "max_clk"), mem_bus_width_bits=_int(_field(vinfo, "vram_bit_width")),
-                vendor="amd")
+                vendor="amd", backend_memory=self._apu_memory(index))
         info = self._info[index]
         return replace(info, state=GPU_LOST) if index in self._lost else info
+
+    def _apu_memory(self, index: int) -> tuple:
+        """An APU's memory as each backend sees it (``hw.unified.amd_apu_memory``): the BIOS carve-out and the GTT
+        pool amdgpu publishes in sysfs (``mem_info_vram_total``, ``mem_info_gtt_total``); () for a discrete card
+        (a PCI device id not in ``APU_DEVICE_IDS``) or when the files are missing."""
+        ids = pcipower.pci_ids(self._bdf[index], self._root)
+        if ids is None or ids[0] != "0x1002" or ids[1] not in APU_DEVICE_IDS:
+            return ()
+        carve = pcipower.sysfs_int(self._bdf[index], "mem_info_vram_total", self._root)
+        gtt = pcipower.sysfs_int(self._bdf[index], "mem_info_gtt_total", self._root)
+        if carve is None or gtt is None:
+            return ()
+        from advisor.hw.unified import amd_apu_memory
+
+        return amd_apu_memory(carve + gtt, carve, gtt_bytes=gtt)
 
     def _clk(self, name: str):
         kind = getattr(self._lib, "AmdSmiClkType", None)

@@ -108,3 +108,18 @@ def nvidia_display_devices(root: str | Path = SYSFS_PCI) -> list[str]:
             continue
         out.append(dev.name)
     return out
+
+
+def sysfs_int(bus_id: str | None, name: str, root: str | Path = SYSFS_PCI) -> int | None:
+    """A whole number the driver publishes in the device's sysfs directory (amdgpu's ``mem_info_vram_total``,
+    ``mem_info_gtt_total``: bytes), or None when absent or not a plain non-negative number below 2**50."""
+    if not bus_id:
+        return None
+    try:
+        text = (Path(root) / sysfs_bus_id(bus_id) / name).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.isdigit() or len(text) > 16:
+        return None
+    value = int(text)
+    return value if value < 2**50 else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from advisor.catalog.readfile import UnreadableFile, open_regular
@@ -180,6 +181,12 @@ def model_from_headers(headers: list[GgufHeader], stem: str, where: str, *, sour
     if not isinstance(arch_name, str) or not arch_name:
         raise ModelSpecError(f"{path}: GGUF metadata has no 'general.architecture'")
     a = arch_name
+    if a == PROJECTOR_ARCH:
+        raise ModelSpecError(f"{path}: a multimodal projector, not a model: name the model's GGUF beside it")
+    from advisor.models.hf import GEMMA3N_REFUSAL
+
+    if a == "gemma3n":
+        raise ModelSpecError(f"{path}: {GEMMA3N_REFUSAL}")
 
     def need(key, default=None):
         return _need_int(reader, f"{a}.{key}", path, default=default)
@@ -240,3 +247,58 @@ def model_from_headers(headers: list[GgufHeader], stem: str, where: str, *, sour
         quant = by_type.most_common(1)[0][0]
     return ResolvedModel(arch=arch, name=kw["name"], source=source, location=location or where,
                          params_exact=params, weight_bytes=nbytes, quant=quant)
+
+
+# ---------------------------------------------------------------- multimodal projectors
+# llama.cpp's vision encoders ship as a second GGUF beside the model (``mmproj-F16.gguf``, ``mmproj-model-f16.gguf``;
+# tools/mtmd), of general.architecture "clip"; LM Studio and llama-server's ``-hf`` pick it up by that prefix.
+PROJECTOR_PREFIX = "mmproj"
+PROJECTOR_ARCH = "clip"
+
+
+def is_projector(name: str) -> bool:
+    """Whether a file name is a multimodal projector's (``mmproj*.gguf``)."""
+    base = name.rsplit("/", 1)[-1].lower()
+    return base.startswith(PROJECTOR_PREFIX) and base.endswith(".gguf")
+
+
+def pick_projector(files: list[tuple[str, int]]) -> tuple[str, int] | None:
+    """The projector an engine loads of several beside a model ((name, bytes) each): a 16-bit one (``F16``/``BF16``,
+    what llama-server's ``-hf`` and LM Studio download by default), else the smallest; None when there is none."""
+    found = sorted((f for f in files if is_projector(f[0])), key=lambda f: (f[1], f[0]))
+    sixteen = [f for f in found if re.search(r"(?<![a-z0-9])b?f16(?![0-9])", f[0].rsplit("/", 1)[-1].lower())]
+    return (sixteen or found or [None])[0]
+
+
+def projector_bytes(path: Path) -> int:
+    """The bytes of a projector's tensors, from its header.
+
+    Raises:
+        ModelSpecError: not a readable GGUF, or not a projector (its ``general.architecture`` is not "clip").
+    """
+    header = _reader(path)
+    arch = _value(header, "general.architecture")
+    if arch != PROJECTOR_ARCH:
+        raise ModelSpecError(f"{path}: not a multimodal projector (general.architecture {str(arch)[:40]!r}, "
+                             f"expected {PROJECTOR_ARCH!r})")
+    return sum(t.n_bytes for t in header.tensors)
+
+
+def with_projector(model: ResolvedModel, weights: Path) -> ResolvedModel:
+    """``model`` with the projector that sits beside its GGUF file ``weights`` (``pick_projector``), whose tensor
+    bytes then count in its memory; unchanged when there is none.
+
+    Raises:
+        ModelSpecError: the projector beside it is unreadable (one line naming the file).
+    """
+    try:
+        near = [(p.name, p.stat().st_size) for p in weights.parent.iterdir() if is_projector(p.name) and p.is_file()]
+    except OSError:
+        return model
+    chosen = pick_projector(near)
+    if chosen is None:
+        return model
+    path = weights.parent / chosen[0]
+    size = projector_bytes(path)
+    note = f"multimodal projector {chosen[0]} ({size / 2**20:,.0f} MiB of tensors) loads beside the model: counted in its memory"
+    return replace(model, projector_bytes=size, projector=str(path), notes=model.notes + (note,))

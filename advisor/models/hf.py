@@ -64,6 +64,15 @@ def _int(cfg: dict, key: str, where: str, model_type: str, default=None, *, posi
 
 
 _WRAPPED = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+# Architectures whose memory the layer kinds cannot state, refused with the reason rather than sized wrongly.
+# Gemma 3n (google/gemma-3n-E4B config.json, transformers ``Gemma3nTextModel``): per-layer embeddings (a
+# vocab_size_per_layer_input x num_hidden_layers x hidden_size_per_layer_input table that engines keep in host
+# memory: "E4B" is 4B effective of 8B stored), KV shared across the last layers (num_kv_shared_layers) and
+# activation-sparse, AltUp-projected layers.
+GEMMA3N_REFUSAL = ("Gemma 3n is not modelled: its per-layer embeddings stay in host memory and its last layers share "
+                   "the KV cache of earlier ones, which the advisor's layer kinds do not describe; plan it with "
+                   "--params and the architecture flags")
+UNMODELLED = {"gemma3n": GEMMA3N_REFUSAL, "gemma3n_text": GEMMA3N_REFUSAL}
 
 
 def text_config(cfg: dict) -> dict:
@@ -158,6 +167,8 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
     mt = cfg.get("model_type")
     if not isinstance(mt, str) or not mt:
         raise ModelSpecError(f"{where}: config.json has no 'model_type'; supported: {', '.join(SUPPORTED)}")
+    if mt in UNMODELLED:
+        raise ModelSpecError(f"{where}: {UNMODELLED[mt]}")
     if mt not in DENSE + MOE:
         raise ModelSpecError(f"{where}: model_type {mt!r} is not supported (supported: {', '.join(SUPPORTED)}); "
                              "give a preset, or --params with the architecture flags")

@@ -23,6 +23,9 @@ class ResolvedModel:
         weight_bytes: the exact bytes of the weights on disk (GGUF tensors, safetensors index); 0 unknown.
         quant: the stored format ("Q4_K_M", "bf16", "mxfp4", ...), "" when unknown.
         notes: what the count leaves out or assumes (e.g. a vision tower), one line each.
+        projector_bytes: a multimodal GGUF's projector (``mmproj-*.gguf``, the vision encoder llama.cpp, LM Studio
+            and Ollama load beside the model): the bytes of its tensors or its listed file size; 0 when none.
+        projector: where that projector is (a path or ``hf:ORG/REPO/FILE``).
     """
 
     arch: ModelArch
@@ -33,6 +36,14 @@ class ResolvedModel:
     weight_bytes: int = 0
     quant: str = ""
     notes: tuple[str, ...] = ()
+    projector_bytes: int = 0
+    projector: str = ""
+
+    @property
+    def loaded_bytes(self) -> int:
+        """What an engine loads onto the device for this model: the weights and, for a multimodal GGUF, its
+        projector (0 when the weight bytes are unknown)."""
+        return self.weight_bytes + self.projector_bytes if self.weight_bytes else 0
 
     @property
     def params(self) -> int:
@@ -57,6 +68,7 @@ class ResolvedModel:
                 "params": self.params, "active_params": self.active_params,
                 "params_exact": bool(self.params_exact), "weight_bytes": self.weight_bytes or None,
                 "quant": self.quant or None, "bits_per_weight": self.bits_per_weight,
+                "projector_bytes": self.projector_bytes or None, "projector": self.projector or None,
                 "max_context": a.max_context or None,
                 "architecture": {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "kv_heads": a.kv_heads,
                                  "head_dim": a.d_head, "ffn": a.ffn, "vocab": a.vocab, "tied": a.tied,

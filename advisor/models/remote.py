@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from advisor.catalog.readfile import BadJson, parse_json
 from advisor.job.bounds import params_maximum, weight_bytes_maximum, whole
 from advisor.models.errors import ModelSpecError
-from advisor.models.gguf_file import SPLIT_NAME, model_from_headers
+from advisor.models.gguf_file import SPLIT_NAME, is_projector, model_from_headers, pick_projector
 from advisor.models.gguf_header import GgufError, read_header
 from advisor.models.hf import MAX_JSON_BYTES, arch_from_config, check_repo_id, config_notes, config_quant
 from advisor.models.record import ResolvedModel
@@ -191,8 +191,7 @@ def fetch_header_model(rest: str, endpoint: str | None = None) -> ResolvedModel:
     repo, quant = parse_spec(rest)
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None  # read at call time, as huggingface_hub at import
     files = list_files(repo, endpoint)
-    ggufs = [f for f in files if f.path.lower().endswith(".gguf") and
-             not f.path.rsplit("/", 1)[-1].lower().startswith("mmproj")]
+    ggufs = [f for f in files if f.path.lower().endswith(".gguf") and not is_projector(f.path)]
     if ggufs:
         chosen = _pick_gguf(repo, ggufs, quant)
         headers, read = [], 0
@@ -204,9 +203,13 @@ def fetch_header_model(rest: str, endpoint: str | None = None) -> ResolvedModel:
         rm = model_from_headers(headers, stem, f"hf:{repo}/{chosen[0].path}", source="hf-header",
                                 name=repo, location=f"hf:{repo}/{chosen[0].path}")
         notes = [f"sized from {len(chosen)} GGUF header(s) on the Hub ({read} bytes read by range requests)"]
-        notes += [f"multimodal projector {f.path} ({f.size} bytes) loads beside the model"
-                  for f in files if f.path.rsplit("/", 1)[-1].lower().startswith("mmproj")]
-        return replace(rm, notes=rm.notes + tuple(notes))
+        projector = pick_projector([(f.path, f.size) for f in files])
+        if projector is None:
+            return replace(rm, notes=rm.notes + tuple(notes))
+        notes.append(f"multimodal projector {projector[0]} ({projector[1]} bytes listed) loads beside the model: "
+                     "counted in its memory")
+        return replace(rm, notes=rm.notes + tuple(notes), projector_bytes=projector[1],
+                       projector=f"hf:{repo}/{projector[0]}")
     return _safetensors_model(repo, files, endpoint)
 
 

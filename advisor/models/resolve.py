@@ -5,7 +5,8 @@ Spec forms, tried in this order:
 - a preset id of the catalog (``llama-3.1-8b``);
 - ``hf:ORG/NAME``: the Hugging Face cache (``download=True`` fetches the config over HTTPS when it is missing);
 - ``ollama:NAME[:TAG]`` and ``lmstudio:PUBLISHER/MODEL[/FILE.gguf]``: those stores;
-- a path: a ``.gguf`` file, a ``config.json`` file, or a model directory (config plus safetensors);
+- a path: a ``.gguf`` file, a ``config.json`` file, or a model directory (config plus safetensors); a GGUF's
+  multimodal projector beside it (``mmproj-*.gguf``) counts in its memory;
 - any other name: an Ollama model of that name, then an LM Studio one.
 """
 
@@ -71,18 +72,21 @@ def resolve_model(spec: str, catalog, *, download: bool = False) -> ResolvedMode
 
 
 def _resolve_path(path: Path) -> ResolvedModel:
-    from advisor.models.gguf_file import read_gguf
+    from advisor.models.gguf_file import is_projector, read_gguf, with_projector
     from advisor.models.hf import resolve_config_file, resolve_dir
 
     if not path.exists():
         raise ModelSpecError(f"{path}: no such file or directory")
     if path.is_dir():
-        ggufs = sorted(p for p in path.glob("*.gguf") if not p.name.lower().startswith("mmproj"))
+        ggufs = sorted(p for p in path.glob("*.gguf") if not is_projector(p.name))
         if not (path / "config.json").is_file() and len(ggufs) == 1:
-            return read_gguf(ggufs[0])
+            return with_projector(read_gguf(ggufs[0]), ggufs[0])
         return resolve_dir(path)
     if path.suffix.lower() == ".gguf":
-        return read_gguf(path)
+        if is_projector(path.name):
+            raise ModelSpecError(f"{path}: a multimodal projector, not a model: name the model's GGUF beside it "
+                                 "(its projector is counted with it)")
+        return with_projector(read_gguf(path), path)
     if path.suffix.lower() == ".json":
         return resolve_config_file(path)
     raise ModelSpecError(f"{path}: not a model file (expected a .gguf file, a config.json or a model directory)")

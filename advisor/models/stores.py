@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from advisor.catalog.readfile import BadJson, UnreadableFile, parse_json, read_regular_file
@@ -22,6 +22,7 @@ from advisor.models.errors import ModelSpecError
 from advisor.models.record import ResolvedModel
 
 OLLAMA_MODEL_MEDIA = "application/vnd.ollama.image.model"
+OLLAMA_PROJECTOR_MEDIA = "application/vnd.ollama.image.projector"  # a vision model's projector (llava, ...)
 OLLAMA_REGISTRY = "registry.ollama.ai"
 MAX_MANIFEST_BYTES = 2**20
 MAX_LAYERS = 1024  # an Ollama manifest holds a handful of layers (weights, template, params, licence)
@@ -92,6 +93,11 @@ def ollama_models(root: Path | None = None, problems: list | None = None) -> lis
     root = root or ollama_dir()
     if root is None or not (root / "manifests").is_dir():
         return []
+    return sorted((name, blob, total) for name, _m, blob, total in _ollama_entries(root, problems))
+
+
+def _ollama_entries(root: Path, problems: list | None = None) -> list[tuple[str, Path, Path, int]]:
+    """(name, manifest, GGUF blob, bytes of all its layers) of every usable manifest under ``root``."""
     out = []
     for manifest in sorted((root / "manifests").rglob("*")):
         if manifest.is_dir():
@@ -105,12 +111,19 @@ def ollama_models(root: Path | None = None, problems: list | None = None) -> lis
             if problems is not None:
                 problems.append((_ollama_name(rel), manifest, exc))
             continue
-        out.append((_ollama_name(rel), blob, total))
-    return sorted(out)
+        out.append((_ollama_name(rel), manifest, blob, total))
+    return out
 
 
 def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int]:
     """The GGUF blob a manifest names and the bytes of all its layers. Raises ModelSpecError (file and field)."""
+    blob, total, _projector = _ollama_layers(root, manifest)
+    return blob, total
+
+
+def _ollama_layers(root: Path, manifest: Path) -> tuple[Path, int, Path | None]:
+    """The GGUF blob a manifest names, the bytes of all its layers and its projector's blob (a vision model's,
+    None without). Raises ModelSpecError (file and field)."""
     try:
         doc = parse_json(read_regular_file(manifest, MAX_MANIFEST_BYTES))
     except UnreadableFile as exc:
@@ -122,7 +135,7 @@ def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int]:
     layers = doc.get("layers") if isinstance(doc, dict) else None
     if not isinstance(layers, list) or not 0 < len(layers) <= MAX_LAYERS:
         raise ModelSpecError(f"{manifest}: field 'layers' must be a list of up to {MAX_LAYERS} layers")
-    total, digest = 0, None
+    total, digest, projector = 0, None, None
     for i, layer in enumerate(layers):
         if not isinstance(layer, dict):
             raise ModelSpecError(f"{manifest}: field 'layers[{i}]' is not a JSON object")
@@ -130,13 +143,18 @@ def _ollama_blob(root: Path, manifest: Path) -> tuple[Path, int]:
             total += whole(layer.get("size", 0), 0, weight_bytes_maximum())
         except ValueError as exc:
             raise ModelSpecError(f"{manifest}: field 'layers[{i}].size' (bytes) {exc}") from None
-        if layer.get("mediaType") == OLLAMA_MODEL_MEDIA and digest is None:
-            digest = layer.get("digest")
-            if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+        media = layer.get("mediaType")
+        if (media == OLLAMA_MODEL_MEDIA and digest is None) or (media == OLLAMA_PROJECTOR_MEDIA and projector is None):
+            d = layer.get("digest")
+            if not isinstance(d, str) or not DIGEST.fullmatch(d):
                 raise ModelSpecError(f"{manifest}: field 'layers[{i}].digest' is not sha256: and 64 hex digits")
+            if media == OLLAMA_MODEL_MEDIA:
+                digest = d
+            else:
+                projector = root / "blobs" / d.replace(":", "-")
     if digest is None:
         raise ModelSpecError(f"{manifest}: no layer of mediaType {OLLAMA_MODEL_MEDIA} (the weights)")
-    return root / "blobs" / digest.replace(":", "-"), total
+    return root / "blobs" / digest.replace(":", "-"), total, projector
 
 
 def _ollama_key(name: str) -> str:
@@ -149,19 +167,34 @@ def resolve_ollama(name: str, root: Path | None = None) -> ResolvedModel:
     Raises:
         ModelSpecError: not installed (the message says how to get it) or its GGUF blob is bad.
     """
-    from advisor.models.gguf_file import read_gguf
+    from advisor.models.gguf_file import projector_bytes, read_gguf
 
     key = _ollama_key(name)
-    for found, blob, _size in ollama_models(root):
+    store = root or ollama_dir()
+    problems: list = []
+    entries = _ollama_entries(store, problems) if store is not None and (store / "manifests").is_dir() else []
+    for found, _manifest, exc in problems:
         if found == key:
-            return read_gguf(blob, source="ollama", name=key, location=str(blob))
+            raise exc  # installed, but its manifest is unusable: say why, not "not installed"
+    for found, manifest, blob, _size in entries:
+        if found == key:
+            model = read_gguf(blob, source="ollama", name=key, location=str(blob))
+            projector = _ollama_layers(store, manifest)[2]
+            if projector is None:
+                return model
+            size = projector_bytes(projector)
+            return replace(model, projector_bytes=size, projector=str(projector), notes=model.notes + (
+                f"vision projector layer ({size / 2**20:,.0f} MiB of tensors) loads with the model: counted in its "
+                "memory",))
     where = root or ollama_dir() or Path.home() / ".ollama" / "models"
     raise ModelSpecError(f"ollama:{name} is not installed in Ollama ({where}); run: ollama pull {name}")
 
 
 # ---------------------------------------------------------------- LM Studio
 def _is_weights(p: Path) -> bool:
-    return p.suffix.lower() == ".gguf" and not p.name.lower().startswith("mmproj")
+    from advisor.models.gguf_file import is_projector
+
+    return p.suffix.lower() == ".gguf" and not is_projector(p.name)
 
 
 def lmstudio_models(dirs: list[Path] | None = None) -> list[tuple[str, Path, int]]:
@@ -193,13 +226,14 @@ def resolve_lmstudio(name: str, dirs: list[Path] | None = None) -> ResolvedModel
     Raises:
         ModelSpecError: not found, or ambiguous (the message lists the files to choose from).
     """
-    from advisor.models.gguf_file import read_gguf
+    from advisor.models.gguf_file import read_gguf, with_projector
 
     models = lmstudio_models(dirs)
     exact = [m for m in models if m[0] == name]
     matches = exact or [m for m in models if m[0].rsplit("/", 1)[0] == name.rstrip("/")]
     if len(matches) == 1:
-        return read_gguf(matches[0][1], source="lmstudio", name=matches[0][0], location=str(matches[0][1]))
+        path = matches[0][1]
+        return with_projector(read_gguf(path, source="lmstudio", name=matches[0][0], location=str(path)), path)
     if matches:
         raise ModelSpecError(f"lmstudio:{name} holds {len(matches)} GGUF files; name one: "
                              + ", ".join(f"lmstudio:{m[0]}" for m in matches))

@@ -23,6 +23,7 @@ from advisor.cost.ownership import Use, home_holding, onprem_holding, payback
 from advisor.estimate.fit import OFFLOAD_TIME_FACTOR
 from advisor.estimate.local import CPU_ETA_MEM
 from advisor.estimate.model import ModelArch
+from advisor.job import JobInputError
 from advisor.planner.calibrated import calibrate_serving, calibrate_training, training_position
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.one_request import all_devices_faster, request_capacity
@@ -42,7 +43,7 @@ from advisor.planner.placement import (
     intra_node_bps,
     owned_placement,
 )
-from advisor.planner.request import Lengths, PlanRequest, compute_precision
+from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice
 from advisor.planner.result import OwningCost, PlanOption, Serving
 from advisor.planner.serve_spec import model_serving
 from advisor.planner.stacks import stack_fields
@@ -435,7 +436,7 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
         return []
     if not trains_on(hw, req.workload):
         return []
-    capacity = owned_capacity(hw)
+    capacity = owned_capacity(hw, _backend_of(req, acc))
     per_node = hw.per_machine or hw.count
     place = Placement(per_node, intra_node_bps(acc), None)
     fewest = mem_model.fewest_devices(capacity, per_node, hw.count)
@@ -480,7 +481,7 @@ def _owned_option(req: PlanRequest, hw: OwnedHardware, found: tuple, place: Plac
     reason = infeasible_reason(layout, place, "machine")
     common = _figures(req, acc, layout, mem, fits, t, tokens, reason, place.nodes(layout.devices))
     figures = common["figures"]
-    figures["capacity_bytes"] = owned_capacity(hw)
+    figures["capacity_bytes"] = owned_capacity(hw, _backend_of(req, acc))
     figures.update(stack_fields(acc.stacks, wanted))
     figures["note"] = "; ".join(filter(None, [figures["note"], owned_note(hw, layout.tp)]))
     hours = common["hours"]
@@ -509,3 +510,14 @@ def local_decode(t: Timing, acc: Accelerator) -> Timing:
     decode = replace(d, step_s=step, tokens_per_s=batch / step, request_s=request_s, requests_per_s=batch / request_s)
     return replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, eta_mem=CPU_ETA_MEM, high_cap=None,
                    mfu_origin=t.mfu_origin + f"; the CPU reads {CPU_ETA_MEM:g} of the host bandwidth (triad)")
+
+
+def _backend_of(req: PlanRequest, acc) -> str | None:
+    """The backend an inference job's runtime runs on for ``acc`` (``request.runtime_choice``), whose allocatable
+    memory an owned unified-memory GPU fits it in; None for training (the framework's compute backend)."""
+    if req.workload != "inference":
+        return None
+    try:
+        return runtime_choice(req, acc).backend
+    except JobInputError:  # a runtime that does not load the format: the option reports it elsewhere
+        return None

@@ -55,6 +55,8 @@ class OwnedHardware:
         host: this machine's host figures (partial offload reads the host bandwidth and RAM).
         gpu_power_w: power per device while running; None: TDP x load factor (the system power alone
             when the accelerator has no TDP: the CPU, Apple Silicon).
+        backend_memory: on a unified-memory or carve-out GPU of this machine, what each backend may allocate
+            (``hw.unified``); ``owned_capacity`` fits the job in the runtime's backend's figure.
     """
 
     accelerator: Accelerator
@@ -65,6 +67,8 @@ class OwnedHardware:
     host: HostFigures | None = None
     gpu_power_w: float | None = None
     members: tuple[tuple[Accelerator, int], ...] = ()  # a pool of unequal GPUs (``pool_unequal``): its parts
+    # unified or carve-out memory as each backend sees it (``hw.unified.BackendMemory``, from the detected GPU)
+    backend_memory: tuple = ()
 
     @property
     def id(self) -> str:
@@ -180,8 +184,17 @@ def merge_owned(groups: Iterable[Sequence[OwnedHardware]]) -> tuple[OwnedHardwar
     return tuple(seen.values())
 
 
-def owned_capacity(hw: OwnedHardware) -> int:
-    """Memory a job may use on one owned device (the GPU share of unified memory on Apple Silicon)."""
+def owned_capacity(hw: OwnedHardware, backend: str | None = None) -> int:
+    """Memory a job may use on one owned device: on a unified-memory or carve-out GPU of this machine what the
+    runtime's ``backend`` may allocate there (``hw.unified.allocatable``: ROCm and Vulkan differ on an AMD APU;
+    without a backend, or one the GPU does not list, the first listed), else the accelerator's (the GPU share of
+    unified memory on Apple Silicon)."""
+    if hw.backend_memory:
+        from advisor.hw.unified import allocatable
+
+        got = (allocatable(hw.backend_memory, backend) if backend else None) or allocatable(hw.backend_memory)
+        if got:
+            return got
     return hw.accelerator.usable_memory_bytes
 
 
@@ -255,12 +268,12 @@ def owned_from_profile(profile, host: HostFigures | None = None) -> list[OwnedHa
         acc = getattr(g, "accelerator", None)
         if acc is None or g.info.state == GPU_LOST:  # a GPU asleep (runtime suspend) is still this machine's
             continue
-        counts.setdefault(acc.id, [acc, 0])[1] += 1
+        counts.setdefault(acc.id, [acc, 0, tuple(getattr(g.info, "backend_memory", ()) or ())])[1] += 1
     out = []
-    for acc, n in counts.values():
+    for acc, n, backend_memory in counts.values():
         power = None if acc.tdp_w else _power_limit(profile, acc.id)
         out.append(OwnedHardware(acc, n, per_machine=n, origin="this machine", this_machine=True, host=host,
-                                 gpu_power_w=power))
+                                 gpu_power_w=power, backend_memory=backend_memory))
     return out
 
 

@@ -94,7 +94,7 @@ def resolve_job_model(req: PlanRequest, catalog: Catalog) -> JobModel:
     weight_bytes = None
     if resolved is not None and resolved.weight_bytes and req.params is None and not overrides \
             and req.quant is None and "precision" not in req.sources and "precision" not in req.changed():
-        weight_bytes = int(resolved.weight_bytes)
+        weight_bytes = int(resolved.loaded_bytes)  # a multimodal GGUF's projector loads with it
     return JobModel(arch, params, active, name, weight_bytes, resolved.quant if resolved is not None else "")
 
 

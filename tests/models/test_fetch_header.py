@@ -214,3 +214,15 @@ def test_cli_fetch_header_json(hub, monkeypatch, capsys):
     doc = json.loads(out.out)
     assert doc["models"][0]["model"]["source"] == "hf-header"
     assert doc["models"][0]["model"]["quant"] == "Q4_K_M"
+
+
+def test_hub_listing_gives_the_projector_size(hub):
+    """unsloth/gemma-3-27b-it-GGUF lists mmproj-BF16.gguf, mmproj-F16.gguf and mmproj-F32.gguf beside the weights;
+    the 16-bit one is counted by its listed size (a recorded header serves the model)."""
+    repo = "org/Vision-GGUF"
+    hub.add(repo, "vision-Q4_K_M.gguf", _qwen_gguf(15), 400_000_000)
+    hub.add(repo, "mmproj-F32.gguf", b"GGUF", 1_700_000_000)
+    hub.add(repo, "mmproj-F16.gguf", b"GGUF", 850_000_000)
+    rm = fetch_header_model(f"{repo}:Q4_K_M", endpoint=hub.endpoint)
+    assert rm.projector_bytes == 850_000_000 and rm.projector == f"hf:{repo}/mmproj-F16.gguf"
+    assert rm.loaded_bytes == rm.weight_bytes + 850_000_000

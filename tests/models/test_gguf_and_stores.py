@@ -13,6 +13,7 @@ from advisor.models.gguf_file import read_gguf
 from advisor.models.stores import lmstudio_models, ollama_models
 from tests.models import configs
 from tests.models.conftest import add_to_hf_cache, config_bytes, write_gguf
+from tests.models.gguf_bytes import STRING, gguf_bytes
 
 
 def test_gguf_gives_exact_params_and_weight_bytes(tmp_path):
@@ -86,7 +87,8 @@ def test_lmstudio_model_by_name(tmp_path, monkeypatch):
     folder = root / "lmstudio-community" / "Tiny-GGUF"
     folder.mkdir(parents=True)
     expected = write_gguf(folder / "Tiny-Q8_0.gguf")
-    (folder / "mmproj-Tiny-F16.gguf").write_bytes(b"GGUF")  # a vision projector is not a model
+    # a vision projector is not a model of its own (it counts with the model: tests/models/test_projector.py)
+    (folder / "mmproj-Tiny-F16.gguf").write_bytes(gguf_bytes([("general.architecture", STRING, "clip")]))
     monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(root))
     assert [n for n, _p, _s in lmstudio_models()] == ["lmstudio-community/Tiny-GGUF/Tiny-Q8_0.gguf"]
     rm = resolve_model("lmstudio:lmstudio-community/Tiny-GGUF", bundled_catalog())

@@ -1,0 +1,139 @@
+"""A multimodal GGUF's projector (``mmproj-*.gguf``) counts in its memory; Gemma 3n is refused with its reason
+(issue 36, item 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.catalog.load import bundled_catalog
+from advisor.models import ModelSpecError, resolve_model
+from advisor.models.gguf_file import pick_projector
+from advisor.models.hf import arch_from_config
+from tests.models.conftest import write_gguf
+from tests.models.gguf_bytes import STRING, gguf_bytes, llama_kv
+
+CAT = bundled_catalog()
+PATCH = (14, 14, 3, 64)  # a patch embedding of 14 x 14 pixels, 3 colours, 64 wide: 37,632 F32 values
+PATCH_BYTES = 14 * 14 * 3 * 64 * 4
+
+
+def clip_gguf(*tensors) -> bytes:
+    """A projector as llama.cpp's converter writes one: general.architecture "clip", F32 tensors."""
+    return gguf_bytes([("general.architecture", STRING, "clip")], tensors or (("v.patch_embd.weight", PATCH),))
+
+
+def test_projector_beside_a_gguf_counts_in_its_memory(tmp_path):
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    expected = write_gguf(model)
+    (tmp_path / "mmproj-Tiny-F16.gguf").write_bytes(clip_gguf())
+    (tmp_path / "mmproj-Tiny-F32.gguf").write_bytes(clip_gguf(("v.patch_embd.weight", PATCH), ("v.big", (4096,))))
+    rm = resolve_model(str(model), CAT)
+    assert rm.weight_bytes == expected["bytes"]  # the model's own tensors are unchanged
+    assert rm.projector_bytes == PATCH_BYTES  # the 16-bit projector is the one engines load by default
+    assert rm.loaded_bytes == expected["bytes"] + PATCH_BYTES
+    assert rm.projector.endswith("mmproj-Tiny-F16.gguf") and any("mmproj-Tiny-F16.gguf" in n for n in rm.notes)
+    assert rm.to_json()["projector_bytes"] == PATCH_BYTES
+    # a directory holding one model GGUF and its projector is the same model
+    assert resolve_model(str(tmp_path), CAT).projector_bytes == PATCH_BYTES
+
+
+def test_plan_weights_include_the_projector(tmp_path):
+    from advisor.planner import PlanRequest
+    from advisor.planner.request import resolve_job_model
+
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    expected = write_gguf(model)
+    req = PlanRequest.from_mapping(dict(model=str(model), workload="inference"))
+    assert resolve_job_model(req, CAT).weight_bytes == expected["bytes"]
+    (tmp_path / "mmproj-F16.gguf").write_bytes(clip_gguf())
+    assert resolve_job_model(req, CAT).weight_bytes == expected["bytes"] + PATCH_BYTES
+
+
+def test_a_text_gguf_alone_has_no_projector(tmp_path):
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    expected = write_gguf(model)
+    rm = resolve_model(str(model), CAT)
+    assert (rm.projector_bytes, rm.loaded_bytes) == (0, expected["bytes"])
+
+
+def test_bad_projectors_are_one_line(tmp_path):
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    write_gguf(model)
+    bad = tmp_path / "mmproj-F16.gguf"
+    bad.write_bytes(b"GGUF")
+    with pytest.raises(ModelSpecError, match="mmproj-F16.gguf") as err:
+        resolve_model(str(model), CAT)
+    assert "\n" not in str(err.value)
+    bad.write_bytes(gguf_bytes(llama_kv()))  # a GGUF, but a language model's
+    with pytest.raises(ModelSpecError, match="not a multimodal projector"):
+        resolve_model(str(model), CAT)
+    bad.write_bytes(clip_gguf())
+    with pytest.raises(ModelSpecError, match="a multimodal projector, not a model"):
+        resolve_model(str(bad), CAT)
+
+
+def test_pick_prefers_sixteen_bits_then_the_smallest():
+    assert pick_projector([("mmproj-F32.gguf", 9), ("mmproj-BF16.gguf", 5), ("mmproj-Q8_0.gguf", 3)]) == \
+        ("mmproj-BF16.gguf", 5)
+    assert pick_projector([("mmproj-F32.gguf", 9), ("mmproj-Q8_0.gguf", 3)]) == ("mmproj-Q8_0.gguf", 3)
+    assert pick_projector([("mmproj-model-f16.gguf", 7)]) == ("mmproj-model-f16.gguf", 7)
+    assert pick_projector([("model-F16.gguf", 7)]) is None
+
+
+def test_lmstudio_model_carries_its_projector(tmp_path, monkeypatch):
+    folder = tmp_path / "lms" / "lmstudio-community" / "gemma-3-27b-it-GGUF"
+    folder.mkdir(parents=True)
+    expected = write_gguf(folder / "gemma-3-27b-it-Q4_K_M.gguf")
+    (folder / "mmproj-model-f16.gguf").write_bytes(clip_gguf())
+    monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(tmp_path / "lms"))
+    rm = resolve_model("lmstudio:lmstudio-community/gemma-3-27b-it-GGUF", CAT)
+    assert rm.loaded_bytes == expected["bytes"] + PATCH_BYTES
+
+
+GEMMA3N_E4B = {  # google/gemma-3n-E4B-it config.json (the keys that matter here)
+    "architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
+    "text_config": {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 35,
+                    "num_kv_shared_layers": 15, "hidden_size_per_layer_input": 256,
+                    "vocab_size_per_layer_input": 262144},
+}
+
+
+def test_gemma3n_is_refused_with_its_reason(tmp_path):
+    with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled: its per-layer embeddings"):
+        arch_from_config(GEMMA3N_E4B, "g", "g")
+    with pytest.raises(ModelSpecError, match="share"):
+        arch_from_config(GEMMA3N_E4B["text_config"], "g", "g")
+    path = tmp_path / "gemma-3n-E4B-it-Q4_K_M.gguf"
+    path.write_bytes(gguf_bytes([("general.architecture", STRING, "gemma3n")]))
+    with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled"):
+        resolve_model(str(path), CAT)
+
+
+def test_ollama_vision_model_counts_its_projector_layer(tmp_path, monkeypatch):
+    """An Ollama vision model (llava) lists its projector as a layer of mediaType
+    application/vnd.ollama.image.projector beside the weights (ollama/ollama, server/images.go)."""
+    import hashlib
+    import json
+
+    from tests.models.test_gguf_and_stores import _ollama_store
+
+    weights = tmp_path / "w.gguf"
+    expected = write_gguf(weights)
+    root = tmp_path / "ollama"
+    _ollama_store(root, "llava", "7b", weights.read_bytes())
+    monkeypatch.setenv("OLLAMA_MODELS", str(root))
+    assert resolve_model("ollama:llava:7b", CAT).projector_bytes == 0
+    proj = clip_gguf()
+    digest = hashlib.sha256(proj).hexdigest()
+    (root / "blobs" / f"sha256-{digest}").write_bytes(proj)
+    manifest = root / "manifests" / "registry.ollama.ai" / "library" / "llava" / "7b"
+    doc = json.loads(manifest.read_text())
+    doc["layers"].append({"mediaType": "application/vnd.ollama.image.projector", "digest": f"sha256:{digest}",
+                          "size": len(proj)})
+    manifest.write_text(json.dumps(doc))
+    rm = resolve_model("ollama:llava:7b", CAT)
+    assert (rm.weight_bytes, rm.projector_bytes) == (expected["bytes"], PATCH_BYTES)
+    doc["layers"][-1]["digest"] = "sha256:xyz"
+    manifest.write_text(json.dumps(doc))
+    with pytest.raises(ModelSpecError, match="digest"):
+        resolve_model("ollama:llava:7b", CAT)
