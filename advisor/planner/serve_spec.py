@@ -43,6 +43,8 @@ class RuntimeServing:
             a published run measured it; 0 where none did (then not modelled).
         expert_parallel: whether a mixture of experts on several devices runs its experts expert-parallel (each
             token dispatched to the devices holding its experts and combined back) rather than tensor-parallel.
+        reserve_whole: whether a request is admitted only with cache for its whole prompt and output
+            (``estimate.serving.held_tokens``).
     """
 
     memory_fraction: float
@@ -52,6 +54,7 @@ class RuntimeServing:
     source: str
     host_per_seq_s: float = 0.0
     expert_parallel: bool = False
+    reserve_whole: bool = False
 
 
 RUNTIME_SERVING = {
@@ -67,7 +70,10 @@ RUNTIME_SERVING = {
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
                                    "parallelism, as its documented MoE runs (docs/source/performance/"
-                                   "perf-overview.md: --ep, enable_attention_dp)", expert_parallel=True),
+                                   "perf-overview.md: --ep, enable_attention_dp); a request admitted only with cache "
+                                   "for its whole prompt and output (capacity scheduler policy GUARANTEED_NO_EVICT, "
+                                   "the default: docs/source/performance/performance-tuning-guide/"
+                                   "useful-runtime-flags.md)", expert_parallel=True, reserve_whole=True),
     "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "llama.cpp server: continuous batching of the slots on by default, prompt batches "
                                 "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
@@ -261,6 +267,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
         attention_flops = speed.attention_peak_flops * speed.attention_eta
     per_seq = per_sequence_s(model.arch, parallel, intra_node_bps(acc), srv)
+    per_token = per_token_traffic_s(model.arch, parallel, intra_node_bps(acc), srv)
     capacity = float(capacity_bytes or acc.usable_memory_bytes)
     kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
@@ -280,7 +287,9 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
         slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
-        pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK)
+        per_token_s=per_token,
+        pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
+        reserve_whole=srv.reserve_whole and batching == "continuous")
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
@@ -307,15 +316,19 @@ ACTIVATION_BYTES = 2.0
 
 def per_sequence_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
     """What each running sequence beyond the first adds to a decode step (``ServerSpec.per_seq_s``): the server's
-    host time per sequence (``RuntimeServing.host_per_seq_s``); over ``parallel`` tensor-parallel devices, its token
-    through two ring all-reduces a layer (``comms.ring_allreduce_s`` of ``2 L h`` activations); for a mixture of
-    experts run expert-parallel, its token sent to the devices of its ``k`` experts and combined back in every expert
-    layer (``comms.all_to_all_s`` of ``2 k h`` activations a layer). Traffic runs at the device link's rate
-    (``placement.intra_node_bps``)."""
-    t = srv.host_per_seq_s
+    host time per sequence (``RuntimeServing.host_per_seq_s``) and its token's traffic (``per_token_traffic_s``)."""
+    return srv.host_per_seq_s + per_token_traffic_s(arch, parallel, link_bps, srv)
+
+
+def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
+    """The link time of one token in a step (``ServerSpec.per_token_s``, a decode token's or a prompt token's alike):
+    over ``parallel`` tensor-parallel devices, its activations through two ring all-reduces a layer
+    (``comms.ring_allreduce_s`` of ``2 L h`` activations); for a mixture of experts run expert-parallel, the token sent
+    to the devices of its ``k`` experts and combined back in every expert layer (``comms.all_to_all_s`` of ``2 k h``
+    activations a layer). Traffic runs at the device link's rate (``placement.intra_node_bps``); 0 on one device."""
     if parallel <= 1 or link_bps <= 0:
-        return t
-    t += comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
+        return 0.0
+    t = comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
     if srv.expert_parallel and arch.experts > 0 and arch.experts_per_token > 0:
         moe_layers = arch.layers - arch.dense_layers
         t += comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,

@@ -14,7 +14,7 @@ from advisor.estimate.model import ModelArch
 from advisor.estimate.serving import Lengths, ServerSpec, batch_prefill_s, decode_step_s
 from advisor.estimate.serving_queue import serve_at, serve_together
 from advisor.planner.placement import intra_node_bps
-from advisor.planner.serve_spec import RUNTIME_SERVING, per_sequence_s
+from advisor.planner.serve_spec import RUNTIME_SERVING, per_sequence_s, per_token_traffic_s
 
 from .test_serving_des import simulate
 
@@ -48,6 +48,24 @@ def test_prompts_started_together_fill_the_prefill_budget_step_by_step():
     steps, t = batch_prefill_s(s, 4, 1000)
     per = 4 * (40e-3 + 0.65536e-3) / 2
     assert steps == 2 and t == pytest.approx(2 * (per + 1e-3), rel=1e-12)
+
+
+def test_prompt_tokens_at_load_pay_the_link_time_a_decode_token_does():
+    # 20 us of tensor-parallel all-reduce a token (its part of the 30 us a further sequence adds): 512 prompt tokens
+    # in a step add 512 x 20 us = 10.24 ms to it, in series with the kernels
+    s = spec(per_seq_s=30e-6, per_token_s=20e-6)
+    plain = spec(per_seq_s=30e-6)
+    extra = 2.0 * 8e9 * (4 + 512) / 4e14  # the four tokens' and the prompt's products: 20.64 ms, past the 10 ms read
+    assert decode_step_s(s, 4, 1000, 512) - decode_step_s(plain, 4, 1000, 512) == pytest.approx(512 * 20e-6)
+    assert decode_step_s(plain, 4, 1000, 512) == pytest.approx(
+        extra + 4 * 1000 * 131_072 / 1.6e12 + 1e-3 + 3 * 30e-6, rel=1e-12)
+    # four prompts started together: the three beyond the first pay it (one prompt alone is the plan's prefill)
+    _, t4 = batch_prefill_s(s, 4, 1000)
+    _, p4 = batch_prefill_s(plain, 4, 1000)
+    assert t4 - p4 == pytest.approx(3 * 1000 * 20e-6, rel=1e-9)
+    assert batch_prefill_s(s, 1, 1000) == batch_prefill_s(plain, 1, 1000)
+    with pytest.raises(ValueError):
+        spec(per_seq_s=10e-6, per_token_s=20e-6)  # a token's link time is part of a sequence's
 
 
 def test_equal_requests_started_together_finish_together():
@@ -86,6 +104,10 @@ def test_each_further_sequence_adds_host_time_and_its_traffic():
     dispatch = 2 * 94 * 8 * 4096 * 2 * (7 / 8) / link
     assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["tensorrt-llm"]) == pytest.approx(ring + dispatch, rel=1e-12)
     assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["vllm"]) == pytest.approx(ring, rel=1e-12)
+    # the link part alone, which a prompt token pays too: no host time in it
+    assert per_token_traffic_s(arch, 1, link, RUNTIME_SERVING["llama.cpp"]) == 0.0
+    assert per_token_traffic_s(moe, 8, link, RUNTIME_SERVING["tensorrt-llm"]) == pytest.approx(ring + dispatch,
+                                                                                                 rel=1e-12)
 
 
 @pytest.mark.parametrize("users, seqs", [(200, 256), (400, 256)])
