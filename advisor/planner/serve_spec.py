@@ -183,14 +183,48 @@ def step_overhead_s(layers: int, choice: RuntimeChoice, acc: Accelerator, device
     return t
 
 
-def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int) -> float:
+# vLLM's memory outside PyTorch's allocator (CUDA context, NCCL, cuBLAS workspaces) in its startup profile: 0.35 GiB
+# (Llama-3.1-8B on an RTX 3090, vLLM issue 10517's log: non_torch_memory=0.35GiB).
+VLLM_NON_TORCH_BYTES = 0.35 * GIB
+
+
+def vllm_activation_peak_bytes(arch: ModelArch, tokens: int, seqs: int, tp: int) -> float:
+    """The peak activation of vLLM's profiling forward pass of ``tokens`` tokens (``max_num_batched_tokens``) in
+    ``seqs`` sequences (``max_num_seqs``) on one of ``tp`` tensor-parallel devices, which it keeps from the cache
+    (vllm ``determine_available_memory``: the budget ``gpu_memory_utilization x total`` less the weights, the peak
+    of that pass and the memory outside PyTorch): the feed-forward block at its widest holds, for every token, its
+    input and normalised input (``2 h``) and the gated projection and its product (``3 f / tp``), in 16 bits; the
+    sampler holds every sequence's logits in fp32 (``4 V``). A mixture of experts' ``f`` is its routed and shared
+    experts' width. Llama-3.1-8B at 20,000 tokens and 256 sequences: 2.03 GiB, where vLLM measured
+    17.06 - 14.99 = 2.07 GiB (issue 10517)."""
+    f = arch.ffn
+    if arch.experts > 0 and arch.experts_per_token > 0:
+        f = (arch.experts_per_token + arch.shared_experts) * (arch.moe_ffn or arch.ffn)
+    return tokens * (2.0 * arch.hidden + 3.0 * f / max(1, tp)) * 2.0 + seqs * arch.vocab * 4.0
+
+
+def runtime_overhead_bytes(choice: RuntimeChoice, arch: ModelArch | None = None, acc: Accelerator | None = None,
+                           devices: int = 1) -> float:
+    """Bytes per device a runtime takes beyond the weights and the cache: vLLM's startup profile where the model
+    and accelerator are known (``VLLM_NON_TORCH_BYTES`` and ``vllm_activation_peak_bytes`` at its batch defaults,
+    ``vllm_batch_defaults``; the CUDA graphs it captures afterwards come out of the ``1 - gpu_memory_utilization``
+    it leaves); else the runtime's assumed figure (``RuntimeServing.overhead_bytes``)."""
+    if choice.runtime.id == "vllm" and arch is not None and acc is not None:
+        tokens, seqs = vllm_batch_defaults(acc)
+        tp = devices if choice.runtime.multi_device == "tensor" else 1
+        return VLLM_NON_TORCH_BYTES + vllm_activation_peak_bytes(arch, tokens, seqs, tp)
+    return serving_profile(choice.runtime.id).overhead_bytes
+
+
+def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int,
+                  arch: ModelArch | None = None, acc: Accelerator | None = None) -> float:
     """Bytes per device a runtime keeps from the KV cache beyond the weights: its overhead (context, activations,
-    graphs) and what its memory rule leaves unused (vLLM's ``1 - gpu_memory_utilization``; TensorRT-LLM's share
-    of the free memory). ``weights + cache + reserve <= capacity`` is the one rule of what fits; the cache it
-    leaves is ``estimate.serving.kv_pool_bytes``."""
+    graphs: ``runtime_overhead_bytes``, of the model on the accelerator where given) and what its memory rule leaves
+    unused (vLLM's ``1 - gpu_memory_utilization``; TensorRT-LLM's share of the free memory). ``weights + cache +
+    reserve <= capacity`` is the one rule of what fits; the cache it leaves is ``estimate.serving.kv_pool_bytes``."""
     srv = serving_profile(choice.runtime.id)
     fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
-    free = capacity_bytes * fraction - weight_bytes / devices - srv.overhead_bytes
+    free = capacity_bytes * fraction - weight_bytes / devices - runtime_overhead_bytes(choice, arch, acc, devices)
     kv_share = choice.runtime.kv_free_memory_fraction or 1.0
     return capacity_bytes - weight_bytes / devices - (free * kv_share if free > 0 else free)
 
@@ -272,9 +306,10 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
     batching = "slots" if rt.batching == "slots" else "continuous"
+    overhead = runtime_overhead_bytes(choice, model.arch, acc, devices)
     if batching == "slots":
         slot_tokens = longest
-        free = capacity * fraction - weights / devices - srv.overhead_bytes
+        free = capacity * fraction - weights / devices - overhead
         fit = int(max(0.0, free * devices) // (kv_token * slot_tokens))
         seqs = max_seqs or max(1, min(fit, srv.max_seqs))
     elif max_seqs and rt.batching != "static":
@@ -285,7 +320,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         prefill_flops=prefill_flops, attention_flops=attention_flops,
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
-        overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
+        overhead_bytes=overhead, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
         slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
@@ -347,7 +382,8 @@ def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice,
     one = model.kv_bytes_per_token() * (lengths.prompt_mean + lengths.output_mean)
     n = 1
     while n <= most:
-        free = (capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n - srv.overhead_bytes
+        free = ((capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n
+                - runtime_overhead_bytes(choice, model.arch, acc, n))
         if free * n * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most

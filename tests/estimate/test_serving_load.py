@@ -174,3 +174,21 @@ def test_each_load_of_a_served_figure_is_fitted_towards_the_raw_estimate_on_its_
     # the rate level: its two sources' mean log 2 over 3, then its rows shrunk towards it
     g_rate = 2 * math.log(2) / 3
     assert classes["rate"] == pytest.approx(g_rate + 2 * (math.log(2) - g_rate) / (2 + C.SHRINK_ROWS))
+
+
+def test_vllm_keeps_its_profiled_peak_activation_from_the_cache():
+    # vLLM issue 10517's startup log, Llama-3.1-8B on an RTX 3090 (V0, no chunked prefill: the profile runs
+    # max_model_len = 20,000 tokens in max_num_seqs = 256 sequences): weights 14.9888 GiB, peak 17.06 GiB, outside
+    # PyTorch 0.35 GiB, cache 3.81 GiB of 0.90 x 23.58 GiB
+    from advisor.planner.serve_spec import VLLM_NON_TORCH_BYTES, vllm_activation_peak_bytes
+
+    cat = load_catalog(use_user_file=False)
+    arch = cat.model("llama-3.1-8b")
+    peak = vllm_activation_peak_bytes(arch, 20_000, 256, 1)
+    # 20,000 x (2 x 4,096 + 3 x 14,336) x 2 B + 256 x 128,256 x 4 B = 2,179,334,144 B
+    assert peak == 20_000 * (2 * 4096 + 3 * 14336) * 2 + 256 * 128_256 * 4
+    assert peak / GIB == pytest.approx(17.06 - 14.9888, rel=0.03)
+    cache = 0.90 * 23.58 * GIB - 14.9888 * GIB - peak - VLLM_NON_TORCH_BYTES
+    assert cache / GIB == pytest.approx(3.81, rel=0.02)
+    # tensor parallelism splits the feed-forward's width, not the residual stream or the logits
+    assert vllm_activation_peak_bytes(arch, 2048, 256, 2) == 2048 * (2 * 4096 + 1.5 * 14336) * 2 + 256 * 128_256 * 4
