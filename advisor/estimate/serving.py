@@ -106,7 +106,10 @@ class ServerSpec:
             pipeline parallelism): ``n`` chunks of ``pipeline_chunk`` tokens take ``(n + D - 1) / D`` chunk-times
             of the whole model (``estimate.decode.ServingSpeed.prefill_s``); 1 otherwise.
         expert_fraction: for a mixture of experts, the share of the weights one token reads (active over total
-            parameters); a step at batch B reads ``1 - (1 - f)^B`` of them (1: dense, every weight every step).
+            parameters; 1: dense, every weight every step); a step at batch B reads more of them (``touched``).
+        routed_share: the share of the weights in the routed experts (0: not known, ``touched`` takes every weight
+            as routed).
+        routed_pick: the share of a layer's routed experts one token goes to (``k / E``).
         active_params: parameters each token passes through.
         attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
         kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
@@ -156,6 +159,8 @@ class ServerSpec:
     per_seq_s: float = 0.0
     per_token_s: float = 0.0
     reserve_whole: bool = False
+    routed_share: float = 0.0
+    routed_pick: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
@@ -166,6 +171,10 @@ class ServerSpec:
             raise ValueError("eta_mem, memory_fraction and kv_free_fraction must be in (0, 1]")
         if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0 or not 0 < self.expert_fraction <= 1:
             raise ValueError("eta_kv must be in [0, 1] and attention_flops not negative")
+        if not (0 <= self.routed_share <= 1 and 0 <= self.routed_pick <= 1
+                and self.routed_share * self.routed_pick <= self.expert_fraction + 1e-9):
+            raise ValueError("the routed experts' share and pick must be in [0, 1], their product at most what a "
+                             "token reads")
         for name in ("weight_bytes", "capacity_bytes", "bandwidth_bps", "decode_flops", "prefill_flops",
                      "active_params", "kv_bytes_per_token"):
             if not getattr(self, name) > 0:
@@ -248,10 +257,21 @@ def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
 
 
 def touched(spec: ServerSpec, batch: float) -> float:
-    """The share of the weights a step at ``batch`` reads: all for a dense model; for a mixture of experts
-    ``1 - (1 - f)^B``, the experts some sequence of the batch routes to (each chosen independently)."""
+    """The share of the weights a step at ``batch`` reads: all for a dense model. For a mixture of experts the
+    weights outside the routed experts every step (attention, shared experts, embeddings: ``f - r k / E``), and of
+    the routed ones (share ``r``) those some sequence of the batch routes to: each token picks ``k`` of a layer's
+    ``E``, so ``E (1 - (1 - k / E)^B)`` experts are read, in expectation, where the picks are independent. One token
+    reads ``f`` (active over total) either way. Without the experts' share known, every weight is taken as routed
+    with ``k / E = f``: ``1 - (1 - f)^B``."""
     f = spec.expert_fraction
-    return 1.0 if f >= 1.0 else 1.0 - (1.0 - f) ** max(batch, 1.0)
+    if f >= 1.0:
+        return 1.0
+    b = batch if batch > 1.0 else 1.0
+    r, p = spec.routed_share, spec.routed_pick
+    if r <= 0.0 or p <= 0.0:
+        return 1.0 - (1.0 - f) ** b
+    share = f - r * p + r * (1.0 - (1.0 - p) ** b)
+    return share if share < 1.0 else 1.0
 
 
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:

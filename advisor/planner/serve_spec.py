@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
 from advisor.estimate import comms, compute, decode, memory
-from advisor.estimate.model import ModelArch, kv_values_per_token
+from advisor.estimate.model import ModelArch, kv_values_per_token, param_count, routed_expert_active_params
 from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes
 from advisor.planner.placement import intra_node_bps
 
@@ -300,6 +300,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         eta, eta_kv, step_overhead, weights = speed.eta_mem, speed.eta_kv, speed.overhead_s, speed.weight_bytes
         prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
         attention_flops = speed.attention_peak_flops * speed.attention_eta
+    routed_share, routed_pick = routed_experts(model.arch, model.params, model.active_params)
     per_seq = per_sequence_s(model.arch, parallel, intra_node_bps(acc), srv)
     per_token = per_token_traffic_s(model.arch, parallel, intra_node_bps(acc), srv)
     capacity = float(capacity_bytes or acc.usable_memory_bytes)
@@ -324,7 +325,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
-        reserve_whole=srv.reserve_whole and batching == "continuous")
+        reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
+        routed_pick=routed_pick)
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
@@ -343,6 +345,21 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
             per_slot = max(slot_tokens, min(per_slot, model.arch.max_context))
         launch["ctx_size"] = per_slot * seqs
     return spec, launch
+
+
+def routed_experts(arch: ModelArch, params: float, active: float) -> tuple[float, float]:
+    """``(share of the weights in the routed experts, k / E)`` of a mixture of experts (``ServerSpec.routed_share``,
+    ``routed_pick``), from its architecture; ``(0, 0)`` for a dense model or where the architecture's experts do
+    not fit the stated parameters (the batch's reading then falls back to ``1 - (1 - f)^B``)."""
+    if not arch.is_moe or params <= 0:
+        return 0.0, 0.0
+    pick = arch.experts_per_token / arch.experts
+    total = param_count(arch)
+    routed = routed_expert_active_params(arch) / pick
+    share = routed / total if total > 0 else 0.0
+    if not 0.0 < share < 1.0 or share * pick > active / params:
+        return 0.0, 0.0
+    return share, pick
 
 
 # Bytes of one token's activations an all-reduce carries (bf16) and an expert dispatch sends and combines back.

@@ -192,3 +192,25 @@ def test_vllm_keeps_its_profiled_peak_activation_from_the_cache():
     assert cache / GIB == pytest.approx(3.81, rel=0.02)
     # tensor parallelism splits the feed-forward's width, not the residual stream or the logits
     assert vllm_activation_peak_bytes(arch, 2048, 256, 2) == 2048 * (2 * 4096 + 1.5 * 14336) * 2 + 256 * 128_256 * 4
+
+
+def test_a_batch_of_a_mixture_of_experts_reads_the_experts_its_tokens_pick():
+    from advisor.estimate.serving import touched
+    from advisor.planner.serve_spec import routed_experts
+
+    # a tenth of the weights a token, nine tenths in routed experts of which a token picks 8 of 128 (k/E = 0.0625):
+    # always read 0.1 - 0.9 x 0.0625 = 0.04375; at 16 tokens 0.9 x (1 - 0.9375^16) = 0.9 x 0.64393 of them more
+    s = spec(expert_fraction=0.1, routed_share=0.9, routed_pick=0.0625)
+    assert touched(s, 1) == pytest.approx(0.1, rel=1e-12)
+    assert touched(s, 16) == pytest.approx(0.04375 + 0.9 * (1 - 0.9375**16), rel=1e-12)
+    assert touched(s, 16) == pytest.approx(0.62329, abs=1e-5)
+    # the old rule, every weight routed with k/E = f, reads more at the same batch: 1 - 0.9^16 = 0.8147
+    assert touched(spec(expert_fraction=0.1), 16) == pytest.approx(1 - 0.9**16, rel=1e-12)
+    assert touched(s, 10_000) == pytest.approx(0.04375 + 0.9, rel=1e-9)
+    # Qwen3-235B-A22B: 128 experts, 8 a token, 94 layers of 3 x 4,096 x 1,536 each
+    cat = load_catalog(use_user_file=False)
+    arch = cat.model("qwen3-235b-a22b")
+    share, pick = routed_experts(arch, 235e9, 22e9)
+    assert pick == 8 / 128
+    assert share == pytest.approx(94 * 128 * 3 * 4096 * 1536 / 235e9, rel=0.02)
+    assert routed_experts(cat.model("llama-3.1-8b"), 8e9, 8e9) == (0.0, 0.0)
