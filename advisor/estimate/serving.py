@@ -106,7 +106,10 @@ class ServerSpec:
             pipeline parallelism): ``n`` chunks of ``pipeline_chunk`` tokens take ``(n + D - 1) / D`` chunk-times
             of the whole model (``estimate.decode.ServingSpeed.prefill_s``); 1 otherwise.
         expert_fraction: for a mixture of experts, the share of the weights one token reads (active over total
-            parameters); a step at batch B reads ``1 - (1 - f)^B`` of them (1: dense, every weight every step).
+            parameters; 1: dense, every weight every step); a step at batch B reads more of them (``touched``).
+        routed_share: the share of the weights in the routed experts (0: not known, ``touched`` takes every weight
+            as routed).
+        routed_pick: the share of a layer's routed experts one token goes to (``k / E``).
         active_params: parameters each token passes through.
         attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
         kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
@@ -122,6 +125,11 @@ class ServerSpec:
         slot_tokens: context of one slot (``slots`` batching; llama.cpp ``-c / -np``); 0 for continuous.
         per_seq_s: what each running sequence beyond the first adds to a step (``decode_step_s``): host time,
             tensor-parallel all-reduce traffic and expert dispatch of its token (``planner.serve_spec``).
+        per_token_s: the link time of each token a step carries (its part of ``per_seq_s``): tensor-parallel
+            all-reduces and expert dispatch, which a prompt's tokens at load pay as a decode token does.
+        reserve_whole: continuous batching that admits a request only when the pool holds its whole prompt and
+            output (TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` capacity scheduler); False: the cache grows block
+            by block and a request holds its mean context (vLLM, SGLang: ``held_tokens``).
     """
 
     weight_bytes: float
@@ -149,6 +157,10 @@ class ServerSpec:
     pipeline_devices: int = 1
     pipeline_chunk: int = 512
     per_seq_s: float = 0.0
+    per_token_s: float = 0.0
+    reserve_whole: bool = False
+    routed_share: float = 0.0
+    routed_pick: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
@@ -159,14 +171,18 @@ class ServerSpec:
             raise ValueError("eta_mem, memory_fraction and kv_free_fraction must be in (0, 1]")
         if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0 or not 0 < self.expert_fraction <= 1:
             raise ValueError("eta_kv must be in [0, 1] and attention_flops not negative")
+        if not (0 <= self.routed_share <= 1 and 0 <= self.routed_pick <= 1
+                and self.routed_share * self.routed_pick <= self.expert_fraction + 1e-9):
+            raise ValueError("the routed experts' share and pick must be in [0, 1], their product at most what a "
+                             "token reads")
         for name in ("weight_bytes", "capacity_bytes", "bandwidth_bps", "decode_flops", "prefill_flops",
                      "active_params", "kv_bytes_per_token"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
         if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0 \
-                or not self.per_seq_s >= 0:
+                or not self.per_seq_s >= 0 or not 0 <= self.per_token_s <= self.per_seq_s:
             raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence time and slot size "
-                             "not negative")
+                             "not negative; the per-token link time at most the per-sequence time")
 
 
 # ---------------------------------------------------------------------------------------------- capacity
@@ -184,19 +200,27 @@ def kv_capacity_tokens(spec: ServerSpec) -> int:
     return max(0, int(pool // spec.kv_bytes_per_token))
 
 
+def held_tokens(spec: ServerSpec, lengths: Lengths) -> float:
+    """Cache tokens one request in service takes from a continuous-batching pool: its mean context (prompt + half
+    its output) where the cache grows block by block as it decodes (vLLM, SGLang); its whole prompt and output where
+    the scheduler reserves them at admission so that no request is ever paused (TensorRT-LLM's default capacity
+    scheduler policy ``GUARANTEED_NO_EVICT``, "Useful Runtime Options" of its performance tuning guide)."""
+    held = lengths.prompt_mean + lengths.output_mean if spec.reserve_whole else lengths.mean_context
+    return held if held > 1.0 else 1.0
+
+
 def concurrency_limit(spec: ServerSpec, lengths: Lengths) -> tuple[int, str]:
     """The most requests in service at once and what limits it (``"kv"``, ``"seqs"``, ``"slots"``).
 
-    Continuous batching: the pool over the mean tokens a request holds (prompt + half its output; the cache
-    grows block by block), at most ``max_seqs``. Slots: ``max_seqs`` slots of ``slot_tokens`` (a slot holds a
-    whole request, so their sum must fit the pool).
+    Continuous batching: the pool over the tokens a request holds (``held_tokens``), at most ``max_seqs``. Slots:
+    ``max_seqs`` slots of ``slot_tokens`` (a slot holds a whole request, so their sum must fit the pool).
     """
     tokens = kv_capacity_tokens(spec)
     if spec.batching == "slots":
         slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
         fit = tokens // slot if slot > 0 else 0
         return (spec.max_seqs, "slots") if spec.max_seqs <= fit else (int(fit), "kv")
-    fit = int(tokens // max(1.0, lengths.mean_context))
+    fit = int(tokens // held_tokens(spec, lengths))
     return (spec.max_seqs, "seqs") if spec.max_seqs <= fit else (fit, "kv")
 
 
@@ -207,10 +231,12 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     prefill tokens (and their attention ``extra_flops``) mixed into the step.
 
     ``max(W / (BW * eta * n), 2 * P_act * B / (F_dec * n) + 2 * P_act * extra / (F_mm * n) + extra_flops /
-    (F_att * n)) + max(B * ctx * kv / (BW * eta_kv * n), B * ctx * a / (F_dec * n)) + t_step + (B - 1) * t_seq``
+    (F_att * n)) + max(B * ctx * kv / (BW * eta_kv * n), B * ctx * a / (F_dec * n)) + t_step + (B - 1) * t_seq
+    + extra * t_tok``
     with ``n`` the devices working in parallel: the matrix products and the attention over the caches run as
-    kernels one after the other, so their times add; within each the reading and the arithmetic overlap
-    (docs/method.md, "Serving under load"). At one sequence it is the single-request step (reading weights and
+    kernels one after the other, so their times add; within each the reading and the arithmetic overlap; the prompt
+    tokens' link time ``t_tok`` (tensor-parallel all-reduces, expert dispatch) adds to the step as a decode token's
+    does (docs/method.md, "Serving under load"). At one sequence it is the single-request step (reading weights and
     cache) it was before.
     """
     n = spec.parallel_devices
@@ -221,7 +247,7 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
              + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, extra_tokens)
     return (max(t_weights, t_mm + t_pre) + max(t_kv, t_att) + spec.step_overhead_s
-            + (batch - 1.0 if batch > 1.0 else 0.0) * spec.per_seq_s)
+            + (batch - 1.0 if batch > 1.0 else 0.0) * spec.per_seq_s + extra_tokens * spec.per_token_s)
 
 
 def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
@@ -231,10 +257,21 @@ def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
 
 
 def touched(spec: ServerSpec, batch: float) -> float:
-    """The share of the weights a step at ``batch`` reads: all for a dense model; for a mixture of experts
-    ``1 - (1 - f)^B``, the experts some sequence of the batch routes to (each chosen independently)."""
+    """The share of the weights a step at ``batch`` reads: all for a dense model. For a mixture of experts the
+    weights outside the routed experts every step (attention, shared experts, embeddings: ``f - r k / E``), and of
+    the routed ones (share ``r``) those some sequence of the batch routes to: each token picks ``k`` of a layer's
+    ``E``, so ``E (1 - (1 - k / E)^B)`` experts are read, in expectation, where the picks are independent. One token
+    reads ``f`` (active over total) either way. Without the experts' share known, every weight is taken as routed
+    with ``k / E = f``: ``1 - (1 - f)^B``."""
     f = spec.expert_fraction
-    return 1.0 if f >= 1.0 else 1.0 - (1.0 - f) ** max(batch, 1.0)
+    if f >= 1.0:
+        return 1.0
+    b = batch if batch > 1.0 else 1.0
+    r, p = spec.routed_share, spec.routed_pick
+    if r <= 0.0 or p <= 0.0:
+        return 1.0 - (1.0 - f) ** b
+    share = f - r * p + r * (1.0 - (1.0 - p) ** b)
+    return share if share < 1.0 else 1.0
 
 
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
@@ -277,7 +314,9 @@ def single_request(spec: ServerSpec, prompt_tokens: float, output_tokens: float)
 def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tuple[int, float]:
     """``(steps, seconds)`` to prefill ``prompts`` prompts of ``prompt_tokens`` each with nothing decoding: steps of
     the prefill budget (``chunk_tokens``; a runtime without chunks takes one prompt a step), each at least one read
-    of the weights, the prompts' matrix multiplies and their own causal attention spread over the steps."""
+    of the weights, the prompts' matrix multiplies and their own causal attention spread over the steps, and the link
+    time of the tokens beyond the first prompt's (``per_token_s``; one prompt alone is the plan's, as
+    ``decode_step_s`` counts ``per_seq_s`` beyond the first sequence)."""
     n = spec.parallel_devices
     per_step = spec.chunk_tokens if spec.chunk_tokens > 0 else prompt_tokens
     steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
@@ -285,6 +324,7 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     compute = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
                          + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
                          / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
+    compute += (prompts - 1) * prompt_tokens * spec.per_token_s
     one = compute / steps
     return steps, steps * ((one if one > t_weights else t_weights) + spec.step_overhead_s)
 

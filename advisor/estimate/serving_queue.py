@@ -25,6 +25,7 @@ from advisor.estimate.serving import (
     batch_prefill_s,
     concurrency_limit,
     decode_step_s,
+    held_tokens,
     kv_capacity_tokens,
     pipelined,
     prefill_s,
@@ -158,6 +159,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     p_mean = prefill_s(spec, lengths.prompt_mean)
     chunked = spec.chunk_tokens > 0
     chunks = 1
+    link_chunk = 0.0
     # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
     # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
     per_step = 1.0
@@ -167,6 +169,8 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
                      + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
                      / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
         pre_chunk = pre_total / chunks
+        # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
+        link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
         per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
         if per_step < 1.0:
             per_step = 1.0
@@ -201,9 +205,9 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         if chunked and dec * share >= 0.5:
             c2 = cmp_ + pre_chunk
             g2 = mem if mem > c2 else c2
-            stall = chunks * (g2 - (mem if mem > cmp_ else cmp_))
+            stall = chunks * (g2 - (mem if mem > cmp_ else cmp_) + link_chunk)
             d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
-            service = chunks * (g2 + kv * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
+            service = chunks * (g2 + link_chunk + kv * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
             carrying = step  # a step with prompts in it: the decode's step plus their stalls
         else:  # the prompt runs on its own: every decoding request waits for all of it
             service = stall = p_mean
@@ -278,7 +282,7 @@ def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
         slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
         c = int(tokens // slot) if slot > 0 else 0
     else:
-        c = min(spec.max_seqs, int(tokens // max(1.0, lengths.mean_context)))
+        c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
     return _inner(spec, lengths, float(c), None).requests_per_s if c >= 1 else 0.0
 
 

@@ -100,19 +100,30 @@ def serve_compute_scale(choice, acc) -> float:
     return 1.0
 
 
-def serve_range_factors(load: str = "users") -> dict[str, tuple[float, str]]:
+def serve_load(by: str) -> str:
+    """The load class (``calibration.LOADS``) of a serving job's load: ``users`` or ``requests_per_s``."""
+    return "users" if by == "users" else "rate"
+
+
+def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str, tuple[float, str]]:
     """``{group: (x/÷ factor of the 80 % range, where it comes from)}`` for the serving groups (``serving``: the
-    throughput; ``ttft``; ``tpot``) at a load of users or an arrival rate: the held-out width of the group's figures
-    at that kind of load (``GroupFit.width``), else a prior."""
+    throughput; ``ttft``; ``tpot``) at a load of users or an arrival rate (``serve_load``): the held-out width of the
+    group's figures at that kind of load (``GroupFit.width``), else a prior. With a runtime choice and accelerator,
+    the width of that runtime's class: where the fit has no published served run of the runtime, widened by the
+    spread between the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so."""
     fits = active_fits()
     out = {}
     for group, prior in SERVE_RANGE_PRIOR.items():
         fit = fits.get(group)
         if fit is None or fit.rows == 0:
             out[group] = (prior, "a prior: no fit on published runs in force")
-        else:
-            out[group] = (math.exp(fit.width(load)), f"leaving one source out on {fit.rows} published figures "
-                                                               f"from {fit.sources} sources")
+            continue
+        klass = serving_class(group, choice, acc, load) if choice is not None and acc is not None else load
+        origin = f"leaving one source out on {fit.rows} published figures from {fit.sources} sources"
+        if klass != load and not fit.seen(klass):
+            origin += (f"; no published served run of {choice.runtime.id} at this kind of load, so widened by the "
+                       f"spread between the runtimes' factors")
+        out[group] = (math.exp(fit.width(klass)), origin)
     return out
 
 

@@ -56,5 +56,5 @@ def request_capacity(acc: Accelerator, devices: int, speed: ServingSpeed, choice
     serve``'s cache are this one figure."""
     capacity = float(acc.usable_memory_bytes)
     weights = speed.weight_bytes
-    pool = devices * (capacity - weights / devices - reserve_bytes(choice, capacity, weights, devices))
+    pool = devices * (capacity - weights / devices - reserve_bytes(choice, capacity, weights, devices, model.arch, acc))
     return model.cache_tokens(pool)

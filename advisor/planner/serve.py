@@ -24,7 +24,7 @@ from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
-from advisor.planner.calibrated import serve_range_factors
+from advisor.planner.calibrated import serve_load, serve_range_factors
 from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own, pool_unequal
@@ -32,8 +32,9 @@ from advisor.planner.request import PlanInputError, as_run, resolve_job_model, r
 from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
 
 # Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
-# serving runs at loads of users (``planner.calibrated.serve_range_factors``): throughput (and prices per request)
-# from the served loads' group, the first token and the per-token time (and a user's tokens/s) from their own.
+# serving runs at the job's kind of load, users or an arrival rate, for the option's runtime, wider where the fit has
+# seen no served run of it (``planner.calibrated.serve_range_factors``): throughput (and prices per request) from the
+# served loads' group, the first token and the per-token time (and a user's tokens/s) from their own.
 RANGE_GROUPS = {"throughput": "serving", "ttft": "ttft", "tpot": "tpot"}
 FIXED_PARTS = ("egress",)
 HOME_KINDS = ("consumer", "workstation", "apple")
@@ -74,6 +75,7 @@ class ServeOption:
     origin: str = ""
     this_machine: bool = False
     note: str = ""
+    ranges: tuple[tuple[str, float, str], ...] = ()  # (group, x/÷ factor of its 80 % range, origin): range_factors
 
     @property
     def devices(self) -> int:
@@ -176,6 +178,14 @@ class _Sizer:
         self.by, self.load, self.choice = by, load, choice
         self.calib, self.capacity = calib, capacity
         self._memo: dict[int, tuple] = {}
+        self._ranges: tuple | None = None
+
+    @property
+    def ranges(self) -> tuple[tuple[str, float, str], ...]:
+        """The 80 % ranges of this runtime's figures at the job's kind of load (``range_factors``), found once."""
+        if self._ranges is None:
+            self._ranges = range_factors(self.by, self.choice, self.acc)
+        return self._ranges
 
     def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
         hit = self._memo.get(devices)
@@ -224,7 +234,7 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
                        replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
                        point=point, kv_capacity_tokens=sizer.model.cache_tokens(kv_pool_bytes(spec)), usd_per_hour=usd_h,
                        usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
-                       spec=spec, **extra)
+                       spec=spec, ranges=sizer.ranges, **extra)
 
 
 def _unfit(hw: OwnedHardware, model: ModelServing, choice) -> ServeOption:
@@ -397,25 +407,38 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
                                replicas_available=None, fits=True, meets_target=meets,
                                max_load_per_replica=most_load, point=point, kv_capacity_tokens=kv_tokens,
                                usd_per_hour=usd_h, usd_per_million_requests=per_req,
-                               usd_per_million_output_tokens=per_tok, launch=launch, spec=spec, **extra))
+                               usd_per_million_output_tokens=per_tok, launch=launch, spec=spec,
+                               ranges=sizer.ranges, **extra))
     return out
 
 
-def interval(value: float | None, which: str, inverse: bool = False) -> list[float] | None:
+def range_factors(by: str = "users", choice=None, acc=None) -> tuple[tuple[str, float, str], ...]:
+    """``(group, x/÷ factor, origin)`` of the 80 % ranges of a serving job's figures at its load (``by``: users or
+    requests_per_s), for a runtime choice on an accelerator where given (``calibrated.serve_range_factors``)."""
+    return tuple((g, f, origin) for g, (f, origin) in serve_range_factors(serve_load(by), choice, acc).items())
+
+
+def interval(value: float | None, which: str, option: ServeOption | None = None, by: str = "users"
+             ) -> list[float] | None:
     """The 80 % range of a figure: ``[value / f, value x f]`` with ``f`` its group's held-out width (``which``:
-    ``throughput``, ``ttft`` or ``tpot``, ``RANGE_GROUPS``)."""
+    ``throughput``, ``ttft`` or ``tpot``, ``RANGE_GROUPS``): the option's own (its runtime at the job's load), else
+    the group's at a load of ``by``."""
     if value is None or not math.isfinite(value):
         return None
-    f = serve_range_factors()[RANGE_GROUPS[which]][0]
+    ranges = option.ranges if option is not None and option.ranges else range_factors(by)
+    f = next(f for g, f, _ in ranges if g == RANGE_GROUPS[which])
     return [value / f, value * f]
 
 
-def range_origin() -> str:
-    """Where the ranges come from, in words (reports, the Serve page, ``advisor.serve/1``)."""
-    facts = serve_range_factors()
+def range_origin(by: str = "users", option: ServeOption | None = None) -> str:
+    """Where the ranges come from, in words (reports, the Serve page, ``advisor.serve/1``): at the job's kind of
+    load, the option's own where given."""
+    ranges = option.ranges if option is not None and option.ranges else range_factors(by)
+    facts = {g: (f, origin) for g, f, origin in ranges}
+    load = "users" if serve_load(by) == "users" else "an arrival rate"
     parts = [f"{what} within x/÷{facts[g][0]:.2f} ({facts[g][1]})" for what, g in
              (("throughput", "serving"), ("time to first token", "ttft"), ("time per output token", "tpot"))]
-    return "; ".join(parts)
+    return f"at a load of {load}: " + "; ".join(parts)
 
 
 CHART_OPTIONS = 4  # curves on the knee chart: the owned options, then the cheapest meeting the target by kind

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice
 from advisor.estimate import comms, compute, decode, memory
-from advisor.estimate.model import ModelArch, kv_values_per_token
+from advisor.estimate.model import ModelArch, kv_values_per_token, param_count, routed_expert_active_params
 from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes
 from advisor.planner.placement import intra_node_bps
 
@@ -43,6 +43,8 @@ class RuntimeServing:
             a published run measured it; 0 where none did (then not modelled).
         expert_parallel: whether a mixture of experts on several devices runs its experts expert-parallel (each
             token dispatched to the devices holding its experts and combined back) rather than tensor-parallel.
+        reserve_whole: whether a request is admitted only with cache for its whole prompt and output
+            (``estimate.serving.held_tokens``).
     """
 
     memory_fraction: float
@@ -52,6 +54,7 @@ class RuntimeServing:
     source: str
     host_per_seq_s: float = 0.0
     expert_parallel: bool = False
+    reserve_whole: bool = False
 
 
 RUNTIME_SERVING = {
@@ -67,7 +70,10 @@ RUNTIME_SERVING = {
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
                                    "parallelism, as its documented MoE runs (docs/source/performance/"
-                                   "perf-overview.md: --ep, enable_attention_dp)", expert_parallel=True),
+                                   "perf-overview.md: --ep, enable_attention_dp); a request admitted only with cache "
+                                   "for its whole prompt and output (capacity scheduler policy GUARANTEED_NO_EVICT, "
+                                   "the default: docs/source/performance/performance-tuning-guide/"
+                                   "useful-runtime-flags.md)", expert_parallel=True, reserve_whole=True),
     "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "llama.cpp server: continuous batching of the slots on by default, prompt batches "
                                 "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
@@ -177,14 +183,48 @@ def step_overhead_s(layers: int, choice: RuntimeChoice, acc: Accelerator, device
     return t
 
 
-def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int) -> float:
+# vLLM's memory outside PyTorch's allocator (CUDA context, NCCL, cuBLAS workspaces) in its startup profile: 0.35 GiB
+# (Llama-3.1-8B on an RTX 3090, vLLM issue 10517's log: non_torch_memory=0.35GiB).
+VLLM_NON_TORCH_BYTES = 0.35 * GIB
+
+
+def vllm_activation_peak_bytes(arch: ModelArch, tokens: int, seqs: int, tp: int) -> float:
+    """The peak activation of vLLM's profiling forward pass of ``tokens`` tokens (``max_num_batched_tokens``) in
+    ``seqs`` sequences (``max_num_seqs``) on one of ``tp`` tensor-parallel devices, which it keeps from the cache
+    (vllm ``determine_available_memory``: the budget ``gpu_memory_utilization x total`` less the weights, the peak
+    of that pass and the memory outside PyTorch): the feed-forward block at its widest holds, for every token, its
+    input and normalised input (``2 h``) and the gated projection and its product (``3 f / tp``), in 16 bits; the
+    sampler holds every sequence's logits in fp32 (``4 V``). A mixture of experts' ``f`` is its routed and shared
+    experts' width. Llama-3.1-8B at 20,000 tokens and 256 sequences: 2.03 GiB, where vLLM measured
+    17.06 - 14.99 = 2.07 GiB (issue 10517)."""
+    f = arch.ffn
+    if arch.experts > 0 and arch.experts_per_token > 0:
+        f = (arch.experts_per_token + arch.shared_experts) * (arch.moe_ffn or arch.ffn)
+    return tokens * (2.0 * arch.hidden + 3.0 * f / max(1, tp)) * 2.0 + seqs * arch.vocab * 4.0
+
+
+def runtime_overhead_bytes(choice: RuntimeChoice, arch: ModelArch | None = None, acc: Accelerator | None = None,
+                           devices: int = 1) -> float:
+    """Bytes per device a runtime takes beyond the weights and the cache: vLLM's startup profile where the model
+    and accelerator are known (``VLLM_NON_TORCH_BYTES`` and ``vllm_activation_peak_bytes`` at its batch defaults,
+    ``vllm_batch_defaults``; the CUDA graphs it captures afterwards come out of the ``1 - gpu_memory_utilization``
+    it leaves); else the runtime's assumed figure (``RuntimeServing.overhead_bytes``)."""
+    if choice.runtime.id == "vllm" and arch is not None and acc is not None:
+        tokens, seqs = vllm_batch_defaults(acc)
+        tp = devices if choice.runtime.multi_device == "tensor" else 1
+        return VLLM_NON_TORCH_BYTES + vllm_activation_peak_bytes(arch, tokens, seqs, tp)
+    return serving_profile(choice.runtime.id).overhead_bytes
+
+
+def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int,
+                  arch: ModelArch | None = None, acc: Accelerator | None = None) -> float:
     """Bytes per device a runtime keeps from the KV cache beyond the weights: its overhead (context, activations,
-    graphs) and what its memory rule leaves unused (vLLM's ``1 - gpu_memory_utilization``; TensorRT-LLM's share
-    of the free memory). ``weights + cache + reserve <= capacity`` is the one rule of what fits; the cache it
-    leaves is ``estimate.serving.kv_pool_bytes``."""
+    graphs: ``runtime_overhead_bytes``, of the model on the accelerator where given) and what its memory rule leaves
+    unused (vLLM's ``1 - gpu_memory_utilization``; TensorRT-LLM's share of the free memory). ``weights + cache +
+    reserve <= capacity`` is the one rule of what fits; the cache it leaves is ``estimate.serving.kv_pool_bytes``."""
     srv = serving_profile(choice.runtime.id)
     fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
-    free = capacity_bytes * fraction - weight_bytes / devices - srv.overhead_bytes
+    free = capacity_bytes * fraction - weight_bytes / devices - runtime_overhead_bytes(choice, arch, acc, devices)
     kv_share = choice.runtime.kv_free_memory_fraction or 1.0
     return capacity_bytes - weight_bytes / devices - (free * kv_share if free > 0 else free)
 
@@ -260,14 +300,17 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         eta, eta_kv, step_overhead, weights = speed.eta_mem, speed.eta_kv, speed.overhead_s, speed.weight_bytes
         prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
         attention_flops = speed.attention_peak_flops * speed.attention_eta
+    routed_share, routed_pick = routed_experts(model.arch, model.params, model.active_params)
     per_seq = per_sequence_s(model.arch, parallel, intra_node_bps(acc), srv)
+    per_token = per_token_traffic_s(model.arch, parallel, intra_node_bps(acc), srv)
     capacity = float(capacity_bytes or acc.usable_memory_bytes)
     kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
     batching = "slots" if rt.batching == "slots" else "continuous"
+    overhead = runtime_overhead_bytes(choice, model.arch, acc, devices)
     if batching == "slots":
         slot_tokens = longest
-        free = capacity * fraction - weights / devices - srv.overhead_bytes
+        free = capacity * fraction - weights / devices - overhead
         fit = int(max(0.0, free * devices) // (kv_token * slot_tokens))
         seqs = max_seqs or max(1, min(fit, srv.max_seqs))
     elif max_seqs and rt.batching != "static":
@@ -278,9 +321,12 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         prefill_flops=prefill_flops, attention_flops=attention_flops,
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
-        overhead_bytes=srv.overhead_bytes, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
+        overhead_bytes=overhead, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
         slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
-        pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK)
+        per_token_s=per_token,
+        pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
+        reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
+        routed_pick=routed_pick)
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
@@ -301,21 +347,40 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     return spec, launch
 
 
+def routed_experts(arch: ModelArch, params: float, active: float) -> tuple[float, float]:
+    """``(share of the weights in the routed experts, k / E)`` of a mixture of experts (``ServerSpec.routed_share``,
+    ``routed_pick``), from its architecture; ``(0, 0)`` for a dense model or where the architecture's experts do
+    not fit the stated parameters (the batch's reading then falls back to ``1 - (1 - f)^B``)."""
+    if not arch.is_moe or params <= 0:
+        return 0.0, 0.0
+    pick = arch.experts_per_token / arch.experts
+    total = param_count(arch)
+    routed = routed_expert_active_params(arch) / pick
+    share = routed / total if total > 0 else 0.0
+    if not 0.0 < share < 1.0 or share * pick > active / params:
+        return 0.0, 0.0
+    return share, pick
+
+
 # Bytes of one token's activations an all-reduce carries (bf16) and an expert dispatch sends and combines back.
 ACTIVATION_BYTES = 2.0
 
 
 def per_sequence_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
     """What each running sequence beyond the first adds to a decode step (``ServerSpec.per_seq_s``): the server's
-    host time per sequence (``RuntimeServing.host_per_seq_s``); over ``parallel`` tensor-parallel devices, its token
-    through two ring all-reduces a layer (``comms.ring_allreduce_s`` of ``2 L h`` activations); for a mixture of
-    experts run expert-parallel, its token sent to the devices of its ``k`` experts and combined back in every expert
-    layer (``comms.all_to_all_s`` of ``2 k h`` activations a layer). Traffic runs at the device link's rate
-    (``placement.intra_node_bps``)."""
-    t = srv.host_per_seq_s
+    host time per sequence (``RuntimeServing.host_per_seq_s``) and its token's traffic (``per_token_traffic_s``)."""
+    return srv.host_per_seq_s + per_token_traffic_s(arch, parallel, link_bps, srv)
+
+
+def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
+    """The link time of one token in a step (``ServerSpec.per_token_s``, a decode token's or a prompt token's alike):
+    over ``parallel`` tensor-parallel devices, its activations through two ring all-reduces a layer
+    (``comms.ring_allreduce_s`` of ``2 L h`` activations); for a mixture of experts run expert-parallel, the token sent
+    to the devices of its ``k`` experts and combined back in every expert layer (``comms.all_to_all_s`` of ``2 k h``
+    activations a layer). Traffic runs at the device link's rate (``placement.intra_node_bps``); 0 on one device."""
     if parallel <= 1 or link_bps <= 0:
-        return t
-    t += comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
+        return 0.0
+    t = comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
     if srv.expert_parallel and arch.experts > 0 and arch.experts_per_token > 0:
         moe_layers = arch.layers - arch.dense_layers
         t += comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
@@ -334,7 +399,8 @@ def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice,
     one = model.kv_bytes_per_token() * (lengths.prompt_mean + lengths.output_mean)
     n = 1
     while n <= most:
-        free = (capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n - srv.overhead_bytes
+        free = ((capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n
+                - runtime_overhead_bytes(choice, model.arch, acc, n))
         if free * n * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most

@@ -151,7 +151,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         if hit is None:
             hit = held[key] = MemoryModel(req, arch, params, seq_len, context, wb,
                                                   reserve=functools.partial(reserve_bytes, choice,
-                                                                            acc.usable_memory_bytes))
+                                                                            acc.usable_memory_bytes, arch=arch,
+                                                                            acc=acc))
         return hit
     devices0 = request.gpus or 1
     layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]

@@ -17,9 +17,9 @@ def _num(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def _pair(p50, p95, which: str) -> tuple[dict, dict]:
+def _pair(p50, p95, which: str, o: ServeOption, by: str) -> tuple[dict, dict]:
     return ({"p50": _num(p50), "p95": _num(p95)},
-            {"p50": interval(_num(p50), which), "p95": interval(_num(p95), which)})
+            {"p50": interval(_num(p50), which, o, by), "p95": interval(_num(p95), which, o, by)})
 
 
 def option_json(o: ServeOption, by: str, changes=()) -> dict:
@@ -41,9 +41,9 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
                else 1)
     tps = 1.0 / p.tpot_p50_s if p is not None and p.tpot_p50_s and math.isfinite(p.tpot_p50_s) else None
     out["per_user_tokens_per_s"] = _num(tps)
-    out["per_user_tokens_per_s_interval"] = interval(_num(tps), "tpot")
-    ttft, ttft_iv = _pair(p.ttft_p50_s if p else None, p.ttft_p95_s if p else None, "ttft")
-    tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "tpot")
+    out["per_user_tokens_per_s_interval"] = interval(_num(tps), "tpot", o, by)
+    ttft, ttft_iv = _pair(p.ttft_p50_s if p else None, p.ttft_p95_s if p else None, "ttft", o, by)
+    tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "tpot", o, by)
     ttft["mean"] = _num(p.ttft_mean_s) if p is not None else None
     out.update(ttft_s=ttft, ttft_s_interval=ttft_iv, tpot_s=tpot, tpot_s_interval=tpot_iv)
     if p is not None:
@@ -53,9 +53,10 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
                    waiting_per_replica=_num(p.waiting), limit=p.limit or None)
     out.update(kv_capacity_tokens=o.kv_capacity_tokens, usd_per_hour=_num(o.usd_per_hour),
                usd_per_million_requests=_num(o.usd_per_million_requests),
-               usd_per_million_requests_interval=interval(_num(o.usd_per_million_requests), "throughput"),
+               usd_per_million_requests_interval=interval(_num(o.usd_per_million_requests), "throughput", o, by),
                usd_per_million_output_tokens=_num(o.usd_per_million_output_tokens),
-               usd_per_million_output_tokens_interval=interval(_num(o.usd_per_million_output_tokens), "throughput"))
+               usd_per_million_output_tokens_interval=interval(_num(o.usd_per_million_output_tokens), "throughput",
+                                                                       o, by))
     if o.kind == "cloud":
         out.update(provider=o.provider, instance=o.instance, spot=o.spot, price_date=o.price_date)
     if o.origin:
@@ -96,7 +97,7 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
                     "output_tokens_mean": result.lengths.output_mean, "output_spread": result.lengths.output_cv,
                     "origin": result.lengths_origin},
         "targets": {"ttft_p95_s": result.targets.ttft_p95_s, "tpot_p95_s": result.targets.tpot_p95_s},
-        "ranges": range_origin(),
+        "ranges": range_origin(result.by),
         "queue_model": "analytical: mean-value fixed point, M/G/1 prefill queue, Erlang C admission "
                        "(docs/method.md, Serving under load)",
         "cheapest_cloud_meeting_target": cheapest.id if cheapest else None,

@@ -37,13 +37,13 @@ def target_text(result: ServeResult) -> str:
     return " and ".join(parts) or "no latency target (the load only has to be served)"
 
 
-def sees_text(o: ServeOption) -> str:
-    """What one user sees on an option at the stated load."""
+def sees_text(o: ServeOption, by: str = "users") -> str:
+    """What one user sees on an option at the stated load (``by``: users or requests_per_s, for its ranges)."""
     p = o.point
     if p is None or not p.stable:
         return "the load is more than it serves: queues grow without bound"
-    ttft = interval(p.ttft_p95_s, "ttft")
-    rate = interval(1 / p.tpot_p50_s, "tpot")
+    ttft = interval(p.ttft_p95_s, "ttft", o, by)
+    rate = interval(1 / p.tpot_p50_s, "tpot", o, by)
     ttft_range = f"; 80 %: {_s(ttft[0])}-{_s(ttft[1])}" if ttft else ""
     rate_range = f" (80 %: {rate[0]:.3g}-{rate[1]:.3g})" if rate else ""
     return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95{ttft_range}); then "
@@ -103,7 +103,7 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         verdict = "meets" if o.meets_target else "does NOT meet"
         lines.append(f"  {result.load_text}: {verdict} the target" + ("" if o.meets_target else
                                                                        f" ({_miss(result, o)})"))
-        lines.append(f"  Each user sees: {sees_text(o)}")
+        lines.append(f"  Each user sees: {sees_text(o, result.by)}")
         reps = o.replicas_available or o.replicas
         most = o.max_load_per_replica * reps
         split = "" if reps <= 1 else (f" ({load_number(result, o.max_load_per_replica)} a replica x {reps} replicas "
@@ -127,7 +127,7 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         close = result.closest()
         if close is not None:
             lines.append(f"No option meets {target_text(result)}; the closest is {_option_name(close)} at "
-                         f"{miss_ratio(close.point, result.targets):.2g}x the target: {sees_text(close)}")
+                         f"{miss_ratio(close.point, result.targets):.2g}x the target: {sees_text(close, result.by)}")
         else:
             lines.append(f"No option serves {result.load_text} at {target_text(result)}.")
     return lines
@@ -169,11 +169,12 @@ def option_table(result: ServeResult, top: int | None = 12, id_chars: int | None
     return cols, table, len(rows) - len(shown)
 
 
-def legend_text() -> str:
-    """What the table's columns and the ranges mean."""
+def legend_text(by: str = "users") -> str:
+    """What the table's columns and the ranges (at a load of ``by``: users or requests_per_s) mean."""
     return ("GPUs: replicas x devices per replica; most: the highest load within the target on the replicas "
             "shown; use: the load's share of what they serve. Costs at the stated load, every hour of the "
-            f"hardware priced (idle hours too). Ranges: {range_origin()}.")
+            f"hardware priced (idle hours too). Ranges: {range_origin(by)}; wider for a runtime the "
+            "published served runs do not cover.")
 
 
 def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict | None = None) -> str:
@@ -187,7 +188,7 @@ def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict 
     if more:
         lines.append(f"... {more} more options (--all shows every one)")
     lines.append("")
-    lines.append(legend_text())
+    lines.append(legend_text(result.by))
     for w in result.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

@@ -141,3 +141,33 @@ def test_every_serving_input_is_a_flag_and_a_scenario_key(capsys, tmp_path):
     assert set(SERVE_FIELDS) - set(FROM_JOB) == {"users", "requests_per_s", "prompt_spread", "output_spread",
                                                  "lengths", "max_seqs", "ttft_p95_s", "tpot_p95_s",
                                                  "tokens_per_s_per_user"}
+
+
+def test_a_rate_load_carries_the_rate_loads_ranges_and_an_unseen_runtime_a_wider_one(capsys):
+    import math
+
+    from advisor.catalog.measurements import bundled_calibration_fit
+    from advisor.estimate.calibration import GroupFit
+
+    fits = bundled_calibration_fit()
+    ttft: GroupFit = fits["ttft"]
+    # vLLM on CUDA at an arrival rate: the published rate loads' own held-out width (MLPerf's server scenario), not
+    # the closed loops of users'
+    code, out, err = run(capsys, "serve", "--model", "llama-3-8b", "--requests-per-s", "5", "--accelerator",
+                         "h100-sxm", "--runtime", "vllm", "--no-spot", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    first = next(o for o in doc["options"] if o["fits"])
+    lo, hi = first["ttft_s_interval"]["p95"]
+    assert math.log(hi / first["ttft_s"]["p95"]) == pytest.approx(ttft.width("rate/vllm/cuda"), rel=1e-9)
+    assert ttft.width("rate") != ttft.width("users")
+    assert doc["ranges"].startswith("at a load of an arrival rate")
+    # llama.cpp's slots at a load of users: no published served run of it in the set, so its range adds the spread
+    # between the runtimes' factors to the users' width
+    code, out, err = run(capsys, *FRIENDS, "--json")
+    first = json.loads(out)["options"][0]
+    lo, hi = first["ttft_s_interval"]["p95"]
+    assert not ttft.seen("users/llama.cpp/cuda")
+    assert math.log(hi / first["ttft_s"]["p95"]) == pytest.approx(
+        math.hypot(ttft.width("users"), ttft.unseen_spread("users/llama.cpp/cuda")), rel=1e-9)
+    assert math.log(hi / first["ttft_s"]["p95"]) > ttft.width("users")

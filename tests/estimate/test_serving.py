@@ -61,6 +61,14 @@ def test_concurrency_is_the_pool_over_a_request_at_its_mean_length_or_the_slots(
     assert concurrency_limit(many, Lengths(1000, 400)) == (int(pool // KV) // 4096, "kv")
 
 
+def test_a_scheduler_that_never_pauses_a_request_reserves_its_whole_length():
+    # TensorRT-LLM's default GUARANTEED_NO_EVICT admits a request only with cache for prompt + output: 1000 + 400
+    # tokens each, where a cache grown block by block holds 1199.5 on average (vLLM)
+    s = spec(max_seqs=1024, reserve_whole=True)
+    assert concurrency_limit(s, Lengths(1000, 400)) == (459_561 // 1400, "kv")
+    assert concurrency_limit(spec(max_seqs=64, reserve_whole=True), Lengths(1000, 400)) == (64, "seqs")
+
+
 def test_decode_step_reads_the_weights_once_and_every_cache_at_its_mean_length():
     # weights 16e9 / (2e12 x 0.8) = 10 ms; 10 caches x 1000 tokens x 131,072 B = 1.31072e9 B -> 0.8192 ms
     assert decode_step_s(spec(), 10, 1000) == pytest.approx(0.010 + 0.00081920, rel=1e-9)

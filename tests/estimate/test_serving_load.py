@@ -14,7 +14,7 @@ from advisor.estimate.model import ModelArch
 from advisor.estimate.serving import Lengths, ServerSpec, batch_prefill_s, decode_step_s
 from advisor.estimate.serving_queue import serve_at, serve_together
 from advisor.planner.placement import intra_node_bps
-from advisor.planner.serve_spec import RUNTIME_SERVING, per_sequence_s
+from advisor.planner.serve_spec import RUNTIME_SERVING, per_sequence_s, per_token_traffic_s
 
 from .test_serving_des import simulate
 
@@ -48,6 +48,24 @@ def test_prompts_started_together_fill_the_prefill_budget_step_by_step():
     steps, t = batch_prefill_s(s, 4, 1000)
     per = 4 * (40e-3 + 0.65536e-3) / 2
     assert steps == 2 and t == pytest.approx(2 * (per + 1e-3), rel=1e-12)
+
+
+def test_prompt_tokens_at_load_pay_the_link_time_a_decode_token_does():
+    # 20 us of tensor-parallel all-reduce a token (its part of the 30 us a further sequence adds): 512 prompt tokens
+    # in a step add 512 x 20 us = 10.24 ms to it, in series with the kernels
+    s = spec(per_seq_s=30e-6, per_token_s=20e-6)
+    plain = spec(per_seq_s=30e-6)
+    extra = 2.0 * 8e9 * (4 + 512) / 4e14  # the four tokens' and the prompt's products: 20.64 ms, past the 10 ms read
+    assert decode_step_s(s, 4, 1000, 512) - decode_step_s(plain, 4, 1000, 512) == pytest.approx(512 * 20e-6)
+    assert decode_step_s(plain, 4, 1000, 512) == pytest.approx(
+        extra + 4 * 1000 * 131_072 / 1.6e12 + 1e-3 + 3 * 30e-6, rel=1e-12)
+    # four prompts started together: the three beyond the first pay it (one prompt alone is the plan's prefill)
+    _, t4 = batch_prefill_s(s, 4, 1000)
+    _, p4 = batch_prefill_s(plain, 4, 1000)
+    assert t4 - p4 == pytest.approx(3 * 1000 * 20e-6, rel=1e-9)
+    assert batch_prefill_s(s, 1, 1000) == batch_prefill_s(plain, 1, 1000)
+    with pytest.raises(ValueError):
+        spec(per_seq_s=10e-6, per_token_s=20e-6)  # a token's link time is part of a sequence's
 
 
 def test_equal_requests_started_together_finish_together():
@@ -86,6 +104,10 @@ def test_each_further_sequence_adds_host_time_and_its_traffic():
     dispatch = 2 * 94 * 8 * 4096 * 2 * (7 / 8) / link
     assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["tensorrt-llm"]) == pytest.approx(ring + dispatch, rel=1e-12)
     assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["vllm"]) == pytest.approx(ring, rel=1e-12)
+    # the link part alone, which a prompt token pays too: no host time in it
+    assert per_token_traffic_s(arch, 1, link, RUNTIME_SERVING["llama.cpp"]) == 0.0
+    assert per_token_traffic_s(moe, 8, link, RUNTIME_SERVING["tensorrt-llm"]) == pytest.approx(ring + dispatch,
+                                                                                                 rel=1e-12)
 
 
 @pytest.mark.parametrize("users, seqs", [(200, 256), (400, 256)])
@@ -152,3 +174,43 @@ def test_each_load_of_a_served_figure_is_fitted_towards_the_raw_estimate_on_its_
     # the rate level: its two sources' mean log 2 over 3, then its rows shrunk towards it
     g_rate = 2 * math.log(2) / 3
     assert classes["rate"] == pytest.approx(g_rate + 2 * (math.log(2) - g_rate) / (2 + C.SHRINK_ROWS))
+
+
+def test_vllm_keeps_its_profiled_peak_activation_from_the_cache():
+    # vLLM issue 10517's startup log, Llama-3.1-8B on an RTX 3090 (V0, no chunked prefill: the profile runs
+    # max_model_len = 20,000 tokens in max_num_seqs = 256 sequences): weights 14.9888 GiB, peak 17.06 GiB, outside
+    # PyTorch 0.35 GiB, cache 3.81 GiB of 0.90 x 23.58 GiB
+    from advisor.planner.serve_spec import VLLM_NON_TORCH_BYTES, vllm_activation_peak_bytes
+
+    cat = load_catalog(use_user_file=False)
+    arch = cat.model("llama-3.1-8b")
+    peak = vllm_activation_peak_bytes(arch, 20_000, 256, 1)
+    # 20,000 x (2 x 4,096 + 3 x 14,336) x 2 B + 256 x 128,256 x 4 B = 2,179,334,144 B
+    assert peak == 20_000 * (2 * 4096 + 3 * 14336) * 2 + 256 * 128_256 * 4
+    assert peak / GIB == pytest.approx(17.06 - 14.9888, rel=0.03)
+    cache = 0.90 * 23.58 * GIB - 14.9888 * GIB - peak - VLLM_NON_TORCH_BYTES
+    assert cache / GIB == pytest.approx(3.81, rel=0.02)
+    # tensor parallelism splits the feed-forward's width, not the residual stream or the logits
+    assert vllm_activation_peak_bytes(arch, 2048, 256, 2) == 2048 * (2 * 4096 + 1.5 * 14336) * 2 + 256 * 128_256 * 4
+
+
+def test_a_batch_of_a_mixture_of_experts_reads_the_experts_its_tokens_pick():
+    from advisor.estimate.serving import touched
+    from advisor.planner.serve_spec import routed_experts
+
+    # a tenth of the weights a token, nine tenths in routed experts of which a token picks 8 of 128 (k/E = 0.0625):
+    # always read 0.1 - 0.9 x 0.0625 = 0.04375; at 16 tokens 0.9 x (1 - 0.9375^16) = 0.9 x 0.64393 of them more
+    s = spec(expert_fraction=0.1, routed_share=0.9, routed_pick=0.0625)
+    assert touched(s, 1) == pytest.approx(0.1, rel=1e-12)
+    assert touched(s, 16) == pytest.approx(0.04375 + 0.9 * (1 - 0.9375**16), rel=1e-12)
+    assert touched(s, 16) == pytest.approx(0.62329, abs=1e-5)
+    # the old rule, every weight routed with k/E = f, reads more at the same batch: 1 - 0.9^16 = 0.8147
+    assert touched(spec(expert_fraction=0.1), 16) == pytest.approx(1 - 0.9**16, rel=1e-12)
+    assert touched(s, 10_000) == pytest.approx(0.04375 + 0.9, rel=1e-9)
+    # Qwen3-235B-A22B: 128 experts, 8 a token, 94 layers of 3 x 4,096 x 1,536 each
+    cat = load_catalog(use_user_file=False)
+    arch = cat.model("qwen3-235b-a22b")
+    share, pick = routed_experts(arch, 235e9, 22e9)
+    assert pick == 8 / 128
+    assert share == pytest.approx(94 * 128 * 3 * 4096 * 1536 / 235e9, rel=0.02)
+    assert routed_experts(cat.model("llama-3.1-8b"), 8e9, 8e9) == (0.0, 0.0)

@@ -70,8 +70,8 @@ def serve_columns(by: str) -> list[Column]:
 
     def range_tip(which: str, get, fmt):
         def tip(o) -> str:
-            iv = interval(get(o), which)
-            return f"80 % range {fmt(iv[0])} to {fmt(iv[1])} ({range_origin()})" if iv else ""
+            iv = interval(get(o), which, o, by)
+            return f"80 % range {fmt(iv[0])} to {fmt(iv[1])} ({range_origin(by, o)})" if iv else ""
         return tip
 
     def rate(o):
@@ -327,7 +327,7 @@ class ServePage(Page):
         self._draw_chart(bundle)
         self.footer.setText(f"{len(r.options)} options sized in {bundle.elapsed_s * 1e3:.0f} ms. The chart: one "
                             "replica of each option as the load rises; the bend is where queues start. Ranges: "
-                            f"{range_origin()}.")
+                            f"{range_origin(r.by)}.")
 
     def _draw_chart(self, bundle) -> None:
         for item in self._lines:
