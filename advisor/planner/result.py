@@ -147,15 +147,15 @@ class PlanOption:
         defaults are the declared ones and ``cost_usd`` is the breakdown's total, so the two are equal
         (tests/planner/test_option_build.py).
         """
-        if common.__class__ is _Prepared:  # defaults merged and names checked once for a group of options
-            merged = {**common, **values}
-            if len(merged) == len(_OPTION_INIT) and values.keys() <= _OPTION_INIT:
-                option = object.__new__(cls)
-                option.__dict__.update(merged)
-                option.__dict__["cost_usd"] = merged["breakdown"].total_usd
-                return option
-        else:
-            merged = {**_OPTION_DEFAULTS, **common, **values}
+        if common.__class__ is _Prepared and values.keys() <= _OPTION_INIT:
+            # every field is in ``common`` (defaults merged and names checked once for a group of options)
+            option = object.__new__(cls)
+            held = option.__dict__
+            held.update(common)
+            held.update(values)
+            held["cost_usd"] = held["breakdown"].total_usd
+            return option
+        merged = {**_OPTION_DEFAULTS, **common, **values}
         if merged.keys() != _OPTION_INIT:
             unknown, missing = merged.keys() - _OPTION_INIT, _OPTION_INIT - merged.keys()
             raise TypeError(f"PlanOption.build: unknown fields {sorted(unknown)}, missing {sorted(missing)}")

@@ -131,21 +131,27 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
     file_weights = bool(job_model.weight_bytes)
 
-    def run_req(acc) -> PlanRequest:
-        """The request as it runs on ``acc`` (``request.as_run``: no format named -> the runtime's usual file)."""
-        return as_run(request, acc, file_weights)
+    as_run_by_kind: dict[str, PlanRequest] = {}
 
-    def mem_for(acc) -> MemoryModel:
+    def run_req(acc) -> PlanRequest:
+        """The request as it runs on ``acc`` (``request.as_run``: no format named -> the runtime's usual file,
+        which depends on the kind of part alone)."""
+        hit = as_run_by_kind.get(acc.kind)
+        if hit is None:
+            hit = as_run_by_kind[acc.kind] = as_run(request, acc, file_weights)
+        return hit
+
+    def mem_for(acc, req: PlanRequest | None = None) -> MemoryModel:
         """Inference weights at the bits of the format the option's runtime loads (``request.runtime_choice``),
         unless a model file gives them exactly, with what the runtime keeps from its cache as the overhead
-        (``serve_spec.reserve_bytes``: what fits is what ``advisor serve`` fits); one memory model per distinct
-        size, runtime and device memory."""
+        (``serve_spec.reserve_bytes``, of the model on that accelerator: what fits is what ``advisor serve``
+        fits); one memory model per accelerator and format. ``req``: ``run_req(acc)`` when the caller has it."""
         if request.workload != "inference":
             return mem_model
-        req = run_req(acc)
+        req = req or run_req(acc)
         choice = runtime_choice(req, acc)
         wb = job_model.weight_bytes or int(memory.format_weight_bytes(arch, params, choice.weight_format.id))
-        key = (wb, req.quant, choice.runtime.id, acc.usable_memory_bytes)
+        key = (wb, req.quant, choice.runtime.id, acc.id, acc.usable_memory_bytes)
         held = kept(req).memory
         hit = held.get(key)
         if hit is None:
@@ -170,7 +176,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
                                              assumptions, calibration, wanted))
         for acc in accels:
             req = run_req(acc)
-            found = options_for(req, acc, offers_by_accel.get(acc.id, NO_OFFERS), mem_for(acc), arch, params,
+            found = options_for(req, acc, offers_by_accel.get(acc.id, NO_OFFERS), mem_for(acc, req), arch, params,
                                 active, tokens, lens, assumptions, calibration, stale, wanted, kept(req).timers)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
