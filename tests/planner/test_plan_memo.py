@@ -69,3 +69,17 @@ def test_a_copy_with_changed_fields_does_not_inherit_the_memo():
     copy = base.model_copy(update={"checkpointing": "none"})
     assert training_software(copy).behaviours.checkpointing == "none"
     assert "probe" not in request_memo(copy) and request_memo(base)["probe"] == 1
+
+
+def test_each_accelerator_has_its_own_memory_rule_in_a_catalog_plan(catalog):
+    """vLLM's reserve depends on the part (its batch defaults: 8192 tokens on an H100, 2048 on an A100 of the same
+    80 GiB), so an option's memory in the whole catalog's plan is the one of a plan of that part alone."""
+    ask = dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096)
+    whole = plan(PlanRequest.from_mapping(ask), catalog=catalog, advise=False)
+    for acc in ("h100-sxm", "a100-80gb-sxm"):
+        alone = plan(PlanRequest.from_mapping({**ask, "accelerator": [acc]}), catalog=catalog, advise=False)
+        mine = {o.id: o.memory_per_device_bytes for o in whole.options if o.accelerator == acc}
+        assert mine and mine == {o.id: o.memory_per_device_bytes for o in alone.options}
+    h100 = next(o for o in whole.options if o.accelerator == "h100-sxm")
+    a100 = next(o for o in whole.options if o.accelerator == "a100-80gb-sxm")
+    assert h100.memory_per_device_bytes > a100.memory_per_device_bytes  # the larger profiled batch
