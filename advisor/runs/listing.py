@@ -31,7 +31,27 @@ def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> di
         "error_factor": err, "range_held": held, "teaches": teaches,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,
         "notes": list(rec.notes),
+        **_engine_reading(rec),
     }
+
+
+def _engine_reading(rec) -> dict:
+    """An engine's start-up reading (a vLLM log) with the advisor's figures for the same cache memory:
+    ``{"engine_reading": {"max_model_len", "kv_cache_tokens": {"engine", "advisor"}, "max_concurrency": {...}}}``;
+    {} for any other run."""
+    from advisor.runs.vllm_startup import KIND, engine_reading
+
+    if rec.kind != KIND:
+        return {}
+    r = engine_reading(rec)
+    m = rec.measured
+    if r is None:
+        return {"engine_reading": {"max_model_len": rec.seq_len, "kv_cache_bytes_per_gpu": m.kv_cache_bytes,
+                                   "kv_cache_tokens": {"engine": m.kv_cache_tokens, "advisor": None},
+                                   "max_concurrency": {"engine": m.max_concurrency, "advisor": None}}}
+    return {"engine_reading": {"max_model_len": r["max_model_len"], "kv_cache_bytes_per_gpu": m.kv_cache_bytes,
+                               **{k: {"engine": r[k][0], "advisor": r[k][1]}
+                                  for k in ("kv_cache_tokens", "max_concurrency")}}}
 
 
 def run_entries(catalog, host=None) -> list[dict]:
