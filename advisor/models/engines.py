@@ -223,6 +223,7 @@ def compare_vllm(startup: VllmStartup, arch, bytes_per_value: float = 2.0, tp: i
 PARTS = ("weights", "kv_cache", "compute")
 PART_WORDS = {"weights": "weights", "kv_cache": "KV cache", "compute": "compute buffers"}
 HOST = "Host"  # llama.cpp's name for host memory in its fit printer and memory breakdown
+MAX_DEVICES = 64  # rows kept of one table (llama.cpp's GGML_CUDA_MAX_DEVICES is 16)
 
 
 @dataclass(frozen=True)
@@ -261,11 +262,14 @@ def parse_fit_print(text: str) -> tuple[DeviceMemory, ...]:
     for line in text.splitlines()[-200_000:]:
         line = line[:1000]
         if m := _FIT_ROW.match(line):
-            name = m.group(1)
-            fit[name] = DeviceMemory(name, *(int(g) * MIB for g in m.groups()[1:]))
+            table, name, figures = fit, m.group(1), m.groups()[1:]
         elif "breakdown [MiB]" not in line and (m := _BREAKDOWN_ROW.search(line)):
-            name = m.group(1)
-            breakdown[name] = DeviceMemory(name, *(int(g) * MIB for g in m.groups()[2:]))
+            table, name, figures = breakdown, m.group(1), m.groups()[2:]
+        else:
+            continue
+        values = [int(g) * MIB for g in figures]
+        if max(values) < MAX_BYTES and (name in table or len(table) < MAX_DEVICES):
+            table[name] = DeviceMemory(name, *values)
     return tuple((fit or breakdown).values())
 
 
@@ -338,6 +342,9 @@ def compare_devices(rows: tuple[DeviceMemory, ...], ours: AdvisorMemory) -> dict
         pairs = [(r, per_device) for r in gpus]
         if any(host.get(p) for p in PARTS):
             pairs.append((host, zero))
+        if host.weights > 0.05 * sum(r.weights for r in gpus):
+            notes.append("llama.cpp's host weights are the span of the file it maps for what stays off the GPUs "
+                         "(token embeddings, layers or experts kept in host memory)")
         if len(gpus) != ours.devices:
             notes.append(f"llama.cpp used {len(gpus)} device(s), the plan {ours.devices}")
     else:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from advisor.runs.predict import compare, compared_figure, figure_label, predict, teaches
 
+FIGURE_UNITS = {"max_concurrency": "requests at once", "kv_cache_tokens": "tokens"}  # else tokens/s
+
 
 def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> dict:
     """One element of ``runs`` in ``advisor.runs/1`` for a stored ``RunEntry``, its prediction now and whether
@@ -26,7 +28,8 @@ def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> di
         "precision": rec.precision, "quant": rec.quant,
         "measured": rec.measured.present(),
         "compared": {"figure": compared_figure(rec), "label": figure_label(rec),
-                     "measured": getattr(rec.measured, compared_figure(rec))},
+                     "measured": getattr(rec.measured, compared_figure(rec)),
+                     "unit": FIGURE_UNITS.get(compared_figure(rec), "tokens/s")},
         "predicted_at_import": e.predicted_at_import, "predicted_now": now,
         "error_factor": err, "range_held": held, "teaches": teaches,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,

@@ -343,3 +343,11 @@ def test_cli_serve_and_models_engine_check_when_no_engine_runs(monkeypatch, caps
     assert main(["plan", "--model", "llama-3.1-8b", "--workload", "finetune", "--engine-check",
                  "--fake-gpu", "2x4090"]) == 0
     assert "engine check: no inference option in the plan" in capsys.readouterr().out
+
+
+def test_fit_printer_output_at_the_border():
+    """Rows past a petabyte, a thousand devices, escape sequences and a long line: bounded, never an error."""
+    rows = parse_fit_print("CUDA0 999999999999 0 0\n" + "".join(f"CUDA{i} 1 1 1\n" for i in range(1, 1000))
+                           + "\x1b[2JCUDA9 1 1 1\n" + "Host " + "9" * 5000 + " 0 0\n")
+    assert len(rows) == 64 and rows[0].device == "CUDA1" and all(r.weights == MIB for r in rows)
+    assert parse_fit_print("") == () and parse_fit_print("\n".join(["x"] * 300_000)) == ()

@@ -113,3 +113,18 @@ def test_a_log_with_escapes_in_its_model_name_stores_none_of_them(tmp_path):
     f.write_text("non-default args: {'model': 'org/na\x1b[2Jme'}\nGPU KV cache size: 1,000 tokens\n")
     (rec,) = import_file(f, _opts(accelerator="rtx-3090"))
     assert rec.model is None or "\x1b" not in rec.model
+
+
+def test_a_reading_is_listed_in_its_own_unit_and_kept_off_the_speed_chart(capsys):
+    """The Runs page charts measured against predicted tokens/s: a reading of the cache is not a speed."""
+    from advisor.gui.pages.runs import chart_points
+
+    assert main(["runs", "import", str(FIX / "v0-llama31-8b-rtx3090-20k.log"), "--accelerator", "rtx-3090",
+                 "--model", "llama-3.1-8b"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["runs"]
+    assert rows[0]["compared"]["unit"] == "requests at once"
+    assert chart_points(rows) == ([], [])
+    speed = dict(rows[0], compared={**rows[0]["compared"], "unit": "tokens/s"})
+    assert chart_points([speed])[0] == [(1.56, pytest.approx(1.560576))]
