@@ -82,13 +82,14 @@ def absent_text(what: str) -> str:
 def text(result) -> str:
     """The check as the text commands print it (names and paths from outside made plain)."""
     from advisor.commands._terminal import lines_text
+    from advisor.models.engines import mib_text
 
     if result is None:
         return absent_text("no inference option in the plan to compare (the engines size inference)")
     m = result.memory
     head = (f"engine check of {result.model} on {m.option or 'the plan'} ({m.devices} device(s), {m.runtime}; "
-            f"advisor per device: weights {m.weights / 2**20:,.0f} MiB, KV cache {m.kv_cache / 2**20:,.0f} MiB, "
-            f"overhead {m.overhead / 2**20:,.0f} MiB):")
+            f"advisor per device: weights {mib_text(m.weights)} MiB, KV cache {mib_text(m.kv_cache)} MiB, "
+            f"overhead {mib_text(m.overhead)} MiB):")
     return lines_text([head] + [f"  {x}" for x in result.lines]) + "\n"
 
 

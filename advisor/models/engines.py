@@ -315,7 +315,7 @@ class AdvisorMemory:
         return (self.weights + self.kv_cache + self.overhead) * self.devices
 
 
-def _mib(b: float) -> str:
+def mib_text(b: float) -> str:
     """MiB as llama.cpp prints them: whole, with a tenth below 100 (a small model's buffers)."""
     return f"{b / MIB:,.1f}" if 0 < b < 100 * MIB else f"{b / MIB:,.0f}"
 
@@ -359,12 +359,12 @@ def compare_devices(rows: tuple[DeviceMemory, ...], ours: AdvisorMemory) -> dict
                 "engine": {f"{p}_bytes": r.get(p) for p in PARTS},
                 "advisor": {"weights_bytes": o["weights"], "kv_cache_bytes": o["kv_cache"],
                             "overhead_bytes": o["compute"]}} for r, o in pairs]
-    lines = [f"llama.cpp {r.device}: weights {_mib(r.weights)} MiB, KV cache {_mib(r.kv_cache)} MiB, compute "
-             f"{_mib(r.compute)} MiB; advisor {_mib(o['weights'])}, {_mib(o['kv_cache'])} MiB, overhead "
-             f"{_mib(o['compute'])} MiB" for r, o in pairs]
+    lines = [f"llama.cpp {r.device}: weights {mib_text(r.weights)} MiB, KV cache {mib_text(r.kv_cache)} MiB, compute "
+             f"{mib_text(r.compute)} MiB; advisor {mib_text(o['weights'])}, {mib_text(o['kv_cache'])} MiB, overhead "
+             f"{mib_text(o['compute'])} MiB" for r, o in pairs]
     word = PART_WORDS[worst] + (" (advisor: its overhead term)" if worst == "compute" else "")
-    lines.append(f"the part that differs most: {word}, advisor {_mib(ours_total[worst])} MiB against llama.cpp "
-                 f"{_mib(theirs_total[worst])} MiB in all ({_pct(ours_total[worst], theirs_total[worst])}), "
+    lines.append(f"the part that differs most: {word}, advisor {mib_text(ours_total[worst])} MiB against llama.cpp "
+                 f"{mib_text(theirs_total[worst])} MiB in all ({_pct(ours_total[worst], theirs_total[worst])}), "
                  f"most on {where}")
     lines += notes
     return {"devices": devices,
@@ -527,8 +527,8 @@ def _llama_cpp(rm, ours: AdvisorMemory, which, run) -> dict:
         return {"engine": "llama.cpp", "state": "failed", "command": argv, "lines": [
             f"llama.cpp: {FIT_TOOL} printed no per-device figures ({plain_text(last, 160)})"]}
     cmp = compare_devices(rows, ours)
-    head = (f"llama.cpp's fit printer ({FIT_TOOL}, {ours.context * ours.slots:,} tokens"
-            f"{f' over {ours.slots} slots' if ours.slots > 1 else ''}, {ours.devices} device(s)), MiB:")
+    slots = f" ({ours.slots} slots of {ours.context:,})" if ours.slots > 1 else ""
+    head = f"llama.cpp's fit printer ({FIT_TOOL}, {ours.context * ours.slots:,} tokens{slots}, {ours.devices} device(s)):"
     return {"engine": "llama.cpp", "state": "compared", "command": argv, **{k: v for k, v in cmp.items()
                                                                             if k != "lines"},
             "lines": [head] + ["  " + x for x in cmp["lines"]]}
@@ -551,13 +551,13 @@ def _ollama(names: tuple[str, ...], ours: AdvisorMemory, fetch) -> dict:
     return {"engine": "ollama", "url": url, **compare_ollama(loaded, names, ours.total)}
 
 
-def engine_check(rm, ours: AdvisorMemory, *, spec: str = "", which=shutil.which, run=None,
-                 fetch=None) -> EngineCheck:
+def engine_check(rm, ours: AdvisorMemory, *, spec: str = "", which=None, run=None, fetch=None) -> EngineCheck:
     """The installed engines' figures for the model ``rm`` (a ``ResolvedModel``, None when the plan has none)
     beside the plan's memory ``ours``: llama.cpp's fit printer on the model's GGUF file for the plan's context
     and devices, Ollama's ``/api/ps`` for the model if Ollama has it loaded, and where vLLM's figures come from.
     An engine that is absent is one line, never an error."""
     spec = (spec or "").strip()
+    which = which or shutil.which  # looked up now: PATH as it is at the check
     names = tuple(dict.fromkeys(n for n in (spec.removeprefix("ollama:"), rm.name if rm is not None else "") if n))
     engines = (_llama_cpp(rm, ours, which, run), _ollama(names, ours, fetch),
                {"engine": "vllm", "state": "log", "lines": [

@@ -236,7 +236,7 @@ def test_engine_check_runs_the_fit_printer_with_the_plans_context_and_devices(tm
                       "--fit-print", "on", "-ts", "1,1"]]
     entry = check.engines[0]
     assert entry["state"] == "compared" and entry["differs_most"]["part"] == "compute"
-    assert check.lines[0] == "llama.cpp's fit printer (llama-fit-params, 8,192 tokens over 2 slots, 2 device(s)), MiB:"
+    assert check.lines[0] == "llama.cpp's fit printer (llama-fit-params, 8,192 tokens (2 slots of 4,096), 2 device(s)):"
     doc = check.to_json()
     assert doc["option"] == "owned:rtx-4090" and doc["engines"][0]["devices"][1]["engine"]["weights_bytes"] == 4198 * MIB
     # a fit printer that prints no rows is one line with the last thing it said
