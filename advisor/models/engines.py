@@ -539,9 +539,11 @@ def _ollama(names: tuple[str, ...], ours: AdvisorMemory, fetch) -> dict:
         url = ollama_url()
     except ValueError as exc:
         return {"engine": "ollama", "state": "bad-address", "lines": [f"Ollama: {exc}"]}
+    from http.client import HTTPException
+
     try:
         raw = (fetch or _fetch)(url)
-    except OSError:  # refused, unreachable, timed out: not running here
+    except (OSError, HTTPException):  # refused, unreachable, timed out, not HTTP: no Ollama there
         return {"engine": "ollama", "state": "not-running", "url": url,
                 "lines": [f"Ollama: not running at {url.removesuffix('/api/ps')}, nothing to compare"]}
     try:

@@ -351,3 +351,35 @@ def test_fit_printer_output_at_the_border():
                            + "\x1b[2JCUDA9 1 1 1\n" + "Host " + "9" * 5000 + " 0 0\n")
     assert len(rows) == 64 and rows[0].device == "CUDA1" and all(r.weights == MIB for r in rows)
     assert parse_fit_print("") == () and parse_fit_print("\n".join(["x"] * 300_000)) == ()
+
+
+def test_something_else_on_ollamas_port_is_one_line(monkeypatch):
+    """A server that is not Ollama on its address: a reply that is not HTTP, or HTTP that is not /api/ps."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(5)
+
+    def answer(payloads):
+        for payload in payloads:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(payload)
+
+    t = threading.Thread(target=answer, args=([b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+                                               b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nnot json!"],), daemon=True)
+    t.start()
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{listener.getsockname()[1]}")
+    ours = AdvisorMemory(devices=1, weights=GIB, kv_cache=GIB, overhead=GIB, context=4096)
+    try:
+        first = engine_check(None, ours, which=lambda n: None).engines[1]
+        second = engine_check(None, ours, which=lambda n: None).engines[1]
+    finally:
+        t.join(5)
+        listener.close()
+    assert first["state"] == "not-running"
+    assert second["state"] == "bad-reply" and second["lines"][0].startswith("Ollama /api/ps:")
