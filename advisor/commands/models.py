@@ -33,9 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--fetch-header", action="store_true",
                    help="with hf:ORG/REPO[:QUANT]: size the model from its GGUF or safetensors headers on the Hub, "
                         "read by HTTP range requests (a few MiB per file), without downloading the weights")
-    p.add_argument("--engine-check", action="store_true",
-                   help="with one model: the installed engines' own figures beside the advisor's (llama.cpp's fit "
-                        "printer for a GGUF file, Ollama's loaded size); an engine that is not installed is one line")
+    from advisor.commands import engine_check
+
+    engine_check.add_flag(p)
     p.add_argument("--context", type=int, default=None, metavar="TOKENS",
                    help="tokens of context for the inference check (default 4096, capped at the model's maximum)")
     add_fake_gpu(p)
@@ -87,31 +87,40 @@ def run(args: argparse.Namespace) -> int:
             except PlanInputError as exc:
                 f = dataclasses.replace(f, model=None, error=str(exc))
         rows.append((f, fit))
-    checks = _engine_check(rows[0][0].model, context) if args.engine_check and args.spec and rows[0][0].model else []
     if args.engine_check and not args.spec:
         raise UsageError("--engine-check: name one model")
+    check = _engine_check(args.spec, rows[0][0].model, machine, catalog, context) if args.engine_check else None
     if args.json:
         doc = _document(rows, gpus, names, simulated, context, bool(args.spec))
         if args.engine_check:
-            doc["engine_check"] = checks
+            from advisor.commands.engine_check import json_of
+
+            doc["engine_check"] = json_of(check)
         print_json(doc, indent=2)
     else:
         print(_table(rows, gpus, names, simulated, context, bool(args.spec)))
-        if checks:
-            from advisor.commands._terminal import lines_text
+        if args.engine_check:
+            from advisor.commands.engine_check import text
 
-            print(lines_text(["engine check:"] + [f"  {x}" for x in checks]))
+            print(text(check), end="")
     return 0
 
 
-def _engine_check(rm, context: int) -> list[str]:
-    """The engines' figures beside the plan's for one model on one device (``advisor.models.engines``)."""
-    from advisor.estimate import memory
-    from advisor.models.engines import engine_check
+def _engine_check(spec: str, rm, machine, catalog, context: int):
+    """The engines' figures beside the inference plan of ``spec`` on this machine's GPUs, the plan the table's
+    inference column gives (``planner.model_fit``): ``commands.engine_check`` as plan and serve call it."""
+    from advisor.commands import engine_check
+    from advisor.planner import PlanInputError, PlanRequest, plan
 
-    m = memory.inference_memory(rm.arch, rm.params, precision="bf16", devices=1, context=context, batch=1,
-                                weight_bytes=rm.weight_bytes or None, engine="llama.cpp")
-    return engine_check(rm, context, m.weights_bytes, m.kv_cache_bytes, m.total_bytes)
+    if rm is None:
+        return None
+    ctx = min(context, rm.arch.max_context) if rm.arch.max_context else context
+    try:
+        result = plan(PlanRequest.from_mapping({"model": spec, "workload": "inference", "context": ctx}), catalog,
+                      None, owned=list(machine.owned), host=machine.host, only_owned=True, advise=False)
+    except PlanInputError:
+        return None
+    return engine_check.check(spec, engine_check.memory_of_plan(result), catalog)
 
 
 def _document(rows, gpus, names, simulated, context, single) -> dict:

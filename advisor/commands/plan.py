@@ -97,6 +97,9 @@ def register(sub) -> None:
     from advisor.report.plan_outputs import add_output_flags  # --report, --launch, --save-scenario, --fleet
 
     add_output_flags(o)
+    from advisor.commands import engine_check
+
+    engine_check.add_flag(o)
     from advisor.commands.fleet_watch import add_source_flags  # --fleet with --prometheus/--scrape: the live fleet
 
     add_source_flags(p.add_argument_group("live fleet (--fleet with --prometheus or --scrape)"))
@@ -258,6 +261,13 @@ def run(args) -> int:
         if t is not None:
             doc["tornado"] = t.as_dict()
         doc["simulated"] = bool(machine.simulated)  # this machine's GPUs from --fake-gpu: reports say so
+    checks = [None] * len(results)
+    if args.engine_check:  # the engines' own figures beside each plan's (advisor.models.engines)
+        from advisor.commands import engine_check
+
+        checks = [engine_check.check(r.request.model, engine_check.memory_of_plan(r), catalog) for r in results]
+        for doc, c in zip(docs, checks):
+            doc["engine_check"] = engine_check.json_of(c)
     launch_text = write_outputs(args, docs, values_list, scenarios)
     if launch_text is not None:  # --launch without --launch-file: the spec alone, ready to redirect
         sys.stdout.write(launch_text)
@@ -278,10 +288,14 @@ def run(args) -> int:
             raise UsageError(str(exc)) from None
         sys.stdout.write(text)
     else:
-        for r, t in zip(results, tornados):
+        for r, t, c in zip(results, tornados, checks):
             sys.stdout.write(render_table(r, top=None if args.all else args.top, explain=args.explain))
             if args.sensitivity:
                 sys.stdout.write(render_tornado(t))
+            if args.engine_check:
+                from advisor.commands import engine_check
+
+                sys.stdout.write(engine_check.text(c))
         if live is not None:
             from advisor.commands.fleet_fit import fleet_now_text
 

@@ -56,7 +56,8 @@ def register(subparsers) -> None:
     add_fake_gpu(p)
     p.set_defaults(run=run, runs_action=None)
     sub = p.add_subparsers(dest="runs_action", parser_class=type(p), metavar="ACTION")
-    imp = sub.add_parser("import", help="import run files (Trainer state, llama-bench, vLLM bench, advisor job)",
+    imp = sub.add_parser("import", help="import run files (Trainer state, llama-bench, vLLM bench or start-up log, "
+                                        "advisor job)",
                          description="Import what your jobs measured. Flags fill what a file does not say.")
     imp.add_argument("files", nargs="+", metavar="FILE")
     imp.add_argument("--accelerator", metavar="ID", help="catalog id of the accelerator that ran it (cpu: the CPU)")
@@ -163,7 +164,7 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
         print("no runs imported yet: advisor runs import FILE (a trainer_state.json, llama-bench output, "
               "a vLLM benchmark result)")
         return 0
-    print(f"{'id':>4}  {'date':10}  {'kind':12}  {'figure':13}  {'model':24}  {'accelerator':14}  {'measured tok/s':>14}  "
+    print(f"{'id':>4}  {'date':10}  {'kind':12}  {'figure':13}  {'model':24}  {'accelerator':14}  {'measured':>14}  "
           f"{'at import':>10}  {'now':>10}  {'error':>6}  range  machine")
     for r in rows:
         print(_line(r))
@@ -172,9 +173,30 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
             print(f"run {r['id']} teaches nothing: no efficiency up to the hardware's limits gives its "
                   f"{r['compared']['measured']:,.0f} tokens/s on the plan of its job (check its accelerator and "
                   f"model: --accelerator, --model)")
-    print("error = predicted now / measured tokens/s (above 1: the plan was optimistic); range: whether the measured "
-          "figure fell in the plan's 80 % range; machine 'other': counts less in plans")
+    for r in rows:
+        if "engine_reading" in r:
+            print(_reading_line(r))
+    print("error = predicted now / measured (tokens/s; an engine's reading: its KV cache tokens or concurrency; above "
+          "1: the plan was optimistic); range: whether the measured figure fell in the plan's 80 % range; machine "
+          "'other': counts less in plans")
     return 0
+
+
+def _reading_line(r: dict) -> str:
+    """An engine's start-up reading beside the advisor's figures for the same cache memory."""
+    e = r["engine_reading"]
+    if e["kv_cache_tokens"]["advisor"] is None:
+        return (f"run {r['id']} (vLLM start-up log): nothing to set beside it (the log gives no KV cache memory, or "
+                "its model is not resolved here: --model)")
+    parts = []
+    for key, what, spec in (("kv_cache_tokens", "KV cache", ",.0f"), ("max_concurrency", "concurrency", ".2f")):
+        theirs, ours = e[key]["engine"], e[key]["advisor"]
+        if theirs:
+            unit = " tokens" if key == "kv_cache_tokens" else "x"
+            at = f" at {e['max_model_len']:,} tokens" if key == "max_concurrency" else ""
+            parts.append(f"{what}{at} {format(theirs, spec)}{unit}, advisor {format(ours, spec)}{unit} "
+                         f"({(ours / theirs - 1) * 100:+.1f} %)")
+    return f"run {r['id']} (vLLM start-up log): " + "; ".join(parts)
 
 
 def _fmt(v, spec=".0f") -> str:
@@ -192,6 +214,8 @@ def _line(r: dict) -> str:
     where = "this" if r["machine"]["this_machine"] else "other"
     model = cell(r["model"] or "-", 24)
     acc = f"{cell(r['accelerator']['id'] or '?', 10)} x{r['accelerator']['devices']}"
+    spec = ".2f" if r["compared"]["figure"] == "max_concurrency" else ".0f"  # requests at once, not tokens/s
     return (f"{r['id']:>4}  {cell(r['recorded_at'][:10], 10):10}  {r['kind']:12}  {r['compared']['label']:13}  "
-            f"{model:24}  {acc:14}  {_fmt(r['compared']['measured']):>14}  {_fmt(pi.get('tokens_per_s')):>10}  "
-            f"{_fmt(pn.get('tokens_per_s')):>10}  {_fmt(r['error_factor'], '.2f'):>6}  {held:5}  {where}")
+            f"{model:24}  {acc:14}  {_fmt(r['compared']['measured'], spec):>14}  "
+            f"{_fmt(pi.get('tokens_per_s'), spec):>10}  {_fmt(pn.get('tokens_per_s'), spec):>10}  "
+            f"{_fmt(r['error_factor'], '.2f'):>6}  {held:5}  {where}")

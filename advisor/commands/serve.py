@@ -36,6 +36,9 @@ def register(sub) -> None:
                         "(.md, .html or .pdf by the suffix)")
     o.add_argument("--option", metavar="ID", default=None,
                    help="the option to launch (default: your GPUs when they meet the target, else the cheapest)")
+    from advisor.commands import engine_check
+
+    engine_check.add_flag(o)
     from advisor.cli import add_fake_gpu
 
     add_fake_gpu(p)
@@ -132,6 +135,12 @@ def run(args) -> int:
         changes = changes_of(result)
         docs.append(serve_document(result, changes))
         texts.append(render_serve_table(result, top=None if args.all else args.top, changes=changes))
+        if args.engine_check:  # the engines' own figures beside the plan's (advisor.models.engines)
+            from advisor.commands import engine_check
+
+            c = engine_check.check(values.get("model"), engine_check.memory_of_serve(result), catalog)
+            docs[-1]["engine_check"] = engine_check.json_of(c)
+            texts[-1] += engine_check.text(c)
         if args.report:
             from advisor.planner.serve import knee_curves
             from advisor.report import ReportError

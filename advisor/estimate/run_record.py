@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 
-KINDS = ("hf-trainer", "llama-bench", "vllm-bench", "monitor", "sglang-bench", "guidellm")
+KINDS = ("hf-trainer", "llama-bench", "vllm-bench", "monitor", "sglang-bench", "guidellm", "vllm-startup")
 TRAINING_WORKLOADS = ("pretrain", "finetune", "lora", "qlora")
 WORKLOADS = (*TRAINING_WORKLOADS, "inference")
 
@@ -29,6 +29,9 @@ class Measured:
         requests_per_s: completed requests per second (vLLM bench).
         duration_s: wall time of the run (or the benchmark).
         energy_j, gpu_hours: the monitor's books of the job.
+        kv_cache_tokens, max_concurrency, kv_cache_bytes, kv_value_bytes: what an engine reports of its KV cache
+            at start-up (a vLLM log: "GPU KV cache size", "Maximum concurrency for N tokens per request", the
+            cache memory of one GPU, 1 or 2 bytes a cached value): a reading of the engine, not a speed.
     """
 
     tokens_per_s: float | None = None
@@ -44,6 +47,10 @@ class Measured:
     duration_s: float | None = None
     energy_j: float | None = None
     gpu_hours: float | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    kv_cache_bytes: float | None = None
+    kv_value_bytes: float | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):

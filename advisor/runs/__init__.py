@@ -5,8 +5,9 @@
 
 Read (the file is recognised by its content, not its name): a Hugging Face Trainer ``trainer_state.json``
 (``trainer``), ``llama-bench`` JSON, JSONL or CSV (``llama_bench``), a ``vllm bench serve --save-result`` JSON
-(``vllm_bench``), SGLang's ``bench_serving`` JSON lines (``sglang_bench``), a GuideLLM report (``guidellm``) and
-the advisor's own job recording (``monitor_job``). Every file is read bounded and validated at this border; a bad
+(``vllm_bench``), SGLang's ``bench_serving`` JSON lines (``sglang_bench``), a GuideLLM report (``guidellm``), a
+vLLM start-up log, the engine's reading of its KV cache (``vllm_startup``), and the advisor's own job recording
+(``monitor_job``). Every file is read bounded and validated at this border; a bad
 one raises ``RunImportError`` (one line: the file and the reason). Each record is then validated whole with the
 schema the run store reads rows with (``runs.record``) and its figures against what its hardware allows
 (``runs.plausible``): a figure that overflows, or that no hardware of its kind can reach, is refused the same way,
@@ -18,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.estimate.run_record import RunRecord
-from advisor.runs import guidellm, llama_bench, monitor_job, sglang_bench, trainer, vllm_bench
+from advisor.runs import guidellm, llama_bench, monitor_job, sglang_bench, trainer, vllm_bench, vllm_startup
 from advisor.runs.common import ImportOptions, RunImportError, parse_json, read_bytes
 from advisor.runs.plausible import check_plausible
 from advisor.runs.record import checked_record
@@ -78,11 +79,14 @@ def _read(path: Path, opts: ImportOptions) -> list[RunRecord]:
     except UnicodeDecodeError:
         raise RunImportError(path, "not UTF-8 text (not a run file the advisor reads)") from None
     head = text.lstrip()[:1]
+    if head not in ("{", "[") and vllm_startup.looks_like(text):  # a vLLM start-up log: the engine's reading
+        return [vllm_startup.read_vllm_startup(path, data, text, opts)]
     if head not in ("{", "["):
         rows = llama_bench.rows_of(path, text)
         if rows is None:
             raise RunImportError(path, "not a run file the advisor reads (a Trainer state, llama-bench JSON/JSONL/"
-                                       "CSV, a vLLM, SGLang or GuideLLM benchmark result or an advisor job recording)")
+                                       "CSV, a vLLM, SGLang or GuideLLM benchmark result, a vLLM start-up log or "
+                                       "an advisor job recording)")
         return llama_bench.read_llama_bench(path, data, rows, opts)
     if head == "{" and _is_jsonl(text, 1):
         # JSON lines: SGLang's bench_serving (one run a line, its rate `Infinity` as Python writes it) or

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from advisor.runs.predict import compare, compared_figure, figure_label, predict, teaches
 
+FIGURE_UNITS = {"max_concurrency": "requests at once", "kv_cache_tokens": "tokens"}  # else tokens/s
+
 
 def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> dict:
     """One element of ``runs`` in ``advisor.runs/1`` for a stored ``RunEntry``, its prediction now and whether
@@ -26,12 +28,33 @@ def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> di
         "precision": rec.precision, "quant": rec.quant,
         "measured": rec.measured.present(),
         "compared": {"figure": compared_figure(rec), "label": figure_label(rec),
-                     "measured": getattr(rec.measured, compared_figure(rec))},
+                     "measured": getattr(rec.measured, compared_figure(rec)),
+                     "unit": FIGURE_UNITS.get(compared_figure(rec), "tokens/s")},
         "predicted_at_import": e.predicted_at_import, "predicted_now": now,
         "error_factor": err, "range_held": held, "teaches": teaches,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,
         "notes": list(rec.notes),
+        **_engine_reading(rec),
     }
+
+
+def _engine_reading(rec) -> dict:
+    """An engine's start-up reading (a vLLM log) with the advisor's figures for the same cache memory:
+    ``{"engine_reading": {"max_model_len", "kv_cache_tokens": {"engine", "advisor"}, "max_concurrency": {...}}}``;
+    {} for any other run."""
+    from advisor.runs.vllm_startup import KIND, engine_reading
+
+    if rec.kind != KIND:
+        return {}
+    r = engine_reading(rec)
+    m = rec.measured
+    if r is None:
+        return {"engine_reading": {"max_model_len": rec.seq_len, "kv_cache_bytes_per_gpu": m.kv_cache_bytes,
+                                   "kv_cache_tokens": {"engine": m.kv_cache_tokens, "advisor": None},
+                                   "max_concurrency": {"engine": m.max_concurrency, "advisor": None}}}
+    return {"engine_reading": {"max_model_len": r["max_model_len"], "kv_cache_bytes_per_gpu": m.kv_cache_bytes,
+                               **{k: {"engine": r[k][0], "advisor": r[k][1]}
+                                  for k in ("kv_cache_tokens", "max_concurrency")}}}
 
 
 def run_entries(catalog, host=None) -> list[dict]:

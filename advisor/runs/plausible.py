@@ -90,6 +90,10 @@ def check_plausible(rec: RunRecord, catalog) -> RunRecord:
     if energy is not None and energy > POWER_OVER:
         raise ImplausibleRun(f"energy: {energy:.3g} times what {acc.id} draws at its board power over the recorded "
                              "GPU-hours; not a reading of this hardware")
+    cache, memory = rec.measured.kv_cache_bytes, getattr(acc, "memory_bytes", None)
+    if cache and memory and cache > memory:  # vLLM logs the cache of one GPU: it cannot exceed the GPU
+        raise ImplausibleRun(f"KV cache memory: {cache / 2**30:.3g} GiB on one {acc.id} of "
+                             f"{memory / 2**30:.3g} GiB; not a reading of this hardware")
     notes = []
     for what, ratio in efficiencies(rec, acc):
         if ratio > OVER_CEILING:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from advisor.estimate.run_record import RunRecord
 from advisor.planner.record_job import request_values
+from advisor.runs.vllm_startup import KIND as ENGINE_READING  # an engine's reading of its cache, not a speed
 
 __all__ = ["Prediction", "compare", "compared_figure", "figure_label", "predict", "request_values", "teaches"]
 
@@ -38,6 +39,8 @@ class Prediction:
 def compared_figure(rec: RunRecord) -> str:
     """The ``Measured`` field a run is compared on: its tokens/s, else its prompt tokens/s (a prompt test)."""
     m = rec.measured
+    if rec.kind == ENGINE_READING:  # an engine's start-up reading: its concurrency, else its cache tokens
+        return "max_concurrency" if m.max_concurrency is not None else "kv_cache_tokens"
     if m.tokens_per_s is None and m.prefill_tokens_per_s is not None:
         return "prefill_tokens_per_s"
     return "tokens_per_s"
@@ -48,6 +51,8 @@ def figure_label(rec: RunRecord) -> str:
     ``served at N`` (N requests at once)."""
     if rec.training:
         return "training"
+    if rec.kind == ENGINE_READING:
+        return "concurrency" if compared_figure(rec) == "max_concurrency" else "KV tokens"
     if compared_figure(rec) == "prefill_tokens_per_s":
         return "prompt"
     return "decode" if (rec.batch or 1) <= 1 else f"served at {rec.batch}"
@@ -61,7 +66,7 @@ def teaches(rec: RunRecord, catalog) -> bool | None:
     from advisor.planner.timing import record_forward
 
     acc = catalog.accelerators.get(rec.accelerator_id or "")
-    if acc is None or rec.accelerator_id == "cpu":
+    if acc is None or rec.accelerator_id == "cpu" or rec.kind == ENGINE_READING:  # a reading teaches no speed
         return None
     if rec.simulated:
         return False
@@ -104,6 +109,16 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
     """
     from advisor.planner import PlanInputError, PlanRequest, plan
 
+    if rec.kind == ENGINE_READING:  # the cache vLLM reported, sized by the advisor for the same memory
+        from advisor.runs.vllm_startup import engine_reading
+
+        reading = engine_reading(rec)
+        figure = compared_figure(rec)
+        if reading is None or reading[figure][1] is None:
+            return None
+        ours = float(reading[figure][1])
+        return Prediction(ours, ours, ours, "engine", "vLLM's rule on the log's KV cache memory and max_model_len "
+                          "(estimate.memory.max_concurrency)", figure)
     values = request_values(rec)
     if values is None:
         return None
@@ -148,4 +163,6 @@ def compare(rec: RunRecord, pred: dict | None) -> tuple[float | None, bool | Non
     measured = getattr(rec.measured, pred.get("figure") or "tokens_per_s", None)
     if not measured:
         return None, None
+    if rec.kind == ENGINE_READING:  # a computed figure, no range
+        return pred["tokens_per_s"] / measured, None
     return pred["tokens_per_s"] / measured, pred["low"] <= measured <= pred["high"]

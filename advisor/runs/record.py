@@ -82,6 +82,10 @@ class _Measured(BaseModel):
     duration_s: _Rate(MIN_DURATION_S, MAX_DURATION_S) = None
     energy_j: _Rate(0.0, 1e15) = None
     gpu_hours: _Rate(0.0, 1e9) = None
+    kv_cache_tokens: Annotated[StrictInt, Field(gt=0, le=10**13)] | None = None
+    max_concurrency: _Rate(0.0, 1e9) = None
+    kv_cache_bytes: _Rate(1.0, 2.0**50) = None
+    kv_value_bytes: _Rate(0.25, 8.0) = None
 
 
 class _Record(BaseModel):

@@ -119,7 +119,7 @@ def test_cli_import_list_json_forget_reset(capsys):
     pp, r = doc["runs"]
     # each is compared on the figure it measured: prompt tokens/s, generated tokens/s
     assert pp["compared"] == {"figure": "prefill_tokens_per_s", "label": "prompt",
-                              "measured": pp["measured"]["prefill_tokens_per_s"]}
+                              "measured": pp["measured"]["prefill_tokens_per_s"], "unit": "tokens/s"}
     assert r["compared"]["label"] == "decode"
     assert pp["predicted_now"]["figure"] == "prefill_tokens_per_s"
     assert pp["error_factor"] == pytest.approx(pp["predicted_now"]["tokens_per_s"] / pp["compared"]["measured"])

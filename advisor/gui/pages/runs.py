@@ -71,6 +71,8 @@ def chart_points(rows: list[dict]) -> tuple[list[tuple[float, float]], list[tupl
     here, other = [], []
     for r in rows:
         m, p = r["compared"]["measured"], _pred(r)
+        if r["compared"].get("unit", "tokens/s") != "tokens/s":  # an engine's reading of its cache, not a speed
+            continue
         if m and p and m > 0 and p > 0:
             (here if r["machine"]["this_machine"] else other).append((m, p))
     return here, other
