@@ -114,6 +114,11 @@ class Holding:
         return math.fsum(v for _, v in self.running_usd_per_hour)
 
     @functools.cached_property
+    def assumed_utilisation(self) -> Utilisation:
+        """The use assumed when none is stated: ``available x utilisation`` busy hours a month."""
+        return Utilisation(self.assumed_busy_hours_per_month, self.available_hours_per_month, False, None)
+
+    @functools.cached_property
     def monthly_total_usd(self) -> float:
         """The holding parts of a month summed (``math.fsum``), idle power aside."""
         return math.fsum(v for _, v in self.monthly_usd)
@@ -291,8 +296,8 @@ def owned_holding(accel: Accelerator, devices: int, a: CostAssumptions, *, machi
 def utilisation(h: Holding, job_hours: float, use: Use) -> Utilisation:
     """Busy hours a month: ``jobs_per_month x job_hours + other hours`` when stated, capped at the available
     hours (overbooked beyond); the assumptions' ``available x utilisation`` when not."""
-    if not use.stated:
-        return Utilisation(h.assumed_busy_hours_per_month, h.available_hours_per_month, False, None)
+    if not use.stated:  # the holding's own assumed use, whatever the job (frozen: one object per holding)
+        return h.assumed_utilisation
     wanted = use.jobs_per_month * job_hours + use.other_hours_per_month
     busy = min(wanted, h.available_hours_per_month)
     return Utilisation(busy, h.available_hours_per_month, True, use.jobs_per_month,
