@@ -240,8 +240,8 @@ class Reach:
                else f"range x/÷{now:.2f}")
         if self.facts:
             return "outside the calibrated runs: " + "; ".join(f.text() for f in self.facts) + f"; {rng}"
-        return (f"within the {self.runs} calibrated runs (nearest: {self.nearest}, distance {self.distance:.1f}); "
-                f"{rng}")
+        return (f"like the {self.runs} published runs the speed is calibrated on (distance {self.distance:.1f} from "
+                f"the nearest); {rng}")
 
     def to_json(self) -> dict:
         return {"outside": self.outside, "statement": self.text(), "distance": self.distance,

@@ -339,12 +339,16 @@ def reach(result):
 
 
 def reach_sentence(result) -> str | None:
-    """The statement of ``reach`` as one line: ``Calibration reach (cloud:...): outside the calibrated runs: ...``."""
+    """The statement of ``reach`` as one line: ``Against published runs (cloud:...): outside the calibrated runs:
+    ...``."""
     found = reach(result)
     if found is None:
         return None
     option, r = found
-    return f"Calibration reach ({option.id}): {r.text()}"
+    return f"{REACH_PREFIX} ({option.id}): {r.text()}"
+
+
+REACH_PREFIX = "Against published runs"  # the statement's lead-in (the reports' row names it otherwise)
 
 
 def reach_method(result) -> str | None:

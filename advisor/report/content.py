@@ -11,6 +11,7 @@ import datetime as _dt
 import math
 from dataclasses import dataclass, field
 
+from advisor.planner.summary import REACH_PREFIX
 from advisor.units import fmt_mem
 
 OPTION_COLUMNS = ("id", "kind", "accelerator", "devices", "fits", "mfu", "hours", "hours_interval", "device_hours",
@@ -241,7 +242,7 @@ def _summary(doc: dict) -> tuple[tuple[str, str], ...]:
     reach = doc.get("calibration_reach")
     if isinstance(reach, dict) and isinstance(reach.get("sentence"), str):
         # where the training job lies against the calibrated runs, as the plan said it (planner.summary.reach)
-        rows.append(("calibration reach", reach["sentence"].removeprefix("Calibration reach ")))
+        rows.append(("against published runs", reach["sentence"].removeprefix(REACH_PREFIX + " ")))
     return tuple(rows)
 
 

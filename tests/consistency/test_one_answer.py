@@ -174,7 +174,7 @@ def test_training_beyond_the_calibrated_runs_is_said_alike_everywhere(capsys, tm
     doc = _json(capsys, "plan", *ask)
     said = doc["calibration_reach"]
     assert said["outside"] and said["option"] == "onprem:h100-sxm"
-    assert said["sentence"].startswith("Calibration reach (onprem:h100-sxm): outside the calibrated runs: 8,192 GPUs, "
+    assert said["sentence"].startswith("Against published runs (onprem:h100-sxm): outside the calibrated runs: 8,192 GPUs, "
                                        "largest seen 6,144")
     assert said["width_factor"] > said["width_factor_at_runs"]  # widened for the distance
     option = next(o for o in doc["options"] if o["id"] == said["option"])
@@ -185,7 +185,7 @@ def test_training_beyond_the_calibrated_runs_is_said_alike_everywhere(capsys, tm
     _, explained = _run(capsys, "plan", *ask, "--explain")
     assert said["sentence"] in text and said["sentence"] in explained
     assert "grows as x (1 +" in explained and "grows as x (1 +" not in text
-    assert said["sentence"].removeprefix("Calibration reach ") in report.read_text(encoding="utf-8").replace("\\", "")
+    assert said["sentence"].removeprefix("Against published runs ") in report.read_text(encoding="utf-8").replace("\\", "")
     result = plan(PlanRequest.from_mapping({"model": "llama-3-8b", "workload": "pretrain", "gpus": 8192,
                                             "accelerator": ["h100-sxm"], "tokens": 1e12}),
                   load_catalog(use_user_file=False))
