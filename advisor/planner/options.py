@@ -279,8 +279,9 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             serving = servings[id(t)] = _serving_figures(t)
         job = DeviceJob(acc if kind == "cloud" else billed, n, hours, (kind,), use)
         for q in quote_job(job, group_offers, a, spot_offers=req.spot_offers):
-            per_h = q.total_usd / hours if hours > 0 else 0.0  # every part, spot rework included
-            cost_iv = _cost_interval(q.total_usd, q.breakdown, hours, hours_iv)
+            total = q.total_usd
+            per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
+            cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
             if isinstance(q, OwnedQuote):
                 out.append(PlanOption.build(figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
@@ -292,17 +293,31 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 continue
             offer = by_id[q.offer_id]
             instance_row = place.devices_per_node == offer.accelerator_count
-            extra = {}
+            # PlanOption.build's fields of a cloud quote set one by one into the group's prepared figures (two
+            # hundred a plan; tests/planner/test_option_build.py checks every option has exactly the fields)
+            option = object.__new__(PlanOption)
+            held = option.__dict__
+            held.update(figures)
+            held["id"] = q.option_id
+            held["kind"] = "cloud"
+            held["energy_kwh"] = q.energy_kwh
+            held["usd_per_device_hour"] = q.usd_per_device_hour
+            held["breakdown"] = q.breakdown
+            held["provider"] = offer.provider
+            held["instance"] = offer.instance
+            held["spot"] = q.spot
+            held["instances"] = q.instances
+            held["price_date"] = offer.price_date
+            held["price_stale"] = offer.id in stale_ids
+            held["reference"] = place.reference
+            held["cost_usd_interval"] = cost_iv
+            held["serving"] = _priced_serving(serving, t, per_h)
+            held["nodes"] = q.instances if instance_row else common["nodes"]
+            held["gpus_per_node"] = offer.accelerator_count if instance_row else common["gpus_per_node"]
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
-                extra["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
-            out.append(PlanOption.build(
-                figures, id=q.option_id, kind="cloud", energy_kwh=q.energy_kwh,
-                usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown, provider=offer.provider,
-                instance=offer.instance, spot=q.spot, instances=q.instances, price_date=offer.price_date,
-                price_stale=offer.id in stale_ids, reference=place.reference, cost_usd_interval=cost_iv,
-                serving=_priced_serving(serving, t, per_h),
-                nodes=q.instances if instance_row else common["nodes"],
-                gpus_per_node=offer.accelerator_count if instance_row else common["gpus_per_node"], **extra))
+                held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
+            held["cost_usd"] = q.total_usd
+            out.append(option)
     return out
 
 

@@ -11,10 +11,14 @@ from advisor.planner import PlanRequest, plan
 from advisor.planner.result import PlanOption
 
 
-@pytest.fixture(scope="module")
-def options():
+@pytest.fixture(scope="module", params=[
+    dict(model="llama-3-8b", workload="lora", tokens=2e8),
+    dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096),  # serving figures on every option
+    dict(model="llama-3-8b", workload="lora", assumptions={"reserved_years": 1}),  # reserved terms' notes
+])
+def options(request):
     cat = load_catalog(use_user_file=False)
-    return plan(PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8)), catalog=cat).options
+    return plan(PlanRequest.from_mapping(request.param), catalog=cat).options
 
 
 def _init_values(o: PlanOption) -> dict:
