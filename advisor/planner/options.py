@@ -338,9 +338,10 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
     no on-demand offer.
     """
     rentable = rent_options(options, a)
-    cheapest_any = min(rentable, key=lambda o: (o.cost_usd, o.id), default=None)
+    ranked = sorted(rentable, key=lambda o: (o.cost_usd, o.id))
+    cheapest_any = ranked[0] if ranked else None
     by_acc: dict[str, PlanOption] = {}
-    for o in sorted(rentable, key=lambda o: (o.cost_usd, o.id)):
+    for o in ranked:
         by_acc.setdefault(o.accelerator, o)
     out = []
     for o in options:

@@ -132,6 +132,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     file_weights = bool(job_model.weight_bytes)
 
     as_run_by_kind: dict[str, PlanRequest] = {}
+    weights_by_format: dict[str, int] = {}  # the model's bytes in each format asked for (once a plan, not per part)
 
     def run_req(acc) -> PlanRequest:
         """The request as it runs on ``acc`` (``request.as_run``: no format named -> the runtime's usual file,
@@ -150,7 +151,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             return mem_model
         req = req or run_req(acc)
         choice = runtime_choice(req, acc)
-        wb = job_model.weight_bytes or int(memory.format_weight_bytes(arch, params, choice.weight_format.id))
+        wb = job_model.weight_bytes or weights_by_format.get(choice.weight_format.id)
+        if wb is None:
+            wb = weights_by_format[choice.weight_format.id] = int(
+                memory.format_weight_bytes(arch, params, choice.weight_format.id))
         key = (wb, req.quant, choice.runtime.id, acc.id, acc.usable_memory_bytes)
         held = kept(req).memory
         hit = held.get(key)
