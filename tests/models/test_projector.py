@@ -1,5 +1,4 @@
-"""A multimodal GGUF's projector (``mmproj-*.gguf``) counts in its memory; Gemma 3n is refused with its reason
-(issue 36, item 2)."""
+"""A multimodal GGUF's projector (``mmproj-*.gguf``) counts in its memory (issue 36, item 2)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import pytest
 from advisor.catalog.load import bundled_catalog
 from advisor.models import ModelSpecError, resolve_model
 from advisor.models.gguf_file import pick_projector
-from advisor.models.hf import arch_from_config
 from tests.models.conftest import write_gguf
 from tests.models.gguf_bytes import STRING, gguf_bytes, llama_kv
 
@@ -88,25 +86,6 @@ def test_lmstudio_model_carries_its_projector(tmp_path, monkeypatch):
     monkeypatch.setenv("ADVISOR_LMSTUDIO_MODELS", str(tmp_path / "lms"))
     rm = resolve_model("lmstudio:lmstudio-community/gemma-3-27b-it-GGUF", CAT)
     assert rm.loaded_bytes == expected["bytes"] + PATCH_BYTES
-
-
-GEMMA3N_E4B = {  # google/gemma-3n-E4B-it config.json (the keys that matter here)
-    "architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
-    "text_config": {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 35,
-                    "num_kv_shared_layers": 15, "hidden_size_per_layer_input": 256,
-                    "vocab_size_per_layer_input": 262144},
-}
-
-
-def test_gemma3n_is_refused_with_its_reason(tmp_path):
-    with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled: its per-layer embeddings"):
-        arch_from_config(GEMMA3N_E4B, "g", "g")
-    with pytest.raises(ModelSpecError, match="share"):
-        arch_from_config(GEMMA3N_E4B["text_config"], "g", "g")
-    path = tmp_path / "gemma-3n-E4B-it-Q4_K_M.gguf"
-    path.write_bytes(gguf_bytes([("general.architecture", STRING, "gemma3n")]))
-    with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled"):
-        resolve_model(str(path), CAT)
 
 
 def test_ollama_vision_model_counts_its_projector_layer(tmp_path, monkeypatch):
