@@ -533,9 +533,24 @@ def kv_shards(arch: ModelArch, devices: int, engine: str = "exact") -> int:
     return max(1, min(devices, 1 if arch.is_mla else arch.kv_heads))
 
 
+def host_weight_bytes(arch: ModelArch, model_bytes: float, engine: str = "exact") -> float:
+    """Of a model's weight bytes, those kept in host memory: Gemma 3n's per-layer embeddings
+    (``model.host_embedding_params``, at the share of the parameters they are), which llama.cpp keeps with the input
+    layer on the CPU; none under vLLM, which loads every weight onto the GPUs, and none for other models."""
+    if not arch.per_layer_vocab or engine == "vllm":
+        return 0.0
+    return model_bytes * host_embedding_params(arch) / param_count(arch)
+
+
+def unread_weight_bytes(arch: ModelArch, loaded_bytes: float, projector_bytes: float = 0.0) -> float:
+    """Of the loaded weights, the bytes a decode step does not read: a multimodal projector (the vision encoder runs
+    once per image, not per token) and per-layer embeddings (one row a token of a table; ``host_weight_bytes``)."""
+    return projector_bytes + host_weight_bytes(arch, loaded_bytes - projector_bytes)
+
+
 def inference_memory(arch: ModelArch, params: float, *, precision: str, devices: int, context: int, batch: int,
                      quant: str | None = None, weight_bytes: float | None = None,
-                     kv_cache_bits: int = 16, engine: str = "exact") -> MemoryBreakdown:
+                     kv_cache_bits: int = 16, engine: str = "exact", projector_bytes: float = 0.0) -> MemoryBreakdown:
     """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel; the cache
     into ``kv_shards`` parts: MLA's latent and KV heads fewer than the GPUs are kept whole on every GPU).
 
@@ -545,6 +560,8 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
         kv_cache_bits: bits per cached key/value (16; 8 or 4 for a quantised cache); fp8 stores 8 at most.
         engine: how the runtime sizes sliding-window and state caches (``KV_ENGINES``, ``kv_cache_parts``), and
             where per-layer embeddings live (host memory but under vLLM: ``host_offload_bytes``).
+        projector_bytes: of ``weight_bytes``, a multimodal projector's: loaded whole on the first device (llama.cpp's
+            mtmd keeps the vision encoder on one backend), not split with the layers.
     """
     if weight_bytes:
         total_weights = weight_bytes
@@ -552,11 +569,9 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
         total_weights = format_weight_bytes(arch, params, quant)
     else:
         total_weights = params * weight_bits(precision) / 8
-    # Gemma 3n's per-layer embeddings stay in host memory (``model.host_embedding_params``: llama.cpp keeps the input
-    # layer on the CPU); vLLM loads every weight onto the GPUs.
-    host = total_weights * host_embedding_params(arch) / param_count(arch) if arch.per_layer_vocab and \
-        engine != "vllm" else 0.0
-    weights = (total_weights - host) / devices
+    projector = projector_bytes if weight_bytes else 0.0
+    host = host_weight_bytes(arch, total_weights - projector, engine)
+    weights = (total_weights - host - projector) / devices + projector
     kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
     kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / kv_shards(arch, devices, engine)
     return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv), int(host))

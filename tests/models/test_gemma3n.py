@@ -124,3 +124,13 @@ def test_gguf_header_reads_gemma3n(tmp_path):
         (("token_embd.weight", (64, 100)),)))
     with pytest.raises(ModelSpecError, match="per_layer_token_embd"):
         resolve_model(str(path), CAT)
+
+
+def test_a_decode_step_reads_the_device_weights_alone():
+    """The per-layer table is looked up a row a token: a decode step reads the weights on the device. E4B at 16
+    bits: 2 x (6.87B - 2.35B) = 9.04 GB of 13.73 GB loaded."""
+    e4b = CAT.model("gemma-3n-e4b")
+    p, host = param_count(e4b), host_embedding_params(e4b)
+    assert memory.unread_weight_bytes(e4b, 2.0 * p) == pytest.approx(2.0 * host)
+    assert memory.unread_weight_bytes(e4b, 2.0 * p + 5e8, 5e8) == pytest.approx(5e8 + 2.0 * host)
+    assert memory.unread_weight_bytes(CAT.model("gemma-3-4b"), 8e9) == 0

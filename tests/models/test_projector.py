@@ -116,3 +116,34 @@ def test_ollama_vision_model_counts_its_projector_layer(tmp_path, monkeypatch):
     manifest.write_text(json.dumps(doc))
     with pytest.raises(ModelSpecError, match="digest"):
         resolve_model("ollama:llava:7b", CAT)
+
+
+def test_projector_counts_in_memory_not_in_the_decode(tmp_path):
+    """Issue 36: the projector loads with the model (memory) but runs once per image, so a decode step reads the
+    language model alone: the plan of a GGUF with its mmproj decodes as fast as the GGUF alone, on the same
+    accelerator, and its memory is larger by the projector's bytes (14 x 14 x 3 x 64 F32 values: 150,528)."""
+    from advisor.planner import PlanRequest, plan
+
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    write_gguf(model)
+    req = PlanRequest.from_mapping(dict(model=str(model), workload="inference", accelerator=["h100-sxm"],
+                                        runtime="llama.cpp"))
+    alone = plan(req, CAT, advise=False)
+    (tmp_path / "mmproj-F16.gguf").write_bytes(clip_gguf())
+    both = plan(req, CAT, advise=False)
+    a, b = alone.options[0], both.options[0]
+    assert (a.accelerator, a.devices) == (b.accelerator, b.devices) == ("h100-sxm", 1)
+    assert b.tokens_per_s == pytest.approx(a.tokens_per_s, rel=1e-12)
+    assert b.memory.weights_bytes - a.memory.weights_bytes == PATCH_BYTES
+    assert b.memory.total_bytes > a.memory.total_bytes
+
+
+def test_projector_on_the_first_device_not_split():
+    """llama.cpp's mtmd loads the vision encoder on one backend: with 2 devices the first holds half the language
+    model and all of the projector."""
+    from advisor.estimate import memory
+
+    arch = CAT.model("llama-3.1-8b")
+    m = memory.inference_memory(arch, 8e9, precision="bf16", devices=2, context=1024, batch=1,
+                                weight_bytes=16e9 + 1e9, projector_bytes=1e9)
+    assert m.weights_bytes == int(16e9 / 2 + 1e9)
