@@ -181,6 +181,8 @@ class ServingSpeed:
             reads at one device's bandwidth; a long prompt's chunks still flow through them in a pipeline.
         prefill_eta_mem: the bandwidth efficiency of a prefill's weight read where it differs from the decode's
             (a prefill taught by the user's prompt tests, ``estimate.learned.serving_scale``); None: ``eta_mem``.
+        unread_bytes: of ``weight_bytes``, what a step does not read (``memory.unread_weight_bytes``: a
+            multimodal projector, run once per image; per-layer embeddings, a row per token).
     """
 
     weight_bytes: float
@@ -200,6 +202,7 @@ class ServingSpeed:
     attention_eta: float
     layer_split: bool = False
     prefill_eta_mem: float | None = None
+    unread_bytes: float = 0.0
 
     @property
     def decode_devices(self) -> int:
@@ -207,10 +210,12 @@ class ServingSpeed:
         return 1 if self.layer_split else self.devices
 
     def weights_read(self, batch: int) -> float:
-        """Weight bytes a step reads: all of them, or for MoE the experts a batch of ``batch`` touches."""
+        """Weight bytes a step reads: all of them but ``unread_bytes``, or for MoE the experts a batch of ``batch``
+        touches."""
+        read = self.weight_bytes - self.unread_bytes
         if self.active_fraction >= 1.0:
-            return self.weight_bytes
-        return self.weight_bytes * (1.0 - (1.0 - self.active_fraction) ** batch)
+            return read
+        return read * (1.0 - (1.0 - self.active_fraction) ** batch)
 
     def decode(self, batch: int, mean_cache: float, prompt_tokens: int, output_tokens: int) -> compute.DecodeEstimate:
         """``compute.decode_estimate`` at ``batch`` sequences whose caches average ``mean_cache`` tokens, the

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 from advisor.catalog.runtimes import runtime_data
 from advisor.estimate import gguf_mix
-from advisor.estimate.model import ModelArch, embedding_params, kv_values_per_layer_token, linear_state_split, mlp_params, param_count
+from advisor.estimate.model import (
+    ModelArch,
+    embedding_params,
+    host_embedding_params,
+    kv_values_per_layer_token,
+    linear_state_split,
+    mlp_params,
+    param_count,
+)
 from advisor.estimate.software import PLAIN, TrainingBehaviours, logits_bytes, moment_state, optimizer_moment_bytes
 
 GIB = 2**30
@@ -428,6 +436,8 @@ def kv_cache_parts(arch: ModelArch, context: int, batch: int = 1, bytes_per_valu
                    ubatch: int = LLAMA_CPP_UBATCH, batched_tokens: int = VLLM_BATCHED_TOKENS) -> CacheParts:
     """The cache of ``batch`` sequences of ``context`` tokens, by layer kind, as ``engine`` allocates it.
 
+    Only the layers that own a cache count (``ModelArch.cached_count_of``: Gemma 3n's shared-KV layers hold none;
+    llama.cpp allocates cells for the first ``n_layer_kv_from_start`` layers alone, vLLM shares the cache tensor).
     ``exact``: what the sequences need: every full-attention layer ``context`` tokens, a sliding layer
     ``min(context, W)``, a linear layer its fixed state (``model.linear_state_values``) at ``state_bytes`` (the
     16-bit width unless given). ``llama.cpp``: the cells it allocates (``LLAMA_CPP_PAD``, ``LLAMA_CPP_UBATCH``,
@@ -439,7 +449,7 @@ def kv_cache_parts(arch: ModelArch, context: int, batch: int = 1, bytes_per_valu
     if engine not in KV_ENGINES:
         raise ValueError(f"engine must be one of {', '.join(KV_ENGINES)}, got {engine!r}")
     per = kv_values_per_layer_token(arch) * bytes_per_value
-    n_full, n_swa, n_lin = arch.count_of("full"), arch.count_of("sliding"), arch.count_of("linear")
+    n_full, n_swa, n_lin = (arch.cached_count_of(k) for k in ("full", "sliding", "linear"))
     w = arch.sliding_window
     if engine == "llama.cpp":
         cells = _pad(context * batch, LLAMA_CPP_PAD)
@@ -523,9 +533,24 @@ def kv_shards(arch: ModelArch, devices: int, engine: str = "exact") -> int:
     return max(1, min(devices, 1 if arch.is_mla else arch.kv_heads))
 
 
+def host_weight_bytes(arch: ModelArch, model_bytes: float, engine: str = "exact") -> float:
+    """Of a model's weight bytes, those kept in host memory: Gemma 3n's per-layer embeddings
+    (``model.host_embedding_params``, at the share of the parameters they are), which llama.cpp keeps with the input
+    layer on the CPU; none under vLLM, which loads every weight onto the GPUs, and none for other models."""
+    if not arch.per_layer_vocab or engine == "vllm":
+        return 0.0
+    return model_bytes * host_embedding_params(arch) / param_count(arch)
+
+
+def unread_weight_bytes(arch: ModelArch, loaded_bytes: float, projector_bytes: float = 0.0) -> float:
+    """Of the loaded weights, the bytes a decode step does not read: a multimodal projector (the vision encoder runs
+    once per image, not per token) and per-layer embeddings (one row a token of a table; ``host_weight_bytes``)."""
+    return projector_bytes + host_weight_bytes(arch, loaded_bytes - projector_bytes)
+
+
 def inference_memory(arch: ModelArch, params: float, *, precision: str, devices: int, context: int, batch: int,
                      quant: str | None = None, weight_bytes: float | None = None,
-                     kv_cache_bits: int = 16, engine: str = "exact") -> MemoryBreakdown:
+                     kv_cache_bits: int = 16, engine: str = "exact", projector_bytes: float = 0.0) -> MemoryBreakdown:
     """Inference memory per device with weights and KV cache split over ``devices`` (tensor parallel; the cache
     into ``kv_shards`` parts: MLA's latent and KV heads fewer than the GPUs are kept whole on every GPU).
 
@@ -533,7 +558,10 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
         weight_bytes: the exact bytes of the stored weights (a GGUF file's tensors, a safetensors index), used
             instead of the format's planned bytes (``format_weight_bytes``) when given.
         kv_cache_bits: bits per cached key/value (16; 8 or 4 for a quantised cache); fp8 stores 8 at most.
-        engine: how the runtime sizes sliding-window and state caches (``KV_ENGINES``, ``kv_cache_parts``).
+        engine: how the runtime sizes sliding-window and state caches (``KV_ENGINES``, ``kv_cache_parts``), and
+            where per-layer embeddings live (host memory but under vLLM: ``host_offload_bytes``).
+        projector_bytes: of ``weight_bytes``, a multimodal projector's: loaded whole on the first device (llama.cpp's
+            mtmd keeps the vision encoder on one backend), not split with the layers.
     """
     if weight_bytes:
         total_weights = weight_bytes
@@ -541,7 +569,9 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
         total_weights = format_weight_bytes(arch, params, quant)
     else:
         total_weights = params * weight_bits(precision) / 8
-    weights = total_weights / devices
+    projector = projector_bytes if weight_bytes else 0.0
+    host = host_weight_bytes(arch, total_weights - projector, engine)
+    weights = (total_weights - host - projector) / devices + projector
     kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
     kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / kv_shards(arch, devices, engine)
-    return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv))
+    return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv), int(host))

@@ -15,6 +15,19 @@ state size, ``v_heads`` = heads, ``v_dim`` = head dimension; transformers ``Qwen
 ``MambaCache``/``Mamba2Mixer``). ``N`` is a layer of a feed-forward network alone: Nemotron-H alternates layers
 that are only a Mamba-2 mixer, only attention or only a feed-forward (``mixer_or_ffn``; NVIDIA Nemotron-H report,
 arXiv:2504.03624, ``hybrid_override_pattern``).
+
+Gemma 3n (Google, model card and docs "Gemma 3n model overview", 2025; transformers ``Gemma3nTextModel``): the last
+``kv_shared_layers`` layers attend with the keys and values of the last earlier layer of their kind and cache
+nothing of their own, so only the first ``layers - kv_shared_layers`` layers own a cache. Each layer also reads a
+per-layer embedding (PLE): a table of ``per_layer_vocab x layers x per_layer_input`` values looked up once per
+token, which llama.cpp keeps with the input layer in host memory (``per_layer_token_embd``; the input layer stays
+on the CPU, src/llama-model.cpp) and Google's runtimes cache off the accelerator ("PLE caching"). The table's
+lookup feeds each layer through a gate ``h x p`` and a projection ``p x h`` with a norm; the model maps its
+embedding into the table's width once (``h x layers*p`` and a norm). Beside attention and the feed-forward, a layer
+holds a LAuReL low-rank residual (``2 h r`` and a norm; Menghani et al. 2024, arXiv:2411.07501) and AltUp's
+predictor and corrector over ``n`` streams (``n^2 + n^3`` coefficients, an ``h x n`` router with its norm and a
+scale of ``h``; Baykal et al. 2023, arXiv:2301.13310), and the model projects the ``n - 1`` extra streams in and out
+(``2 (n - 1) h^2``).
 """
 
 from __future__ import annotations
@@ -71,6 +84,11 @@ class ModelArch:
     attn_gate: bool = False  # attention output gate: q projection twice as wide (Qwen3-Next)
     moe_step: int = 1  # every moe_step-th layer after the dense ones is MoE (Llama 4 Maverick: 2)
     mixer_or_ffn: bool = False  # each layer is a mixer (F, S, L) or a feed-forward (N), not both (Nemotron-H)
+    kv_shared_layers: int = 0  # the last layers reuse earlier layers' KV cache and own none (Gemma 3n)
+    per_layer_input: int = 0  # width of each layer's per-layer embedding (Gemma 3n hidden_size_per_layer_input)
+    per_layer_vocab: int = 0  # rows of the per-layer embedding table (Gemma 3n vocab_size_per_layer_input)
+    laurel_rank: int = 0  # rank of the LAuReL residual in each layer (Gemma 3n)
+    altup_inputs: int = 0  # AltUp streams (Gemma 3n altup_num_inputs); 0 without AltUp
     published_params: float = 0.0
     published_active_params: float = 0.0
     source: str = ""
@@ -97,6 +115,11 @@ class ModelArch:
             raise ValueError(f"{self.id}: linear layers need linear_kind ({', '.join(LINEAR_KINDS)}) and their sizes")
         if self.moe_step < 1:
             raise ValueError("moe_step must be at least 1")
+        if not 0 <= self.kv_shared_layers < self.layers:
+            raise ValueError(f"{self.id}: kv_shared_layers must be from 0 to fewer than the {self.layers} layers")
+        if min(self.per_layer_input, self.per_layer_vocab, self.laurel_rank, self.altup_inputs) < 0 or \
+                bool(self.per_layer_input) != bool(self.per_layer_vocab):
+            raise ValueError(f"{self.id}: per-layer embeddings need both per_layer_input and per_layer_vocab")
 
     @property
     def d_head(self) -> int:
@@ -119,6 +142,10 @@ class ModelArch:
     def count_of(self, kind: str) -> int:
         """How many layers are of ``kind``."""
         return _kind_counts(self.layer_pattern or "F", self.layers).get(kind, 0)
+
+    def cached_count_of(self, kind: str) -> int:
+        """How many layers of ``kind`` own a cache: those before the ``kv_shared_layers`` that reuse earlier ones'."""
+        return _kind_counts(self.layer_pattern or "F", self.layers - self.kv_shared_layers).get(kind, 0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -211,6 +238,22 @@ def _mixer_params(arch: ModelArch) -> int:
             + arch.layers * arch.norms_per_layer * _norm_params(arch))
 
 
+def host_embedding_params(arch: ModelArch) -> int:
+    """The per-layer embedding table (Gemma 3n's PLE, module docstring): ``per_layer_vocab * layers *
+    per_layer_input``, looked up a row per token and kept in host memory by llama.cpp; 0 for other models."""
+    return arch.per_layer_vocab * arch.layers * arch.per_layer_input
+
+
+def _side_params(arch: ModelArch) -> int:
+    """Gemma 3n's parts beside attention and the feed-forward (module docstring): the per-layer embedding table,
+    its gate, projection and norms, LAuReL and AltUp; 0 for other models."""
+    h, p, n, L = arch.hidden, arch.per_layer_input, arch.altup_inputs, arch.layers
+    per_layer = (2 * h * arch.laurel_rank + h if arch.laurel_rank else 0) + (2 * h * p + h if p else 0) \
+        + (n * n + n ** 3 + h * n + 2 * h if n else 0)
+    model = host_embedding_params(arch) + (h * L * p + p if p else 0) + (2 * (n - 1) * h * h if n else 0)
+    return L * per_layer + model
+
+
 def _expert_width(arch: ModelArch) -> int:
     return arch.moe_ffn or arch.ffn
 
@@ -236,7 +279,7 @@ def param_count(arch: ModelArch) -> int:
         experts = (arch.experts + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
         router = arch.hidden * arch.experts
         total += moe_layers * (experts + router)
-    return total + embedding_params(arch)
+    return total + embedding_params(arch) + _side_params(arch)
 
 
 def active_param_count(arch: ModelArch) -> int:
@@ -247,7 +290,7 @@ def active_param_count(arch: ModelArch) -> int:
     active = _mixer_params(arch) + (_ffn_layers(arch) - moe_layers) * mlp_params(arch, arch.ffn)
     active += moe_layers * ((arch.experts_per_token + arch.shared_experts) * mlp_params(arch, _expert_width(arch))
                             + arch.hidden * arch.experts)
-    return active + embedding_params(arch)
+    return active + embedding_params(arch) + _side_params(arch)
 
 
 def routed_expert_active_params(arch: ModelArch) -> int:
@@ -266,11 +309,12 @@ def kv_values_per_layer_token(arch: ModelArch) -> int:
 
 def kv_values_per_token(arch: ModelArch) -> int:
     """Values cached per token by every attention layer (full and sliding; linear layers keep none): the cost of
-    a token while the context is within every window. ``memory.kv_cache_bytes`` holds the windows' caps.
+    a token while the context is within every window. ``memory.kv_cache_bytes`` holds the windows' caps. Layers
+    that reuse an earlier layer's cache (Gemma 3n's ``kv_shared_layers``) add none.
 
     GQA: ``2 * L_attn * n_kv * d_h``. MLA (DeepSeek): ``L * (kv_lora_rank + rope_dim)``.
     """
-    return (arch.count_of("full") + arch.count_of("sliding")) * kv_values_per_layer_token(arch)
+    return (arch.cached_count_of("full") + arch.cached_count_of("sliding")) * kv_values_per_layer_token(arch)
 
 
 def generic_arch(params: float, name: str | None = None) -> ModelArch:

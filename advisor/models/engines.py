@@ -402,6 +402,30 @@ def compare_ollama(loaded: list[OllamaLoaded], names: tuple[str, ...], planned_b
                       f"({_pct(planned_bytes, hit.size_bytes)})"]}
 
 
+# An Ollama library name: NAME or NAME:TAG (ollama.com/library; lower case, digits, '.', '-', '_').
+OLLAMA_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}(?::[a-z0-9][a-z0-9._-]{0,79})?$")
+
+
+def preset_ollama_names(arch) -> tuple[str, ...]:
+    """The Ollama library names of a preset (``ollama`` in resources/models.toml, the one place they are declared):
+    the well-formed ones, in order; none for a model that is not a preset or lists none."""
+    names = (getattr(arch, "extra", None) or {}).get("ollama")
+    if not isinstance(names, list):
+        return ()
+    return tuple(n for n in names if isinstance(n, str) and OLLAMA_NAME.match(n))
+
+
+def ollama_presets(models) -> dict[str, str]:
+    """Ollama library name -> preset id over a catalog's ``models``; a name listed by two presets is an error
+    (ValueError naming both), since /api/ps would match either."""
+    out: dict[str, str] = {}
+    for preset, arch in models.items():
+        for name in preset_ollama_names(arch):
+            if out.setdefault(name, preset) != preset:
+                raise ValueError(f"Ollama name {name!r} is listed by presets {out[name]!r} and {preset!r}")
+    return out
+
+
 OLLAMA_TIMEOUT_S = 2.0
 OLLAMA_PORT = 11434
 
@@ -556,11 +580,14 @@ def _ollama(names: tuple[str, ...], ours: AdvisorMemory, fetch) -> dict:
 def engine_check(rm, ours: AdvisorMemory, *, spec: str = "", which=None, run=None, fetch=None) -> EngineCheck:
     """The installed engines' figures for the model ``rm`` (a ``ResolvedModel``, None when the plan has none)
     beside the plan's memory ``ours``: llama.cpp's fit printer on the model's GGUF file for the plan's context
-    and devices, Ollama's ``/api/ps`` for the model if Ollama has it loaded, and where vLLM's figures come from.
+    and devices, Ollama's ``/api/ps`` for the model if Ollama has it loaded (a preset under any of its Ollama names,
+    ``preset_ollama_names``), and where vLLM's figures come from.
     An engine that is absent is one line, never an error."""
     spec = (spec or "").strip()
     which = which or shutil.which  # looked up now: PATH as it is at the check
-    names = tuple(dict.fromkeys(n for n in (spec.removeprefix("ollama:"), rm.name if rm is not None else "") if n))
+    preset = preset_ollama_names(getattr(rm, "arch", None)) if getattr(rm, "source", "") == "preset" else ()
+    names = tuple(dict.fromkeys(n for n in (spec.removeprefix("ollama:"), rm.name if rm is not None else "", *preset)
+                                if n))
     engines = (_llama_cpp(rm, ours, which, run), _ollama(names, ours, fetch),
                {"engine": "vllm", "state": "log", "lines": [
                    "vLLM: not run here; `advisor runs import` reads its start-up log (KV cache tokens and maximum "

@@ -76,10 +76,14 @@ _KEY_FIELD = {"block_count": "layers", "embedding_length": "hidden", "attention.
               "attention.value_length_mla": "v_head_dim", "attention.value_length": "v_head_dim",
               "attention.sliding_window": "sliding_window", "ssm.conv_kernel": "linear_conv",
               "ssm.state_size": "linear_k_dim", "ssm.group_count": "linear_k_heads",
-              "ssm.time_step_rank": "linear_v_heads", "ssm.inner_size": "hidden", "full_attention_interval": "layers"}
+              "ssm.time_step_rank": "linear_v_heads", "ssm.inner_size": "hidden", "full_attention_interval": "layers",
+              "embedding_length_per_layer_input": "hidden", "altup.num_inputs": "heads"}
 # Architectures whose sliding-window layers llama.cpp sets by a fixed pattern (src/llama-model.cpp, load_hparams:
 # ``hparams.set_swa_pattern(n)``: of every n layers the first n - 1 are sliding), the GGUF holding only the window.
-LLAMA_CPP_SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4, "llama4": 4}
+LLAMA_CPP_SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "gpt-oss": 2, "cohere2": 4, "llama4": 4}
+# Gemma 3n in llama.cpp (src/llama-model.cpp, load_hparams): ``n_layer_kv_from_start = 20`` written into the loader,
+# whatever ``gemma3n.attention.shared_kv_layers`` says; the layers after the 20th own no cache (``has_kv``).
+LLAMA_CPP_GEMMA3N_KV_LAYERS = 20
 # Gated DeltaNet architectures among llama.cpp's recurrent ones (the others' ssm.* keys describe Mamba-2 layers).
 GATED_DELTANET_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
 
@@ -122,6 +126,21 @@ def _layer_kinds(reader: GgufHeader, a: str, layers: int, need) -> dict:
                    linear_v_dim=inner // heads,
                    linear_kind="gated-deltanet" if a in GATED_DELTANET_ARCHS else "mamba2")
     return out
+
+
+def _gemma3n(tensors: dict, layers: int, need, path) -> dict:
+    """Gemma 3n's fields from a GGUF (llama.cpp arch ``gemma3n``): the per-layer embedding width
+    (``embedding_length_per_layer_input``) and table rows (``per_layer_token_embd.weight``, ``[layers * p, rows]``),
+    AltUp's streams (``altup.num_inputs``), LAuReL's rank (``blk.0.laurel_l.weight``, ``[h, r]``) and the layers
+    that own a cache as llama.cpp counts them (``LLAMA_CPP_GEMMA3N_KV_LAYERS``)."""
+    width = need("embedding_length_per_layer_input")
+    table, laurel = tensors.get("per_layer_token_embd.weight"), tensors.get("blk.0.laurel_l.weight")
+    if table is None or len(table.shape) != 2 or int(table.shape[0]) != layers * width:
+        raise ModelSpecError(f"{path}: a gemma3n GGUF needs per_layer_token_embd.weight of {layers} x {width} "
+                             "values per row")
+    return dict(per_layer_input=width, per_layer_vocab=int(table.shape[1]), altup_inputs=need("altup.num_inputs"),
+                laurel_rank=int(min(laurel.shape)) if laurel is not None else 0, norms_per_layer=5,
+                kv_shared_layers=max(0, layers - LLAMA_CPP_GEMMA3N_KV_LAYERS))
 
 
 def _need_int(reader: GgufHeader, key: str, path: Path, *, default=None) -> int:
@@ -183,11 +202,6 @@ def model_from_headers(headers: list[GgufHeader], stem: str, where: str, *, sour
     a = arch_name
     if a == PROJECTOR_ARCH:
         raise ModelSpecError(f"{path}: a multimodal projector, not a model: name the model's GGUF beside it")
-    from advisor.models.hf import GEMMA3N_REFUSAL
-
-    if a == "gemma3n":
-        raise ModelSpecError(f"{path}: {GEMMA3N_REFUSAL}")
-
     def need(key, default=None):
         return _need_int(reader, f"{a}.{key}", path, default=default)
 
@@ -217,6 +231,8 @@ def model_from_headers(headers: list[GgufHeader], stem: str, where: str, *, sour
         max_context=need("context_length", default=0), source=location or where,
     )
     kw.update(_layer_kinds(reader, a, kw["layers"], need))
+    if a == "gemma3n":
+        kw.update(_gemma3n(tensors, kw["layers"], need, path))
     if experts:
         kw.update(experts=experts, experts_per_token=need("expert_used_count"),
                   shared_experts=need("expert_shared_count", default=0),

@@ -24,17 +24,17 @@ from advisor.models.record import ResolvedModel
 
 MAX_JSON_BYTES = 16 * 2**20  # a config or index larger than this is not one
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "olmo2")
-DENSE += ("nemotron_h",)
+DENSE += ("nemotron_h", "gemma3n_text")
 MOE = ("mixtral", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "gpt_oss",
        "llama4_text")
-SUPPORTED = DENSE + MOE + ("gemma3", "llama4", "mistral3")
+SUPPORTED = DENSE + MOE + ("gemma3", "gemma3n", "llama4", "mistral3")
 # config.json ``layer_types`` entries (transformers ``configuration_utils.ALLOWED_LAYER_TYPES``) -> the kinds
 # of model.LAYER_KINDS; chunked attention (Llama 4) holds at most one chunk, as a window of that size does.
 LAYER_TYPE_KIND = {"full_attention": "F", "sliding_attention": "S", "chunked_attention": "S",
                    "linear_attention": "L", "mamba": "L"}
 # Nemotron-H's hybrid_override_pattern (transformers NemotronHConfig): M a Mamba-2 layer, * attention, - an MLP.
 NEMOTRON_H_KIND = {"M": "L", "*": "F", "-": "N"}
-TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text")  # their config classes default tie_word_embeddings to True
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text", "gemma3n_text")  # their config classes default tie_word_embeddings to True
 # Gemma3TextConfig's defaults, which google/gemma-3-4b-it's config.json relies on for these keys.
 GEMMA3_TEXT_DEFAULTS = {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                         "vocab_size": 262208, "max_position_embeddings": 131072}
@@ -63,16 +63,13 @@ def _int(cfg: dict, key: str, where: str, model_type: str, default=None, *, posi
         raise ModelSpecError(f"{where}: config.json key {key!r} {exc}") from None
 
 
-_WRAPPED = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
-# Architectures whose memory the layer kinds cannot state, refused with the reason rather than sized wrongly.
-# Gemma 3n (google/gemma-3n-E4B config.json, transformers ``Gemma3nTextModel``): per-layer embeddings (a
-# vocab_size_per_layer_input x num_hidden_layers x hidden_size_per_layer_input table that engines keep in host
-# memory: "E4B" is 4B effective of 8B stored), KV shared across the last layers (num_kv_shared_layers) and
-# activation-sparse, AltUp-projected layers.
-GEMMA3N_REFUSAL = ("Gemma 3n is not modelled: its per-layer embeddings stay in host memory and its last layers share "
-                   "the KV cache of earlier ones, which the advisor's layer kinds do not describe; plan it with "
-                   "--params and the architecture flags")
-UNMODELLED = {"gemma3n": GEMMA3N_REFUSAL, "gemma3n_text": GEMMA3N_REFUSAL}
+_WRAPPED = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "gemma3n": "gemma3n_text"}
+# Gemma 3n (google/gemma-3n-E2B-it and -E4B-it config.json text_config; transformers ``Gemma3nTextConfig``): the
+# keys beyond Gemma 3's, onto ModelArch's fields (estimate.model's docstring says what each part is).
+GEMMA3N_KEYS = {"num_kv_shared_layers": ("kv_shared_layers", "layers"),
+                "hidden_size_per_layer_input": ("per_layer_input", "hidden"),
+                "vocab_size_per_layer_input": ("per_layer_vocab", "vocab"),
+                "laurel_rank": ("laurel_rank", "hidden"), "altup_num_inputs": ("altup_inputs", "heads")}
 
 
 def text_config(cfg: dict) -> dict:
@@ -118,8 +115,8 @@ def layer_pattern(cfg: dict, mt: str, layers: int, where: str) -> tuple[str, int
         pattern = "".join(LAYER_TYPE_KIND[t] for t in types)
     elif mt in ("gemma2", "gpt_oss"):
         pattern = "SF"  # Gemma2DecoderLayer: even layers sliding; GptOssConfig's default layer_types alternate
-    elif mt == "gemma3_text":
-        every = cfg.get("sliding_window_pattern") or 6
+    elif mt in ("gemma3_text", "gemma3n_text"):
+        every = cfg.get("sliding_window_pattern") or (6 if mt == "gemma3_text" else 5)
         pattern = "S" * (every - 1) + "F" if _cycle(every, layers) else "F"
     elif mt == "nemotron_h":
         hybrid = cfg.get("hybrid_override_pattern")
@@ -167,8 +164,6 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
     mt = cfg.get("model_type")
     if not isinstance(mt, str) or not mt:
         raise ModelSpecError(f"{where}: config.json has no 'model_type'; supported: {', '.join(SUPPORTED)}")
-    if mt in UNMODELLED:
-        raise ModelSpecError(f"{where}: {UNMODELLED[mt]}")
     if mt not in DENSE + MOE:
         raise ModelSpecError(f"{where}: model_type {mt!r} is not supported (supported: {', '.join(SUPPORTED)}); "
                              "give a preset, or --params with the architecture flags")
@@ -191,6 +186,15 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
         source=source or where,
     )
     kw["layer_pattern"], kw["sliding_window"] = layer_pattern(cfg, mt, kw["layers"], where)
+    if mt == "gemma3n_text":
+        kw.update({field: i(key, rng, 0, positive=False) for key, (field, rng) in GEMMA3N_KEYS.items()})
+        kw["norms_per_layer"] = 5  # Gemma 3's four and the norm after the per-layer input
+        width = cfg.get("intermediate_size")
+        if isinstance(width, list):  # one width per layer in the released configs, all the same
+            if not width or any(w != width[0] for w in width):
+                raise ModelSpecError(f"{where}: config.json 'intermediate_size' differs between layers, which "
+                                     "the advisor does not model")
+            cfg = {**cfg, "intermediate_size": width[0]}
     if mt in ("gemma2", "gemma3_text"):
         kw["norms_per_layer"] = 4  # pre- and post-norm around attention and around the MLP
     if mt == "olmo2":

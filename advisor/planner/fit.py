@@ -135,7 +135,8 @@ def largest_context(result, option) -> int:
     weight_bytes = getattr(result.memory_model, "weight_bytes", None)  # a model file's exact weight bytes
 
     def fits(ctx: int) -> bool:
-        mem = MemoryModel(req, arch, result.params, result.seq_len, ctx, weight_bytes).at(layout)
+        mem = MemoryModel(req, arch, result.params, result.seq_len, ctx, weight_bytes,
+                          projector_bytes=getattr(result.memory_model, "projector_bytes", 0)).at(layout)
         return mem.total_bytes <= option.capacity_bytes
 
     if not fits(1):

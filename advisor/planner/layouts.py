@@ -50,12 +50,14 @@ class MemoryModel:
     """Memory per device for one request at any device count (memoised per layout)."""
 
     def __init__(self, req: PlanRequest, arch: ModelArch, params: int, seq_len: int, context: int,
-                 weight_bytes: int | None = None, reserve=None):
-        """``weight_bytes``: the exact bytes of the stored weights for inference (``JobModel.weight_bytes``).
+                 weight_bytes: int | None = None, reserve=None, projector_bytes: int = 0):
+        """``weight_bytes``: the exact bytes of the stored weights for inference (``JobModel.weight_bytes``), of
+        which ``projector_bytes`` a multimodal projector's (``JobModel.projector_bytes``).
         ``reserve``: for inference, ``(total weight bytes, devices) -> bytes per device`` the runtime keeps from its
         cache (``serve_spec.reserve_bytes``): the overhead, so that what fits is what ``advisor serve`` fits."""
         self.req, self.arch, self.params, self.seq_len, self.context = req, arch, params, seq_len, context
         self.weight_bytes = weight_bytes
+        self.projector_bytes = projector_bytes if weight_bytes else 0
         self.reserve = reserve
         self.embedding = embedding_params(arch) if req.model or req.vocab else 0
         self._cache: dict[Parallelism, MemoryBreakdown] = {}
@@ -74,7 +76,8 @@ class MemoryModel:
                     hit = memory.inference_memory(self.arch, self.params, precision=r.precision,
                                                   devices=layout.devices, context=self.context, batch=r.batch,
                                                   quant=r.quant, weight_bytes=self.weight_bytes,
-                                                  kv_cache_bits=r.kv_cache_bits)
+                                                  kv_cache_bits=r.kv_cache_bits,
+                                                  projector_bytes=self.projector_bytes)
                     if self.reserve is not None:
                         hit = replace(hit, overhead_bytes=int(self.reserve(hit.weights_bytes * layout.devices,
                                                                            layout.devices)))

@@ -188,7 +188,8 @@ class _Timer:
         if hit is None:
             if req.workload == "inference":
                 hit = serving_timing(req, self.acc, self.arch, self.params, self.active, self.lens,
-                                     layout.devices, self.calib, self.mem_model.weight_bytes)
+                                     layout.devices, self.calib, self.mem_model.weight_bytes,
+                                     projector_bytes=self.mem_model.projector_bytes)
                 hit = calibrate_serving(hit, req, self.acc)
                 if hit.speed is not None and hit.software is not None:  # the cache one request has: serve's rule
                     model = model_serving(self.arch, self.params, self.active, req.precision, req.kv_cache_bits,

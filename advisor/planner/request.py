@@ -41,6 +41,8 @@ class JobModel:
             file's tensors, a safetensors index), None when ``params x bits`` applies (no files, or a
             ``--quant``/``--precision`` that asks for another format).
         quant: the stored format the files give ("Q4_K_M", "bf16", ...), "" when unknown.
+        projector_bytes: of ``weight_bytes``, a multimodal GGUF's projector (``mmproj-*.gguf``): in memory, not in
+            a decode step's read.
     """
 
     arch: ModelArch
@@ -49,6 +51,7 @@ class JobModel:
     name: str | None
     weight_bytes: int | None = None
     quant: str = ""
+    projector_bytes: int = 0
 
 
 def resolve_job_model(req: PlanRequest, catalog: Catalog) -> JobModel:
@@ -91,11 +94,12 @@ def resolve_job_model(req: PlanRequest, catalog: Catalog) -> JobModel:
     else:
         params = param_count(arch)
         active = int(req.active_params) if req.active_params else active_param_count(arch)
-    weight_bytes = None
+    weight_bytes, projector = None, 0
     if resolved is not None and resolved.weight_bytes and req.params is None and not overrides \
             and req.quant is None and "precision" not in req.sources and "precision" not in req.changed():
         weight_bytes = int(resolved.loaded_bytes)  # a multimodal GGUF's projector loads with it
-    return JobModel(arch, params, active, name, weight_bytes, resolved.quant if resolved is not None else "")
+        projector = int(resolved.projector_bytes)
+    return JobModel(arch, params, active, name, weight_bytes, resolved.quant if resolved is not None else "", projector)
 
 
 def resolve_arch(req: PlanRequest, catalog: Catalog) -> tuple[ModelArch, int, int, str | None]:

@@ -110,7 +110,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
     fits_now = active_fits()
     utilisation_now = bundled_utilisation_model()
-    job = (arch, params, active, seq_len, context, lens, job_model.weight_bytes)
+    job = (arch, params, active, seq_len, context, lens, job_model.weight_bytes, job_model.projector_bytes)
 
     def kept(req: PlanRequest) -> _Kept:
         """What plans of this job keep between calls: its layouts, memory and timings (``_Kept``)."""
@@ -127,7 +127,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     mem_model = job_kept.memory.get(None)
     if mem_model is None or mem_model.arch is not arch:
         mem_model = job_kept.memory[None] = MemoryModel(request, arch, params, seq_len, context,
-                                                        job_model.weight_bytes)
+                                                        job_model.weight_bytes,
+                                                        projector_bytes=job_model.projector_bytes)
 
     file_weights = bool(job_model.weight_bytes)
 
@@ -162,7 +163,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             hit = held[key] = MemoryModel(req, arch, params, seq_len, context, wb,
                                                   reserve=functools.partial(reserve_bytes, choice,
                                                                             acc.usable_memory_bytes, arch=arch,
-                                                                            acc=acc))
+                                                                            acc=acc),
+                                                  projector_bytes=job_model.projector_bytes)
         return hit
     devices0 = request.gpus or 1
     layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]

@@ -318,7 +318,7 @@ def training_timing(ts: TrainingStep, place: Placement) -> Timing:
 
 def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: int, active: int, lens: Lengths,
                    devices: int, calib, weight_bytes: int | None = None, *, decode_scale: float = 1.0,
-                   prefill_scale: float = 1.0) -> Timing:
+                   prefill_scale: float = 1.0, projector_bytes: int = 0) -> Timing:
     """The speed of a serving option (docs/method.md, "Runtimes, weight formats and backends").
 
     The runtime's profile on the accelerator's backend (``request.runtime_choice``) gives the bandwidth
@@ -329,6 +329,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     This machine's measured bandwidth efficiency replaces the backend's 16-bit figure for its accelerator.
 
     ``weight_bytes``: the exact bytes of the stored weights (a model file, or parameters x the format's bits).
+    ``projector_bytes``: of them, a multimodal projector's, which a step does not read (``memory.unread_weight_bytes``).
     ``decode_scale``, ``prefill_scale``: factors on the runtime's published decode step (its bandwidth
     efficiencies, each capped at 1, and its launch time divided) and on its prefill kernels' efficiencies: the
     forward model the learner inverts (``record_forward``; ``calib`` None); the user's runs on this accelerator and
@@ -379,8 +380,10 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     if req.mfu is not None:
         mm_eta = req.mfu
     overhead = step_overhead_s(arch.layers, choice, acc, devices) / decode_scale
+    loaded = weight_bytes or memory.format_weight_bytes(arch, params, fmt.id)
     speed = decode.ServingSpeed(
-        weight_bytes=weight_bytes or memory.format_weight_bytes(arch, params, fmt.id), active_fraction=active / params,
+        weight_bytes=loaded, unread_bytes=memory.unread_weight_bytes(arch, loaded, projector_bytes if weight_bytes else 0),
+        active_fraction=active / params,
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
         attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,

@@ -7,7 +7,7 @@ import pytest
 from advisor import paths
 from advisor.catalog import load_catalog
 from advisor.catalog.load import bundled_catalog
-from advisor.estimate.model import active_param_count, embedding_params, param_count
+from advisor.estimate.model import active_param_count, embedding_params, host_embedding_params, param_count
 
 GIB = 2**30
 
@@ -56,7 +56,10 @@ def test_per_device_price_divides_the_instance():
 def test_preset_parameter_counts_match_published(model_id):
     m = bundled_catalog().model(model_id)
     non_embedding = m.extra.get("published_non_embedding_params")
-    assert m.published_params or non_embedding, "every preset carries a published count"
+    effective = m.extra.get("published_effective_params")  # Gemma 3n: less the per-layer and token embeddings
+    assert m.published_params or non_embedding or effective, "every preset carries a published count"
+    if effective:
+        assert param_count(m) - embedding_params(m) - host_embedding_params(m) == pytest.approx(effective, rel=0.01)
     if m.published_params:  # published_tolerance: a card's figure rounded or holding a vision encoder (its source says)
         assert param_count(m) == pytest.approx(m.published_params, rel=m.extra.get("published_tolerance", 0.01))
     if non_embedding:

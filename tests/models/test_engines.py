@@ -383,3 +383,39 @@ def test_something_else_on_ollamas_port_is_one_line(monkeypatch):
         listener.close()
     assert first["state"] == "not-running"
     assert second["state"] == "bad-reply" and second["lines"][0].startswith("Ollama /api/ps:")
+
+
+def test_ollama_names_find_the_plans_preset():
+    """Issue 36: a plan of a preset finds the model in Ollama's /api/ps under its Ollama library name (declared once,
+    ``ollama`` in resources/models.toml). The recorded replies: gemma3:latest is Gemma 3 4B (ollama.com/library/gemma3,
+    "4b" the latest tag; the reply's parameter_size 4.3B with the vision encoder), mistral:latest Mistral 7B."""
+    from advisor.catalog.load import bundled_catalog
+    from advisor.models import resolve_model
+    from advisor.models.engines import ollama_presets, preset_ollama_names
+
+    cat = bundled_catalog()
+    names = ollama_presets(cat.models)  # one preset per name, or ValueError
+    assert names["llama3.1:8b"] == "llama-3.1-8b" and names["qwen3:30b-a3b"] == "qwen3-30b-a3b"
+    assert names["gemma3"] == "gemma-3-4b" and names["gemma3n:e4b"] == "gemma-3n-e4b"
+    ours = AdvisorMemory(devices=1, weights=3.2 * GIB, kv_cache=0.5 * GIB, overhead=1.0 * GIB, context=4096)
+    for preset, fixture, loaded in (("gemma-3-4b", "ollama-ps-gemma3.json", "gemma3:latest"),
+                                    ("mistral-7b", "ollama-ps-docs-mistral.json", "mistral:latest")):
+        body = (FIX / fixture).read_bytes()
+        check = engine_check(resolve_model(preset, cat), ours, spec=preset, which=lambda n: None,
+                             fetch=lambda url, body=body: body)
+        ollama = check.engines[1]
+        assert (ollama["state"], ollama["model"]) == ("compared", loaded)
+        assert ollama["advisor_bytes"] == pytest.approx(4.7 * GIB)
+    # a preset without Ollama names, and a model that is not a preset, look for their own names alone
+    check = engine_check(resolve_model("gpt2", cat), ours, spec="gpt2", which=lambda n: None,
+                         fetch=lambda url: (FIX / "ollama-ps-gemma3.json").read_bytes())
+    assert check.engines[1]["state"] == "not-loaded"
+    assert preset_ollama_names(types_arch(["gemma3:4b", "../x", "UPPER:1b", 7])) == ("gemma3:4b",)
+    with pytest.raises(ValueError, match="listed by presets"):
+        ollama_presets({"a": types_arch(["x:1b"]), "b": types_arch(["x:1b"])})
+
+
+def types_arch(names):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(extra={"ollama": names})

@@ -1,5 +1,4 @@
-"""A multimodal GGUF's projector (``mmproj-*.gguf``) counts in its memory; Gemma 3n is refused with its reason
-(issue 36, item 2)."""
+"""A multimodal GGUF's projector (``mmproj-*.gguf``) counts in its memory (issue 36, item 2)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import pytest
 from advisor.catalog.load import bundled_catalog
 from advisor.models import ModelSpecError, resolve_model
 from advisor.models.gguf_file import pick_projector
-from advisor.models.hf import arch_from_config
 from tests.models.conftest import write_gguf
 from tests.models.gguf_bytes import STRING, gguf_bytes, llama_kv
 
@@ -90,25 +88,6 @@ def test_lmstudio_model_carries_its_projector(tmp_path, monkeypatch):
     assert rm.loaded_bytes == expected["bytes"] + PATCH_BYTES
 
 
-GEMMA3N_E4B = {  # google/gemma-3n-E4B-it config.json (the keys that matter here)
-    "architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
-    "text_config": {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 35,
-                    "num_kv_shared_layers": 15, "hidden_size_per_layer_input": 256,
-                    "vocab_size_per_layer_input": 262144},
-}
-
-
-def test_gemma3n_is_refused_with_its_reason(tmp_path):
-    with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled: its per-layer embeddings"):
-        arch_from_config(GEMMA3N_E4B, "g", "g")
-    with pytest.raises(ModelSpecError, match="share"):
-        arch_from_config(GEMMA3N_E4B["text_config"], "g", "g")
-    path = tmp_path / "gemma-3n-E4B-it-Q4_K_M.gguf"
-    path.write_bytes(gguf_bytes([("general.architecture", STRING, "gemma3n")]))
-    with pytest.raises(ModelSpecError, match="Gemma 3n is not modelled"):
-        resolve_model(str(path), CAT)
-
-
 def test_ollama_vision_model_counts_its_projector_layer(tmp_path, monkeypatch):
     """An Ollama vision model (llava) lists its projector as a layer of mediaType
     application/vnd.ollama.image.projector beside the weights (ollama/ollama, server/images.go)."""
@@ -137,3 +116,34 @@ def test_ollama_vision_model_counts_its_projector_layer(tmp_path, monkeypatch):
     manifest.write_text(json.dumps(doc))
     with pytest.raises(ModelSpecError, match="digest"):
         resolve_model("ollama:llava:7b", CAT)
+
+
+def test_projector_counts_in_memory_not_in_the_decode(tmp_path):
+    """Issue 36: the projector loads with the model (memory) but runs once per image, so a decode step reads the
+    language model alone: the plan of a GGUF with its mmproj decodes as fast as the GGUF alone, on the same
+    accelerator, and its memory is larger by the projector's bytes (14 x 14 x 3 x 64 F32 values: 150,528)."""
+    from advisor.planner import PlanRequest, plan
+
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    write_gguf(model)
+    req = PlanRequest.from_mapping(dict(model=str(model), workload="inference", accelerator=["h100-sxm"],
+                                        runtime="llama.cpp"))
+    alone = plan(req, CAT, advise=False)
+    (tmp_path / "mmproj-F16.gguf").write_bytes(clip_gguf())
+    both = plan(req, CAT, advise=False)
+    a, b = alone.options[0], both.options[0]
+    assert (a.accelerator, a.devices) == (b.accelerator, b.devices) == ("h100-sxm", 1)
+    assert b.tokens_per_s == pytest.approx(a.tokens_per_s, rel=1e-12)
+    assert b.memory.weights_bytes - a.memory.weights_bytes == PATCH_BYTES
+    assert b.memory.total_bytes > a.memory.total_bytes
+
+
+def test_projector_on_the_first_device_not_split():
+    """llama.cpp's mtmd loads the vision encoder on one backend: with 2 devices the first holds half the language
+    model and all of the projector."""
+    from advisor.estimate import memory
+
+    arch = CAT.model("llama-3.1-8b")
+    m = memory.inference_memory(arch, 8e9, precision="bf16", devices=2, context=1024, batch=1,
+                                weight_bytes=16e9 + 1e9, projector_bytes=1e9)
+    assert m.weights_bytes == int(16e9 / 2 + 1e9)
