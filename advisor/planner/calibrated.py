@@ -25,6 +25,7 @@ from advisor.catalog.measurements import bundled_calibration_fit, bundled_reach_
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate.calibration import (
     BACKEND_OF_VENDOR,
+    UNSCALED_LOADS,
     GroupFit,
     MeasurementError,
     bits_class,
@@ -94,15 +95,52 @@ SERVE_RANGE_PRIOR = {"serving": 1.3, "ttft": 1.5, "tpot": 1.3}
 def serve_compute_scale(choice, acc) -> float:
     """The share of the runtime profile's compute efficiencies a served step reaches: 1. The served step is the
     model's own (``estimate.serving``, with its host time, all-reduce and dispatch traffic per sequence); the
-    serving groups of the calibration set, planned at their published loads, size its ranges
-    (``serve_range_factors``) rather than rescale it (docs/method.md, "Serving under load")."""
+    serving groups' fitted factors multiply its figures where they help (``serve_factors``), not its inputs
+    (docs/method.md, "Serving under load")."""
     del choice, acc
     return 1.0
 
 
-def serve_load(by: str) -> str:
-    """The load class (``calibration.LOADS``) of a serving job's load: ``users`` or ``requests_per_s``."""
-    return "users" if by == "users" else "rate"
+def serve_load(by: str, users: float | None = None) -> str:
+    """The load class (``calibration.LOADS``) of a serving job's load: ``users`` or ``rate`` (``by``:
+    ``requests_per_s``); ``one`` for a single user (``users`` 1 on a replica), whose figures are the one request's."""
+    if by != "users":
+        return "rate"
+    return "one" if users is not None and users <= 1 else "users"
+
+
+def serve_factors(load: str, choice, acc) -> tuple[float, float, float]:
+    """``(throughput, first token, time per output token)``: the speed factors the serving groups' fit applies to a
+    served figure at a load class (``serve_load``) for a runtime choice on an accelerator: the class factor
+    (``GroupFit.factor``), 1 where the group's factors are not applied (leaving one source out showed they do not
+    help: ``calibration.applies``), at one user (``calibration.UNSCALED_LOADS``) and without a fit. A time is divided
+    by its factor, a rate multiplied (``serving_queue.scaled_point``); ``measured.shown_prediction`` and ``advisor
+    serve`` apply the same three."""
+    fits = active_fits()
+    out = []
+    for group in ("serving", "ttft", "tpot"):
+        fit = fits.get(group)
+        out.append(fit.factor(serving_class(group, choice, acc, load)) if fit is not None and fit.rows else 1.0)
+    return out[0], out[1], out[2]
+
+
+def serve_shown(by: str, choice, acc):
+    """``shown(point)``: a served point as the planner shows it, its figures times the serving groups' factors at its
+    load class (``serve_factors``; ``serve_load`` of ``by`` and the point's users), each class's factors found once.
+    ``advisor serve`` (its points, the load it serves within the targets, the knee chart) and bench_truth's
+    predictor (``measured.shown_prediction``) take their figures through it."""
+    from advisor.estimate.serving_queue import scaled_point
+
+    factors: dict[str, tuple[float, float, float]] = {}
+
+    def shown(point):
+        load = serve_load(by, point.users)
+        f = factors.get(load)
+        if f is None:
+            f = factors[load] = serve_factors(load, choice, acc)
+        return scaled_point(point, *f)
+
+    return shown
 
 
 def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str, tuple[float, str]]:
@@ -120,6 +158,13 @@ def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str,
             continue
         klass = serving_class(group, choice, acc, load) if choice is not None and acc is not None else load
         origin = f"leaving one source out on {fit.rows} published figures from {fit.sources} sources"
+        if load in UNSCALED_LOADS:
+            origin += "; one request, as the plan times it"
+        elif not fit.applied:
+            origin += "; planned raw, as the fitted factor did not bring the figures left out closer"
+        elif klass != load:
+            origin += (f"; calibrated: the served speed fitted at x{fit.factor(klass):.2f} of the model's"
+                       + (" (the time divided by it)" if group != "serving" else ""))
         if klass != load and not fit.seen(klass):
             origin += (f"; no published served run of {choice.runtime.id} at this kind of load, so widened by the "
                        f"spread between the runtimes' factors")
