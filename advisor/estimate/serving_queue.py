@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.estimate.serving import (
@@ -400,11 +400,15 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
     ``ttft``, the per-token times (TPOT, ITL) over ``tpot``. Factors of 1 give the point itself."""
     if throughput == 1.0 and ttft == 1.0 and tpot == 1.0:
         return point
-    return replace(point, requests_per_s=point.requests_per_s * throughput,
-                   output_tokens_per_s=point.output_tokens_per_s * throughput,
-                   ttft_p50_s=point.ttft_p50_s / ttft, ttft_p95_s=point.ttft_p95_s / ttft,
-                   ttft_mean_s=point.ttft_mean_s / ttft, tpot_p50_s=point.tpot_p50_s / tpot,
-                   tpot_p95_s=point.tpot_p95_s / tpot, itl_s=point.itl_s / tpot)
+    # a copy of the frozen record without the per-field init (the sizing scales thousands of points a plan)
+    out = object.__new__(ServePoint)
+    out.__dict__.update(point.__dict__)
+    out.__dict__.update(requests_per_s=point.requests_per_s * throughput,
+                        output_tokens_per_s=point.output_tokens_per_s * throughput,
+                        ttft_p50_s=point.ttft_p50_s / ttft, ttft_p95_s=point.ttft_p95_s / ttft,
+                        ttft_mean_s=point.ttft_mean_s / ttft, tpot_p50_s=point.tpot_p50_s / tpot,
+                        tpot_p95_s=point.tpot_p95_s / tpot, itl_s=point.itl_s / tpot)
+    return out
 
 
 def clear_caches() -> None:

@@ -83,8 +83,15 @@ def framework_id(req) -> str:
 def serving_class(group: str, choice, acc, load: str = "users") -> str:
     """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``) and
     the accelerator's memory; a served figure's also from its load (users or an arrival rate)."""
-    return efficiency_class(group, choice.runtime.id, choice.backend, bits_class(choice.weight_format.bits_per_weight),
-                            memory_class(acc.memory_type, acc.kind), load)
+    return _serving_class(group, choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight,
+                          acc.memory_type, acc.kind, load)
+
+
+@functools.lru_cache(maxsize=4096)
+def _serving_class(group: str, runtime: str, backend: str, bits: float, memory_type: str, kind: str, load: str
+                   ) -> str:
+    """``serving_class`` of plain values, once each (a serving plan asks for every accelerator and load)."""
+    return efficiency_class(group, runtime, backend, bits_class(bits), memory_class(memory_type, kind), load)
 
 
 # The 80 % range of a serving figure whose group has no fit (a broken or missing file, or raw estimates): the
@@ -117,10 +124,16 @@ def serve_factors(load: str, choice, acc) -> tuple[float, float, float]:
     by its factor, a rate multiplied (``serving_queue.scaled_point``); ``measured.shown_prediction`` and ``advisor
     serve`` apply the same three."""
     fits = active_fits()
+    key = ("factors", load, choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight,
+           acc.memory_type, acc.kind)
+    hit = _RANGES.get(key)
+    if hit is not None and hit[0] is fits:
+        return hit[1]
     out = []
     for group in ("serving", "ttft", "tpot"):
         fit = fits.get(group)
         out.append(fit.factor(serving_class(group, choice, acc, load)) if fit is not None and fit.rows else 1.0)
+    _remember(key, fits, (out[0], out[1], out[2]))
     return out[0], out[1], out[2]
 
 
@@ -148,8 +161,31 @@ def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str,
     throughput; ``ttft``; ``tpot``) at a load of users or an arrival rate (``serve_load``): the held-out width of the
     group's figures at that kind of load (``GroupFit.width``), else a prior. With a runtime choice and accelerator,
     the width of that runtime's class: where the fit has no published served run of the runtime, widened by the
-    spread between the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so."""
+    spread between the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so.
+    Found once per fit, load and class (a serving plan asks for every accelerator)."""
     fits = active_fits()
+    key = (load, None if choice is None or acc is None else
+           (choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight, acc.memory_type, acc.kind))
+    hit = _RANGES.get(key)
+    if hit is not None and hit[0] is fits:
+        return hit[1]
+    out = _ranges_of(fits, load, choice, acc)
+    _remember(key, fits, out)
+    return out
+
+
+# serve_factors and serve_range_factors by load and class, each with the fit it is of (another fit in force, such as
+# none inside raw_estimates, finds them again)
+_RANGES: dict[tuple, tuple] = {}
+
+
+def _remember(key: tuple, fits, value) -> None:
+    if len(_RANGES) > 4096:
+        _RANGES.clear()
+    _RANGES[key] = (fits, value)
+
+
+def _ranges_of(fits, load: str, choice, acc) -> dict[str, tuple[float, str]]:
     out = {}
     for group, prior in SERVE_RANGE_PRIOR.items():
         fit = fits.get(group)
