@@ -58,4 +58,4 @@ def request_capacity(acc: Accelerator, devices: int, speed: ServingSpeed, choice
     capacity = float(acc.usable_memory_bytes)
     weights = speed.weight_bytes
     per_device = capacity - weights / devices - reserve_bytes(choice, capacity, weights, devices, model.arch, acc)
-    return model.cache_tokens(kv_parts(model, devices, choice) * per_device)
+    return model.cache_tokens(kv_parts(model, devices, choice, one_request=True) * per_device)

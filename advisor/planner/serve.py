@@ -21,7 +21,7 @@ from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes, single_request
+from advisor.estimate.serving import Lengths, ServerSpec, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.calibrated import serve_load, serve_range_factors, serve_shown
@@ -29,7 +29,7 @@ from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own, pool_unequal
 from advisor.planner.request import PlanInputError, as_run, resolve_job_model, runtime_choice
-from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
+from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec, request_cache_tokens
 
 # Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
 # serving runs at the job's kind of load, users or an arrival rate, for the option's runtime, wider where the fit has
@@ -238,7 +238,8 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
     return ServeOption(id=id, kind=kind, accelerator=sizer.acc.id, accelerator_name=sizer.acc.name,
                        runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
                        replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
-                       point=point, kv_capacity_tokens=sizer.model.cache_tokens(kv_pool_bytes(spec)), usd_per_hour=usd_h,
+                       point=point, kv_capacity_tokens=request_cache_tokens(sizer.model, spec, sizer.choice),
+                       usd_per_hour=usd_h,
                        usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
                        spec=spec, ranges=sizer.ranges(point), shown=sizer.shown, **extra)
 
@@ -396,7 +397,7 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
     quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
     by_id = {o.id: o for o in offers}
-    kv_tokens = model.cache_tokens(kv_pool_bytes(spec))
+    kv_tokens = request_cache_tokens(model, spec, choice)
     for q in quotes:
         usd_h = _per_hour(q)
         per_req, per_tok = _costs(usd_h, point, replicas)

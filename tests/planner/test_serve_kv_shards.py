@@ -67,3 +67,22 @@ def test_deepseek_v3_latent_cache_by_hand(catalog):
     spec = so.spec
     free = spec.capacity_bytes * spec.memory_fraction - spec.weight_bytes / 8 - spec.overhead_bytes
     assert so.kv_capacity_tokens == pytest.approx(free / 35_136, abs=1.0)
+
+
+def test_tensorrt_llm_moe_runs_attention_data_parallel(catalog):
+    """TensorRT-LLM's documented MoE runs (perf-overview: ``enable_attention_dp`` with expert parallelism) spread the
+    requests over the GPUs, each request's cache whole on its GPU: the pool is all eight GPUs' free memory, and one
+    request's longest context is one GPU's, in the plan and in serve alike (Qwen3-235B-A22B fp8 on 8 x H100)."""
+    common = dict(model="qwen3-235b-a22b", precision="fp8", runtime="tensorrt-llm", accelerator=("h100-sxm",),
+                  own=("8xh100-sxm",), spot_offers=False, prompt_tokens=1000, output_tokens=200)
+    result = plan(PlanRequest.from_mapping({**common, "workload": "inference", "gpus": 8}), catalog, advise=False)
+    option = next(o for o in result.options if o.devices == 8 and o.kind == "owned")
+    served = serve_plan(ServeJob.from_mapping({**common, "tp": 8, "users": 1}), catalog)
+    so = next(o for o in served.options if o.owned and o.devices_per_replica == 8)
+    spec = so.spec
+    assert spec.kv_shards == 8
+    free = spec.capacity_bytes * spec.memory_fraction - spec.weight_bytes / 8 - spec.overhead_bytes
+    assert kv_pool_bytes(spec) == pytest.approx(8 * free * spec.kv_free_fraction, rel=1e-12)
+    one_gpu = served.model.cache_tokens(free * spec.kv_free_fraction)
+    assert so.kv_capacity_tokens == option.serving.kv_capacity_tokens
+    assert so.kv_capacity_tokens == pytest.approx(one_gpu, abs=1.0)
