@@ -106,3 +106,22 @@ def test_a_group_with_a_factor_in_force_moves_the_figure_and_the_cli_shows_it(ca
     doc = json.loads(out)
     option = next(o for o in doc["options"] if o["accelerator"] == m.accelerator_id and o["devices_per_replica"] == 2)
     assert option["output_tokens_per_s"] == pytest.approx(figure, rel=1e-9)
+
+
+def test_the_ranges_serve_shows_hold_75_to_90_percent_of_the_published_rows(catalog):
+    """Every published served figure planned as ``advisor serve`` shows it, with the range it shows (the stored fit,
+    so in sample): each group's 80 % range holds 75-90 % of its rows (before the shown figure and its range came from
+    one rule, 67.5 % of the output tokens/s rows, 72.5 % of the first tokens and 72.2 % of the per-token times)."""
+    held: dict[str, list[bool]] = {}
+    for m in bundled_measurements():
+        if m.group not in SERVE_GROUPS or m.excluded:
+            continue
+        shown = shown_prediction(m, catalog)
+        if shown is None:
+            continue
+        _, (lo, hi) = shown
+        held.setdefault(m.group, []).append(lo <= m.value <= hi)
+    assert set(held) == set(SERVE_GROUPS)
+    for group, inside in held.items():
+        assert len(inside) >= 70
+        assert 0.75 <= sum(inside) / len(inside) <= 0.90, group
