@@ -34,6 +34,10 @@ Method (docs/method.md, "Calibration on published measurements"):
    log scale at which the serving model meets its figure (``implied_log_scale``), and those are fitted as the
    log ratios of the other groups are (step 2). Left out, a source's rows are planned again at the scale
    fitted on the others (``with_held_out``), so the check is of the figure itself, queue included.
+6. A serving group (``SERVE_GROUPS``) applies its fitted factors only where leaving one source out shows they help
+   (``applies``: more rows within the tolerance held out than raw); otherwise the planner shows the raw figure and
+   the group's width is that of the raw residuals (``shown``), and the stored fit says which (``GroupFit.applied``).
+   At one user (``UNSCALED_LOADS``) a served figure is the one request's, which no served load's factor moves.
 
 Everything here is pure: records in, numbers out. Planning a measurement is ``advisor.planner.measured``.
 """
@@ -59,8 +63,11 @@ GROUP_FIGURES = {"pretraining": "training tokens/s per device", "finetune_rate":
 # The groups planned as one replica of a server at the row's stated load (``estimate.serving_queue.serve_at``): its
 # output tokens/s, first token and time per output token; the times are inverted so every factor multiplies a speed.
 SERVE_GROUPS = ("serving", "ttft", "tpot")
-# The load of a served figure, the first level of its class: users in a closed loop, or a Poisson arrival rate.
-LOADS = ("users", "rate")
+# The load of a served figure, the first level of its class: users in a closed loop, or a Poisson arrival rate; one
+# user alone (``one``) is the one request of the plan, its decode and prefill calibrated by their own groups, which no
+# served load's factor rescales (``UNSCALED_LOADS``): serve at one user is the inference plan.
+LOADS = ("users", "rate", "one")
+UNSCALED_LOADS = ("one",)
 TIME_GROUPS = ("ttft", "tpot")
 # The statistic a time is published as (a row's ``statistic`` column; the mean when empty).
 # ``itl_p50``: the median interval between two tokens (a decode step with no prompt in it), not a request's mean.
@@ -414,15 +421,19 @@ class GroupFit:
     sources: int
     class_half_widths: tuple[tuple[str, float], ...] = ()  # width classes (``width_class``) with a width of their own
     reach_slope: float = 0.0  # REACH_GROUPS: b of the width ``w (1 + b d)`` at a distance d from the rows
+    # False: the fitted factors are not applied (a serving group whose held-out figures were no closer than its raw
+    # ones, ``applies``): the figure shown is the raw one, its width that of the raw residuals
+    applied: bool = True
 
     def factor(self, klass: str | None = None) -> float:
-        """The multiplicative efficiency of a class (the group's where the class was not fitted); kept per class
-        on the (frozen) fit, which a plan asks for every accelerator."""
+        """The multiplicative efficiency of a class (the group's where the class was not fitted; 1 where the group's
+        factors are not ``applied``); kept per class on the (frozen) fit, which a plan asks for every accelerator."""
         memo = self.__dict__.setdefault("_factors", {})
         hit = memo.get(klass)
         if hit is None:
-            hit = memo[klass] = math.exp(class_log_factor(dict(self.class_log_factors), klass, self.log_factor)
-                                         if klass else self.log_factor)
+            hit = memo[klass] = 1.0 if not self.applied else \
+                math.exp(class_log_factor(dict(self.class_log_factors), klass, self.log_factor)
+                         if klass else self.log_factor)
         return hit
 
     def width(self, klass: str | None = None, distance: float = 0.0) -> float:
@@ -490,9 +501,12 @@ def fit_log_factors(obs: Sequence[Observation]) -> tuple[float, dict[str, float]
     if not obs:
         return 0.0, {}
     if obs[0].group in SERVE_GROUPS and all(o.group == obs[0].group for o in obs):
-        g = _fit_levels(obs)[0]
+        g = _fit_levels([o for o in obs if o.klass.split("/", 1)[0] not in UNSCALED_LOADS])[0]
         classes: dict[str, float] = {}
         for load in sorted({o.klass.split("/", 1)[0] for o in obs}):
+            if load in UNSCALED_LOADS:  # the one request's figure: no factor of the served loads (LOADS)
+                classes[load] = 0.0
+                continue
             g_load, sub = _fit_levels([o for o in obs if o.klass.split("/", 1)[0] == load])
             classes.update(sub)
             classes[load] = g_load if load not in sub or sub[load] == g_load else sub[load]
@@ -542,6 +556,8 @@ def class_log_factor(classes: Mapping[str, float], klass: str, default: float) -
     (NeMo Automodel against Megatron-Bridge), so the framework, not the mixture, is what carries over;
     docs/method.md, "No sequence term; dense or MoE before the framework"."""
     levels = _levels(klass)
+    if levels[0] in UNSCALED_LOADS:  # one user: the one request's figure, which no served load's factor moves
+        return 0.0
     if levels[0] == "moe" and len(levels) >= 2 and levels[1] not in classes:
         twin = "dense/" + klass.split("/", 1)[1]
         if any(level in classes for level in _levels(twin)[1:]):
@@ -559,6 +575,27 @@ class HoldOut:
     log_residuals: tuple[float, ...]
     single_source: bool  # True: only one source, so rows were left out one at a time (a flattering check)
     distances: tuple[float, ...] = ()  # REACH_GROUPS: each row's distance to the other sources' rows (``reach``)
+
+
+def applies(obs: Sequence[Observation], hold: HoldOut) -> bool:
+    """Whether a group's fitted factors are applied at plan time: always, except in a serving group
+    (``SERVE_GROUPS``), where they are applied only if leaving one source out shows they help: more of its figures
+    within the tolerance held out than raw (the decision the stored fit carries, ``GroupFit.applied``)."""
+    if hold.group not in SERVE_GROUPS or not obs or len(obs) != len(hold.log_residuals):
+        return True
+    tol = TOLERANCE.get(hold.group, DEFAULT_TOLERANCE)
+    held = sum(_within(r, tol) for r in hold.log_residuals)
+    raw = sum(_within(o.log_ratio, tol) for o in obs)
+    return held > raw
+
+
+def shown(obs: Sequence[Observation], hold: HoldOut) -> HoldOut:
+    """The held-out residuals of the figure the planner shows: ``hold`` where the group's factors are applied
+    (``applies``), else the raw residuals (nothing fitted stands between a row and its figure, so the raw residual
+    is already held out)."""
+    if applies(obs, hold):
+        return hold
+    return replace(hold, log_residuals=tuple(o.log_ratio for o in obs))
 
 
 def pooled(group: str, obs: Iterable[Observation]) -> list[Observation]:
@@ -722,6 +759,10 @@ def fit_group(obs: Sequence[Observation], pool: Sequence[Observation] = (), slop
     g, classes = fit_log_factors([*obs, *pool]) if own else (0.0, {})
     if hold is None and obs:
         hold = leave_one_source_out(obs, pool)
+    applied = True
+    if hold is not None:
+        applied = applies(obs, hold)
+        hold = shown(obs, hold)  # the width of the figure shown: calibrated, or raw where the factors do not help
     scores = []
     if hold is not None:
         dist = hold.distances if len(hold.distances) == len(hold.log_residuals) else (0.0,) * len(hold.log_residuals)
@@ -730,7 +771,7 @@ def fit_group(obs: Sequence[Observation], pool: Sequence[Observation] = (), slop
     class_widths = tuple((name, _conformal_width([scores[i] for i in idx]))
                          for name, idx in sorted(_width_classes(obs).items())) if scores else ()
     return GroupFit(obs[0].group if obs else "", g, tuple(classes.items()), width, len(obs),
-                    len({o.source_id for o in obs}), class_widths, slope)
+                    len({o.source_id for o in obs}), class_widths, slope, applied)
 
 
 def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
@@ -751,14 +792,15 @@ def fits_to_csv(fits: Mapping[str, GroupFit]) -> str:
     """``group,class,log_factor,half_width_log,rows,sources,reach_slope`` text (``resources/calibration_fit.csv``);
     the row with an empty class is the group's own factor and width slope; a class row's width is that width
     class's own (at the rows: ``GroupFit.width``)."""
-    lines = ["group,class,log_factor,half_width_log,rows,sources,reach_slope"]
+    lines = ["group,class,log_factor,half_width_log,rows,sources,reach_slope,applied"]
     for g in GROUPS:
         f = fits.get(g)
         if f is None:
             continue
-        lines.append(f"{g},,{f.log_factor!r},{f.half_width_log!r},{f.rows},{f.sources},{f.reach_slope!r}")
+        lines.append(f"{g},,{f.log_factor!r},{f.half_width_log!r},{f.rows},{f.sources},{f.reach_slope!r},"
+                     f"{int(f.applied)}")
         widths = dict(f.class_half_widths)
-        lines += [f"{g},{k},{v!r},{widths[k]!r},," if k in widths else f"{g},{k},{v!r},,," for k, v in f.class_log_factors]
+        lines += [f"{g},{k},{v!r},{widths[k]!r},,,," if k in widths else f"{g},{k},{v!r},,,,," for k, v in f.class_log_factors]
     return "\n".join(lines) + "\n"
 
 
@@ -768,7 +810,7 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
     Raises:
         MeasurementError: an unknown group, a value that is not finite, a class before its group row.
     """
-    heads: dict[str, tuple[float, float, int, int, float]] = {}
+    heads: dict[str, tuple[float, float, int, int, float, bool]] = {}
     classes: dict[str, list[tuple[str, float]]] = {}
     widths: dict[str, list[tuple[str, float]]] = {}
     for i, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
@@ -794,9 +836,12 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
         if not math.isfinite(w) or w < 0:
             raise MeasurementError(f"calibration fit row {i}: half_width_log must be finite and >= 0")
         slope = _num(row, "reach_slope", f"calibration fit row {i}", default=0.0)  # absent in older files: 0
-        heads[g] = (lf, w, int(row["rows"]), int(row["sources"]), slope)
-    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s, tuple(widths.get(g, ())), b)
-            for g, (lf, w, n, s, b) in heads.items()}
+        applied = (row.get("applied") or "1").strip()  # absent in older files: applied
+        if applied not in ("0", "1"):
+            raise MeasurementError(f"calibration fit row {i}: applied must be 0 or 1, not {applied!r}")
+        heads[g] = (lf, w, int(row["rows"]), int(row["sources"]), slope, applied == "1")
+    return {g: GroupFit(g, lf, tuple(classes.get(g, ())), w, n, s, tuple(widths.get(g, ())), b, a)
+            for g, (lf, w, n, s, b, a) in heads.items()}
 
 
 def interval(value: float, fit: GroupFit | None, *, inverse: bool = False) -> tuple[float, float] | None:

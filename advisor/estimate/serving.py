@@ -130,6 +130,9 @@ class ServerSpec:
         reserve_whole: continuous batching that admits a request only when the pool holds its whole prompt and
             output (TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` capacity scheduler); False: the cache grows block
             by block and a request holds its mean context (vLLM, SGLang: ``held_tokens``).
+        kv_shards: into how many parts the devices split each token's cache (``estimate.memory.kv_shards``: at
+            most the KV heads under tensor parallelism, 1 for MLA's latent, which every GPU keeps whole); 0: one
+            part a device.
     """
 
     weight_bytes: float
@@ -161,12 +164,15 @@ class ServerSpec:
     reserve_whole: bool = False
     routed_share: float = 0.0
     routed_pick: float = 0.0
+    kv_shards: int = 0
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
             raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
         if not 1 <= self.parallel_devices <= self.devices:
             raise ValueError("parallel_devices must be between 1 and devices")
+        if not 0 <= self.kv_shards <= self.devices:
+            raise ValueError("kv_shards must be between 0 (one part a device) and devices")
         if not 0 < self.eta_mem <= 1 or not 0 < self.memory_fraction <= 1 or not 0 < self.kv_free_fraction <= 1:
             raise ValueError("eta_mem, memory_fraction and kv_free_fraction must be in (0, 1]")
         if not 0 <= self.eta_kv <= 1 or self.attention_flops < 0 or not 0 < self.expert_fraction <= 1:
@@ -187,11 +193,13 @@ class ServerSpec:
 
 # ---------------------------------------------------------------------------------------------- capacity
 def kv_pool_bytes(spec: ServerSpec) -> float:
-    """Bytes left for the KV cache on all devices: ``devices x (capacity x fraction - weights/devices -
+    """Bytes of distinct KV cache the replica holds: ``shards x (capacity x fraction - weights/devices -
     overhead) x free fraction`` (vLLM's ``gpu_memory_utilization`` rule; TensorRT-LLM's share of the free
-    memory; llama.cpp with both 1). Negative: the weights do not fit."""
+    memory; llama.cpp with both 1), where each device keeps ``1 / shards`` of every token's cache
+    (``ServerSpec.kv_shards``: with fewer KV heads than GPUs, or MLA's latent, the GPUs hold copies, so the pool
+    is not the devices' sum). Negative: the weights do not fit."""
     per_device = spec.capacity_bytes * spec.memory_fraction - spec.weight_bytes / spec.devices - spec.overhead_bytes
-    return per_device * spec.devices * (spec.kv_free_fraction if per_device > 0 else 1.0)
+    return per_device * (spec.kv_shards or spec.devices) * (spec.kv_free_fraction if per_device > 0 else 1.0)
 
 
 def kv_capacity_tokens(spec: ServerSpec) -> int:

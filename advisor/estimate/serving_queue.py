@@ -14,6 +14,7 @@ server.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -393,6 +394,23 @@ def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
     return min(1.0, x / full) if full > 0 else 0.0
 
 
+def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, tpot: float = 1.0) -> ServePoint:
+    """A point with its figures times speed factors (the serving groups' calibration, ``planner.calibrated.
+    serve_factors``): requests and output tokens per second times ``throughput``, the first token's times over
+    ``ttft``, the per-token times (TPOT, ITL) over ``tpot``. Factors of 1 give the point itself."""
+    if throughput == 1.0 and ttft == 1.0 and tpot == 1.0:
+        return point
+    # a copy of the frozen record without the per-field init (the sizing scales thousands of points a plan)
+    out = object.__new__(ServePoint)
+    out.__dict__.update(point.__dict__)
+    out.__dict__.update(requests_per_s=point.requests_per_s * throughput,
+                        output_tokens_per_s=point.output_tokens_per_s * throughput,
+                        ttft_p50_s=point.ttft_p50_s / ttft, ttft_p95_s=point.ttft_p95_s / ttft,
+                        ttft_mean_s=point.ttft_mean_s / ttft, tpot_p50_s=point.tpot_p50_s / tpot,
+                        tpot_p95_s=point.tpot_p95_s / tpot, itl_s=point.itl_s / tpot)
+    return out
+
+
 def clear_caches() -> None:
     """Forget the memoised fixed points (a benchmark measures the sizing cold)."""
     _inner.cache_clear()
@@ -429,33 +447,40 @@ class Targets:
 
 
 def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = "users",
-             ceiling: float | None = None) -> tuple[float, ServePoint | None]:
+             ceiling: float | None = None, shown: Callable[[ServePoint], ServePoint] | None = None
+             ) -> tuple[float, ServePoint | None]:
     """The highest load one replica serves within the targets: ``(load, point at it)``; ``(0, None)`` when
     even one user (or a trickle of requests) misses them. Without a target: the sequences that fit (users),
     or just under the most it serves (a rate).
 
     Latency grows with the load, so the search bisects: over whole users (up to ``ceiling``; by default past
     the sequences that fit too, where the others wait for one, doubling until the target is missed), or over
-    requests/s below the most it serves.
+    requests/s below the most it serves. ``shown``: the figure a point is shown as (its calibration,
+    ``scaled_point``), which the targets are checked on and which is returned.
     """
     if by not in ("users", "requests_per_s"):
         raise ValueError("by must be 'users' or 'requests_per_s'")
+
+    def at(**load) -> ServePoint:
+        p = serve_at(spec, lengths, **load)
+        return p if shown is None else shown(p)
+
     x_max, c, _ = max_throughput(spec, lengths)
     if c < 1:
         return 0.0, None
     if targets.ttft_p95_s is None and targets.tpot_p95_s is None:  # no target: what it serves without a queue
         if by == "users":
-            return float(c), serve_at(spec, lengths, users=c)
-        return x_max * 0.999, serve_at(spec, lengths, requests_per_s=x_max * 0.999)
+            return float(c), at(users=c)
+        return x_max * 0.999, at(requests_per_s=x_max * 0.999)
     if by == "users":
-        lo_point = serve_at(spec, lengths, users=1)
+        lo_point = at(users=1)
         if not targets.met(lo_point):
             return 0.0, None
         lo, best = 1, lo_point
         # Up to the sequences that fit, then beyond them (the others wait for a sequence): double until missed.
         hi = int(ceiling) if ceiling is not None else c
         while True:
-            top = serve_at(spec, lengths, users=hi)
+            top = at(users=hi)
             if not targets.met(top):
                 break
             lo, best = hi, top
@@ -464,19 +489,19 @@ def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = 
             hi = min(2 * hi, 1_000_000)
         lo_f = _log_ratio(targets, best)
         hi_f = _log_ratio(targets, top)
-        return _edge(lambda u: serve_at(spec, lengths, users=int(u)), targets, float(lo), float(hi), lo_f, hi_f,
+        return _edge(lambda u: at(users=int(u)), targets, float(lo), float(hi), lo_f, hi_f,
                      best, whole=True)
     lo_rate = x_max * 1e-4
-    best = serve_at(spec, lengths, requests_per_s=lo_rate)
+    best = at(requests_per_s=lo_rate)
     if not targets.met(best):
         return 0.0, None
     lo, hi = lo_rate, x_max * 0.999
     if ceiling is not None:
         hi = min(hi, ceiling)
-    top = serve_at(spec, lengths, requests_per_s=hi)
+    top = at(requests_per_s=hi)
     if targets.met(top):
         return hi, top
-    return _edge(lambda r: serve_at(spec, lengths, requests_per_s=r), targets, lo, hi, _log_ratio(targets, best),
+    return _edge(lambda r: at(requests_per_s=r), targets, lo, hi, _log_ratio(targets, best),
                  _log_ratio(targets, top), best, whole=False)
 
 
@@ -516,9 +541,13 @@ def _edge(at, targets: Targets, lo: float, hi: float, flo: float, fhi: float, be
     return lo, best
 
 
-def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points: int = 16) -> list[ServePoint]:
+def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points: int = 16,
+               shown: Callable[[ServePoint], ServePoint] | None = None) -> list[ServePoint]:
     """Throughput against latency over loads from one user (or a trickle) to the most the replica serves:
-    the chart of the knee. Users on a geometric grid up to twice the sequences that fit; rates up to 98 %."""
+    the chart of the knee. Users on a geometric grid up to twice the sequences that fit; rates up to 98 %.
+    ``shown``: the figure a point is shown as (``max_load``)."""
+    if shown is not None:
+        return [shown(p) for p in knee_curve(spec, lengths, by=by, points=points)]
     x_max, c, _ = max_throughput(spec, lengths)
     if c < 1:
         return []

@@ -25,6 +25,7 @@ from advisor.catalog.measurements import bundled_calibration_fit, bundled_reach_
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate.calibration import (
     BACKEND_OF_VENDOR,
+    UNSCALED_LOADS,
     GroupFit,
     MeasurementError,
     bits_class,
@@ -82,8 +83,15 @@ def framework_id(req) -> str:
 def serving_class(group: str, choice, acc, load: str = "users") -> str:
     """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``) and
     the accelerator's memory; a served figure's also from its load (users or an arrival rate)."""
-    return efficiency_class(group, choice.runtime.id, choice.backend, bits_class(choice.weight_format.bits_per_weight),
-                            memory_class(acc.memory_type, acc.kind), load)
+    return _serving_class(group, choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight,
+                          acc.memory_type, acc.kind, load)
+
+
+@functools.lru_cache(maxsize=4096)
+def _serving_class(group: str, runtime: str, backend: str, bits: float, memory_type: str, kind: str, load: str
+                   ) -> str:
+    """``serving_class`` of plain values, once each (a serving plan asks for every accelerator and load)."""
+    return efficiency_class(group, runtime, backend, bits_class(bits), memory_class(memory_type, kind), load)
 
 
 # The 80 % range of a serving figure whose group has no fit (a broken or missing file, or raw estimates): the
@@ -94,15 +102,58 @@ SERVE_RANGE_PRIOR = {"serving": 1.3, "ttft": 1.5, "tpot": 1.3}
 def serve_compute_scale(choice, acc) -> float:
     """The share of the runtime profile's compute efficiencies a served step reaches: 1. The served step is the
     model's own (``estimate.serving``, with its host time, all-reduce and dispatch traffic per sequence); the
-    serving groups of the calibration set, planned at their published loads, size its ranges
-    (``serve_range_factors``) rather than rescale it (docs/method.md, "Serving under load")."""
+    serving groups' fitted factors multiply its figures where they help (``serve_factors``), not its inputs
+    (docs/method.md, "Serving under load")."""
     del choice, acc
     return 1.0
 
 
-def serve_load(by: str) -> str:
-    """The load class (``calibration.LOADS``) of a serving job's load: ``users`` or ``requests_per_s``."""
-    return "users" if by == "users" else "rate"
+def serve_load(by: str, users: float | None = None) -> str:
+    """The load class (``calibration.LOADS``) of a serving job's load: ``users`` or ``rate`` (``by``:
+    ``requests_per_s``); ``one`` for a single user (``users`` 1 on a replica), whose figures are the one request's."""
+    if by != "users":
+        return "rate"
+    return "one" if users is not None and users <= 1 else "users"
+
+
+def serve_factors(load: str, choice, acc) -> tuple[float, float, float]:
+    """``(throughput, first token, time per output token)``: the speed factors the serving groups' fit applies to a
+    served figure at a load class (``serve_load``) for a runtime choice on an accelerator: the class factor
+    (``GroupFit.factor``), 1 where the group's factors are not applied (leaving one source out showed they do not
+    help: ``calibration.applies``), at one user (``calibration.UNSCALED_LOADS``) and without a fit. A time is divided
+    by its factor, a rate multiplied (``serving_queue.scaled_point``); ``measured.shown_prediction`` and ``advisor
+    serve`` apply the same three."""
+    fits = active_fits()
+    key = ("factors", load, choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight,
+           acc.memory_type, acc.kind)
+    hit = _RANGES.get(key)
+    if hit is not None and hit[0] is fits:
+        return hit[1]
+    out = []
+    for group in ("serving", "ttft", "tpot"):
+        fit = fits.get(group)
+        out.append(fit.factor(serving_class(group, choice, acc, load)) if fit is not None and fit.rows else 1.0)
+    _remember(key, fits, (out[0], out[1], out[2]))
+    return out[0], out[1], out[2]
+
+
+def serve_shown(by: str, choice, acc):
+    """``shown(point)``: a served point as the planner shows it, its figures times the serving groups' factors at its
+    load class (``serve_factors``; ``serve_load`` of ``by`` and the point's users), each class's factors found once.
+    ``advisor serve`` (its points, the load it serves within the targets, the knee chart) and bench_truth's
+    predictor (``measured.shown_prediction``) take their figures through it."""
+    from advisor.estimate.serving_queue import scaled_point
+
+    factors: dict[str, tuple[float, float, float]] = {}
+
+    def shown(point):
+        load = serve_load(by, point.users)
+        f = factors.get(load)
+        if f is None:
+            f = factors[load] = serve_factors(load, choice, acc)
+        return scaled_point(point, *f)
+
+    return shown
 
 
 def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str, tuple[float, str]]:
@@ -110,8 +161,31 @@ def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str,
     throughput; ``ttft``; ``tpot``) at a load of users or an arrival rate (``serve_load``): the held-out width of the
     group's figures at that kind of load (``GroupFit.width``), else a prior. With a runtime choice and accelerator,
     the width of that runtime's class: where the fit has no published served run of the runtime, widened by the
-    spread between the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so."""
+    spread between the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so.
+    Found once per fit, load and class (a serving plan asks for every accelerator)."""
     fits = active_fits()
+    key = (load, None if choice is None or acc is None else
+           (choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight, acc.memory_type, acc.kind))
+    hit = _RANGES.get(key)
+    if hit is not None and hit[0] is fits:
+        return hit[1]
+    out = _ranges_of(fits, load, choice, acc)
+    _remember(key, fits, out)
+    return out
+
+
+# serve_factors and serve_range_factors by load and class, each with the fit it is of (another fit in force, such as
+# none inside raw_estimates, finds them again)
+_RANGES: dict[tuple, tuple] = {}
+
+
+def _remember(key: tuple, fits, value) -> None:
+    if len(_RANGES) > 4096:
+        _RANGES.clear()
+    _RANGES[key] = (fits, value)
+
+
+def _ranges_of(fits, load: str, choice, acc) -> dict[str, tuple[float, str]]:
     out = {}
     for group, prior in SERVE_RANGE_PRIOR.items():
         fit = fits.get(group)
@@ -120,6 +194,13 @@ def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str,
             continue
         klass = serving_class(group, choice, acc, load) if choice is not None and acc is not None else load
         origin = f"leaving one source out on {fit.rows} published figures from {fit.sources} sources"
+        if load in UNSCALED_LOADS:
+            origin += "; one request, as the plan times it"
+        elif not fit.applied:
+            origin += "; planned raw, as the fitted factor did not bring the figures left out closer"
+        elif klass != load:
+            origin += (f"; calibrated: the served speed fitted at x{fit.factor(klass):.2f} of the model's"
+                       + (" (the time divided by it)" if group != "serving" else ""))
         if klass != load and not fit.seen(klass):
             origin += (f"; no published served run of {choice.runtime.id} at this kind of load, so widened by the "
                        f"spread between the runtimes' factors")

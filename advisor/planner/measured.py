@@ -33,7 +33,7 @@ from advisor.estimate.calibration import (
 )
 from advisor.estimate.serving_queue import ServePoint
 from advisor.job import JOB_FIELDS, JobInputError
-from advisor.planner.calibrated import raw_estimates, serving_class, training_class
+from advisor.planner.calibrated import raw_estimates, serve_load, serving_class, training_class
 from advisor.planner.request import PlanRequest
 
 # The software named in a measurement -> the runtime or framework flag the planner knows (where it has one).
@@ -269,7 +269,8 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
                 point = serve_at(spec, lengths, requests_per_s=min(rate, 0.999 * max_throughput(spec, lengths)[0]))
         return point if point.stable and math.isfinite(point.ttft_mean_s) else None
 
-    return at, serving_class(m.group, choice, acc, "users" if users is not None else "rate")
+    return at, serving_class(m.group, choice, acc, serve_load("users" if users is not None else "requests_per_s",
+                                                               users))
 
 
 def serve_figure(m: Measurement, p: ServePoint) -> float:
@@ -291,6 +292,35 @@ def serve_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], flo
         return None if p is None else serve_figure(m, p)
 
     return at, klass
+
+
+def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float]] | None:
+    """``(figure, 80 % range)`` of a served row as the planner shows it with the stored fit in force: the serving
+    model at the row's load (``serve_point_predictor``) through ``calibrated.serve_shown`` (the serving groups'
+    factors where they help, ``advisor serve``'s rule) and the range of its group at that load and runtime
+    (``calibrated.serve_range_factors``). bench_truth scores the same figure with the factor fitted without the
+    row's source (``calibration.shown``). None where the setup is not planned."""
+    from advisor.planner.calibrated import serve_range_factors, serve_shown
+    from advisor.planner.request import runtime_choice
+
+    if m.group not in SERVE_GROUPS or m.accelerator_id not in catalog.accelerators:
+        return None
+    from advisor.job.serve import ServeJob
+
+    acc = catalog.accelerators[m.accelerator_id]
+    try:
+        at_point, _ = serve_point_predictor(m, catalog, acc)
+        job = ServeJob.from_mapping(serve_job_values(m))
+        choice = runtime_choice(job, acc)
+    except (JobInputError, ValueError):
+        return None
+    point = at_point(0.0)
+    if point is None:
+        return None
+    by = "users" if job.users is not None else "requests_per_s"
+    value = serve_figure(m, serve_shown(by, choice, acc)(point))
+    f, _ = serve_range_factors(serve_load(by, point.users), choice, acc)[m.group]
+    return value, (value / f, value * f)
 
 
 def _scaled_prediction(m: Measurement, catalog, acc) -> Prediction:

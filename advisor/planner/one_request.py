@@ -18,7 +18,7 @@ from advisor.estimate.decode import ServingSpeed
 from advisor.estimate.serving import Lengths as ServeLengths
 from advisor.planner.calibrated import calibrate_serving
 from advisor.planner.request import Lengths, PlanRequest
-from advisor.planner.serve_spec import ModelServing, reserve_bytes
+from advisor.planner.serve_spec import ModelServing, kv_parts, reserve_bytes
 from advisor.planner.timing import serving_timing
 
 # A machine's GPUs are planned on all of them when that is at least this much faster than the fewest that fit (the
@@ -51,10 +51,11 @@ def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: Model
 
 def request_capacity(acc: Accelerator, devices: int, speed: ServingSpeed, choice, model: ModelServing) -> int:
     """Tokens of KV cache one request has on ``devices``: what the runtime leaves of each device beside the
-    weights (``serve_spec.reserve_bytes``, the rule ``estimate.serving.kv_pool_bytes`` applies to a replica),
-    held as the layer kinds hold it (``ModelServing.cache_tokens``). The plan's largest context and ``advisor
-    serve``'s cache are this one figure."""
+    weights (``serve_spec.reserve_bytes``, the rule ``estimate.serving.kv_pool_bytes`` applies to a replica), in
+    as many parts as the devices split the cache (``serve_spec.kv_parts``: at most the KV heads, MLA's latent
+    whole on every GPU), held as the layer kinds hold it (``ModelServing.cache_tokens``). The plan's largest
+    context and ``advisor serve``'s cache are this one figure."""
     capacity = float(acc.usable_memory_bytes)
     weights = speed.weight_bytes
-    pool = devices * (capacity - weights / devices - reserve_bytes(choice, capacity, weights, devices, model.arch, acc))
-    return model.cache_tokens(pool)
+    per_device = capacity - weights / devices - reserve_bytes(choice, capacity, weights, devices, model.arch, acc)
+    return model.cache_tokens(kv_parts(model, devices, choice, one_request=True) * per_device)

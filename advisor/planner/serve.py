@@ -21,15 +21,15 @@ from advisor.catalog import Accelerator, Catalog, load_catalog
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes, single_request
+from advisor.estimate.serving import Lengths, ServerSpec, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
-from advisor.planner.calibrated import serve_load, serve_range_factors
+from advisor.planner.calibrated import serve_load, serve_range_factors, serve_shown
 from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own, pool_unequal
 from advisor.planner.request import PlanInputError, as_run, resolve_job_model, runtime_choice
-from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec
+from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec, request_cache_tokens
 
 # Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
 # serving runs at the job's kind of load, users or an arrival rate, for the option's runtime, wider where the fit has
@@ -76,6 +76,8 @@ class ServeOption:
     this_machine: bool = False
     note: str = ""
     ranges: tuple[tuple[str, float, str], ...] = ()  # (group, x/÷ factor of its 80 % range, origin): range_factors
+    # a point of this option as shown (``calibrated.serve_shown``: the serving groups' factors where they help)
+    shown: Any = field(default=None, compare=False, repr=False)
 
     @property
     def devices(self) -> int:
@@ -178,14 +180,18 @@ class _Sizer:
         self.by, self.load, self.choice = by, load, choice
         self.calib, self.capacity = calib, capacity
         self._memo: dict[int, tuple] = {}
-        self._ranges: tuple | None = None
+        self._ranges: dict[str, tuple] = {}
+        self.shown = serve_shown(by, choice, acc)  # each point as shown: max_load, size and the knee chart take it
 
-    @property
-    def ranges(self) -> tuple[tuple[str, float, str], ...]:
-        """The 80 % ranges of this runtime's figures at the job's kind of load (``range_factors``), found once."""
-        if self._ranges is None:
-            self._ranges = range_factors(self.by, self.choice, self.acc)
-        return self._ranges
+    def ranges(self, point: ServePoint | None) -> tuple[tuple[str, float, str], ...]:
+        """The 80 % ranges of this runtime's figures at the point's kind of load (``range_factors``: users, one
+        user, or an arrival rate), found once each."""
+        load = serve_load(self.by, point.users if point is not None else None)
+        hit = self._ranges.get(load)
+        if hit is None:
+            hit = self._ranges[load] = range_factors(self.by, self.choice, self.acc,
+                                                     point.users if point is not None else None)
+        return hit
 
     def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
         hit = self._memo.get(devices)
@@ -197,7 +203,7 @@ class _Sizer:
                                         max_seqs=self.job.max_seqs or (self.job.users if slots else None),
                                         lengths=self.lengths, context=self.job.context, speed=speed,
                                         capacity_bytes=self.capacity)
-            most, _ = max_load(spec, self.lengths, self.targets, by=self.by)
+            most, _ = max_load(spec, self.lengths, self.targets, by=self.by, shown=self.shown)
             hit = self._memo[devices] = (spec, launch, most)
         return hit
 
@@ -208,9 +214,9 @@ class _Sizer:
         replicas = need if available is None else max(1, min(need, available))
         share = self.load / replicas
         if self.by == "users":
-            point = serve_at(spec, self.lengths, users=max(1, math.ceil(share)))
+            point = self.shown(serve_at(spec, self.lengths, users=max(1, math.ceil(share))))
         else:
-            point = serve_at(spec, self.lengths, requests_per_s=share)
+            point = self.shown(serve_at(spec, self.lengths, requests_per_s=share))
         meets = most > 0 and replicas >= need and self.targets.met(point)
         return replicas, point, meets, most
 
@@ -232,9 +238,10 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
     return ServeOption(id=id, kind=kind, accelerator=sizer.acc.id, accelerator_name=sizer.acc.name,
                        runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
                        replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
-                       point=point, kv_capacity_tokens=sizer.model.cache_tokens(kv_pool_bytes(spec)), usd_per_hour=usd_h,
+                       point=point, kv_capacity_tokens=request_cache_tokens(sizer.model, spec, sizer.choice),
+                       usd_per_hour=usd_h,
                        usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
-                       spec=spec, ranges=sizer.ranges, **extra)
+                       spec=spec, ranges=sizer.ranges(point), shown=sizer.shown, **extra)
 
 
 def _unfit(hw: OwnedHardware, model: ModelServing, choice) -> ServeOption:
@@ -390,7 +397,7 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
     quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
     by_id = {o.id: o for o in offers}
-    kv_tokens = model.cache_tokens(kv_pool_bytes(spec))
+    kv_tokens = request_cache_tokens(model, spec, choice)
     for q in quotes:
         usd_h = _per_hour(q)
         per_req, per_tok = _costs(usd_h, point, replicas)
@@ -408,14 +415,17 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
                                max_load_per_replica=most_load, point=point, kv_capacity_tokens=kv_tokens,
                                usd_per_hour=usd_h, usd_per_million_requests=per_req,
                                usd_per_million_output_tokens=per_tok, launch=launch, spec=spec,
-                               ranges=sizer.ranges, **extra))
+                               ranges=sizer.ranges(point), shown=sizer.shown, **extra))
     return out
 
 
-def range_factors(by: str = "users", choice=None, acc=None) -> tuple[tuple[str, float, str], ...]:
+def range_factors(by: str = "users", choice=None, acc=None, users: float | None = None
+                  ) -> tuple[tuple[str, float, str], ...]:
     """``(group, x/÷ factor, origin)`` of the 80 % ranges of a serving job's figures at its load (``by``: users or
-    requests_per_s), for a runtime choice on an accelerator where given (``calibrated.serve_range_factors``)."""
-    return tuple((g, f, origin) for g, (f, origin) in serve_range_factors(serve_load(by), choice, acc).items())
+    requests_per_s; ``users`` on a replica, one of them being the one request's), for a runtime choice on an
+    accelerator where given (``calibrated.serve_range_factors``)."""
+    return tuple((g, f, origin) for g, (f, origin) in
+                 serve_range_factors(serve_load(by, users), choice, acc).items())
 
 
 def interval(value: float | None, which: str, option: ServeOption | None = None, by: str = "users"
@@ -435,7 +445,8 @@ def range_origin(by: str = "users", option: ServeOption | None = None) -> str:
     load, the option's own where given."""
     ranges = option.ranges if option is not None and option.ranges else range_factors(by)
     facts = {g: (f, origin) for g, f, origin in ranges}
-    load = "users" if serve_load(by) == "users" else "an arrival rate"
+    users = option.point.users if option is not None and option.point is not None else None
+    load = {"users": "users", "one": "one user"}.get(serve_load(by, users), "an arrival rate")
     parts = [f"{what} within x/÷{facts[g][0]:.2f} ({facts[g][1]})" for what, g in
              (("throughput", "serving"), ("time to first token", "ttft"), ("time per output token", "tpot"))]
     return f"at a load of {load}: " + "; ".join(parts)
@@ -464,4 +475,4 @@ def knee_curves(result: ServeResult) -> tuple:
     """``(option, points)`` of the charted options, one replica each, load rising (``serving_queue.knee_curve``)."""
     from advisor.estimate.serving_queue import knee_curve
 
-    return tuple((o, tuple(knee_curve(o.spec, result.lengths, by=result.by))) for o in charted(result))
+    return tuple((o, tuple(knee_curve(o.spec, result.lengths, by=result.by, shown=o.shown))) for o in charted(result))

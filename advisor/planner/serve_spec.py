@@ -203,6 +203,33 @@ def vllm_activation_peak_bytes(arch: ModelArch, tokens: int, seqs: int, tp: int)
     return tokens * (2.0 * arch.hidden + 3.0 * f / max(1, tp)) * 2.0 + seqs * arch.vocab * 4.0
 
 
+def attention_data_parallel(model: ModelServing, choice: RuntimeChoice) -> bool:
+    """Whether a runtime runs a mixture of experts' attention data-parallel over its devices (each device serves
+    its own requests, with their caches whole): TensorRT-LLM's documented MoE runs (``enable_attention_dp`` with
+    expert parallelism, ``RuntimeServing.expert_parallel``)."""
+    return (serving_profile(choice.runtime.id).expert_parallel and model.arch.experts > 0
+            and choice.runtime.multi_device == "tensor")
+
+
+def kv_parts(model: ModelServing, devices: int, choice: RuntimeChoice, *, one_request: bool = False) -> int:
+    """Into how many parts a runtime's devices split the KV cache, as the plan's memory splits it
+    (``estimate.memory.kv_shards``): a layer split's devices each hold their layers' cache; tensor parallelism at
+    most as many parts as KV heads, MLA's latent whole on every GPU. Attention run data-parallel
+    (``attention_data_parallel``) spreads the requests, not the heads: the pool is every device's, and one request's
+    cache (``one_request``) is whole on one device."""
+    if attention_data_parallel(model, choice):
+        return 1 if one_request else devices
+    engine = "llama.cpp" if choice.runtime.multi_device == "layer" else "exact"
+    return memory.kv_shards(model.arch, devices, engine)
+
+
+def request_cache_tokens(model: ModelServing, spec: ServerSpec, choice: RuntimeChoice) -> int:
+    """Tokens of cache one request may hold on a replica (the longest context it takes): the pool
+    (``estimate.serving.kv_pool_bytes``) in the parts one request's cache is split into (``kv_parts``)."""
+    parts = spec.kv_shards or spec.devices
+    return model.cache_tokens(kv_pool_bytes(spec) * kv_parts(model, spec.devices, choice, one_request=True) / parts)
+
+
 def runtime_overhead_bytes(choice: RuntimeChoice, arch: ModelArch | None = None, acc: Accelerator | None = None,
                            devices: int = 1) -> float:
     """Bytes per device a runtime takes beyond the weights and the cache: vLLM's startup profile where the model
@@ -311,7 +338,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     if batching == "slots":
         slot_tokens = longest
         free = capacity * fraction - weights / devices - overhead
-        fit = int(max(0.0, free * devices) // (kv_token * slot_tokens))
+        fit = int(max(0.0, free * kv_parts(model, devices, choice)) // (kv_token * slot_tokens))
         seqs = max_seqs or max(1, min(fit, srv.max_seqs))
     elif max_seqs and rt.batching != "static":
         seqs = max_seqs
@@ -326,7 +353,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
         reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
-        routed_pick=routed_pick)
+        routed_pick=routed_pick, kv_shards=kv_parts(model, devices, choice))
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,
@@ -401,7 +428,7 @@ def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice,
     while n <= most:
         free = ((capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n
                 - runtime_overhead_bytes(choice, model.arch, acc, n))
-        if free * n * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
+        if free * kv_parts(model, n, choice, one_request=True) * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most
     return None

@@ -235,3 +235,66 @@ def test_the_stored_width_covers_its_own_held_out_residuals(ratios):
     hold = C.leave_one_source_out(obs)
     covered = sum(abs(r) <= fit.half_width_log + 1e-12 for r in hold.log_residuals)
     assert covered >= min(len(obs), math.ceil((len(obs) + 1) * C.COVERAGE))
+
+
+# ------------------------------------------------------------------ serving groups: applied only where it helps
+def _obs(row, group, source, klass, ratio):
+    return _o(row, source, ratio, klass, group)
+
+
+def test_a_serving_factor_that_helps_held_out_is_applied():
+    """Three sources each measured 1.5x the raw figure: raw, none is within 25 %; each predicted by the other two's
+    factor, at least exp(2 log 1.5 / 3) = 1.31 (one agreeing source shrinks it), 1.5 / 1.31 = 1.14, all within.
+    Stored: the load's level 3/4 of log 1.5 (three sources and one agreeing), the runtime's 6 rows a step of
+    6/(6 + 3) of the rest towards them: log factor (3/4 + 1/4 x 6/9) log 1.5 = 11/12 log 1.5."""
+    obs = [_obs(f"{s}{i}", "serving", s, "users/vllm/cuda", 1.5) for s in "abc" for i in range(2)]
+    hold = C.leave_one_source_out(obs)
+    assert C.applies(obs, hold)
+    fit = C.fit_group(obs)
+    assert fit.applied
+    assert fit.factor("users/vllm/cuda") == pytest.approx(1.5 ** (11 / 12), rel=1e-9)
+    assert C.shown(obs, hold) is hold
+
+
+def test_a_serving_factor_that_does_not_help_held_out_is_stored_but_not_applied():
+    """Two sources at the raw figure and one at 3x: raw, 4 of 6 rows are within 25 %; held out, the first two are
+    planned at exp(log 3 / 3) = 1.44x by the others' fit and the third at 1x: none within. The figure shown is the
+    raw one (factor 1) and its width is the raw residuals'."""
+    obs = [_obs(f"{s}{i}", "serving", s, "users/vllm/cuda", r) for s, r in (("a", 1.0), ("b", 1.0), ("c", 3.0))
+           for i in range(2)]
+    hold = C.leave_one_source_out(obs)
+    assert not C.applies(obs, hold)
+    assert C.shown(obs, hold).log_residuals == pytest.approx([o.log_ratio for o in obs])
+    fit = C.fit_group(obs)
+    assert not fit.applied and fit.factor("users/vllm/cuda") == 1.0 and fit.factor() == 1.0
+    assert fit.log_factor == pytest.approx(math.log(3.0) / 4)  # the fitted factor is kept, for the record
+    assert fit.half_width_log == pytest.approx(C._conformal_width([0, 0, 0, 0, math.log(3), math.log(3)]))
+    back = C.fits_from_csv(C.fits_to_csv({"serving": fit}))["serving"]
+    assert not back.applied and back.factor("users/vllm/cuda") == 1.0
+    # a training group applies its factor whatever its held-out share (the rule is the serving groups')
+    train = [_obs(o.row_id, "pretraining", o.source_id, "dense/megatron/bf16", o.measured) for o in obs]
+    assert C.fit_group(train).applied
+
+
+def test_one_user_rows_take_no_served_factor_and_do_not_move_the_others():
+    """At one user the served figure is the plan's one request: class ``one`` has factor 1, and rows at users are
+    fitted without it (the same g with or without a one-user row 3x off)."""
+    users = [_obs(f"{s}{i}", "tpot", s, "users/vllm/cuda", 1.0 / 1.5) for s in "abc" for i in range(2)]
+    one = [_obs("o1", "tpot", "a", "one/vllm/cuda", 1.0 / 3.0)]
+    g0, c0 = C.fit_log_factors(users)
+    g1, c1 = C.fit_log_factors([*users, *one])
+    assert g1 == pytest.approx(g0) and c1["users/vllm/cuda"] == pytest.approx(c0["users/vllm/cuda"])
+    assert c1["one"] == 0.0
+    fit = C.fit_group([*users, *one])
+    assert fit.factor("one/vllm/cuda") == 1.0 and fit.factor("users/vllm/cuda") == pytest.approx(1.5 ** (11 / 12))
+    hold = C.leave_one_source_out([*users, *one])
+    assert hold.log_residuals[-1] == pytest.approx(one[0].log_ratio)  # held out, still the raw figure
+
+
+def test_the_applied_column_is_read_strictly():
+    text = C.fits_to_csv({"ttft": C.GroupFit("ttft", 0.1, (), 0.5, 10, 3, (), 0.0, False)})
+    assert ",0\n" in text.splitlines()[1] + "\n"
+    with pytest.raises(C.MeasurementError, match="applied"):
+        C.fits_from_csv(text.replace(",0.0,0", ",0.0,yes"))
+    older = "group,class,log_factor,half_width_log,rows,sources,reach_slope\nttft,,0.1,0.5,10,3,0.0\n"
+    assert C.fits_from_csv(older)["ttft"].applied  # a file from before the column: applied, as it was
