@@ -165,6 +165,14 @@ class ServerSpec:
     routed_share: float = 0.0
     routed_pick: float = 0.0
     kv_shards: int = 0
+    unread_bytes: float = 0.0
+
+    @property
+    def read_bytes(self) -> float:
+        """The weight bytes a step reads: all but ``unread_bytes`` (a multimodal projector, run once per image;
+        per-layer embeddings, a row per token: ``estimate.memory.unread_weight_bytes``), as the plan's request reads
+        them (``estimate.decode.ServingSpeed.weights_read``)."""
+        return self.weight_bytes - self.unread_bytes
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING:
@@ -185,6 +193,8 @@ class ServerSpec:
                      "active_params", "kv_bytes_per_token"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
+        if not 0 <= self.unread_bytes < self.weight_bytes:
+            raise ValueError("unread_bytes must be zero or more and less than the weights")
         if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0 \
                 or not self.per_seq_s >= 0 or not 0 <= self.per_token_s <= self.per_seq_s:
             raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence time and slot size "
@@ -248,7 +258,7 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     cache) it was before.
     """
     n = spec.parallel_devices
-    t_weights = spec.weight_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
+    t_weights = spec.read_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
     t_kv = batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     t_att = batch * mean_context * spec.attn_flops_per_pair / (spec.decode_flops * n)
     t_mm = 2.0 * spec.active_params * batch / (spec.decode_flops * n)
@@ -291,7 +301,7 @@ def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
         matmul_flops=2.0 * spec.active_params * prompt_tokens,
         attention_flops=spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1) / 2.0,
         matmul_rate=spec.prefill_flops * n, attention_rate=(spec.attention_flops or spec.prefill_flops) * n,
-        weight_read_s=spec.weight_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * n),
+        weight_read_s=spec.read_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * n),
         share=pipelined(spec, prompt_tokens), overhead_s=spec.step_overhead_s)
 
 
@@ -328,7 +338,7 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     n = spec.parallel_devices
     per_step = spec.chunk_tokens if spec.chunk_tokens > 0 else prompt_tokens
     steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
-    t_weights = spec.weight_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
+    t_weights = spec.read_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
     compute = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
                          + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
                          / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)

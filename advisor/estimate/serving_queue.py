@@ -149,7 +149,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
     # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
     bw = spec.bandwidth_bps * spec.eta_mem * n
-    a0 = spec.weight_bytes / bw
+    a0 = spec.read_bytes / bw
     moe = spec.expert_fraction < 1.0
     a1 = ctx * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     c1 = 2.0 * spec.active_params / (spec.decode_flops * n)

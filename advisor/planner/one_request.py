@@ -42,7 +42,8 @@ def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: Model
     """The calibrated numbers of one request of ``lens`` on ``devices`` of ``acc`` (the plan's timing, batch 1)."""
     one = req if req.batch == 1 else req.model_copy(update={"batch": 1})
     t = serving_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, calib,
-                       int(model.weight_bytes) if model.weight_bytes else None)
+                       int(model.weight_bytes) if model.weight_bytes else None,
+                       projector_bytes=int(model.projector_bytes))
     t = calibrate_serving(t, one, acc)
     if t.speed is None or not math.isfinite(t.speed.eta_mem):
         raise ValueError(f"{acc.id}: no serving speed")

@@ -288,7 +288,8 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     targets = Targets(job.ttft_p95_s, tpot_target_s(job))
     by = "users" if job.users is not None else "requests_per_s"
     load = float(job.users if job.users is not None else job.requests_per_s)
-    model = model_serving(jm.arch, jm.params, jm.active_params, job.precision, job.kv_cache_bits, jm.weight_bytes)
+    model = model_serving(jm.arch, jm.params, jm.active_params, job.precision, job.kv_cache_bits, jm.weight_bytes,
+                          jm.projector_bytes)
     for acc_id in job.accelerator:
         if acc_id not in catalog.accelerators:
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r} (advisor catalog list)")

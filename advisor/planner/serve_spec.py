@@ -119,6 +119,7 @@ class ModelServing:
     weight_bytes: float | None  # the exact bytes of a model file, when the request reads them
     precision: str
     kv_bits: int
+    projector_bytes: float = 0.0  # of weight_bytes, a multimodal projector's (loaded, not read per token)
 
     @property
     def attn_flops_per_pair(self) -> float:
@@ -257,9 +258,11 @@ def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: fl
 
 
 def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
-                  weight_bytes: float | None = None) -> ModelServing:
-    """The model as every replica sees it."""
-    return ModelServing(arch, float(params), float(active), weight_bytes, precision, kv_cache_bits)
+                  weight_bytes: float | None = None, projector_bytes: float = 0.0) -> ModelServing:
+    """The model as every replica sees it (``projector_bytes``: a multimodal GGUF's projector, part of
+    ``weight_bytes``)."""
+    return ModelServing(arch, float(params), float(active), weight_bytes, precision, kv_cache_bits,
+                        float(projector_bytes))
 
 
 def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: RuntimeChoice, *,
@@ -353,7 +356,10 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
         reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
-        routed_pick=routed_pick, kv_shards=kv_parts(model, devices, choice))
+        routed_pick=routed_pick, kv_shards=kv_parts(model, devices, choice),
+        # what a step does not read: the plan's request's own figure, else the same rule (estimate.memory)
+        unread_bytes=speed.unread_bytes if speed is not None else memory.unread_weight_bytes(
+            model.arch, weights, model.projector_bytes if model.weight_bytes else 0.0))
     launch = {"runtime": rt.id, "tp": devices, "max_num_seqs": seqs, "max_model_len": longest,
               "gpu_memory_utilization": fraction, "kv_cache_dtype": choice.kv_format, "kv_cache_bits": model.kv_bits,
               "weight_format": fmt.id, "chunk_tokens": chunk, "slots": seqs if batching == "slots" else None,

@@ -147,3 +147,24 @@ def test_projector_on_the_first_device_not_split():
     m = memory.inference_memory(arch, 8e9, precision="bf16", devices=2, context=1024, batch=1,
                                 weight_bytes=16e9 + 1e9, projector_bytes=1e9)
     assert m.weights_bytes == int(16e9 / 2 + 1e9)
+
+
+@pytest.mark.parametrize("users", [1, 8])
+def test_serve_reads_the_language_model_alone_too(tmp_path, users):
+    """What ``advisor serve`` sizes reads per step what the plan's request reads: a GGUF with its projector serves
+    as fast as the GGUF alone, at one user (the plan's request) and at load (the step model), while its
+    replica's memory holds the projector's bytes (one question, one answer: tests/consistency)."""
+    from advisor.job.serve import ServeJob
+    from advisor.planner.serve import serve_plan
+
+    model = tmp_path / "Tiny-Q8_0.gguf"
+    write_gguf(model)
+    job = ServeJob.from_mapping(dict(model=str(model), runtime="llama.cpp", accelerator=["h100-sxm"], users=users,
+                                     prompt_tokens=200, output_tokens=100))
+    alone = serve_plan(job, CAT).options[0]
+    (tmp_path / "mmproj-F16.gguf").write_bytes(clip_gguf())
+    both = serve_plan(job, CAT).options[0]
+    assert both.spec.weight_bytes - alone.spec.weight_bytes == PATCH_BYTES
+    assert both.spec.unread_bytes == PATCH_BYTES and alone.spec.unread_bytes == 0
+    assert both.point.tpot_p50_s == pytest.approx(alone.point.tpot_p50_s, rel=1e-9)
+    assert both.point.output_tokens_per_s == pytest.approx(alone.point.output_tokens_per_s, rel=1e-9)
