@@ -203,6 +203,8 @@ class ServingSpeed:
     layer_split: bool = False
     prefill_eta_mem: float | None = None
     unread_bytes: float = 0.0
+    kv_replicas: float = 1.0  # devices over the parts the cache is split in: each GPU reads its copy of a replicated head
+
 
     @property
     def decode_devices(self) -> int:
@@ -221,7 +223,8 @@ class ServingSpeed:
         """``compute.decode_estimate`` at ``batch`` sequences whose caches average ``mean_cache`` tokens, the
         prefill being the batch's prompts arriving together."""
         return compute.decode_estimate(
-            weight_bytes_read=self.weights_read(batch), kv_bytes_read=self.kv_bytes_per_token * mean_cache * batch,
+            weight_bytes_read=self.weights_read(batch),
+            kv_bytes_read=self.kv_bytes_per_token * mean_cache * batch * self.kv_replicas,
             active_params=self.active_params, batch=batch, devices=self.decode_devices,
             mem_bandwidth_bps=self.bandwidth_bps,
             peak_flops=self.matmul_peak_flops, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
@@ -252,4 +255,5 @@ class ServingSpeed:
     def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:
         """The bandwidth bound at this batch: ``B * N * BW / (weights read + caches)``."""
         return batch * decode_bound_tokens_per_s(self.bandwidth_bps * self.decode_devices,
-                                                 self.weights_read(batch) + self.kv_bytes_per_token * mean_cache * batch)
+                                                 self.weights_read(batch)
+                                                 + self.kv_bytes_per_token * mean_cache * batch * self.kv_replicas)

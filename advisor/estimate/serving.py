@@ -168,6 +168,12 @@ class ServerSpec:
     unread_bytes: float = 0.0
 
     @property
+    def kv_replicas(self) -> float:
+        """How many copies of each token's cache the tensor-parallel devices read: their number over the parts the
+        cache is split in (``kv_shards``: a KV head is not split, MLA's latent is one), 1 when each holds its own."""
+        return max(1.0, self.parallel_devices / self.kv_shards) if self.kv_shards else 1.0
+
+    @property
     def read_bytes(self) -> float:
         """The weight bytes a step reads: all but ``unread_bytes`` (a multimodal projector, run once per image;
         per-layer embeddings, a row per token: ``estimate.memory.unread_weight_bytes``), as the plan's request reads
@@ -259,7 +265,7 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     """
     n = spec.parallel_devices
     t_weights = spec.read_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
-    t_kv = batch * mean_context * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+    t_kv = batch * mean_context * spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     t_att = batch * mean_context * spec.attn_flops_per_pair / (spec.decode_flops * n)
     t_mm = 2.0 * spec.active_params * batch / (spec.decode_flops * n)
     t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops

@@ -151,7 +151,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     bw = spec.bandwidth_bps * spec.eta_mem * n
     a0 = spec.read_bytes / bw
     moe = spec.expert_fraction < 1.0
-    a1 = ctx * spec.kv_bytes_per_token / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+    a1 = ctx * spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
     ca = ctx * spec.attn_flops_per_pair / (spec.decode_flops * n)
     kv = a1 if a1 > ca else ca  # the attention of one sequence: its cache read, or its FLOPs

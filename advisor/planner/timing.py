@@ -390,6 +390,9 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak,
         attention_eta=min(1.0, prof.attention_eta * prefill_scale),
         layer_split=choice.runtime.multi_device == "layer",
+        # a head is not split: with fewer KV heads than GPUs (MLA's latent: one) each GPU reads a whole copy
+        kv_replicas=devices / memory.kv_shards(arch, devices, "llama.cpp" if choice.runtime.multi_device == "layer"
+                                               else "exact"),
         # the prefill's factor moves its weight read too (a short prompt is held at it)
         prefill_eta_mem=None if prefill_scale == 1.0 else min(1.0, eta * prefill_scale))
     est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)

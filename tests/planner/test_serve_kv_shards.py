@@ -86,3 +86,23 @@ def test_tensorrt_llm_moe_runs_attention_data_parallel(catalog):
     one_gpu = served.model.cache_tokens(free * spec.kv_free_fraction)
     assert so.kv_capacity_tokens == option.serving.kv_capacity_tokens
     assert so.kv_capacity_tokens == pytest.approx(one_gpu, abs=1.0)
+
+
+@pytest.mark.parametrize("model,precision,acc,n,parts", CASES)
+def test_each_gpu_reads_its_copy_of_a_replicated_cache(catalog, model, precision, acc, n, parts):
+    """A head is not split: where the GPUs hold copies of the cache (MLA's latent, fewer KV heads than GPUs) each
+    reads its whole copy, so a decode step reads n / parts times a split cache's bytes, in the plan's request and in
+    serve's step model alike (DeepSeek-V3 on 8 GPUs: 8; Qwen3-235B's 4 heads on 8: 2; Llama 70B's 8 on 4: 1)."""
+    result, option, served, so = _both(catalog, model, precision, acc, n)
+    assert so.spec.kv_replicas == n / parts
+    # the plan's one request: its decode's cache read at the replicated bytes (estimate.decode.ServingSpeed)
+    from advisor.planner.request import as_run
+    from advisor.planner.timing import serving_timing
+
+    accel = catalog.accelerators[acc]
+    speed = serving_timing(as_run(result.request, accel), accel, result.arch, result.params, result.active_params,
+                           result.lengths, n, None).speed
+    assert speed.kv_replicas == n / parts
+    one = speed.decode(1, 1000.0, 1000, 200)
+    split = replace(speed, kv_replicas=1.0).decode(1, 1000.0, 1000, 200)
+    assert (one.tokens_per_s < split.tokens_per_s) == (parts < n)
