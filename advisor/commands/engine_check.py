@@ -31,7 +31,8 @@ def memory_of_plan(result):
     software = o.serving.software if o.serving is not None else None
     return AdvisorMemory(devices=o.devices, weights=m.weights_bytes, kv_cache=m.kv_cache_bytes,
                          overhead=m.overhead_bytes, context=result.context, slots=max(1, result.request.batch or 1),
-                         option=o.id, runtime=software.runtime.id if software is not None else "llama.cpp")
+                         option=o.id, runtime=software.runtime.id if software is not None else "llama.cpp",
+                         kv_type=llama_kv_type(result.request.kv_cache_bits))
 
 
 def memory_of_serve(result):
@@ -55,7 +56,15 @@ def memory_of_serve(result):
         kv = max(0.0, kv_pool_bytes(s)) / s.devices
     return AdvisorMemory(devices=s.devices, weights=s.weight_bytes / s.devices, kv_cache=kv,
                          overhead=s.overhead_bytes, context=max(1, context), slots=max(1, slots), option=o.id,
-                         runtime=o.runtime)
+                         runtime=o.runtime, kv_type=llama_kv_type(result.request.kv_cache_bits))
+
+
+def llama_kv_type(bits: int) -> str:
+    """The KV cache's element type at ``bits`` as llama.cpp names it (``resources/runtimes.toml``: f16, q8_0, q4_0),
+    so the fit printer sizes the cache the plan sized."""
+    from advisor.catalog.runtimes import runtime_data
+
+    return runtime_data().runtimes["llama.cpp"].kv_format(bits) or "f16"
 
 
 def check(spec: str | None, ours, catalog):

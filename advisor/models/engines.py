@@ -304,6 +304,7 @@ class AdvisorMemory:
     slots: int = 1
     option: str = ""
     runtime: str = "llama.cpp"
+    kv_type: str = "f16"  # the cache's element type as llama.cpp names it (-ctk / -ctv: f16, q8_0, q4_0)
 
     def part(self, name: str) -> float:
         """Per device, by the engine's part names (the engine's compute buffers sit in the advisor's overhead)."""
@@ -473,7 +474,7 @@ def fit_argv(exe: str, gguf: str, ours: AdvisorMemory) -> list[str]:
     layer on the GPUs (``-ngl 999``), and the plan's devices (one: ``-sm none``, the main GPU; several: an even
     ``-ts`` over the first of them)."""
     argv = [exe, "-m", gguf, "-c", str(int(ours.context) * int(ours.slots)), "-np", str(int(ours.slots)),
-            "-ngl", "999", "--fit-print", "on"]
+            "-ngl", "999", "-ctk", ours.kv_type, "-ctv", ours.kv_type, "--fit-print", "on"]
     return argv + (["-ts", ",".join(["1"] * ours.devices)] if ours.devices > 1 else ["-sm", "none"])
 
 

@@ -233,7 +233,7 @@ def test_engine_check_runs_the_fit_printer_with_the_plans_context_and_devices(tm
                          slots=2, option="owned:rtx-4090")
     check = engine_check(rm, ours, which=lambda n: f"/usr/bin/{n}", run=run, fetch=_refused)
     assert calls == [["/usr/bin/llama-fit-params", "-m", str(gguf), "-c", "8192", "-np", "2", "-ngl", "999",
-                      "--fit-print", "on", "-ts", "1,1"]]
+                      "-ctk", "f16", "-ctv", "f16", "--fit-print", "on", "-ts", "1,1"]]
     entry = check.engines[0]
     assert entry["state"] == "compared" and entry["differs_most"]["part"] == "compute"
     assert check.lines[0] == "llama.cpp's fit printer (llama-fit-params, 8,192 tokens (2 slots of 4,096), 2 device(s)):"

@@ -47,8 +47,8 @@ def _assert_tiny_llama(check: dict, gguf: Path) -> dict:
     llama = check["engines"][0]
     assert llama["state"] == "compared", check["lines"]
     # the plan's file and context, one sequence, every layer on the plan's one device
-    assert llama["command"][1:] == ["-m", str(gguf), "-c", str(CONTEXT), "-np", "1", "-ngl", "999", "--fit-print",
-                                    "on", "-sm", "none"]
+    assert llama["command"][1:] == ["-m", str(gguf), "-c", str(CONTEXT), "-np", "1", "-ngl", "999", "-ctk", "f16",
+                                    "-ctv", "f16", "--fit-print", "on", "-sm", "none"]
     assert [d["device"] for d in llama["devices"]] == ["Host"]  # a CPU build: all of it in host memory
     engine = llama["totals"]["engine"]
     ours = llama["totals"]["advisor"]
