@@ -506,15 +506,18 @@ def largest_context(arch: ModelArch, free_bytes: float, batch: int = 1, bytes_pe
     def fits(n: int) -> bool:
         return kv_cache_bytes(arch, n, batch, bytes_per_value, engine) <= free_bytes
 
+    if engine == "exact" and arch.count_of("full") == arch.layers:  # every layer's cache grows with the context:
+        per_token = kv_cache_bytes(arch, 1, batch, bytes_per_value, engine)  # linear, the answer from one division
+        if not per_token <= free_bytes:
+            return 0
+        guess = min(limit, int(free_bytes // per_token))
+        if fits(guess) and (guess == limit or not fits(guess + 1)):  # checked at the cache's own rounding
+            return guess
     if not fits(1):
         return 0
     lo, hi = 1, limit
     if fits(hi):
         return hi
-    if engine == "exact" and arch.count_of("full") == arch.layers:  # every layer's cache grows with the context:
-        per_token = kv_cache_bytes(arch, 1, batch, bytes_per_value, engine)  # linear, the bracket from one division
-        guess = min(limit - 1, max(1, int(free_bytes // per_token)))
-        lo, hi = (guess, guess + 1) if fits(guess) and not fits(guess + 1) else (lo, hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
