@@ -41,10 +41,10 @@ class _Pending:
 
 
 class DeviceCaller:
-    """Runs one GPU's calls, in order, on its own thread.
+    """Runs calls, in order, on its own thread (a ``GpuReader``'s worker).
 
     Args:
-        name: the thread's name (``advisor-gpu<i>``).
+        name: the thread's name.
     """
 
     def __init__(self, name: str) -> None:
@@ -164,18 +164,19 @@ class GpuReader:
         """
         todo = [i for i in indices if not self.hung(i)]
         out: dict = {}
+        error: BaseException | None = None
         while todo:
             job = _Pass(fn, todo)
             pending = self._caller.submit(job.run)
             finished = pending.finished(timeout_s)
-            if pending.error is not None:
-                raise pending.error
             for i in todo:
                 if i in job.results:
                     ok, value = job.results[i]
-                    if not ok:
-                        raise value
-                    out[i] = value
+                    if ok:
+                        out[i] = value
+                    elif error is None:
+                        error = value
+            error = error or pending.error
             if finished:
                 break
             job.stopped = True  # its thread asks no further GPU once the hung call returns
@@ -188,6 +189,8 @@ class GpuReader:
             self._caller.close()  # its thread ends once the hung call returns
             self._caller = DeviceCaller(self._name)
             todo = [i for i in todo if i not in done and i != stuck]
+        if error is not None:
+            raise error  # after the hung GPU, if any, was set apart: the next pass does not wait behind it
         return out
 
     def close(self) -> None:
