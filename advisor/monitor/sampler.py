@@ -25,7 +25,7 @@ from advisor.hw.records import (
     ProcessSample,
     clean_sample,
 )
-from advisor.monitor.calls import DeviceCaller
+from advisor.monitor.calls import GpuReader
 from advisor.monitor.columns import history_values, metric_names
 from advisor.monitor.history import DEFAULT_CAPACITY, History
 
@@ -100,7 +100,7 @@ class Sampler:
         self._wait = wait if wait is not None else self._wake.wait
         self._gpu_count = gpu.device_count()
         self.call_timeout_s = call_timeout_s
-        self._callers = [DeviceCaller(f"advisor-gpu{i}") for i in range(self._gpu_count)] if call_timeout_s else []
+        self._reader = GpuReader() if call_timeout_s else None
         self._core_count = len(host.sample().per_core_util_pct)  # also primes psutil's rate counters
         self.history = History(metric_names(self._gpu_count, self._core_count), capacity)
         self._queue: collections.deque[MonitorSample] = collections.deque(maxlen=capacity)
@@ -171,8 +171,8 @@ class Sampler:
         """
         self._stop.set()
         self._wake.set()
-        for caller in self._callers:
-            caller.close()
+        if self._reader is not None:
+            self._reader.close()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -262,21 +262,10 @@ class Sampler:
                      else GpuSample(index=i, state=GPU_NOT_RESPONDING) for i in range(self._gpu_count))
 
     def _per_gpu(self, fn, indices: list[int]) -> dict:
-        """``{i: fn(i)}``; through each GPU's caller with a deadline (missing: not responding)."""
-        if not self._callers:
+        """``{i: fn(i)}``; through the reader with a deadline (missing: not responding)."""
+        if self._reader is None:
             return {i: fn(i) for i in indices}
-        pending = {i: self._callers[i].submit(fn, i) for i in indices if not self._callers[i].hung}
-        deadline = self._real_clock() + self.call_timeout_s
-        out = {}
-        for i, p in pending.items():
-            ok, value = DeviceCaller.result(p, max(0.0, deadline - self._real_clock()))
-            if ok:
-                out[i] = value
-        return out
-
-    @staticmethod
-    def _real_clock() -> float:
-        return time.monotonic()  # deadlines run on real time even when the schedule's clock is fake
+        return self._reader.read(fn, indices, self.call_timeout_s)
 
     def _snapshot_processes(self, gpus: tuple[GpuSample, ...]) -> tuple[ProcessSample, ...]:
         indices = [g.index for g in gpus if g.state not in (GPU_LOST, GPU_SUSPENDED, GPU_NOT_RESPONDING)]

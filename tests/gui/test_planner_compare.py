@@ -90,3 +90,23 @@ def test_compare_exports_every_option(make_window, qtbot, tmp_path):
     first = rows[0]
     parts = sum(float(v) for k, v in first.items() if k.startswith("cost_") and k != "cost_usd")
     assert abs(parts - float(first["cost_usd"])) < 1e-3 * float(first["cost_usd"])
+
+
+def test_redrawing_a_plan_leaves_placed_capacity_labels_alone(make_window, qtbot, monkeypatch):
+    """A re-plan whose capacity labels keep their places does not lay them out again (InfLineLabel.setPosition
+    and setVisible(True) each re-set the text and move it), and the places are those of the first drawing."""
+    w = make_window()
+    w.show_page("planner")
+    page = w.page("planner")
+    qtbot.waitUntil(lambda: _plan_ready(page), timeout=10000)
+    placed = [(line.isVisible(), line.label.isVisible(), line.label.orthoPos, list(line.label.anchors))
+              for line in page._cap_lines]
+    assert any(shown for _, shown, _, _ in placed)  # some capacity is labelled on the default plan
+    calls = []
+    for line in page._cap_lines:
+        monkeypatch.setattr(line.label, "setPosition", lambda p, _l=line.label: calls.append(p))
+        monkeypatch.setattr(line.label, "setVisible", lambda v, _l=line.label: calls.append(v))
+    page._show(page.bundle)  # the same plan again: every label already where it belongs
+    assert calls == []
+    assert [(line.isVisible(), line.label.isVisible(), line.label.orthoPos, list(line.label.anchors))
+            for line in page._cap_lines] == placed

@@ -61,6 +61,27 @@ def test_finish_closes_each_process_once_after_ended_ones():
     assert keeper.finish() == books  # closing again closes nothing more
 
 
+def test_current_books_are_built_when_read_and_are_those_of_the_last_tick(monkeypatch):
+    """A tick (10 a second with 16 GPUs) does not build every process's books: ``current()`` does, when asked,
+    from the last tick's accounts; after ``finish`` there are none."""
+    sampler = _Sampler((_proc(1), _proc(2, gpu=1)))
+    keeper = BookKeeper(sampler, 0.3)
+    g = [GpuSample(index=0, power_w=100.0, power_limit_w=450.0), GpuSample(index=1, power_w=200.0, power_limit_w=450.0)]
+    built = []
+    real = keeper.books.current
+    monkeypatch.setattr(keeper.books, "current", lambda: built.append(1) or real())
+    for t in range(11):
+        keeper(_Tick(float(t), g))
+    assert built == []
+    now = keeper.current()
+    assert len(built) == 1 and sorted(now) == [(1, 0), (2, 1)]
+    # 10 s at 100 W and at 200 W, each GPU's one process: 1,000 J and 2,000 J, 10 s = 1/360 GPU-hour each
+    assert now[(1, 0)].energy_j == pytest.approx(1000.0) and now[(2, 1)].energy_j == pytest.approx(2000.0)
+    assert now[(1, 0)].gpu_hours == pytest.approx(10 / 3600)
+    keeper.finish()
+    assert keeper.current() == {}
+
+
 def test_energy_per_tick_is_capped_by_the_power_limit_and_no_value_falls_back_to_power():
     prev = GpuSample(index=0, power_w=300.0, power_limit_w=450.0, energy_j=1000.0)
     no_value = GpuSample(index=0, power_w=300.0, power_limit_w=450.0, energy_j=(2**64 - 1) / 1000.0)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from advisor.cli import main
 from advisor.hw import GPU_LOST, GPU_OK, GPU_SUSPENDED, detect_machine
 from advisor.hw.fake import LOST_AFTER_S, FakeGpuBackend, FakeHostBackend
@@ -42,6 +44,47 @@ def test_a_hung_call_marks_one_gpu_not_responding_and_the_others_keep_sampling()
     finally:
         gpu.hang.set()
         sampler.stop()
+
+
+def test_two_hung_gpus_hold_only_themselves_and_the_reads_share_one_thread():
+    """The reader asks the GPUs in turn on one thread: GPUs 2 and 5 hang in the first tick, each keeps the thread
+    it hangs in, and the GPUs after each are read on a new thread in the same tick; every later tick reads the
+    six others on one thread, without asking 2 or 5 again while they hang."""
+    clock = FakeClock()
+    gpu = FakeGpuBackend("8xh100-sxm", clock=clock)
+    gpu.hang, gpu.hung = threading.Event(), {2, 5}
+    before = set(threading.enumerate())
+    sampler = _sampler(gpu, clock, call_timeout_s=0.05)
+    try:
+        sampler.run(max_ticks=3)
+        samples = sampler.drain()
+        for s in samples:
+            assert [g.state for g in s.gpus] == [GPU_OK, GPU_OK, GPU_NOT_RESPONDING, GPU_OK, GPU_OK,
+                                                 GPU_NOT_RESPONDING, GPU_OK, GPU_OK]
+        assert gpu.queries[2] == 1 and gpu.queries[5] == 1
+        assert all(gpu.queries[i] >= 3 for i in (0, 1, 3, 4, 6, 7))
+        readers = [t for t in threading.enumerate() if t.name == "advisor-gpus" and t not in before]
+        assert len(readers) == 3  # one for each hung call, one reading the others
+    finally:
+        gpu.hang.set()
+        sampler.stop()
+
+
+def test_a_read_that_raises_is_raised_to_the_sampler():
+    from advisor.monitor.calls import GpuReader
+
+    def read(i):
+        if i == 1:
+            raise RuntimeError("driver said no")
+        return i * 10
+
+    reader = GpuReader()
+    try:
+        assert reader.read(lambda i: i * 10, [0, 1, 2], 1.0) == {0: 0, 1: 10, 2: 20}
+        with pytest.raises(RuntimeError, match="driver said no"):
+            reader.read(read, [0, 1, 2], 1.0)
+    finally:
+        reader.close()
 
 
 def test_a_hung_nvml_call_holds_only_its_own_gpu():

@@ -459,13 +459,18 @@ class PlannerPage(Page):
         for line, place in zip(order, places):
             # a capacity whose label has no free place: this machine's goes to the legend, another is left out
             # (the table lists every accelerator)
-            line.setVisible(place is not None or line.mine)
-            line.label.setVisible(place is not None)
+            # each only when it changes: showing a label shown already, or placing it where it is, lays its text
+            # out again (pyqtgraph's InfLineLabel.setVisible and setPosition), on every re-plan
+            if line.isVisible() != (place is not None or line.mine):
+                line.setVisible(place is not None or line.mine)
+            if line.label.isVisible() != (place is not None):
+                line.label.setVisible(place is not None)
             if place is not None:
                 slot, above = place
                 anchor = (1, 1) if above else (1, 0)
-                line.label.anchors = [anchor, anchor]
-                line.label.setPosition(slot)
+                if line.label.anchors != [anchor, anchor] or line.label.orthoPos != slot:
+                    line.label.anchors = [anchor, anchor]
+                    line.label.setPosition(slot)
             elif line.mine:
                 in_legend.append(line)
         self._capacity_legend(in_legend)
