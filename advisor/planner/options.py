@@ -135,6 +135,21 @@ def _nodes(acc: Accelerator, offers, a: CostAssumptions, calib=None) -> list[tup
     return out
 
 
+_BY_ID: dict[int, tuple] = {}  # id(offers) -> (offers, {offer id: offer}): the catalog's lists, plan after plan
+
+
+def _offers_by_id(offers) -> dict:
+    """``{offer id: offer}`` of an accelerator's offers, kept for the same (catalog's) list object."""
+    hit = _BY_ID.get(id(offers))
+    if hit is not None and hit[0] is offers:
+        return hit[1]
+    by_id = {o.id: o for o in offers}
+    if len(_BY_ID) > 1024:  # catalogs built again and again (tests, imports): start over
+        _BY_ID.clear()
+    _BY_ID[id(offers)] = (offers, by_id)
+    return by_id
+
+
 class _Timer:
     """Layouts and timings of one accelerator, memoised by node (options of one node size share them)."""
 
@@ -268,7 +283,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                     f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
             group = groups[key] = (common, [], t, place)
         group[1].extend(node_offers)
-    by_id = {o.id: o for o in offers}
+    by_id = _offers_by_id(offers)
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
     servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price

@@ -151,13 +151,16 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         if request.workload != "inference":
             return mem_model
         req = req or run_req(acc)
+        held = kept(req).memory
+        mine = held.get(acc.id)  # the job (kept by its timing key) on this part: one memory model
+        if mine is not None and mine[0] is acc:
+            return mine[1]
         choice = runtime_choice(req, acc)
         wb = job_model.weight_bytes or weights_by_format.get(choice.weight_format.id)
         if wb is None:
             wb = weights_by_format[choice.weight_format.id] = int(
                 memory.format_weight_bytes(arch, params, choice.weight_format.id))
         key = (wb, req.quant, choice.runtime.id, acc.id, acc.usable_memory_bytes)
-        held = kept(req).memory
         hit = held.get(key)
         if hit is None:
             hit = held[key] = MemoryModel(req, arch, params, seq_len, context, wb,
@@ -165,6 +168,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
                                                                             acc.usable_memory_bytes, arch=arch,
                                                                             acc=acc),
                                                   projector_bytes=job_model.projector_bytes)
+        held[acc.id] = (acc, hit)
         return hit
     devices0 = request.gpus or 1
     layouts0 = mem_model.layouts(devices0) or [Parallelism(devices0, 1, 1, 0)]
