@@ -9,6 +9,7 @@ app can re-plan on every keystroke.
 from __future__ import annotations
 
 import functools
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -267,21 +268,27 @@ _KEPT: OrderedDict[tuple, _Kept] = OrderedDict()
 KEPT_JOBS = 32  # the jobs kept: a session's recent edits and the fit advice's replans
 
 
+_KEPT_LOCK = threading.Lock()  # the app plans in worker threads (Planner, Machine, Buy): one of them at a time here
+
+
 def _kept_for(job: tuple, calibration, fits, utilisation) -> _Kept:
     key = (job, id(calibration), id(fits), id(utilisation))
-    hit = _KEPT.get(key)
-    if hit is None or hit.calibration is not calibration or hit.fits is not fits or hit.utilisation is not utilisation:
-        hit = _KEPT[key] = _Kept(calibration, fits, utilisation)
-        while len(_KEPT) > KEPT_JOBS:
-            _KEPT.popitem(last=False)
-    else:
-        _KEPT.move_to_end(key)
-    return hit
+    with _KEPT_LOCK:
+        hit = _KEPT.get(key)
+        if hit is None or hit.calibration is not calibration or hit.fits is not fits \
+                or hit.utilisation is not utilisation:
+            hit = _KEPT[key] = _Kept(calibration, fits, utilisation)
+            while len(_KEPT) > KEPT_JOBS:
+                _KEPT.popitem(last=False)
+        else:
+            _KEPT.move_to_end(key)
+        return hit
 
 
 def forget_kept() -> None:
     """Forget every job's kept layouts and timings (a benchmark measures a plan cold)."""
-    _KEPT.clear()
+    with _KEPT_LOCK:
+        _KEPT.clear()
 
 
 def _one_answer_for_this_machine(options: list[PlanOption]) -> list[PlanOption]:

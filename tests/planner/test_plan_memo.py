@@ -83,3 +83,17 @@ def test_each_accelerator_has_its_own_memory_rule_in_a_catalog_plan(catalog):
     h100 = next(o for o in whole.options if o.accelerator == "h100-sxm")
     a100 = next(o for o in whole.options if o.accelerator == "a100-80gb-sxm")
     assert h100.memory_per_device_bytes > a100.memory_per_device_bytes  # the larger profiled batch
+
+
+def test_plans_in_threads_give_the_answers_made_cold(catalog):
+    """The app plans in worker threads (Planner, Machine, Buy) at once: what they keep is shared and locked, and every
+    thread's answer is the one a plan made alone gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asks = [dict(p) for pair in PAIRS for p in pair]
+    expected = [_cold(PlanRequest.from_mapping(a), catalog) for a in asks]
+    forget_kept()
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda a: _json(plan(PlanRequest.from_mapping(a), catalog=catalog, advise=False)),
+                            asks * 2))
+    assert got == expected * 2
