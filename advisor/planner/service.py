@@ -148,7 +148,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         """Inference weights at the bits of the format the option's runtime loads (``request.runtime_choice``),
         unless a model file gives them exactly, with what the runtime keeps from its cache as the overhead
         (``serve_spec.reserve_bytes``, of the model on that accelerator: what fits is what ``advisor serve``
-        fits); one memory model per accelerator and format. ``req``: ``run_req(acc)`` when the caller has it."""
+        fits); one memory model per accelerator, kept with the job (its format follows from the job and the part).
+        ``req``: ``run_req(acc)`` when the caller has it."""
         if request.workload != "inference":
             return mem_model
         req = req or run_req(acc)
@@ -161,14 +162,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         if wb is None:
             wb = weights_by_format[choice.weight_format.id] = int(
                 memory.format_weight_bytes(arch, params, choice.weight_format.id))
-        key = (wb, req.quant, choice.runtime.id, acc.id, acc.usable_memory_bytes)
-        hit = held.get(key)
-        if hit is None:
-            hit = held[key] = MemoryModel(req, arch, params, seq_len, context, wb,
-                                                  reserve=functools.partial(reserve_bytes, choice,
-                                                                            acc.usable_memory_bytes, arch=arch,
-                                                                            acc=acc),
-                                                  projector_bytes=job_model.projector_bytes)
+        hit = MemoryModel(req, arch, params, seq_len, context, wb,
+                          reserve=functools.partial(reserve_bytes, choice, acc.usable_memory_bytes, arch=arch, acc=acc),
+                          projector_bytes=job_model.projector_bytes)
         held[acc.id] = (acc, hit)
         return hit
     devices0 = request.gpus or 1
