@@ -60,7 +60,9 @@ def test_dead_and_hung_nodes_grey_within_two_refreshes_without_stalling_the_othe
         assert states[-1] == {"a": UP, "b": UP, "c": DOWN, "dead": DOWN}  # greyed by the second refresh
         c = next(n for n in view.nodes if n.name == "c")
         assert c.greyed and c.error.startswith("no answer within") and len(c.gpus) == 2  # last reading kept, greyed
-        assert max(refresh_s) < 0.05  # a refresh never waits on a request
+        # a refresh never waits on a request: the hung fetch holds for 10 s; one refresh stays inside an interval
+        # (a bound on blocking, not a speed target: speed lives in benchmarks/bench_fleet.py)
+        assert max(refresh_s) < interval
         ages = {n.name: n.age_s for n in view.nodes}
         assert ages["a"] < 2 * interval + 0.1 and ages["b"] < 2 * interval + 0.1  # the others stay fresh
         doc = fleet_document(view)
