@@ -132,3 +132,12 @@ def test_each_serving_figure_has_a_hundred_rows_from_ten_sources_with_moe_and_mi
     # every source added here has all three figures
     for source in {m.source_id for m in rows.values() if m.row_id.startswith(("sglang-cookbook", "mlperf"))}:
         assert {m.group for m in rows.values() if m.source_id == source} == set(C.SERVE_GROUPS), source
+
+
+def test_nims_inter_token_latency_is_a_mean_time_per_output_token_at_its_concurrency(rows):
+    # NIM LLM Benchmarking, Performance, Llama-3.3-70b-instruct 1.8.0, 2 x H100 80G, fp8 TP2, 5000 in / 500 out:
+    # "| 5 | 546.7 | 21.83 | 218.48 |", "| 25 | 688.69 | 38.75 | 623.4 |", "| 50 | 834.51 | 59.73 | 814.37 |"
+    for users, itl, tokens in ((5, 21.83, 218.48), (25, 38.75, 623.4), (50, 59.73, 814.37)):
+        m = rows[f"nim-l33-70b-5000in-500out-c{users}-tpot-mean"]
+        assert (m.value, m.statistic, m.batch) == (pytest.approx(itl * 1e-3), "mean", users)
+        assert rows[f"nim-l33-70b-5000in-500out-c{users}"].value == pytest.approx(tokens)
