@@ -45,6 +45,12 @@ MLPERF = {
     # closed/NVIDIA/results/H200-SXM-141GBx8_TRT/mixtral-8x7b
     "mlperf-inference-v4.1-nvidia-h200x8-mixtral-8x7b-server": (
         8, 57177.20, 392.18, (227612110, 215435032, 497708192), (139232802, 157436397)),
+    # closed/HPE/results/HPE_Cray_XD670_H100_SXM_80GBx8_TRT/llama2-70b-99; configs: H100_SXM_80GB_TP2x4
+    "mlperf-inference-v4.1-hpe-h100x8-llama2-70b-server": (
+        4, 23132.81, 80.10, (228984569, 226729131, 331247832), (128438113, 137547921)),
+    # closed/Fujitsu/results/GX2560M7_H100_SXM_80GBx4_TRT/llama2-70b-99; configs: H100_SXM_80GB_TP2x2
+    "mlperf-inference-v4.1-fujitsu-h100x4-llama2-70b-server": (
+        2, 9493.99, 32.97, (289269432, 284921733, 431862446), (170697150, 183530940)),
     # v5.0 closed/AMD/results/8xMI325X_2xEPYC_9575F/llama2-70b-99.9; "harness_config.data_parallel_size=8"
     "mlperf-inference-v5.0-amd-8xmi325x-llama2-70b-server": (
         8, 30724.51, 104.31, (1060314084, 1035533586, 1718192216), (162036490, 177654783)),
