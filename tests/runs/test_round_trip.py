@@ -133,8 +133,11 @@ def test_vllm_bench_serve(tmp_path, acc, model, concurrency, prompt, output, fac
         return p
 
     opts = _opts(accelerator=acc)
-    (tps0,) = _predicted(write(100.0), opts)
-    _round_trip(write(tps0 * factor), opts)
+    (tps0,), (top,) = _predicted(write(100.0), opts), _reach(write(100.0), opts)
+    # a measured figure the forward model can reach (as for llama-bench above): where the plan of the job unseen
+    # lies within 1.2 times of the bandwidth bound's reach, the largest drawn factor asks for more than any
+    # efficiency gives, which teaches nothing (test_a_figure_no_efficiency_reaches_teaches_nothing)
+    _round_trip(write(min(tps0 * factor, 0.98 * top)), opts)
 
 
 @SETTINGS
@@ -153,8 +156,11 @@ def test_sglang_bench_serving(tmp_path, acc, concurrency, prompt, output, factor
         return p
 
     opts = _opts(accelerator=acc, model="qwen3-8b")
-    (tps0,) = _predicted(write(100.0), opts)
-    _round_trip(write(tps0 * factor), opts)
+    (tps0,), (top,) = _predicted(write(100.0), opts), _reach(write(100.0), opts)
+    # a measured figure the forward model can reach (as for llama-bench above): where the plan of the job unseen
+    # lies within 1.2 times of the bandwidth bound's reach, the largest drawn factor asks for more than any
+    # efficiency gives, which teaches nothing (test_a_figure_no_efficiency_reaches_teaches_nothing)
+    _round_trip(write(min(tps0 * factor, 0.98 * top)), opts)
 
 
 @SETTINGS
@@ -180,8 +186,11 @@ def test_guidellm_report(tmp_path, acc, streams, prompt, output, factor):
         return p
 
     opts = _opts(accelerator=acc)
-    (tps0,) = _predicted(write(100.0), opts)
-    _round_trip(write(tps0 * factor), opts)
+    (tps0,), (top,) = _predicted(write(100.0), opts), _reach(write(100.0), opts)
+    # a measured figure the forward model can reach (as for llama-bench above): where the plan of the job unseen
+    # lies within 1.2 times of the bandwidth bound's reach, the largest drawn factor asks for more than any
+    # efficiency gives, which teaches nothing (test_a_figure_no_efficiency_reaches_teaches_nothing)
+    _round_trip(write(min(tps0 * factor, 0.98 * top)), opts)
 
 
 @SETTINGS
