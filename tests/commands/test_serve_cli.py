@@ -162,15 +162,15 @@ def test_a_rate_load_carries_the_rate_loads_ranges_and_an_unseen_runtime_a_wider
     assert math.log(hi / first["ttft_s"]["p95"]) == pytest.approx(ttft.width("rate/vllm/cuda"), rel=1e-9)
     assert ttft.width("rate") != ttft.width("users")
     assert doc["ranges"].startswith("at a load of an arrival rate")
-    # SGLang at a load of users: no published served run of it in the set (llama.cpp's slots have had one since
-    # llama.cpp PR #16894's batched-bench rows), so its range adds the spread between the runtimes' factors to the
-    # users' width
+    # MLC at a load of users: no published served run of it in the set (llama.cpp's slots have had one since
+    # llama.cpp PR #16894's batched-bench rows, SGLang since its cookbook's bench_serving pages), so its range adds
+    # the spread between the runtimes' factors to the users' width
     code, out, err = run(capsys, "serve", "--model", "llama-3-8b", "--users", "8", "--accelerator", "h100-sxm",
-                         "--runtime", "sglang", "--no-spot", "--json")
+                         "--runtime", "mlc", "--no-spot", "--json")
     assert code == 0, err
     first = next(o for o in json.loads(out)["options"] if o["fits"])
     lo, hi = first["ttft_s_interval"]["p95"]
-    assert not ttft.seen("users/sglang/cuda")
+    assert not ttft.seen("users/mlc/cuda")
     assert math.log(hi / first["ttft_s"]["p95"]) == pytest.approx(
-        math.hypot(ttft.width("users"), ttft.unseen_spread("users/sglang/cuda")), rel=1e-9)
+        math.hypot(ttft.width("users"), ttft.unseen_spread("users/mlc/cuda")), rel=1e-9)
     assert math.log(hi / first["ttft_s"]["p95"]) > ttft.width("users")
