@@ -67,6 +67,10 @@ SERVE_GROUPS = ("serving", "ttft", "tpot")
 # user alone (``one``) is the one request of the plan, its decode and prefill calibrated by their own groups, which no
 # served load's factor rescales (``UNSCALED_LOADS``): serve at one user is the inference plan.
 LOADS = ("users", "rate", "one")
+# A served figure's model, the last level of its class (``efficiency_class``): its figures' errors differ in kind
+# (a mixture of experts' routing, dispatch and many small expert kernels a step, which the step model does not
+# count), so a served load's width is sized on each apart where each has its rows (``width_class``).
+ARCHS = ("dense", "moe")
 UNSCALED_LOADS = ("one",)
 TIME_GROUPS = ("ttft", "tpot")
 # The statistic a time is published as (a row's ``statistic`` column; the mean when empty).
@@ -219,16 +223,17 @@ def memory_class(memory_type: str, kind: str = "") -> str:
 
 
 def efficiency_class(group: str, software: str, backend: str = "", bits: str = "", memory: str = "",
-                     load: str = "users") -> str:
+                     load: str = "users", arch: str = "") -> str:
     """The class a figure's efficiency is fitted in, and looked up in when planning: the runtime, backend,
-    weight bits and memory kind of a decode or prefill; the load (``LOADS``), runtime and backend of a served
-    figure; the framework of a training run. ``software`` is the planner's runtime or framework name. Classes
-    nest by ``/``: each level is shrunk towards the one above it (``fit_log_factors``)."""
+    weight bits and memory kind of a decode or prefill; the load (``LOADS``), runtime, backend and model kind
+    (``ARCHS``: dense or MoE, where known) of a served figure; the framework of a training run. ``software`` is
+    the planner's runtime or framework name. Classes nest by ``/``: each level is shrunk towards the one above it
+    (``fit_log_factors``)."""
     sw = software or "default"
     if group in ("decode", "prefill"):
         return f"{sw}/{backend or 'unknown'}/{bits or '16'}bit" + (f"/{memory}" if memory else "")
     if group in SERVE_GROUPS:
-        return f"{load}/{sw}/{backend or 'unknown'}"
+        return f"{load}/{sw}/{backend or 'unknown'}" + (f"/{arch}" if arch else "")
     return sw
 
 
@@ -441,17 +446,22 @@ class GroupFit:
         rows; at ``distance`` from them (``estimate.reach``) times ``1 + b d`` (``reach_slope``); for a class the fit
         has not seen (``seen``), widened by the spread between the classes it has seen (``unseen_spread``), the
         error of taking another class's factor: ``sqrt(w^2 + s^2)``."""
-        w = self.half_width_log
-        if klass:
-            for name, cw in self.class_half_widths:
-                if name == width_class(self.group, klass):
-                    w = cw
-                    break
+        w = self.class_width(width_class(self.group, klass)) if klass else self.half_width_log
         w *= R.widen(distance, self.reach_slope)
         if klass:
             if not self.seen(klass):
                 return math.hypot(w, self.unseen_spread(klass))
         return w
+
+    def class_width(self, name: str) -> float:
+        """The 80 % half-width at the rows of a width class (``width_class``: ``moe``, ``users/dense``): its own
+        where it has one; a served load and kind without rows enough, its load's; else the group's."""
+        widths = dict(self.class_half_widths)
+        while name:
+            if name in widths:
+                return widths[name]
+            name = name.rpartition("/")[0]
+        return self.half_width_log
 
     def seen(self, klass: str) -> bool:
         """Whether the fit has rows of this class's software (its level below the width class: a training run's
@@ -477,8 +487,14 @@ class GroupFit:
 
 def width_class(group: str, klass: str) -> str:
     """The class whose held-out residuals size a figure's interval: the first level of a training class (``dense``
-    or ``moe``), else "" (the group's one width)."""
-    return klass.split("/", 1)[0] if group in CLASS_WIDTH_GROUPS and klass else ""
+    or ``moe``); a served figure's load and model kind (``users/moe``: the first and last levels) where its class
+    names the kind, else its load; "" (the group's one width) for the others."""
+    if group not in CLASS_WIDTH_GROUPS or not klass:
+        return ""
+    parts = klass.split("/")
+    if group in SERVE_GROUPS and len(parts) > 1 and parts[-1] in ARCHS:
+        return f"{parts[0]}/{parts[-1]}"
+    return parts[0]
 
 
 def _width_classes(obs: Sequence[Observation]) -> dict[str, list[int]]:
@@ -791,7 +807,8 @@ def fit_all(obs: Iterable[Observation]) -> dict[str, GroupFit]:
 def fits_to_csv(fits: Mapping[str, GroupFit]) -> str:
     """``group,class,log_factor,half_width_log,rows,sources,reach_slope`` text (``resources/calibration_fit.csv``);
     the row with an empty class is the group's own factor and width slope; a class row's width is that width
-    class's own (at the rows: ``GroupFit.width``)."""
+    class's own (at the rows: ``GroupFit.width``); a width class that is no factor's level (a served load and model
+    kind, ``users/moe``) has a row of its width alone, its factor empty."""
     lines = ["group,class,log_factor,half_width_log,rows,sources,reach_slope,applied"]
     for g in GROUPS:
         f = fits.get(g)
@@ -801,6 +818,8 @@ def fits_to_csv(fits: Mapping[str, GroupFit]) -> str:
                      f"{int(f.applied)}")
         widths = dict(f.class_half_widths)
         lines += [f"{g},{k},{v!r},{widths[k]!r},,,," if k in widths else f"{g},{k},{v!r},,,,," for k, v in f.class_log_factors]
+        factors = dict(f.class_log_factors)
+        lines += [f"{g},{k},,{w!r},,,," for k, w in f.class_half_widths if k not in factors]
     return "\n".join(lines) + "\n"
 
 
@@ -817,18 +836,22 @@ def fits_from_csv(text: str) -> dict[str, GroupFit]:
         g = (row.get("group") or "").strip()
         if g not in GROUPS:
             raise MeasurementError(f"calibration fit row {i}: unknown group {g!r}")
+        k = (row.get("class") or "").strip()
+        width_only = bool(k) and not (row.get("log_factor") or "").strip()  # a width class that is no factor's
         try:
-            lf = float(row["log_factor"])
+            lf = math.nan if width_only else float(row["log_factor"])
         except (TypeError, ValueError):
             raise MeasurementError(f"calibration fit row {i}: log_factor is not a number") from None
-        if not math.isfinite(lf):
+        if not width_only and not math.isfinite(lf):
             raise MeasurementError(f"calibration fit row {i}: log_factor is not finite")
-        k = (row.get("class") or "").strip()
         if k:
             if g not in heads:
                 raise MeasurementError(f"calibration fit row {i}: class {k!r} before its group row")
-            classes.setdefault(g, []).append((k, lf))
+            if not width_only:
+                classes.setdefault(g, []).append((k, lf))
             cw = _num(row, "half_width_log", f"calibration fit row {i}", default=math.nan)  # empty: no width
+            if width_only and math.isnan(cw):
+                raise MeasurementError(f"calibration fit row {i}: class {k!r} has neither a factor nor a width")
             if not math.isnan(cw):
                 widths.setdefault(g, []).append((k, cw))
             continue

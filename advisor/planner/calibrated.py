@@ -31,6 +31,7 @@ from advisor.estimate.calibration import (
     bits_class,
     efficiency_class,
     memory_class,
+    width_class,
 )
 from advisor.estimate.reach import UNNAMED, Position, Reach, locate, model_family, scales
 from advisor.estimate.software import MFU_CEILING
@@ -80,18 +81,20 @@ def framework_id(req) -> str:
     return software.profile.id if software is not None else "default"
 
 
-def serving_class(group: str, choice, acc, load: str = "users") -> str:
+def serving_class(group: str, choice, acc, load: str = "users", *, moe: bool) -> str:
     """The efficiency class of a serving option from its runtime choice (``catalog.runtimes.RuntimeChoice``) and
-    the accelerator's memory; a served figure's also from its load (users or an arrival rate)."""
+    the accelerator's memory; a served figure's also from its load (users or an arrival rate) and whether the model
+    is a mixture of experts (``calibration.ARCHS``)."""
     return _serving_class(group, choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight,
-                          acc.memory_type, acc.kind, load)
+                          acc.memory_type, acc.kind, load, moe)
 
 
 @functools.lru_cache(maxsize=4096)
-def _serving_class(group: str, runtime: str, backend: str, bits: float, memory_type: str, kind: str, load: str
-                   ) -> str:
+def _serving_class(group: str, runtime: str, backend: str, bits: float, memory_type: str, kind: str, load: str,
+                   moe: bool) -> str:
     """``serving_class`` of plain values, once each (a serving plan asks for every accelerator and load)."""
-    return efficiency_class(group, runtime, backend, bits_class(bits), memory_class(memory_type, kind), load)
+    return efficiency_class(group, runtime, backend, bits_class(bits), memory_class(memory_type, kind), load,
+                            "moe" if moe else "dense")
 
 
 # The 80 % range of a serving figure whose group has no fit (a broken or missing file, or raw estimates): the
@@ -116,7 +119,7 @@ def serve_load(by: str, users: float | None = None) -> str:
     return "one" if users is not None and users <= 1 else "users"
 
 
-def serve_factors(load: str, choice, acc) -> tuple[float, float, float]:
+def serve_factors(load: str, choice, acc, moe: bool) -> tuple[float, float, float]:
     """``(throughput, first token, time per output token)``: the speed factors the serving groups' fit applies to a
     served figure at a load class (``serve_load``) for a runtime choice on an accelerator: the class factor
     (``GroupFit.factor``), 1 where the group's factors are not applied (leaving one source out showed they do not
@@ -125,19 +128,20 @@ def serve_factors(load: str, choice, acc) -> tuple[float, float, float]:
     serve`` apply the same three."""
     fits = active_fits()
     key = ("factors", load, choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight,
-           acc.memory_type, acc.kind)
+           acc.memory_type, acc.kind, moe)
     hit = _RANGES.get(key)
     if hit is not None and hit[0] is fits:
         return hit[1]
     out = []
     for group in ("serving", "ttft", "tpot"):
         fit = fits.get(group)
-        out.append(fit.factor(serving_class(group, choice, acc, load)) if fit is not None and fit.rows else 1.0)
+        out.append(fit.factor(serving_class(group, choice, acc, load, moe=moe)) if fit is not None and fit.rows
+                   else 1.0)
     _remember(key, fits, (out[0], out[1], out[2]))
     return out[0], out[1], out[2]
 
 
-def serve_shown(by: str, choice, acc):
+def serve_shown(by: str, choice, acc, moe: bool):
     """``shown(point)``: a served point as the planner shows it, its figures times the serving groups' factors at its
     load class (``serve_factors``; ``serve_load`` of ``by`` and the point's users), each class's factors found once.
     ``advisor serve`` (its points, the load it serves within the targets, the knee chart) and bench_truth's
@@ -150,26 +154,28 @@ def serve_shown(by: str, choice, acc):
         load = serve_load(by, point.users)
         f = factors.get(load)
         if f is None:
-            f = factors[load] = serve_factors(load, choice, acc)
+            f = factors[load] = serve_factors(load, choice, acc, moe)
         return scaled_point(point, *f)
 
     return shown
 
 
-def serve_range_factors(load: str = "users", choice=None, acc=None) -> dict[str, tuple[float, str]]:
+def serve_range_factors(load: str = "users", choice=None, acc=None, moe: bool = False
+                        ) -> dict[str, tuple[float, str]]:
     """``{group: (x/÷ factor of the 80 % range, where it comes from)}`` for the serving groups (``serving``: the
     throughput; ``ttft``; ``tpot``) at a load of users or an arrival rate (``serve_load``): the held-out width of the
     group's figures at that kind of load (``GroupFit.width``), else a prior. With a runtime choice and accelerator,
-    the width of that runtime's class: where the fit has no published served run of the runtime, widened by the
-    spread between the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so.
+    the width of that runtime's class and model kind (``moe``; dense or MoE runs' own width at the load, where
+    each has its rows): where the fit has no published served run of the runtime, widened by the spread between
+    the runtimes' factors (``GroupFit.width``: a job far from the rows), and the origin says so.
     Found once per fit, load and class (a serving plan asks for every accelerator)."""
     fits = active_fits()
-    key = (load, None if choice is None or acc is None else
+    key = (load, moe, None if choice is None or acc is None else
            (choice.runtime.id, choice.backend, choice.weight_format.bits_per_weight, acc.memory_type, acc.kind))
     hit = _RANGES.get(key)
     if hit is not None and hit[0] is fits:
         return hit[1]
-    out = _ranges_of(fits, load, choice, acc)
+    out = _ranges_of(fits, load, choice, acc, moe)
     _remember(key, fits, out)
     return out
 
@@ -185,15 +191,18 @@ def _remember(key: tuple, fits, value) -> None:
     _RANGES[key] = (fits, value)
 
 
-def _ranges_of(fits, load: str, choice, acc) -> dict[str, tuple[float, str]]:
+def _ranges_of(fits, load: str, choice, acc, moe: bool) -> dict[str, tuple[float, str]]:
     out = {}
     for group, prior in SERVE_RANGE_PRIOR.items():
         fit = fits.get(group)
         if fit is None or fit.rows == 0:
             out[group] = (prior, "a prior: no fit on published runs in force")
             continue
-        klass = serving_class(group, choice, acc, load) if choice is not None and acc is not None else load
+        klass = serving_class(group, choice, acc, load, moe=moe) if choice is not None and acc is not None else load
         origin = f"leaving one source out on {fit.rows} published figures from {fit.sources} sources"
+        if width_class(group, klass if klass != load else f"{load}/{'moe' if moe else 'dense'}") in dict(
+                fit.class_half_widths):
+            origin += f", sized on the {'MoE' if moe else 'dense'} models' at this kind of load"
         if load in UNSCALED_LOADS:
             origin += "; one request, as the plan times it"
         elif not fit.applied:
@@ -204,7 +213,9 @@ def _ranges_of(fits, load: str, choice, acc) -> dict[str, tuple[float, str]]:
         if klass != load and not fit.seen(klass):
             origin += (f"; no published served run of {choice.runtime.id} at this kind of load, so widened by the "
                        f"spread between the runtimes' factors")
-        out[group] = (math.exp(fit.width(klass)), origin)
+        # without a runtime: the width of the job's kind of model at its load, at the rows
+        width = fit.width(klass) if klass != load else fit.class_width(f"{load}/{'moe' if moe else 'dense'}")
+        out[group] = (math.exp(width), origin)
     return out
 
 
@@ -313,7 +324,7 @@ def calibrate_training(t, req, moe: bool = False, position: Position | None = No
                    note="; ".join(filter(None, [t.note, note])))
 
 
-def calibrate_serving(t, req, acc):
+def calibrate_serving(t, req, acc, moe: bool):
     """A serving timing times the fitted efficiencies of the decode (batch 1) or the served batch and of
     the prefill, each with its group's width; the first token follows from both (its own group sizes only its
     range); a decode never passes its bandwidth bound."""
@@ -329,8 +340,8 @@ def calibrate_serving(t, req, acc):
         sfit = None
     if prefill_kept:  # the prefill taught by the user's runs stays as it is
         pfit = None
-    fs = sfit.factor(serving_class(speed_group, choice, acc)) if sfit else 1.0
-    fp = pfit.factor(serving_class("prefill", choice, acc)) if pfit else 1.0
+    fs = sfit.factor(serving_class(speed_group, choice, acc, moe=moe)) if sfit else 1.0
+    fp = pfit.factor(serving_class("prefill", choice, acc, moe=moe)) if pfit else 1.0
     tps = d.tokens_per_s * fs
     if t.high_cap is not None:
         tps = min(tps, t.high_cap)  # no calibrated decode beyond the bandwidth bound

@@ -156,7 +156,7 @@ def klass_of(m: Measurement, req: PlanRequest, option, acc, moe: bool = False) -
     choice = option.serving.software if option.serving is not None else None
     if choice is None:
         return efficiency_class(m.group, "unknown", m.backend, format_bits(m.weight_format))
-    return serving_class(m.group, choice, acc)
+    return serving_class(m.group, choice, acc, moe=moe)
 
 
 def predict(m: Measurement, catalog, *, plan_fn=None) -> Prediction:
@@ -270,7 +270,7 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
         return point if point.stable and math.isfinite(point.ttft_mean_s) else None
 
     return at, serving_class(m.group, choice, acc, serve_load("users" if users is not None else "requests_per_s",
-                                                               users))
+                                                               users), moe=model.arch.is_moe)
 
 
 def serve_figure(m: Measurement, p: ServePoint) -> float:
@@ -301,7 +301,7 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
     (``calibrated.serve_range_factors``). bench_truth scores the same figure with the factor fitted without the
     row's source (``calibration.shown``). None where the setup is not planned."""
     from advisor.planner.calibrated import serve_range_factors, serve_shown
-    from advisor.planner.request import runtime_choice
+    from advisor.planner.request import resolve_job_model, runtime_choice
 
     if m.group not in SERVE_GROUPS or m.accelerator_id not in catalog.accelerators:
         return None
@@ -312,14 +312,15 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
         at_point, _ = serve_point_predictor(m, catalog, acc)
         job = ServeJob.from_mapping(serve_job_values(m))
         choice = runtime_choice(job, acc)
+        moe = resolve_job_model(job, catalog).arch.is_moe
     except (JobInputError, ValueError):
         return None
     point = at_point(0.0)
     if point is None:
         return None
     by = "users" if job.users is not None else "requests_per_s"
-    value = serve_figure(m, serve_shown(by, choice, acc)(point))
-    f, _ = serve_range_factors(serve_load(by, point.users), choice, acc)[m.group]
+    value = serve_figure(m, serve_shown(by, choice, acc, moe)(point))
+    f, _ = serve_range_factors(serve_load(by, point.users), choice, acc, moe)[m.group]
     return value, (value / f, value * f)
 
 

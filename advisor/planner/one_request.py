@@ -44,7 +44,7 @@ def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: Model
     t = serving_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, calib,
                        int(model.weight_bytes) if model.weight_bytes else None,
                        projector_bytes=int(model.projector_bytes))
-    t = calibrate_serving(t, one, acc)
+    t = calibrate_serving(t, one, acc, model.arch.is_moe)
     if t.speed is None or not math.isfinite(t.speed.eta_mem):
         raise ValueError(f"{acc.id}: no serving speed")
     return t.speed

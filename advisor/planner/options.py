@@ -205,7 +205,7 @@ class _Timer:
                 hit = serving_timing(req, self.acc, self.arch, self.params, self.active, self.lens,
                                      layout.devices, self.calib, self.mem_model.weight_bytes,
                                      projector_bytes=self.mem_model.projector_bytes)
-                hit = calibrate_serving(hit, req, self.acc)
+                hit = calibrate_serving(hit, req, self.acc, self.arch.is_moe)
                 if hit.speed is not None and hit.software is not None:  # the cache one request has: serve's rule
                     model = model_serving(self.arch, self.params, self.active, req.precision, req.kv_cache_bits,
                                           self.mem_model.weight_bytes)

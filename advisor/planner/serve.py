@@ -106,6 +106,11 @@ class ServeResult:
     owned_hardware: tuple[OwnedHardware, ...] = field(default=(), compare=False, repr=False)
     catalog_date: str = ""  # the catalog's date: price ages are measured from it
 
+    @property
+    def moe(self) -> bool:
+        """Whether the served model is a mixture of experts (its ranges are the MoE runs')."""
+        return self.model is not None and self.model.arch.is_moe
+
     def facts(self) -> list[str]:
         """What the figures rest on, for reports: the cloud prices' dates and the cost assumptions (those changed
         by name, the rest counted), the same words ``advisor plan`` uses (``cost.price_dates``)."""
@@ -181,7 +186,7 @@ class _Sizer:
         self.calib, self.capacity = calib, capacity
         self._memo: dict[int, tuple] = {}
         self._ranges: dict[str, tuple] = {}
-        self.shown = serve_shown(by, choice, acc)  # each point as shown: max_load, size and the knee chart take it
+        self.shown = serve_shown(by, choice, acc, model.arch.is_moe)  # each point as shown: max_load, size, the knee chart
 
     def ranges(self, point: ServePoint | None) -> tuple[tuple[str, float, str], ...]:
         """The 80 % ranges of this runtime's figures at the point's kind of load (``range_factors``: users, one
@@ -190,7 +195,8 @@ class _Sizer:
         hit = self._ranges.get(load)
         if hit is None:
             hit = self._ranges[load] = range_factors(self.by, self.choice, self.acc,
-                                                     point.users if point is not None else None)
+                                                     point.users if point is not None else None,
+                                                     self.model.arch.is_moe)
         return hit
 
     def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
@@ -420,13 +426,13 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     return out
 
 
-def range_factors(by: str = "users", choice=None, acc=None, users: float | None = None
+def range_factors(by: str = "users", choice=None, acc=None, users: float | None = None, moe: bool = False
                   ) -> tuple[tuple[str, float, str], ...]:
     """``(group, x/÷ factor, origin)`` of the 80 % ranges of a serving job's figures at its load (``by``: users or
     requests_per_s; ``users`` on a replica, one of them being the one request's), for a runtime choice on an
-    accelerator where given (``calibrated.serve_range_factors``)."""
+    accelerator where given, of a dense model or a mixture of experts (``moe``; ``calibrated.serve_range_factors``)."""
     return tuple((g, f, origin) for g, (f, origin) in
-                 serve_range_factors(serve_load(by, users), choice, acc).items())
+                 serve_range_factors(serve_load(by, users), choice, acc, moe).items())
 
 
 def interval(value: float | None, which: str, option: ServeOption | None = None, by: str = "users"
@@ -441,10 +447,11 @@ def interval(value: float | None, which: str, option: ServeOption | None = None,
     return [value / f, value * f]
 
 
-def range_origin(by: str = "users", option: ServeOption | None = None) -> str:
+def range_origin(by: str = "users", option: ServeOption | None = None, moe: bool = False) -> str:
     """Where the ranges come from, in words (reports, the Serve page, ``advisor.serve/1``): at the job's kind of
-    load, the option's own where given."""
-    ranges = option.ranges if option is not None and option.ranges else range_factors(by)
+    load, the option's own where given, else a dense model's or a mixture of experts' (``moe``,
+    ``ServeResult.moe``)."""
+    ranges = option.ranges if option is not None and option.ranges else range_factors(by, moe=moe)
     facts = {g: (f, origin) for g, f, origin in ranges}
     users = option.point.users if option is not None and option.point is not None else None
     load = {"users": "users", "one": "one user"}.get(serve_load(by, users), "an arrival rate")

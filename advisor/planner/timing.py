@@ -446,7 +446,7 @@ def record_forward(rec, acc: Accelerator, what: str):
             # learned part kept as measured, as calibrate_serving keeps it once learned)
             t = serving_timing(req, acc, job.arch, job.params, job.active, job.lens, rec.devices, None,
                                job.weight_bytes, **fixed)
-            return calibrate_serving(t.with_(**{kept: True}), req, acc)
+            return calibrate_serving(t.with_(**{kept: True}), req, acc, job.arch.is_moe)
 
         if what == "decode":
             return lambda k: served("measured", decode_scale=k).tokens_per_s

@@ -97,7 +97,7 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
                     "output_tokens_mean": result.lengths.output_mean, "output_spread": result.lengths.output_cv,
                     "origin": result.lengths_origin},
         "targets": {"ttft_p95_s": result.targets.ttft_p95_s, "tpot_p95_s": result.targets.tpot_p95_s},
-        "ranges": range_origin(result.by),
+        "ranges": range_origin(result.by, moe=result.moe),
         "queue_model": "analytical: mean-value fixed point, M/G/1 prefill queue, Erlang C admission "
                        "(docs/method.md, Serving under load)",
         "cheapest_cloud_meeting_target": cheapest.id if cheapest else None,

@@ -132,7 +132,7 @@ def render_serve_markdown(result: ServeResult, changes: dict, curves, *, top: in
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     if more:
         out += ["", f"{more} more options fit (advisor serve --all lists them)."]
-    out += ["", esc(legend_text(result.by))]
+    out += ["", esc(legend_text(result.by, result.moe))]
     out += ["", *(f"- {esc(line)}" for line in result.facts())]
     out += [f"- warning: {esc(w)}" for w in result.warnings]
     return "\n".join(out) + "\n"
@@ -176,7 +176,7 @@ def render_serve_html(result: ServeResult, changes: dict, curves, *, top: int | 
     parts.append("</table>")
     if more:
         parts.append(f"<p class='note'>{more} more options fit (advisor serve --all lists them).</p>")
-    parts.append(f"<p class='note'>{esc(legend_text(result.by))}</p>")
+    parts.append(f"<p class='note'>{esc(legend_text(result.by, result.moe))}</p>")
     parts += [f"<p class='note'>{esc(line)}</p>" for line in result.facts()]
     parts += [f"<p class='note'>warning: {esc(w)}</p>" for w in result.warnings]
     parts.append("</body></html>")

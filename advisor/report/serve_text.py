@@ -169,11 +169,12 @@ def option_table(result: ServeResult, top: int | None = 12, id_chars: int | None
     return cols, table, len(rows) - len(shown)
 
 
-def legend_text(by: str = "users") -> str:
-    """What the table's columns and the ranges (at a load of ``by``: users or requests_per_s) mean."""
+def legend_text(by: str = "users", moe: bool = False) -> str:
+    """What the table's columns and the ranges (at a load of ``by``: users or requests_per_s; of a dense model or a
+    mixture of experts) mean."""
     return ("GPUs: replicas x devices per replica; most: the highest load within the target on the replicas "
             "shown; use: the load's share of what they serve. Costs at the stated load, every hour of the "
-            f"hardware priced (idle hours too). Ranges: {range_origin(by)}; wider for a runtime the "
+            f"hardware priced (idle hours too). Ranges: {range_origin(by, moe=moe)}; wider for a runtime the "
             "published served runs do not cover.")
 
 
@@ -188,7 +189,7 @@ def render_serve_table(result: ServeResult, top: int | None = 12, changes: dict 
     if more:
         lines.append(f"... {more} more options (--all shows every one)")
     lines.append("")
-    lines.append(legend_text(result.by))
+    lines.append(legend_text(result.by, result.moe))
     for w in result.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

@@ -164,6 +164,43 @@ def test_dense_and_moe_training_rows_get_widths_of_their_own():
     assert back.width("dense/f/bf16") == pytest.approx(widths["dense"])
 
 
+def test_served_dense_and_moe_rows_get_widths_of_their_own_at_each_load():
+    # first tokens at a load of users: dense rows of three sources miss by 1.2x each way, MoE rows of two sources by
+    # 3x each way (a mixture of experts' routing and dispatch the step model does not count)
+    dense = [_o(f"d{s}{i}", s, r, klass="users/vllm/cuda/dense", group="ttft")
+             for s in "abc" for i, r in enumerate((1.2, 1 / 1.2, 1.0))]
+    moe = [_o(f"m{s}{i}", s, r, klass="users/sglang/cuda/moe", group="ttft")
+           for s in "ab" for i, r in enumerate((3.0, 1 / 3.0, 3.0))]
+    obs = dense + moe
+    fit = C.fit_group(obs)
+    widths = dict(fit.class_half_widths)
+    assert set(widths) == {"users/dense", "users/moe"}  # the load and the kind: first and last levels
+    assert C.width_class("ttft", "users/vllm/cuda/moe") == "users/moe"
+    assert C.width_class("ttft", "users/vllm/cuda") == "users"  # a class that names no kind: its load's
+    hold = C.shown(obs, C.leave_one_source_out(obs))  # the figure shown: raw where the factors do not help
+    res = dict(zip(hold.row_ids, hold.log_residuals))
+    # the split-conformal 80 % quantile of each kind's own residuals of the figure shown (8th of nine, 6th of six)
+    assert widths["users/dense"] == pytest.approx(sorted(abs(res[o.row_id]) for o in dense)[7])
+    assert widths["users/moe"] == pytest.approx(max(abs(res[o.row_id]) for o in moe))
+    assert widths["users/moe"] > 0.9 > 0.2 > widths["users/dense"]
+    # a MoE served by vLLM takes the MoE width, and the spread between the runtimes' factors where vLLM has no MoE
+    # row would not apply: vLLM is seen at this load
+    assert fit.seen("users/vllm/cuda/moe") and fit.width("users/vllm/cuda/moe") == widths["users/moe"]
+    # a load with no width of its own (rate: no rows) falls to the group's, widened as a runtime unseen at it
+    assert not fit.seen("rate/vllm/cuda/dense")
+    assert fit.width("rate/vllm/cuda/dense") == pytest.approx(
+        math.hypot(fit.half_width_log, fit.unseen_spread("rate/vllm/cuda/dense")))
+    # the widths that are no factor's level survive the stored fit, as rows of a width alone
+    text = C.fits_to_csv({"ttft": fit})
+    assert "ttft,users/moe,," in text
+    back = C.fits_from_csv(text)["ttft"]
+    assert back.width("users/sglang/cuda/moe") == pytest.approx(widths["users/moe"])
+    assert back.width("users/vllm/cuda/dense") == pytest.approx(widths["users/dense"])
+    assert dict(back.class_log_factors) == pytest.approx(dict(fit.class_log_factors))
+    with pytest.raises(C.MeasurementError, match="neither a factor nor a width"):
+        C.fits_from_csv("group,class,log_factor,half_width_log,rows,sources\nttft,,0,0.5,1,1\nttft,users/moe,,,,\n")
+
+
 def test_training_groups_fit_their_factors_on_one_pool():
     # a framework's efficiency is one figure whether it pretrains or fine-tunes (calibration.POOLS): a fine-tune
     # source held out is predicted from the other sources' fine-tune AND pretraining rows, its own pretraining rows

@@ -67,9 +67,12 @@ def test_cells_carry_their_ranges():
     o = next(x for x in result.options if x.fits)
     cols = {c.title: c for c in serve_columns("users")}
     assert cols["TTFT p95"].cell_tip(o).startswith("80 % range ")
-    from advisor.planner.calibrated import serve_range_factors
+    import math
 
-    f = serve_range_factors()["ttft"][0]  # the first token's held-out width on the published runs
+    from advisor.planner.calibrated import active_fits
+
+    # the first token's held-out width on the published runs of dense models at a load of users (vLLM on CUDA)
+    f = math.exp(active_fits()["ttft"].width("users/vllm/cuda/dense"))
     assert f"x/÷{f:.2f} (leaving one source out" in cols["TTFT p95"].cell_tip(o)
     assert cols["$/M requests"].cell_tip(o).startswith("80 % range $")
 

@@ -131,6 +131,6 @@ def test_no_calibrated_decode_passes_the_bandwidth_bound(acc_id, model, quant, b
                        1, None)
     fits = {g: GroupFit(g, log_factor, (), 0.2, 10, 2) for g in ("decode", "serving", "prefill")}
     with patch.object(calibrated, "active_fits", return_value=fits):
-        cal = calibrated.calibrate_serving(t, req, acc)
+        cal = calibrated.calibrate_serving(t, req, acc, m.arch.is_moe)
     assert cal.tokens_per_s <= t.high_cap * (1 + 1e-9)
     assert cal.speed is None or (cal.speed.eta_mem <= 1.0 and cal.speed.eta_kv <= 1.0)

@@ -66,7 +66,7 @@ def test_a_server_under_load_is_compared_with_the_serving_models_first_token_at_
            value=0.689, published=688.69, unit="ms")
     p = predict(m, CAT)
     at, klass = serve_predictor(m, CAT, CAT.accelerators["h100-sxm"])
-    assert klass == "users/tensorrt-llm/cuda" and p.predicted == pytest.approx(at(0.0))
+    assert klass == "users/tensorrt-llm/cuda/dense" and p.predicted == pytest.approx(at(0.0))
     # the queue: 25 users wait longer for their first token than one alone
     one = predict(dataclasses.replace(m, batch=1), CAT)
     assert p.predicted > 1.2 * one.predicted
@@ -79,7 +79,7 @@ def test_a_published_load_is_planned_as_stated_users_rate_or_requests_started_to
     users = predict(base, CAT)
     rate = predict(dataclasses.replace(base, settings=(("requests_per_s", "1.5"),)), CAT)
     together = predict(dataclasses.replace(base, arrivals="together"), CAT)
-    assert users.klass == "users/vllm/cuda" and rate.klass == "rate/vllm/cuda"
+    assert users.klass == "users/vllm/cuda/dense" and rate.klass == "rate/vllm/cuda/dense"
     # an open stream of 1.5 requests/s completes 1.5 x 200 output tokens a second (below what the server serves)
     assert rate.predicted == pytest.approx(1.5 * 200, rel=1e-9)
     # eight equal requests started together finish together: their prompts first, then 199 steps of all eight

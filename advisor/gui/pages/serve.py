@@ -327,7 +327,7 @@ class ServePage(Page):
         self._draw_chart(bundle)
         self.footer.setText(f"{len(r.options)} options sized in {bundle.elapsed_s * 1e3:.0f} ms. The chart: one "
                             "replica of each option as the load rises; the bend is where queues start. Ranges: "
-                            f"{range_origin(r.by)}.")
+                            f"{range_origin(r.by, moe=r.moe)}.")
 
     def _draw_chart(self, bundle) -> None:
         for item in self._lines:
