@@ -359,6 +359,14 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             ttft = new
             if done:
                 break
+        if o1 >= 1.0:
+            # A request starts decoding as its prompt leaves the prefill queue, behind the prompts that arrived
+            # while it waited: x TTFT of them, their stalls still to run in its decode (distributional Little's
+            # law), where a moment taken at random finds only the M/G/1 mean x E[S^2] / 2 (1 - rho) of it (the
+            # time average that ``rho`` counts). The difference lands in its first steps.
+            behind = x * ttft * state[2] - x * state[2] * state[2] * (1.0 + cv_p2) / (2.0 * (1.0 - rho))
+            if behind > 0.0:
+                tpot += behind / o1
     dec, step, stall = state[0], state[1], state[2]
     r = ttft + o1 * tpot
     # p50 and p95: the prefill of a prompt of that quantile, the steps, and the wait: none when the server is
