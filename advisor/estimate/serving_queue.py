@@ -313,8 +313,10 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             seen[d] = (x, state) + out[1:]
             return out[0]
 
-        f1 = closing(x_one, one)[0] if x_one < math.inf else math.inf
+        f1 = at_batch(1.0) if x_one < math.inf else math.inf
         if f1 >= 0.0 or batch <= 1.0:  # one sequence decoding at a time: the throughput closes the loop
+            seen = {}  # keyed by the throughput now
+
             def at_rate(x: float) -> float:
                 out = closing(x, one)
                 seen[x] = (x, one) + out[1:]
@@ -329,8 +331,6 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             lo, hi, f_lo, f_hi = _root(at_rate, lo, hi, f_lo, f_hi, 1e-4)
         else:
             lo, hi, f_lo, f_hi = _root(at_batch, 1.0, batch, f1, at_batch(batch), 1e-4)
-            if 1.0 not in seen:
-                at_batch(1.0)
         key = lo if -f_lo <= f_hi else hi
         x, state, tpot, rho, (ttft, busy, wait, tail) = seen[key]
         others = batch - 1.0  # the other users: in service all the time a closed loop runs
