@@ -34,7 +34,7 @@ from advisor.estimate.serving import (
 )
 
 _RHO_MAX = 0.999
-_TOL = 2e-4  # relative change at which the fixed point is taken as found
+_TOL = 2e-4  # relative tolerance of the solves (a bracket's width, a map's change)
 
 
 # ------------------------------------------------------------------------------------------------ queues
@@ -176,9 +176,9 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
     ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
     reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
-    batch ``B_dec`` (``served``), which is found by regula falsi, not by iterating a fixed point. A new prompt waits for the step in
-    progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is taken by the
-    prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
+    batch ``B_dec`` (``served``), which is found by regula falsi, not by iterating a fixed point. A new prompt
+    waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
+    taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
     token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
     TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
     """
@@ -522,7 +522,7 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
 
 
 def clear_caches() -> None:
-    """Forget the memoised fixed points (a benchmark measures the sizing cold)."""
+    """Forget the memoised solutions (a benchmark measures the sizing cold)."""
     _inner.cache_clear()
     max_throughput.cache_clear()
     full_throughput.cache_clear()
