@@ -68,6 +68,15 @@ class Lengths:
         ``i = 0 .. output - 1``."""
         return self.prompt_mean + (self.output_mean - 1.0) / 2.0
 
+    @property
+    def running_context(self) -> float:
+        """The mean cache of a sequence found running at a random moment: a request runs for as many steps as it
+        has output tokens, so the running sequences are its requests weighted by their output (length-biased
+        sampling, the inspection paradox): ``E[O (P + (O - 1) / 2)] / E[O] = P + (E[O^2] / E[O] - 1) / 2`` with
+        ``E[O^2] / E[O] = O (1 + cv_O^2)`` (prompt and output lengths independent). A batch's other sequences read
+        this much cache each step, and hold it in the pool; equal lengths give ``mean_context``."""
+        return self.prompt_mean + (self.output_mean * (1.0 + self.output_cv * self.output_cv) - 1.0) / 2.0
+
 
 def lognormal_quantile(mean: float, cv: float, q: float) -> float:
     """Quantile ``q`` of a log-normal with this mean and coefficient of variation (``mean`` when cv is 0).
@@ -228,8 +237,11 @@ def held_tokens(spec: ServerSpec, lengths: Lengths) -> float:
     """Cache tokens one request in service takes from a continuous-batching pool: its mean context (prompt + half
     its output) where the cache grows block by block as it decodes (vLLM, SGLang); its whole prompt and output where
     the scheduler reserves them at admission so that no request is ever paused (TensorRT-LLM's default capacity
-    scheduler policy ``GUARANTEED_NO_EVICT``, "Useful Runtime Options" of its performance tuning guide)."""
-    held = lengths.prompt_mean + lengths.output_mean if spec.reserve_whole else lengths.mean_context
+    scheduler policy ``GUARANTEED_NO_EVICT``, "Useful Runtime Options" of its performance tuning guide). Either is
+    the mean over the requests in service at a moment, which long outputs stay in longer (``Lengths.
+    running_context``: weighted by the output, ``E[O^2] / E[O]`` in place of ``O``)."""
+    biased = lengths.output_mean * (1.0 + lengths.output_cv * lengths.output_cv)  # E[O^2] / E[O]
+    held = lengths.prompt_mean + biased if spec.reserve_whole else lengths.running_context
     return held if held > 1.0 else 1.0
 
 

@@ -2,7 +2,7 @@
 service, throughput, time to first token (TTFT) and time per output token (TPOT) at p50 and p95, and the highest
 load within latency targets (pure; docs/method.md, "Serving under load").
 
-Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value fixed point (Little's
+Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value solution (Little's
 law) for the batch; the first token from a step queue (the residual of the step in progress, the wait while the
 prompts ahead fill the steps' prefill budget, and the prompt's own steps, the last of which gives its first token;
 an exponential tail for p50 and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
@@ -34,7 +34,7 @@ from advisor.estimate.serving import (
 )
 
 _RHO_MAX = 0.999
-_TOL = 2e-4  # relative change at which the fixed point is taken as found
+_TOL = 2e-4  # relative tolerance of the solves (a bracket's width, a map's change)
 
 
 # ------------------------------------------------------------------------------------------------ queues
@@ -131,30 +131,72 @@ class _Inner:
     step_s: float = math.inf  # the decode step alone (no prompt in it)
 
 
+def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: float, f_tol: float = 0.0,
+          x_tol: float = _TOL) -> tuple[float, float, float, float]:
+    """A bracket ``(lo, hi, f(lo), f(hi))`` of the root of ``f`` to a relative ``x_tol`` (or a point where ``|f|`` is
+    within ``f_tol``), from one where ``f`` changes sign: regula falsi with the Illinois step (Dowell and Jarratt
+    1971); an infinite value (a load the server cannot carry) is bisected away. Where ``f`` jumps across zero, the
+    bracket closes on the jump."""
+    if -f_tol <= f_lo <= f_tol:
+        return lo, lo, f_lo, f_lo
+    if -f_tol <= f_hi <= f_tol:
+        return hi, hi, f_hi, f_hi
+    w_lo, w_hi = f_lo, f_hi  # the values the Illinois step weighs (halved on a side that keeps its end)
+    side = 0
+    for _ in range(100):
+        if hi - lo <= x_tol * abs(hi):
+            break
+        if math.isfinite(w_hi) and math.isfinite(w_lo) and w_hi != w_lo:
+            m = hi - w_hi * (hi - lo) / (w_hi - w_lo)
+            span = hi - lo
+            if not lo + 1e-3 * span < m < hi - 1e-3 * span:
+                m = 0.5 * (lo + hi)
+        else:
+            m = 0.5 * (lo + hi)
+        fm = f(m)
+        if -f_tol <= fm <= f_tol:
+            return m, m, fm, fm
+        if (fm < 0.0) == (f_lo < 0.0):
+            lo, f_lo, w_lo = m, fm, fm
+            if side == -1 and math.isfinite(w_hi):
+                w_hi *= 0.5
+            side = -1
+        else:
+            hi, f_hi, w_hi = m, fm, fm
+            if side == 1 and math.isfinite(w_lo):
+                w_lo *= 0.5
+            side = 1
+    return lo, hi, f_lo, f_hi
+
+
 @lru_cache(maxsize=16384)
 def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
-    """The mean-value fixed point of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
+    """The mean-value solution of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
 
     Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
     ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
-    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). A new prompt waits for the step in
-    progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is taken by the
-    prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
+    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
+    batch ``B_dec`` (``served``), which is found by regula falsi, not by iterating a fixed point. A new prompt
+    waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
+    taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
     token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
     TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
     """
     o1 = max(lengths.output_mean - 1.0, 0.0)
-    ctx = lengths.mean_context
+    ctx = lengths.mean_context  # the request's own mean cache
+    ctx_run = lengths.running_context  # the cache of each other sequence running with it (length-biased)
     n = spec.parallel_devices
     # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
     # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
     bw = spec.bandwidth_bps * spec.eta_mem * n
     a0 = spec.read_bytes / bw
     moe = spec.expert_fraction < 1.0
-    a1 = ctx * spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+    a1 = spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
     c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
-    ca = ctx * spec.attn_flops_per_pair / (spec.decode_flops * n)
-    kv = a1 if a1 > ca else ca  # the attention of one sequence: its cache read, or its FLOPs
+    ca = spec.attn_flops_per_pair / (spec.decode_flops * n)
+    kv_tok = a1 if a1 > ca else ca  # the attention over one cached token: its read, or its FLOPs
+    kv = kv_tok * ctx  # the attention of the request itself over its cache
+    kv_run = kv_tok * ctx_run  # and of each other running sequence (``Lengths.running_context``)
     s0 = spec.step_overhead_s
     hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
     p_mean = prefill_s(spec, lengths.prompt_mean)
@@ -177,30 +219,14 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             per_step = 1.0
     # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
     cv_p2 = lengths.prompt_cv ** 2
-    b = batch if batch is not None else 1.0
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
-    m0 = a0 * touched(spec, b) if moe else a0
-    tpot = (m0 if m0 > c1 * b else c1 * b) + kv * b + s0 + hs * (b - 1.0)
-    ttft = p_mean
-    x = rho = dec = stall = wait = busy = tail = 0.0
-    step = tpot
-    w, last, calm = 1.0, math.inf, 0
-    # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
-    for _it in range(60):
-        r = ttft + o1 * tpot
-        if batch is not None:
-            x = batch / r
-            others = batch - 1.0  # the other users: in service all the time a closed loop runs
-        else:
-            x, b = rate, rate * r
-            others = b
-        dec = b * o1 * tpot / r
-        if dec < 1.0:
-            dec = 1.0
+
+    def steps_at(dec: float) -> tuple:
+        """The decode side with ``dec`` sequences decoding: its step, the prompts' stall on it, a prompt's own
+        service in steps, and the step that carries prompts."""
         mem = a0 * touched(spec, dec) if moe else a0
         cmp_ = c1 * dec
-        s1 = kv * dec + s0 + hs * (dec - 1.0)
-        step = (mem if mem > cmp_ else cmp_) + s1
+        step = (mem if mem > cmp_ else cmp_) + kv + kv_run * (dec - 1.0) + s0 + hs * (dec - 1.0)
         # a chunk's compute overlaps the weights' reading: it holds the others up by the difference (a lone user's
         # prompt runs on its own: estimate.serving.single_request, the plan's one request)
         if chunked and dec * share >= 0.5:
@@ -208,23 +234,40 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             g2 = mem if mem > c2 else c2
             stall = chunks * (g2 - (mem if mem > cmp_ else cmp_) + link_chunk)
             d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
-            service = chunks * (g2 + link_chunk + kv * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
+            service = chunks * (g2 + link_chunk + kv_run * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
             carrying = step  # a step with prompts in it: the decode's step plus their stalls
         else:  # the prompt runs on its own: every decoding request waits for all of it
             service = stall = p_mean
             carrying = 0.0
-        rho = x * stall * share
+        return dec, step, stall, service, carrying
+
+    def served(state: tuple) -> float:
+        """The throughput at which ``dec`` sequences decode (Little's law, ``dec = x (O - 1) TPOT`` with ``TPOT =
+        step / (1 - x stall)``): ``x = dec / ((O - 1) step + dec stall)``, explicit in the batch."""
+        dec, step, stall = state[0], state[1], state[2]
+        den = o1 * step + dec * stall * share
+        return dec / den if den > 0.0 else math.inf
+
+    def decode_time(x: float, state: tuple) -> tuple[float, float]:
+        """``(TPOT, rho)`` at throughput ``x``: prefill takes ``rho = x stall`` of the time, so a step of the decode
+        reaches a request every ``step / (1 - rho)``."""
+        rho = x * state[2] * share
         if rho > _RHO_MAX:
             rho = _RHO_MAX
-        new_tpot = step / (1.0 - rho)
+        return state[1] / (1.0 - rho), rho
+
+    def first_token(x: float, tpot: float, state: tuple, others: float) -> tuple:
+        """The first token at throughput ``x`` and TPOT: the wait for the step in progress (longer while the prompts
+        ahead fill the steps' prompt budget), the prompt's own steps and those of the prompts that came with it."""
+        dec, step, stall, service, carrying = state
         # The steps: T = step + (stall per chunk) x K, K the prompt chunks in it (Poisson, at most per_step).
         unit = stall / chunks
-        k_mean = x * chunks * new_tpot * share
+        k_mean = x * chunks * tpot * share
         room = 1.0 - k_mean / per_step
         var_t = unit * unit * k_mean * ((room if room > 0.0 else 0.0) + cv_p2)
         busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
         # (the decode's steps run only while others are in service; the prompts' spread is already per unit time)
-        residual = 0.5 * (new_tpot * busy + var_t / new_tpot)
+        residual = 0.5 * (tpot * busy + var_t / tpot)
         # The prompt budget: a step that takes prompts is ``carrying`` plus the stalls of those it takes; the
         # share of the steps' room the arrivals use sets how long the prompts ahead hold a new one back.
         k_in = k_mean if k_mean > 1.0 else 1.0
@@ -233,6 +276,12 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         u = x * share * chunks * (carrying + unit * k_in) / per_step  # the others' prompts hold a new one back
         if u > _RHO_MAX:
             u = _RHO_MAX
+        if chunks > 1 and batch is None:
+            # An open stream's prompt longer than the budget holds it for ``chunks`` steps: a new one waits for what
+            # the prompt in prefill has left, the M/G/1 residual work x E[S^2] / 2 of prompts of S = chunks steps
+            # (Pollaczek-Khinchine; log-normal spread). A closed loop's few others are closed by Little's law.
+            whole = chunks * (carrying + unit)
+            residual += x * whole * whole * (1.0 + cv_p2) / 2.0
         wait = residual / (1.0 - u)
         # Prompts that arrived during the step in progress share the prefill step with this one (room allowing);
         # the step that finishes the prompt gives its first token.
@@ -240,32 +289,93 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         if along > per_step - 1.0:
             along = per_step - 1.0
         tail = along * unit
-        new_ttft = wait + service + tail
-        d1, d2 = new_tpot - tpot, new_ttft - ttft
-        if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
-            tpot, ttft = new_tpot, new_ttft
-            break
-        # Steps halved when the change grows (a loop near saturation oscillates), doubled back after two that
-        # shrink; neither time moves by more than a factor of two at once (the queue's wait is steep near u = 1).
-        size = (d1 / tpot) ** 2 + (d2 / ttft) ** 2
-        if size > last:
-            w, calm = (w * 0.5 if w > 0.1 else w), 0
+        return wait + service + tail, busy, wait, tail
+
+    one = steps_at(1.0)  # a single sequence decoding: below the throughput it serves, the batch stays at one
+    x_one = served(one)
+    if batch is not None:
+        # A closed loop: the batch ``dec`` whose throughput and residence close Little's law x R = B. Every figure
+        # is explicit in the batch (``served``), and R x / B runs from below 1 with one sequence decoding to at least
+        # 1 with all of them, so the root is bracketed and found by regula falsi on its log: no fixed point to
+        # iterate, however steep the residence near saturation (tests/estimate/test_serving_des.py). Where the
+        # prompts saturate the steps, the users wait for them: the first token is what the loop leaves.
+        def closing(x: float, state: tuple) -> tuple:
+            tpot, rho = decode_time(x, state)
+            ft = first_token(x, tpot, state, batch - 1.0)
+            return math.log(x * (ft[0] + o1 * tpot) / batch), tpot, rho, ft
+
+        seen: dict = {}
+
+        def at_batch(d: float) -> float:
+            state = steps_at(d)
+            x = served(state)
+            out = closing(x, state)
+            seen[d] = (x, state) + out[1:]
+            return out[0]
+
+        f1 = at_batch(1.0) if x_one < math.inf else math.inf
+        if f1 >= 0.0 or batch <= 1.0:  # one sequence decoding at a time: the throughput closes the loop
+            seen = {}  # keyed by the throughput now
+
+            def at_rate(x: float) -> float:
+                out = closing(x, one)
+                seen[x] = (x, one) + out[1:]
+                return out[0]
+            hi = x_one if x_one < math.inf else batch / p_mean
+            f_hi = at_rate(hi)
+            while f_hi < 0.0:  # (a loop that one sequence never fills: its prompts alone)
+                hi *= 2.0
+                f_hi = at_rate(hi)
+            lo = hi * math.exp(-f_hi)
+            f_lo = at_rate(lo)
+            lo, hi, f_lo, f_hi = _root(at_rate, lo, hi, f_lo, f_hi, 1e-4)
         else:
-            calm += 1
-            if calm >= 2 and w < 1.0:
-                w, calm = (w * 2.0 if w < 0.5 else 1.0), 0
-        last = size
-        nt, nf = tpot + w * d1, ttft + w * d2
-        tpot = nt if 0.5 * tpot <= nt <= 2.0 * tpot else (0.5 * tpot if nt < tpot else 2.0 * tpot)
-        ttft = nf if 0.5 * ttft <= nf <= 2.0 * ttft else (0.5 * ttft if nf < ttft else 2.0 * ttft)
+            lo, hi, f_lo, f_hi = _root(at_batch, 1.0, batch, f1, at_batch(batch), 1e-4)
+        key = lo if -f_lo <= f_hi else hi
+        x, state, tpot, rho, (ttft, busy, wait, tail) = seen[key]
+        others = batch - 1.0  # the other users: in service all the time a closed loop runs
+        r_loop = batch / x - o1 * tpot
+        if ttft < r_loop:  # what the loop leaves waits for a step (Little's law, R = B / X)
+            wait, ttft = wait + r_loop - ttft, r_loop
+    else:
+        x = rate
+        if x <= x_one:
+            state = one
+        else:  # the batch at which the replica serves the rate: its throughput rises with the batch while stable
+            lo, f_lo, hi = 1.0, math.log(x_one / x), 2.0
+            f_hi = math.log(served(steps_at(hi)) / x)
+            while f_hi < 0.0 and hi < 1e7:
+                lo, f_lo, hi = hi, f_hi, 2.0 * hi
+                f_hi = math.log(served(steps_at(hi)) / x)
+            if f_hi >= 0.0:
+                lo, hi, _fl, _fh = _root(lambda d: math.log(served(steps_at(d)) / x), lo, hi, f_lo, f_hi, 1e-4)
+            state = steps_at(hi)  # (beyond what any batch serves: the most the prefill leaves the decode)
+        tpot, rho = decode_time(x, state)
+        ttft = p_mean
+        for _ in range(8):  # the requests in service (an open stream's others) from the residence: settles at once
+            others = x * (ttft + o1 * tpot)
+            new, busy, wait, tail = first_token(x, tpot, state, others)
+            done = abs(new - ttft) <= _TOL * ttft
+            ttft = new
+            if done:
+                break
+        if o1 >= 1.0:
+            # A request starts decoding as its prompt leaves the prefill queue, behind the prompts that arrived
+            # while it waited: x TTFT of them, their stalls still to run in its decode (distributional Little's
+            # law), where a moment taken at random finds only the M/G/1 mean x E[S^2] / 2 (1 - rho) of it (the
+            # time average that ``rho`` counts). The difference lands in its first steps.
+            behind = x * ttft * state[2] - x * state[2] * state[2] * (1.0 + cv_p2) / (2.0 * (1.0 - rho))
+            if behind > 0.0:
+                tpot += behind / o1
+    dec, step, stall = state[0], state[1], state[2]
     r = ttft + o1 * tpot
     # p50 and p95: the prefill of a prompt of that quantile, the steps, and the wait: none when the server is
     # idle, else exponential with the mean wait of a busy server.
     cond = wait / busy if busy > 0 else 0.0
     # the others decoding while a prompt prefills (none at one user: the prompt alone, estimate.serving.prefill_s)
-    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec * share, ctx) + tail \
+    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec * share, ctx_run) + tail \
         + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec * share, ctx) + tail \
+    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec * share, ctx_run) + tail \
         + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
@@ -412,7 +522,7 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
 
 
 def clear_caches() -> None:
-    """Forget the memoised fixed points (a benchmark measures the sizing cold)."""
+    """Forget the memoised solutions (a benchmark measures the sizing cold)."""
     _inner.cache_clear()
     max_throughput.cache_clear()
     full_throughput.cache_clear()
