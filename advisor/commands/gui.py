@@ -32,7 +32,7 @@ def _size(text: str) -> tuple[int, int]:
     import argparse
 
     w, sep, h = text.lower().partition("x")
-    if not sep or not w.isdigit() or not h.isdigit():
+    if not sep or not (w + h).isascii() or not w.isdigit() or not h.isdigit():
         raise argparse.ArgumentTypeError(f"not a size WxH (for example 1280x720): {text!r}")
     size = (int(w), int(h))
     if not (MIN_SIZE[0] <= size[0] <= MAX_SIZE[0] and MIN_SIZE[1] <= size[1] <= MAX_SIZE[1]):

@@ -58,7 +58,8 @@ def _text(value) -> str | None:
 
 
 def _index(value, limit: int) -> int | None:
-    if isinstance(value, str) and value.isdigit() and len(value) < 10 and int(value) < limit:
+    # ASCII digits only: str.isdigit() holds for superscripts ('²') that int() refuses
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10 and int(value) < limit:
         return int(value)
     return None
 

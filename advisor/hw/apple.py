@@ -63,7 +63,7 @@ class AppleGpuBackend:
         self._run = run
         self._gpus = parse_ioreg(run(IOREG))
         size = (run(["sysctl", "-n", "hw.memsize"]) or "").strip()
-        self._mem_total = int(size) if size.isdigit() else None
+        self._mem_total = int(size) if size.isascii() and size.isdigit() else None
 
     @classmethod
     def open(cls, run: Callable[[list[str]], str | None] = _run, *, system: str | None = None,
@@ -95,7 +95,7 @@ class AppleGpuBackend:
         from advisor.hw.unified import apple_memory
 
         limit = (self._run(["sysctl", "-n", "iogpu.wired_limit_mb"]) or "").strip()
-        by_backend = apple_memory(self._mem_total, int(limit) if limit.isdigit() else 0) if self._mem_total else ()
+        by_backend = apple_memory(self._mem_total, int(limit) if limit.isascii() and limit.isdigit() else 0) if self._mem_total else ()
         return GpuInfo(index=index, name=g["model"], uuid="", memory_total_bytes=self._mem_total, vendor="apple",
                        backend_memory=by_backend)
 

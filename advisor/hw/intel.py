@@ -156,7 +156,7 @@ class IntelSysfsBackend:
                 index=index, name=_clean_name(x.get("device_name"))
                 or DEVICE_NAMES.get((_read(dev / "device") or "").lower(), "Intel GPU"),
                 uuid=str(x.get("uuid") or ""), pci_bus_id=bdf,
-                memory_total_bytes=int(size) if isinstance(size, (int, str)) and str(size).isdigit() else None,
+                memory_total_bytes=int(size) if isinstance(size, (int, str)) and str(size).isascii() and str(size).isdigit() else None,
                 power_limit_w=limit / 1e6 if limit else None, max_sm_clock_mhz=self._freq(index, "max"),
                 pcie_width_max=_int(_float(dev / "max_link_width")), pcie_width_current=_int(_float(dev / "current_link_width")),
                 fan_count=sum(1 for _ in hw.glob("fan*_input")) if hw else None, vendor="intel")

@@ -116,7 +116,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not sep:
         host, port = "127.0.0.1", text
     host = host.strip("[]") if host.startswith("[") and host.endswith("]") else host
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535:
         raise ValueError(f"{text!r}: the port must be a number from 0 to 65535 ([HOST:]PORT)")
     if not host or not re.fullmatch(r"[A-Za-z0-9.:_-]{1,253}", host):
         raise ValueError(f"{text!r}: {host!r} is not a host name or address")

@@ -121,7 +121,7 @@ def test_any_samples_give_a_reading_within_bounds():
     within its physical bound (hypothesis)."""
     import math
 
-    from hypothesis import given, settings
+    from hypothesis import example, given, settings
     from hypothesis import strategies as st
 
     from advisor.fleet.read import BOUNDS, MAX_GPUS_PER_NODE, PROCESS_BOUNDS
@@ -134,6 +134,7 @@ def test_any_samples_give_a_reading_within_bounds():
 
     @settings(max_examples=200, deadline=None)
     @given(st.lists(sample, max_size=40))
+    @example([("DCGM_FI_DEV_GPU_UTIL", {"gpu": "\u00b2"}, 1.0)])  # a superscript digit: isdigit(), not int()
     def check(samples):
         samples = [(n, {k: v for k, v in lab.items() if v is not None}, v) for n, lab, v in samples]
         r = reading_from_samples(samples)

@@ -175,9 +175,9 @@ def test_listen_address(text, want):
     assert parse_listen(text) == want
 
 
-@pytest.mark.parametrize("text", ["", "x", "70000", "host:", "a b:90", "-1"])
+@pytest.mark.parametrize("text", ["", "x", "70000", "host:", "a b:90", "-1", "\u00b2", "host:9\u00b2"])
 def test_bad_listen_address(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be"):  # its own line, not int()'s (a superscript digit)
         parse_listen(text)
 
 
