@@ -261,6 +261,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     out: list[PlanOption] = []
     measured = measured_link_bps(acc, calib)
     groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
+    node_of: dict[str, Placement] = {}  # a cloud offer's own node (a group may hold offers of several node sizes)
     stack = stack_fields(acc.stacks, wanted)
     offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
     for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
@@ -283,11 +284,13 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                     f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
             group = groups[key] = (common, [], t, place)
         group[1].extend(node_offers)
+        for o in node_offers:
+            node_of[o.id] = place
     by_id = _offers_by_id(offers)
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
     servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price
-    for (kind, *_rest), (common, group_offers, t, place) in groups.items():
+    for (kind, *_rest), (common, group_offers, t, _place) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
         figures = PlanOption.prepare(common["figures"])
         serving = servings.get(id(t), False)
@@ -308,7 +311,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
             offer = by_id[q.offer_id]
-            instance_row = place.devices_per_node == offer.accelerator_count
+            own = node_of[q.offer_id]  # its own node's, not the group's first (one timing, other node sizes)
+            instance_row = own.devices_per_node == offer.accelerator_count
             # PlanOption.build's fields of a cloud quote set one by one into the group's prepared figures (two
             # hundred a plan; tests/planner/test_option_build.py checks every option has exactly the fields)
             option = object.__new__(PlanOption)
@@ -325,7 +329,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             held["instances"] = q.instances
             held["price_date"] = offer.price_date
             held["price_stale"] = offer.id in stale_ids
-            held["reference"] = place.reference
+            held["reference"] = own.reference
             held["cost_usd_interval"] = cost_iv
             held["serving"] = _priced_serving(serving, t, per_h)
             held["nodes"] = q.instances if instance_row else common["nodes"]

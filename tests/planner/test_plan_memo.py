@@ -97,3 +97,19 @@ def test_plans_in_threads_give_the_answers_made_cold(catalog):
         got = list(pool.map(lambda a: _json(plan(PlanRequest.from_mapping(a), catalog=catalog, advise=False)),
                             asks * 2))
     assert got == expected * 2
+
+
+def test_a_cloud_instance_shows_its_own_gpu_count_whatever_node_its_timing_is_shared_with(catalog):
+    """Options timed alike share their figures across node sizes (one GPU on a 1-GPU or a 4-GPU instance): each
+    instance still shows its own count, gpus_per_node (AWS g5: 1, 4 and 8 A10G; before, every one took the first
+    node's 1, and plans made in threads at once, which share timings in another order, gave other counts)."""
+    r = plan(PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8)), catalog=catalog,
+             advise=False)
+    counts = {o.id: o.accelerator_count for o in catalog.offers}
+    seen = set()
+    for o in r.options:
+        if o.kind == "cloud" and o.devices == 1 and o.nodes == 1:
+            offer = o.id.removeprefix("cloud:").removesuffix(":spot")
+            assert o.gpus_per_node == counts.get(offer, counts.get(offer.rpartition(":")[0])), o.id
+            seen.add(o.gpus_per_node)
+    assert {1, 4, 8} <= seen
