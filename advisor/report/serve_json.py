@@ -98,8 +98,8 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
                     "origin": result.lengths_origin},
         "targets": {"ttft_p95_s": result.targets.ttft_p95_s, "tpot_p95_s": result.targets.tpot_p95_s},
         "ranges": range_origin(result.by, moe=result.moe),
-        "queue_model": "analytical: mean-value fixed point, M/G/1 prefill queue, Erlang C admission "
-                       "(docs/method.md, Serving under load)",
+        "queue_model": "analytical: solved in the decoding batch (Little's law), a step queue for the first "
+                       "token, Erlang C admission (docs/method.md, Serving under load)",
         "cheapest_cloud_meeting_target": cheapest.id if cheapest else None,
         "closest_option": closest.id if closest else None,
         "options": [option_json(o, result.by, changes.get(o.id, ())) for o in result.options],
