@@ -82,3 +82,18 @@ def test_whole_trials_stop_only_after_a_multiple_of_the_trial():
     got = time_reps(lambda: None, reps=7, warmup_s=0.0, cancel=CancelToken(), timer=lambda: next(clock) * 1e-3,
                     budget_s=None, min_reps=5, whole_trials=True)
     assert len(got) == 7  # no budget: every call asked for
+
+
+def test_whole_trials_end_within_the_budget_at_the_pace_so_far(monkeypatch):
+    """10 ms calls, a 0.1 s budget, trials of 5: two trials end at 0.1 s; a third would end past it."""
+    import advisor.probes._common as common
+
+    now = [0.0]
+    monkeypatch.setattr(common.time, "perf_counter", lambda: now[0])
+
+    def call():
+        now[0] += 0.01
+
+    got = time_reps(call, reps=100, warmup_s=0.0, cancel=CancelToken(), timer=lambda: now[0], budget_s=0.1,
+                    min_reps=5, whole_trials=True)
+    assert len(got) == 10 and got == pytest.approx([0.01] * 10)
