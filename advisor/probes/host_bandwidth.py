@@ -191,6 +191,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                     timed("triad", calls["triad"], counts[k % len(counts)], n_trial, budget_s=0.0)
                     last_s = time.perf_counter() - began
                     k += 1
+                trials = k  # the trials run, for the result's params
             else:
                 steps = trials * len(calls)
                 for t in range(trials):

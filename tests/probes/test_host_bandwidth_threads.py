@@ -44,7 +44,7 @@ def test_quick_trials_take_turns_and_the_headline_is_the_faster_count(monkeypatc
     r = drive(open_probe("host-bandwidth", quick=True, elements=n, reps=4 * TRIAL_REPS, warmup_s=0.0,
                          timer=thread_timer(monkeypatch, per_call)))
     triad = r.results["triad"]
-    assert r.params["thread_counts"] == [2, 1] and r.params["triad_threads"] == expected
+    assert r.params["thread_counts"] == [2, 1] and r.params["triad_threads"] == expected and r.params["trials"] == 4
     assert triad.repetitions == 4 * TRIAL_REPS  # four whole trials: 2, 1, 2, 1 threads
     assert triad.best == pytest.approx(3 * 8 * n / 1e-3 / 1e9)  # the 1 ms calls: 24 bytes an element
     assert triad.median == pytest.approx(3 * 8 * n / 1.5e-3 / 1e9)  # half the calls at each count
