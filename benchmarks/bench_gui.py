@@ -12,7 +12,12 @@
 
 Each figure is printed beside its target with PASS or FAIL; the exit status is 1 when any target is missed.
 
-Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--runs N] [--json]
+``--instructions N`` counts instead of timing (a shared, busy machine stretches wall and CPU time both): the GUI
+thread's instructions per form edit, N edits under callgrind (valgrind), the plan and its drawing each inside the
+count (the monitor's sampler and the Machine page's clock stopped, so only the edit's work is counted). The same
+tree gives the same count to within a fraction of a percent; compare two trees with it.
+
+Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--runs N] [--json] [--instructions N]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -154,12 +160,86 @@ def replan_times_s(changes: int) -> tuple[list[float], list[float], list[float]]
     return shown, planned, gui_cpu
 
 
+def _callgrind(on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())], capture_output=True,
+                   check=True)
+
+
+def count_edits(changes: int) -> None:
+    """Under callgrind (started by :func:`instructions_per_edit`): ``changes`` edits, instrumented from the input
+    change until the new plan is painted; everything else (start-up, the waits between edits) is not counted."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
+
+    from advisor.app import build_window, get_app
+
+    app = get_app()
+    window = build_window("2x4090")
+    window.show()
+    window.show_page("planner")
+    page, model, machine = window.page("planner"), window.ctx.plan, window.page("machine")
+    end = time.monotonic() + 600
+    while not (page.bundle is not None and page.is_ready() and machine.is_ready()) and time.monotonic() < end:
+        QCoreApplication.processEvents()
+    if getattr(window.ctx, "sampler", None) is not None:
+        window.ctx.sampler.stop()
+    machine._timer.stop()
+    loop = QEventLoop()
+    model.plan_ready.connect(loop.quit)
+    guard = QTimer(singleShot=True, interval=600_000)  # one guard, stopped after each edit (never fires early)
+    guard.timeout.connect(loop.quit)
+    spin = page.form.w["micro_batch"]
+    for _ in range(changes):
+        for _ in range(50):
+            QCoreApplication.processEvents()
+        _callgrind(True)
+        spin.setValue(1 + (spin.value() % 8))
+        model.plan_now()
+        guard.start()
+        loop.exec()
+        guard.stop()
+        QCoreApplication.processEvents()
+        _callgrind(False)
+        if page._drawn is not model.bundle:
+            raise RuntimeError("the plan was not drawn inside the counted edit")
+    window.close()
+    app.processEvents()
+
+
+def instructions_per_edit(changes: int) -> float:
+    """The GUI thread's instructions per form edit, counted by callgrind over ``changes`` edits."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("--instructions needs valgrind (callgrind)")
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"), ADVISOR_HOME=out)
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+                        f"--callgrind-out-file={out}/cg.out", sys.executable, os.path.abspath(__file__),
+                        "--count-edits", str(changes)], cwd=out, env=env, check=True, capture_output=True,
+                       timeout=3600)
+        main_thread = next(f for f in os.listdir(out) if f.startswith("cg.out") and f.endswith("-01"))
+        with open(os.path.join(out, main_thread)) as f:
+            total = next(int(line.split()[1]) for line in f if line.startswith("totals:"))
+    return total / changes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5, help="start-ups of each kind")
     parser.add_argument("--changes", type=int, default=30, help="planner input changes")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--instructions", type=int, metavar="N",
+                        help="count the GUI thread's instructions per edit over N edits (callgrind) instead")
+    parser.add_argument("--count-edits", type=int, help=argparse.SUPPRESS)  # the counted run, under callgrind
     args = parser.parse_args()
+    if args.count_edits:
+        count_edits(args.count_edits)
+        return 0
+    if args.instructions:
+        per_edit = instructions_per_edit(args.instructions)
+        print(json.dumps({"gui_thread_instructions_per_edit": per_edit, "edits": args.instructions}) if args.json
+              else f"form edit, the GUI thread: {per_edit / 1e6:.1f} M instructions per edit "
+                   f"({args.instructions} edits counted by callgrind)")
+        return 0
     with tempfile.TemporaryDirectory() as home:
         os.environ["ADVISOR_HOME"] = home
         app_runs, bare_runs = [], []

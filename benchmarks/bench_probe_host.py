@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                          "reference_triad_gbps": ref, "reference_before_gbps": before, "reference_after_gbps": after,
                          "ratio": got["best"] / ref, "probe_s": probe_s,
                          "threads": doc["params"]["threads"], "array_bytes": doc["params"]["array_bytes"],
+                         "thread_counts": doc["params"].get("thread_counts"),
+                         "headline_threads": doc["params"].get("triad_threads"),
                          "load_average_1min": round(load, 2), "load_average_1min_end": round(load_end, 2)})
     naive = naive_gbps()
     met = [RATIO.met(r["ratio"]) for r in rows] + [seconds.met(r["probe_s"]) for r in rows]
@@ -118,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {r['round']} (load average {r['load_average_1min']:.2f} -> {r['load_average_1min_end']:.2f}): "
                   f"probe triad best {r['probe_triad_best_gbps']:.1f} GB/s (median {r['probe_triad_median_gbps']:.1f}), "
                   f"compiled OpenMP triad {r['reference_triad_gbps']:.1f} GB/s (before {r['reference_before_gbps']:.1f}, "
-                  f"after {r['reference_after_gbps']:.1f})")
+                  f"after {r['reference_after_gbps']:.1f}); the probe's best trial on {r['headline_threads']} of "
+                  f"{r['threads']} threads")
             print("  " + RATIO.line(r["ratio"], label=f"round {r['round']}"))
             print("  " + seconds.line(r["probe_s"], 1, label=f"round {r['round']}"))
         print(f"naive tutorial method (z = x + y once, 2 streams, allocation timed): {naive:.1f} GB/s")

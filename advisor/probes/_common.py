@@ -217,12 +217,16 @@ def _timed_call(fn: Callable[[], object], cancel: CancelToken, timer: Timer,
 
 def time_reps(fn: Callable[[], object], *, reps: int, warmup_s: float, cancel: CancelToken,
               timer: Timer = time.perf_counter, sync: Callable[[], object] | None = None,
-              budget_s: float | None = None, min_reps: int = 3, first_call: bool = False) -> list[float]:
+              budget_s: float | None = None, min_reps: int = 3, first_call: bool = False,
+              whole_trials: bool = False) -> list[float]:
     """Warm ``fn`` up by time, then time ``reps`` calls one by one (seconds each).
 
     The cancel token is checked between calls, so a call must take well under a second.
     ``warmup_s <= 0`` skips the warm-up. ``budget_s`` stops the timed loop early (after ``min_reps``)
-    when a slow device would run too long. ``first_call``: one untimed call before the timed ones.
+    when a slow device would run too long; with ``whole_trials`` only after a multiple of ``min_reps`` calls, where
+    one more trial at the pace so far would end past the budget, so the calls split into whole trials of
+    ``min_reps`` (``headline_time``'s unit) within about the budget. ``first_call``: one untimed call before the
+    timed ones.
     """
     if first_call:
         cancel.check()
@@ -241,8 +245,14 @@ def time_reps(fn: Callable[[], object], *, reps: int, warmup_s: float, cancel: C
     loop_start = time.perf_counter()
     for i in range(reps):
         times.append(_timed_call(fn, cancel, timer, sync))
-        if budget_s is not None and i + 1 >= min_reps and time.perf_counter() - loop_start > budget_s:
-            break
+        if budget_s is None or i + 1 < min_reps:
+            continue
+        spent = time.perf_counter() - loop_start
+        if not whole_trials:
+            if spent > budget_s:
+                break
+        elif (i + 1) % min_reps == 0 and spent + spent / (i + 1) * min_reps > budget_s:
+            break  # the next whole trial would end past the budget: stop before it, not inside it
     return times
 
 

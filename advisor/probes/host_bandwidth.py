@@ -1,4 +1,4 @@
-"""Host memory bandwidth: STREAM-style copy, scale, add and triad on all physical cores.
+"""Host memory bandwidth: STREAM-style copy, scale, add and triad on all physical cores and on one fewer.
 
 Method (docs/method.md, after McCalpin's STREAM): three preallocated arrays, each at least 4x the last-level
 cache and 640 MB (full), filled in parallel by torch with ascending numbers (every page written by the fill, so
@@ -8,20 +8,22 @@ host, KSM or the zero page, and merged pages read from cache); every kernel writ
 repetitions within a time budget per kernel and trial; the best and median in decimal GB/s. Bytes counted per
 element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
 
-The headline (``best``) is the best of per-trial medians (``_common.headline_time``), so one lucky repetition
-on a busy machine does not make it. The full probe takes about 20 s: its repetitions stop at a time budget
-(``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), so a machine whose memory is
-busy gives fewer samples, not a longer probe (fixed counts of 20 to 50 calls of 1.9 GB took 113 s on a two-core
-machine whose memory other processes kept busy), and random numbers are not generated (torch fills random
-numbers on one thread: 4.4 s for the three arrays there).
+The headline (``best``) is the best of per-trial medians (``_common.headline_time``), so one lucky repetition on a
+busy machine does not make it. Trials take turns on all physical cores and on one fewer (``thread_counts``): where
+other processes hold a core, a thread waiting for its turn holds up each call. The full probe takes about 20 s: its
+repetitions stop at a time budget (``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), so
+a machine whose memory is busy gives fewer samples, not a longer probe (fixed counts of 20 to 50 calls of 1.9 GB
+took 113 s on a two-core machine whose memory other processes kept busy), and random numbers are not generated
+(torch fills random numbers on one thread: 4.4 s for the three arrays there).
 
 Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
 planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
-doubles), for at most ``QUICK_BUDGET_S`` of timed repetitions.
+doubles), in trials of ``TRIAL_REPS`` calls on each thread count in turn for ``QUICK_BUDGET_S`` of timed repetitions.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 
 from advisor.probes._common import (
@@ -68,6 +70,33 @@ def fill_arrays(torch, n: int, dtype):
     return (torch.arange(n, dtype=dtype), torch.arange(1, n + 1, dtype=dtype), torch.arange(2, n + 2, dtype=dtype))
 
 
+def thread_counts(cores: int, given: bool = False) -> tuple[int, ...]:
+    """The thread counts the kernels are timed on, trial by trial in turn: all physical cores, and one fewer.
+
+    torch splits a kernel into one equal share per thread and the call ends when the last share is done, so on a
+    machine where other processes hold a core (a shared two-core machine) a thread waiting for its turn holds up
+    the whole call: there one thread fewer streams faster than all (one thread of two gave 1.03-1.34 of the
+    compiled two-thread triad at load average 3.3-5.0 where two threads gave 0.84-0.90, best trial medians). On a
+    quiet machine the trials on all cores give the headline. A count the caller gives is used alone."""
+    if given or cores < 2:
+        return (cores,)
+    return (cores, cores - 1)
+
+
+def headline_threads(times: list[float], threads_of: list[int]) -> int | None:
+    """The thread count of the trial the headline stands on (``headline_time``'s trials, calls in order)."""
+    good = [(t, n) for t, n in zip(times, threads_of) if t > 0]
+    if not good:
+        return None
+    if len(good) < 4:
+        return good[0][1]
+    size = min(TRIAL_REPS, len(good) // 2)
+    trials = [good[i:i + size] for i in range(0, len(good) - size + 1, size)]
+    trials[-1] = good[(len(trials) - 1) * size:]
+    best = min(trials, key=lambda trial: statistics.median(t for t, _ in trial))
+    return statistics.mode(n for _, n in best)
+
+
 def default_elements(quick: bool, itemsize: int) -> int:
     """Elements per array: >= 4x the last-level cache and >= 640 MB (full); quick: 4x the cache within
     256 to 640 MB (a virtual machine may report its host's whole L3 as its own)."""
@@ -93,8 +122,10 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         warmup_s: the longest warm-up, before the first timed kernel (default 0.5 s quick, 1 s full); it ends
             once the speed has stopped rising (``warm_until_steady``); 0 for none.
         dtype: ``float64`` (as STREAM) or ``float32``.
-        threads: torch threads (default: all physical cores).
-        trials: rounds over all kernels; the best over all rounds is kept (default 1 quick, 4 full).
+        threads: torch threads, used alone (default: all physical cores and one fewer, trial by trial in turn;
+            the result's ``triad_threads`` is the count of the headline triad's trial).
+        trials: rounds over all kernels, each on the next thread count; the best over all rounds is kept
+            (default 4 full; quick mode times trials until its budget is spent).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
         peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
@@ -122,25 +153,52 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     warmup_s = WARMUP_MAX_S[quick] if warmup_s is None else float(warmup_s)
     nthreads = int(threads or physical_cores())
 
+    # all physical cores, and one fewer (trials alternate): see thread_counts
+    counts = thread_counts(nthreads, given=threads is not None)
     yield Progress(0.0, f"allocating 3 x {n * itemsize / GB:.2f} GB of ascending {dtype}")
     names = ("triad",) if quick else tuple(STREAMS)
     times: dict[str, list[float]] = {k: [] for k in names}
+    threads_of: dict[str, list[int]] = {k: [] for k in names}  # the thread count of each timed call
     with torch_threads(torch, nthreads):
         a, b, c = fill_arrays(torch, n, tdtype)
         try:
             calls = {k: v for k, v in kernels(torch, a, b, c).items() if k in names}
             yield Progress(0.0, "warming up")
             warmed_s = warm_until_steady(calls[names[0]], max_s=warmup_s, cancel=cancel, timer=timer)
-            steps = trials * len(calls)
-            for t in range(trials):
-                for i, (name, fn) in enumerate(calls.items()):
-                    yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
-                    n_reps = triad_reps if name == "triad" else reps
-                    # one untimed call before a kernel's first trial (its first call sets up its code path);
-                    # the memory, the threads and the clocks were warmed above
-                    times[name] += time_reps(fn, reps=n_reps, warmup_s=0.0, cancel=cancel, timer=timer,
-                                             budget_s=QUICK_BUDGET_S if quick else FULL_BUDGET_S[name],
-                                             min_reps=TRIAL_REPS, first_call=(t == 0 and warmup_s > 0))
+            set_up: set[tuple[str, int]] = set()
+
+            def timed(name: str, fn, count: int, n_reps: int, budget_s: float) -> None:
+                torch.set_num_threads(count)
+                # one untimed call before a kernel's first trial on a thread count (its first call sets up its
+                # code path); the memory, the threads and the clocks were warmed above
+                first = (name, count) not in set_up and warmup_s > 0
+                set_up.add((name, count))
+                got = time_reps(fn, reps=n_reps, warmup_s=0.0, cancel=cancel, timer=timer, budget_s=budget_s,
+                                min_reps=min(TRIAL_REPS, n_reps), first_call=first, whole_trials=True)
+                times[name] += got
+                threads_of[name] += [count] * len(got)
+
+            if quick:
+                # trials of TRIAL_REPS calls, the thread counts in turn, each count once at least, then as many as
+                # end within the budget (a trial is not started where the last one would not fit), at most ``reps``
+                # calls in all
+                start, k, last_s = time.perf_counter(), 0, 0.0
+                while len(times["triad"]) < reps and (
+                        k < len(counts) or time.perf_counter() - start + last_s <= QUICK_BUDGET_S):
+                    yield Progress(min(1.0, (time.perf_counter() - start) / QUICK_BUDGET_S), f"triad: trial {k + 1}")
+                    n_trial = min(TRIAL_REPS, reps - len(times["triad"]))
+                    began = time.perf_counter()
+                    timed("triad", calls["triad"], counts[k % len(counts)], n_trial, budget_s=0.0)
+                    last_s = time.perf_counter() - began
+                    k += 1
+                trials = k  # the trials run, for the result's params
+            else:
+                steps = trials * len(calls)
+                for t in range(trials):
+                    for i, (name, fn) in enumerate(calls.items()):
+                        yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
+                        timed(name, fn, counts[t % len(counts)], triad_reps if name == "triad" else reps,
+                              FULL_BUDGET_S[name])
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,
@@ -150,7 +208,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         probe=NAME, device=device, results=results,
         peak={"GB/s": peak_gbps, "origin": "given"} if peak_gbps else None,
         params={"quick": quick, "elements": n, "array_bytes": n * itemsize, "dtype": dtype, "reps": reps,
-                "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "warmup_s": warmup_s,
-                "warmed_s": round(warmed_s, 3)},
+                "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "thread_counts": list(counts),
+                "triad_threads": headline_threads(times["triad"], threads_of["triad"]),
+                "warmup_s": warmup_s, "warmed_s": round(warmed_s, 3)},
         notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of the per-trial medians",)
         + (("quick: the triad only, on arrays of at most 640 MB",) if quick else ()))

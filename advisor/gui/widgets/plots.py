@@ -514,11 +514,15 @@ def update_stacked_bars(items: list, parts: Sequence[tuple[str, Sequence[float]]
     horizontal = False
     for bar, (_name, values) in zip(bars, parts):
         vals = [float(v or 0.0) for v in values]
-        if bar.opts.get("x0") is not None:
-            horizontal = True
-            bar.setOpts(x0=base, y=list(range(n)), width=vals)
-        else:
-            bar.setOpts(x=list(range(n)), y0=base, height=vals)
+        horizontal = bar.opts.get("x0") is not None
+        # a part whose bars neither grew nor moved (the weights when the batch changes) is left as drawn: setOpts
+        # prepares its data, its geometry and its picture again and tells the view its bounds changed
+        if getattr(bar, "_shown_values", None) != (base, vals):
+            bar._shown_values = (base, vals)
+            if horizontal:
+                bar.setOpts(x0=base, y=list(range(n)), width=vals)
+            else:
+                bar.setOpts(x=list(range(n)), y0=base, height=vals)
         base = [b + v for b, v in zip(base, vals)]
     labels = [it for it in items if isinstance(it, pg.TextItem)]
     if labels and len(labels) == n:
@@ -526,7 +530,10 @@ def update_stacked_bars(items: list, parts: Sequence[tuple[str, Sequence[float]]
         for i, (label, total) in enumerate(zip(labels, base)):
             if fmt is not None:
                 label.setText(fmt(total))
-            label.setPos(total, i) if horizontal else label.setPos(i, total)
+            pos = (total, i) if horizontal else (i, total)
+            if getattr(label, "_shown_pos", None) != pos:  # setPos tells the view and its children, even unmoved
+                label._shown_pos = pos
+                label.setPos(*pos)
 
 
 def clear_bars(plot: pg.PlotWidget, items: list) -> None:

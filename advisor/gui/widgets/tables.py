@@ -61,19 +61,34 @@ class RecordTableModel(QAbstractTableModel):
         self._rows = list(rows)
 
     def set_rows(self, rows: Sequence[Any]) -> None:
-        """Replace every row (views keep their sort and filter). The same number of rows is an update of the
-        cells (``dataChanged``: the view keeps its scroll position and repaints only what it shows), not a reset."""
+        """Replace every row (views keep their sort and filter). Where there were rows and are rows, this is an
+        update of the cells, not a reset: rows past the old count are inserted, rows past the new count removed
+        (at the end), and the rows both have changed only in the columns whose text or colour changed
+        (``dataChanged``: the view keeps its scroll position and repaints only what it shows). A reset made the
+        view and its proxy build every row again and repaint every cell (a re-plan whose option count moved by
+        one did that)."""
         rows = list(rows)
-        if rows and len(rows) == len(self._rows):
-            old, self._rows = self._rows, rows
-            changed = [c for c, col in enumerate(self._columns)
-                       if any(_shown(col, a) != _shown(col, b) for a, b in zip(old, rows))]
-            for first, last in _runs(changed):  # only the columns whose text changed are repainted
-                self.dataChanged.emit(self.index(0, first), self.index(len(rows) - 1, last))
+        old = self._rows
+        if not rows or not old:
+            self.beginResetModel()
+            self._rows = rows
+            self.endResetModel()
             return
-        self.beginResetModel()
-        self._rows = rows
-        self.endResetModel()
+        common = min(len(old), len(rows))
+        changed = [c for c, col in enumerate(self._columns)
+                   if any(_shown(col, a) != _shown(col, b) for a, b in zip(old[:common], rows[:common]))]
+        if len(rows) < len(old):
+            self.beginRemoveRows(QModelIndex(), len(rows), len(old) - 1)
+            self._rows = rows
+            self.endRemoveRows()
+        elif len(rows) > len(old):
+            self.beginInsertRows(QModelIndex(), len(old), len(rows) - 1)
+            self._rows = rows
+            self.endInsertRows()
+        else:
+            self._rows = rows
+        for first, last in _runs(changed):  # only the columns whose text changed are repainted
+            self.dataChanged.emit(self.index(0, first), self.index(common - 1, last))
 
     def rows(self) -> list[Any]:
         return list(self._rows)

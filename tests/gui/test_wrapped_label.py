@@ -1,0 +1,83 @@
+"""``WrappedLabel`` measures rich text on a document of its own (fewer layouts of the text than QLabel): every
+size it gives the layouts must be the one a plain word-wrapped QLabel with the same minimum-height rule gives."""
+
+import itertools
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from advisor.gui.widgets.wrapped import WrappedLabel
+
+
+class QLabelMeasured(QLabel):
+    """The label as it was: QLabel's own sizes, the minimum height kept at ``heightForWidth`` of its width."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWordWrap(True)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        if text != self.text():
+            super().setText(text)
+            self._fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        if self.width() > 0:
+            need = self.heightForWidth(self.width())
+            if need > 0 and need != self.minimumHeight():
+                self.setMinimumHeight(need)
+
+
+TEXTS = [
+    "<span style='color:#cf222e; font-size:12pt'><b>Does not fit your 2× GeForce RTX 4090: needs 31.2 GB per "
+    "device of 24 GB</b></span><br>Cheapest rent that runs it: 1× H100 80GB SXM, $12 in 3.1 h (2.4–4.0 h)<br>"
+    "<b style='font-size:13pt'>QLoRA fine-tune Llama 3.1 8B</b> · 8.03 B parameters",
+    "<b>What to change to fit GeForce RTX 4090</b> (24 GB per device), cheapest in time first:",
+    "<code>--micro-batch 1 --grad-accum 8</code> · <span style='color:#1a7f37'>20.1 GB fits</span> · 3.1 h",
+    "plain text, long enough to wrap at the narrower of the widths tried here",
+    "<b>x</b>",
+    "",
+]
+
+
+def _sizes(label) -> tuple:
+    return (label.sizeHint().toTuple(), label.minimumSizeHint().toTuple(), label.minimumSize().toTuple(),
+            [label.heightForWidth(w) for w in (0, 50, 200, 652, 2000)])
+
+
+def test_sizes_are_qlabels_for_rich_and_plain_text_at_every_width(qtbot):
+    cases = 0
+    for fmt, margin in itertools.product((Qt.TextFormat.RichText, Qt.TextFormat.AutoText), (0, 3)):
+        mine, qt = WrappedLabel(), QLabelMeasured()
+        for label in (mine, qt):
+            qtbot.addWidget(label)
+            label.setTextFormat(fmt)
+            label.setMargin(margin)
+            if margin:
+                label.setContentsMargins(1, 2, 3, 4)
+        # texts one after another, longer and shorter, at several widths: the minimum height it carries over counts
+        for text, width in itertools.product(TEXTS + TEXTS[::-1], (0, 120, 400, 652, 900)):
+            for label in (mine, qt):
+                label.setText(text)
+                if width:
+                    label.resize(width, 30)
+            assert _sizes(mine) == _sizes(qt), (text[:40], fmt, margin, width)
+            cases += 1
+    assert cases == 2 * 2 * 2 * len(TEXTS) * 5
+
+
+def test_a_new_font_is_measured_again(qtbot):
+    mine, qt = WrappedLabel(), QLabelMeasured()
+    for label in (mine, qt):
+        qtbot.addWidget(label)
+        label.setText(TEXTS[0])
+    assert _sizes(mine) == _sizes(qt)
+    for label in (mine, qt):
+        font = label.font()
+        font.setPointSize(font.pointSize() + 4)
+        label.setFont(font)
+    assert _sizes(mine) == _sizes(qt)

@@ -1,0 +1,99 @@
+"""Host bandwidth on all physical cores and on one fewer, trial by trial in turn: the headline is the best
+per-trial median over both, and the result says which thread count it came from."""
+
+from __future__ import annotations
+
+import pytest
+
+import advisor.probes.host_bandwidth as hb
+from advisor.probes import drive, open_probe
+from advisor.probes._common import TRIAL_REPS, CancelToken, time_reps
+
+
+def thread_timer(monkeypatch, seconds_per_call: dict[int, float]):
+    """A clock on which each kernel call lasts ``seconds_per_call[threads]``, torch's thread count at the call."""
+    import torch
+
+    now = [0.0]
+    kernels = hb.kernels
+
+    def timed_kernels(*args):
+        def lasting(fn):
+            def call():
+                fn()
+                now[0] += seconds_per_call[torch.get_num_threads()]
+            return call
+        return {name: lasting(fn) for name, fn in kernels(*args).items()}
+
+    monkeypatch.setattr(hb, "kernels", timed_kernels)
+    return lambda: now[0]
+
+
+def test_thread_counts_are_all_cores_and_one_fewer_unless_given():
+    assert hb.thread_counts(2) == (2, 1)
+    assert hb.thread_counts(16) == (16, 15)
+    assert hb.thread_counts(1) == (1,)
+    assert hb.thread_counts(2, given=True) == (2,)
+
+
+@pytest.mark.parametrize("faster, expected", [(1, 1), (2, 2)])
+def test_quick_trials_take_turns_and_the_headline_is_the_faster_count(monkeypatch, faster, expected):
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    n = 4096
+    per_call = {faster: 1e-3, 3 - faster: 2e-3}  # the faster count's calls take 1 ms, the other's 2 ms
+    r = drive(open_probe("host-bandwidth", quick=True, elements=n, reps=4 * TRIAL_REPS, warmup_s=0.0,
+                         timer=thread_timer(monkeypatch, per_call)))
+    triad = r.results["triad"]
+    assert r.params["thread_counts"] == [2, 1] and r.params["triad_threads"] == expected and r.params["trials"] == 4
+    assert triad.repetitions == 4 * TRIAL_REPS  # four whole trials: 2, 1, 2, 1 threads
+    assert triad.best == pytest.approx(3 * 8 * n / 1e-3 / 1e9)  # the 1 ms calls: 24 bytes an element
+    assert triad.median == pytest.approx(3 * 8 * n / 1.5e-3 / 1e9)  # half the calls at each count
+
+
+def test_a_given_thread_count_is_used_alone(monkeypatch):
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    r = drive(open_probe("host-bandwidth", quick=True, elements=4096, reps=2 * TRIAL_REPS, warmup_s=0.0, threads=2,
+                         timer=thread_timer(monkeypatch, {2: 2e-3, 1: 1e-3})))
+    assert r.params["thread_counts"] == [2] and r.params["triad_threads"] == 2
+    assert r.results["triad"].best == pytest.approx(3 * 8 * 4096 / 2e-3 / 1e9)
+
+
+def test_full_trials_alternate_per_kernel(monkeypatch):
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    r = drive(open_probe("host-bandwidth", elements=4096, reps=TRIAL_REPS, trials=2, warmup_s=0.0,
+                         timer=thread_timer(monkeypatch, {2: 1e-3, 1: 4e-3})))
+    assert r.params["triad_threads"] == 2
+    for kernel, arrays in hb.STREAMS.items():  # trial 1 on two threads gives every kernel its headline
+        assert r.results[kernel].best == pytest.approx(arrays * 8 * 4096 / 1e-3 / 1e9)
+
+
+def test_headline_threads_follows_headline_time_trials():
+    times = [2.0] * 5 + [1.0] * 5 + [1.5] * 5
+    assert hb.headline_threads(times, [2] * 5 + [1] * 5 + [2] * 5) == 1
+    assert hb.headline_threads([], []) is None
+
+
+def test_whole_trials_stop_only_after_a_multiple_of_the_trial():
+    clock = iter(range(10**6))
+    calls = []
+    got = time_reps(lambda: calls.append(1), reps=23, warmup_s=0.0, cancel=CancelToken(),
+                    timer=lambda: next(clock) * 1e-3, budget_s=0.0, min_reps=5, whole_trials=True)
+    assert len(got) == 5  # the budget is spent at once: one whole trial
+    got = time_reps(lambda: None, reps=7, warmup_s=0.0, cancel=CancelToken(), timer=lambda: next(clock) * 1e-3,
+                    budget_s=None, min_reps=5, whole_trials=True)
+    assert len(got) == 7  # no budget: every call asked for
+
+
+def test_whole_trials_end_within_the_budget_at_the_pace_so_far(monkeypatch):
+    """10 ms calls, a 0.1 s budget, trials of 5: two trials end at 0.1 s; a third would end past it."""
+    import advisor.probes._common as common
+
+    now = [0.0]
+    monkeypatch.setattr(common.time, "perf_counter", lambda: now[0])
+
+    def call():
+        now[0] += 0.01
+
+    got = time_reps(call, reps=100, warmup_s=0.0, cancel=CancelToken(), timer=lambda: now[0], budget_s=0.1,
+                    min_reps=5, whole_trials=True)
+    assert len(got) == 10 and got == pytest.approx([0.01] * 10)
