@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from advisor.estimate.serving import (
     Z95,
@@ -131,7 +130,87 @@ class _Inner:
     step_s: float = math.inf  # the decode step alone (no prompt in it)
 
 
-@lru_cache(maxsize=16384)
+class _Queue:
+    """One replica's queue at one set of lengths: what every load's fixed point reads that the load does not change
+    (the step model's coefficients, the mean prompt's prefill, the prompt quantiles), worked out once, and the fixed
+    points, the most it serves and its full throughput found on it, by load (``_queue``)."""
+
+    def __init__(self, spec: ServerSpec, lengths: Lengths):
+        self.spec, self.lengths = spec, lengths
+        self.solved: dict[tuple, _Inner] = {}
+        self.most: tuple[float, int, str] | None = None
+        self.full: float | None = None
+        o1 = max(lengths.output_mean - 1.0, 0.0)
+        ctx = lengths.mean_context
+        n = spec.parallel_devices
+        # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
+        # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
+        bw = spec.bandwidth_bps * spec.eta_mem * n
+        a0 = spec.read_bytes / bw
+        moe = spec.expert_fraction < 1.0
+        a1 = ctx * spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+        c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
+        ca = ctx * spec.attn_flops_per_pair / (spec.decode_flops * n)
+        kv = a1 if a1 > ca else ca  # the attention of one sequence: its cache read, or its FLOPs
+        s0 = spec.step_overhead_s
+        hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
+        p_mean = prefill_s(spec, lengths.prompt_mean)
+        chunked = spec.chunk_tokens > 0
+        chunks = 1
+        link_chunk = 0.0
+        # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
+        # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
+        per_step = 1.0
+        if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
+            chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
+            pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
+                         + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
+                         / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
+            pre_chunk = pre_total / chunks
+            # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
+            link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
+            per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
+            if per_step < 1.0:
+                per_step = 1.0
+        # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
+        cv_p2 = lengths.prompt_cv ** 2
+        self.constants = (o1, ctx, a0, moe, c1, kv, s0, hs, p_mean, chunked, chunks, link_chunk, per_step,
+                          pre_chunk if chunked else 0.0, cv_p2, lengths.prompt_q(0.95), lengths.prompt_q(0.5))
+
+    def inner(self, batch: float | None, rate: float | None) -> _Inner:
+        """The fixed point at a load (``_inner``), solved once."""
+        key = (batch, rate)
+        hit = self.solved.get(key)
+        if hit is None:
+            if len(self.solved) >= _LOADS_KEPT:
+                self.solved.clear()
+            hit = self.solved[key] = _solve(self, batch, rate)
+        return hit
+
+
+_QUEUES_KEPT = 4096  # replicas' queues kept (each with its loads); all forgotten at once beyond it
+_LOADS_KEPT = 1024  # fixed points kept on one queue
+# (id(spec), id(lengths)) -> (spec, lengths, queue): found by the objects themselves (holding them keeps their ids
+# theirs), so that the loads tried on one replica never hash its ~30 fields again; equal objects share a queue
+_BY_ID: dict[tuple[int, int], tuple] = {}
+_BY_VALUE: dict[tuple[ServerSpec, Lengths], _Queue] = {}
+
+
+def _queue(spec: ServerSpec, lengths: Lengths) -> _Queue:
+    """The queue of a replica at these lengths (``_Queue``), made once."""
+    held = _BY_ID.get((id(spec), id(lengths)))
+    if held is not None and held[0] is spec and held[1] is lengths:
+        return held[2]
+    if len(_BY_ID) >= _QUEUES_KEPT:
+        _BY_ID.clear()
+        _BY_VALUE.clear()
+    q = _BY_VALUE.get((spec, lengths))
+    if q is None:
+        q = _BY_VALUE[(spec, lengths)] = _Queue(spec, lengths)
+    _BY_ID[(id(spec), id(lengths))] = (spec, lengths, q)
+    return q
+
+
 def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
     """The mean-value fixed point of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
 
@@ -143,40 +222,14 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
     TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
     """
-    o1 = max(lengths.output_mean - 1.0, 0.0)
-    ctx = lengths.mean_context
-    n = spec.parallel_devices
-    # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
-    # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
-    bw = spec.bandwidth_bps * spec.eta_mem * n
-    a0 = spec.read_bytes / bw
-    moe = spec.expert_fraction < 1.0
-    a1 = ctx * spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
-    c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
-    ca = ctx * spec.attn_flops_per_pair / (spec.decode_flops * n)
-    kv = a1 if a1 > ca else ca  # the attention of one sequence: its cache read, or its FLOPs
-    s0 = spec.step_overhead_s
-    hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
-    p_mean = prefill_s(spec, lengths.prompt_mean)
-    chunked = spec.chunk_tokens > 0
-    chunks = 1
-    link_chunk = 0.0
-    # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
-    # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
-    per_step = 1.0
-    if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
-        chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
-        pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
-                     + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
-                     / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
-        pre_chunk = pre_total / chunks
-        # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
-        link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
-        per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
-        if per_step < 1.0:
-            per_step = 1.0
-    # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
-    cv_p2 = lengths.prompt_cv ** 2
+    return _queue(spec, lengths).inner(batch, rate)
+
+
+def _solve(q: _Queue, batch: float | None, rate: float | None) -> _Inner:
+    """``_inner`` solved on a replica's queue (its constants: ``_Queue``)."""
+    spec = q.spec
+    (o1, ctx, a0, moe, c1, kv, s0, hs, p_mean, chunked, chunks, link_chunk, per_step, pre_chunk, cv_p2, q95,
+     q50) = q.constants
     b = batch if batch is not None else 1.0
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
     m0 = a0 * touched(spec, b) if moe else a0
@@ -263,9 +316,9 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # idle, else exponential with the mean wait of a busy server.
     cond = wait / busy if busy > 0 else 0.0
     # the others decoding while a prompt prefills (none at one user: the prompt alone, estimate.serving.prefill_s)
-    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec * share, ctx) + tail \
+    ttft95 = _prefill_in_service_s(spec, q95, dec * share, ctx) + tail \
         + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec * share, ctx) + tail \
+    ttft50 = _prefill_in_service_s(spec, q50, dec * share, ctx) + tail \
         + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
@@ -273,28 +326,37 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
                   ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft, step_s=step)
 
 
-@lru_cache(maxsize=4096)
 def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
     """Requests/s with as many sequences busy as the cache holds (continuous batching: at most ``max_seqs``;
     slots: as many slots of ``slot_tokens`` as fit, whatever ``-np`` says): what a load's utilisation is
     measured against."""
-    tokens = kv_capacity_tokens(spec)
-    if spec.batching == "slots":
-        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
-        c = int(tokens // slot) if slot > 0 else 0
-    else:
-        c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
-    return _inner(spec, lengths, float(c), None).requests_per_s if c >= 1 else 0.0
+    return _full_throughput(_queue(spec, lengths))
 
 
-@lru_cache(maxsize=4096)
+def _full_throughput(q: _Queue) -> float:
+    if q.full is None:
+        spec, lengths = q.spec, q.lengths
+        tokens = kv_capacity_tokens(spec)
+        if spec.batching == "slots":
+            slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+            c = int(tokens // slot) if slot > 0 else 0
+        else:
+            c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
+        q.full = q.inner(float(c), None).requests_per_s if c >= 1 else 0.0
+    return q.full
+
+
 def max_throughput(spec: ServerSpec, lengths: Lengths) -> tuple[float, int, str]:
     """Requests/s the replica serves with every sequence it fits busy: ``(requests/s, sequences, limit)``.
     Zero sequences (the cache holds no request) serves nothing."""
-    c, limit = concurrency_limit(spec, lengths)
-    if c < 1:
-        return 0.0, 0, limit
-    return _inner(spec, lengths, float(c), None).requests_per_s, c, limit
+    return _max_throughput(_queue(spec, lengths))
+
+
+def _max_throughput(q: _Queue) -> tuple[float, int, str]:
+    if q.most is None:
+        c, limit = concurrency_limit(q.spec, q.lengths)
+        q.most = (0.0, 0, limit) if c < 1 else (q.inner(float(c), None).requests_per_s, c, limit)
+    return q.most
 
 
 def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
@@ -310,7 +372,8 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     """
     if (users is None) == (requests_per_s is None):
         raise ValueError("give users or requests_per_s")
-    x_max, c, limit = max_throughput(spec, lengths)
+    q = _queue(spec, lengths)
+    x_max, c, limit = _max_throughput(q)
     if c < 1:
         return ServePoint(users, requests_per_s, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0,
                           False, limit)
@@ -319,14 +382,14 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         if users < 1:
             raise ValueError("users must be at least 1")
         b = min(users, c)
-        inner = _inner(spec, lengths, float(b), None)
+        inner = q.inner(float(b), None)
         waiting = float(users - b)
         wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
         # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
         return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
                           inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
-                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "",
+                          _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
                           inner.ttft_mean_s + wait, inner.step_s)
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
@@ -334,9 +397,9 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     if rate >= x_max:
         return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
                           math.inf, 1.0, False, limit)
-    inner = _inner(spec, lengths, None, rate)
+    inner = q.inner(None, rate)
     if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
-        inner = _inner(spec, lengths, float(c), None)
+        inner = q.inner(float(c), None)
     held = inner.residence_s
     offered = rate * held
     pw = erlang_c(c, offered)
@@ -346,7 +409,7 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
                       inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                       inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
-                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "",
+                      _share(rate, q, x_max), True, limit if pw > 0.05 else "",
                       inner.ttft_mean_s + wait_mean, inner.step_s)
 
 
@@ -388,9 +451,9 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
                       limit if users >= c else "", mean_first + wait, step)
 
 
-def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
+def _share(x: float, q: _Queue, x_max: float) -> float:
     """Utilisation: throughput over the most the replica serves with its cache full (at most 1)."""
-    full = max(full_throughput(spec, lengths), x_max)
+    full = max(_full_throughput(q), x_max)
     return min(1.0, x / full) if full > 0 else 0.0
 
 
@@ -413,9 +476,8 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
 
 def clear_caches() -> None:
     """Forget the memoised fixed points (a benchmark measures the sizing cold)."""
-    _inner.cache_clear()
-    max_throughput.cache_clear()
-    full_throughput.cache_clear()
+    _BY_ID.clear()
+    _BY_VALUE.clear()
 
 
 # ------------------------------------------------------------------------------------------- targets
