@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from advisor.catalog import Accelerator, Catalog, load_catalog
@@ -402,9 +402,10 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     for offer in catalog.offers:
         offers_by.setdefault(offer.accelerator_id, []).append(offer)
     choices: dict[tuple, Any] = {}  # the runtime choice depends on the part's vendor and kind only
+    prices = _kept_prices(catalog, service, job.spot_offers)
     for acc in accels:
         options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
-                                        service, choices, calibration, kept))
+                                        service, choices, calibration, kept, prices))
     late_spot = not assumptions.spot  # on-demand prices rank the options unless the assumptions say spot
     options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, late_spot and bool(o.spot),
                                 o.usd_per_million_requests is None, o.usd_per_million_requests or 0.0, o.id))
@@ -465,7 +466,7 @@ def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a,
 
 
 def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions,
-                     choices: dict, calib=None, kept=None) -> list[ServeOption]:
+                     choices: dict, calib=None, kept=None, prices=None) -> list[ServeOption]:
     if acc.peak_flops("fp8" if job.precision == "fp8" else "bf16") is None or acc.kind == "cpu":
         return []
     job = as_run(job, acc, bool(model.weight_bytes))
@@ -482,21 +483,48 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
         return []
     most = max([o.accelerator_count for o in offers if o.accelerator_count] + [MAX_REPLICA_DEVICES])
     kept = {} if kept is None else kept
+    prices = {} if prices is None else prices
     devices = job.tp or _fewest(kept, model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
     if devices is None:
         return []
     sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, kept=kept)
     spec, launch, _ = sizer.replica(devices)
     replicas, point, meets, most_load = sizer.size(devices, None)
-    total = devices * replicas
+    # the fields every option of this replica shares; each quote sets its own into a copy (``_priced``: the same
+    # record ``ServeOption(...)`` makes, without its per-field init for each of a catalog's ~200 options)
+    common = dict(_OPTION_DEFAULTS, kind="", accelerator=acc.id, accelerator_name=acc.name,
+                  runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas, replicas_available=None,
+                  fits=True, meets_target=meets, max_load_per_replica=most_load, point=point,
+                  kv_capacity_tokens=sizer.spec(devices)[2], launch=launch, spec=spec, ranges=sizer.ranges(point),
+                  shown=sizer.shown)
     out = []
-    kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
-    quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
-    by_id = {o.id: o for o in offers}
-    kv_tokens = sizer.spec(devices)[2]
-    for q in quotes:
-        usd_h = _per_hour(q)
+    for option_id, kind, usd_h, extra in _priced(prices, acc, offers, devices * replicas, service, job.spot_offers):
         per_req, per_tok = _costs(usd_h, point, replicas)
+        option = object.__new__(ServeOption)
+        option.__dict__.update(common, id=option_id, kind=kind, usd_per_hour=usd_h, usd_per_million_requests=per_req,
+                               usd_per_million_output_tokens=per_tok, **extra)
+        out.append(option)
+    return out
+
+
+# ServeOption's fields with a default: a record set without its init starts from them (``_catalog_options``)
+_OPTION_DEFAULTS = {f.name: f.default for f in fields(ServeOption) if f.default is not MISSING}
+
+
+def _priced(prices: dict, acc: Accelerator, offers, total: int, service: CostAssumptions, spot_offers: bool
+            ) -> tuple[tuple[str, str, float, dict], ...]:
+    """``(option id, kind, USD an hour, the offer's fields)`` of every quote for ``total`` devices of ``acc`` held
+    every hour (home and on-prem where it can be owned, each cloud offer), kept in ``prices`` (``_kept_prices``: of
+    one catalog, cost assumptions and spot choice) by the part and the devices."""
+    key = (acc.id, total)
+    held = prices.get(key)
+    if held is not None and held[0] is acc:
+        return held[1]
+    kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
+    quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=spot_offers)
+    by_id = {o.id: o for o in offers}
+    rows = []
+    for q in quotes:
         extra: dict[str, Any] = {}
         if isinstance(q, OwnedQuote):
             kind = q.kind
@@ -505,14 +533,29 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
             if offer is None or getattr(offer, "is_price_index", False):
                 continue
             extra = dict(provider=offer.provider, instance=offer.instance, spot=q.spot, price_date=offer.price_date)
-        out.append(ServeOption(id=q.option_id, kind=kind, accelerator=acc.id, accelerator_name=acc.name,
-                               runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
-                               replicas_available=None, fits=True, meets_target=meets,
-                               max_load_per_replica=most_load, point=point, kv_capacity_tokens=kv_tokens,
-                               usd_per_hour=usd_h, usd_per_million_requests=per_req,
-                               usd_per_million_output_tokens=per_tok, launch=launch, spec=spec,
-                               ranges=sizer.ranges(point), shown=sizer.shown, **extra))
-    return out
+        rows.append((q.option_id, kind, _per_hour(q), extra))
+    hit = prices[key] = (acc, tuple(rows))
+    return hit[1]
+
+
+_PRICES: tuple = (None, None, None, {})  # (catalog, service assumptions, spot offers, prices): the last asked
+
+
+def _kept_prices(catalog: Catalog, service: CostAssumptions, spot_offers: bool) -> dict:
+    """The quotes kept for one catalog (held: another object starts anew), cost assumptions and spot choice
+    (``_priced``): the Serve page sizes the job again on every edit, most of which change no price."""
+    global _PRICES
+    held = _PRICES
+    if held[0] is catalog and held[1] == service and held[2] == spot_offers:
+        return held[3]
+    _PRICES = (catalog, service, spot_offers, {})
+    return _PRICES[3]
+
+
+def forget_prices() -> None:
+    """Forget the kept quotes (a benchmark sizes a job cold)."""
+    global _PRICES
+    _PRICES = (None, None, None, {})
 
 
 def range_factors(by: str = "users", choice=None, acc=None, users: float | None = None

@@ -5,6 +5,8 @@ were other jobs; and the key a job's replicas are kept by holds every field a re
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
 from advisor.catalog import load_catalog
@@ -15,6 +17,8 @@ from advisor.planner.request import PRICE_AND_BUDGET_FIELDS
 from advisor.planner.serve import (
     _REPLICA_FIELDS,
     LOAD_AND_TARGET_FIELDS,
+    ServeOption,
+    forget_prices,
     forget_replicas,
     replica_key,
     serve_plan,
@@ -38,6 +42,7 @@ def _json(values: dict, catalog) -> str:
 
 def _cold(values: dict, catalog) -> str:
     forget_replicas()
+    forget_prices()
     clear_caches()
     return _json(values, catalog)
 
@@ -56,6 +61,7 @@ PAIRS = [
     (FIVE, {**FIVE, "kv_cache_bits": 8}),
     (FIVE, {**FIVE, "max_seqs": 3}),
     (RATE, {**RATE, "requests_per_s": 5.0, "assumptions": {"electricity_usd_per_kwh": 0.4}}),
+    (RATE, {**RATE, "assumptions": {"electricity_usd_per_kwh": 0.4, "onprem_electricity_usd_per_kwh": 0.3}}),
     (RATE, {**RATE, "prompt_spread": 1.0, "output_spread": 0.5}),
     (RATE, {**RATE, "lengths": "sharegpt"}),
     (RATE, {**RATE, "context": 8192}),
@@ -67,6 +73,7 @@ PAIRS = [
 def test_a_serve_after_others_equals_the_serve_made_cold(catalog, first, then):
     expected = _cold(then, catalog)
     forget_replicas()
+    forget_prices()
     _json(first, catalog)
     _json(then, catalog)  # twice: the second from what the first kept
     assert _json(then, catalog) == expected
@@ -97,3 +104,13 @@ def test_a_kept_replica_is_the_one_built_cold(catalog):
     for oid, o in cold.items():
         assert again[oid].spec == o.spec and again[oid].launch == o.launch, oid
         assert again[oid].kv_capacity_tokens == o.kv_capacity_tokens and again[oid].point == o.point, oid
+
+
+def test_a_catalog_option_is_the_record_its_init_makes(catalog):
+    """Catalog options are set from their replica's shared fields and each quote's own (``_catalog_options``): each
+    equals ``ServeOption(...)`` of its fields, every field set."""
+    result = serve_plan(ServeJob.from_mapping({**RATE, "accelerator": []}), catalog)
+    assert len(result.options) > 150
+    for o in result.options:
+        made = ServeOption(**{f.name: getattr(o, f.name) for f in fields(ServeOption)})
+        assert vars(made) == vars(o), o.id
