@@ -174,7 +174,9 @@ class _Queue:
                 per_step = 1.0
         # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
         cv_p2 = lengths.prompt_cv ** 2
-        self.constants = (o1, ctx, a0, moe, c1, kv, s0, hs, p_mean, chunked, chunks, link_chunk, per_step,
+        # (the chunks as a float: the loop's products take them with floats, which a float times a float does faster
+        # and to the same bits)
+        self.constants = (o1, ctx, a0, moe, c1, kv, s0, hs, p_mean, chunked, float(chunks), link_chunk, per_step,
                           pre_chunk if chunked else 0.0, cv_p2, lengths.prompt_q(0.95), lengths.prompt_q(0.5))
 
     def inner(self, batch: float | None, rate: float | None) -> _Inner:
@@ -238,12 +240,15 @@ def _solve(q: _Queue, batch: float | None, rate: float | None) -> _Inner:
     x = rho = dec = stall = wait = busy = tail = 0.0
     step = tpot
     w, last, calm = 1.0, math.inf, 0
+    closed, exp, tol = batch is not None, math.exp, _TOL
+    if closed:  # the other users: in service all the time a closed loop runs (the share of time they keep it busy)
+        others = batch - 1.0
+        busy_closed = 1.0 - exp(-others) if others > 0.0 else 0.0
     # Plain arithmetic (no max/abs calls): this loop runs for every replica of the catalog at every load tried.
     for _it in range(60):
         r = ttft + o1 * tpot
-        if batch is not None:
+        if closed:
             x = batch / r
-            others = batch - 1.0  # the other users: in service all the time a closed loop runs
         else:
             x, b = rate, rate * r
             others = b
@@ -275,7 +280,7 @@ def _solve(q: _Queue, batch: float | None, rate: float | None) -> _Inner:
         k_mean = x * chunks * new_tpot * share
         room = 1.0 - k_mean / per_step
         var_t = unit * unit * k_mean * ((room if room > 0.0 else 0.0) + cv_p2)
-        busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
+        busy = busy_closed if closed else (1.0 - exp(-others) if others > 0.0 else 0.0)
         # (the decode's steps run only while others are in service; the prompts' spread is already per unit time)
         residual = 0.5 * (new_tpot * busy + var_t / new_tpot)
         # The prompt budget: a step that takes prompts is ``carrying`` plus the stalls of those it takes; the
@@ -295,7 +300,8 @@ def _solve(q: _Queue, batch: float | None, rate: float | None) -> _Inner:
         tail = along * unit
         new_ttft = wait + service + tail
         d1, d2 = new_tpot - tpot, new_ttft - ttft
-        if -_TOL * tpot <= d1 <= _TOL * tpot and -_TOL * ttft <= d2 <= _TOL * ttft:
+        e1, e2 = tol * tpot, tol * ttft
+        if -e1 <= d1 <= e1 and -e2 <= d2 <= e2:
             tpot, ttft = new_tpot, new_ttft
             break
         # Steps halved when the change grows (a loop near saturation oscillates), doubled back after two that
@@ -316,10 +322,11 @@ def _solve(q: _Queue, batch: float | None, rate: float | None) -> _Inner:
     # idle, else exponential with the mean wait of a busy server.
     cond = wait / busy if busy > 0 else 0.0
     # the others decoding while a prompt prefills (none at one user: the prompt alone, estimate.serving.prefill_s)
-    ttft95 = _prefill_in_service_s(spec, q95, dec * share, ctx) + tail \
-        + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, q50, dec * share, ctx) + tail \
-        + _exp_tail_quantile(busy, cond, 0.5)
+    prefill95 = _prefill_in_service_s(spec, q95, dec * share, ctx)
+    # (prompts of one length: the median prompt is the p95 one)
+    prefill50 = prefill95 if q50 == q95 else _prefill_in_service_s(spec, q50, dec * share, ctx)
+    ttft95 = prefill95 + tail + _exp_tail_quantile(busy, cond, 0.95)
+    ttft50 = prefill50 + tail + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
     return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
