@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from advisor.estimate.serving import (
     Z95,
@@ -114,9 +115,9 @@ class ServePoint:
         return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class _Inner:
-    """The service a batch of ``batch`` requests gets (no admission queue)."""
+class _Inner(NamedTuple):
+    """The service a batch of ``batch`` requests gets (no admission queue; a named tuple: made for every load tried,
+    a quarter of a frozen record's cost)."""
 
     requests_per_s: float
     decoding: float
@@ -366,6 +367,21 @@ def _max_throughput(q: _Queue) -> tuple[float, int, str]:
     return q.most
 
 
+def _point(users, requests_per_s_offered, in_service, waiting, requests_per_s, output_tokens_per_s, ttft_p50_s,
+           ttft_p95_s, tpot_p50_s, tpot_p95_s, utilisation, stable, limit, ttft_mean_s, itl_s) -> ServePoint:
+    """``ServePoint(...)`` of these fields without the frozen record's per-field init (``serve_at`` makes one for
+    every load tried; tests/estimate/test_serving_queue_memo.py)."""
+    point = _new(ServePoint)
+    point.__dict__.update(users=users, requests_per_s_offered=requests_per_s_offered, in_service=in_service,
+                          waiting=waiting, requests_per_s=requests_per_s, output_tokens_per_s=output_tokens_per_s,
+                          ttft_p50_s=ttft_p50_s, ttft_p95_s=ttft_p95_s, tpot_p50_s=tpot_p50_s, tpot_p95_s=tpot_p95_s,
+                          utilisation=utilisation, stable=stable, limit=limit, ttft_mean_s=ttft_mean_s, itl_s=itl_s)
+    return point
+
+
+_new = object.__new__
+
+
 def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
              requests_per_s: float | None = None) -> ServePoint:
     """The steady state of one replica at ``users`` concurrent users or ``requests_per_s`` arrivals.
@@ -394,7 +410,7 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
         # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
-        return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
+        return _point(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
                           inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
                           _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
                           inner.ttft_mean_s + wait, inner.step_s)
@@ -413,7 +429,7 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     cond = held / max(c - offered, 1e-9)
     wait_mean = pw * cond
     in_service = min(float(c), offered)
-    return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
+    return _point(None, rate, in_service, rate * wait_mean, rate, rate * o,
                       inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                       inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
                       _share(rate, q, x_max), True, limit if pw > 0.05 else "",

@@ -93,3 +93,19 @@ def test_equal_replicas_share_one_queue_and_others_have_their_own():
     assert spec is not twin and _queue(spec, LENGTHS) is _queue(twin, LENGTHS)
     assert _queue(spec, Lengths(1000.0, 300.0, 0.8, 0.5)) is _queue(spec, LENGTHS)
     assert _queue(dataclasses.replace(spec, eta_mem=0.7), LENGTHS) is not _queue(spec, LENGTHS)
+
+
+def test_a_point_made_without_its_init_is_the_record_its_init_makes():
+    """``serve_at``'s points are set without the frozen record's init (``_point``): its fields in their order, each
+    point equal to ``ServePoint(...)`` of its values, every field set."""
+    import inspect
+
+    from advisor.estimate.serving_queue import ServePoint, _point
+
+    names = [f.name for f in dataclasses.fields(ServePoint)]
+    assert list(inspect.signature(_point).parameters) == names
+    spec = ServerSpec(**BASE)
+    for load in (dict(users=1), dict(users=40), dict(users=5000), dict(requests_per_s=0.3)):
+        p = serve_at(spec, LENGTHS, **load)
+        made = ServePoint(*(getattr(p, n) for n in names))
+        assert vars(made) == vars(p) and made == p
