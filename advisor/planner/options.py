@@ -159,8 +159,29 @@ class _Timer:
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[tuple, object] = {}
         self._nodes: dict[tuple, tuple] = {}
+        self._prices: tuple = (None, None, None, {})  # (assumptions, use, spot offers, quotes): ``quotes``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
+
+    def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
+               use, spot_offers: bool) -> list:
+        """``cost.options.quote_job`` of ``devices`` for ``hours`` on a node of ``kind`` (``offers``: its cloud
+        offers; ``billed``: the part as the job's power limit leaves it, ``powered``), kept on the timer for the
+        same cost assumptions, use and spot choice (an edit of the budget or a price starts anew; the timer itself
+        is kept for the job's timing key and the part) by the kind, devices, hours and offers (the catalog's)."""
+        held = self._prices
+        if not (held[0] is a or held[0] == a) or held[1] != use or held[2] != spot_offers:
+            held = self._prices = (a, use, spot_offers, {})
+        key = (kind, devices, hours, tuple(map(id, offers)))
+        hit = held[3].get(key)
+        if hit is not None and all(x is y for x, y in zip(hit[0], offers)):  # held, so their ids stay theirs
+            return hit[1]
+        quotes = quote_job(DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use), offers,
+                           a, spot_offers=spot_offers)
+        if len(held[3]) > 256:  # budgets edited again and again: start over
+            held[3].clear()
+        held[3][key] = (tuple(offers), quotes)
+        return quotes
 
     def on_node(self, kind: str, place: Placement, where: str) -> tuple:
         """``(layout, memory, fits, timing, why it cannot run or "", nodes)`` of the job on one node of ``kind``:
@@ -293,8 +314,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         serving = servings.get(id(t), False)
         if serving is False:
             serving = servings[id(t)] = _serving_figures(t)
-        job = DeviceJob(acc if kind == "cloud" else billed, n, hours, (kind,), use)
-        for q in quote_job(job, group_offers, a, spot_offers=req.spot_offers):
+        for q in timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
