@@ -115,6 +115,8 @@ class ServeResult:
     model: ModelServing | None = field(default=None, compare=False, repr=False)
     owned_hardware: tuple[OwnedHardware, ...] = field(default=(), compare=False, repr=False)
     catalog_date: str = ""  # the catalog's date: price ages are measured from it
+    # the catalog it was sized on (the advice sizes its changes on the same one: ``serve_advice``)
+    catalog: Catalog | None = field(default=None, compare=False, repr=False)
 
     def facts(self) -> list[str]:
         """What the figures rest on, for reports: the cloud prices' dates and the cost assumptions (those changed
@@ -412,7 +414,7 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
                        warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all),
-                       catalog_date=catalog.date)
+                       catalog_date=catalog.date, catalog=catalog)
 
 
 def _one_answer_for_this_machine(options: list[ServeOption], by: str, load: float) -> list[ServeOption]:

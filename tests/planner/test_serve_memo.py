@@ -114,3 +114,12 @@ def test_a_catalog_option_is_the_record_its_init_makes(catalog):
     for o in result.options:
         made = ServeOption(**{f.name: getattr(o, f.name) for f in fields(ServeOption)})
         assert vars(made) == vars(o), o.id
+
+
+def test_the_advice_sizes_its_changes_on_the_catalog_the_job_was_sized_on(catalog):
+    """``serve_advice`` resizes on ``ServeResult.catalog`` (not the default catalog read again per change)."""
+    result = serve_plan(ServeJob.from_mapping({**FIVE, "ttft_p95_s": 0.05}), catalog,
+                        owned=tuple(parse_own(("2xrtx-3090",), catalog)))
+    assert result.catalog is catalog
+    changes = changes_of(result)
+    assert changes and all(isinstance(c, list) for c in changes.values())
