@@ -160,8 +160,30 @@ class _Timer:
         self._steps: dict[tuple, object] = {}
         self._nodes: dict[tuple, tuple] = {}
         self._prices: tuple = (None, None, None, {})  # (assumptions, use, spot offers, quotes): ``quotes``
+        self._groups: dict[tuple, tuple] = {}  # a group's figures whatever its price: ``group``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
+
+    def group(self, req, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
+              tokens: float | None, wanted: tuple[str, ...], measured: float | None) -> tuple[dict, dict, dict | None]:
+        """``(common, prepared figures, serving figures)`` of the options of one layout, timing and verdict on a
+        node of ``kind`` (``_figures``, ``PlanOption.prepare``, ``_serving_figures``), kept on the timer by the
+        group, the budget (``tokens`` or ``req.hours``) and what is set into them (the job's stacks, a link measured
+        on this machine)."""
+        key = (kind, id(t), layout, fits, reason, nodes, tokens, req.hours, wanted, measured)
+        hit = self._groups.get(key)
+        if hit is not None and hit[0] is t:  # held, so its id stays its own
+            return hit[1]
+        common = _figures(req, self.acc, layout, mem, fits, t, tokens, reason, nodes)
+        common["figures"].update(stack_fields(self.acc.stacks, wanted))
+        if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
+            common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
+                f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
+        if len(self._groups) > 512:  # budgets edited again and again: start over
+            self._groups.clear()
+        figures = (common, PlanOption.prepare(common["figures"]), _serving_figures(t))
+        self._groups[key] = (t, figures)
+        return figures
 
     def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
                use, spot_offers: bool) -> list:
@@ -281,8 +303,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             timers[acc.id] = timer
     out: list[PlanOption] = []
     measured = measured_link_bps(acc, calib)
-    groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
-    stack = stack_fields(acc.stacks, wanted)
+    groups: dict[tuple, tuple] = {}  # options on one layout, timing and verdict share their figures
     offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
     for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
         layout, mem, fits, t, reason, nodes = timer.on_node(kind, place, where)
@@ -297,23 +318,15 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         key = (kind, id(t), layout, fits, reason, nodes)
         group = groups.get(key)
         if group is None:
-            common = _figures(req, acc, layout, mem, fits, t, tokens, reason, nodes)
-            common["figures"].update(stack)
-            if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
-                common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
-                    f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
-            group = groups[key] = (common, [], t, place)
+            common, figures, serving = timer.group(req, kind, t, layout, mem, fits, reason, nodes, tokens, wanted,
+                                                   measured)
+            group = groups[key] = (common, [], t, place, figures, serving)
         group[1].extend(node_offers)
     by_id = _offers_by_id(offers)
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
-    servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price
-    for (kind, *_rest), (common, group_offers, t, place) in groups.items():
+    for (kind, *_rest), (common, group_offers, t, place, figures, serving) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        figures = PlanOption.prepare(common["figures"])
-        serving = servings.get(id(t), False)
-        if serving is False:
-            serving = servings[id(t)] = _serving_figures(t)
         for q in timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
