@@ -174,8 +174,18 @@ def miss_ratio(point: ServePoint, targets: Targets) -> float:
 
 
 def _service_assumptions(a: CostAssumptions) -> CostAssumptions:
-    """Hardware bought for a service is held every hour: 24 hours a day of use, idle hours included."""
-    return a.with_overrides(hours_per_day=24.0, utilisation=1.0, onprem_hours_per_day=24.0, onprem_utilisation=1.0)
+    """Hardware bought for a service is held every hour: 24 hours a day of use, idle hours included (made again only
+    for other assumptions than the last asked: a copy checks every field)."""
+    global _SERVICE
+    held = _SERVICE
+    if held[0] is a or held[0] == a:
+        return held[1]
+    service = a.with_overrides(hours_per_day=24.0, utilisation=1.0, onprem_hours_per_day=24.0, onprem_utilisation=1.0)
+    _SERVICE = (a, service)
+    return service
+
+
+_SERVICE: tuple = (None, None)  # (assumptions, as a service holds its hardware): the last asked
 
 
 def _per_hour(q) -> float:
@@ -390,7 +400,6 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     pool = pool_unequal(owned_all)
     if pool is not None:  # unequal GPUs of this machine: a model's layers split over all of them (llama.cpp)
         owned_all = (*owned_all, pool)
-    service = _service_assumptions(assumptions)
     options: list[ServeOption] = []
     warnings: list[str] = list(catalog.warnings)
     kept = _kept_replicas(job, lengths, model, calibration)
@@ -401,10 +410,11 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     accels = [] if only_owned else ([catalog.accelerators[a] for a in job.accelerator] or
                                     list(catalog.accelerators.values()))
     offers_by: dict[str, list] = {}
-    for offer in catalog.offers:
+    for offer in catalog.offers if accels else ():
         offers_by.setdefault(offer.accelerator_id, []).append(offer)
     choices: dict[tuple, Any] = {}  # the runtime choice depends on the part's vendor and kind only
-    prices = _kept_prices(catalog, service, job.spot_offers)
+    service = _service_assumptions(assumptions) if accels else None  # the catalog's hardware held for the service
+    prices = _kept_prices(catalog, service, job.spot_offers) if accels else {}
     for acc in accels:
         options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
                                         service, choices, calibration, kept, prices))
