@@ -46,19 +46,19 @@ def main() -> int:
         owned = tuple(parse_own(ServeJob.from_mapping(values).own, catalog))
         form = {k: v for k, v in values.items() if k != "own"}
         times, cpu, cold = [], [], []
-        for i in range(args.repeat):
+        for _ in range(args.repeat):
             clear_caches()
-            if i % 2 == 1:  # every other run with nothing kept, for the cold figure (untimed against the target)
-                forget_replicas()
-                forget_prices()
-                c0 = time.process_time()
-                serve_bundle(form, catalog, owned)
-                cold.append(time.process_time() - c0)
-                clear_caches()
             t0, c0 = time.perf_counter(), time.process_time()
             result = serve_bundle(form, catalog, owned).result  # what the Serve page computes: the knee chart too
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
+        for _ in range(max(3, args.repeat // 5)):  # with nothing kept, for the cold figure (no target)
+            clear_caches()
+            forget_replicas()
+            forget_prices()
+            c0 = time.process_time()
+            serve_bundle(form, catalog, owned)
+            cold.append(time.process_time() - c0)
         # CPU time as well: on a shared, oversubscribed machine the wall clock counts other processes' turns
         median_ms = statistics.median(times) * 1e3
         print(f"{name:<24} {len(result.options):>4} options  median {median_ms:6.2f} ms  "
