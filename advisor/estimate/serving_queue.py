@@ -185,14 +185,17 @@ class _Queue:
         key = (batch, rate)
         hit = self.solved.get(key)
         if hit is None:
-            if len(self.solved) >= _LOADS_KEPT:
-                self.solved.clear()
+            global _SOLVED
+            _SOLVED += 1
+            if _SOLVED > _SOLVED_KEPT:  # every queue forgotten at once (this one goes on, no longer kept)
+                clear_caches()
             hit = self.solved[key] = _solve(self, batch, rate)
         return hit
 
 
-_QUEUES_KEPT = 4096  # replicas' queues kept (each with its loads); all forgotten at once beyond it
-_LOADS_KEPT = 1024  # fixed points kept on one queue
+_QUEUES_KEPT = 4096  # replicas' queues kept; all forgotten at once beyond it
+_SOLVED_KEPT = 16384  # fixed points kept over all queues; all forgotten at once beyond it
+_SOLVED = 0
 # (id(spec), id(lengths)) -> (spec, lengths, queue): found by the objects themselves (holding them keeps their ids
 # theirs), so that the loads tried on one replica never hash its ~30 fields again; equal objects share a queue
 _BY_ID: dict[tuple[int, int], tuple] = {}
@@ -499,8 +502,10 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
 
 def clear_caches() -> None:
     """Forget the memoised fixed points (a benchmark measures the sizing cold)."""
+    global _SOLVED
     _BY_ID.clear()
     _BY_VALUE.clear()
+    _SOLVED = 0
 
 
 # ------------------------------------------------------------------------------------------- targets

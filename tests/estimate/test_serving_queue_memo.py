@@ -109,3 +109,15 @@ def test_a_point_made_without_its_init_is_the_record_its_init_makes():
         p = serve_at(spec, LENGTHS, **load)
         made = ServePoint(*(getattr(p, n) for n in names))
         assert vars(made) == vars(p) and made == p
+
+
+def test_what_is_kept_is_bounded_and_forgetting_changes_no_answer(monkeypatch):
+    """Past ``_SOLVED_KEPT`` fixed points every queue is forgotten at once; the points go on being the cold ones."""
+    import advisor.estimate.serving_queue as sq
+
+    spec = ServerSpec(**BASE)
+    expected = _cold(spec, LENGTHS)
+    monkeypatch.setattr(sq, "_SOLVED_KEPT", 5)
+    clear_caches()
+    assert _figures(spec, LENGTHS) == expected
+    assert sq._SOLVED <= 5 and len(sq._BY_VALUE) <= 1
