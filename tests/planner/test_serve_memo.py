@@ -123,3 +123,18 @@ def test_the_advice_sizes_its_changes_on_the_catalog_the_job_was_sized_on(catalo
     assert result.catalog is catalog
     changes = changes_of(result)
     assert changes and all(isinstance(c, list) for c in changes.values())
+
+
+def test_serves_in_threads_give_the_answers_made_cold(catalog):
+    """The app sizes in worker threads (the Serve page, its advice): the kept replicas, quotes and queues are shared,
+    and every thread's answer is the one a serve made alone gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asks = [FIVE, {**FIVE, "users": 6}, RATE, {**RATE, "requests_per_s": 5.0}]
+    expected = [_cold(a, catalog) for a in asks]
+    forget_replicas()
+    forget_prices()
+    clear_caches()
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda a: _json(a, catalog), asks * 2))
+    assert got == expected * 2
