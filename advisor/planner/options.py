@@ -159,8 +159,51 @@ class _Timer:
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[tuple, object] = {}
         self._nodes: dict[tuple, tuple] = {}
+        self._prices: tuple = (None, None, None, {})  # (assumptions, use, spot offers, quotes): ``quotes``
+        self._groups: dict[tuple, tuple] = {}  # a group's figures whatever its price: ``group``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
+
+    def group(self, req, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
+              tokens: float | None, wanted: tuple[str, ...], measured: float | None) -> tuple[dict, dict, dict | None]:
+        """``(common, prepared figures, serving figures)`` of the options of one layout, timing and verdict on a
+        node of ``kind`` (``_figures``, ``PlanOption.prepare``, ``_serving_figures``), kept on the timer by the
+        group, the budget (``tokens`` or ``req.hours``) and what is set into them (the job's stacks, a link measured
+        on this machine)."""
+        key = (kind, id(t), layout, fits, reason, nodes, tokens, req.hours, wanted, measured)
+        hit = self._groups.get(key)
+        if hit is not None and hit[0] is t:  # held, so its id stays its own
+            return hit[1]
+        common = _figures(req, self.acc, layout, mem, fits, t, tokens, reason, nodes)
+        common["figures"].update(stack_fields(self.acc.stacks, wanted))
+        if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
+            common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
+                f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
+        if len(self._groups) > 512:  # budgets edited again and again: start over
+            self._groups.clear()
+        figures = (common, PlanOption.prepare(common["figures"]), _serving_figures(t))
+        self._groups[key] = (t, figures)
+        return figures
+
+    def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
+               use, spot_offers: bool) -> list:
+        """``cost.options.quote_job`` of ``devices`` for ``hours`` on a node of ``kind`` (``offers``: its cloud
+        offers; ``billed``: the part as the job's power limit leaves it, ``powered``), kept on the timer for the
+        same cost assumptions, use and spot choice (an edit of the budget or a price starts anew; the timer itself
+        is kept for the job's timing key and the part) by the kind, devices, hours and offers (the catalog's)."""
+        held = self._prices
+        if not (held[0] is a or held[0] == a) or held[1] != use or held[2] != spot_offers:
+            held = self._prices = (a, use, spot_offers, {})
+        key = (kind, devices, hours, tuple(map(id, offers)))
+        hit = held[3].get(key)
+        if hit is not None and all(x is y for x, y in zip(hit[0], offers)):  # held, so their ids stay theirs
+            return hit[1]
+        quotes = quote_job(DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use), offers,
+                           a, spot_offers=spot_offers)
+        if len(held[3]) > 256:  # budgets edited again and again: start over
+            held[3].clear()
+        held[3][key] = (tuple(offers), quotes)
+        return quotes
 
     def on_node(self, kind: str, place: Placement, where: str) -> tuple:
         """``(layout, memory, fits, timing, why it cannot run or "", nodes)`` of the job on one node of ``kind``:
@@ -260,9 +303,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             timers[acc.id] = timer
     out: list[PlanOption] = []
     measured = measured_link_bps(acc, calib)
-    groups: dict[tuple, tuple[dict, list]] = {}  # options on one layout, timing and verdict share their figures
+    groups: dict[tuple, tuple] = {}  # options on one layout, timing and verdict share their figures
     node_of: dict[str, Placement] = {}  # a cloud offer's own node (a group may hold offers of several node sizes)
-    stack = stack_fields(acc.stacks, wanted)
     offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
     for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
         layout, mem, fits, t, reason, nodes = timer.on_node(kind, place, where)
@@ -277,27 +319,18 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         key = (kind, id(t), layout, fits, reason, nodes)
         group = groups.get(key)
         if group is None:
-            common = _figures(req, acc, layout, mem, fits, t, tokens, reason, nodes)
-            common["figures"].update(stack)
-            if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
-                common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
-                    f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
-            group = groups[key] = (common, [], t, place)
+            common, figures, serving = timer.group(req, kind, t, layout, mem, fits, reason, nodes, tokens, wanted,
+                                                   measured)
+            group = groups[key] = (common, [], t, place, figures, serving)
         group[1].extend(node_offers)
         for o in node_offers:
             node_of[o.id] = place
     by_id = _offers_by_id(offers)
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
-    servings: dict[int, dict | None] = {}  # the serving figures of each timing, but for its price
-    for (kind, *_rest), (common, group_offers, t, _place) in groups.items():
+    for (kind, *_rest), (common, group_offers, t, _place, figures, serving) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        figures = PlanOption.prepare(common["figures"])
-        serving = servings.get(id(t), False)
-        if serving is False:
-            serving = servings[id(t)] = _serving_figures(t)
-        job = DeviceJob(acc if kind == "cloud" else billed, n, hours, (kind,), use)
-        for q in quote_job(job, group_offers, a, spot_offers=req.spot_offers):
+        for q in timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)

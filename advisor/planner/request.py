@@ -212,10 +212,16 @@ def timing_key(req: PlanRequest) -> tuple:
     """The request's fields that a layout, its memory or its timing can read (all but
     ``PRICE_AND_BUDGET_FIELDS``), as a hashable tuple: two requests with the same key are timed alike
     (``planner.options``, tests/planner/test_plan_memo.py)."""
+    return fields_key(req, _TIMING_FIELDS, "timing_key")
+
+
+def fields_key(req: PlanRequest, fields: tuple[str, ...], name: str) -> tuple:
+    """The values of ``fields`` of a request as a hashable tuple, kept on the request as ``name``
+    (``request_memo``): what a kept figure is keyed by (``timing_key``; ``planner.serve.replica_key``)."""
     memo = request_memo(req)
-    hit = memo.get("timing_key")
+    hit = memo.get(name)
     if hit is None:
-        hit = memo["timing_key"] = tuple(_frozen(getattr(req, f)) for f in _TIMING_FIELDS)
+        hit = memo[name] = tuple(_frozen(getattr(req, f)) for f in fields)
     return hit
 
 

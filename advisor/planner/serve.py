@@ -14,21 +14,31 @@ not fit it, the option says so and nothing else stands in under its name.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+import threading
+from collections import OrderedDict
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from advisor.catalog import Accelerator, Catalog, load_catalog
+from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.serving import Lengths, ServerSpec, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
-from advisor.planner.calibrated import serve_load, serve_range_factors, serve_shown
+from advisor.planner.calibrated import active_fits, serve_load, serve_range_factors, serve_shown
 from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own, pool_unequal
-from advisor.planner.request import PlanInputError, as_run, resolve_job_model, runtime_choice
+from advisor.planner.request import (
+    PRICE_AND_BUDGET_FIELDS,
+    PlanInputError,
+    as_run,
+    fields_key,
+    resolve_job_model,
+    runtime_choice,
+)
 from advisor.planner.serve_spec import ModelServing, fewest_devices, model_serving, replica_spec, request_cache_tokens
 
 # Ranges: the 80 % width of each figure is its calibration group's leave-one-source-out width on the published
@@ -105,6 +115,8 @@ class ServeResult:
     model: ModelServing | None = field(default=None, compare=False, repr=False)
     owned_hardware: tuple[OwnedHardware, ...] = field(default=(), compare=False, repr=False)
     catalog_date: str = ""  # the catalog's date: price ages are measured from it
+    # the catalog it was sized on (the advice sizes its changes on the same one: ``serve_advice``)
+    catalog: Catalog | None = field(default=None, compare=False, repr=False)
 
     @property
     def moe(self) -> bool:
@@ -167,8 +179,18 @@ def miss_ratio(point: ServePoint, targets: Targets) -> float:
 
 
 def _service_assumptions(a: CostAssumptions) -> CostAssumptions:
-    """Hardware bought for a service is held every hour: 24 hours a day of use, idle hours included."""
-    return a.with_overrides(hours_per_day=24.0, utilisation=1.0, onprem_hours_per_day=24.0, onprem_utilisation=1.0)
+    """Hardware bought for a service is held every hour: 24 hours a day of use, idle hours included (made again only
+    for other assumptions than the last asked: a copy checks every field)."""
+    global _SERVICE
+    held = _SERVICE
+    if held[0] is a or held[0] == a:
+        return held[1]
+    service = a.with_overrides(hours_per_day=24.0, utilisation=1.0, onprem_hours_per_day=24.0, onprem_utilisation=1.0)
+    _SERVICE = (a, service)
+    return service
+
+
+_SERVICE: tuple = (None, None)  # (assumptions, as a service holds its hardware): the last asked
 
 
 def _per_hour(q) -> float:
@@ -176,14 +198,84 @@ def _per_hour(q) -> float:
     return q.total_usd - sum(usd for name, usd in q.breakdown.parts if name in FIXED_PARTS)
 
 
+# The fields of a serving job that no replica reads: its load and targets, besides a plan's budget and prices (the
+# users do set llama.cpp's slots: ``_Sizer.spec`` keys a replica by the slots it takes). The rest key what serving
+# plans keep of their replicas between calls (``replica_key``, ``_kept_replicas``).
+LOAD_AND_TARGET_FIELDS = frozenset({"users", "requests_per_s", "ttft_p95_s", "tpot_p95_s", "tokens_per_s_per_user"})
+_REPLICA_FIELDS = tuple(f for f in ServeJob.model_fields
+                        if f not in PRICE_AND_BUDGET_FIELDS and f not in LOAD_AND_TARGET_FIELDS)
+
+
+def replica_key(job: ServeJob) -> tuple:
+    """The serving job's fields a replica can read (all but ``PRICE_AND_BUDGET_FIELDS`` and
+    ``LOAD_AND_TARGET_FIELDS``) as a hashable tuple: two jobs with the same key build the same replicas
+    (tests/planner/test_serve_memo.py)."""
+    return fields_key(job, _REPLICA_FIELDS, "replica_key")
+
+
+@dataclass
+class _KeptReplicas:
+    """What one serving job's plans keep between calls (the Serve page sizes the job again on every keystroke, and
+    most edits change the load, the targets or the prices, not the replicas): each accelerator's replica at a
+    number of devices, its launch values and one request's cache (``_Sizer.spec``), and the fewest devices that
+    hold the job (``_fewest``). Kept for the job's ``replica_key``, lengths and model, with the same calibration,
+    fitted factors and utilisation model (the objects themselves are held: another in force starts anew). The queue
+    on each replica is solved again on every call (``estimate.serving_queue``, its own caches)."""
+
+    calibration: object
+    fits: object
+    utilisation: object
+    held: dict = field(default_factory=dict)
+
+
+_KEPT: OrderedDict[tuple, _KeptReplicas] = OrderedDict()
+KEPT_JOBS = 32  # the serving jobs kept: a session's recent edits and the advice's resized jobs
+_KEPT_LOCK = threading.Lock()  # the app sizes in worker threads
+
+
+def _kept_replicas(job: ServeJob, lengths: Lengths, model: ModelServing, calibration) -> dict:
+    """The replicas kept for this job (``_KeptReplicas.held``)."""
+    fits, utilisation = active_fits(), bundled_utilisation_model()
+    key = (replica_key(job), lengths, model, id(calibration), id(fits), id(utilisation))
+    with _KEPT_LOCK:
+        hit = _KEPT.get(key)
+        if hit is None or hit.calibration is not calibration or hit.fits is not fits \
+                or hit.utilisation is not utilisation:
+            hit = _KEPT[key] = _KeptReplicas(calibration, fits, utilisation)
+            while len(_KEPT) > KEPT_JOBS:
+                _KEPT.popitem(last=False)
+        else:
+            _KEPT.move_to_end(key)
+        return hit.held
+
+
+def forget_replicas() -> None:
+    """Forget every serving job's kept replicas (a benchmark or a test sizes a job cold)."""
+    with _KEPT_LOCK:
+        _KEPT.clear()
+
+
+def _fewest(kept: dict, model: ModelServing, acc: Accelerator, choice, lengths: Lengths, most: int,
+            capacity: float | None = None) -> int | None:
+    """``serve_spec.fewest_devices``, kept with the job's replicas (by the part, its most devices and memory)."""
+    key = ("fewest", acc.id, most, capacity)
+    held = kept.get(key)
+    if held is not None and (held[0] is acc or held[0] == acc):
+        return held[1]
+    devices = fewest_devices(model, acc, choice, lengths, most, capacity)
+    kept[key] = (acc, devices)
+    return devices
+
+
 class _Sizer:
     """Replicas of one accelerator, memoised by devices per replica (offers of one accelerator share them)."""
 
     def __init__(self, job: ServeJob, model: ModelServing, acc: Accelerator, lengths: Lengths, targets: Targets,
-                 by: str, load: float, choice, calib=None, capacity: float | None = None):
+                 by: str, load: float, choice, calib=None, capacity: float | None = None, kept: dict | None = None):
         self.job, self.model, self.acc, self.lengths, self.targets = job, model, acc, lengths, targets
         self.by, self.load, self.choice = by, load, choice
         self.calib, self.capacity = calib, capacity
+        self.kept = {} if kept is None else kept  # the job's replicas kept between calls (``_kept_replicas``)
         self._memo: dict[int, tuple] = {}
         self._ranges: dict[str, tuple] = {}
         self.shown = serve_shown(by, choice, acc, model.arch.is_moe)  # each point as shown: max_load, size, the knee chart
@@ -199,16 +291,27 @@ class _Sizer:
                                                      self.model.arch.is_moe)
         return hit
 
+    def spec(self, devices: int) -> tuple[ServerSpec, dict, int]:
+        """``(replica, launch values, tokens of one request's cache)`` on ``devices``, kept with the job's replicas
+        (by the part, the devices, the slots the users set and the memory of a device)."""
+        slots = self.choice.runtime.batching == "slots"  # llama.cpp: a slot for each user by default
+        max_seqs = self.job.max_seqs or (self.job.users if slots else None)
+        key = (self.acc.id, devices, max_seqs, self.capacity)
+        held = self.kept.get(key)
+        if held is not None and (held[0] is self.acc or held[0] == self.acc):
+            return held[1]
+        speed = request_speed(self.job, self.acc, devices, self.model, one_request_lengths(self.lengths), self.calib)
+        spec, launch = replica_spec(self.model, self.acc, devices, self.choice, max_seqs=max_seqs,
+                                    lengths=self.lengths, context=self.job.context, speed=speed,
+                                    capacity_bytes=self.capacity)
+        hit = (spec, launch, request_cache_tokens(self.model, spec, self.choice))
+        self.kept[key] = (self.acc, hit)
+        return hit
+
     def replica(self, devices: int) -> tuple[ServerSpec, dict, float]:
         hit = self._memo.get(devices)
         if hit is None:
-            slots = self.choice.runtime.batching == "slots"  # llama.cpp: a slot for each user by default
-            speed = request_speed(self.job, self.acc, devices, self.model, one_request_lengths(self.lengths),
-                                  self.calib)
-            spec, launch = replica_spec(self.model, self.acc, devices, self.choice,
-                                        max_seqs=self.job.max_seqs or (self.job.users if slots else None),
-                                        lengths=self.lengths, context=self.job.context, speed=speed,
-                                        capacity_bytes=self.capacity)
+            spec, launch, _ = self.spec(devices)
             most, _ = max_load(spec, self.lengths, self.targets, by=self.by, shown=self.shown)
             hit = self._memo[devices] = (spec, launch, most)
         return hit
@@ -244,7 +347,7 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
     return ServeOption(id=id, kind=kind, accelerator=sizer.acc.id, accelerator_name=sizer.acc.name,
                        runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
                        replicas_available=available, fits=True, meets_target=meets, max_load_per_replica=most,
-                       point=point, kv_capacity_tokens=request_cache_tokens(sizer.model, spec, sizer.choice),
+                       point=point, kv_capacity_tokens=sizer.spec(devices)[2],
                        usd_per_hour=usd_h,
                        usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
                        spec=spec, ranges=sizer.ranges(point), shown=sizer.shown, **extra)
@@ -303,29 +406,31 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     pool = pool_unequal(owned_all)
     if pool is not None:  # unequal GPUs of this machine: a model's layers split over all of them (llama.cpp)
         owned_all = (*owned_all, pool)
-    service = _service_assumptions(assumptions)
     options: list[ServeOption] = []
     warnings: list[str] = list(catalog.warnings)
+    kept = _kept_replicas(job, lengths, model, calibration)
     for hw in owned_all:
-        options.extend(_owned_options(job, model, hw, lengths, targets, by, load, assumptions, calibration))
+        options.extend(_owned_options(job, model, hw, lengths, targets, by, load, assumptions, calibration, kept))
     if pool is not None:
         options = _one_answer_for_this_machine(options, by, load)
     accels = [] if only_owned else ([catalog.accelerators[a] for a in job.accelerator] or
                                     list(catalog.accelerators.values()))
     offers_by: dict[str, list] = {}
-    for offer in catalog.offers:
+    for offer in catalog.offers if accels else ():
         offers_by.setdefault(offer.accelerator_id, []).append(offer)
     choices: dict[tuple, Any] = {}  # the runtime choice depends on the part's vendor and kind only
+    service = _service_assumptions(assumptions) if accels else None  # the catalog's hardware held for the service
+    prices = _kept_prices(catalog, service, job.spot_offers) if accels else {}
     for acc in accels:
         options.extend(_catalog_options(job, model, acc, offers_by.get(acc.id, []), lengths, targets, by, load,
-                                        service, choices, calibration))
+                                        service, choices, calibration, kept, prices))
     late_spot = not assumptions.spot  # on-demand prices rank the options unless the assumptions say spot
     options.sort(key=lambda o: (not o.this_machine, not o.owned, not o.meets_target, late_spot and bool(o.spot),
                                 o.usd_per_million_requests is None, o.usd_per_million_requests or 0.0, o.id))
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
                        warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all),
-                       catalog_date=catalog.date)
+                       catalog_date=catalog.date, catalog=catalog)
 
 
 def _one_answer_for_this_machine(options: list[ServeOption], by: str, load: float) -> list[ServeOption]:
@@ -341,7 +446,8 @@ def _one_answer_for_this_machine(options: list[ServeOption], by: str, load: floa
     return [o if not o.this_machine or o is chosen else replace(o, this_machine=False) for o in options]
 
 
-def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a, calib=None) -> list[ServeOption]:
+def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a, calib=None, kept=None
+                   ) -> list[ServeOption]:
     acc = hw.accelerator
     job = as_run(job, acc, bool(model.weight_bytes))
     if acc.peak_flops("bf16") is None and acc.peak_flops("fp16") is None and acc.peak_flops("fp32") is None:
@@ -349,10 +455,11 @@ def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a,
     choice = runtime_choice(job, acc)
     per_node = hw.per_machine or hw.count
     capacity = owned_capacity(hw)
-    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(per_node, hw.count), capacity)
+    kept = {} if kept is None else kept
+    devices = job.tp or _fewest(kept, model, acc, choice, lengths, min(per_node, hw.count), capacity)
     if devices is None or devices > hw.count:
         return [_unfit(hw, model, choice)]
-    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, capacity)
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, capacity, kept)
     if not job.tp and by == "users" and load <= 1 and hw.count > devices and per_node >= hw.count \
             and choice.runtime.multi_device == "tensor":
         # one user: the machine's best layout for one request, as the plan takes it (one_request.all_devices_faster)
@@ -377,7 +484,7 @@ def _owned_options(job, model, hw: OwnedHardware, lengths, targets, by, load, a,
 
 
 def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by, load, service: CostAssumptions,
-                     choices: dict, calib=None) -> list[ServeOption]:
+                     choices: dict, calib=None, kept=None, prices=None) -> list[ServeOption]:
     if acc.peak_flops("fp8" if job.precision == "fp8" else "bf16") is None or acc.kind == "cpu":
         return []
     job = as_run(job, acc, bool(model.weight_bytes))
@@ -393,21 +500,49 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     if not choice.backend_supported:  # the runtime does not run on this part (TPU, Trainium, Gaudi)
         return []
     most = max([o.accelerator_count for o in offers if o.accelerator_count] + [MAX_REPLICA_DEVICES])
-    devices = job.tp or fewest_devices(model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
+    kept = {} if kept is None else kept
+    prices = {} if prices is None else prices
+    devices = job.tp or _fewest(kept, model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
     if devices is None:
         return []
-    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib)
+    sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, kept=kept)
     spec, launch, _ = sizer.replica(devices)
     replicas, point, meets, most_load = sizer.size(devices, None)
-    total = devices * replicas
+    # the fields every option of this replica shares; each quote sets its own into a copy (``_priced``: the same
+    # record ``ServeOption(...)`` makes, without its per-field init for each of a catalog's ~200 options)
+    common = dict(_OPTION_DEFAULTS, kind="", accelerator=acc.id, accelerator_name=acc.name,
+                  runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas, replicas_available=None,
+                  fits=True, meets_target=meets, max_load_per_replica=most_load, point=point,
+                  kv_capacity_tokens=sizer.spec(devices)[2], launch=launch, spec=spec, ranges=sizer.ranges(point),
+                  shown=sizer.shown)
     out = []
-    kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
-    quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=job.spot_offers)
-    by_id = {o.id: o for o in offers}
-    kv_tokens = request_cache_tokens(model, spec, choice)
-    for q in quotes:
-        usd_h = _per_hour(q)
+    for option_id, kind, usd_h, extra in _priced(prices, acc, offers, devices * replicas, service, job.spot_offers):
         per_req, per_tok = _costs(usd_h, point, replicas)
+        option = object.__new__(ServeOption)
+        option.__dict__.update(common, id=option_id, kind=kind, usd_per_hour=usd_h, usd_per_million_requests=per_req,
+                               usd_per_million_output_tokens=per_tok, **extra)
+        out.append(option)
+    return out
+
+
+# ServeOption's fields with a default: a record set without its init starts from them (``_catalog_options``)
+_OPTION_DEFAULTS = {f.name: f.default for f in fields(ServeOption) if f.default is not MISSING}
+
+
+def _priced(prices: dict, acc: Accelerator, offers, total: int, service: CostAssumptions, spot_offers: bool
+            ) -> tuple[tuple[str, str, float, dict], ...]:
+    """``(option id, kind, USD an hour, the offer's fields)`` of every quote for ``total`` devices of ``acc`` held
+    every hour (home and on-prem where it can be owned, each cloud offer), kept in ``prices`` (``_kept_prices``: of
+    one catalog, cost assumptions and spot choice) by the part and the devices."""
+    key = (acc.id, total)
+    held = prices.get(key)
+    if held is not None and held[0] is acc:
+        return held[1]
+    kinds = tuple(k for k, ok in (("home", acc.kind in HOME_KINDS), ("onprem", acc.kind in ONPREM_KINDS)) if ok)
+    quotes = quote_job(DeviceJob(acc, total, 1.0, kinds + ("cloud",)), offers, service, spot_offers=spot_offers)
+    by_id = {o.id: o for o in offers}
+    rows = []
+    for q in quotes:
         extra: dict[str, Any] = {}
         if isinstance(q, OwnedQuote):
             kind = q.kind
@@ -416,14 +551,29 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
             if offer is None or getattr(offer, "is_price_index", False):
                 continue
             extra = dict(provider=offer.provider, instance=offer.instance, spot=q.spot, price_date=offer.price_date)
-        out.append(ServeOption(id=q.option_id, kind=kind, accelerator=acc.id, accelerator_name=acc.name,
-                               runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas,
-                               replicas_available=None, fits=True, meets_target=meets,
-                               max_load_per_replica=most_load, point=point, kv_capacity_tokens=kv_tokens,
-                               usd_per_hour=usd_h, usd_per_million_requests=per_req,
-                               usd_per_million_output_tokens=per_tok, launch=launch, spec=spec,
-                               ranges=sizer.ranges(point), shown=sizer.shown, **extra))
-    return out
+        rows.append((q.option_id, kind, _per_hour(q), extra))
+    hit = prices[key] = (acc, tuple(rows))
+    return hit[1]
+
+
+_PRICES: tuple = (None, None, None, {})  # (catalog, service assumptions, spot offers, prices): the last asked
+
+
+def _kept_prices(catalog: Catalog, service: CostAssumptions, spot_offers: bool) -> dict:
+    """The quotes kept for one catalog (held: another object starts anew), cost assumptions and spot choice
+    (``_priced``): the Serve page sizes the job again on every edit, most of which change no price."""
+    global _PRICES
+    held = _PRICES
+    if held[0] is catalog and held[1] == service and held[2] == spot_offers:
+        return held[3]
+    _PRICES = (catalog, service, spot_offers, {})
+    return _PRICES[3]
+
+
+def forget_prices() -> None:
+    """Forget the kept quotes (a benchmark sizes a job cold)."""
+    global _PRICES
+    _PRICES = (None, None, None, {})
 
 
 def range_factors(by: str = "users", choice=None, acc=None, users: float | None = None, moe: bool = False

@@ -30,7 +30,7 @@ class ServeChange:
 def _resize(result: ServeResult, hw: OwnedHardware, **changes) -> ServeOption | None:
     job = result.request.model_copy(update={**changes, "own": (), "accelerator": ()})
     try:
-        again = serve_plan(job, assumptions=result.assumptions, owned=(hw,), only_owned=True)
+        again = serve_plan(job, result.catalog, assumptions=result.assumptions, owned=(hw,), only_owned=True)
     except ValueError:
         return None
     return again.option(hw.id)

@@ -175,7 +175,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     tokens, budget_origin = budget(request, params)
     per_token = compute.flops_per_token(active, request.workload)
     options: list[PlanOption] = []
-    offers_by_accel, stale = _catalog_index(catalog)
+    offers_by_accel, stale, prices_as_of = _catalog_index(catalog)
     wanted = wanted_stacks(request)
     try:
         for hw in owned_all:
@@ -226,7 +226,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         attention_flops_per_token=compute.attention_flops_per_token(arch.layers, seq_len, arch.hidden),
         tokens=tokens, budget_origin=budget_origin, seq_len=seq_len, context=context, parallelism=layout0,
         memory=mem0, options=tuple(options), assumptions=assumptions, catalog_date=catalog.date,
-        prices_as_of=catalog.prices_as_of,
+        prices_as_of=prices_as_of,
         calibration=None if calibration is None or calibration.source == "runs" else {
             "mfu": calibration.mfu, "eta_mem": calibration.eta_mem, "accelerator_id": calibration.accelerator_id,
             "device": calibration.device, "measured_at": calibration.measured_at, "source": calibration.source},
@@ -310,16 +310,17 @@ _INDEX: tuple = (None, None)  # (catalog, its offers by accelerator and stale id
 NO_OFFERS: tuple = ()  # one object for every accelerator without cloud offers (its nodes are kept by identity)
 
 
-def _catalog_index(catalog: Catalog) -> tuple[dict[str, list], frozenset[str]]:
-    """The catalog's offers by accelerator id and the ids of the stale ones, for the last catalog planned (a
-    frozen record: the app plans against one catalog edit after edit)."""
+def _catalog_index(catalog: Catalog) -> tuple[dict[str, list], frozenset[str], str]:
+    """The catalog's offers by accelerator id, the ids of the stale ones and its newest price's date
+    (``Catalog.prices_as_of``), for the last catalog planned (a frozen record: the app plans against one catalog
+    edit after edit)."""
     global _INDEX
     held, index = _INDEX
     if held is not catalog:
         by_accel: dict[str, list] = {}
         for offer in catalog.offers:
             by_accel.setdefault(offer.accelerator_id, []).append(offer)
-        index = (by_accel, frozenset(_stale_ids(catalog)))
+        index = (by_accel, frozenset(_stale_ids(catalog)), catalog.prices_as_of)
         _INDEX = (catalog, index)
     return index
 

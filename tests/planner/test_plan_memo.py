@@ -40,6 +40,15 @@ PAIRS = [
     (dict(model="mixtral-8x7b", workload="inference"), dict(model="mixtral-8x7b", workload="inference", quant="q8_0")),
     (dict(model="llama-3-70b", workload="pretrain", tokens=1e12), dict(model="llama-3-70b", workload="pretrain",
                                                                         tokens=1e12, power_limit_w=300)),
+    # the groups' figures and quotes kept on a timer: another budget in hours; another spot choice, another use or
+    # price of the same job and budget
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8), dict(model="llama-3-8b", workload="lora", hours=10.0)),
+    (dict(model="llama-3-8b", workload="lora", hours=10.0), dict(model="llama-3-8b", workload="lora", hours=30.0)),
+    (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096),
+     dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, spot_offers=False)),
+    (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096),
+     dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=30,
+          assumptions={"electricity_usd_per_kwh": 0.4, "onprem_electricity_usd_per_kwh": 0.3})),
 ]
 
 
