@@ -17,19 +17,21 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from advisor.estimate.serving import (
     Z95,
     Lengths,
     ServerSpec,
-    _prefill_in_service_s,
     batch_prefill_s,
     concurrency_limit,
     decode_step_s,
     held_tokens,
     kv_capacity_tokens,
     pipelined,
+    prefill_in_service,
     prefill_s,
+    step_function,
     touched,
 )
 
@@ -115,8 +117,7 @@ class ServePoint:
         return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class _Inner:
+class _Inner(NamedTuple):
     """The service a batch of ``batch`` requests gets (no admission queue)."""
 
     requests_per_s: float
@@ -169,8 +170,79 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
     return lo, hi, f_lo, f_hi
 
 
-@lru_cache(maxsize=16384)
-def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
+class _Replica:
+    """One replica's spec and its requests' lengths, with what the queue needs of them worked out once (the decode
+    step's terms, the mean prompt's prefill and chunks, the quantile prompts' prefill in service) and the solutions
+    of its loads kept: ``solved`` by ``(batch, rate)`` (at most ``_SOLVED`` of them), ``most`` (``max_throughput``)
+    and ``full`` (``full_throughput``). One per ``(spec, lengths)`` (``_replica``)."""
+
+    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full")
+
+    def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
+        self.spec, self.lengths = spec, lengths
+        o1 = max(lengths.output_mean - 1.0, 0.0)
+        ctx = lengths.mean_context  # the request's own mean cache
+        ctx_run = lengths.running_context  # the cache of each other sequence running with it (length-biased)
+        n = spec.parallel_devices
+        # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
+        # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
+        bw = spec.bandwidth_bps * spec.eta_mem * n
+        a0 = spec.read_bytes / bw
+        moe = spec.expert_fraction < 1.0
+        a1 = spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+        c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
+        ca = spec.attn_flops_per_pair / (spec.decode_flops * n)
+        kv_tok = a1 if a1 > ca else ca  # the attention over one cached token: its read, or its FLOPs
+        kv = kv_tok * ctx  # the attention of the request itself over its cache
+        kv_run = kv_tok * ctx_run  # and of each other running sequence (``Lengths.running_context``)
+        s0 = spec.step_overhead_s
+        hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
+        p_mean = prefill_s(spec, lengths.prompt_mean)
+        chunked = spec.chunk_tokens > 0
+        chunks = 1
+        link_chunk = pre_chunk = 0.0
+        # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
+        # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
+        per_step = 1.0
+        if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
+            chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
+            pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
+                         + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
+                         / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
+            pre_chunk = pre_total / chunks
+            # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
+            link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
+            per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
+            if per_step < 1.0:
+                per_step = 1.0
+        # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
+        cv_p2 = lengths.prompt_cv ** 2
+        self.terms = (o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step,
+                      pre_chunk, cv_p2)
+        step = step_function(spec)
+        self.in_service50 = prefill_in_service(spec, lengths.prompt_q(0.5), step)
+        self.in_service95 = prefill_in_service(spec, lengths.prompt_q(0.95), step)
+        self.solved: dict = {}
+        self.most: tuple[float, int, str] | None = None
+        self.full: float | None = None
+
+
+_SOLVED = 64  # solutions kept per replica (a sizing solves a few dozen loads of one)
+_replica = lru_cache(maxsize=1024)(_Replica)
+
+
+def _inner(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
+    """The solution of a batch (``_solve``), kept on its replica."""
+    key = (batch, rate)
+    got = q.solved.get(key)
+    if got is None:
+        if len(q.solved) >= _SOLVED:
+            q.solved.clear()
+        got = q.solved[key] = _solve(q, batch, rate)
+    return got
+
+
+def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
     """The mean-value solution of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
 
     Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
@@ -182,43 +254,9 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
     TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
     """
-    o1 = max(lengths.output_mean - 1.0, 0.0)
-    ctx = lengths.mean_context  # the request's own mean cache
-    ctx_run = lengths.running_context  # the cache of each other sequence running with it (length-biased)
-    n = spec.parallel_devices
-    # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
-    # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
-    bw = spec.bandwidth_bps * spec.eta_mem * n
-    a0 = spec.read_bytes / bw
-    moe = spec.expert_fraction < 1.0
-    a1 = spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
-    c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
-    ca = spec.attn_flops_per_pair / (spec.decode_flops * n)
-    kv_tok = a1 if a1 > ca else ca  # the attention over one cached token: its read, or its FLOPs
-    kv = kv_tok * ctx  # the attention of the request itself over its cache
-    kv_run = kv_tok * ctx_run  # and of each other running sequence (``Lengths.running_context``)
-    s0 = spec.step_overhead_s
-    hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
-    p_mean = prefill_s(spec, lengths.prompt_mean)
-    chunked = spec.chunk_tokens > 0
-    chunks = 1
-    link_chunk = 0.0
-    # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
-    # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
-    per_step = 1.0
-    if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
-        chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
-        pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
-                     + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
-                     / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
-        pre_chunk = pre_total / chunks
-        # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
-        link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
-        per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
-        if per_step < 1.0:
-            per_step = 1.0
-    # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
-    cv_p2 = lengths.prompt_cv ** 2
+    (o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step, pre_chunk,
+     cv_p2) = q.terms
+    spec = q.spec
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
 
     def steps_at(dec: float) -> tuple:
@@ -373,38 +411,44 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # idle, else exponential with the mean wait of a busy server.
     cond = wait / busy if busy > 0 else 0.0
     # the others decoding while a prompt prefills (none at one user: the prompt alone, estimate.serving.prefill_s)
-    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec * share, ctx_run) + tail \
-        + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec * share, ctx_run) + tail \
-        + _exp_tail_quantile(busy, cond, 0.5)
+    ttft95 = q.in_service95(dec * share, ctx_run) + tail + _exp_tail_quantile(busy, cond, 0.95)
+    ttft50 = q.in_service50(dec * share, ctx_run) + tail + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
-    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
-                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft, step_s=step)
+    return _Inner(x, dec, rho, tpot, tpot95, ttft50, ttft95, r, ttft, step)
 
 
-@lru_cache(maxsize=4096)
 def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
     """Requests/s with as many sequences busy as the cache holds (continuous batching: at most ``max_seqs``;
     slots: as many slots of ``slot_tokens`` as fit, whatever ``-np`` says): what a load's utilisation is
     measured against."""
-    tokens = kv_capacity_tokens(spec)
-    if spec.batching == "slots":
-        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
-        c = int(tokens // slot) if slot > 0 else 0
-    else:
-        c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
-    return _inner(spec, lengths, float(c), None).requests_per_s if c >= 1 else 0.0
+    return _full(_replica(spec, lengths))
 
 
-@lru_cache(maxsize=4096)
+def _full(q: _Replica) -> float:
+    if q.full is None:
+        spec, lengths = q.spec, q.lengths
+        tokens = kv_capacity_tokens(spec)
+        if spec.batching == "slots":
+            slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+            c = int(tokens // slot) if slot > 0 else 0
+        else:
+            c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
+        q.full = _inner(q, float(c), None).requests_per_s if c >= 1 else 0.0
+    return q.full
+
+
 def max_throughput(spec: ServerSpec, lengths: Lengths) -> tuple[float, int, str]:
     """Requests/s the replica serves with every sequence it fits busy: ``(requests/s, sequences, limit)``.
     Zero sequences (the cache holds no request) serves nothing."""
-    c, limit = concurrency_limit(spec, lengths)
-    if c < 1:
-        return 0.0, 0, limit
-    return _inner(spec, lengths, float(c), None).requests_per_s, c, limit
+    return _most(_replica(spec, lengths))
+
+
+def _most(q: _Replica) -> tuple[float, int, str]:
+    if q.most is None:
+        c, limit = concurrency_limit(q.spec, q.lengths)
+        q.most = (0.0, 0, limit) if c < 1 else (_inner(q, float(c), None).requests_per_s, c, limit)
+    return q.most
 
 
 def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
@@ -420,7 +464,13 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     """
     if (users is None) == (requests_per_s is None):
         raise ValueError("give users or requests_per_s")
-    x_max, c, limit = max_throughput(spec, lengths)
+    return _serve(_replica(spec, lengths), users, requests_per_s)
+
+
+def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> ServePoint:
+    """``serve_at`` on a replica (one of ``users``, ``requests_per_s`` given)."""
+    lengths = q.lengths
+    x_max, c, limit = _most(q)
     if c < 1:
         return ServePoint(users, requests_per_s, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0,
                           False, limit)
@@ -429,14 +479,14 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         if users < 1:
             raise ValueError("users must be at least 1")
         b = min(users, c)
-        inner = _inner(spec, lengths, float(b), None)
+        inner = _inner(q, float(b), None)
         waiting = float(users - b)
         wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
         # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
         return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
                           inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
-                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "",
+                          _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
                           inner.ttft_mean_s + wait, inner.step_s)
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
@@ -444,9 +494,9 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     if rate >= x_max:
         return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
                           math.inf, 1.0, False, limit)
-    inner = _inner(spec, lengths, None, rate)
+    inner = _inner(q, None, rate)
     if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
-        inner = _inner(spec, lengths, float(c), None)
+        inner = _inner(q, float(c), None)
     held = inner.residence_s
     offered = rate * held
     pw = erlang_c(c, offered)
@@ -456,7 +506,7 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
                       inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                       inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
-                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "",
+                      _share(rate, q, x_max), True, limit if pw > 0.05 else "",
                       inner.ttft_mean_s + wait_mean, inner.step_s)
 
 
@@ -498,9 +548,9 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
                       limit if users >= c else "", mean_first + wait, step)
 
 
-def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
+def _share(x: float, q: _Replica, x_max: float) -> float:
     """Utilisation: throughput over the most the replica serves with its cache full (at most 1)."""
-    full = max(full_throughput(spec, lengths), x_max)
+    full = max(_full(q), x_max)
     return min(1.0, x / full) if full > 0 else 0.0
 
 
@@ -523,9 +573,7 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
 
 def clear_caches() -> None:
     """Forget the memoised solutions (a benchmark measures the sizing cold)."""
-    _inner.cache_clear()
-    max_throughput.cache_clear()
-    full_throughput.cache_clear()
+    _replica.cache_clear()
 
 
 # ------------------------------------------------------------------------------------------- targets
@@ -571,11 +619,13 @@ def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = 
     if by not in ("users", "requests_per_s"):
         raise ValueError("by must be 'users' or 'requests_per_s'")
 
-    def at(**load) -> ServePoint:
-        p = serve_at(spec, lengths, **load)
+    q = _replica(spec, lengths)
+
+    def at(users: int | None = None, requests_per_s: float | None = None) -> ServePoint:
+        p = _serve(q, users, requests_per_s)
         return p if shown is None else shown(p)
 
-    x_max, c, _ = max_throughput(spec, lengths)
+    x_max, c, _ = _most(q)
     if c < 1:
         return 0.0, None
     if targets.ttft_p95_s is None and targets.tpot_p95_s is None:  # no target: what it serves without a queue
@@ -658,7 +708,8 @@ def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points:
     ``shown``: the figure a point is shown as (``max_load``)."""
     if shown is not None:
         return [shown(p) for p in knee_curve(spec, lengths, by=by, points=points)]
-    x_max, c, _ = max_throughput(spec, lengths)
+    q = _replica(spec, lengths)
+    x_max, c, _ = _most(q)
     if c < 1:
         return []
     out = []
@@ -666,8 +717,8 @@ def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points:
         top = max(2, 2 * c)
         grid = sorted({max(1, round(top ** (i / (points - 1)))) for i in range(points)})
         for u in grid:
-            out.append(serve_at(spec, lengths, users=int(u)))
+            out.append(_serve(q, int(u), None))
     else:
         for i in range(points):
-            out.append(serve_at(spec, lengths, requests_per_s=x_max * (0.02 + 0.96 * i / (points - 1))))
+            out.append(_serve(q, None, x_max * (0.02 + 0.96 * i / (points - 1))))
     return out
