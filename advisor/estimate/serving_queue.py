@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -37,6 +37,7 @@ from advisor.estimate.serving import (
 
 _RHO_MAX = 0.999
 _TOL = 2e-4  # relative tolerance of the solves (a bracket's width, a map's change)
+_INF = math.inf
 
 
 # ------------------------------------------------------------------------------------------------ queues
@@ -117,6 +118,17 @@ class ServePoint:
         return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
 
 
+_POINT_FIELDS = tuple(f.name for f in fields(ServePoint))
+
+
+def _point(*values) -> ServePoint:
+    """The ``ServePoint`` of ``values`` in its fields' order, made without the frozen record's per-field ``__init__``
+    (a sizing makes hundreds): the same record, equal and alike in every field."""
+    point = object.__new__(ServePoint)
+    object.__setattr__(point, "__dict__", dict(zip(_POINT_FIELDS, values)))
+    return point
+
+
 class _Inner(NamedTuple):
     """The service a batch of ``batch`` requests gets (no admission queue)."""
 
@@ -147,7 +159,7 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
     for _ in range(100):
         if hi - lo <= x_tol * abs(hi):
             break
-        if math.isfinite(w_hi) and math.isfinite(w_lo) and w_hi != w_lo:
+        if -_INF < w_hi < _INF and -_INF < w_lo < _INF and w_hi != w_lo:  # (both finite)
             m = hi - w_hi * (hi - lo) / (w_hi - w_lo)
             span = hi - lo
             if not lo + 1e-3 * span < m < hi - 1e-3 * span:
@@ -159,12 +171,12 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
             return m, m, fm, fm
         if (fm < 0.0) == (f_lo < 0.0):
             lo, f_lo, w_lo = m, fm, fm
-            if side == -1 and math.isfinite(w_hi):
+            if side == -1 and -_INF < w_hi < _INF:
                 w_hi *= 0.5
             side = -1
         else:
             hi, f_hi, w_hi = m, fm, fm
-            if side == 1 and math.isfinite(w_lo):
+            if side == 1 and -_INF < w_lo < _INF:
                 w_lo *= 0.5
             side = 1
     return lo, hi, f_lo, f_hi
@@ -173,10 +185,12 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
 class _Replica:
     """One replica's spec and its requests' lengths, with what the queue needs of them worked out once (the decode
     step's terms, the mean prompt's prefill and chunks, the quantile prompts' prefill in service) and the solutions
-    of its loads kept: ``solved`` by ``(batch, rate)`` (at most ``_SOLVED`` of them), ``most`` (``max_throughput``)
-    and ``full`` (``full_throughput``). One per ``(spec, lengths)`` (``_replica``)."""
+    of its loads kept: ``solved`` by ``(batch, rate)`` (at most ``_SOLVED`` of them), ``most`` (``max_throughput``),
+    ``full`` (``full_throughput``), and what an open stream's batches serve whatever the rate (``open_one``,
+    ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
 
-    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full")
+    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full", "open_one",
+                 "ladder")
 
     def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
         self.spec, self.lengths = spec, lengths
@@ -225,6 +239,10 @@ class _Replica:
         self.solved: dict = {}
         self.most: tuple[float, int, str] | None = None
         self.full: float | None = None
+        # an open stream's decode side with one sequence decoding, and what batches of 2, 4, 8, ... serve (the
+        # bracket of every rate's batch starts on them): the same at every rate
+        self.open_one: tuple | None = None
+        self.ladder: list[float] = []
 
 
 _SOLVED = 64  # solutions kept per replica (a sizing solves a few dozen loads of one)
@@ -294,16 +312,16 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
             rho = _RHO_MAX
         return state[1] / (1.0 - rho), rho
 
-    def first_token(x: float, tpot: float, state: tuple, others: float) -> tuple:
+    def first_token(x: float, tpot: float, state: tuple, busy: float) -> tuple:
         """The first token at throughput ``x`` and TPOT: the wait for the step in progress (longer while the prompts
-        ahead fill the steps' prompt budget), the prompt's own steps and those of the prompts that came with it."""
-        dec, step, stall, service, carrying = state
+        ahead fill the steps' prompt budget), the prompt's own steps and those of the prompts that came with it.
+        ``busy``: the share of the time the others are in service, ``1 - exp(-others)``."""
+        _dec, _step, stall, service, carrying = state
         # The steps: T = step + (stall per chunk) x K, K the prompt chunks in it (Poisson, at most per_step).
         unit = stall / chunks
         k_mean = x * chunks * tpot * share
         room = 1.0 - k_mean / per_step
         var_t = unit * unit * k_mean * ((room if room > 0.0 else 0.0) + cv_p2)
-        busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
         # (the decode's steps run only while others are in service; the prompts' spread is already per unit time)
         residual = 0.5 * (tpot * busy + var_t / tpot)
         # The prompt budget: a step that takes prompts is ``carrying`` plus the stalls of those it takes; the
@@ -329,7 +347,13 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         tail = along * unit
         return wait + service + tail, busy, wait, tail
 
-    one = steps_at(1.0)  # a single sequence decoding: below the throughput it serves, the batch stays at one
+    # a single sequence decoding: below the throughput it serves, the batch stays at one
+    if batch is not None:
+        one = steps_at(1.0)
+    else:
+        one = q.open_one
+        if one is None:
+            one = q.open_one = steps_at(1.0)
     x_one = served(one)
     if batch is not None:
         # A closed loop: the batch ``dec`` whose throughput and residence close Little's law x R = B. Every figure
@@ -337,28 +361,35 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         # 1 with all of them, so the root is bracketed and found by regula falsi on its log: no fixed point to
         # iterate, however steep the residence near saturation (tests/estimate/test_serving_des.py). Where the
         # prompts saturate the steps, the users wait for them: the first token is what the loop leaves.
-        def closing(x: float, state: tuple) -> tuple:
-            tpot, rho = decode_time(x, state)
-            ft = first_token(x, tpot, state, batch - 1.0)
-            return math.log(x * (ft[0] + o1 * tpot) / batch), tpot, rho, ft
-
+        others = batch - 1.0  # the other users: in service all the time a closed loop runs
+        busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
+        log = math.log
         seen: dict = {}
 
+        def closing(x: float, state: tuple) -> tuple:
+            """``log(x R / B)`` at throughput ``x`` (``decode_time``, ``first_token``), and the figures it came
+            from."""
+            rho = x * state[2] * share
+            if rho > _RHO_MAX:
+                rho = _RHO_MAX
+            tpot = state[1] / (1.0 - rho)
+            ft = first_token(x, tpot, state, busy)
+            return log(x * (ft[0] + o1 * tpot) / batch), (x, state, tpot, rho, ft)
+
         def at_batch(d: float) -> float:
-            state = steps_at(d)
-            x = served(state)
-            out = closing(x, state)
-            seen[d] = (x, state) + out[1:]
-            return out[0]
+            state = one if d == 1.0 else steps_at(d)
+            dec, step, stall = state[0], state[1], state[2]
+            den = o1 * step + dec * stall * share  # ``served``
+            f, seen[d] = closing(dec / den if den > 0.0 else math.inf, state)
+            return f
 
         f1 = at_batch(1.0) if x_one < math.inf else math.inf
         if f1 >= 0.0 or batch <= 1.0:  # one sequence decoding at a time: the throughput closes the loop
-            seen = {}  # keyed by the throughput now
+            seen.clear()  # keyed by the throughput now
 
             def at_rate(x: float) -> float:
-                out = closing(x, one)
-                seen[x] = (x, one) + out[1:]
-                return out[0]
+                f, seen[x] = closing(x, one)
+                return f
             hi = x_one if x_one < math.inf else batch / p_mean
             f_hi = at_rate(hi)
             while f_hi < 0.0:  # (a loop that one sequence never fills: its prompts alone)
@@ -371,7 +402,6 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
             lo, hi, f_lo, f_hi = _root(at_batch, 1.0, batch, f1, at_batch(batch), 1e-4)
         key = lo if -f_lo <= f_hi else hi
         x, state, tpot, rho, (ttft, busy, wait, tail) = seen[key]
-        others = batch - 1.0  # the other users: in service all the time a closed loop runs
         r_loop = batch / x - o1 * tpot
         if ttft < r_loop:  # what the loop leaves waits for a step (Little's law, R = B / X)
             wait, ttft = wait + r_loop - ttft, r_loop
@@ -380,19 +410,26 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         if x <= x_one:
             state = one
         else:  # the batch at which the replica serves the rate: its throughput rises with the batch while stable
-            lo, f_lo, hi = 1.0, math.log(x_one / x), 2.0
-            f_hi = math.log(served(steps_at(hi)) / x)
-            while f_hi < 0.0 and hi < 1e7:
-                lo, f_lo, hi = hi, f_hi, 2.0 * hi
-                f_hi = math.log(served(steps_at(hi)) / x)
+            # Doubling the batch from 2 until it serves the rate (the log of served over the rate turns positive where
+            # the ratio reaches 1): what batches of 2, 4, 8, ... serve is the same at every rate (kept, ``ladder``).
+            ladder = q.ladder
+            if not ladder:
+                ladder.append(served(steps_at(2.0)))
+            hi, k = 2.0, 0
+            while ladder[k] / x < 1.0 and hi < 1e7:
+                hi, k = 2.0 * hi, k + 1
+                if k == len(ladder):
+                    ladder.append(served(steps_at(hi)))
+            lo, f_lo, f_hi = 0.5 * hi, math.log((ladder[k - 1] if k else x_one) / x), math.log(ladder[k] / x)
             if f_hi >= 0.0:
-                lo, hi, _fl, _fh = _root(lambda d: math.log(served(steps_at(d)) / x), lo, hi, f_lo, f_hi, 1e-4)
+                log = math.log
+                lo, hi, _fl, _fh = _root(lambda d: log(served(steps_at(d)) / x), lo, hi, f_lo, f_hi, 1e-4)
             state = steps_at(hi)  # (beyond what any batch serves: the most the prefill leaves the decode)
         tpot, rho = decode_time(x, state)
         ttft = p_mean
         for _ in range(8):  # the requests in service (an open stream's others) from the residence: settles at once
             others = x * (ttft + o1 * tpot)
-            new, busy, wait, tail = first_token(x, tpot, state, others)
+            new, busy, wait, tail = first_token(x, tpot, state, 1.0 - math.exp(-others) if others > 0.0 else 0.0)
             done = abs(new - ttft) <= _TOL * ttft
             ttft = new
             if done:
@@ -484,10 +521,10 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
         wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
         # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
-        return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
-                          inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
-                          _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
-                          inner.ttft_mean_s + wait, inner.step_s)
+        return _point(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
+                      inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
+                      _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
+                      inner.ttft_mean_s + wait, inner.step_s)
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -503,11 +540,11 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
     cond = held / max(c - offered, 1e-9)
     wait_mean = pw * cond
     in_service = min(float(c), offered)
-    return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
-                      inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
-                      inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
-                      _share(rate, q, x_max), True, limit if pw > 0.05 else "",
-                      inner.ttft_mean_s + wait_mean, inner.step_s)
+    return _point(None, rate, in_service, rate * wait_mean, rate, rate * o,
+                  inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
+                  inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
+                  _share(rate, q, x_max), True, limit if pw > 0.05 else "",
+                  inner.ttft_mean_s + wait_mean, inner.step_s)
 
 
 def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:

@@ -109,3 +109,12 @@ def test_a_prompt_in_service_is_its_chunks_in_mixed_steps_worked_by_hand():
     chunk = 5000.0 / 3
     assert prefill_in_service(s, 5000.0)(4.0, 1000.0) == pytest.approx(
         3 * (2 * 8e9 * (4 + chunk) / 4e14 + 524_288 * chunk * 5000.0 / 2 / 4e14 + 0.32768e-3 + 1e-3), rel=1e-12)
+
+
+def test_a_point_made_fast_is_the_record_itself():
+    values = (7, None, 4.0, 3.0, 1.5, 450.0, 0.25, 0.75, 0.02, 0.03, 0.5, True, "kv", 0.3, 0.019)
+    fast, made = Q._point(*values), Q.ServePoint(*values)
+    assert fast == made and repr(fast) == repr(made) and vars(fast) == vars(made) and hash(fast) == hash(made)
+    assert fast.per_user_tokens_per_s == pytest.approx(50.0)
+    with pytest.raises(AttributeError):  # frozen as the record is
+        fast.users = 8
