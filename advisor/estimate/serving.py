@@ -35,6 +35,7 @@ from advisor.estimate import compute
 
 BATCHING = ("continuous", "slots")
 Z95 = 1.6449  # standard normal quantile at 0.95
+_Z = {0.5: 0.0, 0.95: Z95, 0.99: 2.3263}  # standard normal quantiles tabulated (``lognormal_quantile``)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def lognormal_quantile(mean: float, cv: float, q: float) -> float:
     if cv <= 0:
         return float(mean)
     s2 = math.log1p(cv * cv)
-    z = {0.5: 0.0, 0.95: Z95, 0.99: 2.3263}.get(q)
+    z = _Z.get(q)
     if z is None:
         raise ValueError(f"quantile {q} not tabulated (0.5, 0.95, 0.99)")
     return mean * math.exp(z * math.sqrt(s2) - s2 / 2.0)

@@ -266,7 +266,7 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
     Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
     ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
     reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
-    batch ``B_dec`` (``served``), which is found by regula falsi, not by iterating a fixed point. A new prompt
+    batch ``B_dec`` (``steps_at``), which is found by regula falsi, not by iterating a fixed point. A new prompt
     waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
     taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
     token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
@@ -279,7 +279,9 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
 
     def steps_at(dec: float) -> tuple:
         """The decode side with ``dec`` sequences decoding: its step, the prompts' stall on it, a prompt's own
-        service in steps, and the step that carries prompts."""
+        service in steps, the step that carries prompts, and the throughput it serves: Little's law, ``dec = x (O - 1)
+        TPOT`` with ``TPOT = step / (1 - x stall)``, so ``x = dec / ((O - 1) step + dec stall)``, explicit in the
+        batch."""
         mem = a0 * touched(spec, dec) if moe else a0
         cmp_ = c1 * dec
         step = (mem if mem > cmp_ else cmp_) + kv + kv_run * (dec - 1.0) + s0 + hs * (dec - 1.0)
@@ -295,14 +297,8 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         else:  # the prompt runs on its own: every decoding request waits for all of it
             service = stall = p_mean
             carrying = 0.0
-        return dec, step, stall, service, carrying
-
-    def served(state: tuple) -> float:
-        """The throughput at which ``dec`` sequences decode (Little's law, ``dec = x (O - 1) TPOT`` with ``TPOT =
-        step / (1 - x stall)``): ``x = dec / ((O - 1) step + dec stall)``, explicit in the batch."""
-        dec, step, stall = state[0], state[1], state[2]
         den = o1 * step + dec * stall * share
-        return dec / den if den > 0.0 else math.inf
+        return dec, step, stall, service, carrying, dec / den if den > 0.0 else math.inf
 
     def decode_time(x: float, state: tuple) -> tuple[float, float]:
         """``(TPOT, rho)`` at throughput ``x``: prefill takes ``rho = x stall`` of the time, so a step of the decode
@@ -316,7 +312,7 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         """The first token at throughput ``x`` and TPOT: the wait for the step in progress (longer while the prompts
         ahead fill the steps' prompt budget), the prompt's own steps and those of the prompts that came with it.
         ``busy``: the share of the time the others are in service, ``1 - exp(-others)``."""
-        _dec, _step, stall, service, carrying = state
+        _dec, _step, stall, service, carrying, _x = state
         # The steps: T = step + (stall per chunk) x K, K the prompt chunks in it (Poisson, at most per_step).
         unit = stall / chunks
         k_mean = x * chunks * tpot * share
@@ -354,10 +350,10 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         one = q.open_one
         if one is None:
             one = q.open_one = steps_at(1.0)
-    x_one = served(one)
+    x_one = one[5]
     if batch is not None:
         # A closed loop: the batch ``dec`` whose throughput and residence close Little's law x R = B. Every figure
-        # is explicit in the batch (``served``), and R x / B runs from below 1 with one sequence decoding to at least
+        # is explicit in the batch (``steps_at``), and R x / B runs from below 1 with one sequence decoding to at least
         # 1 with all of them, so the root is bracketed and found by regula falsi on its log: no fixed point to
         # iterate, however steep the residence near saturation (tests/estimate/test_serving_des.py). Where the
         # prompts saturate the steps, the users wait for them: the first token is what the loop leaves.
@@ -378,9 +374,7 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
 
         def at_batch(d: float) -> float:
             state = one if d == 1.0 else steps_at(d)
-            dec, step, stall = state[0], state[1], state[2]
-            den = o1 * step + dec * stall * share  # ``served``
-            f, seen[d] = closing(dec / den if den > 0.0 else math.inf, state)
+            f, seen[d] = closing(state[5], state)
             return f
 
         f1 = at_batch(1.0) if x_one < math.inf else math.inf
@@ -410,20 +404,21 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         if x <= x_one:
             state = one
         else:  # the batch at which the replica serves the rate: its throughput rises with the batch while stable
-            # Doubling the batch from 2 until it serves the rate (the log of served over the rate turns positive where
-            # the ratio reaches 1): what batches of 2, 4, 8, ... serve is the same at every rate (kept, ``ladder``).
+            # Doubling the batch from 2 until it serves the rate (the log of what it serves over the rate turns
+            # positive where the ratio reaches 1): what batches of 2, 4, 8, ... serve is the same at every rate (kept,
+            # ``ladder``).
             ladder = q.ladder
             if not ladder:
-                ladder.append(served(steps_at(2.0)))
+                ladder.append(steps_at(2.0)[5])
             hi, k = 2.0, 0
             while ladder[k] / x < 1.0 and hi < 1e7:
                 hi, k = 2.0 * hi, k + 1
                 if k == len(ladder):
-                    ladder.append(served(steps_at(hi)))
+                    ladder.append(steps_at(hi)[5])
             lo, f_lo, f_hi = 0.5 * hi, math.log((ladder[k - 1] if k else x_one) / x), math.log(ladder[k] / x)
             if f_hi >= 0.0:
                 log = math.log
-                lo, hi, _fl, _fh = _root(lambda d: log(served(steps_at(d)) / x), lo, hi, f_lo, f_hi, 1e-4)
+                lo, hi, _fl, _fh = _root(lambda d: log(steps_at(d)[5] / x), lo, hi, f_lo, f_hi, 1e-4)
             state = steps_at(hi)  # (beyond what any batch serves: the most the prefill leaves the decode)
         tpot, rho = decode_time(x, state)
         ttft = p_mean
