@@ -242,7 +242,7 @@ class _Replica:
         # an open stream's decode side with one sequence decoding, and what batches of 2, 4, 8, ... serve (the
         # bracket of every rate's batch starts on them): the same at every rate
         self.open_one: tuple | None = None
-        self.ladder: list[float] = []
+        self.ladder: dict[int, float] = {}
 
 
 _SOLVED = 64  # solutions kept per replica (a sizing solves a few dozen loads of one)
@@ -276,6 +276,8 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
      cv_p2) = q.terms
     spec = q.spec
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
+    open_long = chunks > 1 and batch is None  # an open stream's prompt longer than the budget (``first_token``)
+    room_along = per_step - 1.0  # the prompts that can share a step with a new one
 
     def steps_at(dec: float) -> tuple:
         """The decode side with ``dec`` sequences decoding: its step, the prompts' stall on it, a prompt's own
@@ -328,7 +330,7 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         u = x * share * chunks * (carrying + unit * k_in) / per_step  # the others' prompts hold a new one back
         if u > _RHO_MAX:
             u = _RHO_MAX
-        if chunks > 1 and batch is None:
+        if open_long:
             # An open stream's prompt longer than the budget holds it for ``chunks`` steps: a new one waits for what
             # the prompt in prefill has left, the M/G/1 residual work x E[S^2] / 2 of prompts of S = chunks steps
             # (Pollaczek-Khinchine; log-normal spread). A closed loop's few others are closed by Little's law.
@@ -338,8 +340,8 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
         # Prompts that arrived during the step in progress share the prefill step with this one (room allowing);
         # the step that finishes the prompt gives its first token.
         along = 2.0 * x * residual
-        if along > per_step - 1.0:
-            along = per_step - 1.0
+        if along > room_along:
+            along = room_along
         tail = along * unit
         return wait + service + tail, busy, wait, tail
 
@@ -407,15 +409,13 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
             # Doubling the batch from 2 until it serves the rate (the log of what it serves over the rate turns
             # positive where the ratio reaches 1): what batches of 2, 4, 8, ... serve is the same at every rate (kept,
             # ``ladder``).
-            ladder = q.ladder
-            if not ladder:
-                ladder.append(steps_at(2.0)[5])
+            ladder = q.ladder  # (by the doublings k: each entry is set once, to the one value, by whichever thread)
             hi, k = 2.0, 0
-            while ladder[k] / x < 1.0 and hi < 1e7:
+            x_hi = ladder.get(0) or ladder.setdefault(0, steps_at(2.0)[5])
+            while x_hi / x < 1.0 and hi < 1e7:
                 hi, k = 2.0 * hi, k + 1
-                if k == len(ladder):
-                    ladder.append(steps_at(hi)[5])
-            lo, f_lo, f_hi = 0.5 * hi, math.log((ladder[k - 1] if k else x_one) / x), math.log(ladder[k] / x)
+                x_hi = ladder.get(k) or ladder.setdefault(k, steps_at(hi)[5])
+            lo, f_lo, f_hi = 0.5 * hi, math.log((ladder[k - 1] if k else x_one) / x), math.log(x_hi / x)
             if f_hi >= 0.0:
                 log = math.log
                 lo, hi, _fl, _fh = _root(lambda d: log(steps_at(d)[5] / x), lo, hi, f_lo, f_hi, 1e-4)

@@ -118,3 +118,20 @@ def test_a_point_made_fast_is_the_record_itself():
     assert fast.per_user_tokens_per_s == pytest.approx(50.0)
     with pytest.raises(AttributeError):  # frozen as the record is
         fast.users = 8
+
+
+def test_an_open_streams_ladder_is_the_same_whatever_rate_fills_it():
+    # the throughputs of batches 2, 4, 8, ... kept on a replica are filled by the first rates solved; any order of
+    # rates gives each rate the answer it has alone
+    s = spec(per_seq_s=20e-6, max_seqs=1024, capacity_bytes=400 * GIB)
+    x = max_throughput(s, LENGTHS)[0]
+    rates = [f * x for f in (0.9, 0.05, 0.5, 0.99, 0.2)]
+    alone = []
+    for r in rates:
+        clear_caches()
+        alone.append(serve_at(s, LENGTHS, requests_per_s=r))
+    for order in (rates, rates[::-1]):
+        clear_caches()
+        together = {r: serve_at(s, LENGTHS, requests_per_s=r) for r in order}
+        assert [together[r] for r in rates] == alone
+    assert len(Q._replica(s, LENGTHS).ladder) >= 3  # (batches up to 8 at least: the test reads kept entries)
