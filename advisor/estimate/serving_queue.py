@@ -182,15 +182,39 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
     return lo, hi, f_lo, f_hi
 
 
+class _Terms(NamedTuple):
+    """A replica's constants of the solve (``_Replica``): the output tokens after the first, the running context,
+    the decode step's terms (the weights' read, whether experts are routed, the products and the caches per sequence,
+    the step's fixed and per-sequence costs), the mean prompt's prefill alone, its chunks (whether chunked, how many,
+    their link time, prompts per step, each chunk's compute) and the prompt's spread squared."""
+
+    o1: float
+    ctx_run: float
+    a0: float
+    moe: bool
+    c1: float
+    kv: float
+    kv_run: float
+    s0: float
+    hs: float
+    p_mean: float
+    chunked: bool
+    chunks: int
+    link_chunk: float
+    per_step: float
+    pre_chunk: float
+    cv_p2: float
+
+
 class _Replica:
     """One replica's spec and its requests' lengths, with what the queue needs of them worked out once (the decode
     step's terms, the mean prompt's prefill and chunks, the quantile prompts' prefill in service) and the solutions
     of its loads kept: ``solved`` by ``(batch, rate)`` (at most ``_SOLVED`` of them), ``most`` (``max_throughput``),
-    ``full`` (``full_throughput``), and what an open stream's batches serve whatever the rate (``open_one``,
-    ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
+    ``full`` (``full_throughput``), and what an open stream's solve evaluates and its batches serve whatever the rate
+    (``open_kit``, ``open_one``, ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
 
-    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full", "open_one",
-                 "ladder")
+    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full", "open_kit",
+                 "open_one", "ladder")
 
     def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
         self.spec, self.lengths = spec, lengths
@@ -231,8 +255,8 @@ class _Replica:
                 per_step = 1.0
         # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
         cv_p2 = lengths.prompt_cv ** 2
-        self.terms = (o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step,
-                      pre_chunk, cv_p2)
+        self.terms = _Terms(o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk,
+                            per_step, pre_chunk, cv_p2)
         step = step_function(spec)
         self.in_service50 = prefill_in_service(spec, lengths.prompt_q(0.5), step)
         self.in_service95 = prefill_in_service(spec, lengths.prompt_q(0.95), step)
@@ -241,6 +265,7 @@ class _Replica:
         self.full: float | None = None
         # an open stream's decode side with one sequence decoding, and what batches of 2, 4, 8, ... serve (the
         # bracket of every rate's batch starts on them): the same at every rate
+        self.open_kit: tuple | None = None
         self.open_one: tuple | None = None
         self.ladder: dict[int, float] = {}
 
@@ -260,19 +285,11 @@ def _inner(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
     return got
 
 
-def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
-    """The mean-value solution of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
-
-    Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
-    ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
-    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
-    batch ``B_dec`` (``steps_at``), which is found by regula falsi, not by iterating a fixed point. A new prompt
-    waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
-    taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
-    token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
-    TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
-    """
-    (o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step, pre_chunk,
+def _kit(q: _Replica, batch: float | None) -> tuple:
+    """What a solve evaluates on a replica at a batch (``batch`` None: an open stream), with its constants bound once:
+    ``(share, steps_at, decode_time, first_token)``, ``share`` the prefills that hold a request up (the others').
+    An open stream's are the same at every rate (kept on its replica, ``_Replica.open_kit``)."""
+    (o1, _ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step, pre_chunk,
      cv_p2) = q.terms
     spec = q.spec
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
@@ -344,6 +361,31 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
             along = room_along
         tail = along * unit
         return wait + service + tail, busy, wait, tail
+
+    return share, steps_at, decode_time, first_token
+
+
+def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
+    """The mean-value solution of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
+
+    Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
+    ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
+    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
+    batch ``B_dec`` (``steps_at``), which is found by regula falsi, not by iterating a fixed point. A new prompt
+    waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
+    taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
+    token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
+    TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
+    """
+    terms = q.terms
+    o1, ctx_run, p_mean, cv_p2 = terms.o1, terms.ctx_run, terms.p_mean, terms.cv_p2
+    if batch is not None:
+        share, steps_at, decode_time, first_token = _kit(q, batch)
+    else:
+        kit = q.open_kit
+        if kit is None:
+            kit = q.open_kit = _kit(q, None)
+        share, steps_at, decode_time, first_token = kit
 
     # a single sequence decoding: below the throughput it serves, the batch stays at one
     if batch is not None:
