@@ -28,12 +28,14 @@ The method (docs/method.md, "Serving under load"):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.estimate import compute
 
 BATCHING = ("continuous", "slots")
 Z95 = 1.6449  # standard normal quantile at 0.95
+_Z = {0.5: 0.0, 0.95: Z95, 0.99: 2.3263}  # standard normal quantiles tabulated (``lognormal_quantile``)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def lognormal_quantile(mean: float, cv: float, q: float) -> float:
     if cv <= 0:
         return float(mean)
     s2 = math.log1p(cv * cv)
-    z = {0.5: 0.0, 0.95: Z95, 0.99: 2.3263}.get(q)
+    z = _Z.get(q)
     if z is None:
         raise ValueError(f"quantile {q} not tabulated (0.5, 0.95, 0.99)")
     return mean * math.exp(z * math.sqrt(s2) - s2 / 2.0)
@@ -275,15 +277,40 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     does (docs/method.md, "Serving under load"). At one sequence it is the single-request step (reading weights and
     cache) it was before.
     """
+    return step_function(spec)(batch, mean_context, _mixed_prompt_s(spec, extra_tokens, extra_flops),
+                               extra_tokens * spec.per_token_s)
+
+
+def step_function(spec: ServerSpec) -> Callable[[float, float, float, float], float]:
+    """``decode_step_s`` of one spec as a function of ``(batch, mean_context, prompt_s, link_s)``, the spec's rates
+    worked out once (a queue evaluates the step many times a solve): ``prompt_s`` the mixed prompt tokens' compute
+    (``_mixed_prompt_s``), ``link_s`` their link time."""
     n = spec.parallel_devices
-    t_weights = spec.read_bytes * touched(spec, batch) / (spec.bandwidth_bps * spec.eta_mem * n)
-    t_kv = batch * mean_context * spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
-    t_att = batch * mean_context * spec.attn_flops_per_pair / (spec.decode_flops * n)
-    t_mm = 2.0 * spec.active_params * batch / (spec.decode_flops * n)
-    t_pre = (2.0 * spec.active_params * extra_tokens / spec.prefill_flops
-             + extra_flops / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, extra_tokens)
-    return (max(t_weights, t_mm + t_pre) + max(t_kv, t_att) + spec.step_overhead_s
-            + (batch - 1.0 if batch > 1.0 else 0.0) * spec.per_seq_s + extra_tokens * spec.per_token_s)
+    read = spec.read_bytes
+    mem_rate = spec.bandwidth_bps * spec.eta_mem * n
+    kv_bytes, kv_replicas = spec.kv_bytes_per_token, spec.kv_replicas
+    kv_rate = spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n
+    pair = spec.attn_flops_per_pair
+    flops = spec.decode_flops * n
+    two_p = 2.0 * spec.active_params
+    s0, hs = spec.step_overhead_s, spec.per_seq_s
+    dense = spec.expert_fraction >= 1.0
+
+    def step(batch: float, mean_context: float, prompt_s: float, link_s: float) -> float:
+        t_weights = read * (1.0 if dense else touched(spec, batch)) / mem_rate
+        t_kv = batch * mean_context * kv_bytes * kv_replicas / kv_rate
+        t_att = batch * mean_context * pair / flops
+        t_mm = two_p * batch / flops + prompt_s
+        return ((t_mm if t_mm > t_weights else t_weights) + (t_att if t_att > t_kv else t_kv) + s0
+                + (batch - 1.0 if batch > 1.0 else 0.0) * hs + link_s)
+    return step
+
+
+def _mixed_prompt_s(spec: ServerSpec, tokens: float, attention_flops: float) -> float:
+    """The compute of ``tokens`` prompt tokens (and their attention's FLOPs) mixed into a decode step."""
+    return (2.0 * spec.active_params * tokens / spec.prefill_flops
+            + attention_flops / (spec.attention_flops or spec.prefill_flops)) / spec.parallel_devices \
+        * pipelined(spec, tokens)
 
 
 def pipelined(spec: ServerSpec, prompt_tokens: float) -> float:
@@ -365,12 +392,25 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     return steps, steps * ((one if one > t_weights else t_weights) + spec.step_overhead_s)
 
 
-def _prefill_in_service_s(spec: ServerSpec, prompt_tokens: float, decoding: float, mean_context: float) -> float:
-    """A prompt's prefill while ``decoding`` sequences decode: chunked into mixed steps, or on its own."""
-    if spec.chunk_tokens <= 0 or decoding < 0.5:
-        return prefill_s(spec, prompt_tokens)
+def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
+                       step: Callable[[float, float, float, float], float] | None = None
+                       ) -> Callable[[float, float], float]:
+    """A prompt's prefill while ``decoding`` sequences decode at ``mean_context``, as a function of the two: chunked
+    into mixed steps (``decode_step_s``), or on its own (``prefill_s``) where the runtime does not chunk or nothing
+    decodes. What does not depend on them is worked out once; ``step``: the spec's ``step_function`` if at hand."""
+    alone = prefill_s(spec, prompt_tokens)
+    if spec.chunk_tokens <= 0:
+        return lambda decoding, mean_context: alone
     chunks = math.ceil(prompt_tokens / spec.chunk_tokens)
     chunk = prompt_tokens / chunks
     # Attention of a chunk over the prompt before it: on average half the prompt.
     attn = spec.attn_flops_per_pair * chunk * prompt_tokens / 2.0
-    return chunks * decode_step_s(spec, decoding, mean_context, chunk, attn)
+    prompt = _mixed_prompt_s(spec, chunk, attn)
+    link = chunk * spec.per_token_s
+    step = step or step_function(spec)
+
+    def in_service(decoding: float, mean_context: float) -> float:
+        if decoding < 0.5:
+            return alone
+        return chunks * step(decoding, mean_context, prompt, link)
+    return in_service

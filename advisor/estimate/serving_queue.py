@@ -15,26 +15,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
+from typing import NamedTuple
 
 from advisor.estimate.serving import (
     Z95,
     Lengths,
     ServerSpec,
-    _prefill_in_service_s,
     batch_prefill_s,
     concurrency_limit,
     decode_step_s,
     held_tokens,
     kv_capacity_tokens,
     pipelined,
+    prefill_in_service,
     prefill_s,
+    step_function,
     touched,
 )
 
 _RHO_MAX = 0.999
 _TOL = 2e-4  # relative tolerance of the solves (a bracket's width, a map's change)
+_INF = math.inf
 
 
 # ------------------------------------------------------------------------------------------------ queues
@@ -115,8 +118,18 @@ class ServePoint:
         return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class _Inner:
+_POINT_FIELDS = tuple(f.name for f in fields(ServePoint))
+
+
+def _point(*values) -> ServePoint:
+    """The ``ServePoint`` of ``values`` in its fields' order, made without the frozen record's per-field ``__init__``
+    (a sizing makes hundreds): the same record, equal and alike in every field."""
+    point = object.__new__(ServePoint)
+    object.__setattr__(point, "__dict__", dict(zip(_POINT_FIELDS, values)))
+    return point
+
+
+class _Inner(NamedTuple):
     """The service a batch of ``batch`` requests gets (no admission queue)."""
 
     requests_per_s: float
@@ -146,7 +159,7 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
     for _ in range(100):
         if hi - lo <= x_tol * abs(hi):
             break
-        if math.isfinite(w_hi) and math.isfinite(w_lo) and w_hi != w_lo:
+        if -_INF < w_hi < _INF and -_INF < w_lo < _INF and w_hi != w_lo:  # (both finite)
             m = hi - w_hi * (hi - lo) / (w_hi - w_lo)
             span = hi - lo
             if not lo + 1e-3 * span < m < hi - 1e-3 * span:
@@ -158,72 +171,136 @@ def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: 
             return m, m, fm, fm
         if (fm < 0.0) == (f_lo < 0.0):
             lo, f_lo, w_lo = m, fm, fm
-            if side == -1 and math.isfinite(w_hi):
+            if side == -1 and -_INF < w_hi < _INF:
                 w_hi *= 0.5
             side = -1
         else:
             hi, f_hi, w_hi = m, fm, fm
-            if side == 1 and math.isfinite(w_lo):
+            if side == 1 and -_INF < w_lo < _INF:
                 w_lo *= 0.5
             side = 1
     return lo, hi, f_lo, f_hi
 
 
-@lru_cache(maxsize=16384)
-def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float | None) -> _Inner:
-    """The mean-value solution of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
+class _Terms(NamedTuple):
+    """A replica's constants of the solve (``_Replica``): the output tokens after the first, the running context,
+    the decode step's terms (the weights' read, whether experts are routed, the products and the caches per sequence,
+    the step's fixed and per-sequence costs), the mean prompt's prefill alone, its chunks (whether chunked, how many,
+    their link time, prompts per step, each chunk's compute) and the prompt's spread squared."""
 
-    Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
-    ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
-    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
-    batch ``B_dec`` (``served``), which is found by regula falsi, not by iterating a fixed point. A new prompt
-    waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
-    taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
-    token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
-    TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
-    """
-    o1 = max(lengths.output_mean - 1.0, 0.0)
-    ctx = lengths.mean_context  # the request's own mean cache
-    ctx_run = lengths.running_context  # the cache of each other sequence running with it (length-biased)
-    n = spec.parallel_devices
-    # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
-    # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
-    bw = spec.bandwidth_bps * spec.eta_mem * n
-    a0 = spec.read_bytes / bw
-    moe = spec.expert_fraction < 1.0
-    a1 = spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
-    c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
-    ca = spec.attn_flops_per_pair / (spec.decode_flops * n)
-    kv_tok = a1 if a1 > ca else ca  # the attention over one cached token: its read, or its FLOPs
-    kv = kv_tok * ctx  # the attention of the request itself over its cache
-    kv_run = kv_tok * ctx_run  # and of each other running sequence (``Lengths.running_context``)
-    s0 = spec.step_overhead_s
-    hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
-    p_mean = prefill_s(spec, lengths.prompt_mean)
-    chunked = spec.chunk_tokens > 0
-    chunks = 1
-    link_chunk = 0.0
-    # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
-    # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
-    per_step = 1.0
-    if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
-        chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
-        pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
-                     + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
-                     / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
-        pre_chunk = pre_total / chunks
-        # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
-        link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
-        per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
-        if per_step < 1.0:
-            per_step = 1.0
-    # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
-    cv_p2 = lengths.prompt_cv ** 2
+    o1: float
+    ctx_run: float
+    a0: float
+    moe: bool
+    c1: float
+    kv: float
+    kv_run: float
+    s0: float
+    hs: float
+    p_mean: float
+    chunked: bool
+    chunks: int
+    link_chunk: float
+    per_step: float
+    pre_chunk: float
+    cv_p2: float
+
+
+class _Replica:
+    """One replica's spec and its requests' lengths, with what the queue needs of them worked out once (the decode
+    step's terms, the mean prompt's prefill and chunks, the quantile prompts' prefill in service) and the solutions
+    of its loads kept: ``solved`` by ``(batch, rate)`` (at most ``_SOLVED`` of them), ``most`` (``max_throughput``),
+    ``full`` (``full_throughput``), and what an open stream's solve evaluates and its batches serve whatever the rate
+    (``open_kit``, ``open_one``, ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
+
+    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full", "open_kit",
+                 "open_one", "ladder")
+
+    def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
+        self.spec, self.lengths = spec, lengths
+        o1 = max(lengths.output_mean - 1.0, 0.0)
+        ctx = lengths.mean_context  # the request's own mean cache
+        ctx_run = lengths.running_context  # the cache of each other sequence running with it (length-biased)
+        n = spec.parallel_devices
+        # A decode step is two rooflines in series, each linear in the batch (``serving.decode_step_s``): the matrix
+        # products, max(a0, c1 B + pre), then the attention over the caches, max(a1 B, ca B); plus s0 + hs (B - 1).
+        bw = spec.bandwidth_bps * spec.eta_mem * n
+        a0 = spec.read_bytes / bw
+        moe = spec.expert_fraction < 1.0
+        a1 = spec.kv_bytes_per_token * spec.kv_replicas / (spec.bandwidth_bps * (spec.eta_kv or spec.eta_mem) * n)
+        c1 = 2.0 * spec.active_params / (spec.decode_flops * n)
+        ca = spec.attn_flops_per_pair / (spec.decode_flops * n)
+        kv_tok = a1 if a1 > ca else ca  # the attention over one cached token: its read, or its FLOPs
+        kv = kv_tok * ctx  # the attention of the request itself over its cache
+        kv_run = kv_tok * ctx_run  # and of each other running sequence (``Lengths.running_context``)
+        s0 = spec.step_overhead_s
+        hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
+        p_mean = prefill_s(spec, lengths.prompt_mean)
+        chunked = spec.chunk_tokens > 0
+        chunks = 1
+        link_chunk = pre_chunk = 0.0
+        # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
+        # goes in ``chunks`` steps, one at a time); a runtime without chunks runs one prompt per step on its own.
+        per_step = 1.0
+        if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
+            chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
+            pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
+                         + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
+                         / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
+            pre_chunk = pre_total / chunks
+            # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
+            link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
+            per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
+            if per_step < 1.0:
+                per_step = 1.0
+        # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
+        cv_p2 = lengths.prompt_cv ** 2
+        self.terms = _Terms(o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk,
+                            per_step, pre_chunk, cv_p2)
+        step = step_function(spec)
+        self.in_service50 = prefill_in_service(spec, lengths.prompt_q(0.5), step)
+        self.in_service95 = prefill_in_service(spec, lengths.prompt_q(0.95), step)
+        self.solved: dict = {}
+        self.most: tuple[float, int, str] | None = None
+        self.full: float | None = None
+        # an open stream's decode side with one sequence decoding, and what batches of 2, 4, 8, ... serve (the
+        # bracket of every rate's batch starts on them): the same at every rate
+        self.open_kit: tuple | None = None
+        self.open_one: tuple | None = None
+        self.ladder: dict[int, float] = {}
+
+
+_SOLVED = 64  # solutions kept per replica (a sizing solves a few dozen loads of one)
+_replica = lru_cache(maxsize=1024)(_Replica)
+
+
+def _inner(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
+    """The solution of a batch (``_solve``), kept on its replica."""
+    key = (batch, rate)
+    got = q.solved.get(key)
+    if got is None:
+        if len(q.solved) >= _SOLVED:
+            q.solved.clear()
+        got = q.solved[key] = _solve(q, batch, rate)
+    return got
+
+
+def _kit(q: _Replica, batch: float | None) -> tuple:
+    """What a solve evaluates on a replica at a batch (``batch`` None: an open stream), with its constants bound once:
+    ``(share, steps_at, decode_time, first_token)``, ``share`` the prefills that hold a request up (the others').
+    An open stream's are the same at every rate (kept on its replica, ``_Replica.open_kit``)."""
+    (o1, _ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step, pre_chunk,
+     cv_p2) = q.terms
+    spec = q.spec
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
+    open_long = chunks > 1 and batch is None  # an open stream's prompt longer than the budget (``first_token``)
+    room_along = per_step - 1.0  # the prompts that can share a step with a new one
 
     def steps_at(dec: float) -> tuple:
         """The decode side with ``dec`` sequences decoding: its step, the prompts' stall on it, a prompt's own
-        service in steps, and the step that carries prompts."""
+        service in steps, the step that carries prompts, and the throughput it serves: Little's law, ``dec = x (O - 1)
+        TPOT`` with ``TPOT = step / (1 - x stall)``, so ``x = dec / ((O - 1) step + dec stall)``, explicit in the
+        batch."""
         mem = a0 * touched(spec, dec) if moe else a0
         cmp_ = c1 * dec
         step = (mem if mem > cmp_ else cmp_) + kv + kv_run * (dec - 1.0) + s0 + hs * (dec - 1.0)
@@ -239,14 +316,8 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         else:  # the prompt runs on its own: every decoding request waits for all of it
             service = stall = p_mean
             carrying = 0.0
-        return dec, step, stall, service, carrying
-
-    def served(state: tuple) -> float:
-        """The throughput at which ``dec`` sequences decode (Little's law, ``dec = x (O - 1) TPOT`` with ``TPOT =
-        step / (1 - x stall)``): ``x = dec / ((O - 1) step + dec stall)``, explicit in the batch."""
-        dec, step, stall = state[0], state[1], state[2]
         den = o1 * step + dec * stall * share
-        return dec / den if den > 0.0 else math.inf
+        return dec, step, stall, service, carrying, dec / den if den > 0.0 else math.inf
 
     def decode_time(x: float, state: tuple) -> tuple[float, float]:
         """``(TPOT, rho)`` at throughput ``x``: prefill takes ``rho = x stall`` of the time, so a step of the decode
@@ -256,16 +327,16 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             rho = _RHO_MAX
         return state[1] / (1.0 - rho), rho
 
-    def first_token(x: float, tpot: float, state: tuple, others: float) -> tuple:
+    def first_token(x: float, tpot: float, state: tuple, busy: float) -> tuple:
         """The first token at throughput ``x`` and TPOT: the wait for the step in progress (longer while the prompts
-        ahead fill the steps' prompt budget), the prompt's own steps and those of the prompts that came with it."""
-        dec, step, stall, service, carrying = state
+        ahead fill the steps' prompt budget), the prompt's own steps and those of the prompts that came with it.
+        ``busy``: the share of the time the others are in service, ``1 - exp(-others)``."""
+        _dec, _step, stall, service, carrying, _x = state
         # The steps: T = step + (stall per chunk) x K, K the prompt chunks in it (Poisson, at most per_step).
         unit = stall / chunks
         k_mean = x * chunks * tpot * share
         room = 1.0 - k_mean / per_step
         var_t = unit * unit * k_mean * ((room if room > 0.0 else 0.0) + cv_p2)
-        busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
         # (the decode's steps run only while others are in service; the prompts' spread is already per unit time)
         residual = 0.5 * (tpot * busy + var_t / tpot)
         # The prompt budget: a step that takes prompts is ``carrying`` plus the stalls of those it takes; the
@@ -276,7 +347,7 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         u = x * share * chunks * (carrying + unit * k_in) / per_step  # the others' prompts hold a new one back
         if u > _RHO_MAX:
             u = _RHO_MAX
-        if chunks > 1 and batch is None:
+        if open_long:
             # An open stream's prompt longer than the budget holds it for ``chunks`` steps: a new one waits for what
             # the prompt in prefill has left, the M/G/1 residual work x E[S^2] / 2 of prompts of S = chunks steps
             # (Pollaczek-Khinchine; log-normal spread). A closed loop's few others are closed by Little's law.
@@ -286,41 +357,77 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         # Prompts that arrived during the step in progress share the prefill step with this one (room allowing);
         # the step that finishes the prompt gives its first token.
         along = 2.0 * x * residual
-        if along > per_step - 1.0:
-            along = per_step - 1.0
+        if along > room_along:
+            along = room_along
         tail = along * unit
         return wait + service + tail, busy, wait, tail
 
-    one = steps_at(1.0)  # a single sequence decoding: below the throughput it serves, the batch stays at one
-    x_one = served(one)
+    return share, steps_at, decode_time, first_token
+
+
+def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
+    """The mean-value solution of a batch: a closed loop of ``batch`` requests, or an open stream at ``rate``.
+
+    Unknowns: throughput X, TPOT, TTFT. Little's law gives X = B / R (closed) or B = rate x R (open), with
+    ``R = TTFT + (O - 1) x TPOT``; prefill takes ``rho = X x p`` of the time, so a step of the decode
+    reaches a request every ``t(B_dec) / (1 - rho)`` (the mean step ``T``). All of it is explicit in the decoding
+    batch ``B_dec`` (``steps_at``), which is found by regula falsi, not by iterating a fixed point. A new prompt
+    waits for the step in progress (its mean residual ``E[T^2] / 2 E[T]``), longer when the steps' prompt budget is
+    taken by the prompts ahead (``1 / (1 - u)``), then rides its own step(s) with the prompts that came with it; its first
+    token comes out of the step that finishes its prompt (the prompt's last logits), as in vLLM, SGLang and
+    TensorRT-LLM's in-flight batching (docs/method.md, "Serving under load": the step queue).
+    """
+    terms = q.terms
+    o1, ctx_run, p_mean, cv_p2 = terms.o1, terms.ctx_run, terms.p_mean, terms.cv_p2
+    if batch is not None:
+        share, steps_at, decode_time, first_token = _kit(q, batch)
+    else:
+        kit = q.open_kit
+        if kit is None:
+            kit = q.open_kit = _kit(q, None)
+        share, steps_at, decode_time, first_token = kit
+
+    # a single sequence decoding: below the throughput it serves, the batch stays at one
+    if batch is not None:
+        one = steps_at(1.0)
+    else:
+        one = q.open_one
+        if one is None:
+            one = q.open_one = steps_at(1.0)
+    x_one = one[5]
     if batch is not None:
         # A closed loop: the batch ``dec`` whose throughput and residence close Little's law x R = B. Every figure
-        # is explicit in the batch (``served``), and R x / B runs from below 1 with one sequence decoding to at least
+        # is explicit in the batch (``steps_at``), and R x / B runs from below 1 with one sequence decoding to at least
         # 1 with all of them, so the root is bracketed and found by regula falsi on its log: no fixed point to
         # iterate, however steep the residence near saturation (tests/estimate/test_serving_des.py). Where the
         # prompts saturate the steps, the users wait for them: the first token is what the loop leaves.
-        def closing(x: float, state: tuple) -> tuple:
-            tpot, rho = decode_time(x, state)
-            ft = first_token(x, tpot, state, batch - 1.0)
-            return math.log(x * (ft[0] + o1 * tpot) / batch), tpot, rho, ft
-
+        others = batch - 1.0  # the other users: in service all the time a closed loop runs
+        busy = 1.0 - math.exp(-others) if others > 0.0 else 0.0
+        log = math.log
         seen: dict = {}
 
+        def closing(x: float, state: tuple) -> tuple:
+            """``log(x R / B)`` at throughput ``x`` (``decode_time``, ``first_token``), and the figures it came
+            from."""
+            rho = x * state[2] * share
+            if rho > _RHO_MAX:
+                rho = _RHO_MAX
+            tpot = state[1] / (1.0 - rho)
+            ft = first_token(x, tpot, state, busy)
+            return log(x * (ft[0] + o1 * tpot) / batch), (x, state, tpot, rho, ft)
+
         def at_batch(d: float) -> float:
-            state = steps_at(d)
-            x = served(state)
-            out = closing(x, state)
-            seen[d] = (x, state) + out[1:]
-            return out[0]
+            state = one if d == 1.0 else steps_at(d)
+            f, seen[d] = closing(state[5], state)
+            return f
 
         f1 = at_batch(1.0) if x_one < math.inf else math.inf
         if f1 >= 0.0 or batch <= 1.0:  # one sequence decoding at a time: the throughput closes the loop
-            seen = {}  # keyed by the throughput now
+            seen.clear()  # keyed by the throughput now
 
             def at_rate(x: float) -> float:
-                out = closing(x, one)
-                seen[x] = (x, one) + out[1:]
-                return out[0]
+                f, seen[x] = closing(x, one)
+                return f
             hi = x_one if x_one < math.inf else batch / p_mean
             f_hi = at_rate(hi)
             while f_hi < 0.0:  # (a loop that one sequence never fills: its prompts alone)
@@ -333,7 +440,6 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
             lo, hi, f_lo, f_hi = _root(at_batch, 1.0, batch, f1, at_batch(batch), 1e-4)
         key = lo if -f_lo <= f_hi else hi
         x, state, tpot, rho, (ttft, busy, wait, tail) = seen[key]
-        others = batch - 1.0  # the other users: in service all the time a closed loop runs
         r_loop = batch / x - o1 * tpot
         if ttft < r_loop:  # what the loop leaves waits for a step (Little's law, R = B / X)
             wait, ttft = wait + r_loop - ttft, r_loop
@@ -342,19 +448,25 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
         if x <= x_one:
             state = one
         else:  # the batch at which the replica serves the rate: its throughput rises with the batch while stable
-            lo, f_lo, hi = 1.0, math.log(x_one / x), 2.0
-            f_hi = math.log(served(steps_at(hi)) / x)
-            while f_hi < 0.0 and hi < 1e7:
-                lo, f_lo, hi = hi, f_hi, 2.0 * hi
-                f_hi = math.log(served(steps_at(hi)) / x)
+            # Doubling the batch from 2 until it serves the rate (the log of what it serves over the rate turns
+            # positive where the ratio reaches 1): what batches of 2, 4, 8, ... serve is the same at every rate (kept,
+            # ``ladder``).
+            ladder = q.ladder  # (by the doublings k: each entry is set once, to the one value, by whichever thread)
+            hi, k = 2.0, 0
+            x_hi = ladder.get(0) or ladder.setdefault(0, steps_at(2.0)[5])
+            while x_hi / x < 1.0 and hi < 1e7:
+                hi, k = 2.0 * hi, k + 1
+                x_hi = ladder.get(k) or ladder.setdefault(k, steps_at(hi)[5])
+            lo, f_lo, f_hi = 0.5 * hi, math.log((ladder[k - 1] if k else x_one) / x), math.log(x_hi / x)
             if f_hi >= 0.0:
-                lo, hi, _fl, _fh = _root(lambda d: math.log(served(steps_at(d)) / x), lo, hi, f_lo, f_hi, 1e-4)
+                log = math.log
+                lo, hi, _fl, _fh = _root(lambda d: log(steps_at(d)[5] / x), lo, hi, f_lo, f_hi, 1e-4)
             state = steps_at(hi)  # (beyond what any batch serves: the most the prefill leaves the decode)
         tpot, rho = decode_time(x, state)
         ttft = p_mean
         for _ in range(8):  # the requests in service (an open stream's others) from the residence: settles at once
             others = x * (ttft + o1 * tpot)
-            new, busy, wait, tail = first_token(x, tpot, state, others)
+            new, busy, wait, tail = first_token(x, tpot, state, 1.0 - math.exp(-others) if others > 0.0 else 0.0)
             done = abs(new - ttft) <= _TOL * ttft
             ttft = new
             if done:
@@ -373,38 +485,44 @@ def _inner(spec: ServerSpec, lengths: Lengths, batch: float | None, rate: float 
     # idle, else exponential with the mean wait of a busy server.
     cond = wait / busy if busy > 0 else 0.0
     # the others decoding while a prompt prefills (none at one user: the prompt alone, estimate.serving.prefill_s)
-    ttft95 = _prefill_in_service_s(spec, lengths.prompt_q(0.95), dec * share, ctx_run) + tail \
-        + _exp_tail_quantile(busy, cond, 0.95)
-    ttft50 = _prefill_in_service_s(spec, lengths.prompt_q(0.5), dec * share, ctx_run) + tail \
-        + _exp_tail_quantile(busy, cond, 0.5)
+    ttft95 = q.in_service95(dec * share, ctx_run) + tail + _exp_tail_quantile(busy, cond, 0.95)
+    ttft50 = q.in_service50(dec * share, ctx_run) + tail + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
-    return _Inner(requests_per_s=x, decoding=dec, rho_prefill=rho, tpot_s=tpot, tpot_p95_s=tpot95,
-                  ttft_p50_s=ttft50, ttft_p95_s=ttft95, residence_s=r, ttft_mean_s=ttft, step_s=step)
+    return _Inner(x, dec, rho, tpot, tpot95, ttft50, ttft95, r, ttft, step)
 
 
-@lru_cache(maxsize=4096)
 def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
     """Requests/s with as many sequences busy as the cache holds (continuous batching: at most ``max_seqs``;
     slots: as many slots of ``slot_tokens`` as fit, whatever ``-np`` says): what a load's utilisation is
     measured against."""
-    tokens = kv_capacity_tokens(spec)
-    if spec.batching == "slots":
-        slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
-        c = int(tokens // slot) if slot > 0 else 0
-    else:
-        c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
-    return _inner(spec, lengths, float(c), None).requests_per_s if c >= 1 else 0.0
+    return _full(_replica(spec, lengths))
 
 
-@lru_cache(maxsize=4096)
+def _full(q: _Replica) -> float:
+    if q.full is None:
+        spec, lengths = q.spec, q.lengths
+        tokens = kv_capacity_tokens(spec)
+        if spec.batching == "slots":
+            slot = spec.slot_tokens or math.ceil(lengths.prompt_q(0.95) + lengths.output_q(0.95))
+            c = int(tokens // slot) if slot > 0 else 0
+        else:
+            c = min(spec.max_seqs, int(tokens // held_tokens(spec, lengths)))
+        q.full = _inner(q, float(c), None).requests_per_s if c >= 1 else 0.0
+    return q.full
+
+
 def max_throughput(spec: ServerSpec, lengths: Lengths) -> tuple[float, int, str]:
     """Requests/s the replica serves with every sequence it fits busy: ``(requests/s, sequences, limit)``.
     Zero sequences (the cache holds no request) serves nothing."""
-    c, limit = concurrency_limit(spec, lengths)
-    if c < 1:
-        return 0.0, 0, limit
-    return _inner(spec, lengths, float(c), None).requests_per_s, c, limit
+    return _most(_replica(spec, lengths))
+
+
+def _most(q: _Replica) -> tuple[float, int, str]:
+    if q.most is None:
+        c, limit = concurrency_limit(q.spec, q.lengths)
+        q.most = (0.0, 0, limit) if c < 1 else (_inner(q, float(c), None).requests_per_s, c, limit)
+    return q.most
 
 
 def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
@@ -420,7 +538,13 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
     """
     if (users is None) == (requests_per_s is None):
         raise ValueError("give users or requests_per_s")
-    x_max, c, limit = max_throughput(spec, lengths)
+    return _serve(_replica(spec, lengths), users, requests_per_s)
+
+
+def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> ServePoint:
+    """``serve_at`` on a replica (one of ``users``, ``requests_per_s`` given)."""
+    lengths = q.lengths
+    x_max, c, limit = _most(q)
     if c < 1:
         return ServePoint(users, requests_per_s, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0,
                           False, limit)
@@ -429,35 +553,35 @@ def serve_at(spec: ServerSpec, lengths: Lengths, *, users: int | None = None,
         if users < 1:
             raise ValueError("users must be at least 1")
         b = min(users, c)
-        inner = _inner(spec, lengths, float(b), None)
+        inner = _inner(q, float(b), None)
         waiting = float(users - b)
         wait = users / inner.requests_per_s - inner.residence_s if users > b else 0.0
         # The queue moves one place each time a sequence ends; the spread of output lengths spreads the wait.
         wait95 = wait * (1.0 + Z95 * lengths.output_cv / math.sqrt(max(1.0, waiting))) if wait > 0 else 0.0
-        return ServePoint(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
-                          inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
-                          _share(inner.requests_per_s, spec, lengths, x_max), True, limit if users >= c else "",
-                          inner.ttft_mean_s + wait, inner.step_s)
+        return _point(users, None, float(b), waiting, inner.requests_per_s, inner.requests_per_s * o,
+                      inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
+                      _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
+                      inner.ttft_mean_s + wait, inner.step_s)
     rate = float(requests_per_s)
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
     if rate >= x_max:
         return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
                           math.inf, 1.0, False, limit)
-    inner = _inner(spec, lengths, None, rate)
+    inner = _inner(q, None, rate)
     if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
-        inner = _inner(spec, lengths, float(c), None)
+        inner = _inner(q, float(c), None)
     held = inner.residence_s
     offered = rate * held
     pw = erlang_c(c, offered)
     cond = held / max(c - offered, 1e-9)
     wait_mean = pw * cond
     in_service = min(float(c), offered)
-    return ServePoint(None, rate, in_service, rate * wait_mean, rate, rate * o,
-                      inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
-                      inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
-                      _share(rate, spec, lengths, x_max), True, limit if pw > 0.05 else "",
-                      inner.ttft_mean_s + wait_mean, inner.step_s)
+    return _point(None, rate, in_service, rate * wait_mean, rate, rate * o,
+                  inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
+                  inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
+                  _share(rate, q, x_max), True, limit if pw > 0.05 else "",
+                  inner.ttft_mean_s + wait_mean, inner.step_s)
 
 
 def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:
@@ -498,9 +622,9 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
                       limit if users >= c else "", mean_first + wait, step)
 
 
-def _share(x: float, spec: ServerSpec, lengths: Lengths, x_max: float) -> float:
+def _share(x: float, q: _Replica, x_max: float) -> float:
     """Utilisation: throughput over the most the replica serves with its cache full (at most 1)."""
-    full = max(full_throughput(spec, lengths), x_max)
+    full = max(_full(q), x_max)
     return min(1.0, x / full) if full > 0 else 0.0
 
 
@@ -523,9 +647,7 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
 
 def clear_caches() -> None:
     """Forget the memoised solutions (a benchmark measures the sizing cold)."""
-    _inner.cache_clear()
-    max_throughput.cache_clear()
-    full_throughput.cache_clear()
+    _replica.cache_clear()
 
 
 # ------------------------------------------------------------------------------------------- targets
@@ -571,11 +693,13 @@ def max_load(spec: ServerSpec, lengths: Lengths, targets: Targets, *, by: str = 
     if by not in ("users", "requests_per_s"):
         raise ValueError("by must be 'users' or 'requests_per_s'")
 
-    def at(**load) -> ServePoint:
-        p = serve_at(spec, lengths, **load)
+    q = _replica(spec, lengths)
+
+    def at(users: int | None = None, requests_per_s: float | None = None) -> ServePoint:
+        p = _serve(q, users, requests_per_s)
         return p if shown is None else shown(p)
 
-    x_max, c, _ = max_throughput(spec, lengths)
+    x_max, c, _ = _most(q)
     if c < 1:
         return 0.0, None
     if targets.ttft_p95_s is None and targets.tpot_p95_s is None:  # no target: what it serves without a queue
@@ -658,7 +782,8 @@ def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points:
     ``shown``: the figure a point is shown as (``max_load``)."""
     if shown is not None:
         return [shown(p) for p in knee_curve(spec, lengths, by=by, points=points)]
-    x_max, c, _ = max_throughput(spec, lengths)
+    q = _replica(spec, lengths)
+    x_max, c, _ = _most(q)
     if c < 1:
         return []
     out = []
@@ -666,8 +791,8 @@ def knee_curve(spec: ServerSpec, lengths: Lengths, *, by: str = "users", points:
         top = max(2, 2 * c)
         grid = sorted({max(1, round(top ** (i / (points - 1)))) for i in range(points)})
         for u in grid:
-            out.append(serve_at(spec, lengths, users=int(u)))
+            out.append(_serve(q, int(u), None))
     else:
         for i in range(points):
-            out.append(serve_at(spec, lengths, requests_per_s=x_max * (0.02 + 0.96 * i / (points - 1))))
+            out.append(_serve(q, None, x_max * (0.02 + 0.96 * i / (points - 1))))
     return out
