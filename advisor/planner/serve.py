@@ -14,8 +14,6 @@ not fit it, the option says so and nothing else stands in under its name.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
@@ -28,6 +26,7 @@ from advisor.estimate.serving import Lengths, ServerSpec, single_request
 from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.calibrated import active_fits, serve_load, serve_range_factors, serve_shown
+from advisor.planner.kept import KeptByJob
 from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
 from advisor.planner.owned import OwnedHardware, merge_owned, owned_capacity, owned_quote, parse_own, pool_unequal
@@ -213,46 +212,24 @@ def replica_key(job: ServeJob) -> tuple:
     return fields_key(job, _REPLICA_FIELDS, "replica_key")
 
 
-@dataclass
-class _KeptReplicas:
-    """What one serving job's plans keep between calls (the Serve page sizes the job again on every keystroke, and
-    most edits change the load, the targets or the prices, not the replicas): each accelerator's replica at a
-    number of devices, its launch values and one request's cache (``_Sizer.spec``), and the fewest devices that
-    hold the job (``_fewest``). Kept for the job's ``replica_key``, lengths and model, with the same calibration,
-    fitted factors and utilisation model (the objects themselves are held: another in force starts anew). The queue
-    on each replica is solved again on every call (``estimate.serving_queue``, its own caches)."""
-
-    calibration: object
-    fits: object
-    utilisation: object
-    held: dict = field(default_factory=dict)
-
-
-_KEPT: OrderedDict[tuple, _KeptReplicas] = OrderedDict()
+# What one serving job's plans keep between calls (the Serve page sizes the job again on every keystroke, and most
+# edits change the load, the targets or the prices, not the replicas): each accelerator's replica at a number of
+# devices, its launch values and one request's cache (``_Sizer.spec``), and the fewest devices that hold the job
+# (``_fewest``). Kept for the job's ``replica_key``, lengths and model, with the same calibration, fitted factors and
+# utilisation model (``kept.KeptByJob``). The queue on each replica is solved again on every call
+# (``estimate.serving_queue``, its own caches).
 KEPT_JOBS = 32  # the serving jobs kept: a session's recent edits and the advice's resized jobs
-_KEPT_LOCK = threading.Lock()  # the app sizes in worker threads
+_KEPT: KeptByJob[dict] = KeptByJob(KEPT_JOBS, dict)  # the app sizes in worker threads
 
 
 def _kept_replicas(job: ServeJob, lengths: Lengths, model: ModelServing, calibration) -> dict:
-    """The replicas kept for this job (``_KeptReplicas.held``)."""
-    fits, utilisation = active_fits(), bundled_utilisation_model()
-    key = (replica_key(job), lengths, model, id(calibration), id(fits), id(utilisation))
-    with _KEPT_LOCK:
-        hit = _KEPT.get(key)
-        if hit is None or hit.calibration is not calibration or hit.fits is not fits \
-                or hit.utilisation is not utilisation:
-            hit = _KEPT[key] = _KeptReplicas(calibration, fits, utilisation)
-            while len(_KEPT) > KEPT_JOBS:
-                _KEPT.popitem(last=False)
-        else:
-            _KEPT.move_to_end(key)
-        return hit.held
+    """The replicas kept for this job."""
+    return _KEPT.get((replica_key(job), lengths, model), calibration, active_fits(), bundled_utilisation_model())
 
 
 def forget_replicas() -> None:
     """Forget every serving job's kept replicas (a benchmark or a test sizes a job cold)."""
-    with _KEPT_LOCK:
-        _KEPT.clear()
+    _KEPT.clear()
 
 
 def _fewest(kept: dict, model: ModelServing, acc: Accelerator, choice, lengths: Lengths, most: int,

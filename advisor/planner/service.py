@@ -9,8 +9,6 @@ app can re-plan on every keystroke.
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -22,6 +20,7 @@ from advisor.estimate import compute, memory
 from advisor.estimate.local import HostFigures
 from advisor.planner.calibrated import active_fits, memory_interval
 from advisor.planner.fit import advise_fit
+from advisor.planner.kept import KeptByJob
 from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.options import options_for, owned_options_for, plan_use, with_break_even
 from advisor.planner.owned import OwnedHardware, local_target, merge_owned, parse_own, pool_unequal
@@ -117,11 +116,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
         """What plans of this job keep between calls: its layouts, memory and timings (``_Kept``)."""
         memo = request_memo(req)
         held = memo.get("kept")
-        if held is not None and held[0] == job and held[1].calibration is calibration and held[1].fits is fits_now \
-                and held[1].utilisation is utilisation_now:
-            return held[1]
-        hit = _kept_for((timing_key(req), *job), calibration, fits_now, utilisation_now)
-        memo["kept"] = (job, hit)
+        rests_on = (calibration, fits_now, utilisation_now)
+        if held is not None and held[0] == job and all(a is b for a, b in zip(held[1], rests_on)):
+            return held[2]
+        hit = _KEPT.get((timing_key(req), *job), *rests_on)
+        memo["kept"] = (job, rests_on, hit)
         return hit
 
     job_kept = kept(request)
@@ -250,41 +249,19 @@ class _Kept:
     """What one job's plans keep between calls (the app plans again on every keystroke, and most edits change the
     budget, the prices or the hardware listed, not the job): its memory models (by weight bytes, format, runtime and
     device memory) and each accelerator's timer (``options._Timer``: layouts and timings). Kept for the job's
-    ``timing_key`` with the same model, calibration, fitted factors and utilisation model (the objects themselves
-    are held, so a calibration read again or a fit or model put in force starts anew)."""
+    ``timing_key`` with the same model, calibration, fitted factors and utilisation model (``kept.KeptByJob``)."""
 
-    calibration: object
-    fits: object
-    utilisation: object
     memory: dict = field(default_factory=dict)
     timers: dict = field(default_factory=dict)
 
 
-_KEPT: OrderedDict[tuple, _Kept] = OrderedDict()
 KEPT_JOBS = 32  # the jobs kept: a session's recent edits and the fit advice's replans
-
-
-_KEPT_LOCK = threading.Lock()  # the app plans in worker threads (Planner, Machine, Buy): one of them at a time here
-
-
-def _kept_for(job: tuple, calibration, fits, utilisation) -> _Kept:
-    key = (job, id(calibration), id(fits), id(utilisation))
-    with _KEPT_LOCK:
-        hit = _KEPT.get(key)
-        if hit is None or hit.calibration is not calibration or hit.fits is not fits \
-                or hit.utilisation is not utilisation:
-            hit = _KEPT[key] = _Kept(calibration, fits, utilisation)
-            while len(_KEPT) > KEPT_JOBS:
-                _KEPT.popitem(last=False)
-        else:
-            _KEPT.move_to_end(key)
-        return hit
+_KEPT: KeptByJob[_Kept] = KeptByJob(KEPT_JOBS, _Kept)  # the app plans in worker threads (Planner, Machine, Buy)
 
 
 def forget_kept() -> None:
     """Forget every job's kept layouts and timings (a benchmark measures a plan cold)."""
-    with _KEPT_LOCK:
-        _KEPT.clear()
+    _KEPT.clear()
 
 
 def _one_answer_for_this_machine(options: list[PlanOption]) -> list[PlanOption]:
