@@ -199,9 +199,10 @@ def _ranges_of(fits, load: str, choice, acc, moe: bool) -> dict[str, tuple[float
             out[group] = (prior, "a prior: no fit on published runs in force")
             continue
         klass = serving_class(group, choice, acc, load, moe=moe) if choice is not None and acc is not None else load
+        # without a runtime: the width of the job's kind of model at its load, at the rows
+        kind_width = width_class(group, klass) if klass != load else f"{load}/{'moe' if moe else 'dense'}"
         origin = f"leaving one source out on {fit.rows} published figures from {fit.sources} sources"
-        if width_class(group, klass if klass != load else f"{load}/{'moe' if moe else 'dense'}") in dict(
-                fit.class_half_widths):
+        if kind_width in dict(fit.class_half_widths):
             origin += f", sized on the {'MoE' if moe else 'dense'} models' at this kind of load"
         if load in UNSCALED_LOADS:
             origin += "; one request, as the plan times it"
@@ -213,8 +214,7 @@ def _ranges_of(fits, load: str, choice, acc, moe: bool) -> dict[str, tuple[float
         if klass != load and not fit.seen(klass):
             origin += (f"; no published served run of {choice.runtime.id} at this kind of load, so widened by the "
                        f"spread between the runtimes' factors")
-        # without a runtime: the width of the job's kind of model at its load, at the rows
-        width = fit.width(klass) if klass != load else fit.class_width(f"{load}/{'moe' if moe else 'dense'}")
+        width = fit.width(klass) if klass != load else fit.class_width(kind_width)
         out[group] = (math.exp(width), origin)
     return out
 

@@ -533,24 +533,18 @@ def _priced(prices: dict, acc: Accelerator, offers, total: int, service: CostAss
     return hit[1]
 
 
-_PRICES: tuple = (None, None, None, {})  # (catalog, service assumptions, spot offers, prices): the last asked
+_PRICES: KeptByJob[dict] = KeptByJob(1, dict)  # the last asked cost assumptions, spot choice and catalog's quotes
 
 
 def _kept_prices(catalog: Catalog, service: CostAssumptions, spot_offers: bool) -> dict:
     """The quotes kept for one catalog (held: another object starts anew), cost assumptions and spot choice
     (``_priced``): the Serve page sizes the job again on every edit, most of which change no price."""
-    global _PRICES
-    held = _PRICES
-    if held[0] is catalog and held[1] == service and held[2] == spot_offers:
-        return held[3]
-    _PRICES = (catalog, service, spot_offers, {})
-    return _PRICES[3]
+    return _PRICES.get((service, spot_offers), catalog)
 
 
 def forget_prices() -> None:
     """Forget the kept quotes (a benchmark sizes a job cold)."""
-    global _PRICES
-    _PRICES = (None, None, None, {})
+    _PRICES.clear()
 
 
 def range_factors(by: str = "users", choice=None, acc=None, users: float | None = None, moe: bool = False
