@@ -362,6 +362,13 @@ class Observation:
         return _log_speed_ratio(self.group, self.measured, self.predicted)
 
     @property
+    def held_log_ratio(self) -> float:
+        """``log_ratio`` against the prediction made without the row's source where there is one (``held_out``: a
+        served row planned at the step costs fitted on the other sources, ``estimate.step_cost``)."""
+        return _log_speed_ratio(self.group, self.measured, self.held_out if self.held_out is not None
+                                else self.predicted)
+
+    @property
     def fit_value(self) -> float:
         """What the fit averages: the implied log scale of a SCALED group's row, else ``log_ratio``."""
         return self.implied if self.implied is not None else self.log_ratio
@@ -601,7 +608,7 @@ def applies(obs: Sequence[Observation], hold: HoldOut) -> bool:
         return True
     tol = TOLERANCE.get(hold.group, DEFAULT_TOLERANCE)
     held = sum(_within(r, tol) for r in hold.log_residuals)
-    raw = sum(_within(o.log_ratio, tol) for o in obs)
+    raw = sum(_within(o.held_log_ratio, tol) for o in obs)
     return held > raw
 
 
@@ -611,7 +618,7 @@ def shown(obs: Sequence[Observation], hold: HoldOut) -> HoldOut:
     is already held out)."""
     if applies(obs, hold):
         return hold
-    return replace(hold, log_residuals=tuple(o.log_ratio for o in obs))
+    return replace(hold, log_residuals=tuple(o.held_log_ratio for o in obs))
 
 
 def pooled(group: str, obs: Iterable[Observation]) -> list[Observation]:
