@@ -38,6 +38,10 @@ Method (docs/method.md, "Calibration on published measurements"):
    (``applies``: more rows within the tolerance held out than raw); otherwise the planner shows the raw figure and
    the group's width is that of the raw residuals (``shown``), and the stored fit says which (``GroupFit.applied``).
    At one user (``UNSCALED_LOADS``) a served figure is the one request's, which no served load's factor moves.
+   A served row's raw figure depends on the step costs fitted on the published per-token times
+   (``estimate.step_cost``): its ``held_out`` is the figure planned at the constants fitted without its source, its
+   residual held out and raw alike (``Observation.held_log_ratio``), so the width is of figures no fit on the row's
+   own source has seen, and no served factor is fitted on top (it would be checked against the same residuals).
 
 Everything here is pure: records in, numbers out. Planning a measurement is ``advisor.planner.measured``.
 """

@@ -327,7 +327,8 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
 def step_constant(m: Measurement, catalog) -> str | None:
     """The step cost (``estimate.step_cost``) a published per-token time implies, or None: a ``tpot`` row of users
     on several tensor-parallel devices; at one user the per-layer time of a dense model's step
-    (``tp_layer``) or a mixture of experts' expert layers (``moe_layer``), at more the time per running sequence
+    (``tp_layer``) or a mixture of experts' further time an expert a token runs in each expert layer
+    (``moe_expert``), at more the time per running sequence
     (``seq_layer``), by the replica's step family, backend, link and model kind. An arrival rate's per-token time is checked with
     the fit, not fitted (its batch is the queue's, near saturation where its rows lie)."""
     from advisor.estimate.step_cost import step_name
@@ -348,7 +349,7 @@ def step_constant(m: Measurement, catalog) -> str | None:
         return None
     link, family = link_class(acc), step_family(choice.runtime.id)
     if job.users == 1:
-        return step_name("moe_layer" if moe else "tp_layer", family, choice.backend, link)
+        return step_name("moe_expert" if moe else "tp_layer", family, choice.backend, link)
     return step_name("seq_layer", family, choice.backend, link, "moe" if moe else "dense")
 
 

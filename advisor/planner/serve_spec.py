@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from advisor.catalog import Accelerator
 from advisor.catalog.runtimes import RuntimeChoice, step_fit
 from advisor.estimate import comms, compute, decode, memory
-from advisor.estimate.model import ModelArch, kv_values_per_token, param_count, routed_expert_active_params
+from advisor.estimate.model import (
+    ModelArch,
+    expert_layers,
+    kv_values_per_token,
+    param_count,
+    routed_expert_active_params,
+)
 from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes
 from advisor.estimate.step_cost import step_name
 from advisor.planner.placement import intra_node_bps
@@ -190,16 +196,18 @@ def link_class(acc: Accelerator) -> str:
 def step_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator, devices: int) -> float:
     """The fixed cost of one step, for the plan and the serving model alike: the runtime's launch overhead per
     layer and, over several tensor-parallel devices, a time per layer (its two all-reduces and what runs around
-    them) and for a mixture of experts a further time per expert layer (routing, dispatch, the fused expert kernel),
-    by backend and link, fitted on published serving runs where two sources or more check it, else assumed
-    (``estimate.step_cost``; the fit in force: ``catalog.runtimes.step_fit``)."""
+    them) and for a mixture of experts a further time in each expert layer for each expert a token runs (routing,
+    dispatch, the fused expert kernel's blocks), by step family, backend and link, fitted on published serving
+    runs where two sources or more check it, else assumed (``estimate.step_cost``; the fit in force:
+    ``catalog.runtimes.step_fit``)."""
     t = arch.layers * choice.profile.overhead_per_layer_s
     if devices > 1 and choice.runtime.multi_device == "tensor":
         fit, link = step_fit(), link_class(acc)
         family = step_family(choice.runtime.id)
         t += arch.layers * fit.value(step_name("tp_layer", family, choice.backend, link))
         if arch.is_moe:
-            t += (arch.layers - arch.dense_layers) * fit.value(step_name("moe_layer", family, choice.backend, link))
+            experts = arch.experts_per_token + arch.shared_experts
+            t += expert_layers(arch) * experts * fit.value(step_name("moe_expert", family, choice.backend, link))
     return t
 
 
@@ -442,8 +450,8 @@ def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: Ru
         return 0.0
     t = comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
     if srv.expert_parallel and arch.experts > 0 and arch.experts_per_token > 0:
-        moe_layers = arch.layers - arch.dense_layers
-        t += comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
+        moe_experts = arch.layers - arch.dense_layers
+        t += comms.all_to_all_s(2.0 * moe_experts * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
                                 parallel, link_bps)
     return t
 

@@ -28,7 +28,7 @@ def _rows(values: dict[str, list[tuple[str, float]]]) -> list[S.StepRow]:
 
 def test_fit_is_the_median_of_source_means_and_one_source_leaves_it_assumed():
     tp = S.step_name("tp_layer", "vllm", "cuda", "fabric")
-    moe = S.step_name("moe_layer", "vllm", "rocm", "fabric")
+    moe = S.step_name("moe_expert", "vllm", "rocm", "fabric")
     # source a: rows 70 and 90 us (mean 80), b: 60, c: 100 -> median of 80, 60, 100 = 80 us
     rows = _rows({tp: [("a", 70e-6), ("a", 90e-6), ("b", 60e-6), ("c", 100e-6)], moe: [("a", 300e-6)]})
     fit, held = S.leave_one_source_out(rows, {"a", "b", "c", "d"})
@@ -90,3 +90,29 @@ def test_a_one_user_row_meets_its_figure_at_the_value_it_implies():
     assert figure_at_steps(m, cat, S.ASSUMED.with_values({name: x})) == pytest.approx(m.value, rel=1e-4)
     # the per-token time rises with the constant: the assumed fit plans it short, as before the fit
     assert figure_at_steps(m, cat, S.ASSUMED) < 0.8 * m.value
+
+
+def test_the_step_overhead_adds_the_fitted_constants_by_hand():
+    """DeepSeek-V3.1 on eight MI300X with SGLang: 61 layers, 58 of them expert layers running 8 routed and 1 shared
+    expert a token. The step's overhead over the assumed fit grows by 61 x (t - 20 us) + 58 x 9 x e for a fit of
+    t a layer and e an expert; its per-sequence time by 61 x s."""
+    from advisor.catalog.runtimes import choose
+    from advisor.estimate.model import expert_layers
+    from advisor.planner.serve_spec import RUNTIME_SERVING, per_sequence_s, step_overhead_s
+
+    cat = bundled_catalog()
+    acc = cat.accelerators["mi300x"]
+    arch = cat.models["deepseek-v3"]
+    assert (arch.layers, expert_layers(arch), arch.experts_per_token, arch.shared_experts) == (61, 58, 8, 1)
+    choice = choose("sglang", "fp8", None, 16, acc.vendor, acc.kind)
+    names = {"tp_layer/vllm/rocm/fabric": 50e-6, "moe_expert/vllm/rocm/fabric": 30e-6,
+             "seq_layer/vllm/rocm/fabric/moe": 4e-6}
+    with step_fit_in_force(S.ASSUMED):
+        base = step_overhead_s(arch, choice, acc, 8)
+        seq0 = per_sequence_s(arch, 8, 1e12, RUNTIME_SERVING["sglang"], "rocm", "vllm")
+    with step_fit_in_force(S.ASSUMED.with_values(names)):
+        fitted = step_overhead_s(arch, choice, acc, 8)
+        seq1 = per_sequence_s(arch, 8, 1e12, RUNTIME_SERVING["sglang"], "rocm", "vllm")
+        assert step_overhead_s(arch, choice, acc, 1) == base - 61 * 20e-6  # one device: no tensor-parallel costs
+    assert fitted - base == pytest.approx(61 * 30e-6 + 58 * 9 * 30e-6, rel=1e-9)
+    assert seq1 - seq0 == pytest.approx(61 * 4e-6, rel=1e-9)
