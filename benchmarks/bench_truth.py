@@ -10,8 +10,11 @@ PASS/FAIL. ``--rows GROUP`` lists that group's figures one by one.
 Part 2: the utilisation model on the documented runs of ``resources/training_runs.csv`` (leave one run out
 and leave one study out).
 
-``--write`` refits and stores ``resources/utilisation_fit.csv``, ``resources/calibration_fit.csv`` and the raw
-predictions ``resources/calibration_predictions.csv`` (tests/estimate/test_calibration_fit.py checks them).
+``--write`` refits and stores ``resources/utilisation_fit.csv``, the served step's costs
+``resources/serving_step_fit.csv`` (``estimate.step_cost``: fitted on the published per-token times first, as every
+served figure is planned with them), ``resources/calibration_fit.csv`` and the raw predictions
+``resources/calibration_predictions.csv`` (tests/planner/test_calibrated.py checks them). A served row is scored
+held out at the step costs fitted without its source; its 'raw ok' is at the stored ones (in sample).
 
     .venv/bin/python benchmarks/bench_truth.py [--rows decode] [--write]
 """
@@ -156,7 +159,8 @@ def print_groups(planned, skipped, every_obs) -> dict[str, C.GroupSummary]:
     print_reach(obs_by, holds, points, out)
     print("\n'raw ok' and 'within': share within the group's tolerance (25 %; 15 % for fine-tune peak memory), raw "
           "estimate and the figure shown held out (calibrated by the other sources' fit; a serving group's raw "
-          "estimate where that fit did not help, 'shown' raw); 'cover': share inside the 80 % interval built without "
+          "estimate where that fit did not help, 'shown' raw; a served row's raw estimate is at the stored step "
+          "costs, in sample, and held out at those fitted without its source); 'cover': share inside the 80 % interval built without "
           "the row's source; 'width': median high/low of those intervals.")
     inside = in_sample_sources(planned)
     if inside:
