@@ -10,8 +10,11 @@ PASS/FAIL. ``--rows GROUP`` lists that group's figures one by one.
 Part 2: the utilisation model on the documented runs of ``resources/training_runs.csv`` (leave one run out
 and leave one study out).
 
-``--write`` refits and stores ``resources/utilisation_fit.csv``, ``resources/calibration_fit.csv`` and the raw
-predictions ``resources/calibration_predictions.csv`` (tests/estimate/test_calibration_fit.py checks them).
+``--write`` refits and stores ``resources/utilisation_fit.csv``, the served step's costs
+``resources/serving_step_fit.csv`` (``estimate.step_cost``: fitted on the published per-token times first, as every
+served figure is planned with them), ``resources/calibration_fit.csv`` and the raw predictions
+``resources/calibration_predictions.csv`` (tests/planner/test_calibrated.py checks them). A served row is scored
+held out at the step costs fitted without its source; its 'raw ok' is at the stored ones (in sample).
 
     .venv/bin/python benchmarks/bench_truth.py [--rows decode] [--write]
 """
@@ -29,30 +32,66 @@ from advisor.catalog.load import bundled_catalog  # noqa: E402
 from advisor.catalog.measurements import bundled_measurements  # noqa: E402
 from advisor.catalog.training_runs import bundled_training_runs, catalog_peak  # noqa: E402
 from advisor.estimate import calibration as C  # noqa: E402
+from advisor.estimate import step_cost as S  # noqa: E402
 from advisor.estimate import utilisation as U  # noqa: E402
-from advisor.planner.measured import observation, predict  # noqa: E402
+from advisor.planner.measured import figure_at_steps, observation, predict, step_row  # noqa: E402
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 
 
 def predictions_to_csv(rows, obs) -> str:
     """``row_id,group,class,setup,predicted,implied,held_out`` of every planned measurement (the raw estimates the
-    fit used; a SCALED group's implied log scale and its prediction at the scale fitted without its source)."""
+    fit used; a SCALED group's implied log scale; a served row's prediction at the step costs, or the scale, fitted
+    without its source)."""
     lines = ["row_id,group,class,setup,predicted,implied,held_out"]
     by_id = {o.row_id: o for o in obs}
     for m, p in rows:
         o = by_id[m.row_id]
-        extra = "," if o.implied is None else f"{o.implied!r},{o.held_out!r}"
+        extra = ("" if o.implied is None else repr(o.implied)) + "," + ("" if o.held_out is None else repr(o.held_out))
         lines.append(f"{m.row_id},{m.group},{p.klass},{m.accelerator_id}/{m.model},{p.predicted!r},{extra}")
     return "\n".join(lines) + "\n"
 
 
-def observations(planned) -> list[C.Observation]:
-    """Every planned figure as a fitting record; a SCALED group's rows planned again at the scale fitted on the
-    other sources (``calibration.with_held_out``)."""
+def step_fits(catalog) -> tuple[S.StepFit, dict[str, S.StepFit]]:
+    """The served step's costs fitted on the published per-token times that imply them (``estimate.step_cost``,
+    ``measured.step_row``), and for every source those fitted without it."""
+    ms = bundled_measurements()
+    rows = [r for m in ms if (r := step_row(m, catalog)) is not None]
+    return S.leave_one_source_out(rows, {m.source_id for m in ms})
+
+
+def held_out_serving(planned, catalog, held: dict[str, S.StepFit]) -> dict[str, float]:
+    """Each served row's figure planned at the step costs fitted without its source."""
+    out = {}
+    for m, _ in planned:
+        if m.group in C.SERVE_GROUPS and m.source_id in held:
+            value = figure_at_steps(m, catalog, held[m.source_id])
+            if value is not None and value > 0:
+                out[m.row_id] = value
+    return out
+
+
+def observations(planned, held: dict[str, float] | None = None) -> list[C.Observation]:
+    """Every planned figure as a fitting record; a served row with its figure planned at the step costs fitted
+    without its source (``held``: ``held_out_serving``); a SCALED group's rows planned again at the scale fitted on
+    the other sources (``calibration.with_held_out``)."""
+    from dataclasses import replace
+
+    held = held or {}
     at = {m.row_id: p.at for m, p in planned if p.at is not None}
-    return C.with_held_out([observation(m, p) for m, p in planned],
-                           lambda rid, t: at[rid](t) if rid in at else None)
+    obs = [observation(m, p) for m, p in planned]
+    obs = [replace(o, held_out=held[o.row_id]) if o.row_id in held else o for o in obs]
+    return C.with_held_out(obs, lambda rid, t: at[rid](t) if rid in at else None)
+
+
+def print_step_fit(fit: S.StepFit) -> None:
+    """The fitted step costs with the sources and rows they were fitted on and their leave-one-source-out spread."""
+    print("\nServed step costs over several devices (estimate.step_cost), fitted on published per-token times; "
+          "spread: fitted leaving each of its sources out")
+    print(f"  {'constant':30s} {'us':>8s} {'assumed':>8s} {'src':>3s} {'rows':>4s}  {'spread (us)':>17s}")
+    for c in sorted(fit.constants, key=lambda c: c.name):
+        print(f"  {c.name:30s} {c.seconds * 1e6:8.2f} {S.assumed(c.name) * 1e6:8.2f} {c.sources:3d} {c.rows:4d}  "
+              f"{c.loso_low * 1e6:8.2f}-{c.loso_high * 1e6:<8.2f}")
 
 
 def collect(catalog):
@@ -84,9 +123,9 @@ def _pct(x: float) -> str:
     return f"{x:6.1%}"
 
 
-def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
+def print_groups(planned, skipped, every_obs) -> dict[str, C.GroupSummary]:
     obs_by: dict[str, list[C.Observation]] = {}
-    for o in observations(planned):
+    for o in every_obs:
         obs_by.setdefault(o.group, []).append(o)
     print("Published measurements, leave-one-source-out (a source's figures are predicted by a fit on the others)")
     head = (f"{'group':16s} {'rows':>4s} {'src':>3s} {'raw ok':>7s} {'within':>7s} {'target':>7s} {'cover':>7s} "
@@ -120,7 +159,8 @@ def print_groups(planned, skipped) -> dict[str, C.GroupSummary]:
     print_reach(obs_by, holds, points, out)
     print("\n'raw ok' and 'within': share within the group's tolerance (25 %; 15 % for fine-tune peak memory), raw "
           "estimate and the figure shown held out (calibrated by the other sources' fit; a serving group's raw "
-          "estimate where that fit did not help, 'shown' raw); 'cover': share inside the 80 % interval built without "
+          "estimate where that fit did not help, 'shown' raw; a served row's raw estimate is at the stored step "
+          "costs, in sample, and held out at those fitted without its source); 'cover': share inside the 80 % interval built without "
           "the row's source; 'width': median high/low of those intervals.")
     inside = in_sample_sources(planned)
     if inside:
@@ -164,11 +204,11 @@ def print_reach(obs_by, holds, points, summaries) -> None:
             print(f"{g:16s} {k:8s} {n:4d} {_pct(c)} {_pct(flat.get(k, math.nan)):>9s}")
 
 
-def print_serving_sources(planned) -> None:
+def print_serving_sources(every) -> None:
     """The serving groups source by source: rows, and the share within 25 % raw and held out (the table of issue
     35's closing note)."""
-    every = observations(planned)
-    print("\nServing groups by source (leave one source out): rows, within 25 % raw / as shown, held out")
+    print("\nServing groups by source (leave one source out): rows, within 25 % with the stored step costs / held "
+          "out (the step costs fitted without the source)")
     sources = sorted({o.source_id for o in every if o.group in C.SERVE_GROUPS})
     head = f"{'source':42s}" + "".join(f" {g:>19s}" for g in C.SERVE_GROUPS)
     print(head)
@@ -192,8 +232,7 @@ def print_serving_sources(planned) -> None:
         print(f"{sid[:42]:42s}" + "".join(cells))
 
 
-def print_rows(planned, group: str) -> None:
-    every = observations(planned)
+def print_rows(every, group: str) -> None:
     obs = [o for o in every if o.group == group]
     if not obs:
         return
@@ -318,16 +357,22 @@ def main(argv=None) -> int:
         print_utilisation(True)
         from advisor.catalog.training_runs import stored_utilisation_model
         stored_utilisation_model.cache_clear()
+    steps, held_steps = step_fits(catalog)
+    if args.write:  # the step costs feed every served figure: stored before the rows are planned with them
+        (RESOURCES / "serving_step_fit.csv").write_text(S.step_fit_to_csv(steps), encoding="utf-8")
+        from advisor.catalog.runtimes import bundled_step_fit
+        bundled_step_fit.cache_clear()
     planned, skipped = collect(catalog)
-    print_groups(planned, skipped)
-    print_serving_sources(planned)
+    obs = observations(planned, held_out_serving(planned, catalog, held_steps))
+    print_groups(planned, skipped, obs)
+    print_serving_sources(obs)
+    print_step_fit(steps)
     for g in args.rows:
-        print_rows(planned, g)
+        print_rows(obs, g)
     if not args.write:
         print_utilisation(False)
         print_documented_runs(catalog)
     if args.write:
-        obs = observations(planned)
         fits = C.fit_all(obs)
         (RESOURCES / "calibration_fit.csv").write_text(C.fits_to_csv(fits), encoding="utf-8")
         from advisor.catalog.measurements import bundled_calibration_fit

@@ -15,13 +15,17 @@ numbers of its :class:`BackendProfile`, never a runtime's name
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from advisor.catalog.load import _resource_text
 from advisor.catalog.stacks import STACKS
+from advisor.estimate.step_cost import StepFit, parse_step_fit
 
 FILE_NAME = "runtimes.toml"
 CLASSES = ("f16", "q8", "q6", "q5", "q4", "q3", "q2")
@@ -353,6 +357,34 @@ def parse_runtimes_toml(text: str) -> RuntimeData:
 def runtime_data() -> RuntimeData:
     """The bundled runtimes and formats (read once)."""
     return parse_runtimes_toml(_resource_text(FILE_NAME))
+
+
+STEP_FIT_FILE = "serving_step_fit.csv"
+_STEP_FIT: contextvars.ContextVar[StepFit | None] = contextvars.ContextVar("step_fit", default=None)
+
+
+@functools.cache
+def bundled_step_fit() -> StepFit:
+    """A served step's per-layer costs fitted on the published serving runs (``estimate.step_cost``; stored by
+    ``benchmarks/bench_truth.py --write``), validated when read (``step_cost.StepFitError`` names the line)."""
+    return parse_step_fit(_resource_text(STEP_FIT_FILE), STEP_FIT_FILE)
+
+
+def step_fit() -> StepFit:
+    """The step costs in force: the bundled fit, or one set by ``step_fit_in_force`` in this context."""
+    fit = _STEP_FIT.get()
+    return bundled_step_fit() if fit is None else fit
+
+
+@contextlib.contextmanager
+def step_fit_in_force(fit: StepFit) -> Iterator[None]:
+    """Plan with ``fit``'s step costs in this context (bench_truth plans a source's rows at the constants fitted
+    without it, and each row at the value it implies)."""
+    token = _STEP_FIT.set(fit)
+    try:
+        yield
+    finally:
+        _STEP_FIT.reset(token)
 
 
 def backend_of(vendor: str, kind: str) -> str | None:

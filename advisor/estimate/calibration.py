@@ -38,6 +38,10 @@ Method (docs/method.md, "Calibration on published measurements"):
    (``applies``: more rows within the tolerance held out than raw); otherwise the planner shows the raw figure and
    the group's width is that of the raw residuals (``shown``), and the stored fit says which (``GroupFit.applied``).
    At one user (``UNSCALED_LOADS``) a served figure is the one request's, which no served load's factor moves.
+   A served row's raw figure depends on the step costs fitted on the published per-token times
+   (``estimate.step_cost``): its ``held_out`` is the figure planned at the constants fitted without its source, its
+   residual held out and raw alike (``Observation.held_log_ratio``), so the width is of figures no fit on the row's
+   own source has seen, and no served factor is fitted on top (it would be checked against the same residuals).
 
 Everything here is pure: records in, numbers out. Planning a measurement is ``advisor.planner.measured``.
 """
@@ -362,6 +366,13 @@ class Observation:
         return _log_speed_ratio(self.group, self.measured, self.predicted)
 
     @property
+    def held_log_ratio(self) -> float:
+        """``log_ratio`` against the prediction made without the row's source where there is one (``held_out``: a
+        served row planned at the step costs fitted on the other sources, ``estimate.step_cost``)."""
+        return _log_speed_ratio(self.group, self.measured, self.held_out if self.held_out is not None
+                                else self.predicted)
+
+    @property
     def fit_value(self) -> float:
         """What the fit averages: the implied log scale of a SCALED group's row, else ``log_ratio``."""
         return self.implied if self.implied is not None else self.log_ratio
@@ -601,7 +612,7 @@ def applies(obs: Sequence[Observation], hold: HoldOut) -> bool:
         return True
     tol = TOLERANCE.get(hold.group, DEFAULT_TOLERANCE)
     held = sum(_within(r, tol) for r in hold.log_residuals)
-    raw = sum(_within(o.log_ratio, tol) for o in obs)
+    raw = sum(_within(o.held_log_ratio, tol) for o in obs)
     return held > raw
 
 
@@ -611,7 +622,7 @@ def shown(obs: Sequence[Observation], hold: HoldOut) -> HoldOut:
     is already held out)."""
     if applies(obs, hold):
         return hold
-    return replace(hold, log_residuals=tuple(o.log_ratio for o in obs))
+    return replace(hold, log_residuals=tuple(o.held_log_ratio for o in obs))
 
 
 def pooled(group: str, obs: Iterable[Observation]) -> list[Observation]:

@@ -231,6 +231,11 @@ def _moe_layers(arch: ModelArch) -> int:
     return (_ffn_layers(arch) - arch.dense_layers) // arch.moe_step if arch.is_moe else 0
 
 
+def expert_layers(arch: ModelArch) -> int:
+    """Layers whose feed-forward network is a mixture of experts (every ``moe_step``-th after the dense ones)."""
+    return _moe_layers(arch)
+
+
 def _mixer_params(arch: ModelArch) -> int:
     """Attention or linear mixers of every layer (none in an ``N`` layer), with the layers' norms."""
     linear, attn = arch.count_of("linear"), arch.count_of("full") + arch.count_of("sliding")

@@ -324,6 +324,62 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
     return value, (value / f, value * f)
 
 
+def step_constant(m: Measurement, catalog) -> str | None:
+    """The step cost (``estimate.step_cost``) a published per-token time implies, or None: a ``tpot`` row of users
+    on several tensor-parallel devices; at one user the per-layer time of a dense model's step
+    (``tp_layer``) or a mixture of experts' further time an expert a token runs in each expert layer
+    (``moe_expert``), at more the time per running sequence
+    (``seq_layer``), by the replica's step family, backend, link and model kind. An arrival rate's per-token time is checked with
+    the fit, not fitted (its batch is the queue's, near saturation where its rows lie)."""
+    from advisor.estimate.step_cost import step_name
+    from advisor.job.serve import ServeJob
+    from advisor.planner.request import resolve_job_model, runtime_choice
+    from advisor.planner.serve_spec import link_class, step_family
+
+    acc = catalog.accelerators.get(m.accelerator_id)
+    if m.group != "tpot" or m.devices <= 1 or m.excluded or acc is None:
+        return None
+    try:
+        job = ServeJob.from_mapping(serve_job_values(m))
+        choice = runtime_choice(job, acc)
+        moe = resolve_job_model(job, catalog).arch.is_moe
+    except (JobInputError, ValueError):
+        return None
+    if choice.runtime.multi_device != "tensor" or job.users is None:
+        return None
+    link, family = link_class(acc), step_family(choice.runtime.id)
+    if job.users == 1:
+        return step_name("moe_expert" if moe else "tp_layer", family, choice.backend, link)
+    return step_name("seq_layer", family, choice.backend, link, "moe" if moe else "dense")
+
+
+def figure_at_steps(m: Measurement, catalog, fit) -> float | None:
+    """A served row's figure (``serve_predictor`` at scale 1) planned with the step costs ``fit`` in force."""
+    from advisor.catalog.runtimes import step_fit_in_force
+
+    acc = catalog.accelerators.get(m.accelerator_id)
+    if acc is None or m.group not in SERVE_GROUPS:
+        return None
+    with step_fit_in_force(fit):
+        try:
+            at, _ = serve_predictor(m, catalog, acc)
+            return at(0.0)
+        except (JobInputError, ValueError):
+            return None
+
+
+def step_row(m: Measurement, catalog):
+    """The ``estimate.step_cost.StepRow`` of a row that implies a step cost (``step_constant``), or None: its
+    constant's value at which the serving model meets the measured figure, the other constants as fitted."""
+    from advisor.estimate.step_cost import StepRow, implied_value
+
+    name = step_constant(m, catalog)
+    if name is None:
+        return None
+    return StepRow(m.row_id, m.source_id, name, lambda fit: implied_value(
+        lambda x: figure_at_steps(m, catalog, fit.with_values({name: x})), m.value))
+
+
 def _scaled_prediction(m: Measurement, catalog, acc) -> Prediction:
     try:
         at, klass = serve_predictor(m, catalog, acc)

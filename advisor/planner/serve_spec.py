@@ -15,16 +15,20 @@ import math
 from dataclasses import dataclass
 
 from advisor.catalog import Accelerator
-from advisor.catalog.runtimes import RuntimeChoice
+from advisor.catalog.runtimes import RuntimeChoice, step_fit
 from advisor.estimate import comms, compute, decode, memory
-from advisor.estimate.model import ModelArch, kv_values_per_token, param_count, routed_expert_active_params
+from advisor.estimate.model import (
+    ModelArch,
+    expert_layers,
+    kv_values_per_token,
+    param_count,
+    routed_expert_active_params,
+)
 from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes
+from advisor.estimate.step_cost import step_name
 from advisor.planner.placement import intra_node_bps
 
 GIB = 2**30
-# All-reduce latency per call for small messages (two per layer in tensor-parallel decode): an assumption of
-# about 10 us over NVLink/XGMI and 30 us over PCIe (NCCL's small-message latency is of this order).
-ALLREDUCE_LATENCY_S = {"fabric": 10e-6, "pcie": 30e-6}
 FABRIC_BPS = 64e9  # links faster than PCIe 5.0 x16 (one direction) are a GPU fabric
 
 
@@ -45,6 +49,8 @@ class RuntimeServing:
             token dispatched to the devices holding its experts and combined back) rather than tensor-parallel.
         reserve_whole: whether a request is admitted only with cache for its whole prompt and output
             (``estimate.serving.held_tokens``).
+        step_family: the runtime whose tensor-parallel step code it runs, whose fitted step costs it takes
+            (``estimate.step_cost``); its own id when empty.
     """
 
     memory_fraction: float
@@ -55,6 +61,7 @@ class RuntimeServing:
     host_per_seq_s: float = 0.0
     expert_parallel: bool = False
     reserve_whole: bool = False
+    step_family: str = ""
 
 
 RUNTIME_SERVING = {
@@ -65,7 +72,9 @@ RUNTIME_SERVING = {
                            "1.5 GiB (assumption)"),
     "sglang": RuntimeServing(0.88, 1.5 * GIB, 8192, 1024,
                              "SGLang server arguments: --mem-fraction-static about 0.88 on large GPUs, "
-                             "--chunked-prefill-size 8192 (sglang/srt/server_args.py)"),
+                             "--chunked-prefill-size 8192 (sglang/srt/server_args.py); its tensor-parallel layer is "
+                             "vLLM's (sglang/srt/distributed: parallel_state and the custom all-reduce adapted from "
+                             "vLLM's), so it takes vLLM's fitted step costs", step_family="vllm"),
     "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
@@ -92,6 +101,11 @@ RUNTIME_SERVING = {
     "transformers": RuntimeServing(1.0, 1.0 * GIB, 0, 1,
                                    "transformers generate behind a plain server: one request at a time"),
 }
+
+
+def step_family(runtime: str) -> str:
+    """The runtime whose tensor-parallel step a runtime runs (``RuntimeServing.step_family``)."""
+    return serving_profile(runtime).step_family or (runtime if runtime in RUNTIME_SERVING else "vllm")
 
 
 def serving_profile(runtime: str) -> RuntimeServing:
@@ -174,13 +188,26 @@ def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: fl
     return rate / kernel_peak_flops
 
 
-def step_overhead_s(layers: int, choice: RuntimeChoice, acc: Accelerator, devices: int) -> float:
+def link_class(acc: Accelerator) -> str:
+    """``fabric`` where the devices' link is faster than PCIe 5.0 x16 (NVLink, XGMI), else ``pcie``."""
+    return "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
+
+
+def step_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator, devices: int) -> float:
     """The fixed cost of one step, for the plan and the serving model alike: the runtime's launch overhead per
-    layer, and with tensor parallelism two all-reduces per layer at the link's small-message latency."""
-    t = layers * choice.profile.overhead_per_layer_s
+    layer and, over several tensor-parallel devices, a time per layer (its two all-reduces and what runs around
+    them) and for a mixture of experts a further time in each expert layer for each expert a token runs (routing,
+    dispatch, the fused expert kernel's blocks), by step family, backend and link, fitted on published serving
+    runs where two sources or more check it, else assumed (``estimate.step_cost``; the fit in force:
+    ``catalog.runtimes.step_fit``)."""
+    t = arch.layers * choice.profile.overhead_per_layer_s
     if devices > 1 and choice.runtime.multi_device == "tensor":
-        link = "fabric" if intra_node_bps(acc) > FABRIC_BPS else "pcie"
-        t += 2 * layers * ALLREDUCE_LATENCY_S[link]
+        fit, link = step_fit(), link_class(acc)
+        family = step_family(choice.runtime.id)
+        t += arch.layers * fit.value(step_name("tp_layer", family, choice.backend, link))
+        if arch.is_moe:
+            experts = arch.experts_per_token + arch.shared_experts
+            t += expert_layers(arch) * experts * fit.value(step_name("moe_expert", family, choice.backend, link))
     return t
 
 
@@ -321,7 +348,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     fraction = rt.gpu_memory_utilization or srv.memory_fraction
     tensor = rt.multi_device == "tensor"  # else whole layers per device, run one after the other
     parallel = devices if tensor else 1
-    step_overhead = step_overhead_s(model.arch.layers, choice, acc, devices)
+    step_overhead = step_overhead_s(model.arch, choice, acc, devices)
     decode_flops = prefill_flops = mm_peak * mm_eta
     attention_flops = att_peak * att_eta
     if speed is not None:  # the plan's calibrated request: its reading efficiencies, step overhead and prompt rates
@@ -331,7 +358,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
         attention_flops = speed.attention_peak_flops * speed.attention_eta
     routed_share, routed_pick = routed_experts(model.arch, model.params, model.active_params)
-    per_seq = per_sequence_s(model.arch, parallel, intra_node_bps(acc), srv)
+    per_seq = per_sequence_s(model.arch, parallel, intra_node_bps(acc), srv, choice.backend, step_family(rt.id))
     per_token = per_token_traffic_s(model.arch, parallel, intra_node_bps(acc), srv)
     capacity = float(capacity_bytes or acc.usable_memory_bytes)
     kv_token = model.kv_bytes_per_token()
@@ -399,10 +426,18 @@ def routed_experts(arch: ModelArch, params: float, active: float) -> tuple[float
 ACTIVATION_BYTES = 2.0
 
 
-def per_sequence_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
+def per_sequence_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing, backend: str = "",
+                   family: str = "vllm") -> float:
     """What each running sequence beyond the first adds to a decode step (``ServerSpec.per_seq_s``): the server's
-    host time per sequence (``RuntimeServing.host_per_seq_s``) and its token's traffic (``per_token_traffic_s``)."""
-    return srv.host_per_seq_s + per_token_traffic_s(arch, parallel, link_bps, srv)
+    host time per sequence (``RuntimeServing.host_per_seq_s``), its token's traffic (``per_token_traffic_s``) and,
+    over several tensor-parallel devices, a time per layer by step family, backend, link and model kind, fitted on published
+    serving runs at load where two sources or more check it, else none (``estimate.step_cost``)."""
+    t = srv.host_per_seq_s + per_token_traffic_s(arch, parallel, link_bps, srv)
+    if parallel > 1 and backend:
+        link = "fabric" if link_bps > FABRIC_BPS else "pcie"
+        kind = "moe" if arch.is_moe else "dense"
+        t += arch.layers * step_fit().value(step_name("seq_layer", family, backend, link, kind))
+    return t
 
 
 def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: RuntimeServing) -> float:
@@ -415,8 +450,8 @@ def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: Ru
         return 0.0
     t = comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
     if srv.expert_parallel and arch.experts > 0 and arch.experts_per_token > 0:
-        moe_layers = arch.layers - arch.dense_layers
-        t += comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
+        moe_experts = arch.layers - arch.dense_layers
+        t += comms.all_to_all_s(2.0 * moe_experts * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
                                 parallel, link_bps)
     return t
 

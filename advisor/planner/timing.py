@@ -379,7 +379,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     mm_eta = min(1.0, mm_eta * prefill_scale)
     if req.mfu is not None:
         mm_eta = req.mfu
-    overhead = step_overhead_s(arch.layers, choice, acc, devices) / decode_scale
+    overhead = step_overhead_s(arch, choice, acc, devices) / decode_scale
     loaded = weight_bytes or memory.format_weight_bytes(arch, params, fmt.id)
     speed = decode.ServingSpeed(
         weight_bytes=loaded, unread_bytes=memory.unread_weight_bytes(arch, loaded, projector_bytes if weight_bytes else 0),

@@ -1,0 +1,259 @@
+"""A served step's per-layer costs over several devices, fitted on published serving runs (pure; docs/method.md,
+"Serving under load", the step's fitted costs).
+
+A decode step over several tensor-parallel devices pays, beyond the GPU's arithmetic and bandwidth, a time in every
+layer that neither counts: the two all-reduces' small-message latency and the launches around them (NCCL over
+NVLink, RCCL over XGMI, either over PCIe), in a mixture of experts the routing, the dispatch and the fused expert
+kernel of each expert layer, and per running sequence what each layer's kernels add as the batch grows. Each is one
+constant in seconds, named ``<what>/<family>/<backend>/<link>[/<kind>]``, where the family is the runtime whose
+tensor-parallel step code a server runs (``serve_spec.RuntimeServing.step_family``: SGLang's is vLLM's):
+
+* ``tp_layer/<family>/<backend>/<link>``: a tensor-parallel step's time per layer (``serve_spec.step_overhead_s``);
+* ``moe_expert/<family>/<backend>/<link>``: a further time in each expert layer of a mixture of experts over
+  several devices for each expert a token runs (its ``k`` routed and its shared ones: the fused expert kernel's
+  blocks and the dispatch grow with them);
+* ``seq_layer/<family>/<backend>/<link>/<dense|moe>``: what each running sequence beyond the first adds per layer
+  (``serve_spec.per_sequence_s``).
+
+Each published row of its kind *implies* the constant's value at which the serving model meets its figure (the
+forward model run backwards: ``implied_value``), with the constants before it in ``STAGES`` at their fitted values;
+a constant is the median over its sources of each source's mean implied value (a source counts once, whatever its
+rows), fitted only where at least ``MIN_SOURCES`` sources have rows of its kind (else it stays ``assumed``: no source
+could check it). Left out, a source's rows are planned at the constants fitted on the other sources
+(``leave_one_source_out``). The fit is stored by ``benchmarks/bench_truth.py --write`` in
+``resources/serving_step_fit.csv`` (``step_fit_to_csv``) and read back validated (``parse_step_fit``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+# The order the constants are fitted in: the per-layer time of a dense step first (one user, dense rows), then the
+# expert layers' further time per expert a token runs (one user, MoE rows, at the fitted per-layer time), then the
+# growth with the batch (loaded rows, at both).
+STAGES = ("tp_layer", "moe_expert", "seq_layer")
+LINKS = ("fabric", "pcie")
+KINDS = ("dense", "moe")
+MIN_SOURCES = 2  # a constant is fitted only where a source the fit has not seen can check it
+# Two all-reduces a layer at an assumed small-message latency of about 10 us over NVLink or XGMI and 30 us over
+# PCIe (NCCL's small-message all-reduce latency is of this order): the per-layer time where no source checks a fit.
+ALLREDUCE_LATENCY_S = {"fabric": 10e-6, "pcie": 30e-6}
+# The seconds a constant is sought between (an implied value beyond is held at the bound) and the largest a stored
+# fit may hold.
+BOUNDS_S = (0.0, 2e-3)
+_NAME = re.compile(r"^(tp_layer|moe_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
+                   r"|^seq_layer/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)/(dense|moe)$")
+COLUMNS = ("name", "seconds", "sources", "rows", "loso_low", "loso_high")
+
+
+class StepFitError(ValueError):
+    """A stored step fit that cannot be read (names the file, line and field)."""
+
+
+def step_name(stage: str, family: str, backend: str, link: str, kind: str = "") -> str:
+    """A constant's name (module docstring)."""
+    base = f"{stage}/{family}/{backend}/{link}"
+    return f"{base}/{kind}" if stage == "seq_layer" else base
+
+
+def assumed(name: str) -> float:
+    """The value a constant has where nothing is fitted: two all-reduces' assumed latency a layer for a tensor-parallel
+    step (``ALLREDUCE_LATENCY_S``), nothing for the rest (not modelled)."""
+    stage, _, rest = name.partition("/")
+    if stage == "tp_layer":
+        return 2.0 * ALLREDUCE_LATENCY_S[rest.split("/")[2]]
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One fitted constant: its value, the sources and rows it was fitted on, and the least and most it took fitted
+    leaving each one of those sources out."""
+
+    name: str
+    seconds: float
+    sources: int
+    rows: int
+    loso_low: float
+    loso_high: float
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """The fitted constants; any other name is ``assumed``."""
+
+    constants: tuple[Constant, ...] = ()
+    _by: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        self._by.update({c.name: c.seconds for c in self.constants})
+
+    def value(self, name: str) -> float:
+        """The constant's fitted value, or its assumed one."""
+        v = self._by.get(name)
+        return assumed(name) if v is None else v
+
+    def with_values(self, values: Mapping[str, float]) -> StepFit:
+        """This fit with ``values`` (name -> seconds) set (no spread: a fit being built)."""
+        kept = [c for c in self.constants if c.name not in values]
+        return StepFit(tuple(kept) + tuple(Constant(n, float(v), 0, 0, float(v), float(v))
+                                           for n, v in sorted(values.items())))
+
+    def key(self) -> tuple[tuple[str, float], ...]:
+        """The fitted values, as a hashable key."""
+        return tuple(sorted(self._by.items()))
+
+
+ASSUMED = StepFit()
+
+
+def implied_value(at: Callable[[float], float | None], measured: float,
+                  bounds: tuple[float, float] = BOUNDS_S, tol: float = 1e-4) -> float | None:
+    """The value ``x`` of a constant at which ``at(x)`` (a time rising with it) equals ``measured``: regula falsi
+    (Illinois) on ``at(x) - measured``, to ``tol`` of the figure; held at a bound the figure lies beyond; None
+    where the model has no figure at the lower bound."""
+    lo, hi = bounds
+    f_lo = at(lo)
+    if f_lo is None:
+        return None
+    f_lo -= measured
+    if f_lo >= 0:
+        return lo
+    f_hi = at(hi)
+    if f_hi is None or f_hi - measured <= 0:
+        return hi
+    f_hi -= measured
+    side = 0
+    x = lo
+    for _ in range(60):
+        x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        fx = at(x)
+        if fx is None:
+            return None
+        fx -= measured
+        if abs(fx) <= tol * measured:
+            break
+        if fx > 0:
+            hi, f_hi = x, fx
+            if side == -1:
+                f_lo *= 0.5
+            side = -1
+        else:
+            lo, f_lo = x, fx
+            if side == 1:
+                f_hi *= 0.5
+            side = 1
+    return x
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """A published row that implies a constant: ``implied(fit)`` is the constant's value at which the row's figure
+    is met with ``fit``'s other constants in force (None where the model has no figure)."""
+
+    row_id: str
+    source_id: str
+    name: str
+    implied: Callable[[StepFit], float | None] = field(compare=False, repr=False)
+
+
+def fit_steps(rows: Sequence[StepRow], without: str = "", *, memo: dict | None = None) -> StepFit:
+    """The constants fitted on ``rows`` less those of source ``without``, stage by stage (``STAGES``): each the
+    median over its sources of each source's mean implied value; a constant whose kind fewer than ``MIN_SOURCES``
+    sources have (in all of ``rows``) stays assumed. ``memo`` keeps implied values by row and fit."""
+    memo = {} if memo is None else memo
+    fit = ASSUMED
+    for stage in STAGES:
+        values: dict[str, float] = {}
+        for name in sorted({r.name for r in rows if r.name.startswith(stage + "/")}):
+            mine = [r for r in rows if r.name == name]
+            if len({r.source_id for r in mine}) < MIN_SOURCES:
+                continue
+            by_source: dict[str, list[float]] = {}
+            for r in mine:
+                if r.source_id == without:
+                    continue
+                key = (r.row_id, fit.key())
+                if key not in memo:
+                    memo[key] = r.implied(fit)
+                if memo[key] is not None:
+                    by_source.setdefault(r.source_id, []).append(memo[key])
+            if by_source:
+                values[name] = statistics.median(statistics.fmean(v) for v in by_source.values())
+        if values:
+            fit = fit.with_values(values)
+    return fit
+
+
+def leave_one_source_out(rows: Sequence[StepRow], sources: Iterable[str]) -> tuple[StepFit, dict[str, StepFit]]:
+    """``(fit, held)``: the constants fitted on every row, and for each of ``sources`` those fitted without it (the
+    full fit for a source with no rows of any constant). The full fit's constants carry how many sources and rows
+    each was fitted on and its least and most value over the held-out fits of its own sources."""
+    memo: dict = {}
+    full = fit_steps(rows, memo=memo)
+    stepped = {r.source_id for r in rows}
+    held = {s: (fit_steps(rows, s, memo=memo) if s in stepped else full) for s in sorted(set(sources))}
+    out = []
+    for c in full.constants:
+        mine = [r for r in rows if r.name == c.name]
+        own = sorted({r.source_id for r in mine})
+        vals = [held[s].value(c.name) for s in own if s in held] or [c.seconds]
+        out.append(Constant(c.name, c.seconds, len(own), len(mine), min(vals), max(vals)))
+    return StepFit(tuple(out)), held
+
+
+def step_fit_to_csv(fit: StepFit) -> str:
+    """The stored form of a fit (``parse_step_fit`` reads it)."""
+    lines = [",".join(COLUMNS)]
+    for c in sorted(fit.constants, key=lambda c: c.name):
+        lines.append(f"{c.name},{c.seconds!r},{c.sources},{c.rows},{c.loso_low!r},{c.loso_high!r}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
+    """A stored fit, validated: the columns, a known constant name once each, seconds finite within ``BOUNDS_S``
+    (the spread around the value), whole counts of at least ``MIN_SOURCES`` sources. Raises ``StepFitError`` naming
+    the line and field."""
+    reader = csv.DictReader(io.StringIO(text))
+    if tuple(reader.fieldnames or ()) != COLUMNS:
+        raise StepFitError(f"{where}: the header must be {','.join(COLUMNS)}")
+    out: list[Constant] = []
+    seen: set[str] = set()
+    for i, row in enumerate(reader, start=2):
+        name = (row.get("name") or "").strip()
+        if not _NAME.match(name):
+            raise StepFitError(f"{where}, line {i}: name {name!r} is not a step constant "
+                               "(tp_layer/<family>/<backend>/<link>, moe_expert/<family>/<backend>/<link> or "
+                               "seq_layer/<family>/<backend>/<link>/<dense|moe>)")
+        if name in seen:
+            raise StepFitError(f"{where}, line {i}: {name} given twice")
+        seen.add(name)
+        nums = {}
+        for col in ("seconds", "loso_low", "loso_high"):
+            try:
+                v = float(row.get(col) or "")
+            except ValueError:
+                raise StepFitError(f"{where}, line {i}: {col} {row.get(col)!r} is not a number") from None
+            if not (math.isfinite(v) and BOUNDS_S[0] <= v <= BOUNDS_S[1]):
+                raise StepFitError(f"{where}, line {i}: {col} {v!r} s is outside {BOUNDS_S[0]}-{BOUNDS_S[1]} s")
+            nums[col] = v
+        if nums["loso_low"] > nums["loso_high"]:
+            raise StepFitError(f"{where}, line {i}: loso_low is above loso_high")
+        counts = {}
+        for col in ("sources", "rows"):
+            text_n = (row.get(col) or "").strip()
+            if not text_n.isdigit():
+                raise StepFitError(f"{where}, line {i}: {col} {text_n!r} is not a whole number")
+            counts[col] = int(text_n)
+        if counts["sources"] < MIN_SOURCES or counts["rows"] < counts["sources"]:
+            raise StepFitError(f"{where}, line {i}: a constant is fitted on at least {MIN_SOURCES} sources and as "
+                               "many rows")
+        out.append(Constant(name, nums["seconds"], counts["sources"], counts["rows"], nums["loso_low"],
+                            nums["loso_high"]))
+    return StepFit(tuple(out))
