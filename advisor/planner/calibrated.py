@@ -180,6 +180,17 @@ def serve_range_factors(load: str = "users", choice=None, acc=None, moe: bool = 
     return out
 
 
+def serve_capacity_spread(choice, acc, moe: bool) -> float:
+    """The standard deviation of the log of a replica's capacity, as its served throughput's held-out error says:
+    the 80 % width of the throughput at a load of users (``serve_range_factors``: the runtime's class and model kind,
+    widened where no published served run of the runtime is at that load) over the normal quantile it stands for
+    (``serving_queue.Z80``). A served load near capacity is planned over it (``serving_queue.serve_kept_up``)."""
+    from advisor.estimate.serving_queue import Z80
+
+    f, _ = serve_range_factors("users", choice, acc, moe)["serving"]
+    return math.log(f) / Z80 if f > 1.0 else 0.0
+
+
 # serve_factors and serve_range_factors by load and class, each with the fit it is of (another fit in force, such as
 # none inside raw_estimates, finds them again)
 _RANGES: dict[tuple, tuple] = {}
