@@ -607,6 +607,15 @@ _NORMAL = NormalDist()
 Z80 = _NORMAL.inv_cdf(0.9)  # a two-sided 80 % range's half width, in standard deviations of a normal spread
 
 
+def beyond_capacity_chance(load_log: float, spread: float) -> float:
+    """The chance that an arrival rate is beyond what a replica serves, its capacity the planned one times ``e^eps``
+    with ``eps`` normal of sd ``spread``: ``Phi(load_log / spread)``, ``load_log`` the log of the rate over the
+    planned capacity (a half at the planned capacity; 0 or 1 where the capacity is known)."""
+    if spread <= 0:
+        return 1.0 if load_log >= 0 else 0.0
+    return _NORMAL.cdf(load_log / spread)
+
+
 def capacity_log_quantile(load_log: float, spread: float, q: float = 0.5) -> float | None:
     """How much faster than planned a replica is, as a log, at quantile ``q`` of its capacity's uncertainty *given
     that it keeps up with the load*: its capacity is the planned one times ``e^eps`` with ``eps`` normal of sd
@@ -619,7 +628,7 @@ def capacity_log_quantile(load_log: float, spread: float, q: float = 0.5) -> flo
         raise ValueError("q must be between 0 and 1")
     if spread <= 0:
         return 0.0 if load_log < 0 else None
-    below = _NORMAL.cdf(load_log / spread)  # the chance that the capacity is below the load
+    below = beyond_capacity_chance(load_log, spread)
     if 1.0 - below < 1e-9:
         return None
     return spread * _NORMAL.inv_cdf(below + q * (1.0 - below))

@@ -51,6 +51,13 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
                    output_tokens_per_s=_num(p.output_tokens_per_s * o.replicas),
                    utilisation=_num(p.utilisation), in_service_per_replica=_num(p.in_service),
                    waiting_per_replica=_num(p.waiting), limit=p.limit or None)
+    if by != "users" and o.capacity_per_replica is not None:  # an arrival rate against what a replica serves
+        out.update(capacity_requests_per_s_per_replica=_num(o.capacity_per_replica),
+                   chance_beyond_capacity=_num(o.chance_beyond_capacity),
+                   beyond_capacity=p is not None and not p.stable)
+        if p is not None and not p.stable:  # no steady figure: how fast the queue and a new request's wait grow
+            out.update(queue_growth_requests_per_s=_num(p.queue_growth_per_s * o.replicas),
+                       wait_growth_s_per_s=_num(p.wait_growth_s_per_s))
     out.update(kv_capacity_tokens=o.kv_capacity_tokens, usd_per_hour=_num(o.usd_per_hour),
                usd_per_million_requests=_num(o.usd_per_million_requests),
                usd_per_million_requests_interval=interval(_num(o.usd_per_million_requests), "throughput", o, by),
