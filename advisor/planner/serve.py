@@ -277,6 +277,7 @@ class _Sizer:
         self.kept = {} if kept is None else kept  # the job's replicas kept between calls (``_kept_replicas``)
         self._memo: dict[int, tuple] = {}
         self._ranges: dict[str, tuple] = {}
+        self._rate_capacity: dict[int, dict] = {}
         self.shown = serve_shown(by, choice, acc, model.arch.is_moe)  # each point as shown: max_load, size, the knee chart
 
     def ranges(self, point: ServePoint | None) -> tuple[tuple[str, float, str], ...]:
@@ -320,11 +321,15 @@ class _Sizer:
         fields of ``ServeOption``); none at a load of users."""
         if self.by == "users":
             return {}
+        hit = self._rate_capacity.get(devices)
+        if hit is not None:
+            return hit
         spec, _launch, _ = self.replica(devices)
         moe = self.model.arch.is_moe
         most = max_throughput(spec, self.lengths)[0] * serve_factors("rate", self.choice, self.acc, moe)[0]
-        return {"capacity_per_replica": most,
-                "capacity_spread": serve_capacity_spread(self.choice, self.acc, moe)}
+        hit = self._rate_capacity[devices] = {"capacity_per_replica": most,
+                                               "capacity_spread": serve_capacity_spread(self.choice, self.acc, moe)}
+        return hit
 
     def size(self, devices: int, available: int | None) -> tuple[int, ServePoint | None, bool, float]:
         """``(replicas, point per replica, meets, most per replica)`` for the stated load."""
