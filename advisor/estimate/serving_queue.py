@@ -656,7 +656,24 @@ def serve_kept_up(spec: ServerSpec, lengths: Lengths, requests_per_s: float, spr
     eps = capacity_log_quantile(math.log(requests_per_s / x_max), spread, q)
     if eps is None:
         return None
-    k = math.exp(eps)
+    return _at_speed(q_, x_max, requests_per_s, eps)
+
+
+def serve_at_speed(spec: ServerSpec, lengths: Lengths, requests_per_s: float, log_speed: float
+                   ) -> ServePoint | None:
+    """The steady state at an arrival rate of this replica ``e^log_speed`` times as fast: this one at ``rate / k``
+    with its times over ``k`` and its rates times ``k`` (every step, prefill and wait scales alike); None where that
+    replica does not keep up with the rate."""
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    q_ = _replica(spec, lengths)
+    return _at_speed(q_, _most(q_)[0], requests_per_s, log_speed)
+
+
+def _at_speed(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float) -> ServePoint | None:
+    k = math.exp(log_speed)
+    if not requests_per_s / k < x_max:
+        return None
     point = _serve(q_, None, requests_per_s / k)
     if not point.stable:
         return None
@@ -696,20 +713,8 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     if x_max <= 0:
         return None
 
-    def at(log_k: float) -> ServePoint | None:
-        k = math.exp(log_k)
-        if requests_per_s / k >= x_max:
-            return None
-        point = _serve(q_, None, requests_per_s / k)
-        if not point.stable:
-            return None
-        out = object.__new__(ServePoint)
-        out.__dict__.update(scaled_point(point, k, k, k).__dict__)
-        out.__dict__["requests_per_s_offered"] = requests_per_s
-        return out
-
     def miss(log_k: float) -> float:
-        p = at(log_k)
+        p = _at_speed(q_, x_max, requests_per_s, log_k)
         if p is None or not (p.ttft_p50_s > 0 and p.tpot_p50_s > 0):
             return _INF
         r = max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
@@ -725,8 +730,8 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
         f_hi = miss(hi)
     else:
         return None
-    a, b, _, _ = _root(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
-    return at(b)
+    _a, b, _, _ = _root(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
+    return _at_speed(q_, x_max, requests_per_s, b)
 
 
 def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:

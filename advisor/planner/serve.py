@@ -23,7 +23,16 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.serving import Lengths, ServerSpec, single_request
-from advisor.estimate.serving_queue import ServePoint, Targets, beyond_capacity_chance, max_load, max_throughput, serve_at
+from advisor.estimate.serving_queue import (
+    Z80,
+    ServePoint,
+    Targets,
+    beyond_capacity_chance,
+    max_load,
+    max_throughput,
+    serve_at,
+    serve_at_speed,
+)
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.calibrated import (
     active_fits,
@@ -98,6 +107,7 @@ class ServeOption:
     # sd of its log (the served throughput's held-out error, ``calibrated.serve_capacity_spread``)
     capacity_per_replica: float | None = None
     capacity_spread: float = 0.0
+    lengths: Lengths | None = field(default=None, compare=False, repr=False)  # the requests' (capacity_ranges)
 
     @property
     def chance_beyond_capacity(self) -> float | None:
@@ -328,7 +338,8 @@ class _Sizer:
         moe = self.model.arch.is_moe
         most = max_throughput(spec, self.lengths)[0] * serve_factors("rate", self.choice, self.acc, moe)[0]
         hit = self._rate_capacity[devices] = {"capacity_per_replica": most,
-                                               "capacity_spread": serve_capacity_spread(self.choice, self.acc, moe)}
+                                               "capacity_spread": serve_capacity_spread(self.choice, self.acc, moe),
+                                               "lengths": self.lengths}
         return hit
 
     def size(self, devices: int, available: int | None) -> tuple[int, ServePoint | None, bool, float]:
@@ -343,6 +354,30 @@ class _Sizer:
             point = self.shown(serve_at(spec, self.lengths, requests_per_s=share))
         meets = most > 0 and replicas >= need and self.targets.met(point)
         return replicas, point, meets, most
+
+
+CAPACITY_RANGE_FIGURES = ("ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s")
+
+
+def capacity_ranges(option: ServeOption) -> dict[str, tuple[float, float | None]] | None:
+    """At an arrival rate, each time's 80 % range over the replica's capacity's held-out error alone
+    (``capacity_spread``): the figure on the replica ``e^(Z80 sd)`` times as fast (its capacity's 90th percentile)
+    and on one ``e^(-Z80 sd)`` times (its 10th), None for that end where it cannot keep up with the rate ("beyond
+    capacity"): asymmetric, and wider the nearer the rate is to capacity, where the wait grows as ``1 / (1 - rho)``
+    (``serving_queue.serve_at_speed``, each point as shown). Keys ``CAPACITY_RANGE_FIGURES``; None at a load of users
+    or where the point is not steady."""
+    p = option.point
+    if (option.capacity_per_replica is None or p is None or not p.stable or option.spec is None
+            or option.lengths is None or p.requests_per_s_offered is None):
+        return None
+    sd = option.capacity_spread
+    ends = []
+    for log_speed in (Z80 * sd, -Z80 * sd):
+        q = serve_at_speed(option.spec, option.lengths, p.requests_per_s_offered, log_speed)
+        ends.append(None if q is None else (option.shown(q) if option.shown is not None else q))
+    fast, slow = ends
+    return {name: (getattr(fast, name) if fast is not None else getattr(p, name),
+                   getattr(slow, name) if slow is not None else None) for name in CAPACITY_RANGE_FIGURES}
 
 
 def _costs(usd_per_h: float | None, point: ServePoint | None, replicas: int) -> tuple[float | None, float | None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from advisor.estimate.serving_queue import Z80
-from advisor.planner.serve import ServeOption, ServeResult, interval, miss_ratio, range_origin
+from advisor.planner.serve import ServeOption, ServeResult, capacity_ranges, interval, miss_ratio, range_origin
 
 
 def _s(x: float | None) -> str:
@@ -67,9 +67,13 @@ def _near_capacity(o: ServeOption) -> str:
     if chance is None or chance < 0.05 or not o.capacity_per_replica:
         return ""
     share = o.point.requests_per_s_offered / o.capacity_per_replica
-    return (f"; at {100 * share:.0f} % of what a replica serves as planned, a {100 * chance:.0f} % chance the rate "
-            f"is beyond it "
-            f"(its capacity is known within x/÷{math.exp(Z80 * o.capacity_spread):.2f})")
+    text = (f"; at {100 * share:.0f} % of what a replica serves as planned, a {100 * chance:.0f} % chance the rate "
+            f"is beyond it (its capacity is known within x/÷{math.exp(Z80 * o.capacity_spread):.2f})")
+    over = capacity_ranges(o)
+    if over is not None:
+        lo, hi = over["ttft_p95_s"]
+        text += f"; over that error alone the p95 first token is {_s(lo)} to {_s(hi) if hi is not None else 'beyond it'}"
+    return text
 
 
 def _option_name(o: ServeOption) -> str:

@@ -63,3 +63,49 @@ def test_a_load_of_users_has_no_capacity_chance(capsys):
     doc = json.loads(run(capsys, *OWN, "--users", "4", "--json"))
     o = next(o for o in doc["options"] if o["id"] == "owned:rtx-4090")
     assert "chance_beyond_capacity" not in o and "beyond_capacity" not in o
+
+
+def test_over_the_capacitys_error_the_first_tokens_range_is_asymmetric_and_widens_with_the_load(capsys):
+    # the ends are the figure on the replica e^(+-1.2816 sd) as fast; the slow end is beyond capacity where
+    # share x e^(1.2816 sd) reaches what a replica serves (x/÷1.42 at 14 requests/s on two replicas: 92 %)
+    low, near = _owned(capsys, 10), _owned(capsys, 14)
+    for o in (low, near):
+        lo, hi = o["over_capacity_s"]["ttft_p95"]
+        assert lo < o["ttft_s"]["p95"]
+    cap = near["capacity_requests_per_s_per_replica"]
+    sd = math.log(7 / cap) / NormalDist().inv_cdf(near["chance_beyond_capacity"])  # chance = Phi(ln(7 / cap) / sd)
+    spread_factor = math.exp(NormalDist().inv_cdf(0.9) * sd)
+    assert spread_factor == pytest.approx(1.42, abs=0.01)
+    assert 7 * spread_factor > cap and near["over_capacity_s"]["ttft_p95"][1] is None
+    lo, hi = low["over_capacity_s"]["ttft_p95"]
+    assert 5 * spread_factor < cap and hi is not None
+    p95 = low["ttft_s"]["p95"]
+    assert hi / p95 > p95 / lo > 1.0  # the slow side longer: the wait grows as 1 / (1 - rho)
+    text = run(capsys, *OWN, "--requests-per-s", "14")
+    assert "over that error alone the p95 first token is" in text and "to beyond it" in text
+
+
+def test_the_capacity_range_is_the_plan_on_replicas_faster_and_slower_by_the_spread():
+    from advisor.catalog.load import bundled_catalog
+    from advisor.estimate.serving_queue import Z80, serve_at_speed
+    from advisor.job.serve import ServeJob
+    from advisor.planner.serve import capacity_ranges, serve_plan
+
+    job = ServeJob.from_mapping({"model": "llama-3.1-8b", "accelerator": ("h100-sxm",), "requests_per_s": 20.0,
+                                 "prompt_tokens": 512, "output_tokens": 256, "spot_offers": False})
+    result = serve_plan(job, bundled_catalog())
+    o = next(o for o in result.options if o.point is not None and o.point.stable)
+    over = capacity_ranges(o)
+    k = Z80 * o.capacity_spread
+    rate = o.point.requests_per_s_offered
+    fast = o.shown(serve_at_speed(o.spec, result.lengths, rate, k))
+    assert over["ttft_p50_s"][0] == pytest.approx(fast.ttft_p50_s, rel=1e-12)
+    slow = serve_at_speed(o.spec, result.lengths, rate, -k)
+    if slow is None:
+        assert over["tpot_p50_s"][1] is None
+    else:
+        assert over["tpot_p50_s"][1] == pytest.approx(o.shown(slow).tpot_p50_s, rel=1e-12)
+    # a replica e^k as fast at rate r is the plan at r / e^k with its times over e^k
+    base = serve_at_speed(o.spec, result.lengths, rate / math.exp(k), 0.0)
+    assert serve_at_speed(o.spec, result.lengths, rate, k).ttft_mean_s == pytest.approx(
+        base.ttft_mean_s / math.exp(k), rel=1e-12)
