@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import lru_cache
+from statistics import NormalDist
 from typing import NamedTuple
 
 from advisor.estimate.serving import (
@@ -116,6 +117,24 @@ class ServePoint:
     def per_user_tokens_per_s(self) -> float:
         """What one request sees while it decodes: 1 / mean TPOT."""
         return 1.0 / self.tpot_p50_s if self.tpot_p50_s > 0 else 0.0
+
+    @property
+    def queue_growth_per_s(self) -> float:
+        """Requests added to the queue each second: an arrival rate beyond what the replica serves (0 when stable).
+        There is no steady first token then: each second of such a load adds ``wait_growth_s_per_s`` seconds to the
+        wait of the request that arrives next."""
+        if self.stable or self.requests_per_s_offered is None:
+            return 0.0
+        return max(0.0, self.requests_per_s_offered - self.requests_per_s)
+
+    @property
+    def wait_growth_s_per_s(self) -> float:
+        """Seconds a new arrival's wait grows by each second of a load beyond capacity: the requests the queue gains
+        a second over those the replica ends a second (infinite when it serves none; 0 when stable)."""
+        growth = self.queue_growth_per_s
+        if growth <= 0:
+            return 0.0
+        return growth / self.requests_per_s if self.requests_per_s > 0 else math.inf
 
 
 _POINT_FIELDS = tuple(f.name for f in fields(ServePoint))
@@ -582,6 +601,137 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
                   inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
                   _share(rate, q, x_max), True, limit if pw > 0.05 else "",
                   inner.ttft_mean_s + wait_mean, inner.step_s)
+
+
+_NORMAL = NormalDist()
+Z80 = _NORMAL.inv_cdf(0.9)  # a two-sided 80 % range's half width, in standard deviations of a normal spread
+
+
+def beyond_capacity_chance(load_log: float, spread: float) -> float:
+    """The chance that an arrival rate is beyond what a replica serves, its capacity the planned one times ``e^eps``
+    with ``eps`` normal of sd ``spread``: ``Phi(load_log / spread)``, ``load_log`` the log of the rate over the
+    planned capacity (a half at the planned capacity; 0 or 1 where the capacity is known)."""
+    if spread <= 0:
+        return 1.0 if load_log >= 0 else 0.0
+    return _NORMAL.cdf(load_log / spread)
+
+
+def capacity_log_quantile(load_log: float, spread: float, q: float = 0.5) -> float | None:
+    """How much faster than planned a replica is, as a log, at quantile ``q`` of its capacity's uncertainty *given
+    that it keeps up with the load*: its capacity is the planned one times ``e^eps`` with ``eps`` normal of sd
+    ``spread`` (the held-out error of served throughput), and it keeps up where ``eps > load_log`` (``load_log``: the
+    log of the arrival rate over the planned capacity). So ``eps_q = spread * Phi^-1(Phi(u) + q (1 - Phi(u)))`` with
+    ``u = load_log / spread``: 0 at the median far below capacity, ``0.674 spread`` (the upper quartile) at the planned
+    capacity, and above the load's own log beyond it. None where the chance that it keeps up is nil (below 1e-9).
+    """
+    if not 0.0 < q < 1.0:
+        raise ValueError("q must be between 0 and 1")
+    if spread <= 0:
+        return 0.0 if load_log < 0 else None
+    below = beyond_capacity_chance(load_log, spread)
+    if 1.0 - below < 1e-9:
+        return None
+    return spread * _NORMAL.inv_cdf(below + q * (1.0 - below))
+
+
+def serve_kept_up(spec: ServerSpec, lengths: Lengths, requests_per_s: float, spread: float, q: float = 0.5
+                  ) -> ServePoint | None:
+    """The steady state at an arrival rate on a replica whose capacity is uncertain by ``spread`` (the sd of its log),
+    at quantile ``q`` of that uncertainty given that it keeps up with the rate (``capacity_log_quantile``): what a
+    published steady run at a rate is planned as, a run that kept up (MLPerf's server scenario, whose submitters push
+    the rate up to what their latency bounds allow). Near the planned capacity a queue's wait grows as
+    ``1 / (1 - rho)``, so a capacity a few per cent low turns a measured 0.4 s first token into minutes: the figure
+    given that it kept up is that of the capacities it can have, never one beyond them.
+
+    A replica ``k = e^eps`` times as fast at rate ``r`` is this one at ``r / k`` with its times over ``k``
+    (every step, prefill and wait scales alike), so the point is ``serve_at`` at ``r / k`` scaled by ``k``.
+    None where it cannot keep up (no capacity, or no chance).
+    """
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    q_ = _replica(spec, lengths)
+    x_max = _most(q_)[0]
+    if x_max <= 0:
+        return None
+    eps = capacity_log_quantile(math.log(requests_per_s / x_max), spread, q)
+    if eps is None:
+        return None
+    return _at_speed(q_, x_max, requests_per_s, eps)
+
+
+def serve_at_speed(spec: ServerSpec, lengths: Lengths, requests_per_s: float, log_speed: float
+                   ) -> ServePoint | None:
+    """The steady state at an arrival rate of this replica ``e^log_speed`` times as fast: this one at ``rate / k``
+    with its times over ``k`` and its rates times ``k`` (every step, prefill and wait scales alike); None where that
+    replica does not keep up with the rate."""
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    q_ = _replica(spec, lengths)
+    return _at_speed(q_, _most(q_)[0], requests_per_s, log_speed)
+
+
+def _at_speed(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float) -> ServePoint | None:
+    k = math.exp(log_speed)
+    if not requests_per_s / k < x_max:
+        return None
+    point = _serve(q_, None, requests_per_s / k)
+    if not point.stable:
+        return None
+    out = object.__new__(ServePoint)
+    out.__dict__.update(scaled_point(point, k, k, k).__dict__)
+    out.__dict__["requests_per_s_offered"] = requests_per_s
+    return out
+
+
+_Z99_OVER_Z95 = _NORMAL.inv_cdf(0.99) / _NORMAL.inv_cdf(0.95)
+
+
+def p99_of(p50: float, p95: float) -> float:
+    """The 99th percentile of a latency known by its median and 95th percentile, its tail taken as log-normal:
+    ``p50 (p95 / p50)^(z99 / z95)``."""
+    if not 0 < p50 <= p95:
+        return p95
+    return p50 * (p95 / p50) ** _Z99_OVER_Z95
+
+
+def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, ttft_p99_s: float,
+                    tpot_p99_s: float) -> ServePoint | None:
+    """The steady state at an arrival rate that is the most a server carried within p99 latency bounds: MLPerf
+    Inference's server scenario, whose score is that rate and whose run is valid only where the first token's and the
+    time per output token's 99th percentiles are within the benchmark's bounds (``loadgen/mlperf.conf`` of
+    mlcommons/inference: ``ttft_latency`` and ``tpot_latency`` at ``target_latency_percentile = 99``; Llama 2 70B and
+    Mixtral 8x7B: 2,000 ms and 200 ms). The submitter raises the rate until a bound binds, so the rate tells the
+    replica's speed: planned on this replica ``k`` times as fast (``serve_kept_up``'s scaling), ``k`` such that the
+    larger p99 over its bound is 1 at the rate (p99 from p50 and p95, ``p99_of``). None where no speed meets it.
+    """
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    if not (ttft_p99_s > 0 and tpot_p99_s > 0):
+        raise ValueError("latency bounds must be positive")
+    q_ = _replica(spec, lengths)
+    x_max = _most(q_)[0]
+    if x_max <= 0:
+        return None
+
+    def miss(log_k: float) -> float:
+        p = _at_speed(q_, x_max, requests_per_s, log_k)
+        if p is None or not (p.ttft_p50_s > 0 and p.tpot_p50_s > 0):
+            return _INF
+        r = max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
+        return math.log(r) if r > 0 else -_INF
+
+    lo = math.log(requests_per_s / x_max)  # the slowest replica that carries the rate at all: past its bounds
+    hi = max(lo, 0.0) + 0.5
+    f_hi = miss(hi)
+    for _ in range(60):
+        if f_hi < 0:
+            break
+        lo, hi = hi, hi + 1.0
+        f_hi = miss(hi)
+    else:
+        return None
+    _a, b, _, _ = _root(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
+    return _at_speed(q_, x_max, requests_per_s, b)
 
 
 def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:

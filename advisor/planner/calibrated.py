@@ -34,6 +34,7 @@ from advisor.estimate.calibration import (
     width_class,
 )
 from advisor.estimate.reach import UNNAMED, Position, Reach, locate, model_family, scales
+from advisor.estimate.serving_queue import Z80
 from advisor.estimate.software import MFU_CEILING
 from advisor.planner.request import compute_precision, request_memo, training_software
 
@@ -178,6 +179,15 @@ def serve_range_factors(load: str = "users", choice=None, acc=None, moe: bool = 
     out = _ranges_of(fits, load, choice, acc, moe)
     _remember(key, fits, out)
     return out
+
+
+def serve_capacity_spread(choice, acc, moe: bool) -> float:
+    """The standard deviation of the log of a replica's capacity, as its served throughput's held-out error says:
+    the 80 % width of the throughput at a load of users (``serve_range_factors``: the runtime's class and model kind,
+    widened where no published served run of the runtime is at that load) over the normal quantile it stands for
+    (``serving_queue.Z80``). A served load near capacity is planned over it (``serving_queue.serve_kept_up``)."""
+    f, _ = serve_range_factors("users", choice, acc, moe)["serving"]
+    return math.log(f) / Z80 if f > 1.0 else 0.0
 
 
 # serve_factors and serve_range_factors by load and class, each with the fit it is of (another fit in force, such as

@@ -230,9 +230,9 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
     """
     from advisor.estimate.serving import Lengths
-    from advisor.estimate.serving_queue import max_throughput, serve_at, serve_together
+    from advisor.estimate.serving_queue import serve_at, serve_at_bounds, serve_kept_up, serve_together
     from advisor.job.serve import ServeJob, request_lengths
-    from advisor.planner.calibrated import serving_class
+    from advisor.planner.calibrated import serve_capacity_spread, serving_class
     from advisor.planner.one_request import request_lengths as one_request_lengths
     from advisor.planner.one_request import request_speed
     from advisor.planner.request import resolve_job_model, runtime_choice
@@ -246,6 +246,8 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
     choice = runtime_choice(job, acc)
     users = job.users
+    spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
+    bounds = rate_bounds(m)
     # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
     try:
         speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths))
@@ -262,15 +264,40 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
             point = serve_together(spec, lengths, users)  # equal requests started together stay in step
         elif users is not None:
             point = serve_at(spec, lengths, users=users)
-        else:  # a rate beyond what the model serves is planned just below it: a miss, not a figure left out
-            rate = float(job.requests_per_s)
-            point = serve_at(spec, lengths, requests_per_s=rate)
-            if not point.stable:
-                point = serve_at(spec, lengths, requests_per_s=min(rate, 0.999 * max_throughput(spec, lengths)[0]))
+        elif bounds is not None:  # the most the server carried within the benchmark's p99 bounds (its score)
+            point = serve_at_bounds(spec, lengths, float(job.requests_per_s), *bounds)
+            if point is None:
+                return None
+        else:  # a published run at a rate kept up with it: planned over the capacity's uncertainty given that
+            point = serve_kept_up(spec, lengths, float(job.requests_per_s), spread)
+            if point is None:
+                return None
         return point if point.stable and math.isfinite(point.ttft_mean_s) else None
 
     return at, serving_class(m.group, choice, acc, serve_load("users" if users is not None else "requests_per_s",
                                                                users), moe=model.arch.is_moe)
+
+
+# Settings of a row published at the most its server carried within p99 latency bounds (MLPerf's server scenario).
+BOUND_SETTINGS = ("ttft_p99_bound_s", "tpot_p99_bound_s")
+
+
+def rate_bounds(m: Measurement) -> tuple[float, float] | None:
+    """``(first token, time per output token)`` p99 bounds in seconds of a row whose rate is the most its server
+    carried within them (``serving_queue.serve_at_bounds``), or None where the row states none.
+
+    Raises:
+        ValueError: one bound stated without the other, or one that is not a positive number.
+    """
+    given = [m.setting(name) for name in BOUND_SETTINGS]
+    if given == [None, None]:
+        return None
+    if None in given:
+        raise ValueError(f"{m.row_id}: {' and '.join(BOUND_SETTINGS)} go together")
+    values = tuple(float(v) for v in given)
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"{m.row_id}: latency bounds must be positive numbers")
+    return values[0], values[1]
 
 
 def serve_figure(m: Measurement, p: ServePoint) -> float:

@@ -23,9 +23,25 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
 from advisor.estimate.serving import Lengths, ServerSpec, single_request
-from advisor.estimate.serving_queue import ServePoint, Targets, max_load, serve_at
+from advisor.estimate.serving_queue import (
+    Z80,
+    ServePoint,
+    Targets,
+    beyond_capacity_chance,
+    max_load,
+    max_throughput,
+    serve_at,
+    serve_at_speed,
+)
 from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
-from advisor.planner.calibrated import active_fits, serve_load, serve_range_factors, serve_shown
+from advisor.planner.calibrated import (
+    active_fits,
+    serve_capacity_spread,
+    serve_factors,
+    serve_load,
+    serve_range_factors,
+    serve_shown,
+)
 from advisor.planner.kept import KeptByJob
 from advisor.planner.one_request import all_devices_faster, request_speed
 from advisor.planner.one_request import request_lengths as one_request_lengths
@@ -87,6 +103,22 @@ class ServeOption:
     ranges: tuple[tuple[str, float, str], ...] = ()  # (group, x/÷ factor of its 80 % range, origin): range_factors
     # a point of this option as shown (``calibrated.serve_shown``: the serving groups' factors where they help)
     shown: Any = field(default=None, compare=False, repr=False)
+    # at an arrival rate: the most one replica serves with every sequence it fits busy (requests/s, as shown), and the
+    # sd of its log (the served throughput's held-out error, ``calibrated.serve_capacity_spread``)
+    capacity_per_replica: float | None = None
+    capacity_spread: float = 0.0
+    lengths: Lengths | None = field(default=None, compare=False, repr=False)  # the requests' (capacity_ranges)
+
+    @property
+    def chance_beyond_capacity(self) -> float | None:
+        """At an arrival rate, the chance that a replica's share is beyond what it serves, given its capacity's
+        held-out error (``serving_queue.beyond_capacity_chance``); None at a load of users."""
+        p, cap = self.point, self.capacity_per_replica
+        if p is None or cap is None or p.requests_per_s_offered is None:
+            return None
+        if cap <= 0:
+            return 1.0
+        return beyond_capacity_chance(math.log(p.requests_per_s_offered / cap), self.capacity_spread)
 
     @property
     def devices(self) -> int:
@@ -255,6 +287,7 @@ class _Sizer:
         self.kept = {} if kept is None else kept  # the job's replicas kept between calls (``_kept_replicas``)
         self._memo: dict[int, tuple] = {}
         self._ranges: dict[str, tuple] = {}
+        self._rate_capacity: dict[int, dict] = {}
         self.shown = serve_shown(by, choice, acc, model.arch.is_moe)  # each point as shown: max_load, size, the knee chart
 
     def ranges(self, point: ServePoint | None) -> tuple[tuple[str, float, str], ...]:
@@ -293,6 +326,22 @@ class _Sizer:
             hit = self._memo[devices] = (spec, launch, most)
         return hit
 
+    def rate_capacity(self, devices: int) -> dict:
+        """At an arrival rate, ``capacity_per_replica`` and ``capacity_spread`` of a replica of ``devices`` (the
+        fields of ``ServeOption``); none at a load of users."""
+        if self.by == "users":
+            return {}
+        hit = self._rate_capacity.get(devices)
+        if hit is not None:
+            return hit
+        spec, _launch, _ = self.replica(devices)
+        moe = self.model.arch.is_moe
+        most = max_throughput(spec, self.lengths)[0] * serve_factors("rate", self.choice, self.acc, moe)[0]
+        hit = self._rate_capacity[devices] = {"capacity_per_replica": most,
+                                               "capacity_spread": serve_capacity_spread(self.choice, self.acc, moe),
+                                               "lengths": self.lengths}
+        return hit
+
     def size(self, devices: int, available: int | None) -> tuple[int, ServePoint | None, bool, float]:
         """``(replicas, point per replica, meets, most per replica)`` for the stated load."""
         spec, _launch, most = self.replica(devices)
@@ -305,6 +354,30 @@ class _Sizer:
             point = self.shown(serve_at(spec, self.lengths, requests_per_s=share))
         meets = most > 0 and replicas >= need and self.targets.met(point)
         return replicas, point, meets, most
+
+
+CAPACITY_RANGE_FIGURES = ("ttft_p50_s", "ttft_p95_s", "tpot_p50_s", "tpot_p95_s")
+
+
+def capacity_ranges(option: ServeOption) -> dict[str, tuple[float, float | None]] | None:
+    """At an arrival rate, each time's 80 % range over the replica's capacity's held-out error alone
+    (``capacity_spread``): the figure on the replica ``e^(Z80 sd)`` times as fast (its capacity's 90th percentile)
+    and on one ``e^(-Z80 sd)`` times (its 10th), None for that end where it cannot keep up with the rate ("beyond
+    capacity"): asymmetric, and wider the nearer the rate is to capacity, where the wait grows as ``1 / (1 - rho)``
+    (``serving_queue.serve_at_speed``, each point as shown). Keys ``CAPACITY_RANGE_FIGURES``; None at a load of users
+    or where the point is not steady."""
+    p = option.point
+    if (option.capacity_per_replica is None or p is None or not p.stable or option.spec is None
+            or option.lengths is None or p.requests_per_s_offered is None):
+        return None
+    sd = option.capacity_spread
+    ends = []
+    for log_speed in (Z80 * sd, -Z80 * sd):
+        q = serve_at_speed(option.spec, option.lengths, p.requests_per_s_offered, log_speed)
+        ends.append(None if q is None else (option.shown(q) if option.shown is not None else q))
+    fast, slow = ends
+    return {name: (getattr(fast, name) if fast is not None else getattr(p, name),
+                   getattr(slow, name) if slow is not None else None) for name in CAPACITY_RANGE_FIGURES}
 
 
 def _costs(usd_per_h: float | None, point: ServePoint | None, replicas: int) -> tuple[float | None, float | None]:
@@ -327,7 +400,7 @@ def _option(sizer: _Sizer, devices: int, available: int | None, *, id: str, kind
                        point=point, kv_capacity_tokens=sizer.spec(devices)[2],
                        usd_per_hour=usd_h,
                        usd_per_million_requests=per_req, usd_per_million_output_tokens=per_tok, launch=launch,
-                       spec=spec, ranges=sizer.ranges(point), shown=sizer.shown, **extra)
+                       spec=spec, ranges=sizer.ranges(point), shown=sizer.shown, **sizer.rate_capacity(devices), **extra)
 
 
 def _unfit(hw: OwnedHardware, model: ModelServing, choice) -> ServeOption:
@@ -491,7 +564,7 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
                   runtime=launch["runtime"], devices_per_replica=devices, replicas=replicas, replicas_available=None,
                   fits=True, meets_target=meets, max_load_per_replica=most_load, point=point,
                   kv_capacity_tokens=sizer.spec(devices)[2], launch=launch, spec=spec, ranges=sizer.ranges(point),
-                  shown=sizer.shown)
+                  shown=sizer.shown, **sizer.rate_capacity(devices))
     out = []
     for option_id, kind, usd_h, extra in _priced(prices, acc, offers, devices * replicas, service, job.spot_offers):
         per_req, per_tok = _costs(usd_h, point, replicas)

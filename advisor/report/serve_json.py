@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 
-from advisor.planner.serve import ServeOption, ServeResult, interval, range_origin
+from advisor.planner.serve import ServeOption, ServeResult, capacity_ranges, interval, range_origin
 
 SCHEMA = "advisor.serve/1"
 
@@ -51,6 +51,16 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
                    output_tokens_per_s=_num(p.output_tokens_per_s * o.replicas),
                    utilisation=_num(p.utilisation), in_service_per_replica=_num(p.in_service),
                    waiting_per_replica=_num(p.waiting), limit=p.limit or None)
+    if by != "users" and o.capacity_per_replica is not None:  # an arrival rate against what a replica serves
+        out.update(capacity_requests_per_s_per_replica=_num(o.capacity_per_replica),
+                   chance_beyond_capacity=_num(o.chance_beyond_capacity),
+                   beyond_capacity=p is not None and not p.stable)
+        over = capacity_ranges(o)
+        if over is not None:  # each time's 80 % range over the capacity's error alone (null: beyond capacity)
+            out["over_capacity_s"] = {name.removesuffix("_s"): [_num(lo), _num(hi)] for name, (lo, hi) in over.items()}
+        if p is not None and not p.stable:  # no steady figure: how fast the queue and a new request's wait grow
+            out.update(queue_growth_requests_per_s=_num(p.queue_growth_per_s * o.replicas),
+                       wait_growth_s_per_s=_num(p.wait_growth_s_per_s))
     out.update(kv_capacity_tokens=o.kv_capacity_tokens, usd_per_hour=_num(o.usd_per_hour),
                usd_per_million_requests=_num(o.usd_per_million_requests),
                usd_per_million_requests_interval=interval(_num(o.usd_per_million_requests), "throughput", o, by),

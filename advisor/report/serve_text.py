@@ -5,7 +5,10 @@ The app's Serve page shows the same answer lines (:func:`answer_lines`).
 
 from __future__ import annotations
 
-from advisor.planner.serve import ServeOption, ServeResult, interval, miss_ratio, range_origin
+import math
+
+from advisor.estimate.serving_queue import Z80
+from advisor.planner.serve import ServeOption, ServeResult, capacity_ranges, interval, miss_ratio, range_origin
 
 
 def _s(x: float | None) -> str:
@@ -40,14 +43,37 @@ def target_text(result: ServeResult) -> str:
 def sees_text(o: ServeOption, by: str = "users") -> str:
     """What one user sees on an option at the stated load (``by``: users or requests_per_s, for its ranges)."""
     p = o.point
-    if p is None or not p.stable:
+    if p is None:
         return "the load is more than it serves: queues grow without bound"
+    if not p.stable:
+        if p.queue_growth_per_s <= 0 or not math.isfinite(p.wait_growth_s_per_s):
+            return "the load is more than it serves: queues grow without bound"
+        return (f"beyond what it serves ({p.requests_per_s:.3g} requests/s a replica): no steady first token; the "
+                f"queue grows by {p.queue_growth_per_s * o.replicas:.3g} requests/s, each second adding "
+                f"{p.wait_growth_s_per_s:.2g} s to a new request's wait")
     ttft = interval(p.ttft_p95_s, "ttft", o, by)
     rate = interval(1 / p.tpot_p50_s, "tpot", o, by)
     ttft_range = f"; 80 %: {_s(ttft[0])}-{_s(ttft[1])}" if ttft else ""
     rate_range = f" (80 %: {rate[0]:.3g}-{rate[1]:.3g})" if rate else ""
     return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95{ttft_range}); then "
-            f"{1 / p.tpot_p50_s:.3g} tokens/s{rate_range} ({_s(p.tpot_p50_s)} a token, {_s(p.tpot_p95_s)} at p95)")
+            f"{1 / p.tpot_p50_s:.3g} tokens/s{rate_range} ({_s(p.tpot_p50_s)} a token, {_s(p.tpot_p95_s)} at p95)"
+            + _near_capacity(o))
+
+
+def _near_capacity(o: ServeOption) -> str:
+    """At an arrival rate with a 5 % chance or more that it is beyond what a replica serves (its capacity's held-out
+    error): that chance, where the wait grows as 1 / (1 - rho) and the figures above are the median's."""
+    chance = o.chance_beyond_capacity
+    if chance is None or chance < 0.05 or not o.capacity_per_replica:
+        return ""
+    share = o.point.requests_per_s_offered / o.capacity_per_replica
+    text = (f"; at {100 * share:.0f} % of what a replica serves as planned, a {100 * chance:.0f} % chance the rate "
+            f"is beyond it (its capacity is known within x/÷{math.exp(Z80 * o.capacity_spread):.2f})")
+    over = capacity_ranges(o)
+    if over is not None:
+        lo, hi = over["ttft_p95_s"]
+        text += f"; over that error alone the p95 first token is {_s(lo)} to {_s(hi) if hi is not None else 'beyond it'}"
+    return text
 
 
 def _option_name(o: ServeOption) -> str:

@@ -93,3 +93,30 @@ def test_most_of_the_public_set_is_planned():
     ms = bundled_measurements()
     planned = [m for m in ms[::7] if predict(m, CAT).predicted is not None]
     assert len(planned) >= 0.85 * len(ms[::7])
+
+
+def test_a_rate_published_at_its_p99_bounds_is_planned_at_the_speed_they_imply():
+    from advisor.planner.measured import rate_bounds
+
+    base = _m(group="ttft", model="llama-3.1-8b", accelerator_id="h100-sxm", devices=1, software="vllm 0.19",
+              quant="", precision="bf16", weight_format="BF16", batch=0, prompt_tokens=2000, output_tokens=200,
+              value=0.5, published=0.5, unit="s", settings=(("requests_per_s", "1.5"),))
+    bounded = dataclasses.replace(base, settings=(("requests_per_s", "1.5"), ("ttft_p99_bound_s", "2"),
+                                                  ("tpot_p99_bound_s", "0.2")))
+    assert rate_bounds(base) is None and rate_bounds(bounded) == (2.0, 0.2)
+    at, _ = serve_point_predictor(bounded, CAT, CAT.accelerators["h100-sxm"])
+    p = at(0.0)
+    # the binding bound is met: the larger p99 over its bound is 1 (p99 from p50 and p95, log-normal tail)
+    from advisor.estimate.serving_queue import p99_of
+
+    assert max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / 2.0, p99_of(p.tpot_p50_s, p.tpot_p95_s) / 0.2) == pytest.approx(
+        1.0, abs=0.005)
+    assert p.requests_per_s == pytest.approx(1.5)
+    # one bound without the other, or one that is no positive number: the row is not planned, with the reason
+    for settings in ((("requests_per_s", "1.5"), ("ttft_p99_bound_s", "2")),
+                     (("requests_per_s", "1.5"), ("ttft_p99_bound_s", "0"), ("tpot_p99_bound_s", "0.2")),
+                     (("requests_per_s", "1.5"), ("ttft_p99_bound_s", "x"), ("tpot_p99_bound_s", "0.2"))):
+        bad = dataclasses.replace(base, settings=settings)
+        with pytest.raises(ValueError):
+            rate_bounds(bad)
+        assert predict(bad, CAT).predicted is None
