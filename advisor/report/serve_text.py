@@ -56,18 +56,18 @@ def sees_text(o: ServeOption, by: str = "users") -> str:
     ttft_range = f"; 80 %: {_s(ttft[0])}-{_s(ttft[1])}" if ttft else ""
     rate_range = f" (80 %: {rate[0]:.3g}-{rate[1]:.3g})" if rate else ""
     return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95{ttft_range}); then "
-            f"{1 / p.tpot_p50_s:.3g} tokens/s{rate_range} ({_s(p.tpot_p50_s)} a token, {_s(p.tpot_p95_s)} at p95)"
-            + _near_capacity(o))
+            f"{1 / p.tpot_p50_s:.3g} tokens/s{rate_range} ({_s(p.tpot_p50_s)} a token, {_s(p.tpot_p95_s)} at p95)")
 
 
-def _near_capacity(o: ServeOption) -> str:
+def near_capacity_text(o: ServeOption) -> str:
     """At an arrival rate with a 5 % chance or more that it is beyond what a replica serves (its capacity's held-out
-    error): that chance, where the wait grows as 1 / (1 - rho) and the figures above are the median's."""
+    error): that chance, where the wait grows as 1 / (1 - rho) and the figures of ``sees_text`` are the median's
+    (its own answer line, ``Near capacity:``); empty otherwise."""
     chance = o.chance_beyond_capacity
     if chance is None or chance < 0.05 or not o.capacity_per_replica:
         return ""
     share = o.point.requests_per_s_offered / o.capacity_per_replica
-    text = (f"; at {100 * share:.0f} % of what a replica serves as planned, a {100 * chance:.0f} % chance the rate "
+    text = (f"at {100 * share:.0f} % of what a replica serves as planned, a {100 * chance:.0f} % chance the rate "
             f"is beyond it (its capacity is known within x/÷{math.exp(Z80 * o.capacity_spread):.2f})")
     over = capacity_ranges(o)
     if over is not None:
@@ -130,6 +130,8 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         lines.append(f"  {result.load_text}: {verdict} the target" + ("" if o.meets_target else
                                                                        f" ({_miss(result, o)})"))
         lines.append(f"  Each user sees: {sees_text(o, result.by)}")
+        if near := near_capacity_text(o):
+            lines.append(f"  Near capacity: {near}")
         reps = o.replicas_available or o.replicas
         most = o.max_load_per_replica * reps
         split = "" if reps <= 1 else (f" ({load_number(result, o.max_load_per_replica)} a replica x {reps} replicas "
