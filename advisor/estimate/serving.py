@@ -20,7 +20,9 @@ The method (docs/method.md, "Serving under load"):
   tokens' dispatch to experts on other devices. The first sequence's share is in the single-request step, which is
   calibrated on its own (``estimate.decode``), so one user is planned as before.
 * **Prefill** is compute-bound: ``(2 * P_act * s + a * s^2 / 2) / F_prefill`` with ``a`` the attention FLOPs per
-  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights.
+  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights,
+  plus a prefill pass's fixed time (``prefill_pass_overhead_s``: the step's and what a pass launched from the host
+  adds to it, ``ServerSpec.prefill_overhead_s``).
   Runtimes that chunk it (vLLM's chunked prefill, ``max_num_batched_tokens`` per step; llama.cpp's ``-b``)
   mix the chunks into decode steps, so the prompt takes ``ceil(s / chunk)`` mixed steps.
 """
