@@ -416,7 +416,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
               "backend_supported": choice.backend_supported,
               "origin": (f"{rt.name} on {choice.backend}: {fmt.id} weights read at {eta:.2f} of the bandwidth"
                          f"{' (measured on this machine)' if eta_mem else ''}, {step_overhead * 1e3:.2f} ms a step "
-                         f"of overhead, prompt multiplies at {mm_eta:.2f} of the {kernel} peak"
+                         f"of overhead{f' and {prefill_overhead * 1e3:.1f} ms more a prefill pass' if prefill_overhead else ''}"
+                         f", prompt multiplies at {mm_eta:.2f} of the {kernel} peak"
                          f"{f' (x{compute_scale:.2f} fitted on published serving runs)' if compute_scale != 1.0 else ''}"
                          f" ({prof.source}); "
                          f"{srv.source}")}

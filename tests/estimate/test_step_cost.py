@@ -58,6 +58,11 @@ def test_assumed_is_two_allreduces_a_layer_over_the_link():
     ("name,seconds,sources,rows,loso_low,loso_high\ntp_layer/vllm/cuda/fabric,1e-5,x,2,1e-5,1e-5\n", "whole"),
     ("name,seconds,sources,rows,loso_low,loso_high\ntp_layer/vllm/cuda/fabric,1e-5,2,2,1e-5,1e-5\n"
      "tp_layer/vllm/cuda/fabric,1e-5,2,2,1e-5,1e-5\n", "twice"),
+    # a prefill pass's constants have no model kind, and stay within the bounds
+    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_layer/vllm/cuda/fabric/moe,1e-4,2,2,1e-4,1e-4\n",
+     "line 2: name"),
+    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_expert/vllm/rocm/fabric,3e-3,2,2,1e-4,1e-4\n",
+     "outside"),
 ])
 def test_a_bad_stored_fit_gets_one_clear_error(text, says):
     with pytest.raises(S.StepFitError, match=says):
