@@ -11,8 +11,8 @@ Part 2: the utilisation model on the documented runs of ``resources/training_run
 and leave one study out).
 
 ``--write`` refits and stores ``resources/utilisation_fit.csv``, the served step's costs
-``resources/serving_step_fit.csv`` (``estimate.step_cost``: fitted on the published per-token times first, as every
-served figure is planned with them), ``resources/calibration_fit.csv`` and the raw predictions
+``resources/serving_step_fit.csv`` (``estimate.step_cost``: fitted first, on the published per-token times and the
+first tokens of one user, as every served figure is planned with them), ``resources/calibration_fit.csv`` and the raw predictions
 ``resources/calibration_predictions.csv`` (tests/planner/test_calibrated.py checks them). A served row is scored
 held out at the step costs fitted without its source; its 'raw ok' is at the stored ones (in sample).
 
@@ -53,8 +53,9 @@ def predictions_to_csv(rows, obs) -> str:
 
 
 def step_fits(catalog) -> tuple[S.StepFit, dict[str, S.StepFit]]:
-    """The served step's costs fitted on the published per-token times that imply them (``estimate.step_cost``,
-    ``measured.step_row``), and for every source those fitted without it."""
+    """The served step's and prefill pass's costs fitted on the published per-token times and one user's first
+    tokens that imply them (``estimate.step_cost``, ``measured.step_row``), and for every source those fitted
+    without it."""
     ms = bundled_measurements()
     rows = [r for m in ms if (r := step_row(m, catalog)) is not None]
     return S.leave_one_source_out(rows, {m.source_id for m in ms})
@@ -86,8 +87,8 @@ def observations(planned, held: dict[str, float] | None = None) -> list[C.Observ
 
 def print_step_fit(fit: S.StepFit) -> None:
     """The fitted step costs with the sources and rows they were fitted on and their leave-one-source-out spread."""
-    print("\nServed step costs over several devices (estimate.step_cost), fitted on published per-token times; "
-          "spread: fitted leaving each of its sources out")
+    print("\nServed step and prefill pass costs over several devices (estimate.step_cost), fitted on published "
+          "per-token times and one user's first tokens; spread: fitted leaving each of its sources out")
     print(f"  {'constant':30s} {'us':>8s} {'assumed':>8s} {'src':>3s} {'rows':>4s}  {'spread (us)':>17s}")
     for c in sorted(fit.constants, key=lambda c: c.name):
         print(f"  {c.name:30s} {c.seconds * 1e6:8.2f} {S.assumed(c.name) * 1e6:8.2f} {c.sources:3d} {c.rows:4d}  "

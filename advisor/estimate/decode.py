@@ -175,6 +175,8 @@ class ServingSpeed:
         bandwidth_bps: one device's peak memory bandwidth.
         eta_mem, eta_kv: bandwidth efficiency reading weights (the format's class) and the cache (16-bit class).
         overhead_s: per-step launch overhead (layers x the runtime's per-layer figure).
+        prefill_overhead_s: what a prefill pass pays beyond ``overhead_s`` (kernels launched from the host where
+            only decode batches run as CUDA graphs: ``planner.serve_spec.prefill_overhead_s``).
         matmul_peak_flops, matmul_eta: the peak the matrix multiplies run at and its share reached.
         attention_peak_flops, attention_eta: the same for attention (fp16 peak).
         layer_split: the devices hold whole layers and run in turn (llama.cpp's default split): a decode step
@@ -204,6 +206,7 @@ class ServingSpeed:
     prefill_eta_mem: float | None = None
     unread_bytes: float = 0.0
     kv_replicas: float = 1.0  # devices over the parts the cache is split in: each GPU reads its copy of a replicated head
+    prefill_overhead_s: float = 0.0
 
 
     @property
@@ -234,7 +237,7 @@ class ServingSpeed:
 
     def prefill_s(self, prompt_tokens: int, batch: int = 1) -> float:
         """Seconds to prefill ``batch`` prompts of ``prompt_tokens`` together: ``compute.prompt_seconds``, the one
-        formula the serving model uses too, with the step's launch overhead.
+        formula the serving model uses too, with the step's launch overhead and what a prefill pass adds to it.
 
         With whole layers per device the prompt flows through them in chunks of ``PIPELINE_CHUNK`` tokens
         (llama.cpp's default micro-batch): ``n`` chunks on ``D`` devices take ``(n + D - 1) / D`` chunk-times of
@@ -250,7 +253,7 @@ class ServingSpeed:
             matmul_rate=n * self.matmul_peak_flops * self.matmul_eta,
             attention_rate=n * self.attention_peak_flops * self.attention_eta,
             weight_read_s=self.weights_read(batch * prompt_tokens) / (n * self.bandwidth_bps * eta_mem),
-            share=share, overhead_s=self.overhead_s)
+            share=share, overhead_s=self.overhead_s + self.prefill_overhead_s)
 
     def bound_tokens_per_s(self, batch: int, mean_cache: float) -> float:
         """The bandwidth bound at this batch: ``B * N * BW / (weights read + caches)``."""

@@ -20,7 +20,9 @@ The method (docs/method.md, "Serving under load"):
   tokens' dispatch to experts on other devices. The first sequence's share is in the single-request step, which is
   calibrated on its own (``estimate.decode``), so one user is planned as before.
 * **Prefill** is compute-bound: ``(2 * P_act * s + a * s^2 / 2) / F_prefill`` with ``a`` the attention FLOPs per
-  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights.
+  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights,
+  plus a prefill pass's fixed time (``prefill_pass_overhead_s``: the step's and what a pass launched from the host
+  adds to it, ``ServerSpec.prefill_overhead_s``).
   Runtimes that chunk it (vLLM's chunked prefill, ``max_num_batched_tokens`` per step; llama.cpp's ``-b``)
   mix the chunks into decode steps, so the prompt takes ``ceil(s / chunk)`` mixed steps.
 """
@@ -133,6 +135,9 @@ class ServerSpec:
         chunk_tokens: prefill tokens per step when the runtime chunks prefill into decode steps; 0 when a
             prompt's prefill runs on its own before decoding resumes.
         step_overhead_s: fixed cost of a step (all-reduce latency of tensor parallelism, launches).
+        prefill_overhead_s: what a prefill pass (a step carrying prompt tokens) pays beyond a decode step's fixed
+            cost: its kernels launched from the host, where the runtime captures CUDA graphs for decode batches only
+            (``planner.serve_spec.prefill_overhead_s``); ``prefill_pass_overhead_s`` is the whole of it.
         slot_tokens: context of one slot (``slots`` batching; llama.cpp ``-c / -np``); 0 for continuous.
         per_seq_s: what each running sequence beyond the first adds to a step (``decode_step_s``): host time,
             tensor-parallel all-reduce traffic and expert dispatch of its token (``planner.serve_spec``).
@@ -163,6 +168,7 @@ class ServerSpec:
     max_seqs: int = 256
     chunk_tokens: int = 0
     step_overhead_s: float = 0.0
+    prefill_overhead_s: float = 0.0
     slot_tokens: int = 0
     attention_flops: float = 0.0
     eta_kv: float = 0.0
@@ -213,6 +219,7 @@ class ServerSpec:
         if not 0 <= self.unread_bytes < self.weight_bytes:
             raise ValueError("unread_bytes must be zero or more and less than the weights")
         if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0 \
+                or not self.prefill_overhead_s >= 0 \
                 or not self.per_seq_s >= 0 or not 0 <= self.per_token_s <= self.per_seq_s:
             raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence time and slot size "
                              "not negative; the per-token link time at most the per-sequence time")
@@ -337,17 +344,23 @@ def touched(spec: ServerSpec, batch: float) -> float:
     return share if share < 1.0 else 1.0
 
 
+def prefill_pass_overhead_s(spec: ServerSpec) -> float:
+    """The fixed time of one prefill pass: the step's fixed cost and what a prefill adds to it
+    (``ServerSpec.prefill_overhead_s``); the plan's request pays the same (``estimate.decode.ServingSpeed.prefill_s``)."""
+    return spec.step_overhead_s + spec.prefill_overhead_s
+
+
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
     """Time of one prompt's prefill alone (``compute.prompt_seconds``, the plan's formula): its matrix multiplies
-    at the kernel's rate and its attention at the attention rate, at least one read of the weights, plus the
-    step's fixed cost."""
+    at the kernel's rate and its attention at the attention rate, at least one read of the weights, plus a prefill
+    pass's fixed time (``prefill_pass_overhead_s``)."""
     n = spec.parallel_devices
     return compute.prompt_seconds(
         matmul_flops=2.0 * spec.active_params * prompt_tokens,
         attention_flops=spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1) / 2.0,
         matmul_rate=spec.prefill_flops * n, attention_rate=(spec.attention_flops or spec.prefill_flops) * n,
         weight_read_s=spec.read_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * n),
-        share=pipelined(spec, prompt_tokens), overhead_s=spec.step_overhead_s)
+        share=pipelined(spec, prompt_tokens), overhead_s=prefill_pass_overhead_s(spec))
 
 
 @dataclass(frozen=True)
@@ -379,7 +392,8 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     the prefill budget (``chunk_tokens``; a runtime without chunks takes one prompt a step), each at least one read
     of the weights, the prompts' matrix multiplies and their own causal attention spread over the steps, and the link
     time of the tokens beyond the first prompt's (``per_token_s``; one prompt alone is the plan's, as
-    ``decode_step_s`` counts ``per_seq_s`` beyond the first sequence)."""
+    ``decode_step_s`` counts ``per_seq_s`` beyond the first sequence); each step a prefill pass's fixed time
+    (``prefill_pass_overhead_s``)."""
     n = spec.parallel_devices
     per_step = spec.chunk_tokens if spec.chunk_tokens > 0 else prompt_tokens
     steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
@@ -389,7 +403,7 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
                          / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
     compute += (prompts - 1) * prompt_tokens * spec.per_token_s
     one = compute / steps
-    return steps, steps * ((one if one > t_weights else t_weights) + spec.step_overhead_s)
+    return steps, steps * ((one if one > t_weights else t_weights) + prefill_pass_overhead_s(spec))
 
 
 def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
@@ -397,7 +411,9 @@ def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
                        ) -> Callable[[float, float], float]:
     """A prompt's prefill while ``decoding`` sequences decode at ``mean_context``, as a function of the two: chunked
     into mixed steps (``decode_step_s``), or on its own (``prefill_s``) where the runtime does not chunk or nothing
-    decodes. What does not depend on them is worked out once; ``step``: the spec's ``step_function`` if at hand."""
+    decodes. Each mixed step pays what a prefill pass adds to a decode step (``ServerSpec.prefill_overhead_s``), in
+    series with it. What does not depend on them is worked out once; ``step``: the spec's ``step_function`` if at
+    hand."""
     alone = prefill_s(spec, prompt_tokens)
     if spec.chunk_tokens <= 0:
         return lambda decoding, mean_context: alone
@@ -406,7 +422,7 @@ def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
     # Attention of a chunk over the prompt before it: on average half the prompt.
     attn = spec.attn_flops_per_pair * chunk * prompt_tokens / 2.0
     prompt = _mixed_prompt_s(spec, chunk, attn)
-    link = chunk * spec.per_token_s
+    link = chunk * spec.per_token_s + spec.prefill_overhead_s
     step = step or step_function(spec)
 
     def in_service(decoding: float, mean_context: float) -> float:

@@ -268,7 +268,7 @@ class _Replica:
                          / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
             pre_chunk = pre_total / chunks
             # its tokens through the all-reduces and dispatch, in series with the step (``serving.decode_step_s``)
-            link_chunk = lengths.prompt_mean * spec.per_token_s / chunks
+            link_chunk = lengths.prompt_mean * spec.per_token_s / chunks + spec.prefill_overhead_s
             per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
             if per_step < 1.0:
                 per_step = 1.0

@@ -12,6 +12,13 @@ tensor-parallel step code a server runs (``serve_spec.RuntimeServing.step_family
 * ``moe_expert/<family>/<backend>/<link>``: a further time in each expert layer of a mixture of experts over
   several devices for each expert a token runs (its ``k`` routed and its shared ones: the fused expert kernel's
   blocks and the dispatch grow with them);
+* ``prefill_layer/<family>/<backend>/<link>``: a further time per layer of each prefill pass (a step that carries
+  prompt tokens) over several tensor-parallel devices: vLLM and SGLang capture CUDA graphs for decode batches only,
+  so a prefill launches every kernel of every layer from the host, its all-reduces in eager NCCL
+  (``serve_spec.prefill_overhead_s``);
+* ``prefill_expert/<family>/<backend>/<link>``: a further time of a prefill pass in each expert layer of a mixture
+  of experts for each expert a token runs (the router, the token permutation and the grouped expert kernels,
+  launched eagerly as well);
 * ``seq_layer/<family>/<backend>/<link>/<dense|moe>``: what each running sequence beyond the first adds per layer
   (``serve_spec.per_sequence_s``).
 
@@ -34,10 +41,12 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-# The order the constants are fitted in: the per-layer time of a dense step first (one user, dense rows), then the
-# expert layers' further time per expert a token runs (one user, MoE rows, at the fitted per-layer time), then the
-# growth with the batch (loaded rows, at both).
-STAGES = ("tp_layer", "moe_expert", "seq_layer")
+# The order the constants are fitted in: the per-layer time of a dense step first (one user, dense rows' per-token
+# times), then the expert layers' further time per expert a token runs (one user, MoE rows, at the fitted per-layer
+# time), then a prefill pass's further time per layer and per expert a token runs in each expert layer (one user,
+# dense and MoE rows' first tokens, at the step's fitted times), then the growth with the batch (loaded rows, at all
+# of them).
+STAGES = ("tp_layer", "moe_expert", "prefill_layer", "prefill_expert", "seq_layer")
 LINKS = ("fabric", "pcie")
 KINDS = ("dense", "moe")
 MIN_SOURCES = 2  # a constant is fitted only where a source the fit has not seen can check it
@@ -47,7 +56,7 @@ ALLREDUCE_LATENCY_S = {"fabric": 10e-6, "pcie": 30e-6}
 # The seconds a constant is sought between (an implied value beyond is held at the bound) and the largest a stored
 # fit may hold.
 BOUNDS_S = (0.0, 2e-3)
-_NAME = re.compile(r"^(tp_layer|moe_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
+_NAME = re.compile(r"^(tp_layer|moe_expert|prefill_layer|prefill_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
                    r"|^seq_layer/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)/(dense|moe)$")
 COLUMNS = ("name", "seconds", "sources", "rows", "loso_low", "loso_high")
 
@@ -229,7 +238,7 @@ def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
         name = (row.get("name") or "").strip()
         if not _NAME.match(name):
             raise StepFitError(f"{where}, line {i}: name {name!r} is not a step constant "
-                               "(tp_layer/<family>/<backend>/<link>, moe_expert/<family>/<backend>/<link> or "
+                               "(tp_layer, moe_expert, prefill_layer or prefill_expert/<family>/<backend>/<link>, or "
                                "seq_layer/<family>/<backend>/<link>/<dense|moe>)")
         if name in seen:
             raise StepFitError(f"{where}, line {i}: {name} given twice")

@@ -211,6 +211,24 @@ def step_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator, de
     return t
 
 
+def prefill_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator, devices: int) -> float:
+    """What a prefill pass pays beyond a step's fixed cost (``step_overhead_s``), for the plan's prefill and the
+    serving model's alike: over several tensor-parallel devices a time per layer and, for a mixture of experts, a
+    further time in each expert layer for each expert a token runs, by step family, backend and link, fitted on the
+    published first tokens of one user where two sources or more check it, else none (``estimate.step_cost``). vLLM
+    and SGLang capture CUDA graphs for decode batches only: a prefill launches each layer's kernels from the host, its
+    all-reduces in eager NCCL, and a mixture of experts' routing, token permutation and grouped expert kernels."""
+    if devices <= 1 or choice.runtime.multi_device != "tensor":
+        return 0.0
+    fit, link = step_fit(), link_class(acc)
+    family = step_family(choice.runtime.id)
+    t = arch.layers * fit.value(step_name("prefill_layer", family, choice.backend, link))
+    if arch.is_moe:
+        experts = arch.experts_per_token + arch.shared_experts
+        t += expert_layers(arch) * experts * fit.value(step_name("prefill_expert", family, choice.backend, link))
+    return t
+
+
 # vLLM's memory outside PyTorch's allocator (CUDA context, NCCL, cuBLAS workspaces) in its startup profile: 0.35 GiB
 # (Llama-3.1-8B on an RTX 3090, vLLM issue 10517's log: non_torch_memory=0.35GiB).
 VLLM_NON_TORCH_BYTES = 0.35 * GIB
@@ -349,12 +367,14 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     tensor = rt.multi_device == "tensor"  # else whole layers per device, run one after the other
     parallel = devices if tensor else 1
     step_overhead = step_overhead_s(model.arch, choice, acc, devices)
+    prefill_overhead = prefill_overhead_s(model.arch, choice, acc, devices)
     decode_flops = prefill_flops = mm_peak * mm_eta
     attention_flops = att_peak * att_eta
     if speed is not None:  # the plan's calibrated request: its reading efficiencies, step overhead and prompt rates
         # (a decode step's arithmetic binds only at batch, where the serving groups' own fit is in force: the
         # profile's rate stays; one request alone reads memory, so it is the plan's request either way)
         eta, eta_kv, step_overhead, weights = speed.eta_mem, speed.eta_kv, speed.overhead_s, speed.weight_bytes
+        prefill_overhead = speed.prefill_overhead_s
         prefill_flops = speed.matmul_peak_flops * speed.matmul_eta
         attention_flops = speed.attention_peak_flops * speed.attention_eta
     routed_share, routed_pick = routed_experts(model.arch, model.params, model.active_params)
@@ -379,6 +399,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=overhead, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
+        prefill_overhead_s=prefill_overhead,
         slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
@@ -395,7 +416,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
               "backend_supported": choice.backend_supported,
               "origin": (f"{rt.name} on {choice.backend}: {fmt.id} weights read at {eta:.2f} of the bandwidth"
                          f"{' (measured on this machine)' if eta_mem else ''}, {step_overhead * 1e3:.2f} ms a step "
-                         f"of overhead, prompt multiplies at {mm_eta:.2f} of the {kernel} peak"
+                         f"of overhead{f' and {prefill_overhead * 1e3:.1f} ms more a prefill pass' if prefill_overhead else ''}"
+                         f", prompt multiplies at {mm_eta:.2f} of the {kernel} peak"
                          f"{f' (x{compute_scale:.2f} fitted on published serving runs)' if compute_scale != 1.0 else ''}"
                          f" ({prof.source}); "
                          f"{srv.source}")}

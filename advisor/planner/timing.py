@@ -35,7 +35,7 @@ from advisor.planner.layouts import MemoryModel, Parallelism
 from advisor.planner.placement import Placement, intra_node_bps
 from advisor.planner.record_job import record_job
 from advisor.planner.request import Lengths, PlanRequest, compute_precision, runtime_choice, training_software
-from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta, step_overhead_s
+from advisor.planner.serve_spec import prefill_kernel, prefill_matmul_eta, prefill_overhead_s, step_overhead_s
 
 # Tokens per optimizer step, for the communication split: 4M for pretraining (LLaMA-1, Touvron et al. 2023,
 # table 2), 128 sequences of 2,048 tokens for fine-tuning (an assumption: a common fine-tuning batch).
@@ -386,7 +386,8 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         active_fraction=active / params,
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active, layers=arch.layers,
         attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
-        eta_kv=eta_kv, overhead_s=overhead, matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
+        eta_kv=eta_kv, overhead_s=overhead, prefill_overhead_s=prefill_overhead_s(arch, choice, acc, devices),
+        matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
         attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak,
         attention_eta=min(1.0, prof.attention_eta * prefill_scale),
         layer_split=choice.runtime.multi_device == "layer",

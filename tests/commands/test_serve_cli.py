@@ -177,9 +177,10 @@ def test_a_rate_load_carries_the_rate_loads_ranges_and_an_unseen_runtime_a_wider
 
 
 def test_a_mixture_of_experts_carries_the_moe_runs_ranges_and_a_dense_model_the_dense_runs(capsys):
-    """The published served MoE runs miss several times more than the dense ones (the step model does not count
-    their routing and dispatch), so each kind's figures carry the width of its own runs held out source by source:
-    the same vLLM on the same GPU, a MoE's first token range is the MoE runs', a dense model's the dense runs'."""
+    """The published served MoE runs miss more than the dense ones (their prefill passes' fitted time leaves more of
+    their first tokens unexplained than the dense runs'), so each kind's figures carry the width of its own runs held
+    out source by source: the same vLLM on the same GPU, a MoE's first token range is the MoE runs', a dense model's
+    the dense runs'."""
     import math
 
     from advisor.catalog.measurements import bundled_calibration_fit
@@ -198,4 +199,4 @@ def test_a_mixture_of_experts_carries_the_moe_runs_ranges_and_a_dense_model_the_
         assert widths[kind] == pytest.approx(ttft.class_width(f"users/{kind}"), rel=1e-9)  # vLLM is seen
         # the job's statement of its ranges is its kind's, as its options' are
         assert f"x/÷{math.exp(widths[kind]):.2f}" in doc["ranges"].split("time to first token within ")[1][:12]
-    assert widths["moe"] > 2 * widths["dense"]
+    assert widths["moe"] > 1.2 * widths["dense"]

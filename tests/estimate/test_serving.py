@@ -247,3 +247,44 @@ def test_a_chunked_prompt_spans_steps_that_carry_the_decode_and_its_first_token_
     assert one.ttft_mean_s == pytest.approx(0.3, rel=0.001)
     assert one.ttft_p50_s == pytest.approx(single_request(s, 300, 50).ttft_s, rel=1e-9)
     assert one.tpot_p50_s == pytest.approx(0.1, rel=0.001)
+
+
+def test_a_prefill_pass_pays_its_fixed_time_once_a_pass_by_hand():
+    """``prefill_overhead_s`` (a prefill pass's kernels launched from the host: ``planner.serve_spec.
+    prefill_overhead_s``) adds once to one prompt alone, once a step to prompts started together and once a chunk to
+    a prompt whose chunks ride on decode steps; a decode step does not pay it."""
+    from advisor.estimate.serving import (
+        batch_prefill_s,
+        decode_step_s,
+        prefill_in_service,
+        prefill_pass_overhead_s,
+        prefill_s,
+    )
+
+    plain = spec(step_overhead_s=0.002, chunk_tokens=2048)
+    eager = spec(step_overhead_s=0.002, chunk_tokens=2048, prefill_overhead_s=0.030)
+    assert prefill_pass_overhead_s(eager) == pytest.approx(0.032)
+    # one 1,000-token prompt alone: 30 ms more
+    assert prefill_s(eager, 1000) - prefill_s(plain, 1000) == pytest.approx(0.030, rel=1e-9)
+    # four 1,000-token prompts started together fill ceil(4000 / 2048) = 2 steps: 2 x 30 ms more
+    (n0, t0), (n1, t1) = batch_prefill_s(plain, 4, 1000), batch_prefill_s(eager, 4, 1000)
+    assert n0 == n1 == 2 and t1 - t0 == pytest.approx(0.060, rel=1e-9)
+    # a 5,000-token prompt beside 8 decoding sequences: ceil(5000 / 2048) = 3 mixed steps, 3 x 30 ms more
+    assert prefill_in_service(eager, 5000)(8, 1500) - prefill_in_service(plain, 5000)(8, 1500) \
+        == pytest.approx(0.090, rel=1e-9)
+    assert decode_step_s(eager, 8, 1500) == decode_step_s(plain, 8, 1500)
+    with pytest.raises(ValueError):
+        spec(prefill_overhead_s=-1e-3)
+
+
+def test_one_user_first_token_is_the_prompt_alone_with_the_pass_time():
+    """At one user the served first token is the prompt's prefill alone, the pass's fixed time included (the plan's
+    one request: ``single_request``)."""
+    from advisor.estimate.serving import Lengths, prefill_s, single_request
+    from advisor.estimate.serving_queue import serve_at
+
+    eager = spec(step_overhead_s=0.002, chunk_tokens=2048, prefill_overhead_s=0.030)
+    lengths = Lengths(1000, 200)
+    p = serve_at(eager, lengths, users=1)
+    assert p.ttft_p50_s == pytest.approx(prefill_s(eager, 1000), rel=1e-9)
+    assert single_request(eager, 1000, 200).ttft_s == pytest.approx(prefill_s(eager, 1000), rel=1e-12)
