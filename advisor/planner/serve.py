@@ -18,6 +18,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from advisor.catalog import Accelerator, Catalog, load_catalog
+from advisor.catalog.runtimes import step_fit
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
@@ -247,16 +248,17 @@ def replica_key(job: ServeJob) -> tuple:
 # What one serving job's plans keep between calls (the Serve page sizes the job again on every keystroke, and most
 # edits change the load, the targets or the prices, not the replicas): each accelerator's replica at a number of
 # devices, its launch values and one request's cache (``_Sizer.spec``), and the fewest devices that hold the job
-# (``_fewest``). Kept for the job's ``replica_key``, lengths and model, with the same calibration, fitted factors and
-# utilisation model (``kept.KeptByJob``). The queue on each replica is solved again on every call
-# (``estimate.serving_queue``, its own caches).
+# (``_fewest``). Kept for the job's ``replica_key``, lengths and model, with the same calibration, fitted factors,
+# utilisation model and step costs (``catalog.runtimes.step_fit``: a fit set in force sizes again) (``kept.KeptByJob``).
+# The queue on each replica is solved again on every call (``estimate.serving_queue``, its own caches).
 KEPT_JOBS = 32  # the serving jobs kept: a session's recent edits and the advice's resized jobs
 _KEPT: KeptByJob[dict] = KeptByJob(KEPT_JOBS, dict)  # the app sizes in worker threads
 
 
 def _kept_replicas(job: ServeJob, lengths: Lengths, model: ModelServing, calibration) -> dict:
     """The replicas kept for this job."""
-    return _KEPT.get((replica_key(job), lengths, model), calibration, active_fits(), bundled_utilisation_model())
+    return _KEPT.get((replica_key(job), lengths, model), calibration, active_fits(), bundled_utilisation_model(),
+                     step_fit())
 
 
 def forget_replicas() -> None:

@@ -138,3 +138,21 @@ def test_serves_in_threads_give_the_answers_made_cold(catalog):
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda a: _json(a, catalog), asks * 2))
     assert got == expected * 2
+
+
+def test_step_costs_set_in_force_size_the_replicas_again(catalog):
+    """A fit of the step costs set in force (bench_truth's held-out replans) is not answered from replicas kept
+    under the stored one: a multi-GPU tensor-parallel replica's step changes with the per-layer time (here 1 ms a
+    layer against the stored tens of microseconds: its one request slows)."""
+    from advisor.catalog.runtimes import step_fit, step_fit_in_force
+    from advisor.estimate.step_cost import step_name
+
+    job = dict(model="llama-3.1-70b", runtime="vllm", accelerator=["h100-sxm"], tp=4, users=1, prompt_tokens=500,
+               output_tokens=200)
+    forget_replicas()
+    stored = _json(job, catalog)
+    slow = step_fit().with_values({step_name("tp_layer", "vllm", "cuda", "fabric"): 1e-3})
+    with step_fit_in_force(slow):
+        in_force = _json(job, catalog)
+    assert in_force != stored
+    assert _json(job, catalog) == stored  # the stored fit again: its own kept replicas
