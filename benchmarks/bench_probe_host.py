@@ -23,10 +23,14 @@ probe. The two sides are therefore made to measure the same thing the same way:
   ``rate_result``: the best of per-trial medians, trials of five consecutive passes. Set against the best single
   pass that triad.c prints, a probe's best trial median reads low by the spread of the machine within a trial;
   the single fastest pass and call are compared as well (``fastest``), and the ratio to the printed figure too;
-- the same window: reference passes are timed just before and just after each probe run (``--reference-passes``
-  each side, by default about as many as the probe's timed triad calls), so both sides' best trials are drawn
-  from the same minute of the machine. Each side's spread (worst trial median to best, and the median call) is
-  printed, so a round where the machine changed under the probe shows as such.
+- the same window and the same number of chances: reference passes are timed just before and just after each
+  probe run (``--reference-passes`` each side), and the reference's figure is taken over as many trials as the
+  probe timed, those nearest the probe (half before, half after), so both sides' best trials are drawn from the
+  same minute of the machine and neither is the best of more tries (on a busy machine a probe whose start was slow
+  times two trials, and the best of sixteen reference trials would beat the best of its two by luck alone; the
+  ratio to all the reference's trials is printed beside it). Each side's spread (slowest, median and fastest call)
+  and the reference's best before and after the probe are printed, so a round where the machine changed under the
+  probe shows as such.
 
     python benchmarks/bench_probe_host.py PATH/TO/triad.c
     python benchmarks/bench_probe_host.py PATH/TO/triad.c --rounds 3 --json
@@ -54,9 +58,10 @@ RATIO = Target("probe triad / compiled OpenMP triad (best trial medians, same wi
 SECONDS = {False: Target("full probe took", "<", 30.0, "s"), True: Target("quick probe took", "<", 5.0, "s")}
 ITEMSIZE = 8  # float64, as triad.c
 TRIAD_BYTES = STREAMS["triad"] * ITEMSIZE  # bytes counted per element, on both sides
-#: reference passes before and after each probe run: about as many as the probe times triad calls
-#: (quick: up to 60 calls in its 1.5 s budget; full: four triad trials of up to 50 calls)
-REFERENCE_PASSES = {True: 20, False: 40}
+#: reference passes before and after each probe run, each side about as many as the probe times triad calls on a
+#: quiet machine (quick: trials until its deadline, up to 100 calls; full: four triad trials of up to 50 calls), so
+#: the reference has as many trials near the probe as the probe has
+REFERENCE_PASSES = {True: 40, False: 50}
 
 # Forced include for triad.c: omp_get_wtime() wrapped so each reading is kept, the pass times (pairs of readings)
 # written to stderr at exit. The kernel and its loop are triad.c's own.
@@ -136,6 +141,20 @@ def side(best: float, median: float, worst: float, fastest: float, calls: int) -
             "fastest_gbps": round(fastest, 2), "timed_calls": calls}
 
 
+def nearest_trials(before: list[float], after: list[float], calls: int) -> list[float]:
+    """The reference passes set against a probe run of ``calls`` timed calls: as many whole trials as the probe's,
+    those nearest to it in time (the last of the passes before it and the first of those after, half each where
+    both sides have enough), so that neither side's best trial is the best of more chances than the other's."""
+    want = max(1, calls // TRIAL_REPS)
+    trials_before = [before[i:i + TRIAL_REPS] for i in range(0, len(before), TRIAL_REPS)]
+    trials_after = [after[i:i + TRIAL_REPS] for i in range(0, len(after), TRIAL_REPS)]
+    n_after = min(want // 2, len(trials_after))
+    n_before = min(want - n_after, len(trials_before))
+    n_after = min(want - n_before, len(trials_after))
+    chosen = trials_before[len(trials_before) - n_before:] + trials_after[:n_after]
+    return [t for trial in chosen for t in trial]
+
+
 def one_round(exe: Path, quick: bool, elements: int, passes: int) -> dict:
     """Reference passes, the probe, reference passes: both sides' figures from the same window."""
     load = os.getloadavg()[0]
@@ -148,13 +167,18 @@ def one_round(exe: Path, quick: bool, elements: int, passes: int) -> dict:
     if doc["params"]["array_bytes"] != elements * ITEMSIZE:
         print(f"note: the probe's arrays ({doc['params']['array_bytes']} bytes) differ from the reference's "
               f"({elements * ITEMSIZE} bytes)", file=sys.stderr)
-    ref = rate_result(TRIAD_BYTES * elements, before + after, GB, "GB/s")  # the probe's statistic on the passes
     got = doc["results"]["triad"]
+    near = nearest_trials(before, after, got["repetitions"])
+    ref = rate_result(TRIAD_BYTES * elements, near, GB, "GB/s")  # the probe's statistic on as many passes
+    every = rate_result(TRIAD_BYTES * elements, before + after, GB, "GB/s")
     probe = side(got["best"], got["median"], got["worst"], got["fastest"], got["repetitions"])
-    reference = side(ref.best, ref.median, ref.worst, ref.extra["fastest"], len(before) + len(after))
+    reference = side(ref.best, ref.median, ref.worst, ref.extra["fastest"], len(near))
+    reference["all_passes_best_gbps"] = round(every.best, 2)
     reference["printed_gbps"] = max(printed_before, printed_after)  # triad.c's own figure: its fastest pass
+    reference["before_gbps"], reference["after_gbps"] = (  # each side of the probe alone: the machine's drift
+        round(rate_result(TRIAD_BYTES * elements, ts, GB, "GB/s").best, 2) for ts in (before, after))
     return {"probe": probe, "reference": reference,
-            "ratio": got["best"] / ref.best,
+            "ratio": got["best"] / ref.best, "ratio_all_passes": got["best"] / every.best,
             "ratio_fastest": got["fastest"] / ref.extra["fastest"],
             "ratio_to_printed": got["best"] / reference["printed_gbps"],
             "probe_s": probe_s, "threads": doc["params"]["threads"],
@@ -217,8 +241,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['threads']} threads")
             print("  " + describe("probe triad", r["probe"]))
             print("  " + describe("compiled OpenMP triad", r["reference"]) +
-                  f"; it printed {r['reference']['printed_gbps']:.1f}")
-            print(f"  fastest call / fastest pass {r['ratio_fastest']:.2f}; probe best / printed figure "
+                  f"; {r['reference']['before_gbps']:.1f} before the probe, {r['reference']['after_gbps']:.1f} after; "
+                  f"it printed {r['reference']['printed_gbps']:.1f}")
+            print(f"  fastest call / fastest pass {r['ratio_fastest']:.2f}; probe best / the reference's best trial "
+                  f"of all {2 * passes} passes {r['ratio_all_passes']:.2f}; probe best / printed figure "
                   f"{r['ratio_to_printed']:.2f}")
             print("  " + RATIO.line(r["ratio"], label=f"round {r['round']}"))
             print("  " + seconds.line(r["probe_s"], 1, label=f"round {r['round']}"))

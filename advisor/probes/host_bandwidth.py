@@ -18,7 +18,13 @@ took 113 s on a two-core machine whose memory other processes kept busy), and ra
 
 Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
 planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
-doubles), in trials of ``TRIAL_REPS`` calls on each thread count in turn for ``QUICK_BUDGET_S`` of timed repetitions.
+doubles), in trials of ``TRIAL_REPS`` calls on each thread count in turn until ``QUICK_DEADLINE_S`` after the probe
+started (torch's import and the fill included, each thread count timed once at least): a slow start (torch imported
+while the disk or the cores are busy, pages backed slowly by the host) leaves fewer trials instead of a longer
+probe, and a quick one more trials, so a busy machine's quiet moments are caught. Its warm-up is short
+(``WARMUP_MAX_S``, groups of ``QUICK_WARMUP_GROUP``): the pages are written and the thread pool started by the
+fill, each thread count's first call is untimed, and a slow trial cannot make the headline (the best trial does),
+so warm-up calls only take time from the trials.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ NAME = "host-bandwidth"
 STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0
 QUICK_MAX_ARRAY_BYTES = 640 * 10**6  # STREAM's reference size (80 million doubles per array)
-QUICK_BUDGET_S = 1.5  # timed triad repetitions in quick mode stop after this long (at least TRIAL_REPS)
+#: quick mode: no trial starts that would end later than this after the probe started (torch imported, arrays filled)
+QUICK_DEADLINE_S = 3.5
+QUICK_WARMUP_GROUP = 3  # calls per group of the quick warm-up (it ends at the first group no faster than the best)
 # Full mode: timed repetitions of each kernel in each trial stop after this long (at least TRIAL_REPS); the headline
 # kernel gets 2.5x the time, as it gets 2.5x the repetitions.
 FULL_BUDGET_S = {"copy": 0.6, "scale": 0.6, "add": 0.6, "triad": 1.5}
-WARMUP_MAX_S = {True: 0.5, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
+WARMUP_MAX_S = {True: 0.25, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
 
 
 def kernels(torch, a, b, c):
@@ -117,9 +125,9 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     Args:
         device: must be ``"cpu"`` (device memory is the device-bandwidth probe).
         elements: elements per array (default from the cache size, see :func:`default_elements`).
-        reps: the most timed repetitions per kernel per trial (default 60 quick, 20 full); fewer when the
-            time budget ends first (``QUICK_BUDGET_S``, ``FULL_BUDGET_S``).
-        warmup_s: the longest warm-up, before the first timed kernel (default 0.5 s quick, 1 s full); it ends
+        reps: the most timed repetitions per kernel per trial (default 100 quick, 20 full); fewer when the
+            time ends first (``QUICK_DEADLINE_S``, ``FULL_BUDGET_S``).
+        warmup_s: the longest warm-up, before the first timed kernel (default 0.25 s quick, 1 s full); it ends
             once the speed has stopped rising (``warm_until_steady``); 0 for none.
         dtype: ``float64`` (as STREAM) or ``float32``.
         threads: torch threads, used alone (default: all physical cores and one fewer, trial by trial in turn;
@@ -134,6 +142,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     Returns:
         ProbeResult with kernels copy, scale, add, triad in GB/s.
     """
+    started = time.perf_counter()  # quick mode's deadline counts from here: torch's import and the fill included
     if device != "cpu":
         raise ProbeSkipped("host-bandwidth measures host memory: use --device cpu "
                            "(the device-bandwidth probe measures GPU memory)")
@@ -147,7 +156,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         n = int(0.6 * avail / 3 / itemsize)
         if n * itemsize < 64 * 10**6:
             raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
-    reps = int(reps or (60 if quick else 20))
+    reps = int(reps or (100 if quick else 20))
     trials = int(trials or (1 if quick else 4))
     triad_reps = int(triad_reps or (reps if quick else int(2.5 * reps)))
     warmup_s = WARMUP_MAX_S[quick] if warmup_s is None else float(warmup_s)
@@ -164,7 +173,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         try:
             calls = {k: v for k, v in kernels(torch, a, b, c).items() if k in names}
             yield Progress(0.0, "warming up")
-            warmed_s = warm_until_steady(calls[names[0]], max_s=warmup_s, cancel=cancel, timer=timer)
+            warmed_s = warm_until_steady(calls[names[0]], max_s=warmup_s, cancel=cancel, timer=timer,
+                                         group=QUICK_WARMUP_GROUP if quick else TRIAL_REPS)
             set_up: set[tuple[str, int]] = set()
 
             def timed(name: str, fn, count: int, n_reps: int, budget_s: float) -> None:
@@ -180,12 +190,13 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
 
             if quick:
                 # trials of TRIAL_REPS calls, the thread counts in turn, each count once at least, then as many as
-                # end within the budget (a trial is not started where the last one would not fit), at most ``reps``
-                # calls in all
+                # end by the deadline (a trial is not started where the last one's length would take it past), at
+                # most ``reps`` calls in all
                 start, k, last_s = time.perf_counter(), 0, 0.0
-                while len(times["triad"]) < reps and (
-                        k < len(counts) or time.perf_counter() - start + last_s <= QUICK_BUDGET_S):
-                    yield Progress(min(1.0, (time.perf_counter() - start) / QUICK_BUDGET_S), f"triad: trial {k + 1}")
+                deadline = started + QUICK_DEADLINE_S
+                while len(times["triad"]) < reps and (k < len(counts) or time.perf_counter() + last_s <= deadline):
+                    yield Progress(min(1.0, (time.perf_counter() - start) / max(deadline - start, 1e-3)),
+                                   f"triad: trial {k + 1}")
                     n_trial = min(TRIAL_REPS, reps - len(times["triad"]))
                     began = time.perf_counter()
                     timed("triad", calls["triad"], counts[k % len(counts)], n_trial, budget_s=0.0)

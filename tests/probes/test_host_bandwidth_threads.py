@@ -26,7 +26,12 @@ def thread_timer(monkeypatch, seconds_per_call: dict[int, float]):
         return {name: lasting(fn) for name, fn in kernels(*args).items()}
 
     monkeypatch.setattr(hb, "kernels", timed_kernels)
-    return lambda: now[0]
+
+    def clock():
+        return now[0]
+
+    clock.now = now  # tests that move the clock themselves (a slow import)
+    return clock
 
 
 def test_thread_counts_are_all_cores_and_one_fewer_unless_given():
@@ -97,3 +102,27 @@ def test_whole_trials_end_within_the_budget_at_the_pace_so_far(monkeypatch):
     got = time_reps(call, reps=100, warmup_s=0.0, cancel=CancelToken(), timer=lambda: now[0], budget_s=0.1,
                     min_reps=5, whole_trials=True)
     assert len(got) == 10 and got == pytest.approx([0.01] * 10)
+
+
+@pytest.mark.parametrize("import_s, deadline_s, trials", [
+    (0.0, 2.5, 4),   # calls of 0.125 s, trials of 5 (0.625 s): four end by 2.5 s, a fifth would end at 3.125 s
+    (1.25, 2.5, 2),  # a slow start (torch's import) leaves time for two
+    (0.0, 0.0, 2),   # a deadline past at once: each thread count still timed once
+])
+def test_quick_trials_end_by_the_deadline_counted_from_the_probe_start(monkeypatch, import_s, deadline_s, trials):
+    import torch
+
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    monkeypatch.setattr(hb, "QUICK_DEADLINE_S", deadline_s)
+    timer = thread_timer(monkeypatch, {2: 0.125, 1: 0.125})
+    monkeypatch.setattr(hb.time, "perf_counter", timer)  # the clock moves only with the calls (and the import)
+    now = timer.now
+
+    def slow_import():
+        now[0] += import_s
+        return torch
+
+    monkeypatch.setattr(hb, "require_torch", slow_import)
+    r = drive(open_probe("host-bandwidth", quick=True, elements=4096, warmup_s=0.0))
+    assert r.params["trials"] == trials and r.results["triad"].repetitions == trials * TRIAL_REPS
+    assert r.params["reps"] == 100  # the deadline, not the count, ended the trials
