@@ -18,10 +18,11 @@ took 113 s on a two-core machine whose memory other processes kept busy), and ra
 
 Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
 planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
-doubles), in trials of ``TRIAL_REPS`` calls on each thread count in turn until ``QUICK_DEADLINE_S`` after the probe
-started (torch's import and the fill included, each thread count timed once at least): a slow start (torch imported
-while the disk or the cores are busy, pages backed slowly by the host) leaves fewer trials instead of a longer
-probe, and a quick one more trials, so a busy machine's quiet moments are caught. Its warm-up is short
+doubles), in trials of ``TRIAL_REPS`` calls (each thread count once, then two trials in three on the faster count
+so far: ``next_count``) until ``QUICK_DEADLINE_S`` after the probe started (torch's import and the fill included,
+each thread count timed once at least): a slow start (torch imported while the disk or the cores are busy, pages
+backed slowly by the host) leaves fewer trials instead of a longer probe, and a quick one more trials, so a busy
+machine's quiet moments are caught. Its warm-up is short
 (``WARMUP_MAX_S``, groups of ``QUICK_WARMUP_GROUP``): the pages are written and the thread pool started by the
 fill, each thread count's first call is untimed, and a slow trial cannot make the headline (the best trial does),
 so warm-up calls only take time from the trials.
@@ -29,6 +30,7 @@ so warm-up calls only take time from the trials.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -89,6 +91,21 @@ def thread_counts(cores: int, given: bool = False) -> tuple[int, ...]:
     if given or cores < 2:
         return (cores,)
     return (cores, cores - 1)
+
+
+def next_count(k: int, counts: tuple[int, ...], best_s: dict[int, float]) -> int:
+    """The thread count of quick trial ``k``: each count once in turn, then the one whose best trial median so far is
+    the shortest (``best_s``: thread count -> seconds), except every third trial after those, which goes to the other
+    counts in turn, so a machine whose neighbours come or go can still turn the order round. The leader gets two
+    trials in three instead of one in two: the headline is the best of its trials, so it is drawn from more."""
+    if k < len(counts):
+        return counts[k]
+    leader = min(counts, key=lambda c: best_s.get(c, math.inf))
+    others = [c for c in counts if c != leader]
+    j = k - len(counts)
+    if others and j % 3 == 2:
+        return others[(j // 3) % len(others)]
+    return leader
 
 
 def headline_threads(times: list[float], threads_of: list[int]) -> int | None:
@@ -194,13 +211,16 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                 # most ``reps`` calls in all
                 start, k, last_s = time.perf_counter(), 0, 0.0
                 deadline = started + QUICK_DEADLINE_S
+                best_s: dict[int, float] = {}  # thread count -> its best trial median so far (next_count)
                 while len(times["triad"]) < reps and (k < len(counts) or time.perf_counter() + last_s <= deadline):
                     yield Progress(min(1.0, (time.perf_counter() - start) / max(deadline - start, 1e-3)),
                                    f"triad: trial {k + 1}")
                     n_trial = min(TRIAL_REPS, reps - len(times["triad"]))
+                    count, done = next_count(k, counts, best_s), len(times["triad"])
                     began = time.perf_counter()
-                    timed("triad", calls["triad"], counts[k % len(counts)], n_trial, budget_s=0.0)
+                    timed("triad", calls["triad"], count, n_trial, budget_s=0.0)
                     last_s = time.perf_counter() - began
+                    best_s[count] = min(best_s.get(count, math.inf), statistics.median(times["triad"][done:]))
                     k += 1
                 trials = k  # the trials run, for the result's params
             else:

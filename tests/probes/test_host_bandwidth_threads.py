@@ -50,9 +50,18 @@ def test_quick_trials_take_turns_and_the_headline_is_the_faster_count(monkeypatc
                          timer=thread_timer(monkeypatch, per_call)))
     triad = r.results["triad"]
     assert r.params["thread_counts"] == [2, 1] and r.params["triad_threads"] == expected and r.params["trials"] == 4
-    assert triad.repetitions == 4 * TRIAL_REPS  # four whole trials: 2, 1, 2, 1 threads
+    assert triad.repetitions == 4 * TRIAL_REPS  # four whole trials: 2, 1, then the faster count twice
     assert triad.best == pytest.approx(3 * 8 * n / 1e-3 / 1e9)  # the 1 ms calls: 24 bytes an element
-    assert triad.median == pytest.approx(3 * 8 * n / 1.5e-3 / 1e9)  # half the calls at each count
+    assert triad.median == pytest.approx(3 * 8 * n / 1e-3 / 1e9)  # three trials in four at the faster count
+    assert triad.worst == pytest.approx(3 * 8 * n / 2e-3 / 1e9)  # and one at the slower
+
+
+def test_quick_trials_go_two_in_three_to_the_faster_count_so_far():
+    fast_one = {2: 2.0, 1: 1.0}
+    assert [hb.next_count(k, (2, 1), fast_one) for k in range(11)] == [2, 1, 1, 1, 2, 1, 1, 2, 1, 1, 2]
+    fast_two = {2: 1.0, 1: 2.0}
+    assert [hb.next_count(k, (2, 1), fast_two) for k in range(8)] == [2, 1, 2, 2, 1, 2, 2, 1]
+    assert [hb.next_count(k, (4,), {4: 1.0}) for k in range(4)] == [4, 4, 4, 4]  # one count: all its trials
 
 
 def test_a_given_thread_count_is_used_alone(monkeypatch):
