@@ -9,8 +9,9 @@ repetitions within a time budget per kernel and trial; the best and median in de
 element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
 
 The headline (``best``) is the best of per-trial medians (``_common.headline_time``), so one lucky repetition on a
-busy machine does not make it. Trials take turns on all physical cores and on one fewer (``thread_counts``): where
-other processes hold a core, a thread waiting for its turn holds up each call. The full probe takes about 20 s: its
+busy machine does not make it. Trials run on all physical cores and on one fewer (``thread_counts``; each count
+once, then the faster so far two trials in three, ``next_count``): where other processes hold a core, a thread
+waiting for its turn holds up each call. The full probe takes about 20 s: its
 repetitions stop at a time budget (``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), so
 a machine whose memory is busy gives fewer samples, not a longer probe (fixed counts of 20 to 50 calls of 1.9 GB
 took 113 s on a two-core machine whose memory other processes kept busy), and random numbers are not generated
@@ -149,7 +150,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         dtype: ``float64`` (as STREAM) or ``float32``.
         threads: torch threads, used alone (default: all physical cores and one fewer, trial by trial in turn;
             the result's ``triad_threads`` is the count of the headline triad's trial).
-        trials: rounds over all kernels, each on the next thread count; the best over all rounds is kept
+        trials: rounds over all kernels, each on one thread count (``next_count``); the best over all rounds is kept
             (default 4 full; quick mode times trials until its budget is spent).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
@@ -224,12 +225,19 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                     k += 1
                 trials = k  # the trials run, for the result's params
             else:
-                steps = trials * len(calls)
+                # each round of the kernels on one thread count: each count once, then the triad's faster count
+                # two rounds in three (next_count, by the triad's best trial median so far)
+                steps, best_s = trials * len(calls), {}
                 for t in range(trials):
+                    count = next_count(t, counts, best_s)
                     for i, (name, fn) in enumerate(calls.items()):
                         yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
-                        timed(name, fn, counts[t % len(counts)], triad_reps if name == "triad" else reps,
-                              FULL_BUDGET_S[name])
+                        done = len(times[name])
+                        timed(name, fn, count, triad_reps if name == "triad" else reps, FULL_BUDGET_S[name])
+                        if name == "triad":
+                            block = times[name][done:]
+                            best_s[count] = min([best_s.get(count, math.inf)] + [
+                                statistics.median(block[j:j + TRIAL_REPS]) for j in range(0, len(block), TRIAL_REPS)])
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,

@@ -81,6 +81,20 @@ def test_full_trials_alternate_per_kernel(monkeypatch):
         assert r.results[kernel].best == pytest.approx(arrays * 8 * 4096 / 1e-3 / 1e9)
 
 
+@pytest.mark.parametrize("faster", [1, 2])
+def test_full_rounds_go_two_in_three_to_the_triads_faster_count(monkeypatch, faster):
+    """Four rounds: 2 threads, 1 thread, then the triad's faster count twice; every kernel's calls follow the round."""
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    r = drive(open_probe("host-bandwidth", elements=4096, reps=TRIAL_REPS, triad_reps=TRIAL_REPS, trials=4,
+                         warmup_s=0.0, timer=thread_timer(monkeypatch, {faster: 1e-3, 3 - faster: 4e-3})))
+    assert r.params["triad_threads"] == faster
+    for kernel, arrays in hb.STREAMS.items():  # three rounds of 1 ms calls, one of 4 ms: the median call is 1 ms
+        k = r.results[kernel]
+        assert k.repetitions == 4 * TRIAL_REPS
+        assert k.median == pytest.approx(arrays * 8 * 4096 / 1e-3 / 1e9)
+        assert k.worst == pytest.approx(arrays * 8 * 4096 / 4e-3 / 1e9)
+
+
 def test_headline_threads_follows_headline_time_trials():
     times = [2.0] * 5 + [1.0] * 5 + [1.5] * 5
     assert hb.headline_threads(times, [2] * 5 + [1] * 5 + [2] * 5) == 1
