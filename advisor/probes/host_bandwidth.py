@@ -24,9 +24,9 @@ so far: ``next_count``) until ``QUICK_DEADLINE_S`` after the probe started (torc
 each thread count timed once at least): a slow start (torch imported while the disk or the cores are busy, pages
 backed slowly by the host) leaves fewer trials instead of a longer probe, and a quick one more trials, so a busy
 machine's quiet moments are caught. Its warm-up is short
-(``WARMUP_MAX_S``, groups of ``QUICK_WARMUP_GROUP``): the pages are written and the thread pool started by the
-fill, each thread count's first call is untimed, and a slow trial cannot make the headline (the best trial does),
-so warm-up calls only take time from the trials.
+(``WARMUP_MAX_S``, groups of ``QUICK_WARMUP_GROUP``) and no call is set apart before a thread count's first trial:
+the pages are written and the thread pool started by the fill, a trial's median stands a slow call, and a slow
+trial cannot make the headline (the best trial does), so warm-up calls only take time from the trials.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ QUICK_WARMUP_GROUP = 3  # calls per group of the quick warm-up (it ends at the f
 # Full mode: timed repetitions of each kernel in each trial stop after this long (at least TRIAL_REPS); the headline
 # kernel gets 2.5x the time, as it gets 2.5x the repetitions.
 FULL_BUDGET_S = {"copy": 0.6, "scale": 0.6, "add": 0.6, "triad": 1.5}
-WARMUP_MAX_S = {True: 0.25, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
+WARMUP_MAX_S = {True: 0.15, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
 
 
 def kernels(torch, a, b, c):
@@ -145,7 +145,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         elements: elements per array (default from the cache size, see :func:`default_elements`).
         reps: the most timed repetitions per kernel per trial (default 100 quick, 20 full); fewer when the
             time ends first (``QUICK_DEADLINE_S``, ``FULL_BUDGET_S``).
-        warmup_s: the longest warm-up, before the first timed kernel (default 0.25 s quick, 1 s full); it ends
+        warmup_s: the longest warm-up, before the first timed kernel (default 0.15 s quick, 1 s full); it ends
             once the speed has stopped rising (``warm_until_steady``); 0 for none.
         dtype: ``float64`` (as STREAM) or ``float32``.
         threads: torch threads, used alone (default: all physical cores and one fewer, trial by trial in turn;
@@ -197,9 +197,10 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
 
             def timed(name: str, fn, count: int, n_reps: int, budget_s: float) -> None:
                 torch.set_num_threads(count)
-                # one untimed call before a kernel's first trial on a thread count (its first call sets up its
-                # code path); the memory, the threads and the clocks were warmed above
-                first = (name, count) not in set_up and warmup_s > 0
+                # full: one untimed call before a kernel's first trial on a thread count (its first call sets up its
+                # code path); the memory, the threads and the clocks were warmed above. Quick: none, as a trial's
+                # median stands one slow call, and under load each such call takes 0.1-0.2 s from the trials
+                first = (name, count) not in set_up and warmup_s > 0 and not quick
                 set_up.add((name, count))
                 got = time_reps(fn, reps=n_reps, warmup_s=0.0, cancel=cancel, timer=timer, budget_s=budget_s,
                                 min_reps=min(TRIAL_REPS, n_reps), first_call=first, whole_trials=True)

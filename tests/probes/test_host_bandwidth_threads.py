@@ -149,3 +149,21 @@ def test_quick_trials_end_by_the_deadline_counted_from_the_probe_start(monkeypat
     r = drive(open_probe("host-bandwidth", quick=True, elements=4096, warmup_s=0.0))
     assert r.params["trials"] == trials and r.results["triad"].repetitions == trials * TRIAL_REPS
     assert r.params["reps"] == 100  # the deadline, not the count, ended the trials
+
+
+def test_quick_sets_no_call_apart_beyond_its_warm_up(monkeypatch):
+    """Calls of a steady 1 ms: the warm-up ends after two groups of QUICK_WARMUP_GROUP (the second no faster), then
+    the trials' calls, each timed: no untimed call before a thread count's first trial."""
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    timer = thread_timer(monkeypatch, {2: 1e-3, 1: 1e-3})
+    calls = []
+    timed_kernels = hb.kernels
+
+    def counted(*args):
+        return {name: (lambda fn=fn: (calls.append(1), fn())) for name, fn in timed_kernels(*args).items()}
+
+    monkeypatch.setattr(hb, "kernels", counted)
+    r = drive(open_probe("host-bandwidth", quick=True, elements=4096, reps=2 * TRIAL_REPS, warmup_s=0.15,
+                         timer=timer))
+    assert r.results["triad"].repetitions == 2 * TRIAL_REPS
+    assert len(calls) == 2 * hb.QUICK_WARMUP_GROUP + 2 * TRIAL_REPS
