@@ -95,10 +95,11 @@ def thread_counts(cores: int, given: bool = False) -> tuple[int, ...]:
 
 
 def next_count(k: int, counts: tuple[int, ...], best_s: dict[int, float]) -> int:
-    """The thread count of quick trial ``k``: each count once in turn, then the one whose best trial median so far is
-    the shortest (``best_s``: thread count -> seconds), except every third trial after those, which goes to the other
-    counts in turn, so a machine whose neighbours come or go can still turn the order round. The leader gets two
-    trials in three instead of one in two: the headline is the best of its trials, so it is drawn from more."""
+    """The thread count of trial ``k`` (quick) or of round ``k`` of the kernels (full, by the triad's trials): each
+    count once in turn, then the one whose best trial median so far is the shortest (``best_s``: thread count ->
+    seconds), except every third trial after those, which goes to the other counts in turn, so a machine whose
+    neighbours come or go can still turn the order round. The leader gets two trials in three instead of one in
+    two: the headline is the best of its trials, so it is drawn from more."""
     if k < len(counts):
         return counts[k]
     leader = min(counts, key=lambda c: best_s.get(c, math.inf))
@@ -148,10 +149,11 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         warmup_s: the longest warm-up, before the first timed kernel (default 0.15 s quick, 1 s full); it ends
             once the speed has stopped rising (``warm_until_steady``); 0 for none.
         dtype: ``float64`` (as STREAM) or ``float32``.
-        threads: torch threads, used alone (default: all physical cores and one fewer, trial by trial in turn;
-            the result's ``triad_threads`` is the count of the headline triad's trial).
+        threads: torch threads, used alone (default: all physical cores and one fewer, each once, then the faster
+            so far two trials in three, ``next_count``; the result's ``triad_threads`` is the count of the headline
+            triad's trial).
         trials: rounds over all kernels, each on one thread count (``next_count``); the best over all rounds is kept
-            (default 4 full; quick mode times trials until its budget is spent).
+            (default 4 full; quick mode times trials until its deadline, ``QUICK_DEADLINE_S``).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
         peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
