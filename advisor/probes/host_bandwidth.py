@@ -12,7 +12,8 @@ The headline (``best``) is the best of per-trial medians (``_common.headline_tim
 busy machine does not make it. Trials run on all physical cores and on one fewer (``thread_counts``; each count
 once, then the faster so far two trials in three, ``next_count``): where other processes hold a core, a thread
 waiting for its turn holds up each call. The full probe takes about 20 s: its
-repetitions stop at a time budget (``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), so
+repetitions stop at a time budget (``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), and
+its rounds of kernels at a deadline (``FULL_DEADLINE_S``, each thread count's round once at least), so
 a machine whose memory is busy gives fewer samples, not a longer probe (fixed counts of 20 to 50 calls of 1.9 GB
 took 113 s on a two-core machine whose memory other processes kept busy), and random numbers are not generated
 (torch fills random numbers on one thread: 4.4 s for the three arrays there).
@@ -62,6 +63,9 @@ QUICK_WARMUP_GROUP = 3  # calls per group of the quick warm-up (it ends at the f
 # Full mode: timed repetitions of each kernel in each trial stop after this long (at least TRIAL_REPS); the headline
 # kernel gets 2.5x the time, as it gets 2.5x the repetitions.
 FULL_BUDGET_S = {"copy": 0.6, "scale": 0.6, "add": 0.6, "triad": 1.5}
+#: full mode: a round of the kernels after each thread count's first is not started where it would end (at the last
+#: round's length) later than this after the probe started: at load 5-6 the four rounds took the probe to 19-26 s
+FULL_DEADLINE_S = 24.0
 WARMUP_MAX_S = {True: 0.15, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
 
 
@@ -153,7 +157,8 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
             so far two trials in three, ``next_count``; the result's ``triad_threads`` is the count of the headline
             triad's trial).
         trials: rounds over all kernels, each on one thread count (``next_count``); the best over all rounds is kept
-            (default 4 full; quick mode times trials until its deadline, ``QUICK_DEADLINE_S``).
+            (default 4 full, fewer where a round would end past ``FULL_DEADLINE_S``; quick mode times trials until
+            its deadline, ``QUICK_DEADLINE_S``).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
         peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
@@ -230,9 +235,12 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
             else:
                 # each round of the kernels on one thread count: each count once, then the triad's faster count
                 # two rounds in three (next_count, by the triad's best trial median so far)
-                steps, best_s = trials * len(calls), {}
+                steps, best_s, last_s = trials * len(calls), {}, 0.0
                 for t in range(trials):
-                    count = next_count(t, counts, best_s)
+                    if t >= len(counts) and time.perf_counter() + last_s > started + FULL_DEADLINE_S:
+                        trials = t  # the rounds run, for the result's params
+                        break  # the next round, as long as the last, would end past the deadline
+                    began, count = time.perf_counter(), next_count(t, counts, best_s)
                     for i, (name, fn) in enumerate(calls.items()):
                         yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
                         done = len(times[name])
@@ -241,6 +249,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                             block = times[name][done:]
                             best_s[count] = min([best_s.get(count, math.inf)] + [
                                 statistics.median(block[j:j + TRIAL_REPS]) for j in range(0, len(block), TRIAL_REPS)])
+                    last_s = time.perf_counter() - began
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,

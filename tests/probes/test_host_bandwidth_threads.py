@@ -167,3 +167,20 @@ def test_quick_sets_no_call_apart_beyond_its_warm_up(monkeypatch):
                          timer=timer))
     assert r.results["triad"].repetitions == 2 * TRIAL_REPS
     assert len(calls) == 2 * hb.QUICK_WARMUP_GROUP + 2 * TRIAL_REPS
+
+
+@pytest.mark.parametrize("deadline_s, rounds", [
+    (100.0, 4),  # time for all four rounds
+    (7.5, 3),    # rounds of 2.5 s (4 kernels x 5 calls of 0.125 s): a third ends at 7.5 s, a fourth would at 10 s
+    (6.0, 2),
+    (0.0, 2),    # a deadline past at once: each thread count's round still run
+])
+def test_full_rounds_end_by_the_deadline_counted_from_the_probe_start(monkeypatch, deadline_s, rounds):
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    monkeypatch.setattr(hb, "FULL_DEADLINE_S", deadline_s)
+    timer = thread_timer(monkeypatch, {2: 0.125, 1: 0.125})
+    monkeypatch.setattr(hb.time, "perf_counter", timer)  # the clock moves only with the calls
+    r = drive(open_probe("host-bandwidth", elements=4096, reps=TRIAL_REPS, triad_reps=TRIAL_REPS, trials=4,
+                         warmup_s=0.0, timer=timer))
+    assert r.params["trials"] == rounds
+    assert all(k.repetitions == rounds * TRIAL_REPS for k in r.results.values())
