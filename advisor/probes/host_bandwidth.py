@@ -6,7 +6,10 @@ no first touch is timed; every page distinct, since a page of one constant can b
 host, KSM or the zero page, and merged pages read from cache); every kernel writes into a preallocated output
 (``out=``), so no allocation is timed; a warm-up until the speed stops rising (``warm_until_steady``); timed
 repetitions within a time budget per kernel and trial; the best and median in decimal GB/s. Bytes counted per
-element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
+element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a). As in STREAM, the read of the
+written array that the cache makes before writing it (write-allocate: 4 arrays of traffic for the triad) is not
+counted, nor avoided: ATen's stores are ordinary ones, as a compiled triad's are unless it asks for streaming
+stores.
 
 The headline (``best``) is the best of per-trial medians (``_common.headline_time``), so one lucky repetition on a
 busy machine does not make it. Trials run on all physical cores and on one fewer (``thread_counts``; each count
@@ -262,5 +265,6 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                 "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "thread_counts": list(counts),
                 "triad_threads": headline_threads(times["triad"], threads_of["triad"]),
                 "warmup_s": warmup_s, "warmed_s": round(warmed_s, 3)},
-        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of the per-trial medians",)
+        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3 (write-allocate not counted, as STREAM); "
+               "best of the per-trial medians",)
         + (("quick: the triad only, on arrays of at most 640 MB",) if quick else ()))
