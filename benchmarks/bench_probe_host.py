@@ -58,10 +58,10 @@ RATIO = Target("probe triad / compiled OpenMP triad (best trial medians, same wi
 SECONDS = {False: Target("full probe took", "<", 30.0, "s"), True: Target("quick probe took", "<", 5.0, "s")}
 ITEMSIZE = 8  # float64, as triad.c
 TRIAD_BYTES = STREAMS["triad"] * ITEMSIZE  # bytes counted per element, on both sides
-#: reference passes before and after each probe run, each side about as many as the probe times triad calls on a
-#: quiet machine (quick: trials until its deadline, up to 100 calls; full: four triad trials of up to 50 calls), so
-#: the reference has as many trials near the probe as the probe has
-REFERENCE_PASSES = {True: 40, False: 50}
+#: reference passes before and after each probe run: together as many as the probe times triad calls on a quiet
+#: machine (quick: trials until its deadline, up to 100 calls; full: four triad rounds of about 25 calls of 1.9 GB in
+#: 1.5 s each), so the reference has as many trials near the probe as the probe has (nearest_trials)
+REFERENCE_PASSES = {True: 50, False: 50}
 
 # Forced include for triad.c: omp_get_wtime() wrapped so each reading is kept, the pass times (pairs of readings)
 # written to stderr at exit. The kernel and its loop are triad.c's own.
