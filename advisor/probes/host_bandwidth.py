@@ -6,23 +6,36 @@ no first touch is timed; every page distinct, since a page of one constant can b
 host, KSM or the zero page, and merged pages read from cache); every kernel writes into a preallocated output
 (``out=``), so no allocation is timed; a warm-up until the speed stops rising (``warm_until_steady``); timed
 repetitions within a time budget per kernel and trial; the best and median in decimal GB/s. Bytes counted per
-element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a).
+element: copy 2, scale 2, add 3, triad 3 (``a = b + s*c`` reads b and c, writes a). As in STREAM, the read of the
+written array that the cache makes before writing it (write-allocate: 4 arrays of traffic for the triad) is not
+counted, nor avoided: ATen's stores are ordinary ones, as a compiled triad's are unless it asks for streaming
+stores.
 
 The headline (``best``) is the best of per-trial medians (``_common.headline_time``), so one lucky repetition on a
-busy machine does not make it. Trials take turns on all physical cores and on one fewer (``thread_counts``): where
-other processes hold a core, a thread waiting for its turn holds up each call. The full probe takes about 20 s: its
-repetitions stop at a time budget (``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), so
+busy machine does not make it. Trials run on all physical cores and on one fewer (``thread_counts``; each count
+once, then the faster so far two trials in three, ``next_count``): where other processes hold a core, a thread
+waiting for its turn holds up each call. The full probe takes about 20 s: its
+repetitions stop at a time budget (``FULL_BUDGET_S``, at least one headline trial of ``TRIAL_REPS`` calls each), and
+its rounds of kernels at a deadline (``FULL_DEADLINE_S``, each thread count's round once at least), so
 a machine whose memory is busy gives fewer samples, not a longer probe (fixed counts of 20 to 50 calls of 1.9 GB
 took 113 s on a two-core machine whose memory other processes kept busy), and random numbers are not generated
 (torch fills random numbers on one thread: 4.4 s for the three arrays there).
 
 Quick mode (a few seconds, for the CPU target of the planner) times the triad alone, the kernel the
 planner uses, on arrays of 4x the last-level cache bounded to 256-640 MB (640 MB = STREAM's 80 million
-doubles), in trials of ``TRIAL_REPS`` calls on each thread count in turn for ``QUICK_BUDGET_S`` of timed repetitions.
+doubles), in trials of ``TRIAL_REPS`` calls (each thread count once, then two trials in three on the faster count
+so far: ``next_count``) until ``QUICK_DEADLINE_S`` after the probe started (torch's import and the fill included,
+each thread count timed once at least): a slow start (torch imported while the disk or the cores are busy, pages
+backed slowly by the host) leaves fewer trials instead of a longer probe, and a quick one more trials, so a busy
+machine's quiet moments are caught. Its warm-up is short
+(``WARMUP_MAX_S``, groups of ``QUICK_WARMUP_GROUP``) and no call is set apart before a thread count's first trial:
+the pages are written and the thread pool started by the fill, a trial's median stands a slow call, and a slow
+trial cannot make the headline (the best trial does), so warm-up calls only take time from the trials.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -47,11 +60,16 @@ NAME = "host-bandwidth"
 STREAMS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 SCALAR = 3.0
 QUICK_MAX_ARRAY_BYTES = 640 * 10**6  # STREAM's reference size (80 million doubles per array)
-QUICK_BUDGET_S = 1.5  # timed triad repetitions in quick mode stop after this long (at least TRIAL_REPS)
+#: quick mode: no trial starts that would end later than this after the probe started (torch imported, arrays filled)
+QUICK_DEADLINE_S = 3.8
+QUICK_WARMUP_GROUP = 3  # calls per group of the quick warm-up (it ends at the first group no faster than the best)
 # Full mode: timed repetitions of each kernel in each trial stop after this long (at least TRIAL_REPS); the headline
 # kernel gets 2.5x the time, as it gets 2.5x the repetitions.
 FULL_BUDGET_S = {"copy": 0.6, "scale": 0.6, "add": 0.6, "triad": 1.5}
-WARMUP_MAX_S = {True: 0.5, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
+#: full mode: a round of the kernels after each thread count's first is not started where it would end (at the last
+#: round's length) later than this after the probe started: at load 5-6 the four rounds took the probe to 19-26 s
+FULL_DEADLINE_S = 24.0
+WARMUP_MAX_S = {True: 0.15, False: 1.0}  # quick, full: the longest warm-up (it ends once the speed stops rising)
 
 
 def kernels(torch, a, b, c):
@@ -81,6 +99,22 @@ def thread_counts(cores: int, given: bool = False) -> tuple[int, ...]:
     if given or cores < 2:
         return (cores,)
     return (cores, cores - 1)
+
+
+def next_count(k: int, counts: tuple[int, ...], best_s: dict[int, float]) -> int:
+    """The thread count of trial ``k`` (quick) or of round ``k`` of the kernels (full, by the triad's trials): each
+    count once in turn, then the one whose best trial median so far is the shortest (``best_s``: thread count ->
+    seconds), except every third trial after those, which goes to the other counts in turn, so a machine whose
+    neighbours come or go can still turn the order round. The leader gets two trials in three instead of one in
+    two: the headline is the best of its trials, so it is drawn from more."""
+    if k < len(counts):
+        return counts[k]
+    leader = min(counts, key=lambda c: best_s.get(c, math.inf))
+    others = [c for c in counts if c != leader]
+    j = k - len(counts)
+    if others and j % 3 == 2:
+        return others[(j // 3) % len(others)]
+    return leader
 
 
 def headline_threads(times: list[float], threads_of: list[int]) -> int | None:
@@ -117,15 +151,17 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     Args:
         device: must be ``"cpu"`` (device memory is the device-bandwidth probe).
         elements: elements per array (default from the cache size, see :func:`default_elements`).
-        reps: the most timed repetitions per kernel per trial (default 60 quick, 20 full); fewer when the
-            time budget ends first (``QUICK_BUDGET_S``, ``FULL_BUDGET_S``).
-        warmup_s: the longest warm-up, before the first timed kernel (default 0.5 s quick, 1 s full); it ends
+        reps: the most timed repetitions per kernel per trial (default 100 quick, 20 full); fewer when the
+            time ends first (``QUICK_DEADLINE_S``, ``FULL_BUDGET_S``).
+        warmup_s: the longest warm-up, before the first timed kernel (default 0.15 s quick, 1 s full); it ends
             once the speed has stopped rising (``warm_until_steady``); 0 for none.
         dtype: ``float64`` (as STREAM) or ``float32``.
-        threads: torch threads, used alone (default: all physical cores and one fewer, trial by trial in turn;
-            the result's ``triad_threads`` is the count of the headline triad's trial).
-        trials: rounds over all kernels, each on the next thread count; the best over all rounds is kept
-            (default 4 full; quick mode times trials until its budget is spent).
+        threads: torch threads, used alone (default: all physical cores and one fewer, each once, then the faster
+            so far two trials in three, ``next_count``; the result's ``triad_threads`` is the count of the headline
+            triad's trial).
+        trials: rounds over all kernels, each on one thread count (``next_count``); the best over all rounds is kept
+            (default 4 full, fewer where a round would end past ``FULL_DEADLINE_S``; quick mode times trials until
+            its deadline, ``QUICK_DEADLINE_S``).
         triad_reps: repetitions of the triad per trial (default ``reps`` quick, 2.5x ``reps`` full): the
             headline kernel gets more samples, so a busy machine's quiet moments are caught.
         peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
@@ -134,6 +170,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
     Returns:
         ProbeResult with kernels copy, scale, add, triad in GB/s.
     """
+    started = time.perf_counter()  # quick mode's deadline counts from here: torch's import and the fill included
     if device != "cpu":
         raise ProbeSkipped("host-bandwidth measures host memory: use --device cpu "
                            "(the device-bandwidth probe measures GPU memory)")
@@ -147,7 +184,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         n = int(0.6 * avail / 3 / itemsize)
         if n * itemsize < 64 * 10**6:
             raise ProbeSkipped(f"not enough free host memory for the arrays: {avail / GB:.1f} GB available")
-    reps = int(reps or (60 if quick else 20))
+    reps = int(reps or (100 if quick else 20))
     trials = int(trials or (1 if quick else 4))
     triad_reps = int(triad_reps or (reps if quick else int(2.5 * reps)))
     warmup_s = WARMUP_MAX_S[quick] if warmup_s is None else float(warmup_s)
@@ -164,14 +201,16 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         try:
             calls = {k: v for k, v in kernels(torch, a, b, c).items() if k in names}
             yield Progress(0.0, "warming up")
-            warmed_s = warm_until_steady(calls[names[0]], max_s=warmup_s, cancel=cancel, timer=timer)
+            warmed_s = warm_until_steady(calls[names[0]], max_s=warmup_s, cancel=cancel, timer=timer,
+                                         group=QUICK_WARMUP_GROUP if quick else TRIAL_REPS)
             set_up: set[tuple[str, int]] = set()
 
             def timed(name: str, fn, count: int, n_reps: int, budget_s: float) -> None:
                 torch.set_num_threads(count)
-                # one untimed call before a kernel's first trial on a thread count (its first call sets up its
-                # code path); the memory, the threads and the clocks were warmed above
-                first = (name, count) not in set_up and warmup_s > 0
+                # full: one untimed call before a kernel's first trial on a thread count (its first call sets up its
+                # code path); the memory, the threads and the clocks were warmed above. Quick: none, as a trial's
+                # median stands one slow call, and under load each such call takes 0.1-0.2 s from the trials
+                first = (name, count) not in set_up and warmup_s > 0 and not quick
                 set_up.add((name, count))
                 got = time_reps(fn, reps=n_reps, warmup_s=0.0, cancel=cancel, timer=timer, budget_s=budget_s,
                                 min_reps=min(TRIAL_REPS, n_reps), first_call=first, whole_trials=True)
@@ -180,25 +219,40 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
 
             if quick:
                 # trials of TRIAL_REPS calls, the thread counts in turn, each count once at least, then as many as
-                # end within the budget (a trial is not started where the last one would not fit), at most ``reps``
-                # calls in all
+                # end by the deadline (a trial is not started where the last one's length would take it past), at
+                # most ``reps`` calls in all
                 start, k, last_s = time.perf_counter(), 0, 0.0
-                while len(times["triad"]) < reps and (
-                        k < len(counts) or time.perf_counter() - start + last_s <= QUICK_BUDGET_S):
-                    yield Progress(min(1.0, (time.perf_counter() - start) / QUICK_BUDGET_S), f"triad: trial {k + 1}")
+                deadline = started + QUICK_DEADLINE_S
+                best_s: dict[int, float] = {}  # thread count -> its best trial median so far (next_count)
+                while len(times["triad"]) < reps and (k < len(counts) or time.perf_counter() + last_s <= deadline):
+                    yield Progress(min(1.0, (time.perf_counter() - start) / max(deadline - start, 1e-3)),
+                                   f"triad: trial {k + 1}")
                     n_trial = min(TRIAL_REPS, reps - len(times["triad"]))
+                    count, done = next_count(k, counts, best_s), len(times["triad"])
                     began = time.perf_counter()
-                    timed("triad", calls["triad"], counts[k % len(counts)], n_trial, budget_s=0.0)
+                    timed("triad", calls["triad"], count, n_trial, budget_s=0.0)
                     last_s = time.perf_counter() - began
+                    best_s[count] = min(best_s.get(count, math.inf), statistics.median(times["triad"][done:]))
                     k += 1
                 trials = k  # the trials run, for the result's params
             else:
-                steps = trials * len(calls)
+                # each round of the kernels on one thread count: each count once, then the triad's faster count
+                # two rounds in three (next_count, by the triad's best trial median so far)
+                steps, best_s, last_s = trials * len(calls), {}, 0.0
                 for t in range(trials):
+                    if t >= len(counts) and time.perf_counter() + last_s > started + FULL_DEADLINE_S:
+                        trials = t  # the rounds run, for the result's params
+                        break  # the next round, as long as the last, would end past the deadline
+                    began, count = time.perf_counter(), next_count(t, counts, best_s)
                     for i, (name, fn) in enumerate(calls.items()):
                         yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
-                        timed(name, fn, counts[t % len(counts)], triad_reps if name == "triad" else reps,
-                              FULL_BUDGET_S[name])
+                        done = len(times[name])
+                        timed(name, fn, count, triad_reps if name == "triad" else reps, FULL_BUDGET_S[name])
+                        if name == "triad":
+                            block = times[name][done:]
+                            best_s[count] = min([best_s.get(count, math.inf)] + [
+                                statistics.median(block[j:j + TRIAL_REPS]) for j in range(0, len(block), TRIAL_REPS)])
+                    last_s = time.perf_counter() - began
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,
@@ -211,5 +265,6 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                 "triad_reps": triad_reps, "trials": trials, "threads": nthreads, "thread_counts": list(counts),
                 "triad_threads": headline_threads(times["triad"], threads_of["triad"]),
                 "warmup_s": warmup_s, "warmed_s": round(warmed_s, 3)},
-        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3; best of the per-trial medians",)
+        notes=("decimal GB/s; copy/scale count 2 arrays, add/triad 3 (write-allocate not counted, as STREAM); "
+               "best of the per-trial medians",)
         + (("quick: the triad only, on arrays of at most 640 MB",) if quick else ()))
