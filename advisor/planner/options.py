@@ -167,22 +167,30 @@ class _Timer:
     def group(self, req, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
               tokens: float | None, wanted: tuple[str, ...], measured: float | None) -> tuple[dict, dict, dict | None]:
         """``(common, prepared figures, serving figures)`` of the options of one layout, timing and verdict on a
-        node of ``kind`` (``_figures``, ``PlanOption.prepare``, ``_serving_figures``), kept on the timer by the
-        group, the budget (``tokens`` or ``req.hours``) and what is set into them (the job's stacks, a link measured
-        on this machine)."""
-        key = (kind, id(t), layout, fits, reason, nodes, tokens, req.hours, wanted, measured)
+        node of ``kind`` (``_figures``, ``PlanOption.prepare``, ``_serving_figures``). What does not depend on the
+        budget is kept on the timer by the group and what is set into it (the job's stacks, a link measured on
+        this machine); the figures of the budget (``_budget_figures``: ``tokens`` or ``req.hours``) are set over
+        them, the last budget asked kept beside them (an edit of a price or the use keeps it)."""
+        key = (kind, id(t), layout, fits, reason, nodes, wanted, measured)
         hit = self._groups.get(key)
-        if hit is not None and hit[0] is t:  # held, so its id stays its own
-            return hit[1]
-        common = _figures(req, self.acc, layout, mem, fits, t, tokens, reason, nodes)
-        common["figures"].update(stack_fields(self.acc.stacks, wanted))
-        if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
-            common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
-                f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
-        if len(self._groups) > 512:  # budgets edited again and again: start over
-            self._groups.clear()
-        figures = (common, PlanOption.prepare(common["figures"]), _serving_figures(t))
-        self._groups[key] = (t, figures)
+        if hit is None or hit[0] is not t:  # held, so its id stays its own
+            common = _fixed_figures(self.acc, layout, mem, fits, t, reason, nodes)
+            common["figures"].update(stack_fields(self.acc.stacks, wanted))
+            if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
+                common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
+                    f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
+            if len(self._groups) > 512:  # catalogs or stacks changed again and again: start over
+                self._groups.clear()
+            hit = self._groups[key] = (t, common, PlanOption.prepare(common["figures"]), _serving_figures(t), [None])
+        budget = (tokens, req.hours)
+        last = hit[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
+        if last is not None and last[0] == budget:
+            return last[1]
+        common = hit[1]
+        hours, hours_iv, values = _budget_figures(t, common["devices"], tokens, req.hours)
+        figures = ({**common, "hours": hours, "hours_interval": hours_iv},
+                   PlanOption.prepared_with(hit[2], values), hit[3])
+        hit[4][0] = (budget, figures)
         return figures
 
     def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
@@ -416,23 +424,39 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
 
 def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits: bool, t: Timing,
              tokens: float | None, reason: str, nodes: int) -> dict:
-    """The figures an option has whatever its price: devices, memory, speed, hours with their intervals."""
+    """The figures an option has whatever its price: devices, memory, speed, hours with their intervals
+    (``_fixed_figures`` with ``_budget_figures`` of the budget, ``tokens`` or ``req.hours``)."""
+    common = _fixed_figures(acc, layout, mem, fits, t, reason, nodes)
+    hours, hours_iv, values = _budget_figures(t, layout.devices, tokens, req.hours)
+    common["figures"].update(values)
+    common["hours"], common["hours_interval"] = hours, hours_iv
+    return common
+
+
+def _fixed_figures(acc: Accelerator, layout: Parallelism, mem, fits: bool, t: Timing, reason: str,
+                   nodes: int) -> dict:
+    """The figures of :func:`_figures` that do not depend on the budget: devices, memory, speed."""
     n = layout.devices
+    figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
+                   memory_per_device_bytes=mem.total_bytes, memory=mem, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
+                   mfu_origin=t.mfu_origin, mfu_source=t.source, tokens_per_s=t.tokens_per_s,
+                   tokens_per_s_interval=t.interval(t.tokens_per_s), feasible=not reason, infeasible_reason=reason,
+                   note=t.note, reach=t.reach)
+    return {"figures": figures, "devices": n, "nodes": nodes, "gpus_per_node": math.ceil(n / nodes), "note": t.note}
+
+
+def _budget_figures(t: Timing, n: int, tokens: float | None, budget_hours: float | None) -> tuple[float, tuple, dict]:
+    """``(hours, hours interval, figures)`` of a job of ``tokens`` (or ``budget_hours`` when None) on ``n`` devices
+    at the speed ``t``: the hours with their interval, the device-hours, the tokens and the time split."""
     if tokens is not None:
         hours, job_tokens = tokens / t.tokens_per_s / 3600.0, tokens
         hours_iv = t.interval(hours, inverse=True)
     else:
-        hours, job_tokens = req.hours, t.tokens_per_s * req.hours * 3600.0
+        hours, job_tokens = budget_hours, t.tokens_per_s * budget_hours * 3600.0
         hours_iv = (hours, hours)
     split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
-    figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
-                   memory_per_device_bytes=mem.total_bytes, memory=mem, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
-                   mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
-                   tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
-                   tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
-                   infeasible_reason=reason, note=t.note, reach=t.reach)
-    return {"figures": figures, "hours": hours, "hours_interval": hours_iv, "devices": n, "nodes": nodes,
-            "gpus_per_node": math.ceil(n / nodes), "note": t.note}
+    return hours, hours_iv, {"hours": hours, "device_hours": hours * n, "tokens": job_tokens,
+                             "hours_interval": hours_iv, "time_split_s": split}
 
 
 def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:
