@@ -159,7 +159,7 @@ class _Timer:
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[tuple, object] = {}
         self._nodes: dict[tuple, tuple] = {}
-        self._prices: tuple = (None, None, None, {})  # (assumptions, use, spot offers, quotes): ``quotes``
+        self._prices: tuple = (None, None, {})  # (assumptions, spot offers, quotes): ``quotes``
         self._groups: dict[tuple, tuple] = {}  # a group's figures whatever its price: ``group``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
@@ -195,23 +195,28 @@ class _Timer:
 
     def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
                use, spot_offers: bool) -> list:
-        """``cost.options.quote_job`` of ``devices`` for ``hours`` on a node of ``kind`` (``offers``: its cloud
-        offers; ``billed``: the part as the job's power limit leaves it, ``powered``), kept on the timer for the
-        same cost assumptions, use and spot choice (an edit of the budget or a price starts anew; the timer itself
-        is kept for the job's timing key and the part) by the kind, devices, hours and offers (the catalog's)."""
+        """``[offers, hours, use, quotes, built]`` of a group: ``quotes`` its ``cost.options.quote_job`` of
+        ``devices`` for ``hours`` on a node of ``kind`` (``offers``: its cloud offers; ``billed``: the part as the
+        job's power limit leaves it, ``powered``), ``built`` None or what :func:`options_for` built of them
+        (:func:`_built`).
+
+        The last quotes of each group (its kind, devices and offers: the catalog's) are kept on the timer for the
+        same cost assumptions and spot choice (an edit of a price starts anew; the timer itself is kept for the
+        job's timing key and the part) with their hours and the use that reaches the price: a home rig's or a
+        server's holding is spread over the stated use, a cloud price follows it only through a reserved term's
+        hours a month (``DeviceJob.use_hours_per_month``), so an edit of the jobs a month prices the rigs and
+        servers again and keeps the cloud quotes without a term."""
         held = self._prices
-        if not (held[0] is a or held[0] == a) or held[1] != use or held[2] != spot_offers:
-            held = self._prices = (a, use, spot_offers, {})
-        key = (kind, devices, hours, tuple(map(id, offers)))
-        hit = held[3].get(key)
-        if hit is not None and all(x is y for x, y in zip(hit[0], offers)):  # held, so their ids stay theirs
-            return hit[1]
-        quotes = quote_job(DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use), offers,
-                           a, spot_offers=spot_offers)
-        if len(held[3]) > 256:  # budgets edited again and again: start over
-            held[3].clear()
-        held[3][key] = (tuple(offers), quotes)
-        return quotes
+        if not (held[0] is a or held[0] == a) or held[1] != spot_offers:
+            held = self._prices = (a, spot_offers, {})
+        job = DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
+        use_key = use if kind != "cloud" else job.use_hours_per_month if a.reserved_years else None
+        key = (kind, devices, tuple(map(id, offers)))
+        hit = held[2].get(key)
+        if hit is not None and hit[1] == hours and hit[2] == use_key and all(x is y for x, y in zip(hit[0], offers)):
+            return hit  # the offers held, so their ids stay theirs
+        hit = held[2][key] = [tuple(offers), hours, use_key, quote_job(job, offers, a, spot_offers=spot_offers), None]
+        return hit
 
     def on_node(self, kind: str, place: Placement, where: str) -> tuple:
         """``(layout, memory, fits, timing, why it cannot run or "", nodes)`` of the job on one node of ``kind``:
@@ -274,6 +279,19 @@ class _Timer:
         return hit
 
 
+def _built(priced: list, figures: dict, stale_ids: frozenset, nodes: list) -> tuple | None:
+    """The options :func:`options_for` built of a group's ``figures`` (``_Timer.group``) and quotes
+    (``_Timer.quotes``: ``priced``, where they are kept), while those very figures, the stale offers and the nodes
+    (``_nodes``: each offer's own node) are the same: an edit that leaves the group's budget and its prices (a cloud
+    option's, when the jobs a month change) gives the same options; None when not kept. (The request reaches an
+    option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such quotes
+    are kept by the stated use's hours, None when none is.)"""
+    hit = priced[4]
+    if hit is not None and hit[0] is figures and hit[1] is stale_ids and hit[2] is nodes:
+        return hit[3]
+    return None
+
+
 def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tuple[float, float]:
     """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
     if hours <= 0:
@@ -314,7 +332,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     groups: dict[tuple, tuple] = {}  # options on one layout, timing and verdict share their figures
     node_of: dict[str, Placement] = {}  # a cloud offer's own node (a group may hold offers of several node sizes)
     offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
-    for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
+    nodes_list = _nodes(acc, offers, a, calib)
+    for kind, place, where, node_offers in nodes_list:
         layout, mem, fits, t, reason, nodes = timer.on_node(kind, place, where)
         if req.workload == "inference" and req.gpu_layers is not None and t.decode is not None:
             hit = offloaded.get(id(t))
@@ -338,7 +357,13 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
     for (kind, *_rest), (common, group_offers, t, _place, figures, serving) in groups.items():
         hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        for q in timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers):
+        priced = timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers)
+        quotes, kept = priced[3], _built(priced, figures, stale_ids, nodes_list)
+        if kept is not None:
+            out.extend(kept)
+            continue
+        start = len(out)
+        for q in quotes:
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
@@ -379,6 +404,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
             held["cost_usd"] = q.total_usd
             out.append(option)
+        priced[4] = (figures, stale_ids, nodes_list, tuple(out[start:]))
     return out
 
 

@@ -49,6 +49,22 @@ PAIRS = [
     (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096),
      dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=30,
           assumptions={"electricity_usd_per_kwh": 0.4, "onprem_electricity_usd_per_kwh": 0.3})),
+    # a group's quotes kept by its hours and the use that reaches each price, its options by what they are built of:
+    # another use moves a reserved term's price (its hours a month) and every rig's and server's; a use stated for the
+    # first time changes a reserved term's note though its hours do not (one job a month of its own hours)
+    (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=2,
+          assumptions={"reserved_years": 1}),
+     dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=5,
+          assumptions={"reserved_years": 1})),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=2, assumptions={"reserved_years": 3}),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=2, other_use_hours_per_month=100,
+          assumptions={"reserved_years": 3})),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8, assumptions={"reserved_years": 1}),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=1, assumptions={"reserved_years": 1})),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=3),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=4)),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8), dict(model="llama-3-8b", workload="lora", tokens=2e8,
+                                                                 assumptions={"home_gpus_per_rig": 2})),
 ]
 
 
@@ -59,6 +75,22 @@ def test_a_plan_after_others_equals_the_plan_made_cold(catalog, first, then):
     plan(PlanRequest.from_mapping(first), catalog=catalog, advise=False)
     plan(PlanRequest.from_mapping(then), catalog=catalog, advise=False)  # twice: from what the first one kept
     assert _json(plan(PlanRequest.from_mapping(then), catalog=catalog, advise=False)) == expected
+
+
+def test_options_kept_for_their_quotes_follow_the_catalog_s_stale_offers(catalog):
+    """A catalog of another date (the same accelerators and offers, so every timer is kept) calls other offers stale:
+    the options kept with a group's quotes are built again, as a plan made cold builds them."""
+    from dataclasses import replace
+
+    later = replace(catalog, date="2030-01-01")
+    ask = PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8))
+    expected = _cold(ask, later)
+    forget_kept()
+    plan(ask, catalog=catalog, advise=False)
+    got = _json(plan(ask, catalog=later, advise=False))
+    assert got == expected
+    stale = [o for o in plan(ask, catalog=later, advise=False).options if o.price_stale]
+    assert len(stale) > len([o for o in plan(ask, catalog=catalog, advise=False).options if o.price_stale])
 
 
 def test_the_timing_key_leaves_out_only_budget_and_prices():
