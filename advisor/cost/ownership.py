@@ -299,9 +299,13 @@ def utilisation(h: Holding, job_hours: float, use: Use) -> Utilisation:
     if not use.stated:  # the holding's own assumed use, whatever the job (frozen: one object per holding)
         return h.assumed_utilisation
     wanted = use.jobs_per_month * job_hours + use.other_hours_per_month
-    busy = min(wanted, h.available_hours_per_month)
-    return Utilisation(busy, h.available_hours_per_month, True, use.jobs_per_month,
-                       overbooked=wanted > h.available_hours_per_month * (1 + 1e-9))
+    available = h.available_hours_per_month
+    # every field given, none derived: set at once, not one by one by the frozen dataclass's __init__ (a plan asks
+    # twice per rig and server per keystroke); tests/cost/test_ownership.py checks it equals Utilisation(...)
+    u = object.__new__(Utilisation)
+    u.__dict__.update(busy_hours_per_month=min(wanted, available), available_hours_per_month=available, stated=True,
+                      jobs_per_month=use.jobs_per_month, overbooked=wanted > available * (1 + 1e-9))
+    return u
 
 
 _PART_ORDER = {n: i for i, n in enumerate(("depreciation", "capex_share", "financing", "idle_power", "energy", "wear",

@@ -209,12 +209,19 @@ class _Timer:
         held = self._prices
         if not (held[0] is a or held[0] == a) or held[1] != spot_offers:
             held = self._prices = (a, spot_offers, {})
-        job = DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
-        use_key = use if kind != "cloud" else job.use_hours_per_month if a.reserved_years else None
+        job = None
+        if kind != "cloud":
+            use_key = use
+        elif a.reserved_years:
+            job = DeviceJob(self.acc, devices, hours, (kind,), use)
+            use_key = job.use_hours_per_month
+        else:
+            use_key = None
         key = (kind, devices, tuple(map(id, offers)))
         hit = held[2].get(key)
         if hit is not None and hit[1] == hours and hit[2] == use_key and all(x is y for x, y in zip(hit[0], offers)):
             return hit  # the offers held, so their ids stay theirs
+        job = job or DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
         hit = held[2][key] = [tuple(offers), hours, use_key, quote_job(job, offers, a, spot_offers=spot_offers), None]
         return hit
 

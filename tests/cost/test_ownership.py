@@ -159,3 +159,19 @@ def test_payback_is_where_spending_crosses(hours, n, rent):
         assert be.pays_back == (be.months <= 48)
     else:
         assert be.rent_monthly_usd <= be.own_monthly_usd * (1 + 1e-9)
+
+
+def test_a_stated_use_built_without_init_equals_the_dataclass():
+    """``utilisation`` fills the frozen Utilisation of a stated use without its __init__ (a speed path): the same
+    fields as Utilisation(...) of them, overbooked or not (100 jobs of 10 h need 1000 h of 730)."""
+    import dataclasses
+
+    from advisor.cost.ownership import Utilisation, utilisation
+
+    h = onprem_holding(DC, 8, A)
+    for use in (Use(3), Use(100), Use(0.5, 200.0)):
+        u = utilisation(h, 10.0, use)
+        via_init = Utilisation(**{f.name: getattr(u, f.name) for f in dataclasses.fields(Utilisation)})
+        assert via_init == u and vars(via_init) == vars(u) and hash(via_init) == hash(u)
+    assert utilisation(h, 10.0, Use(100)).overbooked and not utilisation(h, 10.0, Use(3)).overbooked
+    assert utilisation(h, 10.0, Use(3)).busy_hours_per_month == 30.0
