@@ -159,56 +159,85 @@ class _Timer:
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[tuple, object] = {}
         self._nodes: dict[tuple, tuple] = {}
-        self._prices: tuple = (None, None, {})  # (assumptions, spot offers, quotes): ``quotes``
-        self._groups: dict[tuple, tuple] = {}  # a group's figures whatever its price: ``group``
+        self._prices: tuple = (None, None)  # (assumptions, spot offers) of the groups' quotes: ``quotes``
+        self._skeletons: dict[tuple, tuple] = {}  # the groups of the options on the catalog's nodes: ``groups``
+        self._offloaded: dict[int, tuple] = {}  # --gpu-layers: a timing with layers on the CPU: ``offloaded``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
 
-    def group(self, req, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
-              tokens: float | None, wanted: tuple[str, ...], measured: float | None) -> tuple[dict, dict, dict | None]:
-        """``(common, prepared figures, serving figures)`` of the options of one layout, timing and verdict on a
-        node of ``kind`` (``_figures``, ``PlanOption.prepare``, ``_serving_figures``). What does not depend on the
-        budget is kept on the timer by the group and what is set into it (the job's stacks, a link measured on
-        this machine); the figures of the budget (``_budget_figures``: ``tokens`` or ``req.hours``) are set over
-        them, the last budget asked kept beside them (an edit of a price or the use keeps it)."""
-        key = (kind, id(t), layout, fits, reason, nodes, wanted, measured)
-        hit = self._groups.get(key)
-        if hit is None or hit[0] is not t:  # held, so its id stays its own
-            common = _fixed_figures(self.acc, layout, mem, fits, t, reason, nodes)
-            common["figures"].update(stack_fields(self.acc.stacks, wanted))
-            if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
-                common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
-                    f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
-            if len(self._groups) > 512:  # catalogs or stacks changed again and again: start over
-                self._groups.clear()
-            hit = self._groups[key] = (t, common, PlanOption.prepare(common["figures"]), _serving_figures(t), [None])
-        budget = (tokens, req.hours)
-        last = hit[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
-        if last is not None and last[0] == budget:
-            return last[1]
-        common = hit[1]
-        hours, hours_iv, values = _budget_figures(t, common["devices"], tokens, req.hours)
-        figures = ({**common, "hours": hours, "hours_interval": hours_iv},
-                   PlanOption.prepared_with(hit[2], values), hit[3])
-        hit[4][0] = (budget, figures)
-        return figures
+    def groups(self, nodes: list, wanted: tuple[str, ...], measured: float | None) -> tuple[tuple, dict]:
+        """``(groups, node_of)`` of the job on ``nodes`` (``_nodes``: the catalog's, kept plan after plan):
+        options on one layout, timing and verdict share their figures, each group a list ``[kind, base, offers,
+        priced]`` (``base``: :meth:`_base`; ``priced``: :meth:`quotes`' last), in the order each first comes;
+        ``node_of``: a cloud offer's own node (a group may hold offers of several node sizes). Kept on the timer
+        for those very nodes, the job's stacks and a link measured on this machine, so an edit of the budget or
+        a price walks the groups without placing, timing or grouping again."""
+        key = (id(nodes), wanted, measured)
+        hit = self._skeletons.get(key)
+        if hit is not None and hit[0] is nodes:  # held, so its id stays its own
+            return hit[1]
+        found: dict[tuple, list] = {}
+        node_of: dict[str, Placement] = {}
+        for kind, place, where, node_offers in nodes:
+            layout, mem, fits, t, reason, n_nodes = self.on_node(kind, place, where)
+            if self.req.workload == "inference" and self.req.gpu_layers is not None and t.decode is not None:
+                t = self.offloaded(t, layout)
+            group_key = (kind, id(t), layout, fits, reason, n_nodes)
+            group = found.get(group_key)
+            if group is None:
+                group = found[group_key] = [kind, self._base(kind, t, layout, mem, fits, reason, n_nodes, wanted,
+                                                             measured), [], None]
+            group[2].extend(node_offers)
+            for o in node_offers:
+                node_of[o.id] = place
+        for group in found.values():
+            group[2] = tuple(group[2])
+        skeleton = (tuple(found.values()), node_of)
+        if len(self._skeletons) > 64:  # catalogs or stacks changed again and again: start over
+            self._skeletons.clear()
+        self._skeletons[key] = (nodes, skeleton)
+        return skeleton
 
-    def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
-               use, spot_offers: bool) -> list:
-        """``[offers, hours, use, quotes, built]`` of a group: ``quotes`` its ``cost.options.quote_job`` of
-        ``devices`` for ``hours`` on a node of ``kind`` (``offers``: its cloud offers; ``billed``: the part as the
-        job's power limit leaves it, ``powered``), ``built`` None or what :func:`options_for` built of them
-        (:func:`_built`).
+    def offloaded(self, t: Timing, layout: Parallelism) -> Timing:
+        """--gpu-layers: ``t`` with the layers left on the CPU read at a host's bandwidth (timed as an owned GPU's
+        would be, on a host of the prior's figures), kept per timing."""
+        hit = self._offloaded.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        req, lens = self.req, self.lens
+        decode, shown = offloaded_decode(t.decode, req, self.arch, self.params, lens.window, self.acc,
+                                         OwnedHardware(self.acc, layout.devices), layout.devices, lens.output)
+        out = t if shown is None else replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
+        self._offloaded[id(t)] = (t, out)
+        return out
 
-        The last quotes of each group (its kind, devices and offers: the catalog's) are kept on the timer for the
-        same cost assumptions and spot choice (an edit of a price starts anew; the timer itself is kept for the
-        job's timing key and the part) with their hours and the use that reaches the price: a home rig's or a
-        server's holding is spread over the stated use, a cloud price follows it only through a reserved term's
-        hours a month (``DeviceJob.use_hours_per_month``), so an edit of the jobs a month prices the rigs and
-        servers again and keeps the cloud quotes without a term."""
-        held = self._prices
-        if not (held[0] is a or held[0] == a) or held[1] != spot_offers:
-            held = self._prices = (a, spot_offers, {})
+    def _base(self, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
+              wanted: tuple[str, ...], measured: float | None) -> tuple:
+        """``(timing, common, prepared figures, serving figures, [last budget])`` of a group whatever its budget
+        (``_fixed_figures``, ``PlanOption.prepare``, ``_serving_figures``), with what is set into it: the job's
+        stacks, a link measured on this machine; :func:`_budgeted` sets a budget's figures over them."""
+        common = _fixed_figures(self.acc, layout, mem, fits, t, reason, nodes)
+        common["figures"].update(stack_fields(self.acc.stacks, wanted))
+        if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
+            common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
+                f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
+        return t, common, PlanOption.prepare(common["figures"]), _serving_figures(t), [None]
+
+    def quotes(self, group: list, billed: Accelerator, hours: float, a: CostAssumptions, use,
+               spot_offers: bool) -> list:
+        """``[quotes, built]`` of a group of :meth:`groups`: ``quotes`` its ``cost.options.quote_job`` for ``hours``
+        on a node of its kind (its cloud offers; ``billed``: the part as the job's power limit leaves it,
+        ``powered``), ``built`` None or what :func:`options_for` built of them (:func:`_built`).
+
+        The last quotes of each group are kept on it for the same cost assumptions and spot choice (an edit of a
+        price starts anew; the timer itself is kept for the job's timing key and the part), hours and the use that
+        reaches the price: a home rig's or a server's holding is spread over the stated use, a cloud price follows
+        it only through a reserved term's hours a month (``DeviceJob.use_hours_per_month``), so an edit of the jobs
+        a month prices the rigs and servers again and keeps the cloud quotes without a term."""
+        prices = self._prices
+        if not (prices[0] is a or prices[0] == a) or prices[1] != spot_offers:
+            prices = self._prices = (a, spot_offers)  # a new tuple: the groups' quotes of the old ones are left
+        kind, devices, offers = group[0], group[1][1]["devices"], group[2]
         job = None
         if kind != "cloud":
             use_key = use
@@ -217,13 +246,13 @@ class _Timer:
             use_key = job.use_hours_per_month
         else:
             use_key = None
-        key = (kind, devices, tuple(map(id, offers)))
-        hit = held[2].get(key)
-        if hit is not None and hit[1] == hours and hit[2] == use_key and all(x is y for x, y in zip(hit[0], offers)):
-            return hit  # the offers held, so their ids stay theirs
+        held = group[3]  # (prices, hours, use, [quotes, built]): one read, whatever another thread sets
+        if held is not None and held[0] is prices and held[1] == hours and held[2] == use_key:
+            return held[3]
         job = job or DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
-        hit = held[2][key] = [tuple(offers), hours, use_key, quote_job(job, offers, a, spot_offers=spot_offers), None]
-        return hit
+        priced = [quote_job(job, offers, a, spot_offers=spot_offers), None]
+        group[3] = (prices, hours, use_key, priced)
+        return priced
 
     def on_node(self, kind: str, place: Placement, where: str) -> tuple:
         """``(layout, memory, fits, timing, why it cannot run or "", nodes)`` of the job on one node of ``kind``:
@@ -286,14 +315,30 @@ class _Timer:
         return hit
 
 
+def _budgeted(base: tuple, tokens: float | None, budget_hours: float | None) -> tuple[dict, dict, dict | None]:
+    """``(common, prepared figures, serving figures)`` of a group (``_Timer._base``) for a budget of ``tokens``
+    (or ``budget_hours`` when None): :func:`_budget_figures` set over its figures, the last budget asked kept on
+    it (an edit of a price or the use keeps it)."""
+    budget = (tokens, budget_hours)
+    last = base[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
+    if last is not None and last[0] == budget:
+        return last[1]
+    t, common = base[0], base[1]
+    hours, hours_iv, values = _budget_figures(t, common["devices"], tokens, budget_hours)
+    figures = ({**common, "hours": hours, "hours_interval": hours_iv}, PlanOption.prepared_with(base[2], values),
+               base[3])
+    base[4][0] = (budget, figures)
+    return figures
+
+
 def _built(priced: list, figures: dict, stale_ids: frozenset, nodes: list) -> tuple | None:
-    """The options :func:`options_for` built of a group's ``figures`` (``_Timer.group``) and quotes
+    """The options :func:`options_for` built of a group's ``figures`` (:func:`_budgeted`) and quotes
     (``_Timer.quotes``: ``priced``, where they are kept), while those very figures, the stale offers and the nodes
     (``_nodes``: each offer's own node) are the same: an edit that leaves the group's budget and its prices (a cloud
     option's, when the jobs a month change) gives the same options; None when not kept. (The request reaches an
     option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such quotes
     are kept by the stated use's hours, None when none is.)"""
-    hit = priced[4]
+    hit = priced[1]
     if hit is not None and hit[0] is figures and hit[1] is stale_ids and hit[2] is nodes:
         return hit[3]
     return None
@@ -335,37 +380,18 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         if timers is not None:
             timers[acc.id] = timer
     out: list[PlanOption] = []
-    measured = measured_link_bps(acc, calib)
-    groups: dict[tuple, tuple] = {}  # options on one layout, timing and verdict share their figures
-    node_of: dict[str, Placement] = {}  # a cloud offer's own node (a group may hold offers of several node sizes)
-    offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
     nodes_list = _nodes(acc, offers, a, calib)
-    for kind, place, where, node_offers in nodes_list:
-        layout, mem, fits, t, reason, nodes = timer.on_node(kind, place, where)
-        if req.workload == "inference" and req.gpu_layers is not None and t.decode is not None:
-            hit = offloaded.get(id(t))
-            if hit is None:  # timed as an owned GPU's would be, on a host of the prior's figures
-                decode, shown = offloaded_decode(t.decode, req, arch, params, lens.window, acc,
-                                                 OwnedHardware(acc, layout.devices), layout.devices, lens.output)
-                hit = offloaded[id(t)] = t if shown is None else replace(
-                    t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
-            t = hit
-        key = (kind, id(t), layout, fits, reason, nodes)
-        group = groups.get(key)
-        if group is None:
-            common, figures, serving = timer.group(req, kind, t, layout, mem, fits, reason, nodes, tokens, wanted,
-                                                   measured)
-            group = groups[key] = (common, [], t, place, figures, serving)
-        group[1].extend(node_offers)
-        for o in node_offers:
-            node_of[o.id] = place
+    skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
     by_id = _offers_by_id(offers)
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
-    for (kind, *_rest), (common, group_offers, t, _place, figures, serving) in groups.items():
-        hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        priced = timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers)
-        quotes, kept = priced[3], _built(priced, figures, stale_ids, nodes_list)
+    for group in skeleton:
+        base = group[1]
+        t = base[0]
+        common, figures, serving = _budgeted(base, tokens, req.hours)
+        hours, hours_iv = common["hours"], common["hours_interval"]
+        priced = timer.quotes(group, billed, hours, a, use, req.spot_offers)
+        quotes, kept = priced[0], _built(priced, figures, stale_ids, nodes_list)
         if kept is not None:
             out.extend(kept)
             continue
@@ -411,7 +437,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
             held["cost_usd"] = q.total_usd
             out.append(option)
-        priced[4] = (figures, stale_ids, nodes_list, tuple(out[start:]))
+        priced[1] = (figures, stale_ids, nodes_list, tuple(out[start:]))
     return out
 
 

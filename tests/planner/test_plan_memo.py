@@ -65,6 +65,11 @@ PAIRS = [
      dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=4)),
     (dict(model="llama-3-8b", workload="lora", tokens=2e8), dict(model="llama-3-8b", workload="lora", tokens=2e8,
                                                                  assumptions={"home_gpus_per_rig": 2})),
+    # --gpu-layers: the timings with layers on the CPU kept on the timer, by the timing (the job's layers)
+    (dict(model="llama-3-8b", workload="inference", gpu_layers=16),
+     dict(model="llama-3-8b", workload="inference", gpu_layers=16, jobs_per_month=3)),
+    (dict(model="llama-3-8b", workload="inference", gpu_layers=16),
+     dict(model="llama-3-8b", workload="inference", gpu_layers=24)),
 ]
 
 
@@ -154,3 +159,32 @@ def test_a_cloud_instance_shows_its_own_gpu_count_whatever_node_its_timing_is_sh
             assert o.gpus_per_node == counts.get(offer, counts.get(offer.rpartition(":")[0])), o.id
             seen.add(o.gpus_per_node)
     assert {1, 4, 8} <= seen
+
+
+def test_an_accelerator_s_groups_kept_on_its_timer_follow_the_job_s_stacks(catalog):
+    """``options._Timer.groups`` keeps the groups of the catalog's nodes by the job's stacks besides the nodes (and
+    the link measured on this machine, which the nodes carry too): options made on a kept timer with other stacks
+    equal those made on a new timer (a plan reaches them with a new timer too, the stacks being timing inputs; this
+    keeps the groups right for any caller)."""
+    from advisor.cost.assumptions import CostAssumptions
+    from advisor.planner.layouts import MemoryModel
+    from advisor.planner.options import options_for
+    from advisor.planner.request import budget, resolve_job_model
+
+    req = PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8))
+    job = resolve_job_model(req, catalog)
+    mem = MemoryModel(req, job.arch, job.params, 2048, 2048, job.weight_bytes, projector_bytes=job.projector_bytes)
+    acc = catalog.accelerators["rtx-4090"]
+    offers = [o for o in catalog.offers if o.accelerator_id == acc.id]
+    a = CostAssumptions()
+
+    def options(wanted, timers):
+        found = options_for(req, acc, offers, mem, job.arch, job.params, job.active_params, budget(req, job.params)[0],
+                            None, a, None, frozenset(), wanted, timers)
+        return [(o.id, o.stack_ok, o.stack_reason, o.cost_usd) for o in found]
+
+    timers: dict = {}
+    assert len(options(("pytorch-cuda",), timers)) >= 2 and all(ok for _, ok, _, _ in options(("pytorch-cuda",), {}))
+    assert not any(ok for _, ok, _, _ in options(("mlx",), {}))
+    for wanted in (("mlx",), ("pytorch-cuda",), ("mlx",)):
+        assert options(wanted, timers) == options(wanted, {})
