@@ -491,8 +491,13 @@ def payback(h: Holding, hours: float, use: Use, rent_id: str | None, rent_usd_pe
     most = h.available_hours_per_month / hours
     if jobs is not None and jobs > most:  # it would need more runs than a month holds
         jobs = None
-    return BreakEven(rent_id, device_hours, months, rent_usd_per_device_hour, provider, jobs_per_month=jobs,
-                     pays_back=months is not None and months <= life, life_months=life,
-                     rent_usd_per_job=rent_usd_per_job, rent_hours=rent_hours, upfront_usd=h.upfront_usd,
-                     own_monthly_usd=own_cash_month, rent_monthly_usd=rent_month, busy_hours_per_month=busy,
-                     max_jobs_per_month=most)
+    # every field given, none derived: set at once, not one by one by the frozen dataclass's __init__ (a plan asks
+    # once per rig and server per keystroke); tests/cost/test_ownership.py checks it equals BreakEven(...)
+    out = object.__new__(BreakEven)
+    out.__dict__.update(vs=rent_id, device_hours=device_hours, months=months,
+                        rent_usd_per_device_hour=rent_usd_per_device_hour, provider=provider, jobs_per_month=jobs,
+                        pays_back=months is not None and months <= life, life_months=life,
+                        rent_usd_per_job=rent_usd_per_job, rent_hours=rent_hours, upfront_usd=h.upfront_usd,
+                        own_monthly_usd=own_cash_month, rent_monthly_usd=rent_month, busy_hours_per_month=busy,
+                        max_jobs_per_month=most)
+    return out

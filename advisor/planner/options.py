@@ -457,12 +457,16 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
     unless the assumptions rank by spot (a steady cadence cannot count on spot capacity); spot where there is
     no on-demand offer.
     """
-    rentable = rent_options(options, a)
-    ranked = sorted(rentable, key=lambda o: (o.cost_usd, o.id))
-    cheapest_any = ranked[0] if ranked else None
-    by_acc: dict[str, PlanOption] = {}
-    for o in ranked:
-        by_acc.setdefault(o.accelerator, o)
+    cheapest_any = None
+    by_acc: dict[str, PlanOption] = {}  # the cheapest of each accelerator, by (cost, id): one pass, no sort
+    for o in rent_options(options, a):
+        held = by_acc.get(o.accelerator)
+        if held is None or o.cost_usd < held.cost_usd or (o.cost_usd == held.cost_usd and o.id < held.id):
+            by_acc[o.accelerator] = o
+    for o in by_acc.values():
+        if cheapest_any is None or o.cost_usd < cheapest_any.cost_usd or (
+                o.cost_usd == cheapest_any.cost_usd and o.id < cheapest_any.id):
+            cheapest_any = o
     out = []
     for o in options:
         if o.kind not in ("home", "onprem") or o.accelerator not in accelerators:

@@ -175,3 +175,20 @@ def test_a_stated_use_built_without_init_equals_the_dataclass():
         assert via_init == u and vars(via_init) == vars(u) and hash(via_init) == hash(u)
     assert utilisation(h, 10.0, Use(100)).overbooked and not utilisation(h, 10.0, Use(3)).overbooked
     assert utilisation(h, 10.0, Use(3)).busy_hours_per_month == 30.0
+
+
+def test_a_payback_built_without_init_equals_the_dataclass():
+    """``payback`` fills the frozen BreakEven without its __init__ (a speed path): every field, as BreakEven(...) of
+    them sets it (one that pays back, one that never does)."""
+    import dataclasses
+
+    from advisor.cost.breakeven import BreakEven
+
+    h = onprem_holding(DC, 8, A)
+    for rent in (5000.0, 1.0):
+        be = payback(h, 10.0, Use(30), "cloud:x", rent, 12.0, "aws", 3.0)
+        via_init = BreakEven(**{f.name: getattr(be, f.name) for f in dataclasses.fields(BreakEven)})
+        assert via_init == be and vars(via_init) == vars(be) and hash(via_init) == hash(be)
+        assert set(vars(be)) == {f.name for f in dataclasses.fields(BreakEven)}
+    assert payback(h, 10.0, Use(30), "cloud:x", 5000.0).months is not None
+    assert payback(h, 10.0, Use(30), "cloud:x", 1.0).months is None
