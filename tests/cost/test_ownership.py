@@ -192,3 +192,23 @@ def test_a_payback_built_without_init_equals_the_dataclass():
         assert set(vars(be)) == {f.name for f in dataclasses.fields(BreakEven)}
     assert payback(h, 10.0, Use(30), "cloud:x", 5000.0).months is not None
     assert payback(h, 10.0, Use(30), "cloud:x", 1.0).months is None
+
+
+def test_an_owned_quote_lists_its_parts_in_display_order_and_refuses_a_repeated_name():
+    """``job_cost`` lays a holding's parts out once (``Holding.part_orders``): on-prem's holding parts a month
+    (capex, colocation, support), idle power and energy come out capex, idle power, energy, colocation, support
+    (``_PART_ORDER``), idle power only while some hours are idle; a holding made with a name twice is refused."""
+    import dataclasses
+
+    h = onprem_holding(DC, 8, A)
+    # 30 jobs of 10 h: 300 busy hours, 430 idle: idle power is a part
+    assert [n for n, _ in job_cost(h, 10.0, Use(30)).breakdown.parts] == [
+        "capex_share", "idle_power", "energy", "colocation", "support"]
+    # 100 jobs of 10 h: every hour busy, no idle part
+    assert [n for n, _ in job_cost(h, 10.0, Use(100)).breakdown.parts] == [
+        "capex_share", "energy", "colocation", "support"]
+    # the energy: 9.576 kW x 10 h x 0.10 USD/kWh
+    assert job_cost(h, 10.0, Use(30)).breakdown.get("energy") == pytest.approx(9.576)
+    twice = dataclasses.replace(h, running_usd_per_hour=(("energy", 0.5), ("energy", 0.5)))
+    with pytest.raises(ValueError, match="repeat"):
+        job_cost(twice, 10.0, Use(30))
