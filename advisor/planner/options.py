@@ -242,14 +242,14 @@ class _Timer:
         if kind != "cloud":
             use_key = use
         elif a.reserved_years:
-            job = DeviceJob(self.acc, devices, hours, (kind,), use)
+            job = DeviceJob.at(self.acc, devices, hours, (kind,), use)
             use_key = job.use_hours_per_month
         else:
             use_key = None
         held = group[3]  # (prices, hours, use, [quotes, built]): one read, whatever another thread sets
         if held is not None and held[0] is prices and held[1] == hours and held[2] == use_key:
             return held[3]
-        job = job or DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
+        job = job or DeviceJob.at(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
         priced = [quote_job(job, offers, a, spot_offers=spot_offers), None]
         group[3] = (prices, hours, use_key, priced)
         return priced
@@ -315,18 +315,16 @@ class _Timer:
         return hit
 
 
-def _budgeted(base: tuple, tokens: float | None, budget_hours: float | None) -> tuple[dict, dict, dict | None]:
-    """``(common, prepared figures, serving figures)`` of a group (``_Timer._base``) for a budget of ``tokens``
-    (or ``budget_hours`` when None): :func:`_budget_figures` set over its figures, the last budget asked kept on
-    it (an edit of a price or the use keeps it)."""
+def _budgeted(base: tuple, tokens: float | None, budget_hours: float | None) -> tuple[float, tuple, dict]:
+    """``(hours, hours interval, prepared figures)`` of a group (``_Timer._base``) for a budget of ``tokens`` (or
+    ``budget_hours`` when None): :func:`_budget_figures` set over the group's prepared figures, the last budget
+    asked kept on it (an edit of a price or the use keeps it)."""
     budget = (tokens, budget_hours)
     last = base[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
     if last is not None and last[0] == budget:
         return last[1]
-    t, common = base[0], base[1]
-    hours, hours_iv, values = _budget_figures(t, common["devices"], tokens, budget_hours)
-    figures = ({**common, "hours": hours, "hours_interval": hours_iv}, PlanOption.prepared_with(base[2], values),
-               base[3])
+    hours, hours_iv, values = _budget_figures(base[0], base[1]["devices"], tokens, budget_hours)
+    figures = (hours, hours_iv, PlanOption.prepared_with(base[2], values))
     base[4][0] = (budget, figures)
     return figures
 
@@ -386,10 +384,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
     for group in skeleton:
-        base = group[1]
-        t = base[0]
-        common, figures, serving = _budgeted(base, tokens, req.hours)
-        hours, hours_iv = common["hours"], common["hours_interval"]
+        t, common, _prepared, serving = group[1][:4]  # the group's figures whatever the budget (``_Timer._base``)
+        hours, hours_iv, figures = _budgeted(group[1], tokens, req.hours)
         priced = timer.quotes(group, billed, hours, a, use, req.spot_offers)
         quotes, kept = priced[0], _built(priced, figures, stale_ids, nodes_list)
         if kept is not None:

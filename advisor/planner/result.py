@@ -184,9 +184,9 @@ class PlanOption:
         Raises:
             TypeError: a name that is no field, or ``prepared`` not made by :meth:`prepare`.
         """
-        unknown = values.keys() - _OPTION_INIT
-        if unknown or prepared.__class__ is not _Prepared:
-            raise TypeError(f"PlanOption.prepared_with: unknown fields {sorted(unknown)} or figures not prepared")
+        if not values.keys() <= _OPTION_INIT or prepared.__class__ is not _Prepared:
+            raise TypeError(f"PlanOption.prepared_with: unknown fields {sorted(values.keys() - _OPTION_INIT)} or "
+                            "figures not prepared")
         out = _Prepared(prepared)
         out.update(values)
         return out
