@@ -168,7 +168,8 @@ class _Timer:
     def groups(self, nodes: list, wanted: tuple[str, ...], measured: float | None) -> tuple[tuple, dict]:
         """``(groups, node_of)`` of the job on ``nodes`` (``_nodes``: the catalog's, kept plan after plan):
         options on one layout, timing and verdict share their figures, each group a list ``[kind, base, offers,
-        priced]`` (``base``: :meth:`_base`; ``priced``: :meth:`quotes`' last), in the order each first comes;
+        priced, cloud fields]`` (``base``: :meth:`_base`; ``priced``: :meth:`quotes`' last; ``cloud fields``:
+        :func:`_cloud_fields`' last), in the order each first comes;
         ``node_of``: a cloud offer's own node (a group may hold offers of several node sizes). Kept on the timer
         for those very nodes, the job's stacks and a link measured on this machine, so an edit of the budget or
         a price walks the groups without placing, timing or grouping again."""
@@ -186,7 +187,7 @@ class _Timer:
             group = found.get(group_key)
             if group is None:
                 group = found[group_key] = [kind, self._base(kind, t, layout, mem, fits, reason, n_nodes, wanted,
-                                                             measured), [], None]
+                                                             measured), [], None, None]
             group[2].extend(node_offers)
             for o in node_offers:
                 node_of[o.id] = place
@@ -225,9 +226,10 @@ class _Timer:
 
     def quotes(self, group: list, billed: Accelerator, hours: float, a: CostAssumptions, use,
                spot_offers: bool) -> list:
-        """``[quotes, built]`` of a group of :meth:`groups`: ``quotes`` its ``cost.options.quote_job`` for ``hours``
+        """``[quotes, built, prices]`` of a group of :meth:`groups`: ``quotes`` its ``cost.options.quote_job`` for ``hours``
         on a node of its kind (its cloud offers; ``billed``: the part as the job's power limit leaves it,
-        ``powered``), ``built`` None or what :func:`options_for` built of them (:func:`_built`).
+        ``powered``), ``built`` None or what :func:`options_for` built of them (:func:`_built`), ``prices`` the
+        assumptions and spot choice they were made with (one tuple while those hold: ``_cloud_fields``).
 
         The last quotes of each group are kept on it for the same cost assumptions and spot choice (an edit of a
         price starts anew; the timer itself is kept for the job's timing key and the part), hours and the use that
@@ -250,7 +252,7 @@ class _Timer:
         if held is not None and held[0] is prices and held[1] == hours and held[2] == use_key:
             return held[3]
         job = job or DeviceJob.at(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
-        priced = [quote_job(job, offers, a, spot_offers=spot_offers), None]
+        priced = [quote_job(job, offers, a, spot_offers=spot_offers), None, prices]
         group[3] = (prices, hours, use_key, priced)
         return priced
 
@@ -392,11 +394,14 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             out.extend(kept)
             continue
         start = len(out)
-        for q in quotes:
+        fields = group[4]  # (prices, stale offers, each quote's own fields): one read
+        if fields is None or fields[0] is not priced[2] or fields[1] is not stale_ids:
+            fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, by_id, node_of, stale_ids, common))
+        for q, own in zip(quotes, fields[2]):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
-            if isinstance(q, OwnedQuote):
+            if own is None:  # an owned quote (a rig, a server)
                 out.append(PlanOption.build(figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                             utilisation=q.utilisation, cost_usd_interval=cost_iv,
@@ -405,36 +410,46 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                             serving=_priced_serving(serving, t, per_h), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
-            offer = by_id[q.offer_id]
-            own = node_of[q.offer_id]  # its own node's, not the group's first (one timing, other node sizes)
-            instance_row = own.devices_per_node == offer.accelerator_count
-            # PlanOption.build's fields of a cloud quote set one by one into the group's prepared figures (two
-            # hundred a plan; tests/planner/test_option_build.py checks every option has exactly the fields)
+            # PlanOption.build's fields of a cloud quote set into the group's prepared figures: the offer's own
+            # (``_cloud_fields``) at once, the price's one by one (two hundred a plan;
+            # tests/planner/test_option_build.py checks every option has exactly the fields)
             option = object.__new__(PlanOption)
             held = option.__dict__
             held.update(figures)
-            held["id"] = q.option_id
-            held["kind"] = "cloud"
+            held.update(own)
             held["energy_kwh"] = q.energy_kwh
             held["usd_per_device_hour"] = q.usd_per_device_hour
             held["breakdown"] = q.breakdown
-            held["provider"] = offer.provider
-            held["instance"] = offer.instance
-            held["spot"] = q.spot
-            held["instances"] = q.instances
-            held["price_date"] = offer.price_date
-            held["price_stale"] = offer.id in stale_ids
-            held["reference"] = own.reference
             held["cost_usd_interval"] = cost_iv
             held["serving"] = _priced_serving(serving, t, per_h)
-            held["nodes"] = q.instances if instance_row else common["nodes"]
-            held["gpus_per_node"] = offer.accelerator_count if instance_row else common["gpus_per_node"]
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
                 held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
-            held["cost_usd"] = q.total_usd
+            held["cost_usd"] = total
             out.append(option)
         priced[1] = (figures, stale_ids, nodes_list, tuple(out[start:]))
     return out
+
+
+def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict) -> tuple:
+    """The fields of each cloud option of a group's quotes that its price leaves (None for an owned quote): its id,
+    offer, spot, instances, stale price and its own node's count and reference (a group may hold offers of several
+    node sizes). A group's quotes come in one order for the same offers, devices, assumptions and spot choice
+    (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these are kept on
+    the group for those (``options_for``) and set into each option at once."""
+    out = []
+    for q in quotes:
+        if isinstance(q, OwnedQuote):
+            out.append(None)
+            continue
+        offer = by_id[q.offer_id]
+        own = node_of[q.offer_id]
+        instance_row = own.devices_per_node == offer.accelerator_count
+        out.append({"id": q.option_id, "kind": "cloud", "provider": offer.provider, "instance": offer.instance,
+                    "spot": q.spot, "instances": q.instances, "price_date": offer.price_date,
+                    "price_stale": offer.id in stale_ids, "reference": own.reference,
+                    "nodes": q.instances if instance_row else common["nodes"],
+                    "gpus_per_node": offer.accelerator_count if instance_row else common["gpus_per_node"]})
+    return tuple(out)
 
 
 def rent_options(options, a: CostAssumptions) -> list[PlanOption]:

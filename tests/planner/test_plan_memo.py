@@ -65,6 +65,10 @@ PAIRS = [
      dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=4)),
     (dict(model="llama-3-8b", workload="lora", tokens=2e8), dict(model="llama-3-8b", workload="lora", tokens=2e8,
                                                                  assumptions={"home_gpus_per_rig": 2})),
+    # a cloud option's own fields (id, offer, instances) kept on its group by the assumptions: a reserved term names
+    # the on-demand options anew (``:reserved-1y``)
+    (dict(model="llama-3-70b", workload="pretrain", tokens=1e12),
+     dict(model="llama-3-70b", workload="pretrain", tokens=1e12, assumptions={"reserved_years": 1})),
     # --gpu-layers: the timings with layers on the CPU kept on the timer, by the timing (the job's layers)
     (dict(model="llama-3-8b", workload="inference", gpu_layers=16),
      dict(model="llama-3-8b", workload="inference", gpu_layers=16, jobs_per_month=3)),
