@@ -382,7 +382,6 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     out: list[PlanOption] = []
     nodes_list = _nodes(acc, offers, a, calib)
     skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
-    by_id = _offers_by_id(offers)
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
     for group in skeleton:
@@ -396,7 +395,8 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         start = len(out)
         fields = group[4]  # (prices, stale offers, each quote's own fields): one read
         if fields is None or fields[0] is not priced[2] or fields[1] is not stale_ids:
-            fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, by_id, node_of, stale_ids, common))
+            fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, _offers_by_id(offers), node_of,
+                                                                     stale_ids, common))
         for q, own in zip(quotes, fields[2]):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
