@@ -252,7 +252,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 class _Kept:
     """What one job's plans keep between calls (the app plans again on every keystroke, and most edits change the
     budget, the prices or the hardware listed, not the job): its memory models (by weight bytes, format, runtime and
-    device memory) and each accelerator's timer (``options._Timer``: layouts and timings). Kept for the job's
+    device memory) and each accelerator's timer (``options._Timer``: layouts and timings, the groups of options on the
+    catalog's nodes with their figures whatever the budget, each group's last budget, quotes and the options built
+    of them), so an edit of a price, the use or the budget re-prices and re-ranks what is kept. Kept for the job's
     ``timing_key`` with the same model, calibration, fitted factors and utilisation model (``kept.KeptByJob``)."""
 
     memory: dict = field(default_factory=dict)
