@@ -421,7 +421,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             held["usd_per_device_hour"] = q.usd_per_device_hour
             held["breakdown"] = q.breakdown
             held["cost_usd_interval"] = cost_iv
-            held["serving"] = _priced_serving(serving, t, per_h)
+            held["serving"] = None if serving is None else _priced_serving(serving, t, per_h)  # None: training
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
                 held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
             held["cost_usd"] = total
