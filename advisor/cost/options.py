@@ -32,6 +32,15 @@ class DeviceJob:
     kinds: tuple[str, ...] = KINDS
     use: Use = NO_STATED_USE
 
+    @classmethod
+    def at(cls, accelerator: Accelerator, devices: int, hours: float, kinds: tuple[str, ...] = KINDS,
+           use: Use = NO_STATED_USE) -> DeviceJob:
+        """``DeviceJob(...)`` of its fields without the frozen dataclass's per-field init (a plan prices a hundred
+        groups per keystroke); equal to it (tests/cost/test_options.py)."""
+        job = object.__new__(cls)
+        job.__dict__.update(accelerator=accelerator, devices=devices, hours=hours, kinds=kinds, use=use)
+        return job
+
     @property
     def use_hours_per_month(self) -> float | None:
         """Hours of use a month the user states (this job's runs and other use), None when not stated."""

@@ -133,6 +133,19 @@ class Holding:
         """The depreciation and capex share of a month (``sum``, in order)."""
         return sum(v for k, v in self.monthly_usd if k in ("depreciation", "capex_share"))
 
+    @functools.cached_property
+    def part_orders(self) -> tuple[tuple, tuple]:
+        """How :func:`job_cost` lays out its parts, without and with idle power: ``(names, order, distinct)``, the
+        names in display order (``_PART_ORDER``, a stable sort), ``order`` the index of each in the amounts as made
+        (holding parts a month, idle power, running parts), ``distinct`` whether no name repeats."""
+        out = []
+        for idle in (False, True):
+            made = [n for n, _ in self.monthly_usd] + (["idle_power"] if idle else []) + [
+                n for n, _ in self.running_usd_per_hour]
+            order = tuple(sorted(range(len(made)), key=lambda i: _PART_ORDER.get(made[i], len(_PART_ORDER))))
+            out.append((tuple(made[i] for i in order), order, len(set(made)) == len(made)))
+        return out[0], out[1]
+
     def monthly_fixed_usd(self, busy_hours: float) -> float:
         """Holding costs of a month with ``busy_hours`` of work (idle power for the rest of the available hours)."""
         idle = max(0.0, self.available_hours_per_month - busy_hours) * self.idle_kw * self.idle_usd_per_kwh
@@ -299,21 +312,17 @@ def utilisation(h: Holding, job_hours: float, use: Use) -> Utilisation:
     if not use.stated:  # the holding's own assumed use, whatever the job (frozen: one object per holding)
         return h.assumed_utilisation
     wanted = use.jobs_per_month * job_hours + use.other_hours_per_month
-    busy = min(wanted, h.available_hours_per_month)
-    return Utilisation(busy, h.available_hours_per_month, True, use.jobs_per_month,
-                       overbooked=wanted > h.available_hours_per_month * (1 + 1e-9))
+    available = h.available_hours_per_month
+    # every field given, none derived: set at once, not one by one by the frozen dataclass's __init__ (a plan asks
+    # twice per rig and server per keystroke); tests/cost/test_ownership.py checks it equals Utilisation(...)
+    u = object.__new__(Utilisation)
+    u.__dict__.update(busy_hours_per_month=min(wanted, available), available_hours_per_month=available, stated=True,
+                      jobs_per_month=use.jobs_per_month, overbooked=wanted > available * (1 + 1e-9))
+    return u
 
 
 _PART_ORDER = {n: i for i, n in enumerate(("depreciation", "capex_share", "financing", "idle_power", "energy", "wear",
                                            "colocation", "support"))}  # the order of an owned quote's parts
-
-
-def _breakdown(parts: list[tuple[str, float]]) -> CostBreakdown:
-    """The parts of an owned quote as a breakdown (a Holding made elsewhere may repeat a name: then refused)."""
-    items = tuple([(name, float(usd)) for name, usd in parts])
-    if len({name for name, _ in items}) != len(items):
-        return CostBreakdown(items)  # raises, naming them
-    return CostBreakdown.of_floats(items)
 
 
 def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
@@ -327,12 +336,13 @@ def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
     u = utilisation(h, hours, use)
     busy = u.busy_hours_per_month
     share = hours / busy if busy > 0 else 0.0
-    parts = [(name, usd * share) for name, usd in h.monthly_usd]
+    amounts = [usd * share for _, usd in h.monthly_usd]
     idle = max(0.0, h.available_hours_per_month - busy) * h.idle_kw * h.idle_usd_per_kwh
     if idle > 0:
-        parts.append(("idle_power", idle * share))
-    parts += [(name, rate * hours) for name, rate in h.running_usd_per_hour]
-    parts.sort(key=lambda p: _PART_ORDER.get(p[0], len(_PART_ORDER)))
+        amounts.append(idle * share)
+    amounts += [rate * hours for _, rate in h.running_usd_per_hour]
+    names, order, distinct = h.part_orders[idle > 0]  # the parts in display order (_PART_ORDER), laid out once
+    parts = tuple(zip(names, [float(amounts[i]) for i in order]))
     fixed_month = h.monthly_fixed_usd(busy)
     per_busy_hour = fixed_month / busy if busy > 0 else 0.0
     depreciation = h.monthly_sunk_usd
@@ -344,7 +354,8 @@ def job_cost(h: Holding, hours: float, use: Use = NO_STATED_USE) -> OwnedQuote:
         kind=h.kind, accelerator_id=h.accelerator_id, devices=h.devices, hours=float(hours),
         hardware_usd=h.upfront_usd, fixed_usd_per_device=(h.upfront_usd - h.resale_usd) / h.devices,
         variable_usd_per_device_hour=variable / h.devices, energy_kwh=h.running_kw * hours,
-        breakdown=_breakdown(parts), utilisation=u, monthly_usd=fixed_month, holding=h)
+        breakdown=CostBreakdown.of_floats(parts) if distinct else CostBreakdown(parts),  # the latter raises
+        utilisation=u, monthly_usd=fixed_month, holding=h)
     return quote
 
 
@@ -487,8 +498,13 @@ def payback(h: Holding, hours: float, use: Use, rent_id: str | None, rent_usd_pe
     most = h.available_hours_per_month / hours
     if jobs is not None and jobs > most:  # it would need more runs than a month holds
         jobs = None
-    return BreakEven(rent_id, device_hours, months, rent_usd_per_device_hour, provider, jobs_per_month=jobs,
-                     pays_back=months is not None and months <= life, life_months=life,
-                     rent_usd_per_job=rent_usd_per_job, rent_hours=rent_hours, upfront_usd=h.upfront_usd,
-                     own_monthly_usd=own_cash_month, rent_monthly_usd=rent_month, busy_hours_per_month=busy,
-                     max_jobs_per_month=most)
+    # every field given, none derived: set at once, not one by one by the frozen dataclass's __init__ (a plan asks
+    # once per rig and server per keystroke); tests/cost/test_ownership.py checks it equals BreakEven(...)
+    out = object.__new__(BreakEven)
+    out.__dict__.update(vs=rent_id, device_hours=device_hours, months=months,
+                        rent_usd_per_device_hour=rent_usd_per_device_hour, provider=provider, jobs_per_month=jobs,
+                        pays_back=months is not None and months <= life, life_months=life,
+                        rent_usd_per_job=rent_usd_per_job, rent_hours=rent_hours, upfront_usd=h.upfront_usd,
+                        own_monthly_usd=own_cash_month, rent_monthly_usd=rent_month, busy_hours_per_month=busy,
+                        max_jobs_per_month=most)
+    return out

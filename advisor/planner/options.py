@@ -159,51 +159,102 @@ class _Timer:
         self._timings: dict[tuple, Timing] = {}
         self._steps: dict[tuple, object] = {}
         self._nodes: dict[tuple, tuple] = {}
-        self._prices: tuple = (None, None, None, {})  # (assumptions, use, spot offers, quotes): ``quotes``
-        self._groups: dict[tuple, tuple] = {}  # a group's figures whatever its price: ``group``
+        self._prices: tuple = (None, None)  # (assumptions, spot offers) of the groups' quotes: ``quotes``
+        self._skeletons: dict[tuple, tuple] = {}  # the groups of the options on the catalog's nodes: ``groups``
+        self._offloaded: dict[int, tuple] = {}  # --gpu-layers: a timing with layers on the CPU: ``offloaded``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
 
-    def group(self, req, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
-              tokens: float | None, wanted: tuple[str, ...], measured: float | None) -> tuple[dict, dict, dict | None]:
-        """``(common, prepared figures, serving figures)`` of the options of one layout, timing and verdict on a
-        node of ``kind`` (``_figures``, ``PlanOption.prepare``, ``_serving_figures``), kept on the timer by the
-        group, the budget (``tokens`` or ``req.hours``) and what is set into them (the job's stacks, a link measured
-        on this machine)."""
-        key = (kind, id(t), layout, fits, reason, nodes, tokens, req.hours, wanted, measured)
-        hit = self._groups.get(key)
-        if hit is not None and hit[0] is t:  # held, so its id stays its own
+    def groups(self, nodes: list, wanted: tuple[str, ...], measured: float | None) -> tuple[tuple, dict]:
+        """``(groups, node_of)`` of the job on ``nodes`` (``_nodes``: the catalog's, kept plan after plan):
+        options on one layout, timing and verdict share their figures, each group a list ``[kind, base, offers,
+        priced, cloud fields]`` (``base``: :meth:`_base`; ``priced``: :meth:`quotes`' last; ``cloud fields``:
+        :func:`_cloud_fields`' last), in the order each first comes;
+        ``node_of``: a cloud offer's own node (a group may hold offers of several node sizes). Kept on the timer
+        for those very nodes, the job's stacks and a link measured on this machine, so an edit of the budget or
+        a price walks the groups without placing, timing or grouping again."""
+        key = (id(nodes), wanted, measured)
+        hit = self._skeletons.get(key)
+        if hit is not None and hit[0] is nodes:  # held, so its id stays its own
             return hit[1]
-        common = _figures(req, self.acc, layout, mem, fits, t, tokens, reason, nodes)
+        found: dict[tuple, list] = {}
+        node_of: dict[str, Placement] = {}
+        for kind, place, where, node_offers in nodes:
+            layout, mem, fits, t, reason, n_nodes = self.on_node(kind, place, where)
+            if self.req.workload == "inference" and self.req.gpu_layers is not None and t.decode is not None:
+                t = self.offloaded(t, layout)
+            group_key = (kind, id(t), layout, fits, reason, n_nodes)
+            group = found.get(group_key)
+            if group is None:
+                group = found[group_key] = [kind, self._base(kind, t, layout, mem, fits, reason, n_nodes, wanted,
+                                                             measured), [], None, None]
+            group[2].extend(node_offers)
+            for o in node_offers:
+                node_of[o.id] = place
+        for group in found.values():
+            group[2] = tuple(group[2])
+        skeleton = (tuple(found.values()), node_of)
+        if len(self._skeletons) > 64:  # catalogs or stacks changed again and again: start over
+            self._skeletons.clear()
+        self._skeletons[key] = (nodes, skeleton)
+        return skeleton
+
+    def offloaded(self, t: Timing, layout: Parallelism) -> Timing:
+        """--gpu-layers: ``t`` with the layers left on the CPU read at a host's bandwidth (timed as an owned GPU's
+        would be, on a host of the prior's figures), kept per timing."""
+        hit = self._offloaded.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        req, lens = self.req, self.lens
+        decode, shown = offloaded_decode(t.decode, req, self.arch, self.params, lens.window, self.acc,
+                                         OwnedHardware(self.acc, layout.devices), layout.devices, lens.output)
+        out = t if shown is None else replace(t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
+        self._offloaded[id(t)] = (t, out)
+        return out
+
+    def _base(self, kind: str, t: Timing, layout: Parallelism, mem, fits: bool, reason: str, nodes: int,
+              wanted: tuple[str, ...], measured: float | None) -> tuple:
+        """``(timing, common, prepared figures, serving figures, [last budget])`` of a group whatever its budget
+        (``_fixed_figures``, ``PlanOption.prepare``, ``_serving_figures``), with what is set into it: the job's
+        stacks, a link measured on this machine; :func:`_budgeted` sets a budget's figures over them."""
+        common = _fixed_figures(self.acc, layout, mem, fits, t, reason, nodes)
         common["figures"].update(stack_fields(self.acc.stacks, wanted))
         if measured and kind == "home" and layout.devices > 1 and t.shares is not None:
             common["figures"]["note"] = "; ".join(filter(None, [common["note"], (
                 f"links: {measured / 1e9:.1f} GB/s all-reduce bus bandwidth measured on this machine")]))
-        if len(self._groups) > 512:  # budgets edited again and again: start over
-            self._groups.clear()
-        figures = (common, PlanOption.prepare(common["figures"]), _serving_figures(t))
-        self._groups[key] = (t, figures)
-        return figures
+        return t, common, PlanOption.prepare(common["figures"]), _serving_figures(t), [None]
 
-    def quotes(self, kind: str, billed: Accelerator, devices: int, hours: float, offers: list, a: CostAssumptions,
-               use, spot_offers: bool) -> list:
-        """``cost.options.quote_job`` of ``devices`` for ``hours`` on a node of ``kind`` (``offers``: its cloud
-        offers; ``billed``: the part as the job's power limit leaves it, ``powered``), kept on the timer for the
-        same cost assumptions, use and spot choice (an edit of the budget or a price starts anew; the timer itself
-        is kept for the job's timing key and the part) by the kind, devices, hours and offers (the catalog's)."""
-        held = self._prices
-        if not (held[0] is a or held[0] == a) or held[1] != use or held[2] != spot_offers:
-            held = self._prices = (a, use, spot_offers, {})
-        key = (kind, devices, hours, tuple(map(id, offers)))
-        hit = held[3].get(key)
-        if hit is not None and all(x is y for x, y in zip(hit[0], offers)):  # held, so their ids stay theirs
-            return hit[1]
-        quotes = quote_job(DeviceJob(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use), offers,
-                           a, spot_offers=spot_offers)
-        if len(held[3]) > 256:  # budgets edited again and again: start over
-            held[3].clear()
-        held[3][key] = (tuple(offers), quotes)
-        return quotes
+    def quotes(self, group: list, billed: Accelerator, hours: float, a: CostAssumptions, use,
+               spot_offers: bool) -> list:
+        """``[quotes, built, prices]`` of a group of :meth:`groups`: ``quotes`` its ``cost.options.quote_job`` for ``hours``
+        on a node of its kind (its cloud offers; ``billed``: the part as the job's power limit leaves it,
+        ``powered``), ``built`` None or what :func:`options_for` built of them (:func:`_built`), ``prices`` the
+        assumptions and spot choice they were made with (one tuple while those hold: ``_cloud_fields``).
+
+        The last quotes of each group are kept on it for the same cost assumptions and spot choice (an edit of a
+        price starts anew; the timer itself is kept for the job's timing key and the part), hours and the use that
+        reaches the price: a home rig's or a server's holding is spread over the stated use, a cloud price follows
+        it only through a reserved term's hours a month (``DeviceJob.use_hours_per_month``), so an edit of the jobs
+        a month prices the rigs and servers again and keeps the cloud quotes without a term."""
+        prices = self._prices
+        if not (prices[0] is a or prices[0] == a) or prices[1] != spot_offers:
+            prices = self._prices = (a, spot_offers)  # a new tuple: the groups' quotes of the old ones are left
+        kind, devices, offers = group[0], group[1][1]["devices"], group[2]
+        job = None
+        if kind != "cloud":
+            use_key = use
+        elif a.reserved_years:
+            job = DeviceJob.at(self.acc, devices, hours, (kind,), use)
+            use_key = job.use_hours_per_month
+        else:
+            use_key = None
+        held = group[3]  # (prices, hours, use, [quotes, built]): one read, whatever another thread sets
+        if held is not None and held[0] is prices and held[1] == hours and held[2] == use_key:
+            return held[3]
+        job = job or DeviceJob.at(self.acc if kind == "cloud" else billed, devices, hours, (kind,), use)
+        priced = [quote_job(job, offers, a, spot_offers=spot_offers), None, prices]
+        group[3] = (prices, hours, use_key, priced)
+        return priced
 
     def on_node(self, kind: str, place: Placement, where: str) -> tuple:
         """``(layout, memory, fits, timing, why it cannot run or "", nodes)`` of the job on one node of ``kind``:
@@ -266,6 +317,33 @@ class _Timer:
         return hit
 
 
+def _budgeted(base: tuple, tokens: float | None, budget_hours: float | None) -> tuple[float, tuple, dict]:
+    """``(hours, hours interval, prepared figures)`` of a group (``_Timer._base``) for a budget of ``tokens`` (or
+    ``budget_hours`` when None): :func:`_budget_figures` set over the group's prepared figures, the last budget
+    asked kept on it (an edit of a price or the use keeps it)."""
+    budget = (tokens, budget_hours)
+    last = base[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
+    if last is not None and last[0] == budget:
+        return last[1]
+    hours, hours_iv, values = _budget_figures(base[0], base[1]["devices"], tokens, budget_hours)
+    figures = (hours, hours_iv, PlanOption.prepared_with(base[2], values))
+    base[4][0] = (budget, figures)
+    return figures
+
+
+def _built(priced: list, figures: dict, stale_ids: frozenset, nodes: list) -> tuple | None:
+    """The options :func:`options_for` built of a group's ``figures`` (:func:`_budgeted`) and quotes
+    (``_Timer.quotes``: ``priced``, where they are kept), while those very figures, the stale offers and the nodes
+    (``_nodes``: each offer's own node) are the same: an edit that leaves the group's budget and its prices (a cloud
+    option's, when the jobs a month change) gives the same options; None when not kept. (The request reaches an
+    option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such quotes
+    are kept by the stated use's hours, None when none is.)"""
+    hit = priced[1]
+    if hit is not None and hit[0] is figures and hit[1] is stale_ids and hit[2] is nodes:
+        return hit[3]
+    return None
+
+
 def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tuple[float, float]:
     """The cost at the ends of the hours' interval: the parts that scale with time scale, egress stays."""
     if hours <= 0:
@@ -302,39 +380,28 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         if timers is not None:
             timers[acc.id] = timer
     out: list[PlanOption] = []
-    measured = measured_link_bps(acc, calib)
-    groups: dict[tuple, tuple] = {}  # options on one layout, timing and verdict share their figures
-    node_of: dict[str, Placement] = {}  # a cloud offer's own node (a group may hold offers of several node sizes)
-    offloaded: dict[int, Timing] = {}  # --gpu-layers: the layers left on the CPU read at a host's bandwidth
-    for kind, place, where, node_offers in _nodes(acc, offers, a, calib):
-        layout, mem, fits, t, reason, nodes = timer.on_node(kind, place, where)
-        if req.workload == "inference" and req.gpu_layers is not None and t.decode is not None:
-            hit = offloaded.get(id(t))
-            if hit is None:  # timed as an owned GPU's would be, on a host of the prior's figures
-                decode, shown = offloaded_decode(t.decode, req, arch, params, lens.window, acc,
-                                                 OwnedHardware(acc, layout.devices), layout.devices, lens.output)
-                hit = offloaded[id(t)] = t if shown is None else replace(
-                    t, decode=decode, tokens_per_s=decode.tokens_per_s, high_cap=None)
-            t = hit
-        key = (kind, id(t), layout, fits, reason, nodes)
-        group = groups.get(key)
-        if group is None:
-            common, figures, serving = timer.group(req, kind, t, layout, mem, fits, reason, nodes, tokens, wanted,
-                                                   measured)
-            group = groups[key] = (common, [], t, place, figures, serving)
-        group[1].extend(node_offers)
-        for o in node_offers:
-            node_of[o.id] = place
-    by_id = _offers_by_id(offers)
+    nodes_list = _nodes(acc, offers, a, calib)
+    skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
     use = plan_use(req)
     billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
-    for (kind, *_rest), (common, group_offers, t, _place, figures, serving) in groups.items():
-        hours, hours_iv, n = common["hours"], common["hours_interval"], common["devices"]
-        for q in timer.quotes(kind, billed, n, hours, group_offers, a, use, req.spot_offers):
+    for group in skeleton:
+        t, common, _prepared, serving = group[1][:4]  # the group's figures whatever the budget (``_Timer._base``)
+        hours, hours_iv, figures = _budgeted(group[1], tokens, req.hours)
+        priced = timer.quotes(group, billed, hours, a, use, req.spot_offers)
+        quotes, kept = priced[0], _built(priced, figures, stale_ids, nodes_list)
+        if kept is not None:
+            out.extend(kept)
+            continue
+        start = len(out)
+        fields = group[4]  # (prices, stale offers, each quote's own fields): one read
+        if fields is None or fields[0] is not priced[2] or fields[1] is not stale_ids:
+            fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, _offers_by_id(offers), node_of,
+                                                                     stale_ids, common))
+        for q, own in zip(quotes, fields[2]):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
-            if isinstance(q, OwnedQuote):
+            if own is None:  # an owned quote (a rig, a server)
                 out.append(PlanOption.build(figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                             utilisation=q.utilisation, cost_usd_interval=cost_iv,
@@ -343,35 +410,46 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                             serving=_priced_serving(serving, t, per_h), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
-            offer = by_id[q.offer_id]
-            own = node_of[q.offer_id]  # its own node's, not the group's first (one timing, other node sizes)
-            instance_row = own.devices_per_node == offer.accelerator_count
-            # PlanOption.build's fields of a cloud quote set one by one into the group's prepared figures (two
-            # hundred a plan; tests/planner/test_option_build.py checks every option has exactly the fields)
+            # PlanOption.build's fields of a cloud quote set into the group's prepared figures: the offer's own
+            # (``_cloud_fields``) at once, the price's one by one (two hundred a plan;
+            # tests/planner/test_option_build.py checks every option has exactly the fields)
             option = object.__new__(PlanOption)
             held = option.__dict__
             held.update(figures)
-            held["id"] = q.option_id
-            held["kind"] = "cloud"
+            held.update(own)
             held["energy_kwh"] = q.energy_kwh
             held["usd_per_device_hour"] = q.usd_per_device_hour
             held["breakdown"] = q.breakdown
-            held["provider"] = offer.provider
-            held["instance"] = offer.instance
-            held["spot"] = q.spot
-            held["instances"] = q.instances
-            held["price_date"] = offer.price_date
-            held["price_stale"] = offer.id in stale_ids
-            held["reference"] = own.reference
             held["cost_usd_interval"] = cost_iv
-            held["serving"] = _priced_serving(serving, t, per_h)
-            held["nodes"] = q.instances if instance_row else common["nodes"]
-            held["gpus_per_node"] = offer.accelerator_count if instance_row else common["gpus_per_node"]
+            held["serving"] = None if serving is None else _priced_serving(serving, t, per_h)  # None: training
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
                 held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
-            held["cost_usd"] = q.total_usd
+            held["cost_usd"] = total
             out.append(option)
+        priced[1] = (figures, stale_ids, nodes_list, tuple(out[start:]))
     return out
+
+
+def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict) -> tuple:
+    """The fields of each cloud option of a group's quotes that its price leaves (None for an owned quote): its id,
+    offer, spot, instances, stale price and its own node's count and reference (a group may hold offers of several
+    node sizes). A group's quotes come in one order for the same offers, devices, assumptions and spot choice
+    (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these are kept on
+    the group for those (``options_for``) and set into each option at once."""
+    out = []
+    for q in quotes:
+        if isinstance(q, OwnedQuote):
+            out.append(None)
+            continue
+        offer = by_id[q.offer_id]
+        own = node_of[q.offer_id]
+        instance_row = own.devices_per_node == offer.accelerator_count
+        out.append({"id": q.option_id, "kind": "cloud", "provider": offer.provider, "instance": offer.instance,
+                    "spot": q.spot, "instances": q.instances, "price_date": offer.price_date,
+                    "price_stale": offer.id in stale_ids, "reference": own.reference,
+                    "nodes": q.instances if instance_row else common["nodes"],
+                    "gpus_per_node": offer.accelerator_count if instance_row else common["gpus_per_node"]})
+    return tuple(out)
 
 
 def rent_options(options, a: CostAssumptions) -> list[PlanOption]:
@@ -390,12 +468,16 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
     unless the assumptions rank by spot (a steady cadence cannot count on spot capacity); spot where there is
     no on-demand offer.
     """
-    rentable = rent_options(options, a)
-    ranked = sorted(rentable, key=lambda o: (o.cost_usd, o.id))
-    cheapest_any = ranked[0] if ranked else None
-    by_acc: dict[str, PlanOption] = {}
-    for o in ranked:
-        by_acc.setdefault(o.accelerator, o)
+    cheapest_any = None
+    by_acc: dict[str, PlanOption] = {}  # the cheapest of each accelerator, by (cost, id): one pass, no sort
+    for o in rent_options(options, a):
+        held = by_acc.get(o.accelerator)
+        if held is None or o.cost_usd < held.cost_usd or (o.cost_usd == held.cost_usd and o.id < held.id):
+            by_acc[o.accelerator] = o
+    for o in by_acc.values():
+        if cheapest_any is None or o.cost_usd < cheapest_any.cost_usd or (
+                o.cost_usd == cheapest_any.cost_usd and o.id < cheapest_any.id):
+            cheapest_any = o
     out = []
     for o in options:
         if o.kind not in ("home", "onprem") or o.accelerator not in accelerators:
@@ -416,23 +498,39 @@ def with_break_even(options: list[PlanOption], accelerators, a: CostAssumptions,
 
 def _figures(req: PlanRequest, acc: Accelerator, layout: Parallelism, mem, fits: bool, t: Timing,
              tokens: float | None, reason: str, nodes: int) -> dict:
-    """The figures an option has whatever its price: devices, memory, speed, hours with their intervals."""
+    """The figures an option has whatever its price: devices, memory, speed, hours with their intervals
+    (``_fixed_figures`` with ``_budget_figures`` of the budget, ``tokens`` or ``req.hours``)."""
+    common = _fixed_figures(acc, layout, mem, fits, t, reason, nodes)
+    hours, hours_iv, values = _budget_figures(t, layout.devices, tokens, req.hours)
+    common["figures"].update(values)
+    common["hours"], common["hours_interval"] = hours, hours_iv
+    return common
+
+
+def _fixed_figures(acc: Accelerator, layout: Parallelism, mem, fits: bool, t: Timing, reason: str,
+                   nodes: int) -> dict:
+    """The figures of :func:`_figures` that do not depend on the budget: devices, memory, speed."""
     n = layout.devices
+    figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
+                   memory_per_device_bytes=mem.total_bytes, memory=mem, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
+                   mfu_origin=t.mfu_origin, mfu_source=t.source, tokens_per_s=t.tokens_per_s,
+                   tokens_per_s_interval=t.interval(t.tokens_per_s), feasible=not reason, infeasible_reason=reason,
+                   note=t.note, reach=t.reach)
+    return {"figures": figures, "devices": n, "nodes": nodes, "gpus_per_node": math.ceil(n / nodes), "note": t.note}
+
+
+def _budget_figures(t: Timing, n: int, tokens: float | None, budget_hours: float | None) -> tuple[float, tuple, dict]:
+    """``(hours, hours interval, figures)`` of a job of ``tokens`` (or ``budget_hours`` when None) on ``n`` devices
+    at the speed ``t``: the hours with their interval, the device-hours, the tokens and the time split."""
     if tokens is not None:
         hours, job_tokens = tokens / t.tokens_per_s / 3600.0, tokens
         hours_iv = t.interval(hours, inverse=True)
     else:
-        hours, job_tokens = req.hours, t.tokens_per_s * req.hours * 3600.0
+        hours, job_tokens = budget_hours, t.tokens_per_s * budget_hours * 3600.0
         hours_iv = (hours, hours)
     split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
-    figures = dict(accelerator=acc.id, accelerator_name=acc.name, devices=n, fits=fits, parallelism=layout,
-                   memory_per_device_bytes=mem.total_bytes, memory=mem, capacity_bytes=acc.memory_bytes, mfu=t.mfu,
-                   mfu_origin=t.mfu_origin, mfu_source=t.source, hours=hours, device_hours=hours * n,
-                   tokens=job_tokens, tokens_per_s=t.tokens_per_s, hours_interval=hours_iv,
-                   tokens_per_s_interval=t.interval(t.tokens_per_s), time_split_s=split, feasible=not reason,
-                   infeasible_reason=reason, note=t.note, reach=t.reach)
-    return {"figures": figures, "hours": hours, "hours_interval": hours_iv, "devices": n, "nodes": nodes,
-            "gpus_per_node": math.ceil(n / nodes), "note": t.note}
+    return hours, hours_iv, {"hours": hours, "device_hours": hours * n, "tokens": job_tokens,
+                             "hours_interval": hours_iv, "time_split_s": split}
 
 
 def _serving(t: Timing, total_usd_per_h: float) -> Serving | None:

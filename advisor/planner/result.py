@@ -177,6 +177,20 @@ class PlanOption:
             raise TypeError(f"PlanOption.prepare: unknown fields {sorted(unknown)}")
         return _Prepared({**_OPTION_DEFAULTS, **common})
 
+    @staticmethod
+    def prepared_with(prepared: dict, values: dict) -> dict:
+        """A copy of :meth:`prepare`'s figures with ``values`` (fields) set over them, for :meth:`build`.
+
+        Raises:
+            TypeError: a name that is no field, or ``prepared`` not made by :meth:`prepare`.
+        """
+        if not values.keys() <= _OPTION_INIT or prepared.__class__ is not _Prepared:
+            raise TypeError(f"PlanOption.prepared_with: unknown fields {sorted(values.keys() - _OPTION_INIT)} or "
+                            "figures not prepared")
+        out = _Prepared(prepared)
+        out.update(values)
+        return out
+
     def with_(self, **changes) -> PlanOption:
         """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
         ``dataclasses.replace`` without the per-field init of a frozen dataclass (a plan copies hundreds)."""

@@ -132,27 +132,31 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
     file_weights = bool(job_model.weight_bytes)
 
-    as_run_by_kind: dict[str, PlanRequest] = {}
+    as_run_by_kind: dict[str, tuple[PlanRequest, _Kept]] = {}
     weights_by_format: dict[str, int] = {}  # the model's bytes in each format asked for (once a plan, not per part)
 
-    def run_req(acc) -> PlanRequest:
+    def run_kept(acc) -> tuple[PlanRequest, _Kept]:
         """The request as it runs on ``acc`` (``request.as_run``: no format named -> the runtime's usual file,
-        which depends on the kind of part alone)."""
+        which depends on the kind of part alone) and what its plans keep (``kept``), once a plan by the kind."""
         hit = as_run_by_kind.get(acc.kind)
         if hit is None:
-            hit = as_run_by_kind[acc.kind] = as_run(request, acc, file_weights)
+            req = as_run(request, acc, file_weights)
+            hit = as_run_by_kind[acc.kind] = (req, kept(req))
         return hit
 
-    def mem_for(acc, req: PlanRequest | None = None) -> MemoryModel:
+    def run_req(acc) -> PlanRequest:
+        """The request as it runs on ``acc`` (``run_kept``)."""
+        return run_kept(acc)[0]
+
+    def mem_for(acc) -> MemoryModel:
         """Inference weights at the bits of the format the option's runtime loads (``request.runtime_choice``),
         unless a model file gives them exactly, with what the runtime keeps from its cache as the overhead
         (``serve_spec.reserve_bytes``, of the model on that accelerator: what fits is what ``advisor serve``
-        fits); one memory model per accelerator, kept with the job (its format follows from the job and the part).
-        ``req``: ``run_req(acc)`` when the caller has it."""
+        fits); one memory model per accelerator, kept with the job (its format follows from the job and the part)."""
         if request.workload != "inference":
             return mem_model
-        req = req or run_req(acc)
-        held = kept(req).memory
+        req, held = run_kept(acc)
+        held = held.memory
         mine = held.get(acc.id)  # the job (kept by its timing key) on this part: one memory model
         if mine is not None and mine[0] is acc:
             return mine[1]
@@ -181,9 +185,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             options.extend(owned_options_for(run_req(hw.accelerator), hw, mem_for(hw.accelerator), arch, params, active, tokens, lens,
                                              assumptions, calibration, wanted))
         for acc in accels:
-            req = run_req(acc)
-            found = options_for(req, acc, offers_by_accel.get(acc.id, NO_OFFERS), mem_for(acc, req), arch, params,
-                                active, tokens, lens, assumptions, calibration, stale, wanted, kept(req).timers)
+            req, job_kept_here = run_kept(acc)
+            found = options_for(req, acc, offers_by_accel.get(acc.id, NO_OFFERS), mem_for(acc), arch, params,
+                                active, tokens, lens, assumptions, calibration, stale, wanted, job_kept_here.timers)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
             options.extend(found)
@@ -248,7 +252,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 class _Kept:
     """What one job's plans keep between calls (the app plans again on every keystroke, and most edits change the
     budget, the prices or the hardware listed, not the job): its memory models (by weight bytes, format, runtime and
-    device memory) and each accelerator's timer (``options._Timer``: layouts and timings). Kept for the job's
+    device memory) and each accelerator's timer (``options._Timer``: layouts and timings, the groups of options on the
+    catalog's nodes with their figures whatever the budget, each group's last budget, quotes and the options built
+    of them), so an edit of a price, the use or the budget re-prices and re-ranks what is kept. Kept for the job's
     ``timing_key`` with the same model, calibration, fitted factors and utilisation model (``kept.KeptByJob``)."""
 
     memory: dict = field(default_factory=dict)

@@ -51,3 +51,18 @@ def test_electricity_price_can_flip_the_ranking():
              for p in (0.17, 2.0)]
     assert [c["home:card"] for c in costs] == pytest.approx([34.206689, 24.771689 + 111.0])
     assert min(costs[0], key=costs[0].get) == "home:card" and min(costs[1], key=costs[1].get) == "cloud:x:nospot"
+
+
+def test_a_device_job_made_at_once_equals_the_dataclass():
+    """``DeviceJob.at`` sets the frozen record without its per-field init (a speed path): equal to DeviceJob(...) of
+    the same fields, the stated use's hours alike (2 jobs of 10 h and 5 h of other use: 25 h a month)."""
+    from advisor.catalog import load_catalog
+    from advisor.cost.options import DeviceJob
+    from advisor.cost.ownership import Use
+
+    acc = load_catalog(use_user_file=False).accelerators["h100-sxm"]
+    for kinds, use in ((("cloud",), Use(2.0, 5.0)), (("home", "onprem"), Use())):
+        fast, slow = DeviceJob.at(acc, 8, 10.0, kinds, use), DeviceJob(acc, 8, 10.0, kinds, use)
+        assert fast == slow and vars(fast) == vars(slow) and hash(fast) == hash(slow)
+    assert DeviceJob.at(acc, 8, 10.0, ("cloud",), Use(2.0, 5.0)).use_hours_per_month == 25.0
+    assert DeviceJob.at(acc, 8, 10.0).use_hours_per_month is None

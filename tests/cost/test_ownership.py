@@ -159,3 +159,56 @@ def test_payback_is_where_spending_crosses(hours, n, rent):
         assert be.pays_back == (be.months <= 48)
     else:
         assert be.rent_monthly_usd <= be.own_monthly_usd * (1 + 1e-9)
+
+
+def test_a_stated_use_built_without_init_equals_the_dataclass():
+    """``utilisation`` fills the frozen Utilisation of a stated use without its __init__ (a speed path): the same
+    fields as Utilisation(...) of them, overbooked or not (100 jobs of 10 h need 1000 h of 730)."""
+    import dataclasses
+
+    from advisor.cost.ownership import Utilisation, utilisation
+
+    h = onprem_holding(DC, 8, A)
+    for use in (Use(3), Use(100), Use(0.5, 200.0)):
+        u = utilisation(h, 10.0, use)
+        via_init = Utilisation(**{f.name: getattr(u, f.name) for f in dataclasses.fields(Utilisation)})
+        assert via_init == u and vars(via_init) == vars(u) and hash(via_init) == hash(u)
+    assert utilisation(h, 10.0, Use(100)).overbooked and not utilisation(h, 10.0, Use(3)).overbooked
+    assert utilisation(h, 10.0, Use(3)).busy_hours_per_month == 30.0
+
+
+def test_a_payback_built_without_init_equals_the_dataclass():
+    """``payback`` fills the frozen BreakEven without its __init__ (a speed path): every field, as BreakEven(...) of
+    them sets it (one that pays back, one that never does)."""
+    import dataclasses
+
+    from advisor.cost.breakeven import BreakEven
+
+    h = onprem_holding(DC, 8, A)
+    for rent in (5000.0, 1.0):
+        be = payback(h, 10.0, Use(30), "cloud:x", rent, 12.0, "aws", 3.0)
+        via_init = BreakEven(**{f.name: getattr(be, f.name) for f in dataclasses.fields(BreakEven)})
+        assert via_init == be and vars(via_init) == vars(be) and hash(via_init) == hash(be)
+        assert set(vars(be)) == {f.name for f in dataclasses.fields(BreakEven)}
+    assert payback(h, 10.0, Use(30), "cloud:x", 5000.0).months is not None
+    assert payback(h, 10.0, Use(30), "cloud:x", 1.0).months is None
+
+
+def test_an_owned_quote_lists_its_parts_in_display_order_and_refuses_a_repeated_name():
+    """``job_cost`` lays a holding's parts out once (``Holding.part_orders``): on-prem's holding parts a month
+    (capex, colocation, support), idle power and energy come out capex, idle power, energy, colocation, support
+    (``_PART_ORDER``), idle power only while some hours are idle; a holding made with a name twice is refused."""
+    import dataclasses
+
+    h = onprem_holding(DC, 8, A)
+    # 30 jobs of 10 h: 300 busy hours, 430 idle: idle power is a part
+    assert [n for n, _ in job_cost(h, 10.0, Use(30)).breakdown.parts] == [
+        "capex_share", "idle_power", "energy", "colocation", "support"]
+    # 100 jobs of 10 h: every hour busy, no idle part
+    assert [n for n, _ in job_cost(h, 10.0, Use(100)).breakdown.parts] == [
+        "capex_share", "energy", "colocation", "support"]
+    # the energy: 9.576 kW x 10 h x 0.10 USD/kWh
+    assert job_cost(h, 10.0, Use(30)).breakdown.get("energy") == pytest.approx(9.576)
+    twice = dataclasses.replace(h, running_usd_per_hour=(("energy", 0.5), ("energy", 0.5)))
+    with pytest.raises(ValueError, match="repeat"):
+        job_cost(twice, 10.0, Use(30))

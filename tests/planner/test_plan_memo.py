@@ -49,6 +49,31 @@ PAIRS = [
     (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096),
      dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=30,
           assumptions={"electricity_usd_per_kwh": 0.4, "onprem_electricity_usd_per_kwh": 0.3})),
+    # a group's quotes kept by its hours and the use that reaches each price, its options by what they are built of:
+    # another use moves a reserved term's price (its hours a month) and every rig's and server's; a use stated for the
+    # first time changes a reserved term's note though its hours do not (one job a month of its own hours)
+    (dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=2,
+          assumptions={"reserved_years": 1}),
+     dict(model="mixtral-8x7b", workload="inference", batch=16, context=4096, jobs_per_month=5,
+          assumptions={"reserved_years": 1})),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=2, assumptions={"reserved_years": 3}),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=2, other_use_hours_per_month=100,
+          assumptions={"reserved_years": 3})),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8, assumptions={"reserved_years": 1}),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=1, assumptions={"reserved_years": 1})),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=3),
+     dict(model="llama-3-8b", workload="lora", tokens=2e8, jobs_per_month=4)),
+    (dict(model="llama-3-8b", workload="lora", tokens=2e8), dict(model="llama-3-8b", workload="lora", tokens=2e8,
+                                                                 assumptions={"home_gpus_per_rig": 2})),
+    # a cloud option's own fields (id, offer, instances) kept on its group by the assumptions: a reserved term names
+    # the on-demand options anew (``:reserved-1y``)
+    (dict(model="llama-3-70b", workload="pretrain", tokens=1e12),
+     dict(model="llama-3-70b", workload="pretrain", tokens=1e12, assumptions={"reserved_years": 1})),
+    # --gpu-layers: the timings with layers on the CPU kept on the timer, by the timing (the job's layers)
+    (dict(model="llama-3-8b", workload="inference", gpu_layers=16),
+     dict(model="llama-3-8b", workload="inference", gpu_layers=16, jobs_per_month=3)),
+    (dict(model="llama-3-8b", workload="inference", gpu_layers=16),
+     dict(model="llama-3-8b", workload="inference", gpu_layers=24)),
 ]
 
 
@@ -59,6 +84,22 @@ def test_a_plan_after_others_equals_the_plan_made_cold(catalog, first, then):
     plan(PlanRequest.from_mapping(first), catalog=catalog, advise=False)
     plan(PlanRequest.from_mapping(then), catalog=catalog, advise=False)  # twice: from what the first one kept
     assert _json(plan(PlanRequest.from_mapping(then), catalog=catalog, advise=False)) == expected
+
+
+def test_options_kept_for_their_quotes_follow_the_catalog_s_stale_offers(catalog):
+    """A catalog of another date (the same accelerators and offers, so every timer is kept) calls other offers stale:
+    the options kept with a group's quotes are built again, as a plan made cold builds them."""
+    from dataclasses import replace
+
+    later = replace(catalog, date="2030-01-01")
+    ask = PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8))
+    expected = _cold(ask, later)
+    forget_kept()
+    plan(ask, catalog=catalog, advise=False)
+    got = _json(plan(ask, catalog=later, advise=False))
+    assert got == expected
+    stale = [o for o in plan(ask, catalog=later, advise=False).options if o.price_stale]
+    assert len(stale) > len([o for o in plan(ask, catalog=catalog, advise=False).options if o.price_stale])
 
 
 def test_the_timing_key_leaves_out_only_budget_and_prices():
@@ -122,3 +163,32 @@ def test_a_cloud_instance_shows_its_own_gpu_count_whatever_node_its_timing_is_sh
             assert o.gpus_per_node == counts.get(offer, counts.get(offer.rpartition(":")[0])), o.id
             seen.add(o.gpus_per_node)
     assert {1, 4, 8} <= seen
+
+
+def test_an_accelerator_s_groups_kept_on_its_timer_follow_the_job_s_stacks(catalog):
+    """``options._Timer.groups`` keeps the groups of the catalog's nodes by the job's stacks besides the nodes (and
+    the link measured on this machine, which the nodes carry too): options made on a kept timer with other stacks
+    equal those made on a new timer (a plan reaches them with a new timer too, the stacks being timing inputs; this
+    keeps the groups right for any caller)."""
+    from advisor.cost.assumptions import CostAssumptions
+    from advisor.planner.layouts import MemoryModel
+    from advisor.planner.options import options_for
+    from advisor.planner.request import budget, resolve_job_model
+
+    req = PlanRequest.from_mapping(dict(model="llama-3-8b", workload="lora", tokens=2e8))
+    job = resolve_job_model(req, catalog)
+    mem = MemoryModel(req, job.arch, job.params, 2048, 2048, job.weight_bytes, projector_bytes=job.projector_bytes)
+    acc = catalog.accelerators["rtx-4090"]
+    offers = [o for o in catalog.offers if o.accelerator_id == acc.id]
+    a = CostAssumptions()
+
+    def options(wanted, timers):
+        found = options_for(req, acc, offers, mem, job.arch, job.params, job.active_params, budget(req, job.params)[0],
+                            None, a, None, frozenset(), wanted, timers)
+        return [(o.id, o.stack_ok, o.stack_reason, o.cost_usd) for o in found]
+
+    timers: dict = {}
+    assert len(options(("pytorch-cuda",), timers)) >= 2 and all(ok for _, ok, _, _ in options(("pytorch-cuda",), {}))
+    assert not any(ok for _, ok, _, _ in options(("mlx",), {}))
+    for wanted in (("mlx",), ("pytorch-cuda",), ("mlx",)):
+        assert options(wanted, timers) == options(wanted, {})
