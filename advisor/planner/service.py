@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from advisor.catalog import Catalog, load_catalog
+from advisor.catalog.runtimes import step_fit
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
@@ -110,13 +111,14 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
 
     fits_now = active_fits()
     utilisation_now = bundled_utilisation_model()
+    steps_now = step_fit()  # the served step costs in force (a fit set in force plans again)
     job = (arch, params, active, seq_len, context, lens, job_model.weight_bytes, job_model.projector_bytes)
 
     def kept(req: PlanRequest) -> _Kept:
         """What plans of this job keep between calls: its layouts, memory and timings (``_Kept``)."""
         memo = request_memo(req)
         held = memo.get("kept")
-        rests_on = (calibration, fits_now, utilisation_now)
+        rests_on = (calibration, fits_now, utilisation_now, steps_now)
         if held is not None and held[0] == job and all(a is b for a, b in zip(held[1], rests_on)):
             return held[2]
         hit = _KEPT.get((timing_key(req), *job), *rests_on)

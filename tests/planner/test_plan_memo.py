@@ -192,3 +192,20 @@ def test_an_accelerator_s_groups_kept_on_its_timer_follow_the_job_s_stacks(catal
     assert not any(ok for _, ok, _, _ in options(("mlx",), {}))
     for wanted in (("mlx",), ("pytorch-cuda",), ("mlx",)):
         assert options(wanted, timers) == options(wanted, {})
+
+
+def test_step_costs_set_in_force_plan_the_inference_again(catalog):
+    """An inference plan kept under the stored step costs is not the answer under a fit set in force (bench_truth's
+    held-out replans): a 70B model over four tensor-parallel H100s slows with 1 ms a layer of step cost."""
+    from advisor.catalog.runtimes import step_fit, step_fit_in_force
+    from advisor.estimate.step_cost import step_name
+
+    req = {"model": "llama-3.1-70b", "workload": "inference", "runtime": "vllm", "accelerator": ["h100-sxm"],
+           "gpus": 4}
+    forget_kept()
+    stored = _json(plan(PlanRequest.from_mapping(req), catalog=catalog, advise=False))
+    slow = step_fit().with_values({step_name("tp_layer", "vllm", "cuda", "fabric"): 1e-3})
+    with step_fit_in_force(slow):
+        in_force = _json(plan(PlanRequest.from_mapping(req), catalog=catalog, advise=False))
+    assert in_force != stored
+    assert _json(plan(PlanRequest.from_mapping(req), catalog=catalog, advise=False)) == stored
