@@ -181,6 +181,8 @@ def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: fl
     sustained = compute.power_capped_flops(kernel_peak_flops, acc.tdp_w, kernel)
     quantised_kernel = choice.weight_format.quantised and not choice.dequantised_prefill
     rate = choice.profile.prefill_matmul_flops(quantised_kernel, sustained, acc.peak_flops("fp32"))
+    rate = min(sustained, rate * step_fit().value(step_name("batch_mm", choice.runtime.id, choice.backend,
+                                                                          kind=kernel)))
     if choice.dequantised_prefill and acc.mem_bandwidth_bps:
         per_weight = choice.weight_format.bits_per_weight / 8.0 + 2.0
         bandwidth = acc.mem_bandwidth_bps * choice.profile.eta_for("f16")
