@@ -14,10 +14,12 @@ tensor-parallel step code a server runs (``serve_spec.RuntimeServing.step_family
   blocks and the dispatch grow with them);
 * ``seq_layer/<family>/<backend>/<link>/<dense|moe>``: what each running sequence beyond the first adds per layer
   (``serve_spec.per_sequence_s``);
-* ``batch_mm/<runtime>/<backend>``: not seconds but a share: what part of the runtime profile's matrix-multiply
-  efficiency (``BackendProfile.prefill_eta``) its served steps reach, on one device or several
-  (``serve_spec.prefill_matmul_eta``: a prompt's products and a large batch's alike, the plan's and the server's);
-  implied by throughputs at a load of users, where the batch's products bind (assumed 1: the profile's figure).
+* ``batch_mm/<runtime>/<backend>/<kernel>``: not seconds but a share: the part of the runtime profile's
+  matrix-multiply efficiency (``BackendProfile.prefill_eta``) its kernels of that type (``fp8``, ``16bit`` ...)
+  reach on published runs (``serve_spec.prefill_matmul_eta``: a prompt's products and a batch's alike, in the plan
+  and the server), implied by throughputs at a load of users (``planner.measured.batch_mm_constant``); a row the
+  share cannot meet within ``BATCH_MM_BOUNDS`` (a batch that reads memory, not one its products bind) implies
+  nothing. Named by the runtime, not the step family: SGLang's kernels are not vLLM's.
 
 Each published row of its kind *implies* the constant's value at which the serving model meets its figure (the
 forward model run backwards: ``implied_value``), with the constants before it in ``STAGES`` at their fitted values;

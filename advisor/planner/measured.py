@@ -382,13 +382,13 @@ def step_constant(m: Measurement, catalog) -> str | None:
 
 def batch_mm_constant(m: Measurement, catalog) -> str | None:
     """The share of the profile's matrix-multiply efficiency (``estimate.step_cost``, ``batch_mm``) a published
-    throughput implies, or None: a ``serving`` row (output tokens/s) of more than one user, on any number of
-    devices, by the replica's step family and backend (a large batch's products, and its prompts', are what a
-    max-throughput table measures)."""
-    from advisor.estimate.step_cost import step_name
+    throughput implies, or None: a ``serving`` row (output tokens/s) of more than one user whose equal requests
+    started together (a max-throughput table with every request queued at once, a static batch: rounds of the
+    batch's prompts and steps, ``serving_queue.serve_together``, whose figure is the products' and not a queue's),
+    on any number of devices, by the replica's runtime, backend and kernel type (``serve_spec.batch_mm_name``)."""
     from advisor.job.serve import ServeJob
     from advisor.planner.request import runtime_choice
-    from advisor.planner.serve_spec import prefill_kernel
+    from advisor.planner.serve_spec import batch_mm_name, prefill_kernel
 
     acc = catalog.accelerators.get(m.accelerator_id)
     if m.group != "serving" or m.excluded or acc is None:
@@ -398,10 +398,10 @@ def batch_mm_constant(m: Measurement, catalog) -> str | None:
         choice = runtime_choice(job, acc)
     except (JobInputError, ValueError):
         return None
-    if job.users is None or job.users <= 1:
+    if job.users is None or job.users <= 1 or m.arrivals != "together":
         return None
     kernel = prefill_kernel(choice, "fp8" if job.precision == "fp8" else "bf16")
-    return step_name("batch_mm", choice.runtime.id, choice.backend, kind=kernel)
+    return batch_mm_name(choice, kernel)
 
 
 def figure_at_steps(m: Measurement, catalog, fit) -> float | None:
