@@ -88,11 +88,13 @@ def observations(planned, held: dict[str, float] | None = None) -> list[C.Observ
 def print_step_fit(fit: S.StepFit) -> None:
     """The fitted step costs with the sources and rows they were fitted on and their leave-one-source-out spread."""
     print("\nServed step and prefill pass costs over several devices (estimate.step_cost), fitted on published "
-          "per-token times and one user's first tokens; spread: fitted leaving each of its sources out")
+          "per-token times and one user's first tokens, and shares of the matrix-multiply efficiency (batch_mm, a "
+          "share, not us) on throughputs at a load of users; spread: fitted leaving each of its sources out")
     print(f"  {'constant':30s} {'us':>8s} {'assumed':>8s} {'src':>3s} {'rows':>4s}  {'spread (us)':>17s}")
     for c in sorted(fit.constants, key=lambda c: c.name):
-        print(f"  {c.name:30s} {c.seconds * 1e6:8.2f} {S.assumed(c.name) * 1e6:8.2f} {c.sources:3d} {c.rows:4d}  "
-              f"{c.loso_low * 1e6:8.2f}-{c.loso_high * 1e6:<8.2f}")
+        k = 1.0 if c.name.startswith("batch_mm/") else 1e6  # a share of the profile's efficiency, not seconds
+        print(f"  {c.name:30s} {c.seconds * k:8.2f} {S.assumed(c.name) * k:8.2f} {c.sources:3d} {c.rows:4d}  "
+              f"{c.loso_low * k:8.2f}-{c.loso_high * k:<8.2f}")
 
 
 def collect(catalog):

@@ -20,7 +20,13 @@ tensor-parallel step code a server runs (``serve_spec.RuntimeServing.step_family
   of experts for each expert a token runs (the router, the token permutation and the grouped expert kernels,
   launched eagerly as well);
 * ``seq_layer/<family>/<backend>/<link>/<dense|moe>``: what each running sequence beyond the first adds per layer
-  (``serve_spec.per_sequence_s``).
+  (``serve_spec.per_sequence_s``);
+* ``batch_mm/<runtime>/<backend>/<kernel>``: not seconds but a share: the part of the runtime profile's
+  matrix-multiply efficiency (``BackendProfile.prefill_eta``) its kernels of that type (``fp8``, ``16bit`` ...)
+  reach on published runs (``serve_spec.prefill_matmul_eta``: a prompt's products and a batch's alike, in the plan
+  and the server), implied by throughputs at a load of users (``planner.measured.batch_mm_constant``); a row the
+  share cannot meet within ``BATCH_MM_BOUNDS`` (a batch that reads memory, not one its products bind) implies
+  nothing. Named by the runtime, not the step family: SGLang's kernels are not vLLM's.
 
 Each published row of its kind *implies* the constant's value at which the serving model meets its figure (the
 forward model run backwards: ``implied_value``), with the constants before it in ``STAGES`` at their fitted values;
@@ -44,9 +50,10 @@ from dataclasses import dataclass, field
 # The order the constants are fitted in: the per-layer time of a dense step first (one user, dense rows' per-token
 # times), then the expert layers' further time per expert a token runs (one user, MoE rows, at the fitted per-layer
 # time), then a prefill pass's further time per layer and per expert a token runs in each expert layer (one user,
-# dense and MoE rows' first tokens, at the step's fitted times), then the growth with the batch (loaded rows, at all
-# of them).
-STAGES = ("tp_layer", "moe_expert", "prefill_layer", "prefill_expert", "seq_layer")
+# dense and MoE rows' first tokens, at the step's fitted times), then the share of the profile's matrix-multiply
+# efficiency the batch's products reach (throughputs at a load of users, at all of them), then the growth with the
+# batch (loaded per-token rows, at all of them).
+STAGES = ("tp_layer", "moe_expert", "prefill_layer", "prefill_expert", "batch_mm", "seq_layer")
 LINKS = ("fabric", "pcie")
 KINDS = ("dense", "moe")
 MIN_SOURCES = 2  # a constant is fitted only where a source the fit has not seen can check it
@@ -56,8 +63,12 @@ ALLREDUCE_LATENCY_S = {"fabric": 10e-6, "pcie": 30e-6}
 # The seconds a constant is sought between (an implied value beyond is held at the bound) and the largest a stored
 # fit may hold.
 BOUNDS_S = (0.0, 2e-3)
+# A share of the profile's matrix-multiply efficiency is sought between 0.3 and 1.5 of it (the profile's figure
+# times it is held at most 1, the kernel's peak).
+BATCH_MM_BOUNDS = (0.3, 1.5)
 _NAME = re.compile(r"^(tp_layer|moe_expert|prefill_layer|prefill_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
-                   r"|^seq_layer/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)/(dense|moe)$")
+                   r"|^seq_layer/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)/(dense|moe)$"
+                   r"|^batch_mm/[a-z0-9.-]+/[a-z0-9]+/[a-z0-9_]+$")
 COLUMNS = ("name", "seconds", "sources", "rows", "loso_low", "loso_high")
 
 
@@ -65,19 +76,29 @@ class StepFitError(ValueError):
     """A stored step fit that cannot be read (names the file, line and field)."""
 
 
-def step_name(stage: str, family: str, backend: str, link: str, kind: str = "") -> str:
-    """A constant's name (module docstring)."""
+def step_name(stage: str, family: str, backend: str, link: str = "", kind: str = "") -> str:
+    """A constant's name (module docstring; a ``batch_mm`` share has no link)."""
+    if stage == "batch_mm":
+        return f"{stage}/{family}/{backend}/{kind}"
     base = f"{stage}/{family}/{backend}/{link}"
     return f"{base}/{kind}" if stage == "seq_layer" else base
 
 
 def assumed(name: str) -> float:
     """The value a constant has where nothing is fitted: two all-reduces' assumed latency a layer for a tensor-parallel
-    step (``ALLREDUCE_LATENCY_S``), nothing for the rest (not modelled)."""
+    step (``ALLREDUCE_LATENCY_S``), the profile's own efficiency for a ``batch_mm`` share (1), nothing for the rest
+    (not modelled)."""
     stage, _, rest = name.partition("/")
+    if stage == "batch_mm":
+        return 1.0
     if stage == "tp_layer":
         return 2.0 * ALLREDUCE_LATENCY_S[rest.split("/")[2]]
     return 0.0
+
+
+def bounds_of(name: str) -> tuple[float, float]:
+    """The values a constant is sought and stored between: ``BATCH_MM_BOUNDS`` for a share, else ``BOUNDS_S``."""
+    return BATCH_MM_BOUNDS if name.startswith("batch_mm/") else BOUNDS_S
 
 
 @dataclass(frozen=True)
@@ -228,7 +249,7 @@ def step_fit_to_csv(fit: StepFit) -> str:
 def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
     """A stored fit, validated: the columns, a known constant name once each, seconds finite within ``BOUNDS_S``
     (the spread around the value), whole counts of at least ``MIN_SOURCES`` sources. Raises ``StepFitError`` naming
-    the line and field."""
+    the line and field; a ``batch_mm`` share within ``BATCH_MM_BOUNDS``."""
     reader = csv.DictReader(io.StringIO(text))
     if tuple(reader.fieldnames or ()) != COLUMNS:
         raise StepFitError(f"{where}: the header must be {','.join(COLUMNS)}")
@@ -238,8 +259,8 @@ def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
         name = (row.get("name") or "").strip()
         if not _NAME.match(name):
             raise StepFitError(f"{where}, line {i}: name {name!r} is not a step constant "
-                               "(tp_layer, moe_expert, prefill_layer or prefill_expert/<family>/<backend>/<link>, or "
-                               "seq_layer/<family>/<backend>/<link>/<dense|moe>)")
+                               "(tp_layer, moe_expert, prefill_layer or prefill_expert/<family>/<backend>/<link>, "
+                               "seq_layer/<family>/<backend>/<link>/<dense|moe> or batch_mm/<runtime>/<backend>/<kernel>)")
         if name in seen:
             raise StepFitError(f"{where}, line {i}: {name} given twice")
         seen.add(name)
@@ -249,8 +270,9 @@ def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
                 v = float(row.get(col) or "")
             except ValueError:
                 raise StepFitError(f"{where}, line {i}: {col} {row.get(col)!r} is not a number") from None
-            if not (math.isfinite(v) and BOUNDS_S[0] <= v <= BOUNDS_S[1]):
-                raise StepFitError(f"{where}, line {i}: {col} {v!r} s is outside {BOUNDS_S[0]}-{BOUNDS_S[1]} s")
+            lo, hi = bounds_of(name)
+            if not (math.isfinite(v) and lo <= v <= hi):
+                raise StepFitError(f"{where}, line {i}: {col} {v!r} is outside {lo}-{hi}")
             nums[col] = v
         if nums["loso_low"] > nums["loso_high"]:
             raise StepFitError(f"{where}, line {i}: loso_low is above loso_high")

@@ -387,6 +387,30 @@ def step_constant(m: Measurement, catalog) -> str | None:
     return step_name("seq_layer", family, choice.backend, link, "moe" if moe else "dense")
 
 
+def batch_mm_constant(m: Measurement, catalog) -> str | None:
+    """The share of the profile's matrix-multiply efficiency (``estimate.step_cost``, ``batch_mm``) a published
+    throughput implies, or None: a ``serving`` row (output tokens/s) of more than one user whose equal requests
+    started together (a max-throughput table with every request queued at once, a static batch: rounds of the
+    batch's prompts and steps, ``serving_queue.serve_together``, whose figure is the products' and not a queue's),
+    on any number of devices, by the replica's runtime, backend and kernel type (``serve_spec.batch_mm_name``)."""
+    from advisor.job.serve import ServeJob
+    from advisor.planner.request import runtime_choice
+    from advisor.planner.serve_spec import batch_mm_name, prefill_kernel
+
+    acc = catalog.accelerators.get(m.accelerator_id)
+    if m.group != "serving" or m.excluded or acc is None:
+        return None
+    try:
+        job = ServeJob.from_mapping(serve_job_values(m))
+        choice = runtime_choice(job, acc)
+    except (JobInputError, ValueError):
+        return None
+    if job.users is None or job.users <= 1 or m.arrivals != "together":
+        return None
+    kernel = prefill_kernel(choice, "fp8" if job.precision == "fp8" else "bf16")
+    return batch_mm_name(choice, kernel)
+
+
 def figure_at_steps(m: Measurement, catalog, fit) -> float | None:
     """A served row's figure (``serve_predictor`` at scale 1) planned with the step costs ``fit`` in force."""
     from advisor.catalog.runtimes import step_fit_in_force
@@ -403,13 +427,25 @@ def figure_at_steps(m: Measurement, catalog, fit) -> float | None:
 
 
 def step_row(m: Measurement, catalog):
-    """The ``estimate.step_cost.StepRow`` of a row that implies a step cost (``step_constant``), or None: its
-    constant's value at which the serving model meets the measured figure, the other constants as fitted."""
-    from advisor.estimate.step_cost import StepRow, implied_value
+    """The ``estimate.step_cost.StepRow`` of a row that implies a step cost (``step_constant``) or a matrix-multiply
+    share (``batch_mm_constant``), or None: its constant's value at which the serving model meets the measured
+    figure, the other constants as fitted."""
+    from advisor.estimate.step_cost import StepRow, bounds_of, implied_value
 
     name = step_constant(m, catalog)
     if name is None:
-        return None
+        name = batch_mm_constant(m, catalog)
+        if name is None:
+            return None
+        bounds = bounds_of(name)
+
+        def share(fit) -> float | None:
+            """The share at which the row's throughput (rising with it) is met; None where it lies beyond the
+            bounds (the products do not bind the row: a batch that reads memory)."""
+            x = implied_value(lambda v: figure_at_steps(m, catalog, fit.with_values({name: v})), m.value, bounds)
+            return None if x is None or not bounds[0] < x < bounds[1] else x
+
+        return StepRow(m.row_id, m.source_id, name, share)
     return StepRow(m.row_id, m.source_id, name, lambda fit: implied_value(
         lambda x: figure_at_steps(m, catalog, fit.with_values({name: x})), m.value))
 

@@ -177,15 +177,27 @@ def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: fl
 
     Quantised weights dequantised first (``RuntimeChoice.dequantised_prefill``) are read and written as 16-bit
     copies once per micro-batch of ``chunk_tokens`` tokens (llama.cpp's ``-ub``, 512), in series with the multiply:
-    ``(bits / 8 + 2)`` bytes per weight at the backend's 16-bit read efficiency, against ``2 * chunk`` FLOPs."""
+    ``(bits / 8 + 2)`` bytes per weight at the backend's 16-bit read efficiency, against ``2 * chunk`` FLOPs.
+
+    The profile's share is scaled by what the runtime's kernels of that type reach on published throughputs at a
+    load of users (the step fit's ``batch_mm``, ``batch_mm_name``; 1 where no two sources check it), held at most
+    the sustained peak: a prompt's products and a batch's alike, in the plan and the server."""
     sustained = compute.power_capped_flops(kernel_peak_flops, acc.tdp_w, kernel)
     quantised_kernel = choice.weight_format.quantised and not choice.dequantised_prefill
     rate = choice.profile.prefill_matmul_flops(quantised_kernel, sustained, acc.peak_flops("fp32"))
+    rate = min(sustained, rate * step_fit().value(batch_mm_name(choice, kernel)))
     if choice.dequantised_prefill and acc.mem_bandwidth_bps:
         per_weight = choice.weight_format.bits_per_weight / 8.0 + 2.0
         bandwidth = acc.mem_bandwidth_bps * choice.profile.eta_for("f16")
         rate = 1.0 / (1.0 / rate + per_weight / (2.0 * max(1.0, chunk_tokens) * bandwidth))
     return rate / kernel_peak_flops
+
+
+def batch_mm_name(choice: RuntimeChoice, kernel: str) -> str:
+    """The step fit's name (``estimate.step_cost``) of the share of the profile's matrix-multiply efficiency that
+    ``choice``'s runtime reaches with ``kernel`` (fp16 and bf16 share one: the same peak and kernels)."""
+    return step_name("batch_mm", choice.runtime.id, choice.backend, kind="16bit" if kernel in ("fp16", "bf16")
+                     else kernel)
 
 
 def link_class(acc: Accelerator) -> str:
