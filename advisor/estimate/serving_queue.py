@@ -753,11 +753,9 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
         return ServePoint(users, None, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False, limit)
     b = min(users, c)
     s, o = lengths.prompt_mean, lengths.output_mean
-    steps, t_pre = batch_prefill_s(spec, b, s)
+    t_pre, firsts = _wave(spec, b, s)
     step = decode_step_s(spec, float(b), lengths.mean_context)
     t_round = t_pre + max(o - 1.0, 0.0) * step
-    per_step = b * s / steps  # prompt tokens a prefill step takes
-    firsts = sorted(t_pre * math.ceil((i + 1) * s / per_step - 1e-9) / steps for i in range(b))
     wait = (users - b) / b * t_round
     o1 = max(o - 1.0, 1.0)
     tpots = [(t_round - f) / o1 for f in firsts]
@@ -770,6 +768,65 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
     return ServePoint(users, None, float(b), float(users - b), x, x * o, q(firsts, 0.5) + wait, q(firsts, 0.95) + wait,
                       sum(tpots) / b, q(sorted(tpots), 0.95), 1.0 if users >= c else b / c, True,
                       limit if users >= c else "", mean_first + wait, step)
+
+
+def _wave(spec: ServerSpec, b: int, s: float) -> tuple[float, list[float]]:
+    """``(seconds, first tokens)`` of ``b`` prompts of ``s`` tokens sent together with nothing decoding: prefilled in
+    steps of the prefill budget (``batch_prefill_s``), each request's first token at the end of the step that holds
+    its last prompt token (sorted, seconds from the start)."""
+    steps, t_pre = batch_prefill_s(spec, b, s)
+    per_step = b * s / steps  # prompt tokens a prefill step takes
+    return t_pre, sorted(t_pre * math.ceil((i + 1) * s / per_step - 1e-9) / steps for i in range(b))
+
+
+def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int) -> ServePoint:
+    """A finite benchmark run: ``prompts`` requests sent by ``users`` users in a closed loop who all start at once,
+    as ``vllm bench serve`` and SGLang's ``bench_serving`` run ``--request-rate inf --max-concurrency users
+    --num-prompts prompts`` and LMDeploy's ``profile_throughput`` its request threads: the first ``users`` requests
+    are sent at t = 0 and wait for each other's prompts, the rest find the users drifted apart (``serve_at``).
+
+    The first wave: ``B = min(users, sequences that fit)`` prompts prefilled together in steps of the prefill budget
+    (``_wave``, as ``serve_together``'s round; a wave of one user is the steady state's request). The first token's
+    mean is the mean over all ``prompts`` requests, the wave's ``B`` and the steady state's ``prompts - B``; its
+    p50 and p95 are the quantiles of that mixture, the steady state's first token taken as a shifted exponential
+    through its p50 and p95 (the queue's exponential tail). Throughput and the per-token times are the steady
+    state's. ``prompts`` at most ``users`` is one wave of ``prompts`` (docs/method.md, "Serving under load").
+
+    Raises:
+        ValueError: users or prompts below 1.
+    """
+    if users < 1 or prompts < 1:
+        raise ValueError("users and prompts must be at least 1")
+    users = min(users, prompts)
+    steady = serve_at(spec, lengths, users=users)
+    c, _ = concurrency_limit(spec, lengths)
+    b = min(users, c)
+    if b < 2 or not steady.stable or not math.isfinite(steady.ttft_mean_s):
+        return steady
+    _, firsts = _wave(spec, b, lengths.prompt_mean)
+    share = b / prompts  # the wave's share of the run's requests
+    mean = share * sum(firsts) / b + (1.0 - share) * steady.ttft_mean_s
+    # the steady state's first token: a + Exp(m) through its p50 and p95
+    m = max(steady.ttft_p95_s - steady.ttft_p50_s, 0.0) / math.log(10.0)
+    a = steady.ttft_p50_s - m * math.log(2.0)
+
+    def cdf(x: float) -> float:
+        wave = sum(1 for f in firsts if f <= x) / b
+        rest = (1.0 if x >= a else 0.0) if m <= 0 else (1.0 - math.exp(-(x - a) / m) if x > a else 0.0)
+        return share * wave + (1.0 - share) * rest
+
+    def quantile(q: float) -> float:
+        lo = min(firsts[0], a)
+        hi = max(firsts[-1], a + m * math.log(1.0 / (1.0 - q)) if m > 0 else a)
+        for _ in range(60):  # bisection to a relative 1e-18 of the bracket
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if cdf(mid) >= q else (mid, hi)
+        return hi
+
+    point = object.__new__(ServePoint)
+    point.__dict__.update(steady.__dict__)
+    point.__dict__.update(ttft_mean_s=mean, ttft_p50_s=quantile(0.5), ttft_p95_s=quantile(0.95))
+    return point
 
 
 def _share(x: float, q: _Replica, x_max: float) -> float:

@@ -109,6 +109,8 @@ def request_values(m: Measurement) -> dict:
 def _with_settings(values: dict, m: Measurement) -> dict:
     """The measurement's stated job inputs on top (numbers read as numbers)."""
     for name, text in m.settings:
+        if name == RUN_SETTING:  # the run's request count: the serving model's (run_prompts), no job input
+            continue
         try:
             values[name] = int(text)
         except ValueError:
@@ -224,13 +226,14 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     (``serve_job_values``); with users, at least as many sequences as users (the run's own batch limit where it is
     above the server's default), unless the row states ``max_seqs``. Users whose equal requests started together
     (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``), others as users who have
-    drifted apart (``serve_at``).
+    drifted apart (``serve_at``); a row that states its run's request count (``run_prompts``) as a finite run
+    whose users start together (``serving_queue.serve_finite``).
 
     Raises:
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
     """
     from advisor.estimate.serving import Lengths
-    from advisor.estimate.serving_queue import serve_at, serve_at_bounds, serve_kept_up, serve_together
+    from advisor.estimate.serving_queue import serve_at, serve_at_bounds, serve_finite, serve_kept_up, serve_together
     from advisor.job.serve import ServeJob, request_lengths
     from advisor.planner.calibrated import serve_capacity_spread, serving_class
     from advisor.planner.one_request import request_lengths as one_request_lengths
@@ -248,6 +251,7 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     users = job.users
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
+    prompts = run_prompts(m)
     # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
     try:
         speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths))
@@ -262,6 +266,8 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
                                    compute_scale=math.exp(t), speed=speed)
         if users is not None and m.arrivals == "together":
             point = serve_together(spec, lengths, users)  # equal requests started together stay in step
+        elif users is not None and prompts is not None:  # a finite run: its first wave, then the steady state
+            point = serve_finite(spec, lengths, users, prompts)
         elif users is not None:
             point = serve_at(spec, lengths, users=users)
         elif bounds is not None:  # the most the server carried within the benchmark's p99 bounds (its score)
@@ -276,6 +282,28 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
 
     return at, serving_class(m.group, choice, acc, serve_load("users" if users is not None else "requests_per_s",
                                                                users), moe=model.arch.is_moe)
+
+
+# The setting of a row whose benchmark states how many requests its run sent (``--num-prompts``).
+RUN_SETTING = "prompts"
+
+
+def run_prompts(m: Measurement) -> int | None:
+    """The requests of the row's finite run (its ``prompts`` setting), or None where the row states none.
+
+    Raises:
+        ValueError: a count that is not a whole number of at least 1.
+    """
+    text = m.setting(RUN_SETTING)
+    if text is None:
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"{m.row_id}: {RUN_SETTING} must be a whole number, not {text!r}") from None
+    if n < 1:
+        raise ValueError(f"{m.row_id}: {RUN_SETTING} must be at least 1")
+    return n
 
 
 # Settings of a row published at the most its server carried within p99 latency bounds (MLPerf's server scenario).

@@ -120,3 +120,32 @@ def test_a_rate_published_at_its_p99_bounds_is_planned_at_the_speed_they_imply()
         with pytest.raises(ValueError):
             rate_bounds(bad)
         assert predict(bad, CAT).predicted is None
+
+
+def test_a_row_that_states_its_runs_request_count_is_planned_as_that_finite_run():
+    # SGLang's bench_serving at --max-concurrency 16 --num-prompts 80 (the cookbook's rows): the first 16 requests
+    # are sent at once and their prompts prefilled together; the other 64 find the users drifted apart
+    base = _m(group="ttft", statistic="mean", model="llama-3.1-70b", accelerator_id="a100-80gb-sxm", devices=8,
+              software="sglang 0.5.6", quant="", precision="bf16", weight_format="BF16", batch=16,
+              prompt_tokens=496, output_tokens=510, parallelism="TP8", value=0.265, published=264.84, unit="ms",
+              settings=(("prompt_spread", "0.577"), ("output_spread", "0.577")))
+    acc = CAT.accelerators["a100-80gb-sxm"]
+
+    def point(prompts):
+        extra = () if prompts is None else (("prompts", str(prompts)),)
+        at, klass = serve_point_predictor(dataclasses.replace(base, settings=base.settings + extra), CAT, acc)
+        assert klass == "users/sglang/cuda/dense"
+        return at(0.0)
+
+    steady, run, wave = point(None), point(80), point(16)
+    # the mean over the run: a fifth of it the first wave (a run of 16 requests is that wave alone)
+    assert run.ttft_mean_s == pytest.approx(0.2 * wave.ttft_mean_s + 0.8 * steady.ttft_mean_s, rel=1e-9)
+    assert wave.ttft_mean_s > 2 * steady.ttft_mean_s
+    # the steady state's throughput and per-token times stand
+    assert (run.output_tokens_per_s, run.tpot_p50_s, run.itl_s) == (steady.output_tokens_per_s, steady.tpot_p50_s,
+                                                                    steady.itl_s)
+    # a row's figure is the same point's; a count that is not a whole number of at least 1 plans nothing
+    m = dataclasses.replace(base, settings=base.settings + (("prompts", "80"),))
+    assert predict(m, CAT).predicted == pytest.approx(run.ttft_mean_s, rel=1e-9)
+    for bad in ("0", "8.5", "x"):
+        assert predict(dataclasses.replace(base, settings=base.settings + (("prompts", bad),)), CAT).predicted is None

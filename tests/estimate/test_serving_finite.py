@@ -1,0 +1,77 @@
+"""A finite benchmark run (``serving_queue.serve_finite``): ``N`` requests by ``C`` users who all start at once,
+as ``vllm bench serve`` and SGLang's ``bench_serving`` run ``--request-rate inf --max-concurrency C --num-prompts
+N``: the first wave's prompts prefilled together, then the steady state; worked by hand on one spec."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.estimate.serving import Lengths, batch_prefill_s
+from advisor.estimate.serving_queue import serve_at, serve_finite
+
+from .test_serving_load import spec
+
+# Four prompts of 1,000 tokens in steps of 2,048 (test_serving_load): two steps of 42.31 ms; prompts 1 and 2 end
+# in the first step, 3 and 4 in the second.
+LENGTHS = Lengths(1000, 101, 0.5, 0.5)
+
+
+def _wave_firsts():
+    steps, t_pre = batch_prefill_s(spec(), 4, 1000)
+    assert steps == 2
+    return [t_pre / 2, t_pre / 2, t_pre, t_pre]
+
+
+def test_the_mean_first_token_weighs_the_first_wave_by_its_share_of_the_run():
+    s = spec()
+    steady = serve_at(s, LENGTHS, users=4)
+    firsts = _wave_firsts()
+    # 20 requests by 4 users: 4 in the wave (a fifth), 16 in the steady state
+    p = serve_finite(s, LENGTHS, 4, 20)
+    assert p.ttft_mean_s == pytest.approx(0.2 * sum(firsts) / 4 + 0.8 * steady.ttft_mean_s, rel=1e-12)
+    # a longer run dilutes the wave: 400 requests, a hundredth of them
+    q = serve_finite(s, LENGTHS, 4, 400)
+    assert q.ttft_mean_s == pytest.approx(0.01 * sum(firsts) / 4 + 0.99 * steady.ttft_mean_s, rel=1e-12)
+    # throughput and the per-token times are the steady state's
+    for point in (p, q):
+        assert point.output_tokens_per_s == steady.output_tokens_per_s
+        assert point.tpot_p50_s == steady.tpot_p50_s and point.itl_s == steady.itl_s
+
+
+def test_the_median_is_the_median_of_the_mixture():
+    s = spec()
+    steady = serve_at(s, LENGTHS, users=4)
+    firsts = _wave_firsts()
+    # the steady state's first token as a + Exp(m) through its p50 and p95
+    m = (steady.ttft_p95_s - steady.ttft_p50_s) / math.log(10.0)
+    a = steady.ttft_p50_s - m * math.log(2.0)
+    assert m > 0
+    for n in (8, 20, 400):
+        p = serve_finite(s, LENGTHS, 4, n)
+        share = 4 / n
+
+        def cdf(x, share=share):
+            wave = sum(f <= x for f in firsts) / 4
+            return share * wave + (1 - share) * (1 - math.exp(-(x - a) / m) if x > a else 0.0)
+
+        for q, got in ((0.5, p.ttft_p50_s), (0.95, p.ttft_p95_s)):
+            # the quantile: the least time whose share of the run's first tokens reaches q
+            assert cdf(got * (1 + 1e-9)) >= q - 1e-12
+            assert cdf(got * (1 - 1e-6)) <= q + 1e-12
+    # a run of many waves' worth of requests tends to the steady state's median
+    far = serve_finite(s, LENGTHS, 4, 10**7)
+    assert far.ttft_p50_s == pytest.approx(steady.ttft_p50_s, rel=1e-4)
+    assert far.ttft_mean_s == pytest.approx(steady.ttft_mean_s, rel=1e-4)
+
+
+def test_one_user_and_one_wave():
+    s = spec()
+    # one user waits behind no other prompt: the steady state's request, whatever the run's length
+    assert serve_finite(s, LENGTHS, 1, 10) == serve_at(s, LENGTHS, users=1)
+    # no more requests than users: one wave of them, all its first tokens
+    p = serve_finite(s, LENGTHS, 16, 4)
+    assert p.ttft_mean_s == pytest.approx(sum(_wave_firsts()) / 4, rel=1e-12)
+    with pytest.raises(ValueError):
+        serve_finite(s, LENGTHS, 4, 0)
