@@ -118,3 +118,22 @@ def test_rich_text_is_drawn_as_qlabel_draws_it(qtbot):
     mine.setStyleSheet("")
     mine.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     assert not mine._draws_itself()
+
+
+def test_a_label_whose_width_its_layout_decides_hints_that_width(qtbot):
+    """``hint_at_width``: with a width, the size hint is that width and the text's height at it (no guess of a
+    pleasing shape); before it has one, and its minimum size hint always, QLabel's."""
+    mine, qt = WrappedLabel(hint_at_width=True), QLabelMeasured()
+    for label in (mine, qt):
+        qtbot.addWidget(label)
+        label.setTextFormat(Qt.TextFormat.RichText)
+    for text in TEXTS[:3]:
+        for label in (mine, qt):
+            label.setText(text)
+            label.resize(0, 0)
+        assert mine.sizeHint() == qt.sizeHint() and mine.minimumSizeHint() == qt.minimumSizeHint()
+        for width in (120, 400, 652):
+            for label in (mine, qt):
+                label.resize(width, 30)
+            assert mine.sizeHint().toTuple() == (width, qt.heightForWidth(width)), (text[:40], width)
+            assert mine.minimumSizeHint() == qt.minimumSizeHint() and mine.minimumSize() == qt.minimumSize()

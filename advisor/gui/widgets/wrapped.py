@@ -37,9 +37,15 @@ _MAX = (1 << 24) - 1  # QWIDGETSIZE_MAX
 class WrappedLabel(QLabel):
     """A ``QLabel`` with word wrap whose minimum height follows its text at its width."""
 
-    def __init__(self, text: str = "", parent=None) -> None:
+    def __init__(self, text: str = "", parent=None, *, hint_at_width: bool = False) -> None:
+        """``hint_at_width``: once the label has a width, its size hint is that width and the height the text
+        needs at it, not QLabel's guess of a pleasing shape (``QTextDocument.adjustSize``: three or four layouts
+        of the whole text at widths the label never has). For a label whose width its layout decides (a column
+        of a page: the layout gives it the column's width and asks its height for that width); its minimum size
+        hint stays QLabel's."""
         super().__init__(text, parent)
         self.setWordWrap(True)
+        self._hint_at_width = hint_at_width
         self._doc: QTextDocument | None = None
         self._doc_key: tuple | None = None  # what the document was built from
         self._sizes: dict = {}  # (what a size depends on, width) -> (width, height) of the text, before margins
@@ -163,11 +169,13 @@ class WrappedLabel(QLabel):
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         if not self._rich():
             return super().sizeHint()
+        if self._hint_at_width and self.width() > 0:
+            return self._size_for_width(self.width())
         return self._size_for_width(-1)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         if not self._rich():
             return super().minimumSizeHint()
-        hint = self._size_for_width(-1)
+        hint = self.sizeHint()  # (its height at least one line's, however it is worked out)
         one_line = self._size_for_width(_MAX).height()
         return QSize(self._size_for_width(0).width(), min(one_line, hint.height()))
