@@ -50,3 +50,48 @@ def test_from_or_to_no_rows_is_a_reset(qtbot):
     model.set_rows([])
     assert events == ["reset", "reset"]
     assert model.rowCount() == 0
+
+
+def test_a_cell_s_roles_read_in_one_call_are_those_data_gives_and_the_table_draws_the_same(qtbot):
+    """``multiData`` (one call a cell, through the proxy's mapping) gives each role what ``data`` gives, and a
+    table drawn through it is pixel for pixel the table drawn role by role (Qt's own ``multiData``), sorted or not,
+    with colours, right-aligned numbers and a missing value."""
+    from PySide6.QtCore import QModelRoleData, QModelRoleDataSpan, QSortFilterProxyModel
+
+    from advisor.gui.widgets.tables import SORT_ROLE, make_view
+
+    columns = COLUMNS + [Column("fits", lambda r: r["fits"], lambda v: "yes" if v else "no",
+                                color=lambda r: "#1a7f37" if r["fits"] else "#cf222e", tip="fits or not",
+                                cell_tip=lambda r: f"{r['name']} fits" if r["fits"] else ""),
+                         Column("cost", lambda r: r.get("cost"), lambda v: f"${v:,.0f}", align_right=True)]
+    rows = [{"name": n, "hours": h, "fits": f, "cost": c} for n, h, f, c in
+            (("b", 2.0, True, 1200.0), ("a", 1.5, False, None), ("c", 3.25, True, 80.0))]
+    model = RecordTableModel(columns, rows)
+    proxy = make_proxy(model)
+    plain_proxy = QSortFilterProxyModel()  # Qt's multiData: data() once per role
+    plain_proxy.setSourceModel(model)
+    plain_proxy.setSortRole(SORT_ROLE)
+    roles = [int(r) for r in (Qt.ItemDataRole.FontRole, Qt.ItemDataRole.TextAlignmentRole,
+                              Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.CheckStateRole,
+                              Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.DisplayRole,
+                              Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ToolTipRole)]
+    views = []
+    for m in (proxy, plain_proxy):
+        view = make_view(m)
+        qtbot.addWidget(view)
+        view.resize(420, 140)
+        views.append(view)
+    for sort in (None, (1, Qt.SortOrder.DescendingOrder), (3, Qt.SortOrder.AscendingOrder)):
+        if sort:
+            for view in views:
+                view.sortByColumn(*sort)
+        for r in range(proxy.rowCount()):
+            for c in range(proxy.columnCount()):
+                for role in roles:  # (a span of one from Python; the view's spans of seven are drawn below)
+                    item = QModelRoleData(role)
+                    proxy.multiData(proxy.index(r, c), QModelRoleDataSpan(item))
+                    assert item.data() == plain_proxy.index(r, c).data(role), (r, c, role)
+        images = [view.grab().toImage() for view in views]
+        assert images[0] == images[1], sort
+    # sorted by cost, ascending: the row without a cost first, then $80, then $1,200
+    assert [proxy.index(r, 0).data() for r in range(3)] == ["a", "c", "b"]

@@ -81,3 +81,59 @@ def test_a_new_font_is_measured_again(qtbot):
         font.setPointSize(font.pointSize() + 4)
         label.setFont(font)
     assert _sizes(mine) == _sizes(qt)
+
+
+def test_rich_text_is_drawn_as_qlabel_draws_it(qtbot):
+    """The label draws rich text from its own document: pixel for pixel what QLabel draws from its own, for each
+    text at several sizes (a height above the text's centres it), with margins and a colour of its own. A label
+    QLabel must draw (a style sheet, selectable text) draws through QLabel."""
+    from PySide6.QtGui import QPalette
+
+    drawn = 0
+    for margin, colour in ((0, None), (3, "#cf222e")):
+        mine, qt = WrappedLabel(), QLabelMeasured()
+        for label in (mine, qt):
+            qtbot.addWidget(label)
+            label.setTextFormat(Qt.TextFormat.RichText)
+            label.setMargin(margin)
+            if margin:
+                label.setContentsMargins(1, 2, 3, 4)
+            if colour:
+                palette = label.palette()
+                palette.setColor(QPalette.ColorRole.WindowText, colour)
+                label.setPalette(palette)
+        for text, (width, extra) in itertools.product(TEXTS[:3], ((120, 0), (400, 0), (652, 40), (900, 7))):
+            for label in (mine, qt):
+                label.setText(text)
+                label.resize(width, label.heightForWidth(width) + extra)
+            assert mine._draws_itself()
+            a, b = mine.grab().toImage(), qt.grab().toImage()
+            assert a.size() == b.size() and a == b, (text[:40], width, extra, margin)
+            drawn += 1
+    assert drawn == 2 * 3 * 4
+    mine = WrappedLabel(TEXTS[0])
+    qtbot.addWidget(mine)
+    mine.setStyleSheet("color: #888888")
+    assert not mine._draws_itself()
+    mine.setStyleSheet("")
+    mine.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    assert not mine._draws_itself()
+
+
+def test_a_label_whose_width_its_layout_decides_hints_that_width(qtbot):
+    """``hint_at_width``: with a width, the size hint is that width and the text's height at it (no guess of a
+    pleasing shape); before it has one, and its minimum size hint always, QLabel's."""
+    mine, qt = WrappedLabel(hint_at_width=True), QLabelMeasured()
+    for label in (mine, qt):
+        qtbot.addWidget(label)
+        label.setTextFormat(Qt.TextFormat.RichText)
+    for text in TEXTS[:3]:
+        for label in (mine, qt):
+            label.setText(text)
+            label.resize(0, 0)
+        assert mine.sizeHint() == qt.sizeHint() and mine.minimumSizeHint() == qt.minimumSizeHint()
+        for width in (120, 400, 652):
+            for label in (mine, qt):
+                label.resize(width, 30)
+            assert mine.sizeHint().toTuple() == (width, qt.heightForWidth(width)), (text[:40], width)
+            assert mine.minimumSizeHint() == qt.minimumSizeHint() and mine.minimumSize() == qt.minimumSize()

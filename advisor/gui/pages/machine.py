@@ -115,7 +115,16 @@ class MachinePage(Page):
 
     @Slot()
     def _on_plan_changed(self, *_args) -> None:
-        """One line: does the current job fit this machine, and how long would it take (read from the plan)."""
+        """One line: does the current job fit this machine, and how long would it take (read from the plan).
+        Written when the page is shown: while another page is (the Planner, re-planning on every edit), the
+        line waits for :meth:`on_shown`."""
+        if not self.isVisible():
+            self._job_line_due = True
+            return
+        self._write_job_line()
+
+    def _write_job_line(self) -> None:
+        self._job_line_due = False
         from advisor.gui.plan_service import WORKLOAD_WORDS, per_accelerator
 
         model, m = self.ctx.plan, self.ctx.machine
@@ -432,6 +441,8 @@ class MachinePage(Page):
     def on_shown(self) -> None:
         self.ctx.start_hardware()
         self._on_timer_timeout()
+        if getattr(self, "_job_line_due", False) and self.ctx.has_plan_model:
+            self._write_job_line()
 
     def is_ready(self) -> bool:
         return (self.ctx.machine is not None and self.ctx.local_known and self._fits_worker is None) \

@@ -183,7 +183,7 @@ class PlannerPage(Page):
         self.stale_label.setWordWrap(True)
         self.stale_label.setVisible(False)
         rl.addWidget(self.stale_label)
-        self.answer = WrappedLabel("Planning…")
+        self.answer = WrappedLabel("Planning…", hint_at_width=True)  # its width is the column's
         self.answer.setObjectName("planAnswer")
         self.answer.setTextFormat(Qt.TextFormat.RichText)
         rl.addWidget(self.answer)

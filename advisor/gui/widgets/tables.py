@@ -112,28 +112,52 @@ class RecordTableModel(QAbstractTableModel):
     def data(self, index, role=_DISPLAY):
         if role not in _ROLES or not index.isValid():
             return None
-        record = self._rows[index.row()]
-        col = self._columns[index.column()]
-        if role == _DISPLAY:
-            value = col.get(record)
-            if value is None:
-                return "—"
-            return plain(col.fmt(value) if col.fmt else value)  # names, command lines: inert, cut
-        if role == _ALIGN:
-            return _RIGHT if col.align_right else None
-        if role == _FOREGROUND:
-            name = col.color(record) if col.color else None
-            return _qcolor(name) if name else None
-        if role == _SORT:
-            value = col.get(record)
-            if value is None:
-                return float("-inf") if col.align_right else ""
-            return value if isinstance(value, (int, float)) else str(value).lower()
-        if role == _RECORD:
-            return record
-        if col.cell_tip:  # _TOOLTIP
-            return tip(col.cell_tip(record)) or None
-        return col.tip or None
+        return _cell(self._rows[index.row()], self._columns[index.column()], role)
+
+    def multiData(self, index, roles) -> None:  # noqa: N802 (Qt API)
+        if index.isValid():
+            self.fill(index.row(), index.column(), roles)
+        else:
+            super().multiData(index, roles)
+
+    def fill(self, row: int, column: int, roles) -> None:
+        """Every role a view asks of one cell (a ``QModelRoleDataSpan``), as :meth:`data` answers each, in one call.
+
+        A view asks seven roles of each cell it paints, each one call into Python through the sorting proxy (and
+        three with the proxy's own index mapping); a re-plan repaints the table's changed columns, and those
+        calls were most of the table's drawing."""
+        record, col = self._rows[row], self._columns[column]
+        for k in range(len(roles)):
+            item = roles[k]
+            role = item.role()
+            if role in _ROLES:
+                item.setData(_cell(record, col, role))
+            else:
+                item.clearData()
+
+
+def _cell(record, col: Column, role: int):
+    """What a cell gives for a role (``RecordTableModel.data``)."""
+    if role == _DISPLAY:
+        value = col.get(record)
+        if value is None:
+            return "—"
+        return plain(col.fmt(value) if col.fmt else value)  # names, command lines: inert, cut
+    if role == _ALIGN:
+        return _RIGHT if col.align_right else None
+    if role == _FOREGROUND:
+        name = col.color(record) if col.color else None
+        return _qcolor(name) if name else None
+    if role == _SORT:
+        value = col.get(record)
+        if value is None:
+            return float("-inf") if col.align_right else ""
+        return value if isinstance(value, (int, float)) else str(value).lower()
+    if role == _RECORD:
+        return record
+    if col.cell_tip:  # _TOOLTIP
+        return tip(col.cell_tip(record)) or None
+    return col.tip or None
 
 
 def _shown(col: Column, record) -> tuple:
@@ -165,9 +189,22 @@ def _qcolor(name: str) -> QColor:
     return c
 
 
+class RecordProxy(QSortFilterProxyModel):
+    """The sorting and filtering proxy of a :class:`RecordTableModel`: a cell's roles are read in one call
+    (:meth:`RecordTableModel.fill`), not one call into Python for each role and each index mapping."""
+
+    def multiData(self, index, roles) -> None:  # noqa: N802 (Qt API)
+        source = self.sourceModel()
+        at = self.mapToSource(index) if index.isValid() else QModelIndex()
+        if isinstance(source, RecordTableModel) and at.isValid():
+            source.fill(at.row(), at.column(), roles)
+        else:
+            super().multiData(index, roles)
+
+
 def make_proxy(model: RecordTableModel, parent=None) -> QSortFilterProxyModel:
     """A proxy that sorts by the raw values and filters case-insensitively on every column."""
-    proxy = QSortFilterProxyModel(parent)
+    proxy = RecordProxy(parent)
     proxy.setSourceModel(model)
     proxy.setSortRole(SORT_ROLE)
     proxy.setFilterKeyColumn(-1)

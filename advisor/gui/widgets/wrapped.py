@@ -12,16 +12,24 @@ two, most of a re-plan's work on the GUI thread (the Planner's answer changes wi
 measured on a document of its own, laid out once per width asked about and never restored, and each answer is
 kept for the text, font and margins it was worked out for (``_measure``); plain text is left to QLabel (it
 measures that with font metrics, cheaply).
+
+Rich text is also drawn from that document (``paintEvent``), as QLabel draws its own: QLabel keeps a second
+document, filled again from the new text and laid out three times on the first paint after each change (its
+default option, its frame and its width each lay it out), about a tenth of a re-plan's instructions on the GUI
+thread. Drawn here, the text's document is filled once and laid out once per width; the pixels are QLabel's
+(the same document, palette, rectangle and clip). Where QLabel's drawing depends on more than that (a style sheet,
+which adjusts the palette at paint time; text a person can select; a buddy's mnemonic; a disabled label), QLabel
+draws.
 """
 
 from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QAbstractTextDocumentLayout, QPainter, QPalette, QTextDocument, QTextOption
 from PySide6.QtGui import Qt as GuiQt
-from PySide6.QtGui import QTextDocument, QTextOption
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QStyleOption
 
 _MAX = (1 << 24) - 1  # QWIDGETSIZE_MAX
 
@@ -29,12 +37,19 @@ _MAX = (1 << 24) - 1  # QWIDGETSIZE_MAX
 class WrappedLabel(QLabel):
     """A ``QLabel`` with word wrap whose minimum height follows its text at its width."""
 
-    def __init__(self, text: str = "", parent=None) -> None:
+    def __init__(self, text: str = "", parent=None, *, hint_at_width: bool = False) -> None:
+        """``hint_at_width``: once the label has a width, its size hint is that width and the height the text
+        needs at it, not QLabel's guess of a pleasing shape (``QTextDocument.adjustSize``: three or four layouts
+        of the whole text at widths the label never has). For a label whose width its layout decides (a column
+        of a page: the layout gives it the column's width and asks its height for that width); its minimum size
+        hint stays QLabel's."""
         super().__init__(text, parent)
         self.setWordWrap(True)
+        self._hint_at_width = hint_at_width
         self._doc: QTextDocument | None = None
         self._doc_key: tuple | None = None  # what the document was built from
         self._sizes: dict = {}  # (what a size depends on, width) -> (width, height) of the text, before margins
+        self._doc_width: int | None = None  # the width the document is laid out at now
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
         if text == self.text():
@@ -66,7 +81,7 @@ class WrappedLabel(QLabel):
         self.ensurePolished()
         key = (self.text(), self.font().key(), int(self.alignment().value))
         if key != self._doc_key:
-            self._doc_key, self._sizes = key, {}
+            self._doc_key, self._sizes, self._doc_width = key, {}, None
             doc = self._doc = QTextDocument()
             doc.setUndoRedoEnabled(False)
             doc.setDefaultFont(self.font())
@@ -84,8 +99,10 @@ class WrappedLabel(QLabel):
                 self._sizes.clear()
             if width < 0:
                 self._doc.adjustSize()
+                self._doc_width = None  # laid out at the width adjustSize chose
             else:
                 self._doc.setTextWidth(width)
+                self._doc_width = width
             s = self._doc.size()
             size = self._sizes[width] = (math.ceil(s.width()), math.ceil(s.height()))
         return size
@@ -100,6 +117,50 @@ class WrappedLabel(QLabel):
         size = QSize(tw + extra + m.left() + m.right(), th + extra + m.top() + m.bottom())
         return size.expandedTo(self.minimumSize())
 
+    def _draws_itself(self) -> bool:
+        """Whether this label's rich text is drawn from its own document (see the module's note)."""
+        return (self._rich() and self.isEnabled() and not self.styleSheet()
+                and self.style().metaObject().className() != "QStyleSheetStyle"
+                and not self.textInteractionFlags() & (Qt.TextInteractionFlag.TextSelectableByMouse
+                                                       | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+                and self.buddy() is None)  # a buddy underlines its mnemonic in QLabel's document
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if not self._draws_itself():
+            super().paintEvent(event)
+            return
+        # QLabel::paintEvent for a text label with a document: its layout rectangle (the contents less the margin,
+        # the text centred vertically as aligned), the palette of its style option with the text in the
+        # foreground role's colour, the painter moved to the rectangle and clipped to it
+        m = self.contentsMargins()
+        width = self.width() - m.left() - m.right() - 2 * self.margin()
+        height = self.height() - m.top() - m.bottom() - 2 * self.margin()
+        self._measure(max(width, 0))
+        if self._doc_width != max(width, 0):  # the size was known for this width, the layout elsewhere
+            self._doc.setTextWidth(max(width, 0))
+            self._doc_width = max(width, 0)
+        rh = self._doc.documentLayout().documentSize().height()
+        align = self.alignment()
+        yo = 0.0
+        if align & Qt.AlignmentFlag.AlignVCenter:
+            yo = max((height - rh) / 2, 0.0)
+        elif align & Qt.AlignmentFlag.AlignBottom:
+            yo = max(height - rh, 0.0)
+        lr = QRectF(m.left() + self.margin(), m.top() + self.margin() + yo, width, height).toAlignedRect()
+        opt = QStyleOption()
+        opt.initFrom(self)
+        context = QAbstractTextDocumentLayout.PaintContext()
+        palette = QPalette(opt.palette)
+        if self.foregroundRole() != QPalette.ColorRole.Text:
+            palette.setColor(QPalette.ColorRole.Text, palette.color(self.foregroundRole()))
+        context.palette = palette
+        painter = QPainter(self)
+        self.drawFrame(painter)
+        painter.translate(lr.topLeft())
+        painter.setClipRect(lr.translated(-lr.x(), -lr.y()))
+        self._doc.documentLayout().draw(painter, context)
+        painter.end()
+
     def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt API)
         if not self._rich():
             return super().heightForWidth(width)
@@ -108,11 +169,13 @@ class WrappedLabel(QLabel):
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         if not self._rich():
             return super().sizeHint()
+        if self._hint_at_width and self.width() > 0:
+            return self._size_for_width(self.width())
         return self._size_for_width(-1)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         if not self._rich():
             return super().minimumSizeHint()
-        hint = self._size_for_width(-1)
+        hint = self.sizeHint()  # (its height at least one line's, however it is worked out)
         one_line = self._size_for_width(_MAX).height()
         return QSize(self._size_for_width(0).width(), min(one_line, hint.height()))
