@@ -20,6 +20,7 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import NamedTuple
 
+from advisor.estimate.roots import illinois
 from advisor.estimate.serving import (
     Z95,
     Lengths,
@@ -161,44 +162,6 @@ class _Inner(NamedTuple):
     residence_s: float
     ttft_mean_s: float
     step_s: float = math.inf  # the decode step alone (no prompt in it)
-
-
-def _root(f: Callable[[float], float], lo: float, hi: float, f_lo: float, f_hi: float, f_tol: float = 0.0,
-          x_tol: float = _TOL) -> tuple[float, float, float, float]:
-    """A bracket ``(lo, hi, f(lo), f(hi))`` of the root of ``f`` to a relative ``x_tol`` (or a point where ``|f|`` is
-    within ``f_tol``), from one where ``f`` changes sign: regula falsi with the Illinois step (Dowell and Jarratt
-    1971); an infinite value (a load the server cannot carry) is bisected away. Where ``f`` jumps across zero, the
-    bracket closes on the jump."""
-    if -f_tol <= f_lo <= f_tol:
-        return lo, lo, f_lo, f_lo
-    if -f_tol <= f_hi <= f_tol:
-        return hi, hi, f_hi, f_hi
-    w_lo, w_hi = f_lo, f_hi  # the values the Illinois step weighs (halved on a side that keeps its end)
-    side = 0
-    for _ in range(100):
-        if hi - lo <= x_tol * abs(hi):
-            break
-        if -_INF < w_hi < _INF and -_INF < w_lo < _INF and w_hi != w_lo:  # (both finite)
-            m = hi - w_hi * (hi - lo) / (w_hi - w_lo)
-            span = hi - lo
-            if not lo + 1e-3 * span < m < hi - 1e-3 * span:
-                m = 0.5 * (lo + hi)
-        else:
-            m = 0.5 * (lo + hi)
-        fm = f(m)
-        if -f_tol <= fm <= f_tol:
-            return m, m, fm, fm
-        if (fm < 0.0) == (f_lo < 0.0):
-            lo, f_lo, w_lo = m, fm, fm
-            if side == -1 and -_INF < w_hi < _INF:
-                w_hi *= 0.5
-            side = -1
-        else:
-            hi, f_hi, w_hi = m, fm, fm
-            if side == 1 and -_INF < w_lo < _INF:
-                w_lo *= 0.5
-            side = 1
-    return lo, hi, f_lo, f_hi
 
 
 class _Terms(NamedTuple):
@@ -454,9 +417,9 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
                 f_hi = at_rate(hi)
             lo = hi * math.exp(-f_hi)
             f_lo = at_rate(lo)
-            lo, hi, f_lo, f_hi = _root(at_rate, lo, hi, f_lo, f_hi, 1e-4)
+            lo, hi, f_lo, f_hi = illinois(at_rate, lo, hi, f_lo, f_hi, 1e-4, _TOL)
         else:
-            lo, hi, f_lo, f_hi = _root(at_batch, 1.0, batch, f1, at_batch(batch), 1e-4)
+            lo, hi, f_lo, f_hi = illinois(at_batch, 1.0, batch, f1, at_batch(batch), 1e-4, _TOL)
         key = lo if -f_lo <= f_hi else hi
         x, state, tpot, rho, (ttft, busy, wait, tail) = seen[key]
         r_loop = batch / x - o1 * tpot
@@ -479,7 +442,7 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
             lo, f_lo, f_hi = 0.5 * hi, math.log((ladder[k - 1] if k else x_one) / x), math.log(x_hi / x)
             if f_hi >= 0.0:
                 log = math.log
-                lo, hi, _fl, _fh = _root(lambda d: log(steps_at(d)[5] / x), lo, hi, f_lo, f_hi, 1e-4)
+                lo, hi, _fl, _fh = illinois(lambda d: log(steps_at(d)[5] / x), lo, hi, f_lo, f_hi, 1e-4, _TOL)
             state = steps_at(hi)  # (beyond what any batch serves: the most the prefill leaves the decode)
         tpot, rho = decode_time(x, state)
         ttft = p_mean
@@ -730,7 +693,7 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
         f_hi = miss(hi)
     else:
         return None
-    _a, b, _, _ = _root(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
+    _a, b, _, _ = illinois(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
     return _at_speed(q_, x_max, requests_per_s, b)
 
 

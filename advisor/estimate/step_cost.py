@@ -47,6 +47,8 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from advisor.estimate.roots import illinois
+
 # The order the constants are fitted in: the per-layer time of a dense step first (one user, dense rows' per-token
 # times), then the expert layers' further time per expert a token runs (one user, MoE rows, at the fitted per-layer
 # time), then a prefill pass's further time per layer and per expert a token runs in each expert layer (one user,
@@ -143,11 +145,15 @@ class StepFit:
 ASSUMED = StepFit()
 
 
+class _NoFigure(Exception):
+    """The model has no figure at a value (``implied_value``)."""
+
+
 def implied_value(at: Callable[[float], float | None], measured: float,
                   bounds: tuple[float, float] = BOUNDS_S, tol: float = 1e-4) -> float | None:
-    """The value ``x`` of a constant at which ``at(x)`` (a time rising with it) equals ``measured``: regula falsi
-    (Illinois) on ``at(x) - measured``, to ``tol`` of the figure; held at a bound the figure lies beyond; None
-    where the model has no figure at the lower bound."""
+    """The value ``x`` of a constant at which ``at(x)`` (a time rising with it) equals ``measured``: the root of
+    ``at(x) - measured`` (``roots.illinois``), to ``tol`` of the figure; held at a bound the figure lies beyond;
+    None where the model has no figure at the lower bound or on the way."""
     lo, hi = bounds
     f_lo = at(lo)
     if f_lo is None:
@@ -158,28 +164,18 @@ def implied_value(at: Callable[[float], float | None], measured: float,
     f_hi = at(hi)
     if f_hi is None or f_hi - measured <= 0:
         return hi
-    f_hi -= measured
-    side = 0
-    x = lo
-    for _ in range(60):
-        x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-        fx = at(x)
-        if fx is None:
-            return None
-        fx -= measured
-        if abs(fx) <= tol * measured:
-            break
-        if fx > 0:
-            hi, f_hi = x, fx
-            if side == -1:
-                f_lo *= 0.5
-            side = -1
-        else:
-            lo, f_lo = x, fx
-            if side == 1:
-                f_hi *= 0.5
-            side = 1
-    return x
+
+    def miss(x: float) -> float:
+        v = at(x)
+        if v is None:
+            raise _NoFigure
+        return v - measured
+
+    try:
+        a, b, f_a, f_b = illinois(miss, lo, hi, f_lo, f_hi - measured, f_tol=tol * measured)
+    except _NoFigure:
+        return None
+    return a if abs(f_a) <= abs(f_b) else b
 
 
 @dataclass(frozen=True)
