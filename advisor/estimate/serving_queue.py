@@ -149,6 +149,13 @@ def _point(*values) -> ServePoint:
     return point
 
 
+def _replaced(point: ServePoint, **changes) -> ServePoint:
+    """``point`` with ``changes`` to its fields, made as ``_point`` is (``dataclasses.replace`` without the init)."""
+    out = object.__new__(ServePoint)
+    object.__setattr__(out, "__dict__", {**point.__dict__, **changes})
+    return out
+
+
 class _Inner(NamedTuple):
     """The service a batch of ``batch`` requests gets (no admission queue)."""
 
@@ -640,10 +647,7 @@ def _at_speed(q_: _Replica, x_max: float, requests_per_s: float, log_speed: floa
     point = _serve(q_, None, requests_per_s / k)
     if not point.stable:
         return None
-    out = object.__new__(ServePoint)
-    out.__dict__.update(scaled_point(point, k, k, k).__dict__)
-    out.__dict__["requests_per_s_offered"] = requests_per_s
-    return out
+    return _replaced(point, **_scaled_fields(point, k, k, k), requests_per_s_offered=requests_per_s)
 
 
 _Z99_OVER_Z95 = _NORMAL.inv_cdf(0.99) / _NORMAL.inv_cdf(0.95)
@@ -786,10 +790,7 @@ def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int) -
             lo, hi = (lo, mid) if cdf(mid) >= q else (mid, hi)
         return hi
 
-    point = object.__new__(ServePoint)
-    point.__dict__.update(steady.__dict__)
-    point.__dict__.update(ttft_mean_s=mean, ttft_p50_s=quantile(0.5), ttft_p95_s=quantile(0.95))
-    return point
+    return _replaced(steady, ttft_mean_s=mean, ttft_p50_s=quantile(0.5), ttft_p95_s=quantile(0.95))
 
 
 def _share(x: float, q: _Replica, x_max: float) -> float:
@@ -805,14 +806,16 @@ def scaled_point(point: ServePoint, throughput: float = 1.0, ttft: float = 1.0, 
     if throughput == 1.0 and ttft == 1.0 and tpot == 1.0:
         return point
     # a copy of the frozen record without the per-field init (the sizing scales thousands of points a plan)
-    out = object.__new__(ServePoint)
-    out.__dict__.update(point.__dict__)
-    out.__dict__.update(requests_per_s=point.requests_per_s * throughput,
-                        output_tokens_per_s=point.output_tokens_per_s * throughput,
-                        ttft_p50_s=point.ttft_p50_s / ttft, ttft_p95_s=point.ttft_p95_s / ttft,
-                        ttft_mean_s=point.ttft_mean_s / ttft, tpot_p50_s=point.tpot_p50_s / tpot,
-                        tpot_p95_s=point.tpot_p95_s / tpot, itl_s=point.itl_s / tpot)
-    return out
+    return _replaced(point, **_scaled_fields(point, throughput, ttft, tpot))
+
+
+def _scaled_fields(point: ServePoint, throughput: float, ttft: float, tpot: float) -> dict[str, float]:
+    """The fields ``scaled_point`` changes, at those factors."""
+    return dict(requests_per_s=point.requests_per_s * throughput,
+                output_tokens_per_s=point.output_tokens_per_s * throughput,
+                ttft_p50_s=point.ttft_p50_s / ttft, ttft_p95_s=point.ttft_p95_s / ttft,
+                ttft_mean_s=point.ttft_mean_s / ttft, tpot_p50_s=point.tpot_p50_s / tpot,
+                tpot_p95_s=point.tpot_p95_s / tpot, itl_s=point.itl_s / tpot)
 
 
 def clear_caches() -> None:
