@@ -746,7 +746,7 @@ def _wave(spec: ServerSpec, b: int, s: float) -> tuple[float, list[float]]:
     return t_pre, sorted(t_pre * math.ceil((i + 1) * s / per_step - 1e-9) / steps for i in range(b))
 
 
-def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int) -> ServePoint:
+def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int, cached: int = 0) -> ServePoint:
     """A finite benchmark run: ``prompts`` requests sent by ``users`` users in a closed loop who all start at once,
     as ``vllm bench serve`` and SGLang's ``bench_serving`` run ``--request-rate inf --max-concurrency users
     --num-prompts prompts`` and LMDeploy's ``profile_throughput`` its request threads: the first ``users`` requests
@@ -759,18 +759,24 @@ def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int) -
     through its p50 and p95 (the queue's exponential tail). Throughput and the per-token times are the steady
     state's. ``prompts`` at most ``users`` is one wave of ``prompts`` (docs/method.md, "Serving under load").
 
+    ``cached``: the run's first requests whose prompts the server's prefix cache already holds (an earlier run on the
+    same server sent them: ``_cached_in_wave``). Those of the wave compute one token each and ride the wave's first
+    prefill step; the wave's other prompts are prefilled as above.
+
     Raises:
-        ValueError: users or prompts below 1.
+        ValueError: users or prompts below 1, or cached below 0.
     """
     if users < 1 or prompts < 1:
         raise ValueError("users and prompts must be at least 1")
+    if cached < 0:
+        raise ValueError("cached must be at least 0")
     users = min(users, prompts)
     steady = serve_at(spec, lengths, users=users)
     c, _ = concurrency_limit(spec, lengths)
     b = min(users, c)
     if b < 2 or not steady.stable or not math.isfinite(steady.ttft_mean_s):
         return steady
-    _, firsts = _wave(spec, b, lengths.prompt_mean)
+    firsts = _cached_wave(spec, lengths, b, _cached_in_wave(spec, lengths, b, cached))
     share = b / prompts  # the wave's share of the run's requests
     mean = share * sum(firsts) / b + (1.0 - share) * steady.ttft_mean_s
     # the steady state's first token: a + Exp(m) through its p50 and p95
@@ -791,6 +797,36 @@ def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int) -
         return hi
 
     return _replaced(steady, ttft_mean_s=mean, ttft_p50_s=quantile(0.5), ttft_p95_s=quantile(0.95))
+
+
+def _cached_in_wave(spec: ServerSpec, lengths: Lengths, b: int, cached: int) -> int:
+    """How many of a first wave of ``b`` requests find their whole prompt in the server's prefix cache: the run's
+    first ``cached`` prompts (sent first, so the wave's first), as many of them as the cache held with the earlier
+    run's requests, each its prompt and output (SGLang's radix cache keeps a finished request's tokens until the pool
+    needs the room: ``mem_cache/radix_cache.py``, least recently used evicted first)."""
+    if cached <= 0:
+        return 0
+    held = int(kv_capacity_tokens(spec) // max(1.0, lengths.prompt_mean + lengths.output_mean))
+    return max(0, min(cached, held, b))
+
+
+def _cached_wave(spec: ServerSpec, lengths: Lengths, b: int, hits: int) -> list[float]:
+    """The first tokens (sorted, seconds from the start) of a wave of ``b`` prompts of which the first ``hits`` are
+    in the prefix cache. A cached prompt computes its last token only (the scheduler matches at most all but one
+    token, for the logits: SGLang's ``managers/schedule_batch.py``, ``max_prefix_len = input_len - 1``; vLLM's
+    ``v1/core/kv_cache_manager.py``, ``get_computed_blocks``, its last block at most) and, sent first,
+    goes into the first prefill step (first come, first served) with as much of the others' prompts as the step's
+    budget leaves: its first token comes out of that step. The others are ``_wave``'s, their steps taking the
+    cached prompts' few tokens as none."""
+    s = lengths.prompt_mean
+    cold = b - hits
+    if cold <= 0:  # every prompt cached: one step of their last tokens
+        return _wave(spec, b, 1.0)[1]
+    _, firsts = _wave(spec, cold, s)
+    if hits <= 0:
+        return firsts
+    steps, t_pre = batch_prefill_s(spec, cold, s)
+    return sorted([t_pre / steps] * hits + firsts)
 
 
 def _share(x: float, q: _Replica, x_max: float) -> float:

@@ -109,7 +109,7 @@ def request_values(m: Measurement) -> dict:
 def _with_settings(values: dict, m: Measurement) -> dict:
     """The measurement's stated job inputs on top (numbers read as numbers)."""
     for name, text in m.settings:
-        if name == RUN_SETTING:  # the run's request count: the serving model's (run_prompts), no job input
+        if name in (RUN_SETTING, CACHED_SETTING):  # the run's requests (run_prompts, run_cached): no job input
             continue
         try:
             values[name] = int(text)
@@ -227,7 +227,8 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     above the server's default), unless the row states ``max_seqs``. Users whose equal requests started together
     (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``), others as users who have
     drifted apart (``serve_at``); a row that states its run's request count (``run_prompts``) as a finite run
-    whose users start together (``serving_queue.serve_finite``).
+    whose users start together (``serving_queue.serve_finite``), the prompts an earlier run on the same server left
+    in its prefix cache as the row states them (``run_cached``).
 
     Raises:
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
@@ -252,6 +253,7 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
     prompts = run_prompts(m)
+    cached = run_cached(m, prompts)
     # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
     try:
         speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths))
@@ -267,7 +269,7 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
         if users is not None and m.arrivals == "together":
             point = serve_together(spec, lengths, users)  # equal requests started together stay in step
         elif users is not None and prompts is not None:  # a finite run: its first wave, then the steady state
-            point = serve_finite(spec, lengths, users, prompts)
+            point = serve_finite(spec, lengths, users, prompts, cached)
         elif users is not None:
             point = serve_at(spec, lengths, users=users)
         elif bounds is not None:  # the most the server carried within the benchmark's p99 bounds (its score)
@@ -303,6 +305,36 @@ def run_prompts(m: Measurement) -> int | None:
         raise ValueError(f"{m.row_id}: {RUN_SETTING} must be a whole number, not {text!r}") from None
     if n < 1:
         raise ValueError(f"{m.row_id}: {RUN_SETTING} must be at least 1")
+    return n
+
+
+# The setting of a finite run whose first prompts an earlier run on the same server sent (``run_cached``).
+CACHED_SETTING = "cached"
+
+
+def run_cached(m: Measurement, prompts: int | None) -> int:
+    """The requests of the row's finite run whose prompts the server's prefix cache held when it started (its
+    ``cached`` setting; 0 where it states none): the first ``cached`` of its ``prompts``, sent before by an earlier run
+    on the same server. A client that draws its prompts from a fixed seed draws the same first prompts whatever the
+    run's length (SGLang's ``bench_serving``: ``random.seed`` and ``np.random.seed`` of ``--seed``, lengths by
+    ``np.random.randint`` one after another, ShareGPT conversations in one shuffled order), so a run after a smaller
+    one of the same lengths starts with that run's prompts; its warm-up request is the first of them, and the cache
+    is flushed only on ``--flush-cache``.
+
+    Raises:
+        ValueError: a count that is not a whole number of at least 0, or one stated without ``prompts``.
+    """
+    text = m.setting(CACHED_SETTING)
+    if text is None:
+        return 0
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"{m.row_id}: {CACHED_SETTING} must be a whole number, not {text!r}") from None
+    if n < 0:
+        raise ValueError(f"{m.row_id}: {CACHED_SETTING} must be at least 0")
+    if prompts is None:
+        raise ValueError(f"{m.row_id}: {CACHED_SETTING} is a finite run's: state {RUN_SETTING} with it")
     return n
 
 

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from advisor.estimate.serving import Lengths, batch_prefill_s
+from advisor.estimate.serving import Lengths, batch_prefill_s, concurrency_limit, kv_capacity_tokens
 from advisor.estimate.serving_queue import serve_at, serve_finite
 
-from .test_serving_load import spec
+from .test_serving_load import GIB, spec
 
 # Four prompts of 1,000 tokens in steps of 2,048 (test_serving_load): two steps of 42.31 ms; prompts 1 and 2 end
 # in the first step, 3 and 4 in the second.
@@ -75,3 +75,43 @@ def test_one_user_and_one_wave():
     assert p.ttft_mean_s == pytest.approx(sum(_wave_firsts()) / 4, rel=1e-12)
     with pytest.raises(ValueError):
         serve_finite(s, LENGTHS, 4, 0)
+
+
+def test_cached_prompts_ride_the_first_wave_s_first_prefill_step():
+    s = spec()
+    steady = serve_at(s, LENGTHS, users=4)
+    # 2 of the 4 prompts in the prefix cache: the other two, 2,000 tokens, fill one step of 2,048 (each prompt's
+    # products 40 ms and attention 0.65536 ms, + 1 ms: 82.31 ms); the cached two compute one token each in that step
+    steps, t_pre = batch_prefill_s(s, 2, 1000)
+    assert steps == 1 and t_pre == pytest.approx(2 * (40e-3 + 0.65536e-3) + 1e-3, rel=1e-12)
+    p = serve_finite(s, LENGTHS, 4, 20, cached=2)
+    assert p.ttft_mean_s == pytest.approx(0.2 * t_pre + 0.8 * steady.ttft_mean_s, rel=1e-12)
+    # every prompt of the wave cached: one step of four one-token prompts (the weights' read, 10 ms, + 1 ms)
+    _, one = batch_prefill_s(s, 4, 1.0)
+    assert one == pytest.approx(10e-3 + 1e-3, rel=1e-12)
+    for cached in (4, 5, 20):  # (cached prompts beyond the wave are the steady state's requests)
+        q = serve_finite(s, LENGTHS, 4, 20, cached=cached)
+        assert q.ttft_mean_s == pytest.approx(0.2 * one + 0.8 * steady.ttft_mean_s, rel=1e-12)
+    # none cached is the cold wave; the cache changes no steady figure
+    assert serve_finite(s, LENGTHS, 4, 20, cached=0) == serve_finite(s, LENGTHS, 4, 20)
+    assert (p.output_tokens_per_s, p.tpot_p50_s, p.itl_s) == (steady.output_tokens_per_s, steady.tpot_p50_s,
+                                                              steady.itl_s)
+    # one user is the steady state's request whatever the cache
+    assert serve_finite(s, LENGTHS, 1, 10, cached=5) == serve_at(s, LENGTHS, users=1)
+    with pytest.raises(ValueError):
+        serve_finite(s, LENGTHS, 4, 20, cached=-1)
+
+
+def test_the_cache_holds_only_the_earlier_requests_that_fit():
+    # a pool of 6,000 tokens: three sequences of 1,000 prompt and 1,000 output tokens run at once (each holds its
+    # running context, 1,000 + 1,000 x 1.25 / 2 = 1,625), but the earlier run's finished requests, 2,000 tokens
+    # each, leave two prompts in it
+    lengths = Lengths(1000, 1001, 0.5, 0.5)
+    s = spec(capacity_bytes=(6000.5 * 131_072 + 16e9 + GIB) / 0.9)
+    assert kv_capacity_tokens(s) == 6000 and concurrency_limit(s, lengths)[0] == 3
+    steady = serve_at(s, lengths, users=3)
+    steps, t_pre = batch_prefill_s(s, 1, 1000)
+    assert steps == 1
+    # two cached (the first step's) and one cold prompt, each first token at the end of the one step
+    p = serve_finite(s, lengths, 3, 30, cached=3)
+    assert p.ttft_mean_s == pytest.approx(0.1 * t_pre + 0.9 * steady.ttft_mean_s, rel=1e-12)

@@ -149,3 +149,30 @@ def test_a_row_that_states_its_runs_request_count_is_planned_as_that_finite_run(
     assert predict(m, CAT).predicted == pytest.approx(run.ttft_mean_s, rel=1e-9)
     for bad in ("0", "8.5", "x"):
         assert predict(dataclasses.replace(base, settings=base.settings + (("prompts", bad),)), CAT).predicted is None
+
+
+def test_a_run_after_a_smaller_one_of_the_same_lengths_starts_with_its_prompts_cached():
+    # The cookbook's 100-user run of 500 prompts after its 16-user run of 80 on the same server: bench_serving's
+    # seeded draws give both runs the same first 80 prompts, so 80 of the first wave's 100 are in the radix cache
+    base = _m(group="ttft", statistic="mean", model="llama-3.1-70b", accelerator_id="a100-80gb-sxm", devices=8,
+              software="sglang 0.5.6", quant="", precision="bf16", weight_format="BF16", batch=100,
+              prompt_tokens=500, output_tokens=505, parallelism="TP8", value=0.246, published=245.98, unit="ms",
+              settings=(("prompt_spread", "0.577"), ("output_spread", "0.577"), ("prompts", "500")))
+    acc = CAT.accelerators["a100-80gb-sxm"]
+
+    def point(*extra):
+        at, _ = serve_point_predictor(dataclasses.replace(base, settings=base.settings + extra), CAT, acc)
+        return at(0.0)
+
+    cold, warm = point(), point(("cached", "80"))
+    # the cache shortens only the wave's first tokens: 100 prompts of 500 tokens take several prefill steps of
+    # 8,192 tokens cold, 20 of them (10,000 tokens) two steps warm
+    assert warm.ttft_mean_s < 0.5 * cold.ttft_mean_s
+    assert (warm.output_tokens_per_s, warm.tpot_p50_s) == (cold.output_tokens_per_s, cold.tpot_p50_s)
+    m = dataclasses.replace(base, settings=base.settings + (("cached", "80"),))
+    assert predict(m, CAT).predicted == pytest.approx(warm.ttft_mean_s, rel=1e-9)
+    # a count that is not a whole number of at least 0, or one without the run's request count, plans nothing
+    for bad in ("-1", "2.5", "x"):
+        assert predict(dataclasses.replace(base, settings=base.settings + (("cached", bad),)), CAT).predicted is None
+    alone = dataclasses.replace(base, settings=(("prompt_spread", "0.577"), ("cached", "80")))
+    assert predict(alone, CAT).predicted is None
