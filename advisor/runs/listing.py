@@ -5,6 +5,7 @@ Used by ``advisor runs`` and the app's Runs page, so both show the same figures.
 
 from __future__ import annotations
 
+from advisor.runs.load import compare_load
 from advisor.runs.predict import compare, compared_figure, figure_label, predict, teaches
 
 FIGURE_UNITS = {"max_concurrency": "requests at once", "kv_cache_tokens": "tokens"}  # else tokens/s
@@ -34,8 +35,22 @@ def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> di
         "error_factor": err, "range_held": held, "teaches": teaches,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,
         "notes": list(rec.notes),
-        **_engine_reading(rec),
+        **_engine_reading(rec), **_load(rec, now),
     }
+
+
+def _load(rec, now: dict | None) -> dict:
+    """A serving benchmark's run at its load (``runs.load``): ``{"load": {"shape": {"users", "prompts",
+    "requests_per_s", "prompt_tokens", "output_tokens"}, "figures": {"tokens_per_s" | "ttft_p50_s" | "tpot_p50_s":
+    {"measured", "predicted", "low", "high", "unit", "error_factor", "range_held"}}}}`` predicted now (``load`` None
+    where it is not planned); {} for any other run."""
+    from advisor.estimate.learned import SERVING_RUN_KINDS
+    from advisor.runs.load import load_shape
+
+    if rec.kind not in SERVING_RUN_KINDS:
+        return {}
+    load = compare_load((now or {}).get("load"))
+    return {"load": load if load is not None else {"shape": load_shape(rec), "figures": None}}
 
 
 def _engine_reading(rec) -> dict:
