@@ -147,7 +147,7 @@ def _import(args) -> int:
 
 
 def _list(args, only=None, catalog=None, machine=None) -> int:
-    from advisor.runs.listing import run_entries
+    from advisor.runs.listing import load_summary, run_entries
     from advisor.store.runs import RunStore
 
     with RunStore(create=False) as store:
@@ -178,7 +178,7 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
             print(_reading_line(r))
     for r in rows:
         if "load" in r:
-            print(_load_line(r))
+            print(f"run {r['id']} {load_summary(r['load'])}")
     print("error = predicted now / measured (tokens/s; an engine's reading: its KV cache tokens or concurrency; above "
           "1: the plan was optimistic); range: whether the measured figure fell in the plan's 80 % range; machine "
           "'other': counts less in plans; a serving run at its load is planned as a published run of that shape")
@@ -200,33 +200,6 @@ def _reading_line(r: dict) -> str:
             parts.append(f"{what}{at} {format(theirs, spec)}{unit}, advisor {format(ours, spec)}{unit} "
                          f"({(ours / theirs - 1) * 100:+.1f} %)")
     return f"run {r['id']} (vLLM start-up log): " + "; ".join(parts)
-
-
-def _load_text(f: dict) -> str:
-    """One figure of a run at its load: measured, predicted [80 % range], and whether the range held."""
-    secs = f["unit"] == "s"
-
-    def v(x):
-        if x is None:
-            return "-"
-        return f"{x * 1000:,.1f} ms" if secs else f"{x:,.0f}"
-    held = {True: "held", False: "missed", None: "-"}[f["range_held"]]
-    return f"{v(f['measured'])} measured, {v(f['predicted'])} planned [{v(f['low'])}-{v(f['high'])}] {held}"
-
-
-def _load_line(r: dict) -> str:
-    """A serving benchmark's run at its load: throughput, first token (p50) and time per output token (p50)
-    against the plan of a published row of the same shape (``runs.load``)."""
-    load = r["load"]
-    s = load["shape"]
-    at = (f"{s['users']} user(s)" if s["users"] is not None else f"{s['requests_per_s']:g} requests/s") + (
-        f", {s['prompts']} prompts" if s["prompts"] else "") + f", {s['prompt_tokens'] or '?'} in / " \
-        f"{s['output_tokens'] or '?'} out"
-    if not load["figures"]:
-        return f"run {r['id']} at its load ({at}): not planned (its model or setup is not known here: --model)"
-    f = load["figures"]
-    return (f"run {r['id']} at its load ({at}): output tokens/s {_load_text(f['tokens_per_s'])}; "
-            f"TTFT p50 {_load_text(f['ttft_p50_s'])}; TPOT p50 {_load_text(f['tpot_p50_s'])}")
 
 
 def _fmt(v, spec=".0f") -> str:

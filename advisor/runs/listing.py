@@ -79,11 +79,21 @@ def run_entries(catalog, host=None) -> list[dict]:
     Raises:
         advisor.store.runs.RunStoreError: the store cannot be read.
     """
+    return [row for _, row in run_entries_of(catalog, host)]
+
+
+def run_entries_of(catalog, host=None, where=None) -> list[tuple]:
+    """``(record, row)`` of the stored runs ``where(record)`` keeps (every one without it), each row as
+    ``run_entries`` gives it: the Serve page asks for the runs of the job it sized.
+
+    Raises:
+        advisor.store.runs.RunStoreError: the store cannot be read.
+    """
     from advisor.store.calibration import load_planner_calibration
     from advisor.store.runs import RunStore, this_machine_id
 
     with RunStore(create=False) as store:
-        entries = store.list()
+        entries = [e for e in store.list() if where is None or where(e.record)]
     if not entries:
         return []
     calibration = load_planner_calibration()
@@ -91,5 +101,34 @@ def run_entries(catalog, host=None) -> list[dict]:
     out = []
     for e in entries:
         now = predict(e.record, catalog=catalog, calibration=calibration, host=host)
-        out.append(run_entry(e, None if now is None else now.to_dict(), here, teaches(e.record, catalog)))
+        out.append((e.record, run_entry(e, None if now is None else now.to_dict(), here, teaches(e.record, catalog))))
     return out
+
+
+def _load_figure_text(f: dict) -> str:
+    """One figure of a run at its load: measured, planned [80 % range], and whether the range held."""
+    secs = f["unit"] == "s"
+
+    def v(x: float | None) -> str:
+        if x is None:
+            return "-"
+        return f"{x * 1000:,.1f} ms" if secs else f"{x:,.0f}"
+
+    held = {True: "held", False: "missed", None: "-"}[f["range_held"]]
+    return f"{v(f['measured'])} measured, {v(f['predicted'])} planned [{v(f['low'])}-{v(f['high'])}] {held}"
+
+
+def load_summary(load: dict) -> str:
+    """A serving run at its load (a row's ``load``) in one line: its shape, then output tokens/s, the first token
+    (p50) and the time per output token (p50) measured against the plan; ``advisor runs`` and the Runs page show
+    this text."""
+    s = load["shape"]
+    at = (f"{s['users']} user(s)" if s["users"] is not None else f"{s['requests_per_s']:g} requests/s") + (
+        f", {s['prompts']} prompts" if s["prompts"] else "") + (
+        f", {s['prompt_tokens'] or '?'} in / {s['output_tokens'] or '?'} out") + (
+        f", {s['weight_format']}" if s.get("weight_format") else "")
+    f = load["figures"]
+    if not f:
+        return f"at its load ({at}): not planned (its model or setup is not known here: --model)"
+    return (f"at its load ({at}): output tokens/s {_load_figure_text(f['tokens_per_s'])}; "
+            f"TTFT p50 {_load_figure_text(f['ttft_p50_s'])}; TPOT p50 {_load_figure_text(f['tpot_p50_s'])}")

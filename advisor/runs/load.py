@@ -43,10 +43,24 @@ def _rate_text(rate: float) -> str:
     return text if text != "0." else "0.0"
 
 
-def run_measurement(rec: RunRecord, group: str = "serving") -> object | None:
+def format_fields(rec: RunRecord, weight_format: str | None) -> tuple[str, str]:
+    """``(quant, precision)`` of a run's row: the record's where its file or the user said them, else the weight
+    format its own plan assumed (``weight_format``: the planned option's, the runtime's usual format), so that
+    the run's load and its rule-1 figure are one job: a 16-bit float as the precision, fp8 as both, any other
+    format as the quant."""
+    if rec.quant or not weight_format:
+        return rec.quant or "", rec.precision or ""
+    if weight_format in ("bf16", "f16", "fp16"):
+        return "", "bf16" if weight_format == "bf16" else "fp16"
+    if weight_format == "fp8":
+        return "fp8", "fp8"
+    return weight_format, rec.precision or ""
+
+
+def run_measurement(rec: RunRecord, group: str = "serving", weight_format: str | None = None) -> object | None:
     """The calibration row (``estimate.calibration.Measurement``) a serving run would be, of ``group``
     (``serving``, ``ttft`` or ``tpot``; the times at their p50), or None: not a serving run, or without a model,
-    accelerator or lengths."""
+    accelerator or lengths. ``weight_format``: the format the run's own plan assumed (``format_fields``)."""
     from advisor.estimate.calibration import Measurement
     from advisor.planner.measured import RUN_SETTING
 
@@ -63,24 +77,35 @@ def run_measurement(rec: RunRecord, group: str = "serving") -> object | None:
         settings = ()
     field, unit = next((f, u) for g, f, u in LOAD_FIGURES if g == group)
     value = getattr(rec.measured, field) or 0.0
+    quant, precision = format_fields(rec, weight_format)
     return Measurement(
         row_id=f"run-{rec.content_sha256[:12]}", group=group, source_id=SOURCE_ID, source_title=rec.file_name,
         source_url="", source_date=rec.date, model=spec, params=float(rec.params), accelerator_id=rec.accelerator_id,
-        devices=rec.devices, software=rec.software or "", backend="", weight_format=rec.quant or "",
-        quant=rec.quant or "", precision=rec.precision or "", workload="inference", batch=rec.batch or 1,
+        devices=rec.devices, software=rec.software or "", backend="", weight_format=quant, quant=quant,
+        precision=precision, workload="inference", batch=rec.batch or 1,
         prompt_tokens=rec.prompt_tokens or 1, output_tokens=rec.output_tokens, seq_len=0, parallelism="",
         checkpointing="", value=value, published=value, unit=unit, settings=settings, statistic="p50")
 
 
-def load_shape(rec: RunRecord) -> dict:
+def run_runtime(rec: RunRecord) -> str | None:
+    """The runtime a serving run is planned with (the runtime its row names: ``measured.serve_job_values``), or
+    None: not a serving run, or software the planner has no profile of (the runtime needs no weight format)."""
+    from advisor.planner.measured import serve_job_values
+
+    m = run_measurement(rec)
+    return None if m is None else serve_job_values(m).get("runtime")
+
+
+def load_shape(rec: RunRecord, weight_format: str | None = None) -> dict:
     """The load a serving run was measured at: ``{"users", "prompts", "requests_per_s", "prompt_tokens",
-    "output_tokens"}`` (users None for a run at a rate)."""
+    "output_tokens", "weight_format"}`` (users None for a run at a rate; the weight format the record names, else
+    the one its plan assumed, None where neither is known)."""
     return {"users": None if rec.request_rate is not None else (rec.batch or 1), "prompts": rec.prompts,
             "requests_per_s": rec.request_rate, "prompt_tokens": rec.prompt_tokens,
-            "output_tokens": rec.output_tokens}
+            "output_tokens": rec.output_tokens, "weight_format": rec.quant or weight_format}
 
 
-def served_load(rec: RunRecord, catalog, calibration=None) -> dict | None:
+def served_load(rec: RunRecord, catalog, calibration=None, weight_format: str | None = None) -> dict | None:
     """The run's load planned (``planner.measured.shown_figures`` on ``run_measurement``) against what it measured:
     ``{"shape": load_shape, "figures": {field: {"measured", "predicted", "low", "high", "unit"}}}`` for output
     tokens/s, the first token's p50 and the time per output token's p50 (``measured`` None where the file gave
@@ -88,10 +113,11 @@ def served_load(rec: RunRecord, catalog, calibration=None) -> dict | None:
 
     Args:
         calibration: the planner's calibration with the user's runs (``predict`` passes it with ``rec`` left out).
+        weight_format: the weight format the run's own plan assumed (``predict``: its planned option's).
     """
     from advisor.planner.measured import shown_figures
 
-    m = run_measurement(rec)
+    m = run_measurement(rec, weight_format=weight_format)
     if m is None:
         return None
     figures = shown_figures(m, catalog, tuple(g for g, _, _ in LOAD_FIGURES), calibration)
@@ -102,7 +128,7 @@ def served_load(rec: RunRecord, catalog, calibration=None) -> dict | None:
         value, (low, high) = figures[group]
         out[field] = {"measured": getattr(rec.measured, field), "predicted": value, "low": low, "high": high,
                       "unit": unit}
-    return {"shape": load_shape(rec), "figures": out}
+    return {"shape": load_shape(rec, weight_format), "figures": out}
 
 
 def compare_load(load: dict | None) -> dict | None:

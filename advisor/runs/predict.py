@@ -159,8 +159,10 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
     low, high = o.tokens_per_s_interval or (o.tokens_per_s, o.tokens_per_s)
     from advisor.runs.load import served_load
 
+    software = o.serving.software if o.serving is not None else None
+    fmt = software.weight_format.id if software is not None else None  # the load is planned as the same job
     return Prediction(o.tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure,
-                      served_load(rec, catalog, calibration))
+                      served_load(rec, catalog, calibration, fmt))
 
 
 def compare(rec: RunRecord, pred: dict | None) -> tuple[float | None, bool | None]:

@@ -38,13 +38,15 @@ def _opts(**kw) -> ImportOptions:
 
 
 def _row(group: str, *, batch: int, prompt: int, output: int, settings: str, software: str = "vllm",
-         model: str = "llama-3.1-8b") -> object:
+         model: str = "llama-3.1-8b", precision: str = "bf16", quant: str = "", acc: str = "h100-sxm") -> object:
     """The run as a published row of ``group`` in the calibration set's CSV (bench_truth's reader), its figure
-    at p50; the value is a placeholder (the prediction does not read it)."""
+    at p50, in the weight format the run's own plan assumed (the runtime's usual one: bf16 for vLLM and SGLang);
+    the value is a placeholder (the prediction does not read it)."""
     unit = "tokens/s" if group == "serving" else "s"
     values = {c: "" for c in COLUMNS}
     values.update(row_id="r", source_id="s", source_title="t", source_url="https://example.org", source_date="2026-12-06",
-                  model=model, accelerator_id="h100-sxm", devices="1", software=software, workload="inference",
+                  model=model, accelerator_id=acc, devices="1", software=software, workload="inference",
+                  precision=precision, quant=quant,
                   batch=str(batch), prompt_tokens=str(prompt), output_tokens=str(output), value="1", unit=unit,
                   settings=settings, statistic="p50", arrivals="steady")
     header = ",".join(values)
@@ -71,7 +73,7 @@ def test_vllm_bench_serve_of_ten_prompts_by_one_user_is_bench_truths_row():
     assert (rec.batch, rec.prompts, rec.request_rate, rec.prompt_tokens, rec.output_tokens) == (1, 10, None, 512, 128)
     load = _load(rec)
     assert load["shape"] == {"users": 1, "prompts": 10, "requests_per_s": None, "prompt_tokens": 512,
-                             "output_tokens": 128}
+                             "output_tokens": 128, "weight_format": "bf16"}
     # the file's figures: median TTFT 20.0 ms, median TPOT 6.5 ms, 1,280 output tokens in 8.455 s (151.39 tokens/s)
     assert load["figures"]["ttft_p50_s"]["measured"] == pytest.approx(0.020)
     assert load["figures"]["tpot_p50_s"]["measured"] == pytest.approx(0.0065)
@@ -108,6 +110,17 @@ def test_guidellm_constant_rate_is_a_row_at_that_rate():
     assert load["figures"]["tokens_per_s"]["measured"] == pytest.approx(135 * 256 / 90)
 
 
+def test_a_run_is_planned_at_its_load_in_the_format_of_its_own_plan():
+    """A file that names no weight format: the run's load is planned in the format its rule-1 figure was planned
+    in (llama.cpp's usual Q4_K_M), one job, not the serving job's 16-bit default."""
+    (rec,) = import_file(VLLM, ImportOptions(accelerator="rtx-4090", software="llama.cpp",
+                                             this_machine_id="this-machine"))
+    p = predict(rec, catalog=CATALOG, calibration=None)
+    assert p.load["shape"]["weight_format"] == "q4_k_m"
+    _same_as_rows(p.load, batch=1, prompt=512, output=128, settings="prompts=10", software="llama.cpp",
+                  precision="", quant="q4_k_m", acc="rtx-4090")
+
+
 def test_runs_lists_each_figure_at_the_load_with_its_range(capsys):
     assert main(["runs", "import", str(VLLM), "--accelerator", "h100-sxm"]) == 0
     capsys.readouterr()
@@ -125,7 +138,7 @@ def test_runs_lists_each_figure_at_the_load_with_its_range(capsys):
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith(f"run {row['id']} at its load"))
-    assert "1 user(s), 10 prompts, 512 in / 128 out" in line
+    assert "1 user(s), 10 prompts, 512 in / 128 out, bf16" in line
     assert "TTFT p50 20.0 ms measured" in line and "TPOT p50 6.5 ms measured" in line
 
 
