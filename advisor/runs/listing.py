@@ -31,7 +31,8 @@ def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> di
         "compared": {"figure": compared_figure(rec), "label": figure_label(rec),
                      "measured": getattr(rec.measured, compared_figure(rec)),
                      "unit": FIGURE_UNITS.get(compared_figure(rec), "tokens/s")},
-        "predicted_at_import": e.predicted_at_import, "predicted_now": now,
+        "predicted_at_import": e.predicted_at_import,
+        "predicted_now": None if now is None else {k: v for k, v in now.items() if k != "load"},  # load: its own
         "error_factor": err, "range_held": held, "teaches": teaches,
         "error_factor_at_import": then_err, "range_held_at_import": then_held,
         "notes": list(rec.notes),
