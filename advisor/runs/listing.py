@@ -43,15 +43,20 @@ def run_entry(e, now: dict | None, here: str, teaches: bool | None = None) -> di
 def _load(rec, now: dict | None) -> dict:
     """A serving benchmark's run at its load (``runs.load``): ``{"load": {"shape": {"users", "prompts",
     "requests_per_s", "prompt_tokens", "output_tokens"}, "figures": {"tokens_per_s" | "ttft_p50_s" | "tpot_p50_s":
-    {"measured", "predicted", "low", "high", "unit", "error_factor", "range_held"}}}}`` predicted now (``load`` None
-    where it is not planned); {} for any other run."""
+    {"measured", "predicted", "low", "high", "unit", "error_factor", "range_held"}}}}`` predicted now (``figures``
+    None where it is not planned, and ``not_planned`` says why); {} for any other run."""
     from advisor.estimate.learned import SERVING_RUN_KINDS
-    from advisor.runs.load import load_shape
+    from advisor.runs.load import load_shape, run_measurement
 
     if rec.kind not in SERVING_RUN_KINDS:
         return {}
     load = compare_load((now or {}).get("load"))
-    return {"load": load if load is not None else {"shape": load_shape(rec), "figures": None}}
+    if load is not None:
+        return {"load": load}
+    why = ("its model is not resolved here (--model names it)" if run_measurement(rec) is None else
+           "the serving model finds no steady state for it (a rate beyond what it says the server carries, or a "
+           "setup it refuses)")
+    return {"load": {"shape": load_shape(rec), "figures": None, "not_planned": why}}
 
 
 def _engine_reading(rec) -> dict:
@@ -130,6 +135,6 @@ def load_summary(load: dict) -> str:
         f", {s['weight_format']}" if s.get("weight_format") else "")
     f = load["figures"]
     if not f:
-        return f"at its load ({at}): not planned (its model or setup is not known here: --model)"
+        return f"at its load ({at}): not planned: {load.get('not_planned') or 'no prediction'}"
     return (f"at its load ({at}): output tokens/s {_load_figure_text(f['tokens_per_s'])}; "
             f"TTFT p50 {_load_figure_text(f['ttft_p50_s'])}; TPOT p50 {_load_figure_text(f['tpot_p50_s'])}")

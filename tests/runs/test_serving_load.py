@@ -184,3 +184,23 @@ def test_a_bad_guidellm_rate_is_refused(tmp_path):
     f.write_text(json.dumps(doc))
     with pytest.raises(RunImportError, match="rate"):
         import_file(f, _opts())
+
+
+def test_a_rate_beyond_what_the_plan_carries_is_listed_with_the_reason(tmp_path, capsys):
+    """200 requests of 2,048 + 2,048 tokens offered at 20 requests/s to one H100 (8B): 40,960 output tokens/s
+    arrive, some 9 times the most the plan gives it (about 4,600 tokens/s with 200 users at once), so there is
+    no steady state to compare with; the run is listed with that reason, not a figure."""
+    doc = json.loads(VLLM.read_text())
+    doc.update(num_prompts=200, completed=200, request_rate=20.0, max_concurrency=None, total_input_tokens=200 * 2048,
+               total_output_tokens=200 * 2048, duration=200.0, output_throughput=2048.0)
+    f = tmp_path / "rate.json"
+    f.write_text(json.dumps(doc))
+    (rec,) = import_file(f, _opts())
+    assert (rec.request_rate, rec.prompts) == (20.0, 200)
+    assert predict(rec, catalog=CATALOG, calibration=None).load is None
+    assert main(["runs", "import", str(f), "--accelerator", "h100-sxm"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["runs"]
+    assert row["load"]["figures"] is None and "no steady state" in row["load"]["not_planned"]
+    assert row["load"]["shape"]["requests_per_s"] == 20.0 and row["load"]["shape"]["users"] is None
