@@ -147,7 +147,7 @@ def _import(args) -> int:
 
 
 def _list(args, only=None, catalog=None, machine=None) -> int:
-    from advisor.runs.listing import run_entries
+    from advisor.runs.listing import load_summary, run_entries
     from advisor.store.runs import RunStore
 
     with RunStore(create=False) as store:
@@ -176,9 +176,12 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
     for r in rows:
         if "engine_reading" in r:
             print(_reading_line(r))
+    for r in rows:
+        if "load" in r:
+            print(f"run {r['id']} {load_summary(r['load'])}")
     print("error = predicted now / measured (tokens/s; an engine's reading: its KV cache tokens or concurrency; above "
           "1: the plan was optimistic); range: whether the measured figure fell in the plan's 80 % range; machine "
-          "'other': counts less in plans")
+          "'other': counts less in plans; a serving run at its load is planned as a published run of that shape")
     return 0
 
 

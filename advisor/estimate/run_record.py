@@ -82,7 +82,11 @@ class RunRecord:
             names it; devices: how many were used.
         machine_id: fingerprint id of the machine the run was made on (None: unknown); machine_note: how that
             is known (the file names its hardware, the user said, or assumed to be the importing machine).
-        seq_len, batch, prompt_tokens, output_tokens, tokens: the job's lengths, batch and tokens processed.
+        seq_len, batch, prompt_tokens, output_tokens, tokens: the job's lengths, batch and tokens processed
+            (a serving benchmark: ``batch`` its users at once, its concurrency; the lengths its means).
+        prompts, request_rate: a serving benchmark's shape beside its users: the requests its run sent
+            (``--num-prompts``, else those completed) and the arrival rate it offered, requests/s (None: every
+            request sent as soon as a user is free, an unbounded rate).
         recompute: ``full`` when activations were recomputed (gradient checkpointing), else ``none``.
         simulated: the job ran on simulated GPUs (``--fake-gpu``): shown, never learned from.
         measured: what was measured.
@@ -115,6 +119,8 @@ class RunRecord:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     tokens: float | None = None
+    prompts: int | None = None
+    request_rate: float | None = None
     recompute: str = "none"
     simulated: bool = False  # made on simulated GPUs (--fake-gpu): listed, never learned from
     notes: tuple[str, ...] = field(default=())
@@ -127,12 +133,16 @@ class RunRecord:
         if not isinstance(self.devices, int) or not 1 <= self.devices <= 100_000:
             raise ValueError(f"devices out of range: {self.devices!r}")
         for name in ("params", "layers", "hidden", "heads", "vocab", "weight_bytes", "seq_len", "batch",
-                     "prompt_tokens", "output_tokens"):
+                     "prompt_tokens", "output_tokens", "prompts"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= 10**16):
                 raise ValueError(f"{name} out of range: {v!r}")
         if self.tokens is not None and not (math.isfinite(self.tokens) and 0 < self.tokens <= 1e18):
             raise ValueError(f"tokens out of range: {self.tokens!r}")
+        if self.request_rate is not None and (isinstance(self.request_rate, bool)
+                                              or not isinstance(self.request_rate, (int, float))
+                                              or not (math.isfinite(self.request_rate) and 0 < self.request_rate <= 1e9)):
+            raise ValueError(f"request_rate out of range: {self.request_rate!r}")
 
     @property
     def training(self) -> bool:

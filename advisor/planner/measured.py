@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.estimate.calibration import (
     REACH_GROUPS,
@@ -217,7 +217,7 @@ def serve_job_values(m: Measurement) -> dict:
     return values
 
 
-def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float], ServePoint | None], str]:
+def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Callable[[float], ServePoint | None], str]:
     """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
     measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
     None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
@@ -228,7 +228,8 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``), others as users who have
     drifted apart (``serve_at``); a row that states its run's request count (``run_prompts``) as a finite run
     whose users start together (``serving_queue.serve_finite``), the prompts an earlier run on the same server left
-    in its prefix cache as the row states them (``run_cached``).
+    in its prefix cache as the row states them (``run_cached``). ``calib``: the planner's calibration with the
+    user's runs, which one request's speed takes as ``advisor serve`` takes it (None: the published fit alone).
 
     Raises:
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
@@ -256,7 +257,7 @@ def serve_point_predictor(m: Measurement, catalog, acc) -> tuple[Callable[[float
     cached = run_cached(m, prompts)
     # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
     try:
-        speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths))
+        speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths), calib)
     except ValueError:
         speed = None
 
@@ -387,6 +388,17 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
     factors where they help, ``advisor serve``'s rule) and the range of its group at that load and runtime
     (``calibrated.serve_range_factors``). bench_truth scores the same figure with the factor fitted without the
     row's source (``calibration.shown``). None where the setup is not planned."""
+    figures = shown_figures(m, catalog, (m.group,))
+    return None if figures is None else figures[m.group]
+
+
+def shown_figures(m: Measurement, catalog, groups: tuple[str, ...] = SERVE_GROUPS, calib=None
+                  ) -> dict[str, tuple[float, tuple[float, float]]] | None:
+    """``{group: (figure, 80 % range)}`` of a served row's load as the planner shows it (``shown_prediction``), for
+    each serving group in ``groups`` (``serving``: output tokens/s; ``ttft``, ``tpot``: the time as ``m.statistic``
+    names it), from one served point: the figures a row of each group of the same setup and load would be given.
+    ``calib``: the planner's calibration with the user's runs (``serve_point_predictor``); an imported benchmark
+    run is planned so (``runs.load``). None where the setup is not planned."""
     from advisor.planner.calibrated import serve_range_factors, serve_shown
     from advisor.planner.request import resolve_job_model, runtime_choice
 
@@ -396,7 +408,7 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
 
     acc = catalog.accelerators[m.accelerator_id]
     try:
-        at_point, _ = serve_point_predictor(m, catalog, acc)
+        at_point, _ = serve_point_predictor(m, catalog, acc, calib)
         job = ServeJob.from_mapping(serve_job_values(m))
         choice = runtime_choice(job, acc)
         moe = resolve_job_model(job, catalog).arch.is_moe
@@ -406,9 +418,14 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
     if point is None:
         return None
     by = "users" if job.users is not None else "requests_per_s"
-    value = serve_figure(m, serve_shown(by, choice, acc, moe)(point))
-    f, _ = serve_range_factors(serve_load(by, point.users), choice, acc, moe)[m.group]
-    return value, (value / f, value * f)
+    shown = serve_shown(by, choice, acc, moe)(point)
+    ranges = serve_range_factors(serve_load(by, point.users), choice, acc, moe)
+    out = {}
+    for group in groups:
+        value = serve_figure(replace(m, group=group), shown)
+        f, _ = ranges[group]
+        out[group] = (value, (value / f, value * f))
+    return out
 
 
 def step_constant(m: Measurement, catalog) -> str | None:

@@ -9,7 +9,8 @@ distribution whose ``successful`` summary holds ``mean``, ``median``, ``count``,
 ``percentiles`` (``p50`` ... ``p99``): ``prompt_token_count``, ``output_token_count``, ``requests_per_second``,
 ``request_concurrency``, ``output_tokens_per_second``, ``time_to_first_token_ms``, ``inter_token_latency_ms``.
 The concurrency is the strategy's streams (one for synchronous), else the mean measured; the served rate is the
-output tokens over the benchmark's span. ``--accelerator`` says the hardware.
+output tokens over the benchmark's span. The run's shape: its successful requests, and the rate a ``constant`` or
+``poisson`` strategy offered (``rate``, requests/s). ``--accelerator`` says the hardware.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class _Strategy(BaseModel):
     model_config = ConfigDict(extra="ignore")
     type_: str = Field(max_length=50)
     streams: int | None = Field(default=None, ge=1, le=10**7)
+    rate: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False)  # constant, poisson: requests/s
 
 
 class _Args(BaseModel):  # v0.3: ``args.strategy``; later: ``scheduler.strategy``
@@ -146,6 +148,7 @@ def read_guidellm(path: Path, data: bytes, doc, opts: ImportOptions) -> list[Run
             mean = m.request_concurrency.successful.mean if m.request_concurrency else None
             concurrency = max(1, round(mean)) if mean else None
         rps = m.requests_per_second.successful.mean if m.requests_per_second else None
+        rate = strategy.rate if strategy is not None and strategy.type_ in ("constant", "poisson") else None
         when = _dt.datetime.fromtimestamp(start, _dt.UTC).isoformat(timespec="seconds")
         out.append(serving_record(path, data, ServingResult(
             kind="guidellm", software="vllm", recorded_at=when,
@@ -155,5 +158,6 @@ def read_guidellm(path: Path, data: bytes, doc, opts: ImportOptions) -> list[Run
             requests_per_s=rps, ttft_p50_s=s_of(_p(m.time_to_first_token_ms, "p50")),
             ttft_p99_s=s_of(_p(m.time_to_first_token_ms, "p99")),
             tpot_p50_s=s_of(_p(m.inter_token_latency_ms, "p50")),
-            tpot_p99_s=s_of(_p(m.inter_token_latency_ms, "p99"))), opts, f"benchmark {n}"))
+            tpot_p99_s=s_of(_p(m.inter_token_latency_ms, "p99")), prompts=int(min(done, 10**9)),
+            request_rate=rate), opts, f"benchmark {n}"))
     return out

@@ -3,7 +3,8 @@
 The record itself is left out of what the planner learns from, so the prediction is what the advisor would
 have said without it. The compared figure is the one the run measured (``compared_figure``): training tokens/s,
 the decode tokens/s of a generation test, the prompt tokens/s of a prompt-processing test, the generated
-tokens/s of a serving run at its load. ``error_factor`` is predicted / measured (above 1: the plan was too
+tokens/s of a serving run at its load (its throughput, first token and time per output token at the run's
+shape besides: ``runs.load``). ``error_factor`` is predicted / measured (above 1: the plan was too
 optimistic); ``held`` whether the measured figure lies inside the plan's 80 % interval. ``advisor runs`` and
 the app's Runs page both take their rows from ``advisor.runs.listing``, which calls ``predict`` here.
 """
@@ -23,7 +24,9 @@ __all__ = ["Prediction", "compare", "compared_figure", "figure_label", "predict"
 @dataclass(frozen=True)
 class Prediction:
     """The planner's figure for a run (``figure``: which one, a ``Measured`` field name), its 80 % interval and
-    where the efficiency came from. ``tokens_per_s`` holds the predicted figure (tokens/s whichever it is)."""
+    where the efficiency came from. ``tokens_per_s`` holds the predicted figure (tokens/s whichever it is).
+    ``load``: a serving benchmark's throughput, first token and time per output token at the run's own load
+    (its users, prompts or rate), as a published served row of that shape is planned."""
 
     tokens_per_s: float
     low: float
@@ -31,6 +34,7 @@ class Prediction:
     source: str
     origin: str
     figure: str = "tokens_per_s"
+    load: dict | None = None  # a serving benchmark's run at its load, planned (``runs.load.served_load``)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -153,7 +157,12 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
         low, high = s.prefill_tokens_per_s_interval or (s.prefill_tokens_per_s, s.prefill_tokens_per_s)
         return Prediction(s.prefill_tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure)
     low, high = o.tokens_per_s_interval or (o.tokens_per_s, o.tokens_per_s)
-    return Prediction(o.tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure)
+    from advisor.runs.load import served_load
+
+    software = o.serving.software if o.serving is not None else None
+    fmt = software.weight_format.id if software is not None else None  # the load is planned as the same job
+    return Prediction(o.tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure,
+                      served_load(rec, catalog, calibration, fmt))
 
 
 def compare(rec: RunRecord, pred: dict | None) -> tuple[float | None, bool | None]:

@@ -117,6 +117,8 @@ class _Record(BaseModel):
     prompt_tokens: Annotated[StrictInt, Field(gt=0, le=10**9)] | None = None
     output_tokens: Annotated[StrictInt, Field(gt=0, le=10**9)] | None = None
     tokens: _Rate(1.0, 1e18) = None
+    prompts: Annotated[StrictInt, Field(gt=0, le=10**9)] | None = None
+    request_rate: Annotated[_Num, Field(gt=0, le=1e9), AfterValidator(_finite)] | None = None
     recompute: Literal["none", "full"] = "none"
     simulated: StrictBool = False
     notes: list[Annotated[str, Field(max_length=2000)]] = Field(default_factory=list, max_length=50)

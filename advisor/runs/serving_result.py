@@ -58,6 +58,8 @@ class ServingResult:
     ttft_p99_s: float | None = None
     tpot_p50_s: float | None = None
     tpot_p99_s: float | None = None
+    prompts: int | None = None  # the requests the run sent (its --num-prompts, else those completed)
+    request_rate: float | None = None  # the arrival rate it offered, requests/s; None: unbounded
 
 
 def serving_record(path: Path, data: bytes, r: ServingResult, opts: ImportOptions, *parts: str) -> RunRecord:
@@ -82,7 +84,8 @@ def serving_record(path: Path, data: bytes, r: ServingResult, opts: ImportOption
         software=opts.software or r.software, notes=() if arch else (UNRESOLVED,), accelerator_id=acc,
         devices=opts.devices or 1, machine_id=machine_id, machine_note=note, batch=r.concurrency,
         prompt_tokens=max(1, round(r.input_tokens / r.completed)) if r.input_tokens else None,
-        output_tokens=max(1, round(r.output_tokens / r.completed)))
+        output_tokens=max(1, round(r.output_tokens / r.completed)), prompts=r.prompts or r.completed,
+        request_rate=r.request_rate)
 
 
 def this_gpu(opts: ImportOptions) -> str | None:

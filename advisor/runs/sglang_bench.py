@@ -17,8 +17,8 @@ from pydantic import Field, ValidationError
 
 from advisor.estimate.run_record import RunRecord
 from advisor.runs.common import ImportOptions, RunImportError, file_time, validation_reason
-from advisor.runs.serving_result import ServingResult, serving_record
-from advisor.runs.vllm_bench import BenchServingFields, s_of
+from advisor.runs.serving_result import serving_record
+from advisor.runs.vllm_bench import BenchServingFields
 
 MAX_LINES = 10_000
 _Ms = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
@@ -49,14 +49,11 @@ def read_sglang_bench(path: Path, data: bytes, rows: list, opts: ImportOptions) 
     for n, row in enumerate(rows, 1):
         try:
             r = _Line.model_validate(row)
+            result = r.result("sglang-bench", "sglang", when, None)
         except ValidationError as exc:
             raise RunImportError(path, f"run {n}: not an SGLang bench_serving result ({validation_reason(exc)})") \
                 from None
-        out.append(serving_record(path, data, ServingResult(
-            kind="sglang-bench", software="sglang", recorded_at=when, model_id=None,
-            concurrency=r.max_concurrency, duration_s=r.duration, completed=r.completed,
-            input_tokens=r.total_input_tokens, output_tokens=r.total_output_tokens,
-            output_tokens_per_s=r.output_throughput, requests_per_s=r.request_throughput,
-            ttft_p50_s=s_of(r.median_ttft_ms), ttft_p99_s=s_of(r.p99_ttft_ms), tpot_p50_s=s_of(r.median_tpot_ms),
-            tpot_p99_s=s_of(r.p99_tpot_ms)), opts, f"line {n}"))
+        except ValueError as exc:
+            raise RunImportError(path, f"run {n}: not an SGLang bench_serving result ({exc})") from None
+        out.append(serving_record(path, data, result, opts, f"line {n}"))
     return out

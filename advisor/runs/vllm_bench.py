@@ -2,7 +2,7 @@
 
 The keys (vllm-project/vllm, ``vllm/benchmarks/serve.py``, the ``result_json`` it saves, read at commit
 def9ce85): ``date`` ("%Y%m%d-%H%M%S"), ``backend``, ``model_id``, ``num_prompts``, ``request_rate``,
-``max_concurrency``, then the benchmark's ``duration``, ``completed``, ``total_input_tokens``,
+``max_concurrency`` (``request_rate`` a number or ``"inf"``), then the benchmark's ``duration``, ``completed``, ``total_input_tokens``,
 ``total_output_tokens``, ``request_throughput``, ``output_throughput`` and per latency metric
 ``mean_/median_/p99_`` ``ttft_ms``, ``tpot_ms``, ``itl_ms``. The file names no hardware: ``--accelerator``
 (default: this machine's first GPU) and ``--devices`` say what served it. The model is the file's ``model_id``
@@ -29,6 +29,8 @@ class BenchServingFields(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     backend: str | None = Field(default=None, max_length=100)
+    num_prompts: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    request_rate: float | None = Field(default=None, gt=0)  # requests/s; "inf" (vLLM), Infinity (SGLang): unbounded
     max_concurrency: int | None = Field(default=None, ge=1, le=10**7)
     duration: float = Field(gt=0, le=1e9, allow_inf_nan=False)
     completed: int = Field(ge=1, le=MAX_COUNT)
@@ -40,6 +42,33 @@ class BenchServingFields(BaseModel):
     p99_ttft_ms: float | None = _Ms
     median_tpot_ms: float | None = _Ms
     p99_tpot_ms: float | None = _Ms
+
+    def shape(self) -> dict:
+        """The run's load as ``ServingResult`` fields: its users (``--max-concurrency``; with no limit and an
+        unbounded rate every prompt is sent at once, so the prompts), the requests it sent and the rate it offered
+        (None: unbounded).
+
+        Raises:
+            ValueError: a finite rate above ``MAX_RATE``, or more completed requests than it sent.
+        """
+        rate = None if self.request_rate is None or self.request_rate == float("inf") else self.request_rate
+        if rate is not None and rate > 1e9:
+            raise ValueError(f"request_rate {rate:g} is above 1e9 requests/s")
+        if self.num_prompts is not None and self.completed > self.num_prompts:
+            raise ValueError(f"completed {self.completed} is more than num_prompts {self.num_prompts}")
+        users = self.max_concurrency
+        if users is None and rate is None and self.num_prompts is not None:
+            users = min(self.num_prompts, 10**7)
+        return {"concurrency": users, "prompts": self.num_prompts, "request_rate": rate}
+
+    def result(self, kind: str, software: str, recorded_at: str, model_id: str | None) -> ServingResult:
+        """The run as every serving benchmark's result (``serving_result``)."""
+        return ServingResult(
+            kind=kind, software=software, recorded_at=recorded_at, model_id=model_id, duration_s=self.duration,
+            completed=self.completed, input_tokens=self.total_input_tokens, output_tokens=self.total_output_tokens,
+            output_tokens_per_s=self.output_throughput, requests_per_s=self.request_throughput,
+            ttft_p50_s=s_of(self.median_ttft_ms), ttft_p99_s=s_of(self.p99_ttft_ms),
+            tpot_p50_s=s_of(self.median_tpot_ms), tpot_p99_s=s_of(self.p99_tpot_ms), **self.shape())
 
 
 class _Result(BenchServingFields):
@@ -75,12 +104,9 @@ def read_vllm_bench(path: Path, data: bytes, doc, opts: ImportOptions) -> RunRec
     """
     try:
         r = _Result.model_validate(doc)
+        result = r.result("vllm-bench", "vllm", _date(r.date, path), r.model_id)
     except ValidationError as exc:
         raise RunImportError(path, f"not a vLLM benchmark result ({validation_reason(exc)})") from None
-    return serving_record(path, data, ServingResult(
-        kind="vllm-bench", software="vllm", recorded_at=_date(r.date, path), model_id=r.model_id,
-        concurrency=r.max_concurrency, duration_s=r.duration, completed=r.completed,
-        input_tokens=r.total_input_tokens, output_tokens=r.total_output_tokens,
-        output_tokens_per_s=r.output_throughput, requests_per_s=r.request_throughput,
-        ttft_p50_s=s_of(r.median_ttft_ms), ttft_p99_s=s_of(r.p99_ttft_ms), tpot_p50_s=s_of(r.median_tpot_ms),
-        tpot_p99_s=s_of(r.p99_tpot_ms)), opts)
+    except ValueError as exc:
+        raise RunImportError(path, f"not a vLLM benchmark result ({exc})") from None
+    return serving_record(path, data, result, opts)

@@ -60,3 +60,22 @@ def test_runs_page_and_the_cli_show_the_same_prediction(make_window, qtbot, caps
     qtbot.waitUntil(lambda: w.ctx.local_known and page.is_ready() and page.model.rowCount() == 1, timeout=20000)
     (row,) = page.rows
     assert row["predicted_now"] == cli["predicted_now"] and row["error_factor"] == cli["error_factor"]
+
+
+def test_a_serving_run_shows_its_load_as_the_cli_does(make_window, qtbot, capsys):
+    """A serving benchmark's run at its load (throughput, TTFT p50, TPOT p50 against the plan, with ranges) under
+    the table: the text ``advisor runs`` prints (``runs.listing.load_summary``)."""
+    from advisor.cli import main
+
+    run = FIX / "vllm-bench" / "vllm-10-prompts-concurrency1.json"
+    assert main(["runs", "import", str(run), "--accelerator", "h100-sxm"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--fake-gpu", "2x4090"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if " at its load " in ln)
+    w = make_window("2x4090")
+    w.show_page("runs")
+    page = w.page("runs")
+    qtbot.waitUntil(lambda: w.ctx.local_known and page.is_ready() and page.model.rowCount() == 1, timeout=20000)
+    assert page.load_detail.isVisibleTo(page)
+    assert page.load_detail.text() == "R" + line[1:]
+    assert "TTFT p50 20.0 ms measured" in page.load_detail.text()

@@ -92,3 +92,37 @@ def test_the_page_exports_the_report_the_cli_writes(make_window, qtbot, tmp_path
     assert "Your GPUs: GeForce RTX 4090" in text and "Each user sees" in text
     assert text.count("](data:image/svg+xml;base64,") == 1  # the knee chart
     assert "Report written to" in page.footer.text()
+
+
+def test_an_imported_run_of_the_job_is_drawn_against_the_plan(make_window, qtbot, capsys):
+    """A serving run of the sized job (model, accelerator, devices, runtime: vllm bench serve against llama.cpp on
+    this machine's RTX 4090) is drawn on the chart, measured (a star) and planned at its own load (with its 80 %
+    ranges), and its ``advisor runs`` line is under the chart; a run of another accelerator is not."""
+    import math
+    from pathlib import Path
+
+    fix = Path(__file__).parents[1] / "runs" / "fixtures" / "vllm-bench" / "vllm-10-prompts-concurrency1.json"
+    assert main(["runs", "import", str(fix), "--accelerator", "rtx-4090", "--software", "llama.cpp"]) == 0
+    assert main(["runs", "--fake-gpu", "2x4090"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if " at its load " in ln)
+    w = make_window("2x4090")
+    w.show_page("serve")
+    page = w.page("serve")
+    qtbot.waitUntil(page.is_ready, timeout=15000)
+    ((option, row),) = page.bundle.runs
+    assert option.id == "owned:rtx-4090" and row["id"] == 1
+    f = row["load"]["figures"]
+    names = {item.name(): item for item in page._lines if hasattr(item, "name") and item.name()}
+    xs, ys = names["run 1: measured (TTFT p50)"].getData()  # the log axes' coordinates
+    assert list(xs) == pytest.approx([math.log10(151.39)]) and list(ys) == pytest.approx([math.log10(0.020)])
+    xs, ys = names["run 1: planned at its load (TTFT p50, 80 % ranges)"].getData()
+    assert list(xs) == pytest.approx([math.log10(f["tokens_per_s"]["predicted"])])
+    assert list(ys) == pytest.approx([math.log10(f["ttft_p50_s"]["predicted"])])
+    assert page.runs_line.isVisibleTo(page)
+    assert page.runs_line.text() == "Your run 1 on GeForce RTX 4090 (llama.cpp) " + line.split(" ", 2)[2]
+    # the same file as a run of an H100 is not this job
+    assert main(["runs", "--reset"]) == 0
+    assert main(["runs", "import", str(fix), "--accelerator", "h100-sxm", "--software", "llama.cpp"]) == 0
+    page.refresh()
+    qtbot.waitUntil(lambda: page.is_ready() and not page.bundle.runs, timeout=15000)
+    assert not page.runs_line.isVisibleTo(page)

@@ -2,7 +2,10 @@
 
 A table of the imported runs (``advisor runs``: the same rows, from ``advisor.runs.listing``) and a log-log
 chart of predicted against measured tokens/s with the y = x line and a ±25 % band: points inside the band are
-jobs the advisor planned within 25 %. Runs on this machine are filled, runs from other machines hollow.
+jobs the advisor planned within 25 %. Runs on this machine are filled, runs from other machines hollow. Below the
+table, a serving benchmark's run (the selected one, else the latest) at its own load: throughput, first token and
+time per output token against the plan of a published run of that shape, each with its 80 % range
+(``runs.listing.load_summary``, the text ``advisor runs`` prints).
 Import reads a file with ``advisor.runs.import_file`` (a bad file is one line here, nothing stored); Forget
 deletes the selected run. Work that plans runs off the GUI thread.
 """
@@ -129,7 +132,19 @@ class RunsPage(Page):
         self.view.setObjectName("runsTable")
         self.view.setMinimumHeight(90)
         self.view.selectionModel().selectionChanged.connect(self._on_selection_changed)
-        split.addWidget(self.view)
+        table_box = QWidget()
+        tl = QVBoxLayout(table_box)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.view, 1)
+        self.load_detail = WrappedLabel()  # a serving run at its load: measured against planned
+        self.load_detail.setTextFormat(Qt.TextFormat.PlainText)  # it quotes numbers of a file: never markup
+        self.load_detail.setObjectName("runsLoad")
+        self.load_detail.setToolTip("A serving benchmark run at its own load (users or rate, prompts, lengths), "
+                                    "planned as a published run of that shape: output tokens/s, first token "
+                                    "(p50) and time per output token (p50), each with the plan's 80 % range")
+        self.load_detail.setVisible(False)
+        tl.addWidget(self.load_detail)
+        split.addWidget(table_box)
         chart_box = QWidget()
         cl = QVBoxLayout(chart_box)
         cl.setContentsMargins(0, 0, 0, 0)
@@ -212,6 +227,7 @@ class RunsPage(Page):
         for axis in ("bottom", "left"):
             plots.set_log_ticks(self.plot, axis, RATE_TICKS, lo, hi)
         plots.set_empty_text(self.plot, None if values else "No run with a prediction yet: import one above")
+        self._show_load()
         if not self.rows:
             self.message.setText("No runs imported yet: Import… a trainer_state.json, llama-bench output or a vLLM "
                                  "benchmark result (or: advisor runs import FILE).")
@@ -229,6 +245,17 @@ class RunsPage(Page):
     @Slot()
     def _on_selection_changed(self, *_args) -> None:
         self.forget_button.setEnabled(self.selected() is not None)
+        self._show_load()
+
+    def _show_load(self) -> None:
+        """The selected run at its load, else the latest serving run's; hidden where no run is a serving run."""
+        from advisor.runs.listing import load_summary
+
+        chosen = self.selected()
+        if chosen is None or "load" not in chosen:
+            chosen = next((r for r in reversed(self.rows) if "load" in r), None)
+        self.load_detail.setVisible(chosen is not None)
+        self.load_detail.setText("" if chosen is None else f"Run {chosen['id']} {load_summary(chosen['load'])}")
 
     @Slot()
     def _on_import_clicked(self) -> None:

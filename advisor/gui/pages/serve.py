@@ -4,7 +4,10 @@ requests cost, on the GPUs the user owns first and on every offer (``advisor ser
 The form is built from the serving schema (``advisor.job.serve.SERVE_FIELDS``); the sizing runs in a worker
 (``gui.serve_data.serve_bundle``); the page draws the one :class:`~advisor.gui.serve_data.ServeBundle`: the
 answer lines of ``report.serve_text``, the options table and, per charted option, the throughput against the
-p95 time to first token as the load rises (the knee).
+p95 time to first token as the load rises (the knee). An imported serving run of the same job (model, and a
+charted option's accelerator, devices and runtime) is drawn on it: what it measured (output tokens/s, first
+token p50) and what the plan gives at that run's own load, with both figures' 80 % ranges, and its line of
+``advisor runs`` under the chart (``runs.listing.load_summary``).
 """
 
 from __future__ import annotations
@@ -141,8 +144,21 @@ class ServePage(Page):
         self.chart.setObjectName("serveChart")
         # both axes logarithmic: a laptop GPU's tens of tokens/s and a datacenter part's thousands on one chart
         self.chart.getPlotItem().setLogMode(x=True, y=True)
+        # the user's serving runs of this job at their load, measured against planned: under the answer
+        self.runs_line = QLabel()
+        self.runs_line.setObjectName("serveRuns")
+        self.runs_line.setWordWrap(True)
+        self.runs_line.setTextFormat(Qt.TextFormat.PlainText)  # it quotes a run file's figures: never markup
+        self.runs_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.runs_line.setVisible(False)
+        answer_box = QWidget()
+        ab = QVBoxLayout(answer_box)
+        ab.setContentsMargins(0, 0, 0, 0)
+        ab.addWidget(self.answer)
+        ab.addWidget(self.runs_line)
+        ab.addStretch(1)
         top = QSplitter(Qt.Orientation.Horizontal)
-        top.addWidget(self.answer)
+        top.addWidget(answer_box)
         top.addWidget(self.chart)
         top.setStretchFactor(0, 1)
         top.setStretchFactor(1, 1)
@@ -345,6 +361,8 @@ class ServePage(Page):
             self._lines.append(item)
         xs = [p.output_tokens_per_s for _o, pts in bundle.curves for p in pts if p.stable and p.output_tokens_per_s > 0]
         ys = [p.ttft_p95_s for _o, pts in bundle.curves for p in pts if p.stable and 0 < p.ttft_p95_s < math.inf]
+        run_xs, run_ys = self._draw_runs(bundle)
+        xs, ys = xs + run_xs, ys + run_ys
         if xs and ys:
             plots.set_log_ticks(self.chart, "bottom", plots.RATE_TICKS, min(xs) / 1.5, max(xs) * 1.5)
             plots.set_log_ticks(self.chart, "left", plots.SECOND_TICKS, min(ys) / 1.5, max(ys) * 1.5)
@@ -353,6 +371,52 @@ class ServePage(Page):
         self._target_line.setVisible(target is not None)
         plots.set_empty_text(self.chart, None if bundle.curves else "No option fits this model")
         self.chart.getPlotItem().enableAutoRange()
+
+    def _draw_runs(self, bundle) -> tuple[list[float], list[float]]:
+        """Each imported run of this job on its option's colour: a star where it measured (output tokens/s, first
+        token p50), a hollow circle where the plan puts that run's own load, with the 80 % ranges of both figures
+        (error bars, drawn in the log axes' own coordinates). Returns the figures drawn (the axes' ticks span
+        them)."""
+        import numpy as np
+        import pyqtgraph as pg
+
+        from advisor.runs.listing import load_summary
+
+        order = [o for o, _ in bundle.curves]
+        xs: list[float] = []
+        ys: list[float] = []
+        lines = []
+        for o, row in bundle.runs:
+            f = row["load"]["figures"]
+            tps, ttft = f["tokens_per_s"], f["ttft_p50_s"]
+            i = order.index(o) if o in order else 0
+            lines.append(f"Your run {row['id']} on {o.accelerator_name} ({o.runtime}) "
+                         + load_summary(row["load"]))
+            if not (tps["predicted"] > 0 and ttft["predicted"] > 0):
+                continue
+            planned = plots.add_line(self.chart, f"run {row['id']}: planned at its load (TTFT p50, 80 % ranges)", i)
+            planned.setData([tps["predicted"]], [ttft["predicted"]], pen=None, symbol="o", symbolSize=11,
+                            symbolBrush=None, symbolPen=plots.pen(i, 2.0))
+            self._lines.append(planned)
+            lx, ly = math.log10(tps["predicted"]), math.log10(ttft["predicted"])
+            one = lambda v: np.array([v], dtype=float)  # noqa: E731 - ErrorBarItem does arithmetic on arrays
+            bars = pg.ErrorBarItem(x=one(lx), y=one(ly), left=one(lx - math.log10(tps["low"])),
+                                   right=one(math.log10(tps["high"]) - lx), bottom=one(ly - math.log10(ttft["low"])),
+                                   top=one(math.log10(ttft["high"]) - ly), beam=0.02, pen=plots.pen(i, 1.0))
+            self.chart.addItem(bars)
+            self._lines.append(bars)
+            xs += [tps["low"], tps["high"]]
+            ys += [ttft["low"], ttft["high"]]
+            if tps["measured"] and ttft["measured"]:
+                got = plots.add_line(self.chart, f"run {row['id']}: measured (TTFT p50)", i)
+                got.setData([tps["measured"]], [ttft["measured"]], pen=None, symbol="star", symbolSize=16,
+                            symbolBrush=plots.color(i), symbolPen=plots.pen(i, 1.0))
+                self._lines.append(got)
+                xs.append(tps["measured"])
+                ys.append(ttft["measured"])
+        self.runs_line.setText("\n".join(lines))
+        self.runs_line.setVisible(bool(lines))
+        return xs, ys
 
     # ------------------------------------------------------------ the report
     @Slot()

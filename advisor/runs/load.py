@@ -1,0 +1,145 @@
+"""A serving benchmark's run at its load, planned as a published served row of the same shape is planned.
+
+A ``vllm bench serve``, SGLang ``bench_serving`` or GuideLLM run measured output tokens/s, the first token (p50)
+and the time per output token (p50) at a load: its users (``--max-concurrency``, GuideLLM's streams), the
+requests it sent (``--num-prompts``) or the rate it offered, and its mean lengths. ``run_measurement`` writes that
+run as the calibration set's row of a served load (``estimate.calibration.Measurement``: the model, accelerator,
+devices, runtime, format, lengths, users, and the ``prompts`` or ``requests_per_s`` setting), and ``served_load``
+plans it with ``planner.measured.shown_figures``: the function bench_truth's rows of the serving groups are
+planned with (``shown_prediction``), the serving model at that load (a finite run of N prompts by C users who
+start together: ``estimate.serving_queue.serve_finite``) with the figures as the planner shows them and each
+group's 80 % range. The one difference is the calibration: a run is planned with the user's runs of its
+accelerator (itself left out: plan against actual), as ``advisor serve`` plans with them.
+"""
+
+from __future__ import annotations
+
+from advisor.estimate.learned import SERVING_RUN_KINDS
+from advisor.estimate.run_record import RunRecord
+
+# The figures of a served load: (calibration group, the ``Measured`` field the run holds, unit).
+LOAD_FIGURES = (("serving", "tokens_per_s", "tokens/s"), ("ttft", "ttft_p50_s", "s"), ("tpot", "tpot_p50_s", "s"))
+SOURCE_ID = "your-run"
+
+
+def model_spec(rec: RunRecord) -> str | None:
+    """The model spec of a serving run's model as the serving job resolves it: a spec as given (a preset, ``hf:``,
+    a local file), else the preset whose model card is the file's Hugging Face id (``serving_result.model_spec_of``).
+    """
+    from advisor.runs.serving_result import model_spec_of
+
+    name = (rec.model or "").strip()
+    if not name:
+        return None
+    if name.startswith("hf:") or name.endswith((".json", ".gguf")):
+        return name
+    return model_spec_of(name)
+
+
+def _rate_text(rate: float) -> str:
+    """A rate as the text of a row's setting (``measured.serve_job_values`` reads a number with a point as a
+    float)."""
+    text = f"{rate:.12f}".rstrip("0")
+    return text if text != "0." else "0.0"
+
+
+def format_fields(rec: RunRecord, weight_format: str | None) -> tuple[str, str]:
+    """``(quant, precision)`` of a run's row: the record's where its file or the user said them, else the weight
+    format its own plan assumed (``weight_format``: the planned option's, the runtime's usual format), so that
+    the run's load and its rule-1 figure are one job: a 16-bit float as the precision, fp8 as both, any other
+    format as the quant."""
+    if rec.quant or not weight_format:
+        return rec.quant or "", rec.precision or ""
+    if weight_format in ("bf16", "f16", "fp16"):
+        return "", "bf16" if weight_format == "bf16" else "fp16"
+    if weight_format == "fp8":
+        return "fp8", "fp8"
+    return weight_format, rec.precision or ""
+
+
+def run_measurement(rec: RunRecord, group: str = "serving", weight_format: str | None = None) -> object | None:
+    """The calibration row (``estimate.calibration.Measurement``) a serving run would be, of ``group``
+    (``serving``, ``ttft`` or ``tpot``; the times at their p50), or None: not a serving run, or without a model,
+    accelerator or lengths. ``weight_format``: the format the run's own plan assumed (``format_fields``)."""
+    from advisor.estimate.calibration import Measurement
+    from advisor.planner.measured import RUN_SETTING
+
+    if rec.kind not in SERVING_RUN_KINDS or rec.training or not rec.accelerator_id or not rec.params:
+        return None
+    spec = model_spec(rec)
+    if spec is None or not rec.output_tokens:
+        return None
+    if rec.request_rate is not None:  # arrivals at a rate (Poisson), as a published rate's row states it
+        settings: tuple[tuple[str, str], ...] = (("requests_per_s", _rate_text(rec.request_rate)),)
+    elif rec.prompts is not None:  # a finite run of its prompts by its users, who start together
+        settings = ((RUN_SETTING, str(rec.prompts)),)
+    else:
+        settings = ()
+    field, unit = next((f, u) for g, f, u in LOAD_FIGURES if g == group)
+    value = getattr(rec.measured, field) or 0.0
+    quant, precision = format_fields(rec, weight_format)
+    return Measurement(
+        row_id=f"run-{rec.content_sha256[:12]}", group=group, source_id=SOURCE_ID, source_title=rec.file_name,
+        source_url="", source_date=rec.date, model=spec, params=float(rec.params), accelerator_id=rec.accelerator_id,
+        devices=rec.devices, software=rec.software or "", backend="", weight_format=quant, quant=quant,
+        precision=precision, workload="inference", batch=rec.batch or 1,
+        prompt_tokens=rec.prompt_tokens or 1, output_tokens=rec.output_tokens, seq_len=0, parallelism="",
+        checkpointing="", value=value, published=value, unit=unit, settings=settings, statistic="p50")
+
+
+def run_runtime(rec: RunRecord) -> str | None:
+    """The runtime a serving run is planned with (the runtime its row names: ``measured.serve_job_values``), or
+    None: not a serving run, or software the planner has no profile of (the runtime needs no weight format)."""
+    from advisor.planner.measured import serve_job_values
+
+    m = run_measurement(rec)
+    return None if m is None else serve_job_values(m).get("runtime")
+
+
+def load_shape(rec: RunRecord, weight_format: str | None = None) -> dict:
+    """The load a serving run was measured at: ``{"users", "prompts", "requests_per_s", "prompt_tokens",
+    "output_tokens", "weight_format"}`` (users None for a run at a rate; the weight format the record names, else
+    the one its plan assumed, None where neither is known)."""
+    return {"users": None if rec.request_rate is not None else (rec.batch or 1), "prompts": rec.prompts,
+            "requests_per_s": rec.request_rate, "prompt_tokens": rec.prompt_tokens,
+            "output_tokens": rec.output_tokens, "weight_format": rec.quant or weight_format}
+
+
+def served_load(rec: RunRecord, catalog, calibration=None, weight_format: str | None = None) -> dict | None:
+    """The run's load planned (``planner.measured.shown_figures`` on ``run_measurement``) against what it measured:
+    ``{"shape": load_shape, "figures": {field: {"measured", "predicted", "low", "high", "unit"}}}`` for output
+    tokens/s, the first token's p50 and the time per output token's p50 (``measured`` None where the file gave
+    none); None where the load is not planned (not a serving run, an unknown model, no steady state).
+
+    Args:
+        calibration: the planner's calibration with the user's runs (``predict`` passes it with ``rec`` left out).
+        weight_format: the weight format the run's own plan assumed (``predict``: its planned option's).
+    """
+    from advisor.planner.measured import shown_figures
+
+    m = run_measurement(rec, weight_format=weight_format)
+    if m is None:
+        return None
+    figures = shown_figures(m, catalog, tuple(g for g, _, _ in LOAD_FIGURES), calibration)
+    if figures is None:
+        return None
+    out = {}
+    for group, field, unit in LOAD_FIGURES:
+        value, (low, high) = figures[group]
+        out[field] = {"measured": getattr(rec.measured, field), "predicted": value, "low": low, "high": high,
+                      "unit": unit}
+    return {"shape": load_shape(rec, weight_format), "figures": out}
+
+
+def compare_load(load: dict | None) -> dict | None:
+    """``load`` (``served_load``) with each figure's ``error_factor`` (predicted / measured) and ``range_held``
+    (the measured figure inside the plan's 80 % range), None where the run did not measure it."""
+    if not load:
+        return None
+    figures = {}
+    for field, f in load["figures"].items():
+        got = f.get("measured")
+        ok = bool(got) and f.get("predicted") is not None
+        figures[field] = {**f, "error_factor": f["predicted"] / got if ok else None,
+                          "range_held": (f["low"] <= got <= f["high"]) if ok else None}
+    return {"shape": load["shape"], "figures": figures}
