@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from advisor.catalog.defaults import defaults
 from advisor.estimate.serving_queue import ServePoint
+from advisor.job.schema import request_window
 from advisor.job.serve import ServeJob
 from advisor.planner.serve import ServeOption, ServeResult, charted, knee_curves, serve_plan
 from advisor.planner.serve_advice import changes_of
@@ -17,7 +18,10 @@ from advisor.planner.serve_advice import changes_of
 # The Serve form's fields, in order (their widgets, ranges and help come from advisor.job.serve.SERVE_FIELDS).
 FORM_FIELDS = ("model", "quant", "runtime", "kv_cache_bits", "users", "requests_per_s", "prompt_tokens",
                "output_tokens", "lengths", "ttft_p95_s", "tokens_per_s_per_user")
-DEFAULT_VALUES = {"model": defaults().model, "users": 8, "prompt_tokens": 1000, "output_tokens": 300,
+# The lengths are the plan's request (job.schema.request_window), shown as numbers; the load and target the
+# form's own starting point (advisor serve asks for both).
+_PROMPT, _OUTPUT, _ = request_window(None, ServeJob.model_fields["output_tokens"].default, None)
+DEFAULT_VALUES = {"model": defaults().model, "users": 8, "prompt_tokens": _PROMPT, "output_tokens": _OUTPUT,
                   "ttft_p95_s": 2.0}
 
 

@@ -50,6 +50,9 @@ CHECKPOINTING = ("none", "selective", "full")
 QUANTS: tuple[str, ...] = tuple(runtime_data().formats)
 RUNTIMES: tuple[str, ...] = tuple(runtime_data().runtimes)
 MAX_DEVICES = 16384
+# The window of an inference request with neither --prompt-tokens nor --context: 2048 tokens (capped at the
+# model's), the prompt being what the output leaves of it (request_window).
+DEFAULT_CONTEXT = 2048
 # Training frameworks (resources/frameworks.toml): the ids a plan names, and the aliases that resolve to them.
 FRAMEWORKS = tuple(bundled_frameworks())
 FRAMEWORK_ALIASES = tuple(a for p in bundled_frameworks().values() for a in p.aliases)
@@ -567,3 +570,21 @@ def assumption_meta(name: str) -> Assumption:
 def json_schema() -> dict:
     """The JSON schema of a job (pydantic's), for tools and forms."""
     return Job.model_json_schema()
+
+
+def request_window(prompt_tokens: int | None, output_tokens: int, context: int | None,
+                   max_context: int | None = None) -> tuple[int, int, int]:
+    """Prompt, output and window (the tokens the KV cache holds) of one inference request, the one rule the plan
+    and a serving job take (docs/method.md, "Inference speed").
+
+    ``--prompt-tokens`` with ``--output-tokens`` give the window (unless ``--context`` is larger); ``--context``
+    alone is the window and the prompt what the output leaves of it (``DEFAULT_CONTEXT`` without one, capped at the
+    model's ``max_context``). A window no longer than the output is read as the prompt.
+    """
+    out = output_tokens
+    if prompt_tokens is not None:
+        return prompt_tokens, out, max(context or 0, prompt_tokens + out)
+    window = context or (min(DEFAULT_CONTEXT, max_context) if max_context else DEFAULT_CONTEXT)
+    if window > out:
+        return window - out, out, window
+    return window, out, window + out

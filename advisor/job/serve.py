@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from advisor.job.schema import FieldMeta, Job, JobInputError, _build_fields, _field, _input_error
+from advisor.job.schema import FieldMeta, Job, JobInputError, _build_fields, _field, _input_error, request_window
 
 # Fields of a plan a serving job reads too (the rest are training or budget inputs).
 FROM_JOB = ("model", "params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "download",
@@ -36,7 +36,6 @@ LENGTH_PRESETS = {
                "Alpaca instructions in Kwon et al. 2023 (vLLM, SOSP '23), Fig. 11: mean input 19.31 and output "
                "58.45 tokens; spread 1.0 assumed"),
 }
-DEFAULT_PROMPT_TOKENS = 512
 
 
 class ServeJob(Job):
@@ -47,7 +46,8 @@ class ServeJob(Job):
                                workloads=SERVE, ge=1, le=1_000_000)
     requests_per_s: float | None = _field(None, unit="requests/s", help="arrival rate of requests (Poisson) "
                                           "instead of --users", group="serve", workloads=SERVE, gt=0, le=1e6)
-    # --prompt-tokens and --output-tokens are the plan's (their mean here; DEFAULT_PROMPT_TOKENS without one).
+    # --prompt-tokens and --output-tokens are the plan's (their mean here; without them, the plan's request:
+    # schema.request_window).
     prompt_spread: float | None = _field(None, unit="sd/mean", help="spread of the prompt lengths: standard "
                                          "deviation over mean (0: all alike; default 0 or the preset's)",
                                          group="serve", workloads=SERVE, ge=0, le=10)
@@ -122,10 +122,13 @@ class RequestLengths:
     origin: str
 
 
-def request_lengths(job: ServeJob) -> RequestLengths:
-    """Prompt and output lengths: the flags, else the preset's, else the defaults."""
+def request_lengths(job: ServeJob, max_context: int | None = None) -> RequestLengths:
+    """Prompt and output lengths: the flags, else the preset's, else the plan's request (``schema.request_window``:
+    the window ``--context``, else 2048 capped at the model's ``max_context``, the prompt what the output leaves),
+    so that one user served is the inference plan's request."""
     given = job.model_fields_set
-    pm, pcv, om, ocv, origin = (float(DEFAULT_PROMPT_TOKENS), 0.0, float(job.output_tokens), 0.0, "as given")
+    prompt = request_window(None, job.output_tokens, job.context, max_context)[0]
+    pm, pcv, om, ocv, origin = (float(prompt), 0.0, float(job.output_tokens), 0.0, "as given")
     if job.lengths is not None:
         pm, pcv, om, ocv, origin = LENGTH_PRESETS[job.lengths]
         origin = f"{job.lengths}: {origin}"

@@ -19,7 +19,7 @@ from advisor.catalog.runtimes import RuntimeChoice, choose, runtime_data
 from advisor.estimate.model import ModelArch, active_param_count, generic_arch, param_count
 from advisor.estimate.software import TrainingBehaviours
 from advisor.job import Job, JobInputError
-from advisor.job.schema import JOB_FIELDS
+from advisor.job.schema import JOB_FIELDS, request_window
 from advisor.models import ModelSpecError, resolve_model
 
 PlanRequest = Job
@@ -252,7 +252,6 @@ def _software(framework: str | None, workload: str, given: tuple[tuple[str, obje
 
 
 # ---------------------------------------------------------------------------------------------- serving
-DEFAULT_CONTEXT = 2048
 
 
 @dataclass(frozen=True)
@@ -271,19 +270,9 @@ class Lengths:
 
 
 def lengths(req: PlanRequest, max_context: int) -> Lengths:
-    """Prompt, output and window of an inference request (docs/method.md, "Inference speed").
-
-    ``--prompt-tokens`` with ``--output-tokens`` give the window (unless ``--context`` is larger); ``--context``
-    alone is the window and the prompt what the output leaves of it (the default window 2048, capped at the
-    model's). A window no longer than the output is read as the prompt, as before the two were apart.
-    """
-    out = req.output_tokens
-    if req.prompt_tokens is not None:
-        return Lengths(req.prompt_tokens, out, max(req.context or 0, req.prompt_tokens + out))
-    window = req.context or min(DEFAULT_CONTEXT, max_context)
-    if window > out:
-        return Lengths(window - out, out, window)
-    return Lengths(window, out, window + out)
+    """Prompt, output and window of an inference request (``job.schema.request_window``, the rule a serving job
+    takes too)."""
+    return Lengths(*request_window(req.prompt_tokens, req.output_tokens, req.context, max_context))
 
 
 def default_runtime(acc: Accelerator, quant: str | None = None, kv_bits: int = 16) -> str:

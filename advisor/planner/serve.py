@@ -437,9 +437,9 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
         except (TypeError, ValueError) as exc:
             raise PlanInputError("assumptions", str(exc)) from None
     jm = resolve_job_model(job, catalog)
-    rl = request_lengths(job)
-    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
     max_ctx = jm.arch.max_context
+    rl = request_lengths(job, max_ctx)
+    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
     if max_ctx and rl.prompt_mean + rl.output_mean > max_ctx:
         raise PlanInputError("prompt_tokens", f"{rl.prompt_mean:,.0f} prompt + {rl.output_mean:,.0f} output tokens "
                              f"exceed {jm.name}'s context of {max_ctx:,} tokens")

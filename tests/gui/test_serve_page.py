@@ -18,8 +18,10 @@ def test_page_sizes_like_the_cli_with_this_machine_first(make_window, qtbot, cap
     rows = page.table_model.rows()
     assert rows[0].id == "owned:rtx-4090" and rows[0].this_machine
     assert "Your GPUs: GeForce RTX 4090" in page.answer.text() and "Each user sees" in page.answer.text()
-    assert main(["serve", "--model", "llama-3.1-8b", "--users", "8", "--prompt-tokens", "1000", "--output-tokens",
-                 "300", "--ttft-p95", "2", "--fake-gpu", "2x4090", "--json"]) == 0
+    # the page's lengths are the CLI's defaults (the plan's request: 1,792 prompt and 256 output tokens)
+    assert page.values()["prompt_tokens"] == 1792 and page.values()["output_tokens"] == 256
+    assert main(["serve", "--model", "llama-3.1-8b", "--users", "8", "--ttft-p95", "2", "--fake-gpu", "2x4090",
+                 "--json"]) == 0
     doc = json.loads(capsys.readouterr()[0])
     cli = {o["id"]: o for o in doc["options"]}
     for o in rows[:5]:
