@@ -661,8 +661,155 @@ def p99_of(p50: float, p95: float) -> float:
     return p50 * (p95 / p50) ** _Z99_OVER_Z95
 
 
+@dataclass(frozen=True)
+class HarnessBatching:
+    """A load generator's harness that holds the arrivals and hands them to the replicas in batches, one replica a
+    batch in turn: a batch goes when it holds ``most`` requests or ``window_s`` after the last one went, to the next
+    of ``replicas`` replicas (round robin). AMD's MLPerf Inference v4.1 Llama 2 70B harness (``--enable-batcher``:
+    ``batch_samples_loop`` of ``VllmFp8/sync_sut.py``; ``--batcher-threshold`` 0.3 s and ``--gpu-batch-size`` 96, the
+    defaults of ``mainVllmFp8_SyncServer.py``, which ``test_VllmFp8_SyncServer_perf.sh`` runs; one vLLM instance a
+    GPU)."""
+
+    window_s: float
+    most: int
+    replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.window_s) and self.window_s > 0):
+            raise ValueError("a batching window must be a positive number of seconds")
+        if self.most < 1 or self.replicas < 1:
+            raise ValueError("a batch holds at least one request and goes to at least one replica")
+
+    def batch(self, requests_per_s: float) -> tuple[float, int]:
+        """``(seconds a request waits at most for its batch to go, requests a batch holds)`` at ``requests_per_s``
+        a replica: the harness gathers ``replicas`` times that rate, and a batch goes full or at the window's end,
+        whichever comes first."""
+        gathered = requests_per_s * self.replicas
+        hold = min(self.window_s, self.most / gathered)
+        return hold, max(1, min(self.most, round(gathered * hold)))
+
+
+class _Firsts(NamedTuple):
+    """A first token's p50, p95, p99 and mean (seconds)."""
+
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+
+def _landed_wave(spec: ServerSpec, lengths: Lengths, b: int, decoding: float) -> tuple[float, dict[float, int]]:
+    """``(seconds, {first token: prompts})`` of a batch of ``b`` prompts that lands on a replica with ``decoding``
+    sequences decoding at the running context: the prompts go first come first served into steps of the prefill
+    budget (``chunk_tokens``), each riding on a decode step of the others (``decode_step_s`` with the step's prompt
+    tokens and their causal attention, plus what a prefill pass adds, ``prefill_overhead_s``), as the simulation of
+    ``tests/estimate/test_serving_des.py`` runs them; a runtime without chunks runs each prompt on its own
+    (``prefill_s``). A prompt's first token comes at the end of the step that holds its last token."""
+    s = lengths.prompt_mean
+    firsts: dict[float, int] = {}
+    t = 0.0
+    if spec.chunk_tokens <= 0:
+        alone = prefill_s(spec, s)
+        for _ in range(b):
+            t += alone
+            firsts[t] = 1
+        return t, firsts
+    ctx = lengths.running_context
+    left, done_before, i = [s] * b, [0.0] * b, 0
+    while i < b:
+        budget, tokens, attn, ending = float(spec.chunk_tokens), 0.0, 0.0, 0
+        j = i
+        while j < b and budget > 0.0:
+            chunk = min(budget, left[j])
+            attn += spec.attn_flops_per_pair * chunk * (done_before[j] + chunk / 2.0)
+            tokens += chunk
+            budget -= chunk
+            left[j] -= chunk
+            done_before[j] += chunk
+            if left[j] <= 0.0:
+                ending += 1
+                j += 1
+            else:
+                break
+        t += decode_step_s(spec, decoding, ctx, tokens, attn) + spec.prefill_overhead_s
+        if ending:
+            firsts[t] = ending
+        i = j
+    return t, firsts
+
+
+def _batched_first_token(q: _Replica, point: ServePoint, requests_per_s: float, speed: float,
+                         batching: HarnessBatching) -> _Firsts:
+    """The first token of a request that a harness holds for its batch (``HarnessBatching``) on a replica ``speed``
+    times as fast as ``q``'s, whose steady state at ``requests_per_s`` is ``point`` (its times that replica's). The
+    sum of:
+
+    - the wait for the batch to go, uniform up to the hold (the harness's clock, not the replica's);
+    - the wait for the replica when the batch lands: for the decode step in progress (uniform up to a step with no
+      prompt in it, ``point.itl_s``), after what is left of the previous batch's prompts where they take longer than
+      the time between two batches (``replicas`` holds: the batches land on a clock);
+    - the request's place in its batch's prompts (``_landed_wave``), equally likely; the batch a request finds holds
+      it and a Poisson count of others (a window that closes by time; ``most`` where batches fill first).
+
+    Its quantiles by bisection on the mixture's distribution (each part's first tokens taken at the ends of the
+    steps: a few values a batch)."""
+    hold, _b = batching.batch(requests_per_s)
+    gathered = requests_per_s * batching.replicas
+    lengths, spec = q.lengths, q.spec
+    decoding = point.in_service
+    if gathered * batching.window_s >= batching.most:  # batches fill before the window closes
+        sizes = {batching.most: 1.0}
+    else:  # its own request and a Poisson count of others, at most ``most``
+        m = gathered * hold
+        sizes, pmf, k = {}, math.exp(-m), 0
+        while k < batching.most and (k <= m or pmf > 1e-4):
+            sizes[k + 1] = pmf
+            k += 1
+            pmf *= m / k
+        last = min(k + 1, batching.most)  # the rest of the Poisson tail
+        sizes[last] = sizes.get(last, 0.0) + max(0.0, 1.0 - sum(sizes.values()))
+    parts: list[tuple[float, float]] = []  # (first token after landing, weight)
+    wave_mean = 0.0
+    for b, w in sizes.items():
+        length, firsts = _landed_wave(spec, lengths, b, decoding)
+        wave_mean += w * length / speed
+        for f, n in firsts.items():
+            parts.append((f / speed, w * n / b))
+    step = point.itl_s if math.isfinite(point.itl_s) else 0.0
+    left = max(0.0, wave_mean - batching.replicas * hold)  # the previous batch's prompts still to run
+
+    def two_uniform(x: float, a: float, c: float) -> float:  # P(U(0, a) + U(0, c) <= x): a trapezoid's distribution
+        lo_w, hi_w = (a, c) if a < c else (c, a)
+        if x <= 0.0:
+            return 0.0
+        if x >= lo_w + hi_w:
+            return 1.0
+        if lo_w <= 0.0:
+            return x / hi_w if hi_w > 0.0 else 1.0
+        if x <= lo_w:
+            return x * x / (2.0 * lo_w * hi_w)
+        if x <= hi_w:
+            return (x - lo_w / 2.0) / hi_w
+        return 1.0 - (lo_w + hi_w - x) ** 2 / (2.0 * lo_w * hi_w)
+
+    def cdf(x: float) -> float:
+        return sum(w * two_uniform(x - left - f, hold, step) for f, w in parts)
+
+    total = sum(w for _f, w in parts)
+
+    def quantile(p: float) -> float:
+        lo, hi = min(f for f, _w in parts) + left, max(f for f, _w in parts) + left + hold + step
+        for _ in range(50):  # bisection to 1e-15 of the span
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if cdf(mid) >= p * total else (mid, hi)
+        return hi
+
+    mean = sum(f * w for f, w in parts) / total + left + (hold + step) / 2.0
+    return _Firsts(quantile(0.5), quantile(0.95), quantile(0.99), mean)
+
+
 def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, ttft_p99_s: float,
-                    tpot_p99_s: float) -> ServePoint | None:
+                    tpot_p99_s: float, batching: HarnessBatching | None = None) -> ServePoint | None:
     """The steady state at an arrival rate that is the most a server carried within p99 latency bounds: MLPerf
     Inference's server scenario, whose score is that rate and whose run is valid only where the first token's and the
     time per output token's 99th percentiles are within the benchmark's bounds (``loadgen/mlperf.conf`` of
@@ -670,6 +817,8 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     Mixtral 8x7B: 2,000 ms and 200 ms). The submitter raises the rate until a bound binds, so the rate tells the
     replica's speed: planned on this replica ``k`` times as fast (``serve_kept_up``'s scaling), ``k`` such that the
     larger p99 over its bound is 1 at the rate (p99 from p50 and p95, ``p99_of``). None where no speed meets it.
+    ``batching``: a harness that holds the requests for batches (``HarnessBatching``): their first token is the
+    batch's (``_batched_first_token``), its p99 the mixture's own.
     """
     if not requests_per_s > 0 or not math.isfinite(requests_per_s):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -684,7 +833,11 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
         p = _at_speed(q_, x_max, requests_per_s, log_k)
         if p is None or not (p.ttft_p50_s > 0 and p.tpot_p50_s > 0):
             return _INF
-        r = max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
+        if batching is None:
+            ttft99 = p99_of(p.ttft_p50_s, p.ttft_p95_s)
+        else:
+            ttft99 = _batched_first_token(q_, p, requests_per_s, math.exp(log_k), batching).p99
+        r = max(ttft99 / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
         return math.log(r) if r > 0 else -_INF
 
     lo = math.log(requests_per_s / x_max)  # the slowest replica that carries the rate at all: past its bounds
@@ -698,7 +851,29 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     else:
         return None
     _a, b, _, _ = illinois(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
-    return _at_speed(q_, x_max, requests_per_s, b)
+    point = _at_speed(q_, x_max, requests_per_s, b)
+    if batching is None or point is None:
+        return point
+    return _in_batches(q_, point, requests_per_s, math.exp(b), batching)
+
+
+def _in_batches(q: _Replica, point: ServePoint, requests_per_s: float, speed: float,
+                batching: HarnessBatching) -> ServePoint:
+    """``point`` with the first token of requests held for the harness's batches (``_batched_first_token``)."""
+    firsts = _batched_first_token(q, point, requests_per_s, speed, batching)
+    return _replaced(point, ttft_p50_s=firsts.p50, ttft_p95_s=firsts.p95, ttft_mean_s=firsts.mean)
+
+
+def serve_batched(spec: ServerSpec, lengths: Lengths, requests_per_s: float, batching: HarnessBatching
+                  ) -> ServePoint:
+    """The steady state at an arrival rate (``serve_at``) whose requests a harness holds for batches it sends to the
+    replicas in turn (``HarnessBatching``): the decode side as the rate's, the first token the batch's
+    (``_batched_first_token``). Checked against the simulation (``tests/estimate/test_serving_des.py``)."""
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    q_ = _replica(spec, lengths)
+    point = _serve(q_, None, requests_per_s)
+    return _in_batches(q_, point, requests_per_s, 1.0, batching) if point.stable else point
 
 
 def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:
