@@ -169,6 +169,12 @@ class _Inner(NamedTuple):
     residence_s: float
     ttft_mean_s: float
     step_s: float = math.inf  # the decode step alone (no prompt in it)
+    # what the first token's quantiles add to the prompt in service (``_ttft_p99``): the prompts alongside, the chance
+    # that the step queue holds it and its mean wait then, the others decoding while the prompt prefills
+    tail_s: float = 0.0
+    busy: float = 0.0
+    wait_cond_s: float = 0.0
+    others: float = 0.0
 
 
 class _Terms(NamedTuple):
@@ -202,8 +208,8 @@ class _Replica:
     ``full`` (``full_throughput``), and what an open stream's solve evaluates and its batches serve whatever the rate
     (``open_kit``, ``open_one``, ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
 
-    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full", "open_kit",
-                 "open_one", "ladder")
+    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "in_service99", "solved", "most", "full",
+                 "open_kit", "open_one", "ladder")
 
     def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
         self.spec, self.lengths = spec, lengths
@@ -249,6 +255,7 @@ class _Replica:
         step = step_function(spec)
         self.in_service50 = prefill_in_service(spec, lengths.prompt_q(0.5), step)
         self.in_service95 = prefill_in_service(spec, lengths.prompt_q(0.95), step)
+        self.in_service99 = None  # (made when a p99 is asked for: ``_ttft_p99``)
         self.solved: dict = {}
         self.most: tuple[float, int, str] | None = None
         self.full: float | None = None
@@ -478,7 +485,16 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
     ttft50 = q.in_service50(dec * share, ctx_run) + tail + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
-    return _Inner(x, dec, rho, tpot, tpot95, ttft50, ttft95, r, ttft, step)
+    return _Inner(x, dec, rho, tpot, tpot95, ttft50, ttft95, r, ttft, step, tail, busy, cond, dec * share)
+
+
+def _ttft_p99(q: _Replica, inner: _Inner) -> float:
+    """The first token's 99th percentile of a batch's solution (``_solve``), as its p50 and p95 are: the prompt of
+    that quantile in service, the prompts alongside, the step queue's exponential tail at 0.99."""
+    if q.in_service99 is None:
+        q.in_service99 = prefill_in_service(q.spec, q.lengths.prompt_q(0.99))
+    return (q.in_service99(inner.others, q.terms.ctx_run) + inner.tail_s
+            + _exp_tail_quantile(inner.busy, inner.wait_cond_s, 0.99))
 
 
 def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
@@ -551,12 +567,31 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
                       inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
                       _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
                       inner.ttft_mean_s + wait, inner.step_s)
-    rate = float(requests_per_s)
+    return _serve_rate(q, float(requests_per_s))[0]
+
+
+def first_token_p99(spec: ServerSpec, lengths: Lengths, requests_per_s: float) -> float:
+    """The 99th percentile of the first token at an arrival rate (``serve_at``'s queue: the prompt of that quantile,
+    the step queue's and the wait for a sequence's exponential tails at 0.99); infinite beyond capacity."""
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    return _serve_rate(_replica(spec, lengths), float(requests_per_s), True)[1]
+
+
+def _serve_rate(q: _Replica, rate: float, p99: bool = False) -> tuple[ServePoint, float]:
+    """``serve_at`` at an arrival rate on a replica, and with ``p99`` its first token's 99th percentile (the prompt of
+    that quantile, the wait in the step queue and for a sequence at theirs, as its p50 and p95; else infinite)."""
+    lengths = q.lengths
+    x_max, c, limit = _most(q)
+    o = lengths.output_mean
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
+    if c < 1:
+        return ServePoint(None, rate, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False,
+                          limit), math.inf
     if rate >= x_max:
         return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
-                          math.inf, 1.0, False, limit)
+                          math.inf, 1.0, False, limit), math.inf
     inner = _inner(q, None, rate)
     if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
         inner = _inner(q, float(c), None)
@@ -570,7 +605,8 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
                   inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                   inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
                   _share(rate, q, x_max), True, limit if pw > 0.05 else "",
-                  inner.ttft_mean_s + wait_mean, inner.step_s)
+                  inner.ttft_mean_s + wait_mean, inner.step_s), \
+        (_ttft_p99(q, inner) + _exp_tail_quantile(pw, cond, 0.99) if p99 else math.inf)
 
 
 _NORMAL = NormalDist()
@@ -641,13 +677,20 @@ def serve_at_speed(spec: ServerSpec, lengths: Lengths, requests_per_s: float, lo
 
 
 def _at_speed(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float) -> ServePoint | None:
+    return _at_speed_p99(q_, x_max, requests_per_s, log_speed, False)[0]
+
+
+def _at_speed_p99(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float, p99: bool = True
+                  ) -> tuple[ServePoint | None, float]:
+    """``_at_speed``'s point and (with ``p99``) its first token's 99th percentile (``_serve_rate``), both of the
+    faster replica."""
     k = math.exp(log_speed)
     if not requests_per_s / k < x_max:
-        return None
-    point = _serve(q_, None, requests_per_s / k)
+        return None, math.inf
+    point, p99 = _serve_rate(q_, requests_per_s / k, p99)
     if not point.stable:
-        return None
-    return _replaced(point, **_scaled_fields(point, k, k, k), requests_per_s_offered=requests_per_s)
+        return None, math.inf
+    return _replaced(point, **_scaled_fields(point, k, k, k), requests_per_s_offered=requests_per_s), p99 / k
 
 
 _Z99_OVER_Z95 = _NORMAL.inv_cdf(0.99) / _NORMAL.inv_cdf(0.95)
@@ -816,9 +859,12 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     mlcommons/inference: ``ttft_latency`` and ``tpot_latency`` at ``target_latency_percentile = 99``; Llama 2 70B and
     Mixtral 8x7B: 2,000 ms and 200 ms). The submitter raises the rate until a bound binds, so the rate tells the
     replica's speed: planned on this replica ``k`` times as fast (``serve_kept_up``'s scaling), ``k`` such that the
-    larger p99 over its bound is 1 at the rate (p99 from p50 and p95, ``p99_of``). None where no speed meets it.
-    ``batching``: a harness that holds the requests for batches (``HarnessBatching``): their first token is the
-    batch's (``_batched_first_token``), its p99 the mixture's own.
+    larger p99 over its bound is 1 at the rate. The first token's p99 is the queue's own (``_serve_rate``: the prompt
+    of that quantile, the step queue's and the wait for a sequence's exponential tails at 0.99), not one drawn
+    through its p50 and p95: a wait for a sequence that one request in 50 meets is in the p99 and not in the p95,
+    which a log-normal through the two cannot show; the time per output token's p99 from p50 and p95 (``p99_of``).
+    None where no speed meets it. ``batching``: a harness that holds the requests for batches
+    (``HarnessBatching``): their first token is the batch's (``_batched_first_token``), its p99 the mixture's own.
     """
     if not requests_per_s > 0 or not math.isfinite(requests_per_s):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -830,12 +876,10 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
         return None
 
     def miss(log_k: float) -> float:
-        p = _at_speed(q_, x_max, requests_per_s, log_k)
+        p, ttft99 = _at_speed_p99(q_, x_max, requests_per_s, log_k)
         if p is None or not (p.ttft_p50_s > 0 and p.tpot_p50_s > 0):
             return _INF
-        if batching is None:
-            ttft99 = p99_of(p.ttft_p50_s, p.ttft_p95_s)
-        else:
+        if batching is not None:
             ttft99 = _batched_first_token(q_, p, requests_per_s, math.exp(log_k), batching).p99
         r = max(ttft99 / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
         return math.log(r) if r > 0 else -_INF
