@@ -5,10 +5,11 @@ load within latency targets (pure; docs/method.md, "Serving under load").
 Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value solution (Little's
 law) for the batch; the first token from a step queue (the residual of the step in progress, the wait while the
 prompts ahead fill the steps' prefill budget, and the prompt's own steps, the last of which gives its first token;
-an exponential tail for p50 and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
-loop for concurrent users (each sends the next request when the last one ends, as serving benchmarks count
-"concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the same
-server.
+an exponential tail for p50, p95 and p99); admission beyond the sequences that fit as an M/M/c queue (Erlang C)
+for an arrival rate, and a closed loop for concurrent users (each sends the next request when the last one ends, as
+serving benchmarks count "concurrency"); a harness that holds an arrival rate's requests for batches
+(``HarnessBatching``). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the
+same server.
 """
 
 from __future__ import annotations
@@ -578,9 +579,10 @@ def first_token_p99(spec: ServerSpec, lengths: Lengths, requests_per_s: float) -
     return _serve_rate(_replica(spec, lengths), float(requests_per_s), True)[1]
 
 
-def _serve_rate(q: _Replica, rate: float, p99: bool = False) -> tuple[ServePoint, float]:
-    """``serve_at`` at an arrival rate on a replica, and with ``p99`` its first token's 99th percentile (the prompt of
-    that quantile, the wait in the step queue and for a sequence at theirs, as its p50 and p95; else infinite)."""
+def _serve_rate(q: _Replica, rate: float, want_p99: bool = False) -> tuple[ServePoint, float]:
+    """``serve_at`` at an arrival rate on a replica, and with ``want_p99`` its first token's 99th percentile (the
+    prompt of that quantile, the wait in the step queue and for a sequence at theirs, as its p50 and p95; else
+    infinite)."""
     lengths = q.lengths
     x_max, c, limit = _most(q)
     o = lengths.output_mean
@@ -606,7 +608,7 @@ def _serve_rate(q: _Replica, rate: float, p99: bool = False) -> tuple[ServePoint
                   inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
                   _share(rate, q, x_max), True, limit if pw > 0.05 else "",
                   inner.ttft_mean_s + wait_mean, inner.step_s), \
-        (_ttft_p99(q, inner) + _exp_tail_quantile(pw, cond, 0.99) if p99 else math.inf)
+        (_ttft_p99(q, inner) + _exp_tail_quantile(pw, cond, 0.99) if want_p99 else math.inf)
 
 
 _NORMAL = NormalDist()
@@ -680,14 +682,14 @@ def _at_speed(q_: _Replica, x_max: float, requests_per_s: float, log_speed: floa
     return _at_speed_p99(q_, x_max, requests_per_s, log_speed, False)[0]
 
 
-def _at_speed_p99(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float, p99: bool = True
+def _at_speed_p99(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float, want_p99: bool = True
                   ) -> tuple[ServePoint | None, float]:
-    """``_at_speed``'s point and (with ``p99``) its first token's 99th percentile (``_serve_rate``), both of the
+    """``_at_speed``'s point and (with ``want_p99``) its first token's 99th percentile (``_serve_rate``), both of the
     faster replica."""
     k = math.exp(log_speed)
     if not requests_per_s / k < x_max:
         return None, math.inf
-    point, p99 = _serve_rate(q_, requests_per_s / k, p99)
+    point, p99 = _serve_rate(q_, requests_per_s / k, want_p99)
     if not point.stable:
         return None, math.inf
     return _replaced(point, **_scaled_fields(point, k, k, k), requests_per_s_offered=requests_per_s), p99 / k
