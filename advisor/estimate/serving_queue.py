@@ -5,10 +5,11 @@ load within latency targets (pure; docs/method.md, "Serving under load").
 Analytical, not simulated, so that a whole catalog is sized in milliseconds: a mean-value solution (Little's
 law) for the batch; the first token from a step queue (the residual of the step in progress, the wait while the
 prompts ahead fill the steps' prefill budget, and the prompt's own steps, the last of which gives its first token;
-an exponential tail for p50 and p95); admission beyond the sequences that fit as an M/M/c queue (Erlang C) for an arrival rate, and a closed
-loop for concurrent users (each sends the next request when the last one ends, as serving benchmarks count
-"concurrency"). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the same
-server.
+an exponential tail for p50, p95 and p99); admission beyond the sequences that fit as an M/M/c queue (Erlang C)
+for an arrival rate, and a closed loop for concurrent users (each sends the next request when the last one ends, as
+serving benchmarks count "concurrency"); a harness that holds an arrival rate's requests for batches
+(``HarnessBatching``). ``tests/estimate/test_serving_des.py`` checks it against a discrete-event simulation of the
+same server.
 """
 
 from __future__ import annotations
@@ -169,6 +170,12 @@ class _Inner(NamedTuple):
     residence_s: float
     ttft_mean_s: float
     step_s: float = math.inf  # the decode step alone (no prompt in it)
+    # what the first token's quantiles add to the prompt in service (``_ttft_p99``): the prompts alongside, the chance
+    # that the step queue holds it and its mean wait then, the others decoding while the prompt prefills
+    tail_s: float = 0.0
+    busy: float = 0.0
+    wait_cond_s: float = 0.0
+    others: float = 0.0
 
 
 class _Terms(NamedTuple):
@@ -202,8 +209,8 @@ class _Replica:
     ``full`` (``full_throughput``), and what an open stream's solve evaluates and its batches serve whatever the rate
     (``open_kit``, ``open_one``, ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
 
-    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "solved", "most", "full", "open_kit",
-                 "open_one", "ladder")
+    __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "in_service99", "solved", "most", "full",
+                 "open_kit", "open_one", "ladder")
 
     def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
         self.spec, self.lengths = spec, lengths
@@ -249,6 +256,7 @@ class _Replica:
         step = step_function(spec)
         self.in_service50 = prefill_in_service(spec, lengths.prompt_q(0.5), step)
         self.in_service95 = prefill_in_service(spec, lengths.prompt_q(0.95), step)
+        self.in_service99 = None  # (made when a p99 is asked for: ``_ttft_p99``)
         self.solved: dict = {}
         self.most: tuple[float, int, str] | None = None
         self.full: float | None = None
@@ -478,7 +486,16 @@ def _solve(q: _Replica, batch: float | None, rate: float | None) -> _Inner:
     ttft50 = q.in_service50(dec * share, ctx_run) + tail + _exp_tail_quantile(busy, cond, 0.5)
     n_pref = x * o1 * tpot * share
     tpot95 = tpot + Z95 * math.sqrt(n_pref) * stall / max(1.0, o1)
-    return _Inner(x, dec, rho, tpot, tpot95, ttft50, ttft95, r, ttft, step)
+    return _Inner(x, dec, rho, tpot, tpot95, ttft50, ttft95, r, ttft, step, tail, busy, cond, dec * share)
+
+
+def _ttft_p99(q: _Replica, inner: _Inner) -> float:
+    """The first token's 99th percentile of a batch's solution (``_solve``), as its p50 and p95 are: the prompt of
+    that quantile in service, the prompts alongside, the step queue's exponential tail at 0.99."""
+    if q.in_service99 is None:
+        q.in_service99 = prefill_in_service(q.spec, q.lengths.prompt_q(0.99))
+    return (q.in_service99(inner.others, q.terms.ctx_run) + inner.tail_s
+            + _exp_tail_quantile(inner.busy, inner.wait_cond_s, 0.99))
 
 
 def full_throughput(spec: ServerSpec, lengths: Lengths) -> float:
@@ -551,12 +568,32 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
                       inner.ttft_p50_s + wait, inner.ttft_p95_s + wait95, inner.tpot_s, inner.tpot_p95_s,
                       _share(inner.requests_per_s, q, x_max), True, limit if users >= c else "",
                       inner.ttft_mean_s + wait, inner.step_s)
-    rate = float(requests_per_s)
+    return _serve_rate(q, float(requests_per_s))[0]
+
+
+def first_token_p99(spec: ServerSpec, lengths: Lengths, requests_per_s: float) -> float:
+    """The 99th percentile of the first token at an arrival rate (``serve_at``'s queue: the prompt of that quantile,
+    the step queue's and the wait for a sequence's exponential tails at 0.99); infinite beyond capacity."""
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    return _serve_rate(_replica(spec, lengths), float(requests_per_s), True)[1]
+
+
+def _serve_rate(q: _Replica, rate: float, want_p99: bool = False) -> tuple[ServePoint, float]:
+    """``serve_at`` at an arrival rate on a replica, and with ``want_p99`` its first token's 99th percentile (the
+    prompt of that quantile, the wait in the step queue and for a sequence at theirs, as its p50 and p95; else
+    infinite)."""
+    lengths = q.lengths
+    x_max, c, limit = _most(q)
+    o = lengths.output_mean
     if not rate > 0 or not math.isfinite(rate):
         raise ValueError("requests_per_s must be a positive finite number")
+    if c < 1:
+        return ServePoint(None, rate, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False,
+                          limit), math.inf
     if rate >= x_max:
         return ServePoint(None, rate, float(c), math.inf, x_max, x_max * o, math.inf, math.inf, math.inf,
-                          math.inf, 1.0, False, limit)
+                          math.inf, 1.0, False, limit), math.inf
     inner = _inner(q, None, rate)
     if inner.residence_s * rate > c:  # the batch is capped at c: the service of a full batch, and a queue
         inner = _inner(q, float(c), None)
@@ -570,7 +607,8 @@ def _serve(q: _Replica, users: int | None, requests_per_s: float | None) -> Serv
                   inner.ttft_p50_s + _exp_tail_quantile(pw, cond, 0.5),
                   inner.ttft_p95_s + _exp_tail_quantile(pw, cond, 0.95), inner.tpot_s, inner.tpot_p95_s,
                   _share(rate, q, x_max), True, limit if pw > 0.05 else "",
-                  inner.ttft_mean_s + wait_mean, inner.step_s)
+                  inner.ttft_mean_s + wait_mean, inner.step_s), \
+        (_ttft_p99(q, inner) + _exp_tail_quantile(pw, cond, 0.99) if want_p99 else math.inf)
 
 
 _NORMAL = NormalDist()
@@ -641,13 +679,20 @@ def serve_at_speed(spec: ServerSpec, lengths: Lengths, requests_per_s: float, lo
 
 
 def _at_speed(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float) -> ServePoint | None:
+    return _at_speed_p99(q_, x_max, requests_per_s, log_speed, False)[0]
+
+
+def _at_speed_p99(q_: _Replica, x_max: float, requests_per_s: float, log_speed: float, want_p99: bool = True
+                  ) -> tuple[ServePoint | None, float]:
+    """``_at_speed``'s point and (with ``want_p99``) its first token's 99th percentile (``_serve_rate``), both of the
+    faster replica."""
     k = math.exp(log_speed)
     if not requests_per_s / k < x_max:
-        return None
-    point = _serve(q_, None, requests_per_s / k)
+        return None, math.inf
+    point, p99 = _serve_rate(q_, requests_per_s / k, want_p99)
     if not point.stable:
-        return None
-    return _replaced(point, **_scaled_fields(point, k, k, k), requests_per_s_offered=requests_per_s)
+        return None, math.inf
+    return _replaced(point, **_scaled_fields(point, k, k, k), requests_per_s_offered=requests_per_s), p99 / k
 
 
 _Z99_OVER_Z95 = _NORMAL.inv_cdf(0.99) / _NORMAL.inv_cdf(0.95)
@@ -661,15 +706,167 @@ def p99_of(p50: float, p95: float) -> float:
     return p50 * (p95 / p50) ** _Z99_OVER_Z95
 
 
+@dataclass(frozen=True)
+class HarnessBatching:
+    """A load generator's harness that holds the arrivals and hands them to the replicas in batches, one replica a
+    batch in turn: a batch goes when it holds ``most`` requests or ``window_s`` after the last one went, to the next
+    of ``replicas`` replicas (round robin). AMD's MLPerf Inference v4.1 Llama 2 70B harness (``--enable-batcher``:
+    ``batch_samples_loop`` of ``VllmFp8/sync_sut.py``; ``--batcher-threshold`` 0.3 s and ``--gpu-batch-size`` 96, the
+    defaults of ``mainVllmFp8_SyncServer.py``, which ``test_VllmFp8_SyncServer_perf.sh`` runs; one vLLM instance a
+    GPU)."""
+
+    window_s: float
+    most: int
+    replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.window_s) and self.window_s > 0):
+            raise ValueError("a batching window must be a positive number of seconds")
+        if self.most < 1 or self.replicas < 1:
+            raise ValueError("a batch holds at least one request and goes to at least one replica")
+
+    def batch(self, requests_per_s: float) -> tuple[float, int]:
+        """``(seconds a request waits at most for its batch to go, requests a batch holds)`` at ``requests_per_s``
+        a replica: the harness gathers ``replicas`` times that rate, and a batch goes full or at the window's end,
+        whichever comes first."""
+        gathered = requests_per_s * self.replicas
+        hold = min(self.window_s, self.most / gathered)
+        return hold, max(1, min(self.most, round(gathered * hold)))
+
+
+class _Firsts(NamedTuple):
+    """A first token's p50, p95, p99 and mean (seconds)."""
+
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+
+def _landed_wave(spec: ServerSpec, lengths: Lengths, b: int, decoding: float) -> tuple[float, dict[float, int]]:
+    """``(seconds, {first token: prompts})`` of a batch of ``b`` prompts that lands on a replica with ``decoding``
+    sequences decoding at the running context: the prompts go first come first served into steps of the prefill
+    budget (``chunk_tokens``), each riding on a decode step of the others (``decode_step_s`` with the step's prompt
+    tokens and their causal attention, plus what a prefill pass adds, ``prefill_overhead_s``), as the simulation of
+    ``tests/estimate/test_serving_des.py`` runs them; a runtime without chunks runs each prompt on its own
+    (``prefill_s``). A prompt's first token comes at the end of the step that holds its last token."""
+    s = lengths.prompt_mean
+    firsts: dict[float, int] = {}
+    t = 0.0
+    if spec.chunk_tokens <= 0:
+        alone = prefill_s(spec, s)
+        for _ in range(b):
+            t += alone
+            firsts[t] = 1
+        return t, firsts
+    ctx = lengths.running_context
+    left, done_before, i = [s] * b, [0.0] * b, 0
+    while i < b:
+        budget, tokens, attn, ending = float(spec.chunk_tokens), 0.0, 0.0, 0
+        j = i
+        while j < b and budget > 0.0:
+            chunk = min(budget, left[j])
+            attn += spec.attn_flops_per_pair * chunk * (done_before[j] + chunk / 2.0)
+            tokens += chunk
+            budget -= chunk
+            left[j] -= chunk
+            done_before[j] += chunk
+            if left[j] <= 0.0:
+                ending += 1
+                j += 1
+            else:
+                break
+        t += decode_step_s(spec, decoding, ctx, tokens, attn) + spec.prefill_overhead_s
+        if ending:
+            firsts[t] = ending
+        i = j
+    return t, firsts
+
+
+def _batched_first_token(q: _Replica, point: ServePoint, requests_per_s: float, speed: float,
+                         batching: HarnessBatching) -> _Firsts:
+    """The first token of a request that a harness holds for its batch (``HarnessBatching``) on a replica ``speed``
+    times as fast as ``q``'s, whose steady state at ``requests_per_s`` is ``point`` (its times that replica's). The
+    sum of:
+
+    - the wait for the batch to go, uniform up to the hold (the harness's clock, not the replica's);
+    - the wait for the replica when the batch lands: for the decode step in progress (uniform up to a step with no
+      prompt in it, ``point.itl_s``), after what is left of the previous batch's prompts where they take longer than
+      the time between two batches (``replicas`` holds: the batches land on a clock);
+    - the request's place in its batch's prompts (``_landed_wave``), equally likely; the batch a request finds holds
+      it and a Poisson count of others (a window that closes by time; ``most`` where batches fill first).
+
+    Its quantiles by bisection on the mixture's distribution (each part's first tokens taken at the ends of the
+    steps: a few values a batch)."""
+    hold, _b = batching.batch(requests_per_s)
+    gathered = requests_per_s * batching.replicas
+    lengths, spec = q.lengths, q.spec
+    decoding = point.in_service
+    if gathered * batching.window_s >= batching.most:  # batches fill before the window closes
+        sizes = {batching.most: 1.0}
+    else:  # its own request and a Poisson count of others, at most ``most``
+        m = gathered * hold
+        sizes, pmf, k = {}, math.exp(-m), 0
+        while k < batching.most and (k <= m or pmf > 1e-4):
+            sizes[k + 1] = pmf
+            k += 1
+            pmf *= m / k
+        last = min(k + 1, batching.most)  # the rest of the Poisson tail
+        sizes[last] = sizes.get(last, 0.0) + max(0.0, 1.0 - sum(sizes.values()))
+    parts: list[tuple[float, float]] = []  # (first token after landing, weight)
+    wave_mean = 0.0
+    for b, w in sizes.items():
+        length, firsts = _landed_wave(spec, lengths, b, decoding)
+        wave_mean += w * length / speed
+        for f, n in firsts.items():
+            parts.append((f / speed, w * n / b))
+    step = point.itl_s if math.isfinite(point.itl_s) else 0.0
+    left = max(0.0, wave_mean - batching.replicas * hold)  # the previous batch's prompts still to run
+
+    def two_uniform(x: float, a: float, c: float) -> float:  # P(U(0, a) + U(0, c) <= x): a trapezoid's distribution
+        lo_w, hi_w = (a, c) if a < c else (c, a)
+        if x <= 0.0:
+            return 0.0
+        if x >= lo_w + hi_w:
+            return 1.0
+        if lo_w <= 0.0:
+            return x / hi_w if hi_w > 0.0 else 1.0
+        if x <= lo_w:
+            return x * x / (2.0 * lo_w * hi_w)
+        if x <= hi_w:
+            return (x - lo_w / 2.0) / hi_w
+        return 1.0 - (lo_w + hi_w - x) ** 2 / (2.0 * lo_w * hi_w)
+
+    def cdf(x: float) -> float:
+        return sum(w * two_uniform(x - left - f, hold, step) for f, w in parts)
+
+    total = sum(w for _f, w in parts)
+
+    def quantile(p: float) -> float:
+        lo, hi = min(f for f, _w in parts) + left, max(f for f, _w in parts) + left + hold + step
+        for _ in range(50):  # bisection to 1e-15 of the span
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if cdf(mid) >= p * total else (mid, hi)
+        return hi
+
+    mean = sum(f * w for f, w in parts) / total + left + (hold + step) / 2.0
+    return _Firsts(quantile(0.5), quantile(0.95), quantile(0.99), mean)
+
+
 def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, ttft_p99_s: float,
-                    tpot_p99_s: float) -> ServePoint | None:
+                    tpot_p99_s: float, batching: HarnessBatching | None = None) -> ServePoint | None:
     """The steady state at an arrival rate that is the most a server carried within p99 latency bounds: MLPerf
     Inference's server scenario, whose score is that rate and whose run is valid only where the first token's and the
     time per output token's 99th percentiles are within the benchmark's bounds (``loadgen/mlperf.conf`` of
     mlcommons/inference: ``ttft_latency`` and ``tpot_latency`` at ``target_latency_percentile = 99``; Llama 2 70B and
     Mixtral 8x7B: 2,000 ms and 200 ms). The submitter raises the rate until a bound binds, so the rate tells the
     replica's speed: planned on this replica ``k`` times as fast (``serve_kept_up``'s scaling), ``k`` such that the
-    larger p99 over its bound is 1 at the rate (p99 from p50 and p95, ``p99_of``). None where no speed meets it.
+    larger p99 over its bound is 1 at the rate. The first token's p99 is the queue's own (``_serve_rate``: the prompt
+    of that quantile, the step queue's and the wait for a sequence's exponential tails at 0.99), not one drawn
+    through its p50 and p95: a wait for a sequence that one request in 50 meets is in the p99 and not in the p95,
+    which a log-normal through the two cannot show; the time per output token's p99 from p50 and p95 (``p99_of``).
+    None where no speed meets it. ``batching``: a harness that holds the requests for batches
+    (``HarnessBatching``): their first token is the batch's (``_batched_first_token``), its p99 the mixture's own.
     """
     if not requests_per_s > 0 or not math.isfinite(requests_per_s):
         raise ValueError("requests_per_s must be a positive finite number")
@@ -681,10 +878,12 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
         return None
 
     def miss(log_k: float) -> float:
-        p = _at_speed(q_, x_max, requests_per_s, log_k)
+        p, ttft99 = _at_speed_p99(q_, x_max, requests_per_s, log_k)
         if p is None or not (p.ttft_p50_s > 0 and p.tpot_p50_s > 0):
             return _INF
-        r = max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
+        if batching is not None:
+            ttft99 = _batched_first_token(q_, p, requests_per_s, math.exp(log_k), batching).p99
+        r = max(ttft99 / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
         return math.log(r) if r > 0 else -_INF
 
     lo = math.log(requests_per_s / x_max)  # the slowest replica that carries the rate at all: past its bounds
@@ -698,7 +897,29 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     else:
         return None
     _a, b, _, _ = illinois(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
-    return _at_speed(q_, x_max, requests_per_s, b)
+    point = _at_speed(q_, x_max, requests_per_s, b)
+    if batching is None or point is None:
+        return point
+    return _in_batches(q_, point, requests_per_s, math.exp(b), batching)
+
+
+def _in_batches(q: _Replica, point: ServePoint, requests_per_s: float, speed: float,
+                batching: HarnessBatching) -> ServePoint:
+    """``point`` with the first token of requests held for the harness's batches (``_batched_first_token``)."""
+    firsts = _batched_first_token(q, point, requests_per_s, speed, batching)
+    return _replaced(point, ttft_p50_s=firsts.p50, ttft_p95_s=firsts.p95, ttft_mean_s=firsts.mean)
+
+
+def serve_batched(spec: ServerSpec, lengths: Lengths, requests_per_s: float, batching: HarnessBatching
+                  ) -> ServePoint:
+    """The steady state at an arrival rate (``serve_at``) whose requests a harness holds for batches it sends to the
+    replicas in turn (``HarnessBatching``): the decode side as the rate's, the first token the batch's
+    (``_batched_first_token``). Checked against the simulation (``tests/estimate/test_serving_des.py``)."""
+    if not requests_per_s > 0 or not math.isfinite(requests_per_s):
+        raise ValueError("requests_per_s must be a positive finite number")
+    q_ = _replica(spec, lengths)
+    point = _serve(q_, None, requests_per_s)
+    return _in_batches(q_, point, requests_per_s, 1.0, batching) if point.stable else point
 
 
 def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:

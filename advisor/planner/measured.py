@@ -253,6 +253,7 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     users = job.users
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
+    batching = harness_batching(m)
     prompts = run_prompts(m)
     cached = run_cached(m, prompts)
     # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
@@ -274,7 +275,7 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
         elif users is not None:
             point = serve_at(spec, lengths, users=users)
         elif bounds is not None:  # the most the server carried within the benchmark's p99 bounds (its score)
-            point = serve_at_bounds(spec, lengths, float(job.requests_per_s), *bounds)
+            point = serve_at_bounds(spec, lengths, float(job.requests_per_s), *bounds, batching=batching)
             if point is None:
                 return None
         else:  # a published run at a rate kept up with it: planned over the capacity's uncertainty given that
@@ -359,6 +360,37 @@ def rate_bounds(m: Measurement) -> tuple[float, float] | None:
     if not all(math.isfinite(v) and v > 0 for v in values):
         raise ValueError(f"{m.row_id}: latency bounds must be positive numbers")
     return values[0], values[1]
+
+
+# Settings of a row whose harness held the arrivals and sent them to the replicas in batches, one replica a batch in
+# turn (``serving_queue.HarnessBatching``): the window (s), the most requests a batch holds, the replicas dealt to.
+BATCHING_SETTINGS = ("batch_window_s", "batch_most", "batch_replicas")
+
+
+def harness_batching(m: Measurement):
+    """The harness's batching of a row (``serving_queue.HarnessBatching``, ``BATCHING_SETTINGS``), or None where the
+    row states none.
+
+    Raises:
+        ValueError: some of the settings without the others, or one out of range (a window that is not a positive
+            number of seconds, counts that are not whole numbers of at least 1).
+    """
+    from advisor.estimate.serving_queue import HarnessBatching
+
+    given = [m.setting(name) for name in BATCHING_SETTINGS]
+    if given == [None] * len(given):
+        return None
+    if None in given:
+        raise ValueError(f"{m.row_id}: {', '.join(BATCHING_SETTINGS)} go together")
+    try:
+        window, most, replicas = float(given[0]), int(given[1]), int(given[2])
+    except ValueError:
+        raise ValueError(f"{m.row_id}: {', '.join(BATCHING_SETTINGS)} must be a number of seconds and two whole "
+                         "numbers") from None
+    try:
+        return HarnessBatching(window, most, replicas)
+    except ValueError as e:
+        raise ValueError(f"{m.row_id}: {e}") from None
 
 
 def serve_figure(m: Measurement, p: ServePoint) -> float:

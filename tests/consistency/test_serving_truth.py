@@ -22,9 +22,10 @@ from advisor.catalog.load import bundled_catalog
 from advisor.catalog.measurements import bundled_calibration_fit, bundled_measurements
 from advisor.cli import main
 from advisor.estimate.calibration import SERVE_GROUPS, GroupFit
-from advisor.estimate.serving_queue import serve_at_bounds
+from advisor.estimate.serving_queue import HarnessBatching, serve_at_bounds
 from advisor.job.serve import ServeJob
 from advisor.planner.measured import (
+    harness_batching,
     rate_bounds,
     serve_figure,
     serve_job_values,
@@ -82,14 +83,17 @@ def test_serve_shows_the_figure_and_range_bench_truth_scores(row_id, catalog):
 
 
 def test_a_rate_at_its_bounds_is_planned_on_the_replica_serve_builds_with_serves_range(catalog):
-    # AMD's MI300X at 1.43 requests/s a GPU (MLPerf v4.1, Llama 2 70B server: TTFT p99 2 s, TPOT p99 0.2 s)
+    # AMD's MI300X at 1.43 requests/s a GPU (MLPerf v4.1, Llama 2 70B server: TTFT p99 2 s, TPOT p99 0.2 s), its
+    # requests held by AMD's harness for batches of at most 96 or 0.3 s
     m = _row(AT_BOUNDS)
     bounds = rate_bounds(m)
     assert bounds == (2.0, 0.2)
+    batching = harness_batching(m)
+    assert batching == HarnessBatching(0.3, 96, 1)
     figure, (lo, hi) = shown_prediction(m, catalog)
     result, option = _serve(m, catalog)
     rate = float(serve_job_values(m)["requests_per_s"])
-    point = serve_at_bounds(option.spec, result.lengths, rate, *bounds)
+    point = serve_at_bounds(option.spec, result.lengths, rate, *bounds, batching=batching)
     assert serve_figure(m, option.shown(point)) == pytest.approx(figure, rel=1e-9)
     assert interval(figure, WHICH[m.group], option) == pytest.approx([lo, hi], rel=1e-9)
     # the rate a user names on that replica is planned as it is: a figure of its own

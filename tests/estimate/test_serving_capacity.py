@@ -11,6 +11,8 @@ from advisor.estimate.serving import Lengths
 from advisor.estimate.serving_queue import (
     Z80,
     capacity_log_quantile,
+    first_token_p99,
+    full_throughput,
     max_throughput,
     p99_of,
     serve_at,
@@ -71,7 +73,11 @@ def test_a_rate_at_its_bounds_meets_the_binding_bound_exactly():
     for rate in (0.5 * x_max, 2.0 * x_max):  # a replica slower than planned, and one faster
         p = serve_at_bounds(s, LENGTHS, rate, 2.0, 0.2)
         assert p.stable and p.requests_per_s == pytest.approx(rate)
-        ratio = max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / 2.0, p99_of(p.tpot_p50_s, p.tpot_p95_s) / 0.2)
+        # the replica k times as fast, k from its load's share (a share is the same at any speed); its first
+        # token's p99 is the queue's own at rate / k over k
+        k = rate / (p.utilisation * full_throughput(s, LENGTHS))
+        ttft99 = first_token_p99(s, LENGTHS, rate / k) / k
+        ratio = max(ttft99 / 2.0, p99_of(p.tpot_p50_s, p.tpot_p95_s) / 0.2)
         assert ratio == pytest.approx(1.0, abs=0.005)
     # looser bounds: the same rate tells of a slower replica, so longer times
     tight = serve_at_bounds(s, LENGTHS, x_max, 2.0, 0.2)
@@ -90,3 +96,25 @@ def test_beyond_capacity_the_queue_grows_by_the_excess_each_second():
     assert p.wait_growth_s_per_s == pytest.approx(1.0)  # each second adds a second to the next one's wait
     steady = serve_at(s, LENGTHS, requests_per_s=0.5 * x_max)
     assert steady.queue_growth_per_s == 0.0 and steady.wait_growth_s_per_s == 0.0
+
+
+def test_the_first_tokens_p99_is_the_queues_own_at_0_99_by_hand():
+    # Equal prompts (no prompt spread) far below the sequences that fit (no wait for one): the p99 is the prompt in
+    # service plus the step queue's exponential tail at 0.99, as the p50 and p95 are at theirs: with the wait
+    # ``busy`` x Exp(cond), the quantile q is cond ln(busy / (1 - q)), so p95 - p50 = cond ln 10 and p99 - p50 =
+    # cond ln 50 (busy above a half). Near capacity, where a wait for a sequence that one request in 50 meets is in
+    # the p99 and not in the p95, a log-normal drawn through the p50 and p95 gives less.
+    s = spec(chunk_tokens=2048)
+    lengths = Lengths(2000, 200, 0.0, 0.0)
+    x_max = max_throughput(s, lengths)[0]
+    p = serve_at(s, lengths, requests_per_s=0.8 * x_max)
+    cond = (p.ttft_p95_s - p.ttft_p50_s) / math.log(10.0)
+    assert cond > 0
+    assert first_token_p99(s, lengths, 0.8 * x_max) == pytest.approx(p.ttft_p50_s + cond * math.log(50.0), rel=1e-9)
+    # 16 sequences at 70 % of what they serve: the p95 (0.147 s) has no wait for a sequence, the p99 does (0.71 s
+    # against 0.17 s through the p50 and p95)
+    tight = spec(chunk_tokens=2048, max_seqs=16)
+    x16 = max_throughput(tight, lengths)[0]
+    near = serve_at(tight, lengths, requests_per_s=0.7 * x16)
+    assert first_token_p99(tight, lengths, 0.7 * x16) > 3.0 * p99_of(near.ttft_p50_s, near.ttft_p95_s)
+    assert first_token_p99(s, lengths, 2.0 * x_max) == math.inf
