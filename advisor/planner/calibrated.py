@@ -203,7 +203,13 @@ def _remember(key: tuple, fits, value) -> None:
 
 def _ranges_of(fits, load: str, choice, acc, moe: bool) -> dict[str, tuple[float, str]]:
     out = {}
+    decode = fits.get("decode")
     for group, prior in SERVE_RANGE_PRIOR.items():
+        if load in UNSCALED_LOADS and group in ("serving", "tpot") and decode is not None and decode.rows:
+            # one user's tokens/s is the plan's calibrated decode, so its range is the plan's (calibrate_serving)
+            out[group] = (math.exp(decode.half_width_log), f"one request, as the plan gives its decode: leaving one "
+                          f"source out on {decode.rows} published decode rates from {decode.sources} sources")
+            continue
         fit = fits.get(group)
         if fit is None or fit.rows == 0:
             out[group] = (prior, "a prior: no fit on published runs in force")
@@ -378,13 +384,25 @@ def calibrate_serving(t, req, acc, moe: bool):
         if one is not None and d.prefill_s + d.step_s > 0:  # one request alone: its prefill at the prefill factor
             one = one * (prefill_s + step_s) / (d.prefill_s + d.step_s)
     return t.with_(decode=decode, tokens_per_s=tps, width_log=width, ttft_one_s=one,
-                   # one request's first token is its prefill and one step: the prefill's spread; under load the
-                   # loaded servers' first-token spread (queueing the plan does not model)
-                   ttft_width_log=(pfit.half_width_log if pfit and req.batch <= 1 else
-                                   t.prefill_width_log if prefill_kept and req.batch <= 1 else
-                                   tfit.half_width_log if tfit else None),
+                   # one request's first token: the width advisor serve gives one user (the published first
+                   # tokens of one request, held out, at this runtime's class), else the prefill's spread (the
+                   # user's own runs taught it, or no first-token fit); under load the loaded servers' spread
+                   ttft_width_log=_one_request_ttft_width(req, choice, acc, moe, pfit, tfit, t, prefill_kept),
                    prefill_width_log=pfit.half_width_log if pfit else t.prefill_width_log,
                    eta_origin=t.eta_origin + (f"; calibrated x{fs:.2f} ({speed_group})" if sfit else ""))
+
+
+def _one_request_ttft_width(req, choice, acc, moe: bool, pfit, tfit, t, prefill_kept: bool) -> float | None:
+    """The 80 % half-width (log) of an inference plan's first token. One request alone (batch 1) takes what
+    ``advisor serve`` gives one user (``serve_range_factors("one", ...)``: one question, one range), unless the
+    user's runs taught the prefill (their width) or no first-token fit is in force (the prefill's)."""
+    if req.batch > 1:
+        return tfit.half_width_log if tfit else None
+    if prefill_kept:
+        return t.prefill_width_log
+    if tfit is not None and tfit.rows:
+        return math.log(serve_range_factors("one", choice, acc, moe)["ttft"][0])
+    return pfit.half_width_log if pfit else None
 
 
 def _copy(record, **changes):

@@ -16,9 +16,11 @@ from advisor.catalog import load_catalog
 from advisor.catalog.load import _resource_text
 from advisor.catalog.measurements import bundled_calibration_fit, bundled_measurements
 from advisor.estimate import calibration as C
+from advisor.job.serve import ServeJob
 from advisor.planner import PlanRequest, plan
 from advisor.planner.calibrated import memory_interval, raw_estimates
 from advisor.planner.measured import predict
+from advisor.planner.serve import serve_plan
 
 CAT = load_catalog(use_user_file=False)
 
@@ -66,8 +68,13 @@ def test_serving_figures_carry_their_ranges():
         lo, hi = doc[key]
         assert lo < doc[value] < hi, key
     fits = bundled_calibration_fit()
-    lo, hi = doc["ttft_s_interval"]  # one request: its prefill and a step, so the prefill's spread
-    assert math.log(hi / doc["ttft_s"]) == pytest.approx(fits["prefill"].half_width_log)
+    lo, hi = doc["ttft_s_interval"]  # one request: the range advisor serve gives one user (one question, one range)
+    served = serve_plan(ServeJob.from_mapping(dict(model="llama-3-8b", context=2048, output_tokens=256, users=1,
+                                                   accelerator=["rtx-4090"], owned_options=False)), CAT)
+    one = next(o for o in served.options if o.accelerator == "rtx-4090")
+    f_ttft = next(f for g, f, _ in one.ranges if g == "ttft")
+    assert hi / doc["ttft_s"] == pytest.approx(f_ttft, rel=1e-9)
+    assert one.point.ttft_p50_s == pytest.approx(doc["ttft_s"], rel=0.02)
     loaded = plan(PlanRequest.from_mapping(dict(model="llama-3-8b", workload="inference", prompt_tokens=2048,
                                                 output_tokens=256, batch=8, accelerator=["rtx-4090"],
                                                 owned_options=False)), CAT).options[0].to_json()
