@@ -33,6 +33,7 @@ from advisor.estimate.serving import (
     pipelined,
     prefill_in_service,
     prefill_s,
+    prefill_spread_share,
     step_function,
     touched,
 )
@@ -242,8 +243,9 @@ class _Replica:
             per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
             if per_step < 1.0:
                 per_step = 1.0
-        # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
-        cv_p2 = lengths.prompt_cv ** 2
+        # Spread of a prompt's prefill time over its mean, squared: its part that grows with the prompt
+        # (serving.prefill_spread_share) spread as the prompt (log-normal spread).
+        cv_p2 = (lengths.prompt_cv * prefill_spread_share(spec, lengths.prompt_mean)) ** 2
         self.terms = _Terms(o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk,
                             per_step, pre_chunk, cv_p2)
         step = step_function(spec)

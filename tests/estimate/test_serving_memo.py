@@ -101,8 +101,9 @@ def test_a_prompt_in_service_is_its_chunks_in_mixed_steps_worked_by_hand():
     assert in_service(4.0, 1000.0) == pytest.approx(40e-3 + 0.65536e-3 + 0.16e-3 + 0.32768e-3 + 1e-3, rel=1e-12)
     # the same as the step's one formula
     assert in_service(4.0, 1000.0) == decode_step_s(s, 4.0, 1000.0, 1000.0, 524_288 * 1000.0 * 1000.0 / 2.0)
-    # nothing decoding: the prompt alone, its causal attention 524288 * 1000 * 1001 / 2 / 4e14 = 0.65601536 ms
-    assert in_service(0.0, 1000.0) == prefill_s(s, 1000.0) == pytest.approx(41.65601536e-3, rel=1e-12)
+    # nothing decoding: the prompt alone, its causal attention 524288 * 1000 * 1001 / 2 / 4e14 = 0.65601536 ms, in
+    # series with its own read of the weights, 10 ms (compute.prompt_pass_s)
+    assert in_service(0.0, 1000.0) == prefill_s(s, 1000.0) == pytest.approx(51.65601536e-3, rel=1e-12)
     # a runtime that does not chunk runs the prompt on its own whatever decodes
     assert prefill_in_service(spec(chunk_tokens=0), 1000.0)(4.0, 1000.0) == prefill_s(spec(chunk_tokens=0), 1000.0)
     # 5,000 tokens in chunks of 2,048: three chunks of 1,666.7 tokens, each over half the prompt
