@@ -307,10 +307,17 @@ def step_function(spec: ServerSpec) -> Callable[[float, float, float, float], fl
         t_weights = read * (1.0 if dense else touched(spec, batch)) / mem_rate
         t_kv = batch * mean_context * kv_bytes * kv_replicas / kv_rate
         t_att = batch * mean_context * pair / flops
-        t_mm = two_p * batch / flops + prompt_s
-        return ((t_mm if t_mm > t_weights else t_weights) + (t_att if t_att > t_kv else t_kv) + s0
+        return (products_s(t_weights, two_p * batch / flops, prompt_s) + (t_att if t_att > t_kv else t_kv) + s0
                 + (batch - 1.0 if batch > 1.0 else 0.0) * hs + link_s)
     return step
+
+
+def products_s(weights_s: float, decode_s: float, prompt_s: float) -> float:
+    """A step's matrix products: the decoding sequences' arithmetic (``decode_s``) overlapping one read of the weights
+    (``weights_s``), the larger of the two (the decode's rule, calibrated on per-token times), and the arithmetic of
+    the prompt tokens the step carries (``prompt_s``) in series with that (``compute.prompt_pass_s``): with nothing
+    decoding, a prompt's pass alone (``prefill_s``); a chunk riding on a decode step adds all its arithmetic to it."""
+    return compute.prompt_pass_s(prompt_s, decode_s if decode_s > weights_s else weights_s)
 
 
 def _mixed_prompt_s(spec: ServerSpec, tokens: float, attention_flops: float) -> float:
@@ -413,7 +420,7 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
     t_weights = spec.read_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
     work = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
-                      + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
+                      + spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1.0) / 2.0
                       / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
     work += (prompts - 1) * prompt_tokens * spec.per_token_s
     return steps, steps * (compute.prompt_pass_s(work / steps, t_weights) + prefill_pass_overhead_s(spec))
@@ -432,8 +439,9 @@ def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
         return lambda decoding, mean_context: alone
     chunks = math.ceil(prompt_tokens / spec.chunk_tokens)
     chunk = prompt_tokens / chunks
-    # Attention of a chunk over the prompt before it: on average half the prompt.
-    attn = spec.attn_flops_per_pair * chunk * prompt_tokens / 2.0
+    # Attention of a chunk over the prompt before it and itself, causal: on average half the prompt, the chunks
+    # together the prompt's own s (s + 1) / 2 pairs (compute.prefill_flops, as the prompt alone)
+    attn = spec.attn_flops_per_pair * chunk * (prompt_tokens + 1.0) / 2.0
     prompt = _mixed_prompt_s(spec, chunk, attn)
     link = chunk * spec.per_token_s + spec.prefill_overhead_s
     step = step or step_function(spec)

@@ -5,11 +5,20 @@ rule of the plan's prefill, a prompt alone on a server, prompts started together
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from advisor.catalog.load import bundled_catalog
 from advisor.catalog.measurements import bundled_measurements
 from advisor.estimate import compute
-from advisor.estimate.serving import ServerSpec, batch_prefill_s, prefill_s, prefill_spread_share
+from advisor.estimate.serving import (
+    ServerSpec,
+    batch_prefill_s,
+    prefill_in_service,
+    prefill_s,
+    prefill_spread_share,
+    products_s,
+)
 from advisor.planner.measured import predict
 
 
@@ -78,3 +87,16 @@ def test_one_users_first_tokens_on_one_a100_by_prompt_length():
         one, many = (predict(ms[f"lmdeploy-a100-llama-2-{model}-c1-{n}in-128out-ttft-mean"], cat).predicted
                      for n in (1, 128))
         assert 1 / 1.4 <= (many - one) / added <= 1.0, (model, many - one)
+
+
+@given(decoding=st.floats(0.5, 256.0), context=st.floats(0.0, 8000.0), prompt=st.floats(1.0, 6000.0),
+       chunk=st.sampled_from([512, 2048, 8192]))
+def test_a_prompt_riding_on_decode_steps_is_never_faster_than_alone(decoding, context, prompt, chunk):
+    # a step carrying a chunk is the decode's step with the chunk's arithmetic in series (serving.products_s): with
+    # others decoding, a prompt's prefill takes at least what it takes alone (compute.prompt_pass_s), whatever the
+    # batch, the caches and the chunking
+    s = _spec(chunk_tokens=chunk, attn_flops_per_pair=524_288.0)
+    assert prefill_in_service(s, prompt)(decoding, context) >= prefill_s(s, prompt) * (1 - 1e-12)
+    # and a step carrying no prompt is the decode's own: the larger of the read and the products
+    assert products_s(10e-3, 4e-3, 0.0) == 10e-3 and products_s(10e-3, 14e-3, 0.0) == 14e-3
+    assert products_s(10e-3, 4e-3, 5e-3) == pytest.approx(15e-3)
