@@ -81,14 +81,16 @@ def test_cached_prompts_ride_the_first_wave_s_first_prefill_step():
     s = spec()
     steady = serve_at(s, LENGTHS, users=4)
     # 2 of the 4 prompts in the prefix cache: the other two, 2,000 tokens, fill one step of 2,048 (each prompt's
-    # products 40 ms and attention 0.65536 ms, + 1 ms: 82.31 ms); the cached two compute one token each in that step
+    # products 40 ms and causal attention over 1000 x 1001 / 2 pairs 0.65601536 ms, added to the pass's one read of
+    # the weights 10 ms (compute.prompt_pass_s), + 1 ms: 92.31 ms); the cached two compute one token each in it
     steps, t_pre = batch_prefill_s(s, 2, 1000)
-    assert steps == 1 and t_pre == pytest.approx(2 * (40e-3 + 0.65536e-3) + 1e-3, rel=1e-12)
+    assert steps == 1 and t_pre == pytest.approx(2 * (40e-3 + 0.65601536e-3) + 10e-3 + 1e-3, rel=1e-12)
     p = serve_finite(s, LENGTHS, 4, 20, cached=2)
     assert p.ttft_mean_s == pytest.approx(0.2 * t_pre + 0.8 * steady.ttft_mean_s, rel=1e-12)
-    # every prompt of the wave cached: one step of four one-token prompts (the weights' read, 10 ms, + 1 ms)
+    # every prompt of the wave cached: one step of four one-token prompts (the weights' read, 10 ms, their products
+    # 4 x 40 us and attention 4 x one pair (0.65601536 ms / 500,500 pairs), + 1 ms)
     _, one = batch_prefill_s(s, 4, 1.0)
-    assert one == pytest.approx(10e-3 + 1e-3, rel=1e-12)
+    assert one == pytest.approx(10e-3 + 4 * 40e-6 + 4 * 0.65601536e-3 / 500_500 + 1e-3, rel=1e-12)
     for cached in (4, 5, 20):  # (cached prompts beyond the wave are the steady state's requests)
         q = serve_finite(s, LENGTHS, 4, 20, cached=cached)
         assert q.ttft_mean_s == pytest.approx(0.2 * one + 0.8 * steady.ttft_mean_s, rel=1e-12)
