@@ -701,7 +701,7 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     return _at_speed(q_, x_max, requests_per_s, b)
 
 
-def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:
+def serve_together(spec: ServerSpec, lengths: Lengths, users: int, *, clients: bool = False) -> ServePoint:
     """``users`` requests of one length started together, each user sending the next when the last ends: a closed
     loop of equal requests stays in step (all finish at once), as synthetic benchmarks run it (``vllm bench serve``
     and AIPerf at a fixed concurrency and lengths, LMDeploy's ``profile_generation``, a static batch, or every request
@@ -712,6 +712,14 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
     of the whole batch at the mean context (``decode_step_s``). Throughput ``B O / T``; request ``i``'s first token at
     the end of the step holding its last prompt token, its time per output token ``(T - f_i) / (O - 1)``; users
     beyond ``B`` wait ``(users - B) / B`` rounds (docs/method.md, "Serving under load").
+
+    ``clients``: each round's requests are sent by the users' clients one at a time as their last requests end
+    (LMDeploy's ``profile_generation`` threads, each calling ``stream_infer`` again), not queued at once (a static
+    batch). The round's first request then finds the engine idle and goes alone: the engine's loop blocks on an
+    empty queue and runs an iteration with what is queued when it wakes (TurboMind's ``LlamaBatch::
+    InternalThreadEntry``, ``request_queue.dequeue`` blocking while the batch is empty; vLLM's ``EngineCoreProc.
+    _process_input_queue``, ``input_queue.get()`` while it has no work), and the others, sent while that iteration
+    runs, wait for its end and are prefilled together in the next (``_round_firsts``).
     """
     if users < 1:
         raise ValueError("users must be at least 1")
@@ -720,7 +728,7 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
         return ServePoint(users, None, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False, limit)
     b = min(users, c)
     s, o = lengths.prompt_mean, lengths.output_mean
-    t_pre, firsts = _wave(spec, b, s)
+    t_pre, firsts = _round_firsts(spec, b, s) if clients else _wave(spec, b, s)
     step = decode_step_s(spec, float(b), lengths.mean_context)
     t_round = t_pre + max(o - 1.0, 0.0) * step
     wait = (users - b) / b * t_round
@@ -735,6 +743,20 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
     return ServePoint(users, None, float(b), float(users - b), x, x * o, q(firsts, 0.5) + wait, q(firsts, 0.95) + wait,
                       sum(tpots) / b, q(sorted(tpots), 0.95), 1.0 if users >= c else b / c, True,
                       limit if users >= c else "", mean_first + wait, step)
+
+
+def _round_firsts(spec: ServerSpec, b: int, s: float) -> tuple[float, list[float]]:
+    """``(seconds, first tokens)`` of a round of ``b`` prompts of ``s`` tokens that clients send one at a time to an
+    idle engine (``serve_together``'s ``clients``): the first request alone (the plan's one prompt, ``_wave`` of
+    one), the other ``b - 1`` after it, prefilled together (``_wave``), each first token that long after the first
+    request's iteration ends. In the later steps the first request decodes with them (TurboMind puts the other
+    prompts' prefill before the step that decodes all of them, ``LlamaBatch::ContextDecode`` then ``Generate``), so
+    the round's decode is the whole batch's, as without clients."""
+    t1, _ = _wave(spec, 1, s)
+    if b < 2:
+        return t1, [t1]
+    t_rest, rest = _wave(spec, b - 1, s)
+    return t1 + t_rest, [t1] + [t1 + f for f in rest]
 
 
 def _wave(spec: ServerSpec, b: int, s: float) -> tuple[float, list[float]]:
