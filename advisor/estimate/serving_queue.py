@@ -925,7 +925,7 @@ def serve_batched(spec: ServerSpec, lengths: Lengths, requests_per_s: float, bat
     return _in_batches(q_, point, requests_per_s, 1.0, batching) if point.stable else point
 
 
-def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint:
+def serve_together(spec: ServerSpec, lengths: Lengths, users: int, *, clients: bool = False) -> ServePoint:
     """``users`` requests of one length started together, each user sending the next when the last ends: a closed
     loop of equal requests stays in step (all finish at once), as synthetic benchmarks run it (``vllm bench serve``
     and AIPerf at a fixed concurrency and lengths, LMDeploy's ``profile_generation``, a static batch, or every request
@@ -936,6 +936,14 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
     of the whole batch at the mean context (``decode_step_s``). Throughput ``B O / T``; request ``i``'s first token at
     the end of the step holding its last prompt token, its time per output token ``(T - f_i) / (O - 1)``; users
     beyond ``B`` wait ``(users - B) / B`` rounds (docs/method.md, "Serving under load").
+
+    ``clients``: each round's requests are sent by the users' clients one at a time as their last requests end
+    (LMDeploy's ``profile_generation`` threads, each calling ``stream_infer`` again), not queued at once (a static
+    batch). The round's first request then finds the engine idle and goes alone: the engine's loop blocks on an
+    empty queue and runs an iteration with what is queued when it wakes (TurboMind's ``LlamaBatch::
+    InternalThreadEntry``, ``request_queue.dequeue`` blocking while the batch is empty; vLLM's ``EngineCoreProc.
+    _process_input_queue``, ``input_queue.get()`` while it has no work), and the others, sent while that iteration
+    runs, wait for its end and are prefilled together in the next (``_round_firsts``).
     """
     if users < 1:
         raise ValueError("users must be at least 1")
@@ -944,7 +952,7 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
         return ServePoint(users, None, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False, limit)
     b = min(users, c)
     s, o = lengths.prompt_mean, lengths.output_mean
-    t_pre, firsts = _wave(spec, b, s)
+    t_pre, firsts = _round_firsts(spec, lengths, b) if clients else _wave(spec, b, s)
     step = decode_step_s(spec, float(b), lengths.mean_context)
     t_round = t_pre + max(o - 1.0, 0.0) * step
     wait = (users - b) / b * t_round
@@ -959,6 +967,22 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int) -> ServePoint
     return ServePoint(users, None, float(b), float(users - b), x, x * o, q(firsts, 0.5) + wait, q(firsts, 0.95) + wait,
                       sum(tpots) / b, q(sorted(tpots), 0.95), 1.0 if users >= c else b / c, True,
                       limit if users >= c else "", mean_first + wait, step)
+
+
+def _round_firsts(spec: ServerSpec, lengths: Lengths, b: int, hits: int = 0) -> tuple[float, list[float]]:
+    """``(seconds, first tokens)`` of ``b`` prompts that clients send one at a time to an idle engine (a round of
+    ``serve_together``'s ``clients``, a finite run's first wave): the first request alone (the plan's one prompt,
+    ``_wave`` of one; its last token only where its prompt is cached), the other ``b - 1`` after it, prefilled
+    together (``_cached_wave``, the first ``hits - 1`` of them cached), each first token that long after the first
+    request's step ends; the seconds run to the end of the last prefill step (sorted, from the start). In the later
+    steps the first request decodes with them (TurboMind puts the other prompts' prefill before the step that
+    decodes all of them, ``LlamaBatch::ContextDecode`` then ``Generate``), so the round's decode is the whole
+    batch's, as without clients."""
+    t1, _ = _wave(spec, 1, 1.0 if hits > 0 else lengths.prompt_mean)
+    if b < 2:
+        return t1, [t1]
+    rest = _cached_wave(spec, lengths, b - 1, max(hits - 1, 0))
+    return t1 + rest[-1], [t1] + [t1 + f for f in rest]
 
 
 def _wave(spec: ServerSpec, b: int, s: float) -> tuple[float, list[float]]:
@@ -976,16 +1000,17 @@ def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int, c
     --num-prompts prompts`` and LMDeploy's ``profile_throughput`` its request threads: the first ``users`` requests
     are sent at t = 0 and wait for each other's prompts, the rest find the users drifted apart (``serve_at``).
 
-    The first wave: ``B = min(users, sequences that fit)`` prompts prefilled together in steps of the prefill budget
-    (``_wave``, as ``serve_together``'s round; a wave of one user is the steady state's request). The first token's
+    The first wave: ``B = min(users, sequences that fit)`` prompts sent by the users' clients to an idle engine, the
+    first alone and the others prefilled together after it in steps of the prefill budget (``_round_firsts``, as
+    ``serve_together``'s rounds sent by clients; a wave of one user is the steady state's request). The first token's
     mean is the mean over all ``prompts`` requests, the wave's ``B`` and the steady state's ``prompts - B``; its
     p50 and p95 are the quantiles of that mixture, the steady state's first token taken as a shifted exponential
     through its p50 and p95 (the queue's exponential tail). Throughput and the per-token times are the steady
     state's. ``prompts`` at most ``users`` is one wave of ``prompts`` (docs/method.md, "Serving under load").
 
     ``cached``: the run's first requests whose prompts the server's prefix cache already holds (an earlier run on the
-    same server sent them: ``_cached_in_wave``). Those of the wave compute one token each and ride the wave's first
-    prefill step; the wave's other prompts are prefilled as above.
+    same server sent them: ``_cached_in_wave``). Those of the wave compute one token each, the first alone, the
+    others in the first prefill step after it; the wave's other prompts are prefilled as above.
 
     Raises:
         ValueError: users or prompts below 1, or cached below 0.
@@ -1000,7 +1025,7 @@ def serve_finite(spec: ServerSpec, lengths: Lengths, users: int, prompts: int, c
     b = min(users, c)
     if b < 2 or not steady.stable or not math.isfinite(steady.ttft_mean_s):
         return steady
-    firsts = _cached_wave(spec, lengths, b, _cached_in_wave(spec, lengths, b, cached))
+    firsts = _round_firsts(spec, lengths, b, _cached_in_wave(spec, lengths, b, cached))[1]
     share = b / prompts  # the wave's share of the run's requests
     mean = share * sum(firsts) / b + (1.0 - share) * steady.ttft_mean_s
     # the steady state's first token: a + Exp(m) through its p50 and p95

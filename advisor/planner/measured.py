@@ -225,8 +225,9 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     The setup: one replica of the measured devices, the weight format and runtime named, at the stated load
     (``serve_job_values``); with users, at least as many sequences as users (the run's own batch limit where it is
     above the server's default), unless the row states ``max_seqs``. Users whose equal requests started together
-    (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``), others as users who have
-    drifted apart (``serve_at``); a row that states its run's request count (``run_prompts``) as a finite run
+    (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``; sent by the users' clients one
+    at a time where the row states its run's request count, ``run_prompts``, else queued at once as a static batch),
+    others as users who have drifted apart (``serve_at``); a row that states its run's request count (``run_prompts``) as a finite run
     whose users start together (``serving_queue.serve_finite``), the prompts an earlier run on the same server left
     in its prefix cache as the row states them (``run_cached``). ``calib``: the planner's calibration with the
     user's runs, which one request's speed takes as ``advisor serve`` takes it (None: the published fit alone).
@@ -269,7 +270,8 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
             spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=users, lengths=lengths,
                                    compute_scale=math.exp(t), speed=speed)
         if users is not None and m.arrivals == "together":
-            point = serve_together(spec, lengths, users)  # equal requests started together stay in step
+            # equal requests started together stay in step; a run of stated requests is sent by the users' clients
+            point = serve_together(spec, lengths, users, clients=prompts is not None)
         elif users is not None and prompts is not None:  # a finite run: its first wave, then the steady state
             point = serve_finite(spec, lengths, users, prompts, cached)
         elif users is not None:

@@ -1,6 +1,7 @@
 """A finite benchmark run (``serving_queue.serve_finite``): ``N`` requests by ``C`` users who all start at once,
 as ``vllm bench serve`` and SGLang's ``bench_serving`` run ``--request-rate inf --max-concurrency C --num-prompts
-N``: the first wave's prompts prefilled together, then the steady state; worked by hand on one spec."""
+N``: the first wave's prompts (the first request alone, the others together after it), then the steady state;
+worked by hand on one spec."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from advisor.estimate.serving_queue import serve_at, serve_finite
 
 from .test_serving_load import GIB, spec
 
-# Four prompts of 1,000 tokens in steps of 2,048 (test_serving_load): two steps of 42.31 ms; prompts 1 and 2 end
-# in the first step, 3 and 4 in the second.
+# Four prompts of 1,000 tokens sent by the users' clients (test_serving_load): the first alone, one step of its
+# 1,000 tokens; the other three after it in two steps of 1,500 tokens (the budget of 2,048 spread evenly), the first
+# of them ending in the first step, the other two in the second.
 LENGTHS = Lengths(1000, 101, 0.5, 0.5)
 
 
 def _wave_firsts():
-    steps, t_pre = batch_prefill_s(spec(), 4, 1000)
+    _, t1 = batch_prefill_s(spec(), 1, 1000)
+    steps, t3 = batch_prefill_s(spec(), 3, 1000)
     assert steps == 2
-    return [t_pre / 2, t_pre / 2, t_pre, t_pre]
+    return [t1, t1 + t3 / 2, t1 + t3, t1 + t3]
 
 
 def test_the_mean_first_token_weighs_the_first_wave_by_its_share_of_the_run():
@@ -80,20 +83,24 @@ def test_one_user_and_one_wave():
 def test_cached_prompts_ride_the_first_wave_s_first_prefill_step():
     s = spec()
     steady = serve_at(s, LENGTHS, users=4)
-    # 2 of the 4 prompts in the prefix cache: the other two, 2,000 tokens, fill one step of 2,048 (each prompt's
-    # products 40 ms and causal attention over 1000 x 1001 / 2 pairs 0.65601536 ms, added to the pass's one read of
-    # the weights 10 ms (compute.prompt_pass_s), + 1 ms: 92.31 ms); the cached two compute one token each in it
+    # 2 of the 4 prompts in the prefix cache: the first, cached, alone computes one token (the weights' read, 10 ms,
+    # its products 40 us and attention over one pair (0.65601536 ms / 500,500 pairs), + 1 ms); then the other two,
+    # 2,000 tokens, fill one step of 2,048 (each prompt's products 40 ms and causal attention over 1000 x 1001 / 2
+    # pairs 0.65601536 ms, added to the pass's one read of the weights 10 ms (compute.prompt_pass_s), + 1 ms:
+    # 92.31 ms), the second cached prompt's one token in that step
+    pair = 0.65601536e-3 / 500_500
+    _, one = batch_prefill_s(s, 1, 1.0)
+    assert one == pytest.approx(10e-3 + 40e-6 + pair + 1e-3, rel=1e-12)
     steps, t_pre = batch_prefill_s(s, 2, 1000)
     assert steps == 1 and t_pre == pytest.approx(2 * (40e-3 + 0.65601536e-3) + 10e-3 + 1e-3, rel=1e-12)
     p = serve_finite(s, LENGTHS, 4, 20, cached=2)
-    assert p.ttft_mean_s == pytest.approx(0.2 * t_pre + 0.8 * steady.ttft_mean_s, rel=1e-12)
-    # every prompt of the wave cached: one step of four one-token prompts (the weights' read, 10 ms, their products
-    # 4 x 40 us and attention 4 x one pair (0.65601536 ms / 500,500 pairs), + 1 ms)
-    _, one = batch_prefill_s(s, 4, 1.0)
-    assert one == pytest.approx(10e-3 + 4 * 40e-6 + 4 * 0.65601536e-3 / 500_500 + 1e-3, rel=1e-12)
+    assert p.ttft_mean_s == pytest.approx(0.2 * (one + 0.75 * t_pre) + 0.8 * steady.ttft_mean_s, rel=1e-12)
+    # every prompt of the wave cached: the first one's step, then one step of the other three's one tokens
+    _, three = batch_prefill_s(s, 3, 1.0)
+    assert three == pytest.approx(10e-3 + 3 * (40e-6 + pair) + 1e-3, rel=1e-12)
     for cached in (4, 5, 20):  # (cached prompts beyond the wave are the steady state's requests)
         q = serve_finite(s, LENGTHS, 4, 20, cached=cached)
-        assert q.ttft_mean_s == pytest.approx(0.2 * one + 0.8 * steady.ttft_mean_s, rel=1e-12)
+        assert q.ttft_mean_s == pytest.approx(0.2 * (one + 0.75 * three) + 0.8 * steady.ttft_mean_s, rel=1e-12)
     # none cached is the cold wave; the cache changes no steady figure
     assert serve_finite(s, LENGTHS, 4, 20, cached=0) == serve_finite(s, LENGTHS, 4, 20)
     assert (p.output_tokens_per_s, p.tpot_p50_s, p.itl_s) == (steady.output_tokens_per_s, steady.tpot_p50_s,
@@ -114,6 +121,8 @@ def test_the_cache_holds_only_the_earlier_requests_that_fit():
     steady = serve_at(s, lengths, users=3)
     steps, t_pre = batch_prefill_s(s, 1, 1000)
     assert steps == 1
-    # two cached (the first step's) and one cold prompt, each first token at the end of the one step
+    # two cached and one cold prompt: the first (cached) alone, then one step of the cold prompt with the second
+    # cached one's token, both first tokens at its end
+    _, one = batch_prefill_s(s, 1, 1.0)
     p = serve_finite(s, lengths, 3, 30, cached=3)
-    assert p.ttft_mean_s == pytest.approx(0.1 * t_pre + 0.9 * steady.ttft_mean_s, rel=1e-12)
+    assert p.ttft_mean_s == pytest.approx(0.1 * (one + 2 / 3 * t_pre) + 0.9 * steady.ttft_mean_s, rel=1e-12)

@@ -89,6 +89,41 @@ def test_equal_requests_started_together_finish_together():
     assert q.output_tokens_per_s == pytest.approx(p.output_tokens_per_s, rel=1e-12)
 
 
+def test_a_round_sent_by_clients_starts_with_its_first_request_alone():
+    # LMDeploy's profile_generation threads each send the next request as their last one ends: the round's first
+    # request wakes the idle engine alone (its plan's one prompt), the other three wait for that step and are then
+    # prefilled together, their first tokens that much later
+    s, lengths = spec(), Lengths(1000, 101)
+    _, t1 = batch_prefill_s(s, 1, 1000)
+    steps, t3 = batch_prefill_s(s, 3, 1000)
+    # 3,000 tokens in two steps of 1,500 each (the budget of 2,048 spread evenly): the first of the three ends in the
+    # first step, the other two in the second
+    assert steps == 2
+    firsts = [t1, t1 + t3 / 2, t1 + t3, t1 + t3]
+    p = serve_together(s, lengths, 4, clients=True)
+    assert p.ttft_mean_s == pytest.approx(sum(firsts) / 4, rel=1e-12)
+    t_round = t1 + t3 + 100 * decode_step_s(s, 4, lengths.mean_context)
+    assert p.output_tokens_per_s == pytest.approx(4 * 101 / t_round, rel=1e-12)
+    assert p.tpot_p50_s == pytest.approx(sum((t_round - f) / 100 for f in firsts) / 4, rel=1e-12)
+    assert p.itl_s == serve_together(s, lengths, 4).itl_s  # the decode steps are the batch's either way
+    # one user: the plan's own request whoever sends it
+    assert serve_together(s, lengths, 1, clients=True) == serve_together(s, lengths, 1)
+
+
+def test_one_token_prompts_at_load_wait_for_the_first_request_s_step():
+    # 1-token prompts (LMDeploy's 1/128 rows): queued at once, the round's 16 prompts are one step, the one-user
+    # figure whatever the load; sent by clients, 15 of them wait for the first one's step and take the next one
+    s, lengths = spec(), Lengths(1, 128)
+    _, t1 = batch_prefill_s(s, 1, 1)
+    _, t15 = batch_prefill_s(s, 15, 1)
+    assert serve_together(s, lengths, 16).ttft_mean_s == pytest.approx(batch_prefill_s(s, 16, 1)[1], rel=1e-12)
+    p = serve_together(s, lengths, 16, clients=True)
+    assert p.ttft_mean_s == pytest.approx((t1 + 15 * (t1 + t15)) / 16, rel=1e-12)
+    # each step the weights' read (16 GB at 0.8 x 2 TB/s: 10 ms) and its fixed 1 ms: one step for the first request,
+    # two for the other fifteen
+    assert p.ttft_mean_s == pytest.approx((11e-3 + 15 * 22e-3) / 16, rel=1e-9)
+
+
 def test_each_further_sequence_adds_host_time_and_its_traffic():
     cat = load_catalog(use_user_file=False)
     h100 = cat.accelerators["h100-sxm"]

@@ -222,3 +222,21 @@ def test_a_run_after_a_smaller_one_of_the_same_lengths_starts_with_its_prompts_c
         assert predict(dataclasses.replace(base, settings=base.settings + (("cached", bad),)), CAT).predicted is None
     alone = dataclasses.replace(base, settings=(("prompt_spread", "0.577"), ("cached", "80")))
     assert predict(alone, CAT).predicted is None
+
+
+def test_equal_requests_a_stated_run_sends_through_its_users_clients_start_each_round_with_one_alone():
+    # LMDeploy's profile_generation on an A100 (docs/en/benchmark/a100_fp16.md, lmdeploy v0.1.0a1): 32 request
+    # threads of Llama 2 13B, 1-token prompts and 128 output tokens, ten rounds each (--test-round 10): 320 requests;
+    # first token 0.034 s measured (min 0.021, the one-user figure, 0.018 s)
+    base = [m for m in bundled_measurements() if m.row_id == "lmdeploy-a100-llama-2-13b-c32-1in-128out-ttft-mean"][0]
+    assert base.setting("prompts") == "320" and base.arrivals == "together"
+    acc = CAT.accelerators["a100-80gb-sxm"]
+    sent = serve_point_predictor(base, CAT, acc)[0](0.0)
+    queued = serve_point_predictor(dataclasses.replace(base, settings=()), CAT, acc)[0](0.0)
+    one = serve_point_predictor(dataclasses.replace(base, settings=(), batch=1), CAT, acc)[0](0.0)
+    # queued at once (a static batch) the 32 one-token prompts are one prefill step: the one-user figure; sent by
+    # the threads, 31 wait for the first one's step and take the next: about twice it, within 25 % of 0.034 s
+    assert queued.ttft_mean_s == pytest.approx(one.ttft_mean_s, rel=0.05)
+    assert sent.ttft_mean_s == pytest.approx(2 * one.ttft_mean_s, rel=0.05)
+    assert sent.ttft_mean_s == pytest.approx(0.034, rel=0.25)
+    assert predict(base, CAT).predicted == pytest.approx(sent.ttft_mean_s, rel=1e-9)
