@@ -234,9 +234,10 @@ def test_equal_requests_a_stated_run_sends_through_its_users_clients_start_each_
     sent = serve_point_predictor(base, CAT, acc)[0](0.0)
     queued = serve_point_predictor(dataclasses.replace(base, settings=()), CAT, acc)[0](0.0)
     one = serve_point_predictor(dataclasses.replace(base, settings=(), batch=1), CAT, acc)[0](0.0)
-    # queued at once (a static batch) the 32 one-token prompts are one prefill step: the one-user figure; sent by
-    # the threads, 31 wait for the first one's step and take the next: about twice it, within 25 % of 0.034 s
-    assert queued.ttft_mean_s == pytest.approx(one.ttft_mean_s, rel=0.05)
-    assert sent.ttft_mean_s == pytest.approx(2 * one.ttft_mean_s, rel=0.05)
+    # queued at once (a static batch) the 32 one-token prompts are one prefill step: the one-user pass and the
+    # arithmetic of 31 more tokens (compute.prompt_pass_s adds it to the weights' read: 2 x 13e9 x 31 FLOPs, a few
+    # ms on an A100); sent by the threads, 31 wait for the first one's step and take the next, within 25 % of 0.034 s
+    assert one.ttft_mean_s < queued.ttft_mean_s < 1.3 * one.ttft_mean_s
+    assert sent.ttft_mean_s == pytest.approx(one.ttft_mean_s + 31 / 32 * queued.ttft_mean_s, rel=0.05)
     assert sent.ttft_mean_s == pytest.approx(0.034, rel=0.25)
     assert predict(base, CAT).predicted == pytest.approx(sent.ttft_mean_s, rel=1e-9)
