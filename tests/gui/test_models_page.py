@@ -23,7 +23,7 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     w = make_window("2x4090")
     w.show_page("models")
     page = w.page("models")
-    qtbot.waitUntil(page.is_ready, timeout=10000)
+    qtbot.waitUntil(page.is_ready, timeout=30000)
     rows = page.table_model.rows()
     assert [r.found.name for r in rows] == ["Qwen/Qwen2.5-7B", "Qwen/Qwen3-30B-A3B", "pub/Tiny-GGUF/Tiny-Q8_0.gguf"]
     qwen = rows[0]
@@ -38,14 +38,14 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     assert w.current_page() is w.page("planner")
     assert w.page("planner").form.values()["model"] == "hf:Qwen/Qwen3-30B-A3B"
     moe = rows[1].model
-    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == moe.params, timeout=10000)
+    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == moe.params, timeout=30000)
     assert w.ctx.last_plan.active_params == moe.active_params < moe.params / 5
     w.show_page("models")
     page.table.selectRow(page.proxy.mapFromSource(page.table_model.index(0, 0)).row())
     page.plan_button.click()
     values = w.page("planner").form.values()
     assert values["model"] == "hf:Qwen/Qwen2.5-7B"
-    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == qwen.model.params, timeout=10000)
+    qtbot.waitUntil(lambda: w.ctx.last_plan is not None and w.ctx.last_plan.params == qwen.model.params, timeout=30000)
     assert w.ctx.last_plan.arch.kv_heads == 4 and w.ctx.last_plan.model_name == "Qwen/Qwen2.5-7B"
 
 
@@ -66,5 +66,5 @@ def test_empty_machine_says_how_to_get_a_model(make_window, qtbot):
     w = make_window("2x4090")
     w.show_page("models")
     page = w.page("models")
-    qtbot.waitUntil(page.is_ready, timeout=10000)
+    qtbot.waitUntil(page.is_ready, timeout=30000)
     assert page.table_model.rowCount() == 0 and "hf download" in page.note.text()
