@@ -83,13 +83,20 @@ def test_a_new_font_is_measured_again(qtbot):
     mine, qt = WrappedLabel(), QLabelMeasured()
     for label in (mine, qt):
         qtbot.addWidget(label)
-        label.setText(TEXTS[0])
-    assert _sizes(mine) == _sizes(qt)
-    for label in (mine, qt):
-        font = label.font()
-        font.setPointSize(font.pointSize() + 4)
-        label.setFont(font)
-    assert _sizes(mine) == _sizes(qt)
+    for text in (TEXTS[0], TEXTS[3]):  # rich, and plain (its height kept for the last width asked about)
+        for label in (mine, qt):
+            label.setText(text)
+        assert _sizes(mine) == _sizes(qt)
+        for label in (mine, qt):
+            font = label.font()
+            font.setPointSize(font.pointSize() + 4)
+            label.setFont(font)
+        assert mine.heightForWidth(2000) == qt.heightForWidth(2000)  # the last width asked: not the old font's
+        assert _sizes(mine) == _sizes(qt)
+        for label in (mine, qt):
+            label.setContentsMargins(2, 0, 5, 0)
+        assert mine.heightForWidth(2000) == qt.heightForWidth(2000)
+        assert _sizes(mine) == _sizes(qt)
 
 
 def test_rich_text_is_drawn_as_qlabel_draws_it(qtbot):

@@ -51,6 +51,8 @@ class WrappedLabel(QLabel):
         self._doc_key: tuple | None = None  # what the documents were built from
         self._sizes: dict = {}  # (what a size depends on, width) -> (width, height) of the text, before margins
         self._doc_width: int | None = None  # the width the drawn document is laid out at now
+        self._plain_key: tuple | None = None  # what a plain text's last heightForWidth was worked out for
+        self._plain_height = 0
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
         if text == self.text():
@@ -201,7 +203,14 @@ class WrappedLabel(QLabel):
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt API)
         if not self._rich():
-            return super().heightForWidth(width)
+            # QLabel's, kept for the last width asked about: the label asks it at its width after each new text
+            # (its minimum height), and the layout asks again at the same width (a plain text laid out each time)
+            m = self.contentsMargins()
+            key = (self.text(), self.font().key(), width, self.textFormat(), self.wordWrap(), self.margin(),
+                   self.indent(), self.frameWidth(), self.minimumWidth(), m.left(), m.top(), m.right(), m.bottom())
+            if key != self._plain_key:
+                self._plain_key, self._plain_height = key, super().heightForWidth(width)
+            return self._plain_height
         return self._size_for_width(width).height()
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
