@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from advisor.gui.plan_service import DEFAULT_INPUTS, PlanBundle, plan_bundle
-from advisor.gui.workers import GeneratorWorker, release
+from advisor.gui.workers import PooledWorker
 from advisor.job import Job, JobInputError
 
 DEBOUNCE_MS = 120
@@ -90,7 +90,12 @@ class PlanModel(QObject):
         self.bundle: PlanBundle | None = None
         self.plans_done = 0
         self.undo_stack = QUndoStack(self)
-        self._worker: GeneratorWorker | None = None
+        # one pooled worker for every plan (a thread started per plan cost the GUI thread ~0.6 ms an edit)
+        self._worker = PooledWorker(self)
+        self._worker.result_ready.connect(self._on_worker_result_ready)
+        self._worker.failed.connect(self._on_worker_failed)
+        self._worker.done.connect(self._on_worker_done)
+        self._running = False  # a plan is in the worker (until its done arrives here)
         self._pending = False
         self._valid = False  # whether the current values passed the schema (the error clears with the next plan)
         self._generation = 0  # counts validations: a result of an older one is out of date
@@ -121,7 +126,7 @@ class PlanModel(QObject):
 
     def is_idle(self) -> bool:
         """True when no plan is running or waiting."""
-        return self._worker is None and not self._debounce.isActive() and not self._pending
+        return not self._running and not self._debounce.isActive() and not self._pending
 
     # ------------------------------------------------------------ changing the values
     def edit(self, values: dict) -> None:
@@ -183,7 +188,7 @@ class PlanModel(QObject):
     def plan_now(self) -> None:
         """Plan the current job in a worker now (or once the running plan is done)."""
         self._debounce.stop()
-        if self._worker is not None:
+        if self._running:
             self._pending = True
             return
         if self.job is None or not self._valid:
@@ -193,12 +198,8 @@ class PlanModel(QObject):
 
             self._calibration, self._calibration_loaded = load_planner_calibration(), True
         self._planned_generation = self._generation
-        self._worker = GeneratorWorker(plan_or_error, self.job, self.ctx.catalog, self._calibration,
-                                       **self.ctx.plan_kw(), parent=self)
-        self._worker.result_ready.connect(self._on_worker_result_ready)
-        self._worker.failed.connect(self._on_worker_failed)
-        self._worker.done.connect(self._on_worker_done)
-        self._worker.start()
+        self._running = True
+        self._worker.start(plan_or_error, self.job, self.ctx.catalog, self._calibration, **self.ctx.plan_kw())
 
     @Slot()
     def _on_debounce_timeout(self) -> None:
@@ -223,8 +224,7 @@ class PlanModel(QObject):
 
     @Slot()
     def _on_worker_done(self) -> None:
-        worker, self._worker = self._worker, None
-        release(worker)
+        self._running = False
         if self._pending:
             self._pending = False
             self.plan_now()
@@ -263,5 +263,4 @@ class PlanModel(QObject):
         """Stop the timer and the running plan (idempotent)."""
         self._debounce.stop()
         self._pending = False
-        if self._worker is not None:
-            self._worker.stop()
+        self._worker.stop()

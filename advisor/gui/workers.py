@@ -18,11 +18,11 @@ import weakref
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
-from PySide6.QtCore import QThread, Signal
+from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal
 
 _log = logging.getLogger("advisor.gui.workers")
 
-_LIVE: weakref.WeakSet[GeneratorWorker] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[GeneratorWorker | PooledWorker] = weakref.WeakSet()
 
 
 class WorkerCancelled(Exception):
@@ -110,8 +110,78 @@ class GeneratorWorker(QThread):
                 gen.close()
 
 
-def live_workers() -> list[GeneratorWorker]:
-    """Workers whose thread is still running (tests assert none is left)."""
+class _Call(QRunnable):
+    """The one runnable of a :class:`PooledWorker`, started again for each call (never deleted by the pool)."""
+
+    def __init__(self, owner: PooledWorker) -> None:
+        super().__init__()
+        self.setAutoDelete(False)
+        self.owner = owner
+        self.call: tuple | None = None
+
+    def run(self) -> None:  # runs in a pool thread
+        owner, (fn, args, kwargs) = self.owner, self.call
+        self.call = None
+        try:
+            owner.result_ready.emit(fn(*args, **kwargs))
+        except Exception as exc:  # reported to the GUI as one line, as GeneratorWorker does
+            owner.error_detail = traceback.format_exc()
+            _log.error("worker %s failed", getattr(fn, "__qualname__", fn), exc_info=True)
+            owner.failed.emit(" ".join(f"{type(exc).__name__}: {exc}".split()))
+        finally:
+            owner._idle.set()
+            owner.done.emit()
+
+
+class PooledWorker(QObject):
+    """Run a plain function, one call at a time, on a thread of its own kept between calls, one runnable reused.
+
+    For work asked for on every keystroke (a re-plan): a :class:`GeneratorWorker` starts a new thread for each
+    call and joins it after, which costs the GUI thread about half a millisecond an edit; here the thread is
+    started once (a one-thread pool of this worker's, kept while the worker lives; deleting the worker joins
+    it). The signals are :class:`GeneratorWorker`'s (no progress,
+    no cancel: the function runs to its end). Whoever starts a call while one runs (``isRunning``) waits for
+    ``done`` first.
+
+    Signals:
+        result_ready(object): the function's result.
+        failed(str): a one-line reason when it raised.
+        done(): always last.
+    """
+
+    result_ready = Signal(object)
+    failed = Signal(str)
+    done = Signal()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._pool.setExpiryTimeout(-1)  # the thread waits for the next call however long it takes
+        self._call = _Call(self)
+        self._idle = threading.Event()
+        self._idle.set()
+        self.error_detail = ""
+        _LIVE.add(self)
+
+    def start(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``fn(*args, **kwargs)`` on a pool thread. Raises RuntimeError while a call runs."""
+        if not self._idle.is_set():
+            raise RuntimeError("a call is running: wait for done")
+        self._idle.clear()
+        self._call.call = (fn, args, kwargs)
+        self._pool.start(self._call)
+
+    def isRunning(self) -> bool:  # noqa: N802 (QThread's name, for live_workers)
+        return not self._idle.is_set()
+
+    def stop(self, timeout_ms: int = 5000) -> bool:
+        """Wait for the running call to end (it cannot be cancelled). Returns True when it ended in time."""
+        return self._idle.wait(timeout_ms / 1000)
+
+
+def live_workers() -> list[GeneratorWorker | PooledWorker]:
+    """Workers whose thread (or pooled call) is still running (tests assert none is left)."""
     out = []
     for w in list(_LIVE):
         try:

@@ -41,7 +41,16 @@ TEXTS = [
     "plain text, long enough to wrap at the narrower of the widths tried here",
     "<b>x</b>",
     "",
+    # the narrowest width worked out from the drawn layout: margins, unbreakable runs, a word wider than the label
+    "<p style='margin-left:12px; margin-right:7px'>A paragraph with margins</p><p>and a second, wider one of "
+    "many words</p>",
+    "10&nbsp;GB&nbsp;per&nbsp;device, unbreakable · then words · a_very_long_identifier_wider_than_120_pixels_at_least",
+    # ... and where it is not (a list, a table, an indented first line): laid out at width 0 as before
+    "<ul><li>a list item long enough to wrap</li><li>two</li></ul>",
+    "<table><tr><td>cell one</td><td>cell two, which wraps</td></tr></table>",
+    "<p style='text-indent:20px'>an indented first line of a paragraph</p>",
 ]
+NARROWEST_KNOWN = TEXTS[:3] + TEXTS[6:8]  # rich texts whose narrowest width comes from the drawn layout
 
 
 def _sizes(label) -> tuple:
@@ -74,13 +83,20 @@ def test_a_new_font_is_measured_again(qtbot):
     mine, qt = WrappedLabel(), QLabelMeasured()
     for label in (mine, qt):
         qtbot.addWidget(label)
-        label.setText(TEXTS[0])
-    assert _sizes(mine) == _sizes(qt)
-    for label in (mine, qt):
-        font = label.font()
-        font.setPointSize(font.pointSize() + 4)
-        label.setFont(font)
-    assert _sizes(mine) == _sizes(qt)
+    for text in (TEXTS[0], TEXTS[3]):  # rich, and plain (its height kept for the last width asked about)
+        for label in (mine, qt):
+            label.setText(text)
+        assert _sizes(mine) == _sizes(qt)
+        for label in (mine, qt):
+            font = label.font()
+            font.setPointSize(font.pointSize() + 4)
+            label.setFont(font)
+        assert mine.heightForWidth(2000) == qt.heightForWidth(2000)  # the last width asked: not the old font's
+        assert _sizes(mine) == _sizes(qt)
+        for label in (mine, qt):
+            label.setContentsMargins(2, 0, 5, 0)
+        assert mine.heightForWidth(2000) == qt.heightForWidth(2000)
+        assert _sizes(mine) == _sizes(qt)
 
 
 def test_rich_text_is_drawn_as_qlabel_draws_it(qtbot):
@@ -137,3 +153,29 @@ def test_a_label_whose_width_its_layout_decides_hints_that_width(qtbot):
                 label.resize(width, 30)
             assert mine.sizeHint().toTuple() == (width, qt.heightForWidth(width)), (text[:40], width)
             assert mine.minimumSizeHint() == qt.minimumSizeHint() and mine.minimumSize() == qt.minimumSize()
+
+
+def test_the_narrowest_width_is_the_width_0_layouts_without_that_layout(qtbot):
+    """The minimum size hint's width is the text laid out at width 0; it is read from the document as drawn
+    (``QTextLayout.minimumWidth`` of its blocks), so a new text is laid out at its width and on one line only, and
+    the drawn document is still at the label's width for the paint."""
+    import math
+
+    for text, width in itertools.product(NARROWEST_KNOWN, (120, 400, 652)):
+        label = WrappedLabel(hint_at_width=True)
+        qtbot.addWidget(label)
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setText(text)
+        label.resize(width, 30)
+        label.minimumSizeHint()
+        narrowest = label._narrowest()
+        at_zero = label._document()
+        at_zero.setTextWidth(0)
+        assert narrowest == math.ceil(at_zero.size().width()), (text[:40], width)
+        assert label._doc_width == width  # the one-line width went to the second document
+    for text in TEXTS[-3:]:  # a list, a table, an indent: not read off the layout
+        label = WrappedLabel(text)
+        qtbot.addWidget(label)
+        label.resize(300, 30)
+        label.minimumSizeHint()
+        assert label._narrowest() is None, text[:30]

@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QGraphicsItem,
     QHBoxLayout,
     QLabel,
     QScrollArea,
@@ -396,6 +397,9 @@ class PlannerPage(Page):
             line = plots.add_limit_line(self.chart, acc.memory_bytes, label, color_name=colour,
                                         label_position=0.99, label_anchor=(1, 1))
             line.setZValue(20)  # its label over the bars, never under them
+            # kept as a pixmap: the bars under it change with every plan and repaint the line's strip, and a dashed
+            # antialiased line stroked again each time cost more than the bars (drawn again only on a new range)
+            line.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             line.mine = acc_id in mine
             self._cap_lines.append(line)
         self._place_capacity_labels()

@@ -60,7 +60,18 @@ class FitAdviceWidget(QWidget):
         """Show the advice of ``result`` (hidden when the job fits or there is none)."""
         self.rows = fit_advice_rows(result) if result is not None else []
         closest = fit_advice_closest(result) if result is not None and not self.rows else None
-        self.setVisible(bool(self.rows) or closest is not None)
+        shown = bool(self.rows) or closest is not None
+        # Hidden first and shown last: a widget shown inside a visible one activates the layout of every visible
+        # widget above it (QWidget::setVisible), so showing the rows one by one in a shown panel laid the whole
+        # page out twice per row (14 layouts of the page when the advice appears); rows shown while the panel is
+        # hidden cost nothing there, and the panel's own show lays the page out once.
+        if not shown:
+            self.setVisible(False)
+        self._fill(result, closest)
+        if shown:
+            self.setVisible(True)
+
+    def _fill(self, result, closest) -> None:
         if not self.rows:
             self.buttons = []
             for button, text in self._pool:

@@ -137,11 +137,18 @@ class _TitleFitter(QObject):
         super().__init__(plot)
         self._plot = plot
         self._shown = ""
+        # The axis's room is the data area's height, which pyqtgraph sets after the widget's resize (its scene
+        # lays the plot out later): asked only on the widget's resize, the choice followed the height before it,
+        # so it depended on how many steps a resize took (a panel shown above the chart in one step or in several).
+        plot.getPlotItem().getViewBox().sigResized.connect(self._on_view_resized)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
         if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
             self.fit()
         return False
+
+    def _on_view_resized(self, *_args) -> None:
+        self._fit_left_axis()
 
     def fit(self) -> None:
         self._fit_left_axis()

@@ -46,10 +46,13 @@ class WrappedLabel(QLabel):
         super().__init__(text, parent)
         self.setWordWrap(True)
         self._hint_at_width = hint_at_width
-        self._doc: QTextDocument | None = None
-        self._doc_key: tuple | None = None  # what the document was built from
+        self._doc: QTextDocument | None = None  # the text as drawn: laid out at the label's width
+        self._aside: QTextDocument | None = None  # the same text, for the other widths asked about
+        self._doc_key: tuple | None = None  # what the documents were built from
         self._sizes: dict = {}  # (what a size depends on, width) -> (width, height) of the text, before margins
-        self._doc_width: int | None = None  # the width the document is laid out at now
+        self._doc_width: int | None = None  # the width the drawn document is laid out at now
+        self._plain_key: tuple | None = None  # what a plain text's last heightForWidth was worked out for
+        self._plain_height = 0
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
         if text == self.text():
@@ -75,37 +78,74 @@ class WrappedLabel(QLabel):
         rich = fmt == Qt.TextFormat.RichText or (fmt == Qt.TextFormat.AutoText and GuiQt.mightBeRichText(self.text()))
         return rich and self.wordWrap() and self.frameWidth() == 0 and self.indent() <= 0
 
+    def _document(self) -> QTextDocument:
+        """The text as QLabel's control lays it out: the label's font and alignment, word wrap, no margin."""
+        doc = QTextDocument()
+        doc.setUndoRedoEnabled(False)
+        doc.setDefaultFont(self.font())
+        doc.setHtml(self.text())
+        option = doc.defaultTextOption()
+        option.setAlignment(self.alignment())
+        option.setWrapMode(QTextOption.WrapMode.WordWrap)
+        doc.setDefaultTextOption(option)
+        frame = doc.rootFrame().frameFormat()
+        frame.setMargin(0)
+        doc.rootFrame().setFrameFormat(frame)
+        return doc
+
     def _measure(self, width: int) -> tuple[int, int]:
         """The text's size laid out ``width`` wide (``-1``: QTextDocument.adjustSize, as QLabel's size hint), as
-        QLabel's control measures it: the label's font and alignment, word wrap, no document margin."""
+        QLabel's control measures it.
+
+        The width the label draws at is laid out on the document it draws from; any other (the one-line width of
+        the minimum size hint, a width a layout asks about) on a second document, so the drawn one is not laid
+        out again for the next paint (a new text was laid out four times: at the label's width, at the one-line
+        and the narrowest widths, and at its width again to draw)."""
         self.ensurePolished()
         key = (self.text(), self.font().key(), int(self.alignment().value))
         if key != self._doc_key:
             self._doc_key, self._sizes, self._doc_width = key, {}, None
-            doc = self._doc = QTextDocument()
-            doc.setUndoRedoEnabled(False)
-            doc.setDefaultFont(self.font())
-            doc.setHtml(self.text())
-            option = doc.defaultTextOption()
-            option.setAlignment(self.alignment())
-            option.setWrapMode(QTextOption.WrapMode.WordWrap)
-            doc.setDefaultTextOption(option)
-            frame = doc.rootFrame().frameFormat()
-            frame.setMargin(0)
-            doc.rootFrame().setFrameFormat(frame)
+            self._doc, self._aside = self._document(), None
         size = self._sizes.get(width)
         if size is None:
             if len(self._sizes) > 8:
                 self._sizes.clear()
-            if width < 0:
-                self._doc.adjustSize()
-                self._doc_width = None  # laid out at the width adjustSize chose
-            else:
-                self._doc.setTextWidth(width)
+            m = self.contentsMargins()
+            drawn = max(self.width() - m.left() - m.right() - 2 * self.margin(), 0)
+            if width == drawn or (width >= 0 and self._doc_width is None):
+                doc = self._doc
+                doc.setTextWidth(width)
                 self._doc_width = width
-            s = self._doc.size()
+            else:
+                if self._aside is None:
+                    self._aside = self._document()
+                doc = self._aside
+                if width < 0:
+                    doc.adjustSize()
+                else:
+                    doc.setTextWidth(width)
+            s = doc.size()
             size = self._sizes[width] = (math.ceil(s.width()), math.ceil(s.height()))
         return size
+
+    def _narrowest(self) -> int | None:
+        """The text's width laid out as narrow as it goes (every line one unbreakable piece), without laying it out
+        at width 0: the widest unbreakable piece of any block (``QTextLayout.minimumWidth``, found by every
+        layout) of the drawn document as laid out now, equal to the width-0 layout's width for blocks of text
+        with no list, indent or table. None where that does not hold, or nothing is laid out yet."""
+        doc = self._doc
+        if doc is None or self._doc_width is None or doc.rootFrame().childFrames():
+            return None
+        doc.size()  # the layout done to its end (it is laid out lazily)
+        widest = 0.0
+        block = doc.begin()
+        while block.isValid():
+            fmt = block.blockFormat()
+            if block.textList() is not None or fmt.indent() or fmt.textIndent():
+                return None
+            widest = max(widest, block.layout().minimumWidth() + fmt.leftMargin() + fmt.rightMargin())
+            block = block.next()
+        return math.ceil(widest)
 
     def _size_for_width(self, w: int) -> QSize:
         """QLabel's ``sizeForWidth`` for a rich text with word wrap, no frame and no indent."""
@@ -163,7 +203,14 @@ class WrappedLabel(QLabel):
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt API)
         if not self._rich():
-            return super().heightForWidth(width)
+            # QLabel's, kept for the last width asked about: the label asks it at its width after each new text
+            # (its minimum height), and the layout asks again at the same width (a plain text laid out each time)
+            m = self.contentsMargins()
+            key = (self.text(), self.font().key(), width, self.textFormat(), self.wordWrap(), self.margin(),
+                   self.indent(), self.frameWidth(), self.minimumWidth(), m.left(), m.top(), m.right(), m.bottom())
+            if key != self._plain_key:
+                self._plain_key, self._plain_height = key, super().heightForWidth(width)
+            return self._plain_height
         return self._size_for_width(width).height()
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
@@ -178,4 +225,10 @@ class WrappedLabel(QLabel):
             return super().minimumSizeHint()
         hint = self.sizeHint()  # (its height at least one line's, however it is worked out)
         one_line = self._size_for_width(_MAX).height()
-        return QSize(self._size_for_width(0).width(), min(one_line, hint.height()))
+        narrowest = self._narrowest() if self.minimumWidth() <= 0 else None
+        if narrowest is None:
+            width = self._size_for_width(0).width()
+        else:  # _size_for_width(0).width() without the layout at width 0
+            m = self.contentsMargins()
+            width = narrowest + 2 * self.margin() + m.left() + m.right()
+        return QSize(width, min(one_line, hint.height()))
