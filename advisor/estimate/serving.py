@@ -132,8 +132,10 @@ class ServerSpec:
             runtimes that take what they need.
         overhead_bytes: per device: context, activation workspace, graphs (not weights, not cache).
         max_seqs: most sequences in one batch (vLLM ``max_num_seqs``; llama.cpp: the slots).
-        chunk_tokens: prefill tokens per step when the runtime chunks prefill into decode steps; 0 when a
-            prompt's prefill runs on its own before decoding resumes.
+        chunk_tokens: the prefill budget: prompt tokens a step takes at most; 0 when a runtime takes one prompt a
+            pass, on its own, before decoding resumes.
+        mixed_prefill: whether the budget's chunks ride on the running sequences' decode steps (vLLM V1), else a
+            prefill pass runs on its own while the running batch waits (SGLang's default: ``mixes_chunks``).
         step_overhead_s: fixed cost of a step (all-reduce latency of tensor parallelism, launches).
         prefill_overhead_s: what a prefill pass (a step carrying prompt tokens) pays beyond a decode step's fixed
             cost: its kernels launched from the host, where the runtime captures CUDA graphs for decode batches only
@@ -167,6 +169,7 @@ class ServerSpec:
     overhead_bytes: float = 0.0
     max_seqs: int = 256
     chunk_tokens: int = 0
+    mixed_prefill: bool = True
     step_overhead_s: float = 0.0
     prefill_overhead_s: float = 0.0
     slot_tokens: int = 0
@@ -375,7 +378,7 @@ def prefill_spread_share(spec: ServerSpec, prompt_tokens: float) -> float:
     prefill times a queue sees: where prompts run on their own (``prefill_s``), all but the pass's one read of the
     weights and its fixed time (``compute.prompt_pass_s``: they do not grow with the prompt); where chunks ride on
     decode steps, all of what a chunk adds to a step (the step's own read is the decode's)."""
-    if spec.chunk_tokens > 0:
+    if mixes_chunks(spec):
         return 1.0
     t = prefill_s(spec, prompt_tokens)
     fixed = (spec.read_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * spec.parallel_devices)
@@ -426,6 +429,30 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     return steps, steps * (compute.prompt_pass_s(work / steps, t_weights) + prefill_pass_overhead_s(spec))
 
 
+def mixes_chunks(spec: ServerSpec) -> bool:
+    """Whether a prompt's chunks ride on the running sequences' decode steps (a prefill budget and
+    ``mixed_prefill``); else a prompt's prefill is a pass of its own (``prefill_s``) the running batch waits for."""
+    return spec.chunk_tokens > 0 and spec.mixed_prefill
+
+
+def shared_pass_throughput(decoding: float, decode_s: float, fixed_others_s: float, fixed_s: float) -> float:
+    """The throughput ``x`` (requests/s) at which Little's law closes for ``decoding`` sequences where prefill runs in
+    passes of their own, each taking every prompt waiting: the prompts sent during a pass, ``x F`` of them, share
+    the next pass's fixed time ``F`` (``fixed_s``), so each holds the decoding up by its own arithmetic and
+    ``F / (1 + x F)``. With ``decode_s`` = ``A``, the decoding's own time a request (its steps and the prompts'
+    arithmetic) and ``fixed_others_s`` = ``B``, the fixed time ``decoding`` prompts pay alone:
+    ``x = decoding / (A + B / (1 + x F))``, the positive root of ``A F x^2 + (A + B - decoding F) x - decoding = 0``
+    (0 where ``A`` is not positive). SGLang's scheduler takes every request waiting into a new prefill batch, up
+    to its token budget, before it decodes again (``managers/scheduler.py``, ``get_new_batch_prefill``)."""
+    a, b, f, d = decode_s, fixed_others_s, fixed_s, decoding
+    if not a > 0.0 or not d > 0.0:
+        return 0.0
+    if not f > 0.0:
+        return d / (a + b)
+    lin = a + b - d * f
+    return 2.0 * d / (lin + math.sqrt(lin * lin + 4.0 * a * f * d))
+
+
 def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
                        step: Callable[[float, float, float, float], float] | None = None
                        ) -> Callable[[float, float], float]:
@@ -435,7 +462,7 @@ def prefill_in_service(spec: ServerSpec, prompt_tokens: float,
     series with it. What does not depend on them is worked out once; ``step``: the spec's ``step_function`` if at
     hand."""
     alone = prefill_s(spec, prompt_tokens)
-    if spec.chunk_tokens <= 0:
+    if not mixes_chunks(spec):
         return lambda decoding, mean_context: alone
     chunks = math.ceil(prompt_tokens / spec.chunk_tokens)
     chunk = prompt_tokens / chunks

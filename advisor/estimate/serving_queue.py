@@ -31,11 +31,13 @@ from advisor.estimate.serving import (
     decode_step_s,
     held_tokens,
     kv_capacity_tokens,
+    mixes_chunks,
     pipelined,
     prefill_in_service,
     prefill_s,
     prefill_spread_share,
     products_s,
+    shared_pass_throughput,
     step_function,
     touched,
 )
@@ -212,7 +214,7 @@ class _Replica:
     (``open_kit``, ``open_one``, ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
 
     __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "in_service99", "solved", "most", "full",
-                 "open_kit", "open_one", "ladder")
+                 "open_kit", "open_one", "ladder", "pass_fixed")
 
     def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
         self.spec, self.lengths = spec, lengths
@@ -234,7 +236,7 @@ class _Replica:
         s0 = spec.step_overhead_s
         hs = spec.per_seq_s  # each running sequence beyond the first (host time, all-reduce traffic, expert dispatch)
         p_mean = prefill_s(spec, lengths.prompt_mean)
-        chunked = spec.chunk_tokens > 0
+        chunked = mixes_chunks(spec)  # else a prompt's prefill is a pass of its own the running batch waits for
         chunks = 1
         link_chunk = pre_chunk = 0.0
         # Prompts one step takes at most: as many as the prefill budget holds (a prompt longer than the budget
@@ -254,6 +256,12 @@ class _Replica:
         # Spread of a prompt's prefill time over its mean, squared: its part that grows with the prompt
         # (serving.prefill_spread_share) spread as the prompt (log-normal spread).
         cv_p2 = (lengths.prompt_cv * prefill_spread_share(spec, lengths.prompt_mean)) ** 2
+        # A prefill pass's part that does not grow with its prompts (one read of the weights, the pass's fixed
+        # time: ``serving.prefill_spread_share``'s), where prefill runs in passes of their own that take every
+        # prompt waiting (the prompts sharing a pass share it: ``_kit``); 0 where chunks ride on decode steps or a
+        # runtime takes one prompt a pass
+        self.pass_fixed = 0.0 if spec.chunk_tokens <= 0 or chunked else p_mean * (
+            1.0 - prefill_spread_share(spec, lengths.prompt_mean))
         self.terms = _Terms(o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk,
                             per_step, pre_chunk, cv_p2)
         step = step_function(spec)
@@ -293,6 +301,7 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
      cv_p2) = q.terms
     spec = q.spec
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
+    pass_fixed = q.pass_fixed
     open_long = chunks > 1 and batch is None  # an open stream's prompt longer than the budget (``first_token``)
     room_along = per_step - 1.0  # the prompts that can share a step with a new one
 
@@ -313,9 +322,18 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
             d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
             service = chunks * (g2 + link_chunk + kv_run * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
             carrying = step  # a step with prompts in it: the decode's step plus their stalls
-        else:  # the prompt runs on its own: every decoding request waits for all of it
+        else:  # the prompt runs on its own: every decoding request waits for its pass
             service = stall = p_mean
             carrying = 0.0
+            if dec * share >= 0.5 and pass_fixed > 0.0:
+                # A pass takes every prompt waiting (up to the budget): those the others sent during the pass
+                # before it, k = 1 + x F of them, share its fixed time F (one read of the weights, the pass's
+                # launches), each its own arithmetic v: a prompt holds the others up by v + F / k
+                # (serving.shared_pass_throughput).
+                v = p_mean - pass_fixed
+                x_pass = shared_pass_throughput(dec, o1 * step + dec * share * v, dec * share * pass_fixed,
+                                                pass_fixed * share)
+                stall = v + pass_fixed / (1.0 + x_pass * pass_fixed * share)
         den = o1 * step + dec * stall * share
         return dec, step, stall, service, carrying, dec / den if den > 0.0 else math.inf
 
@@ -779,7 +797,8 @@ def _landed_wave(spec: ServerSpec, lengths: Lengths, b: int, decoding: float) ->
                 j += 1
             else:
                 break
-        t += decode_step_s(spec, decoding, ctx, tokens, attn) + spec.prefill_overhead_s
+        # (a runtime that runs prefill passes of their own runs the batch's passes with the decode waiting)
+        t += decode_step_s(spec, decoding if mixes_chunks(spec) else 0.0, ctx, tokens, attn) + spec.prefill_overhead_s
         if ending:
             firsts[t] = ending
         i = j

@@ -51,6 +51,9 @@ class RuntimeServing:
             (``estimate.serving.held_tokens``).
         step_family: the runtime whose tensor-parallel step code it runs, whose fitted step costs it takes
             (``estimate.step_cost``); its own id when empty.
+        mixed_prefill: whether prompt chunks ride on the decode steps of the sequences running (vLLM V1's chunked
+            prefill) or a prefill runs as a pass of its own, the running batch waiting for it (SGLang unless
+            ``--enable-mixed-chunk``); the prefill budget ``chunk_tokens`` bounds a pass's tokens either way.
     """
 
     memory_fraction: float
@@ -62,6 +65,7 @@ class RuntimeServing:
     expert_parallel: bool = False
     reserve_whole: bool = False
     step_family: str = ""
+    mixed_prefill: bool = True
 
 
 RUNTIME_SERVING = {
@@ -74,7 +78,11 @@ RUNTIME_SERVING = {
                              "SGLang server arguments: --mem-fraction-static about 0.88 on large GPUs, "
                              "--chunked-prefill-size 8192 (sglang/srt/server_args.py); its tensor-parallel layer is "
                              "vLLM's (sglang/srt/distributed: parallel_state and the custom all-reduce adapted from "
-                             "vLLM's), so it takes vLLM's fitted step costs", step_family="vllm"),
+                             "vLLM's), so it takes vLLM's fitted step costs; a prefill batch runs as a forward pass "
+                             "of its own before the running decode batch's next step, the prompts waiting taken "
+                             "together up to the budget (--enable-mixed-chunk off by default: server_args.py; "
+                             "managers/scheduler.py, get_next_batch_to_run)", step_family="vllm",
+                             mixed_prefill=False),
     "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
@@ -410,7 +418,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         prefill_flops=prefill_flops, attention_flops=attention_flops,
         active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
         batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
-        overhead_bytes=overhead, max_seqs=seqs, chunk_tokens=chunk, step_overhead_s=step_overhead,
+        overhead_bytes=overhead, max_seqs=seqs, chunk_tokens=chunk, mixed_prefill=srv.mixed_prefill,
+        step_overhead_s=step_overhead,
         prefill_overhead_s=prefill_overhead,
         slot_tokens=slot_tokens, expert_fraction=min(1.0, model.active_params / model.params), per_seq_s=per_seq,
         per_token_s=per_token,
