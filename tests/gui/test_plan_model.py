@@ -173,3 +173,54 @@ def test_compare_dialog_from_the_menu_shows_the_current_job_and_follows_it(make_
     qtbot.waitUntil(lambda: dialog.summaries[0].doc["workload"] == "inference", timeout=10000)
     assert dialog.summaries[0].cost_usd == w.ctx.last_plan.best().cost_usd and dialog.model.rowCount() == 2
     dialog.close()
+
+
+def test_a_number_stepped_by_one_has_its_next_step_planned_ahead_and_never_shown(make_window, qtbot, monkeypatch):
+    from advisor.gui import plan_model as pm
+
+    w, page = _planner(make_window, qtbot)
+    model = w.ctx.plan
+    planned: list[int] = []
+    real = pm.plan_or_error
+
+    def spy(job, *a, **kw):
+        planned.append(job.micro_batch)
+        return real(job, *a, **kw)
+
+    start = 2
+    model.edit({**model.values, "micro_batch": start})  # a value typed in (from none): not a step
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start, timeout=20000)
+    monkeypatch.setattr(pm, "plan_or_error", spy)
+    shown: list[int] = []
+    model.plan_ready.connect(lambda b: shown.append(b.result.request.micro_batch))
+    model.edit({**model.values, "micro_batch": start + 1})  # a spin box's up arrow
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and len(planned) == 2, timeout=20000)
+    # the edit's plan is shown; the next step's is planned after it and dropped
+    assert planned == [start + 1, start + 2] and shown == [start + 1]
+    assert model.bundle.result.request.micro_batch == start + 1
+    # a jump (not a step of one) plans nothing ahead
+    planned.clear()
+    model.edit({**model.values, "micro_batch": start + 5})
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and bool(planned), timeout=20000)
+    qtbot.wait(50)
+    assert planned == [start + 5] and shown[-1] == start + 5
+
+
+def test_an_edit_while_the_next_step_is_planned_ahead_is_planned_after_it(make_window, qtbot):
+    w, page = _planner(make_window, qtbot)
+    model = w.ctx.plan
+    start = 2
+    model.edit({**model.values, "micro_batch": start})
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start, timeout=20000)
+    model.edit({**model.values, "micro_batch": start + 1})
+    model.plan_now()
+    qtbot.waitUntil(lambda: model._ahead or (model.is_idle() and model.bundle.result.request.micro_batch == start + 1),
+                    timeout=20000)
+    model.edit({**model.values, "micro_batch": start + 3})  # arrives while the worker may plan ahead
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start + 3, timeout=20000)
+    assert not model.stale and model.result.request.micro_batch == start + 3
