@@ -181,6 +181,9 @@ class ServingSpeed:
         attention_peak_flops, attention_eta: the same for attention (fp16 peak).
         layer_split: the devices hold whole layers and run in turn (llama.cpp's default split): a decode step
             reads at one device's bandwidth; a long prompt's chunks still flow through them in a pipeline.
+        prompt_params: of ``active_params``, those a prompt token is multiplied by
+            (``estimate.model.prompt_param_count``: not the embedding, nor the head, which makes a prompt's last
+            logits only); None: all of them.
         prefill_eta_mem: the bandwidth efficiency of a prefill's weight read where it differs from the decode's
             (a prefill taught by the user's prompt tests, ``estimate.learned.serving_scale``); None: ``eta_mem``.
         unread_bytes: of ``weight_bytes``, what a step does not read (``memory.unread_weight_bytes``: a
@@ -207,6 +210,7 @@ class ServingSpeed:
     unread_bytes: float = 0.0
     kv_replicas: float = 1.0  # devices over the parts the cache is split in: each GPU reads its copy of a replicated head
     prefill_overhead_s: float = 0.0
+    prompt_params: float | None = None  # of active_params, those a prompt token is multiplied by; None: all
 
 
     @property
@@ -244,7 +248,8 @@ class ServingSpeed:
         the whole model (``compute.pipeline_share``), so one chunk gains nothing and a long prompt nearly ``D`` times.
         """
         n = self.decode_devices
-        mm, att = compute.prefill_flops(self.active_params, prompt_tokens, self.layers, self.attention_dim)
+        params = self.active_params if self.prompt_params is None else self.prompt_params
+        mm, att = compute.prefill_flops(params, prompt_tokens, self.layers, self.attention_dim)
         share = compute.pipeline_share(batch * prompt_tokens, self.devices, PIPELINE_CHUNK) if self.layer_split \
             else 1.0
         eta_mem = self.eta_mem if self.prefill_eta_mem is None else self.prefill_eta_mem

@@ -298,6 +298,23 @@ def active_param_count(arch: ModelArch) -> int:
     return active + embedding_params(arch) + _side_params(arch)
 
 
+def prompt_param_count(arch: ModelArch) -> int:
+    """Parameters a prompt token is multiplied by: the active parameters less the token embedding and output head
+    (``embedding_params``) and a per-layer embedding table (``host_embedding_params``). An embedding is a row
+    looked up, not multiplied; the head makes logits only for the tokens a step samples from, the last of each
+    prompt (llama.cpp's graphs keep only those rows after the last layer's attention, ``inp_out_ids``, since
+    March 2024; vLLM and SGLang compute logits at the prompts' last positions), 2 x vocab x hidden FLOPs a prompt,
+    under 0.1 % of a prompt of 64 tokens or more and not counted (docs/method.md, "Inference speed")."""
+    return active_param_count(arch) - embedding_params(arch) - host_embedding_params(arch)
+
+
+def prompt_share(arch: ModelArch) -> float:
+    """``prompt_param_count`` over ``active_param_count``: the share of a model's active parameters (a published
+    count, scaled as the architecture's) a prompt token is multiplied by."""
+    active = active_param_count(arch)
+    return prompt_param_count(arch) / active if active > 0 else 1.0
+
+
 def routed_expert_active_params(arch: ModelArch) -> int:
     """Parameters of the routed experts a token passes through (``experts_per_token`` of each MoE layer; the
     shared experts and the router not counted); 0 for a dense model."""

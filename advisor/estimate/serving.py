@@ -124,6 +124,8 @@ class ServerSpec:
             as routed).
         routed_pick: the share of a layer's routed experts one token goes to (``k / E``).
         active_params: parameters each token passes through.
+        prompt_params: of them, those a prompt token is multiplied by (``estimate.model.prompt_param_count``: not
+            the embedding, nor the head, which makes only a prompt's last logits); 0: ``active_params``.
         attn_flops_per_pair: attention FLOPs per (query, key) pair over all layers (``4 * L * n_heads * d_head``).
         kv_bytes_per_token: KV-cache bytes of one token over all layers (all devices together).
         batching: ``continuous`` (vLLM, SGLang, TensorRT-LLM: a paged pool shared by every sequence) or ``slots``
@@ -186,6 +188,12 @@ class ServerSpec:
     routed_pick: float = 0.0
     kv_shards: int = 0
     unread_bytes: float = 0.0
+    prompt_params: float = 0.0
+
+    def prompt_matmul_s(self, tokens: float) -> float:
+        """One device's seconds for the matrix multiplies of ``tokens`` prompt tokens at the prefill rate:
+        ``2 x prompt_params`` FLOPs each (``prompt_params`` 0: the active parameters)."""
+        return 2.0 * (self.prompt_params or self.active_params) * tokens / self.prefill_flops
 
     @property
     def kv_replicas(self) -> float:
@@ -219,6 +227,8 @@ class ServerSpec:
                      "active_params", "kv_bytes_per_token"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
+        if not 0 <= self.prompt_params <= self.active_params:
+            raise ValueError("prompt_params must be between 0 (the active parameters) and active_params")
         if not 0 <= self.unread_bytes < self.weight_bytes:
             raise ValueError("unread_bytes must be zero or more and less than the weights")
         if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0 \
@@ -325,7 +335,7 @@ def products_s(weights_s: float, decode_s: float, prompt_s: float) -> float:
 
 def _mixed_prompt_s(spec: ServerSpec, tokens: float, attention_flops: float) -> float:
     """The compute of ``tokens`` prompt tokens (and their attention's FLOPs) mixed into a decode step."""
-    return (2.0 * spec.active_params * tokens / spec.prefill_flops
+    return (spec.prompt_matmul_s(tokens)
             + attention_flops / (spec.attention_flops or spec.prefill_flops)) / spec.parallel_devices \
         * pipelined(spec, tokens)
 
@@ -366,7 +376,7 @@ def prefill_s(spec: ServerSpec, prompt_tokens: float) -> float:
     prefill pass's fixed time (``prefill_pass_overhead_s``)."""
     n = spec.parallel_devices
     return compute.prompt_seconds(
-        matmul_flops=2.0 * spec.active_params * prompt_tokens,
+        matmul_flops=2.0 * (spec.prompt_params or spec.active_params) * prompt_tokens,
         attention_flops=spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1) / 2.0,
         matmul_rate=spec.prefill_flops * n, attention_rate=(spec.attention_flops or spec.prefill_flops) * n,
         weight_read_s=spec.read_bytes * touched(spec, prompt_tokens) / (spec.bandwidth_bps * spec.eta_mem * n),
@@ -422,7 +432,7 @@ def batch_prefill_s(spec: ServerSpec, prompts: int, prompt_tokens: float) -> tup
     per_step = spec.chunk_tokens if spec.chunk_tokens > 0 else prompt_tokens
     steps = max(1, math.ceil(prompts * prompt_tokens / max(1.0, per_step) - 1e-9))
     t_weights = spec.read_bytes / (spec.bandwidth_bps * spec.eta_mem * n)
-    work = prompts * (2.0 * spec.active_params * prompt_tokens / spec.prefill_flops
+    work = prompts * (spec.prompt_matmul_s(prompt_tokens)
                       + spec.attn_flops_per_pair * prompt_tokens * (prompt_tokens + 1.0) / 2.0
                       / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, prompt_tokens)
     work += (prompts - 1) * prompt_tokens * spec.per_token_s

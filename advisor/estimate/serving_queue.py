@@ -244,7 +244,7 @@ class _Replica:
         per_step = 1.0
         if chunked:  # the prompt's chunks ride on decode steps: its prefill FLOPs add to ceil(s/chunk) steps
             chunks = math.ceil(lengths.prompt_mean / spec.chunk_tokens)
-            pre_total = (2.0 * spec.active_params * lengths.prompt_mean / spec.prefill_flops
+            pre_total = (spec.prompt_matmul_s(lengths.prompt_mean)
                          + spec.attn_flops_per_pair * lengths.prompt_mean ** 2 / 2.0
                          / (spec.attention_flops or spec.prefill_flops)) / n * pipelined(spec, lengths.prompt_mean)
             pre_chunk = pre_total / chunks

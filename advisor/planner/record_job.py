@@ -9,8 +9,9 @@ generic shape of that size), its accelerator and device count, precision, length
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from advisor.estimate.model import ModelArch
+from advisor.estimate.model import ModelArch, param_count
 from advisor.estimate.run_record import RunRecord
 from advisor.job.schema import RUNTIMES
 from advisor.planner.request import Lengths, PlanInputError, PlanRequest, lengths, resolve_job_model
@@ -31,6 +32,9 @@ def request_values(rec: RunRecord) -> dict | None:
     for name in ("layers", "hidden", "heads", "vocab"):
         if getattr(rec, name):
             v[name] = getattr(rec, name)
+    shape = None if any(getattr(rec, n) for n in ("layers", "hidden", "heads", "vocab")) else preset_of(rec.params)
+    if shape is not None:
+        v["model"] = shape
     if rec.precision:
         v["precision"] = rec.precision if rec.training else ("bf16" if rec.precision in ("fp16", "fp32") else
                                                              rec.precision)
@@ -55,6 +59,33 @@ def request_values(rec: RunRecord) -> dict | None:
     return v
 
 
+@lru_cache(maxsize=64)
+def preset_of(params: int) -> str | None:
+    """The bundled model whose exact parameter count a record states without its shape (llama-bench's
+    ``model_n_params``, 8,030,261,248: Llama 3 8B), where every preset of that count has one architecture; else
+    None (the planner's generic shape of that size). A prompt's products leave out the embedding and the head
+    (``estimate.model.prompt_param_count``), so a run's prefill is learned on its model's own shape, the shape the
+    plan of that model applies it to."""
+    found = {}
+    for mid, arch in _presets().models.items():
+        if param_count(arch) == params:
+            found.setdefault(tuple(getattr(arch, f) for f in SHAPE_FIELDS), mid)
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+@lru_cache(maxsize=1)
+def _presets():
+    """The bundled catalog, whose models a record's exact parameter count is matched against (``preset_of``)."""
+    from advisor.catalog.load import bundled_catalog
+
+    return bundled_catalog()
+
+
+# what a preset's architecture is, for ``preset_of``: the fields the counts and a step's reads follow
+SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "d_head", "ffn", "vocab", "tied", "experts",
+                "experts_per_token")
+
+
 @dataclass(frozen=True)
 class RecordJob:
     """A record's job resolved as the planner resolves a request: the request, the model and the lengths."""
@@ -74,12 +105,12 @@ def record_job(rec: RunRecord) -> RecordJob | None:
         return None
     try:
         req = PlanRequest.from_mapping(values)
-        m = resolve_job_model(req, None)
+        m = resolve_job_model(req, _presets() if req.model else None)
     except (PlanInputError, ValueError, TypeError):
         values.pop("framework", None)  # a framework the planner has no profile of: its default
         try:
             req = PlanRequest.from_mapping(values)
-            m = resolve_job_model(req, None)
+            m = resolve_job_model(req, _presets() if req.model else None)
         except (PlanInputError, ValueError, TypeError):
             return None
     lens = lengths(req, m.arch.max_context or 1 << 30) if req.workload == "inference" else None

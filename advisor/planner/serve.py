@@ -23,7 +23,8 @@ from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.jobs import OwnedQuote
 from advisor.cost.options import DeviceJob, quote_job
-from advisor.estimate.serving import Lengths, ServerSpec, single_request
+from advisor.estimate.decode import decode_bound_tokens_per_s
+from advisor.estimate.serving import Lengths, ServerSpec, single_request, touched
 from advisor.estimate.serving_queue import (
     Z80,
     ServePoint,
@@ -108,7 +109,7 @@ class ServeOption:
     # sd of its log (the served throughput's held-out error, ``calibrated.serve_capacity_spread``)
     capacity_per_replica: float | None = None
     capacity_spread: float = 0.0
-    lengths: Lengths | None = field(default=None, compare=False, repr=False)  # the requests' (capacity_ranges)
+    lengths: Lengths | None = field(default=None, compare=False, repr=False)  # the requests' (capacity_ranges, rate_bound)
 
     @property
     def chance_beyond_capacity(self) -> float | None:
@@ -330,9 +331,9 @@ class _Sizer:
 
     def rate_capacity(self, devices: int) -> dict:
         """At an arrival rate, ``capacity_per_replica`` and ``capacity_spread`` of a replica of ``devices`` (the
-        fields of ``ServeOption``); none at a load of users."""
+        fields of ``ServeOption``); none at a load of users. The requests' ``lengths`` either way (``rate_bound``)."""
         if self.by == "users":
-            return {}
+            return {"lengths": self.lengths}
         hit = self._rate_capacity.get(devices)
         if hit is not None:
             return hit
@@ -631,16 +632,39 @@ def range_factors(by: str = "users", choice=None, acc=None, users: float | None 
                  serve_range_factors(serve_load(by, users), choice, acc, moe).items())
 
 
-def interval(value: float | None, which: str, option: ServeOption | None = None, by: str = "users"
-             ) -> list[float] | None:
+def rate_bound(option: ServeOption | None) -> float | None:
+    """The most tokens/s one sequence may decode on ``option`` at its load: the replica's bandwidth over the bytes a
+    step reads with the point's sequences in service (the weights they touch, the request's cache at its mean length
+    and each other sequence's at the running one), ``estimate.decode.decode_bound_tokens_per_s``, the bound the
+    plan caps its decode range at (``planner.timing.Timing.high_cap``); None without a point."""
+    spec, p, lengths = (None, None, None) if option is None else (option.spec, option.point, option.lengths)
+    if spec is None or p is None or lengths is None or not math.isfinite(p.in_service):
+        return None
+    batch = max(1.0, p.in_service)
+    cache = lengths.mean_context + (batch - 1.0) * lengths.running_context
+    read = spec.read_bytes * touched(spec, batch) + spec.kv_bytes_per_token * cache * spec.kv_replicas
+    return decode_bound_tokens_per_s(spec.bandwidth_bps * spec.parallel_devices, read)
+
+
+def interval(value: float | None, which: str, option: ServeOption | None = None, by: str = "users", *,
+             bound: str = "") -> list[float] | None:
     """The 80 % range of a figure: ``[value / f, value x f]`` with ``f`` its group's held-out width (``which``:
     ``throughput``, ``ttft`` or ``tpot``, ``RANGE_GROUPS``): the option's own (its runtime at the job's load), else
-    the group's at a load of ``by``."""
+    the group's at a load of ``by``. ``bound``: ``rate`` for a sequence's tokens/s, whose top is held at the
+    option's bandwidth bound (``rate_bound``), ``time`` for a time per output token, whose bottom is held at one
+    over it, as the plan holds its decode range (``planner.timing.Timing.interval``); a figure beyond the bound
+    keeps its own value."""
     if value is None or not math.isfinite(value):
         return None
     ranges = option.ranges if option is not None and option.ranges else range_factors(by)
     f = next(f for g, f, _ in ranges if g == RANGE_GROUPS[which])
-    return [value / f, value * f]
+    low, high = value / f, value * f
+    most = rate_bound(option) if bound else None
+    if most is not None and bound == "rate":
+        high = min(high, max(most, value))
+    elif most is not None and bound == "time":
+        low = max(low, min(value, 1.0 / most))
+    return [low, high]
 
 
 def range_origin(by: str = "users", option: ServeOption | None = None, moe: bool = False) -> str:

@@ -22,6 +22,7 @@ from advisor.estimate.model import (
     expert_layers,
     kv_values_per_token,
     param_count,
+    prompt_share,
     routed_expert_active_params,
 )
 from advisor.estimate.serving import Lengths, ServerSpec, kv_pool_bytes
@@ -416,8 +417,9 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         weight_bytes=weights, devices=devices, parallel_devices=parallel, capacity_bytes=capacity,
         bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta, eta_kv=eta_kv, decode_flops=decode_flops,
         prefill_flops=prefill_flops, attention_flops=attention_flops,
-        active_params=model.active_params, attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token,
-        batching=batching, memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
+        active_params=model.active_params, prompt_params=model.active_params * prompt_share(model.arch),
+        attn_flops_per_pair=model.attn_flops_per_pair, kv_bytes_per_token=kv_token, batching=batching,
+        memory_fraction=fraction, kv_free_fraction=rt.kv_free_memory_fraction or 1.0,
         overhead_bytes=overhead, max_seqs=seqs, chunk_tokens=chunk, mixed_prefill=srv.mixed_prefill,
         step_overhead_s=step_overhead,
         prefill_overhead_s=prefill_overhead,

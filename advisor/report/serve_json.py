@@ -17,9 +17,9 @@ def _num(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def _pair(p50, p95, which: str, o: ServeOption, by: str) -> tuple[dict, dict]:
+def _pair(p50, p95, which: str, o: ServeOption, by: str, bound: str = "") -> tuple[dict, dict]:
     return ({"p50": _num(p50), "p95": _num(p95)},
-            {"p50": interval(_num(p50), which, o, by), "p95": interval(_num(p95), which, o, by)})
+            {"p50": interval(_num(p50), which, o, by, bound=bound), "p95": interval(_num(p95), which, o, by, bound=bound)})
 
 
 def option_json(o: ServeOption, by: str, changes=()) -> dict:
@@ -41,9 +41,9 @@ def option_json(o: ServeOption, by: str, changes=()) -> dict:
                else 1)
     tps = 1.0 / p.tpot_p50_s if p is not None and p.tpot_p50_s and math.isfinite(p.tpot_p50_s) else None
     out["per_user_tokens_per_s"] = _num(tps)
-    out["per_user_tokens_per_s_interval"] = interval(_num(tps), "tpot", o, by)
+    out["per_user_tokens_per_s_interval"] = interval(_num(tps), "tpot", o, by, bound="rate")
     ttft, ttft_iv = _pair(p.ttft_p50_s if p else None, p.ttft_p95_s if p else None, "ttft", o, by)
-    tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "tpot", o, by)
+    tpot, tpot_iv = _pair(p.tpot_p50_s if p else None, p.tpot_p95_s if p else None, "tpot", o, by, bound="time")
     ttft["mean"] = _num(p.ttft_mean_s) if p is not None else None
     out.update(ttft_s=ttft, ttft_s_interval=ttft_iv, tpot_s=tpot, tpot_s_interval=tpot_iv)
     if p is not None:

@@ -52,7 +52,7 @@ def sees_text(o: ServeOption, by: str = "users") -> str:
                 f"queue grows by {p.queue_growth_per_s * o.replicas:.3g} requests/s, each second adding "
                 f"{p.wait_growth_s_per_s:.2g} s to a new request's wait")
     ttft = interval(p.ttft_p95_s, "ttft", o, by)
-    rate = interval(1 / p.tpot_p50_s, "tpot", o, by)
+    rate = interval(1 / p.tpot_p50_s, "tpot", o, by, bound="rate")
     ttft_range = f"; 80 %: {_s(ttft[0])}-{_s(ttft[1])}" if ttft else ""
     rate_range = f" (80 %: {rate[0]:.3g}-{rate[1]:.3g})" if rate else ""
     return (f"first token after {_s(p.ttft_p50_s)} (p50), {_s(p.ttft_p95_s)} (p95{ttft_range}); then "

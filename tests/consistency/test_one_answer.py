@@ -87,6 +87,29 @@ def test_a_70b_q4_on_two_3090s_one_request_and_its_launch_line(capsys):
     assert n == 5 and five["kv_capacity_tokens"] - 5 * 256 < c <= five["kv_capacity_tokens"]
 
 
+def test_one_users_decode_range_is_the_plans_held_at_the_bandwidth_bound(capsys):
+    """A range never shows a speed that cannot be: the plan holds its decode range's top at the bandwidth bound
+    (planner.timing.Timing.high_cap), advisor serve its per-user rate's top and its per-token times' bottom
+    (planner.serve.rate_bound); at one user the two are one range, in the JSON and in the text."""
+    common = ("--model", "llama-3.3-70b", "--quant", "q4_k_m", "--runtime", "llama.cpp", "--own", "2xrtx-3090",
+              "--fake-gpu", "no-driver", "--prompt-tokens", "1000", "--output-tokens", "300")
+    inf = _json(capsys, "plan", "--workload", "inference", *common)["inference"]
+    one = _json(capsys, "serve", *common, "--users", "1")["options"][0]
+    low, high = inf["decode_tokens_per_s_interval"]
+    # the bound by hand: one 3090's 936 GB/s (llama.cpp's layer split: the cards run in turn) over a step's bytes,
+    # the Q4_K_M weights and the cache at the request's mean length, 1,000 + 299 / 2 tokens of 80 layers x 8 KV
+    # heads x 128 x 2 (K, V) x 2 bytes
+    weights = 936e9 / high - 80 * 8 * 128 * 2 * 2 * (1000 + 299 / 2)
+    assert 39e9 < weights < 44e9  # 70.6e9 x about 4.9 bits
+    assert one["per_user_tokens_per_s_interval"] == pytest.approx([low, high], rel=1e-9)
+    assert high < inf["decode_tokens_per_s"] * 1.32  # the decode group's width alone would reach 22.6
+    assert one["tpot_s_interval"]["p50"][0] == pytest.approx(1 / high, rel=1e-9)
+    _, plan_text = _run(capsys, "plan", "--workload", "inference", *common)
+    _, serve_text = _run(capsys, "serve", *common, "--users", "1")
+    assert _number(plan_text, r"decode [\d.]+ tokens/s \(80 %: [\d.]+-([\d.]+)\)") == pytest.approx(high, abs=0.05)
+    assert _number(serve_text, r"tokens/s \(80 %: [\d.]+-([\d.]+)\)") == pytest.approx(high, abs=0.05)
+
+
 # ------------------------------------------------------------------ "how long does this training job take here?"
 @pytest.mark.parametrize("fake", MACHINES)
 @pytest.mark.parametrize("workload", ("qlora", "lora", "pretrain"))

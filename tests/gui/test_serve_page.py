@@ -128,3 +128,26 @@ def test_an_imported_run_of_the_job_is_drawn_against_the_plan(make_window, qtbot
     page.refresh()
     qtbot.waitUntil(lambda: page.is_ready() and not page.bundle.runs, timeout=15000)
     assert not page.runs_line.isVisibleTo(page)
+
+
+def test_the_per_user_rate_tip_stops_at_the_bandwidth_bound():
+    """The tokens/s cell's range is advisor serve's (planner.serve.interval with the bound): at one user on two
+    owned 3090s with a 70B Q4_K_M, 17.1 tokens/s whose group width alone would reach 22.6, held at 21.8."""
+    from advisor.catalog import load_catalog
+    from advisor.gui.pages.serve import serve_columns
+    from advisor.job.serve import ServeJob
+    from advisor.planner.owned import parse_own
+    from advisor.planner.serve import interval, rate_bound, serve_plan
+
+    job = ServeJob.from_mapping({"model": "llama-3.3-70b", "quant": "q4_k_m", "runtime": "llama.cpp", "users": 1,
+                                 "prompt_tokens": 1000, "output_tokens": 300})
+    catalog = load_catalog()
+    result = serve_plan(job, catalog, owned=tuple(parse_own(["2xrtx-3090"], catalog)), only_owned=True)
+    o = next(x for x in result.options if x.fits)
+    rate = 1 / o.point.tpot_p50_s
+    most = rate_bound(o)
+    assert rate < most < rate * 1.32
+    low, high = interval(rate, "tpot", o, "users", bound="rate")
+    assert high == pytest.approx(most) and low < rate
+    tip = {c.title: c for c in serve_columns("users")}["tokens/s per user"].cell_tip(o)
+    assert tip.startswith(f"80 % range {low:.3g} to {most:.3g} ")

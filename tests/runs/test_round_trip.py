@@ -231,3 +231,29 @@ def test_a_figure_no_efficiency_reaches_teaches_nothing(tmp_path):
     taught = predict(rec, catalog=CATALOG, calibration=with_runs(None, [rec], HERE), leave_out=False)
     assert taught.tokens_per_s == pytest.approx(unseen.tokens_per_s, rel=1e-12) and taught.tokens_per_s < 205
     assert teaches(rec, CATALOG) is False  # `advisor runs` says so
+
+
+def test_a_llama_bench_file_of_llama_3_8b_teaches_the_plan_of_that_model(tmp_path, capsys):
+    """llama-bench names no shape, only ``model_n_params``; 8,030,261,248 is Llama 3 8B's exact count
+    (planner.record_job.preset_of), so the run is learned on its shape (a prompt token multiplied by all but the
+    embedding and the head) and the plan of Llama 3.1 8B, the same shape, gives both figures back."""
+    from advisor.cli import main
+    from advisor.planner.record_job import preset_of
+
+    assert preset_of(8030261248) in ("llama-3-8b", "llama-3.1-8b", "deepseek-r1-distill-llama-8b")
+    assert preset_of(8030261249) is None  # no preset of that count: the generic shape of its size
+    row = {"model_type": "llama 8B Q4_K - Medium", "model_size": 4920733696, "model_n_params": 8030261248,
+           "gpu_info": "NVIDIA GeForce RTX 4090"}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps([{**row, "n_prompt": 0, "n_gen": 128, "avg_ts": 150.0},
+                                {**row, "n_prompt": 512, "n_gen": 0, "avg_ts": 9000.0}]))
+    assert main(["runs", "import", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["plan", "--model", "llama-3.1-8b", "--workload", "inference", "--quant", "q4_k_m", "--runtime",
+                 "llama.cpp", "--accelerator", "rtx-4090", "--no-own", "--prompt-tokens", "512", "--output-tokens",
+                 "128", "--json"]) == 0
+    doc = json.loads(capsys.readouterr()[0])
+    o = next(x for x in doc["options"] if x["accelerator"] == "rtx-4090" and x["devices"] == 1)
+    # the plan's request (512 + 128) is not the tests' own (a prompt test, a generation test from an empty cache)
+    assert o["prefill_tokens_per_s"] == pytest.approx(9000.0, rel=0.04)
+    assert o["decode_tokens_per_s"] == pytest.approx(150.0, rel=0.04)

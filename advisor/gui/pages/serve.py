@@ -71,9 +71,9 @@ def serve_columns(by: str) -> list[Column]:
     def point(o, name):
         return getattr(o.point, name) if o.point is not None and o.point.stable else math.inf
 
-    def range_tip(which: str, get, fmt):
+    def range_tip(which: str, get, fmt, bound: str = ""):
         def tip(o) -> str:
-            iv = interval(get(o), which, o, by)
+            iv = interval(get(o), which, o, by, bound=bound)
             return f"80 % range {fmt(iv[0])} to {fmt(iv[1])} ({range_origin(by, o)})" if iv else ""
         return tip
 
@@ -92,13 +92,13 @@ def serve_columns(by: str) -> list[Column]:
                tip="The highest load within the targets on the replicas shown"),
         Column("tokens/s per user", lambda o: rate(o) or 0.0, lambda v: f"{v:.3g}" if v else "—", align_right=True,
                tip="What each request sees while it decodes",
-               cell_tip=range_tip("tpot", rate, lambda v: f"{v:.3g}")),
+               cell_tip=range_tip("tpot", rate, lambda v: f"{v:.3g}", "rate")),
         Column("TTFT p50", lambda o: point(o, "ttft_p50_s"), _s, align_right=True, tip="Time to first token",
                cell_tip=range_tip("ttft", lambda o: point(o, "ttft_p50_s"), _s)),
         Column("TTFT p95", lambda o: point(o, "ttft_p95_s"), _s, align_right=True,
                cell_tip=range_tip("ttft", lambda o: point(o, "ttft_p95_s"), _s)),
         Column("TPOT p95", lambda o: point(o, "tpot_p95_s"), _s, align_right=True, tip="Time per output token",
-               cell_tip=range_tip("tpot", lambda o: point(o, "tpot_p95_s"), _s)),
+               cell_tip=range_tip("tpot", lambda o: point(o, "tpot_p95_s"), _s, "time")),
         Column("$/M requests", lambda o: o.usd_per_million_requests if o.usd_per_million_requests is not None
                else math.inf, lambda v: _usd(None if v == math.inf else v), align_right=True,
                tip="At the stated load, every hour of the hardware priced (idle hours too)",
