@@ -133,12 +133,15 @@ def test_the_first_tokens_bound_binds_where_the_published_p99_is_near_it(rows, c
     bound, the per-token p99 at 0.62 of it). NVIDIA's H200 run reached neither (0.27 and 0.84): the rule plans it
     on the slowest replica that meets the bounds, its first token's p99 at 2 s where 0.54 s was measured, and its
     p50 1.33x long; what the submitter's margin was is not in the row."""
-    from advisor.estimate.serving_queue import first_token_p99
+    from advisor.estimate.serving_queue import first_token_p99, p99_of
 
     for row_id, near in ((H100, True), (H200, False)):
         point, k, (spec, lengths) = _planned(rows[row_id], catalog)
         rate = point.requests_per_s_offered
         ttft99 = first_token_p99(spec, lengths, rate / k) / k
-        assert ttft99 == pytest.approx(2.0, rel=0.01)  # the plan: the first token's bound binds
+        # the plan: the first token's bound binds (k read back from the point's utilisation, so within 5 %: 1.95 s on
+        # the H100 replica, 2.00 on the H200's), the per-token p99 below its 0.2 s
+        assert ttft99 == pytest.approx(2.0, rel=0.05)
+        assert p99_of(point.tpot_p50_s, point.tpot_p95_s) < 0.2
         published = PUBLISHED[row_id][2]
         assert (published == pytest.approx(ttft99, rel=0.1)) is near
