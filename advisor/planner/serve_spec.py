@@ -51,6 +51,8 @@ class RuntimeServing:
             (``estimate.serving.held_tokens``).
         step_family: the runtime whose tensor-parallel step code it runs, whose fitted step costs it takes
             (``estimate.step_cost``); its own id when empty.
+        decode_first: whether a prompt's first token comes from the decode step after its pass
+            (``estimate.serving.ServerSpec.decode_first``).
     """
 
     memory_fraction: float
@@ -62,6 +64,7 @@ class RuntimeServing:
     expert_parallel: bool = False
     reserve_whole: bool = False
     step_family: str = ""
+    decode_first: bool = False
 
 
 RUNTIME_SERVING = {
@@ -75,6 +78,18 @@ RUNTIME_SERVING = {
                              "--chunked-prefill-size 8192 (sglang/srt/server_args.py); its tensor-parallel layer is "
                              "vLLM's (sglang/srt/distributed: parallel_state and the custom all-reduce adapted from "
                              "vLLM's), so it takes vLLM's fitted step costs", step_family="vllm"),
+    "lmdeploy": RuntimeServing(1.0, 1.5 * GIB, 2048, 128,
+                               "LMDeploy's TurboMind engine (InternLM/lmdeploy v0.1.0a1, src/turbomind/models/llama/"
+                               "LlamaBatch.cc): each iteration takes the queued requests up to max_batch_size, "
+                               "prefills all but the last token of their prompts (ContextDecode, in passes of "
+                               "max_context_token_num tokens) and decodes the whole batch (Generate), whose output is "
+                               "their first token; its cache as large as the device leaves (cache_max_entry_count "
+                               "a block count: its A100 benchmark scripts set 1,000 and 500 blocks of 128 tokens for "
+                               "Llama 2 7B and 13B, 76.6-78.4 of 80 GB in use in their table); 128 sequences "
+                               "(those scripts' max_batch_size) and the passes in steps of vLLM's 2,048-token budget "
+                               "are assumptions; its tensor-parallel layer fitted with vLLM's (step costs of the "
+                               "same rows)",
+                               step_family="vllm", decode_first=True),
     "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
@@ -416,6 +431,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
         reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
+        decode_first=srv.decode_first,
         routed_pick=routed_pick, kv_shards=kv_parts(model, devices, choice),
         # what a step does not read: the plan's request's own figure, else the same rule (estimate.memory)
         unread_bytes=speed.unread_bytes if speed is not None else memory.unread_weight_bytes(
