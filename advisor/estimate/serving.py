@@ -150,6 +150,10 @@ class ServerSpec:
         reserve_whole: continuous batching that admits a request only when the pool holds its whole prompt and
             output (TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` capacity scheduler); False: the cache grows block
             by block and a request holds its mean context (vLLM, SGLang: ``held_tokens``).
+        decode_first: a prompt's pass leaves its last token to the decode step of the whole batch after it, whose
+            output is the first token (TurboMind: ``LlamaBatch::ContextDecode`` prefills all but the last token of
+            each prompt an iteration admits, then ``Generate`` decodes the batch); False: the pass that finishes the
+            prompt gives it (vLLM, SGLang, TensorRT-LLM).
         kv_shards: into how many parts the devices split each token's cache (``estimate.memory.kv_shards``: at
             most the KV heads under tensor parallelism, 1 for MLA's latent, which every GPU keeps whole); 0: one
             part a device.
@@ -189,6 +193,7 @@ class ServerSpec:
     kv_shards: int = 0
     unread_bytes: float = 0.0
     prompt_params: float = 0.0
+    decode_first: bool = False
 
     def prompt_matmul_s(self, tokens: float) -> float:
         """One device's seconds for the matrix multiplies of ``tokens`` prompt tokens at the prefill rate:

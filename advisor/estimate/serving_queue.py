@@ -214,7 +214,7 @@ class _Replica:
     (``open_kit``, ``open_one``, ``ladder``). One per ``(spec, lengths)`` (``_replica``)."""
 
     __slots__ = ("spec", "lengths", "terms", "in_service50", "in_service95", "in_service99", "solved", "most", "full",
-                 "open_kit", "open_one", "ladder", "pass_fixed")
+                 "open_kit", "open_one", "ladder", "pass_fixed", "decode_extra")
 
     def __init__(self, spec: ServerSpec, lengths: Lengths) -> None:
         self.spec, self.lengths = spec, lengths
@@ -264,6 +264,10 @@ class _Replica:
             1.0 - prefill_spread_share(spec, lengths.prompt_mean))
         self.terms = _Terms(o1, ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk,
                             per_step, pre_chunk, cv_p2)
+        # An engine whose first token comes from the decode step after the prompt's pass (``ServerSpec.
+        # decode_first``): the pass leaves the prompt's last token to that step, so with others in service the
+        # first token is the step beyond the pass less that token's part of it (a prompt of one token: no pass).
+        self.decode_extra = -(p_mean - _pass_s(spec, lengths.prompt_mean - 1.0)) if spec.decode_first else None
         step = step_function(spec)
         self.in_service50 = prefill_in_service(spec, lengths.prompt_q(0.5), step)
         self.in_service95 = prefill_in_service(spec, lengths.prompt_q(0.95), step)
@@ -303,6 +307,8 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
     pass_fixed = q.pass_fixed
     open_long = chunks > 1 and batch is None  # an open stream's prompt longer than the budget (``first_token``)
+    # the decode step after the pass gives the first token where others are in service (a lone request is the plan's)
+    less_last = q.decode_extra if batch is None or batch > 1.0 else None
     room_along = per_step - 1.0  # the prompts that can share a step with a new one
 
     def steps_at(dec: float) -> tuple:
@@ -378,6 +384,8 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
         if along > room_along:
             along = room_along
         tail = along * unit
+        if less_last is not None:  # the batch's decode step after the pass, less the last token the pass leaves
+            tail += busy * (_step + less_last)
         return wait + service + tail, busy, wait, tail
 
     return share, steps_at, decode_time, first_token
@@ -963,6 +971,11 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int, *, clients: b
     InternalThreadEntry``, ``request_queue.dequeue`` blocking while the batch is empty; vLLM's ``EngineCoreProc.
     _process_input_queue``, ``input_queue.get()`` while it has no work), and the others, sent while that iteration
     runs, wait for its end and are prefilled together in the next (``_round_firsts``).
+
+    An engine whose first token comes from the decode step after the prompt's pass (``ServerSpec.decode_first``,
+    TurboMind) gives a round queued at once every first token after the iteration's passes (of all but each prompt's
+    last token) and the batch's decode step; a round sent by clients, each after the pass that holds it
+    (``_decode_first_wave``).
     """
     if users < 1:
         raise ValueError("users must be at least 1")
@@ -971,7 +984,13 @@ def serve_together(spec: ServerSpec, lengths: Lengths, users: int, *, clients: b
         return ServePoint(users, None, 0.0, 0.0, 0.0, 0.0, math.inf, math.inf, math.inf, math.inf, 0.0, False, limit)
     b = min(users, c)
     s, o = lengths.prompt_mean, lengths.output_mean
-    t_pre, firsts = _round_firsts(spec, lengths, b) if clients else _wave(spec, b, s)
+    if clients:
+        t_pre, firsts = _round_firsts(spec, lengths, b)
+    elif spec.decode_first and b > 1:  # one iteration takes every queued prompt: all first tokens after its passes
+        t_pre = (_wave(spec, b, s - 1.0)[0] if s >= 2.0 else 0.0) + decode_step_s(spec, float(b), lengths.mean_context)
+        firsts = [t_pre] * b
+    else:
+        t_pre, firsts = _wave(spec, b, s)
     step = decode_step_s(spec, float(b), lengths.mean_context)
     t_round = t_pre + max(o - 1.0, 0.0) * step
     wait = (users - b) / b * t_round
@@ -1000,8 +1019,33 @@ def _round_firsts(spec: ServerSpec, lengths: Lengths, b: int, hits: int = 0) -> 
     t1, _ = _wave(spec, 1, 1.0 if hits > 0 else lengths.prompt_mean)
     if b < 2:
         return t1, [t1]
-    rest = _cached_wave(spec, lengths, b - 1, max(hits - 1, 0))
+    if spec.decode_first and hits <= 1:
+        rest = _decode_first_wave(spec, lengths, b - 1, 1)
+    else:
+        rest = _cached_wave(spec, lengths, b - 1, max(hits - 1, 0))
     return t1 + rest[-1], [t1] + [t1 + f for f in rest]
+
+
+def _pass_s(spec: ServerSpec, tokens: float) -> float:
+    """One prompt's pass of ``tokens`` tokens alone (``prefill_s``); none below one token."""
+    return prefill_s(spec, tokens) if tokens >= 1.0 else 0.0
+
+
+def _decode_first_wave(spec: ServerSpec, lengths: Lengths, n: int, before: int) -> list[float]:
+    """The first tokens (sorted, seconds from the start) of ``n`` prompts sent by clients one at a time, prefilled in
+    steps of the prefill budget on an engine whose first token comes from the decode step after the pass
+    (``ServerSpec.decode_first``): each pass holds its prompts but their last tokens (a prompt of one token has no
+    pass: TurboMind's ``ContextDecode`` skips it), and each prompt's first token comes from the decode step of the
+    batch (the ``before`` sequences before the wave and its ``n``) after the pass that holds it. The iterations take
+    the requests queued by their start, and the clients' requests reach the engine over the wave (LMDeploy's
+    ``profile_generation`` threads: Llama 2 70B on four A100s at 64 users, 2,048-token prompts, first tokens of mean
+    17.4 s and at most 24.2 s, spread over the wave, not all at its end), so the first tokens spread as the passes
+    end."""
+    s1 = lengths.prompt_mean - 1.0
+    ends = _wave(spec, n, s1)[1] if s1 >= 1.0 else [0.0] * n
+    ctx = lengths.mean_context
+    step = decode_step_s(spec, float(before + n), ctx)
+    return [e + step for e in ends]
 
 
 def _wave(spec: ServerSpec, b: int, s: float) -> tuple[float, list[float]]:

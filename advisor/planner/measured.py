@@ -38,7 +38,7 @@ from advisor.planner.request import PlanRequest
 
 # The software named in a measurement -> the runtime or framework flag the planner knows (where it has one).
 RUNTIME_OF = {"llama.cpp": "llama.cpp", "exllama": "exllamav2", "mlc": "mlc", "vllm": "vllm", "nim": "tensorrt-llm",
-              "sglang": "sglang", "tensorrt-llm": "tensorrt-llm", "mlx": "mlx", "transformers": "transformers"}
+              "sglang": "sglang", "lmdeploy": "lmdeploy", "tensorrt-llm": "tensorrt-llm", "mlx": "mlx", "transformers": "transformers"}
 # NeMo AutoModel is PyTorch FSDP2 with Transformer Engine kernels: torchtitan's profile is the nearest.
 FRAMEWORK_OF = {"torchtitan": "torchtitan", "megatron-lm": "megatron", "nemo-automodel": "torchtitan",
                 "transformers": "transformers"}

@@ -55,6 +55,8 @@ class RuntimeServing:
         mixed_prefill: whether prompt chunks ride on the decode steps of the sequences running (vLLM V1's chunked
             prefill) or a prefill runs as a pass of its own, the running batch waiting for it (SGLang unless
             ``--enable-mixed-chunk``); the prefill budget ``chunk_tokens`` bounds a pass's tokens either way.
+        decode_first: whether a prompt's first token comes from the decode step after its pass
+            (``estimate.serving.ServerSpec.decode_first``).
     """
 
     memory_fraction: float
@@ -67,6 +69,7 @@ class RuntimeServing:
     reserve_whole: bool = False
     step_family: str = ""
     mixed_prefill: bool = True
+    decode_first: bool = False
 
 
 RUNTIME_SERVING = {
@@ -84,6 +87,18 @@ RUNTIME_SERVING = {
                              "together up to the budget (--enable-mixed-chunk off by default: server_args.py; "
                              "managers/scheduler.py, get_next_batch_to_run)", step_family="vllm",
                              mixed_prefill=False),
+    "lmdeploy": RuntimeServing(1.0, 1.5 * GIB, 2048, 128,
+                               "LMDeploy's TurboMind engine (InternLM/lmdeploy v0.1.0a1, src/turbomind/models/llama/"
+                               "LlamaBatch.cc): each iteration takes the queued requests up to max_batch_size, "
+                               "prefills all but the last token of their prompts (ContextDecode, in passes of "
+                               "max_context_token_num tokens) and decodes the whole batch (Generate), whose output is "
+                               "their first token; its cache as large as the device leaves (cache_max_entry_count "
+                               "a block count: its A100 benchmark scripts set 1,000 and 500 blocks of 128 tokens for "
+                               "Llama 2 7B and 13B, 76.6-78.4 of 80 GB in use in their table); 128 sequences "
+                               "(those scripts' max_batch_size) and the passes in steps of vLLM's 2,048-token budget "
+                               "are assumptions; its tensor-parallel layer fitted with vLLM's (step costs of the "
+                               "same rows)",
+                               step_family="vllm", decode_first=True),
     "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "
                                    "default (trtllm-serve); mixtures of experts expert-parallel with attention data "
@@ -427,6 +442,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         per_token_s=per_token,
         pipeline_devices=1 if tensor else devices, pipeline_chunk=decode.PIPELINE_CHUNK,
         reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
+        decode_first=srv.decode_first,
         routed_pick=routed_pick, kv_shards=kv_parts(model, devices, choice),
         # what a step does not read: the plan's request's own figure, else the same rule (estimate.memory)
         unread_bytes=speed.unread_bytes if speed is not None else memory.unread_weight_bytes(
