@@ -17,6 +17,7 @@ is printed beside its target with PASS or FAIL; the exit status is 1 when any ta
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -86,6 +87,16 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     cpu1, wall1, seq1 = time.process_time(), time.monotonic(), sampler.latest().seq
     gaps: list[float] = []
     busy: list[float] = []  # GUI-thread CPU time between two beats: the app's own work, not preemption
+    collected: list[tuple[int, float]] = []  # the garbage collector's runs: (generation, seconds)
+    gc_start = [0.0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc_start[0] = time.perf_counter()
+        else:
+            collected.append((info.get("generation", -1), time.perf_counter() - gc_start[0]))
+
+    gc.callbacks.append(on_gc)
     last = [time.perf_counter(), time.thread_time()]
 
     def beat() -> None:
@@ -102,6 +113,7 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     heart.start()
     spin(duration_s)
     heart.stop()
+    gc.callbacks.remove(on_gc)
     window.close()
     app.processEvents()
     gaps_ms = sorted(1000 * g for g in gaps[1:])
@@ -115,6 +127,9 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
             "gui_blocked_p99_ms": round(max(0.0, gaps_ms[int(0.99 * (len(gaps_ms) - 1))] - HEARTBEAT_MS), 1)
             if gaps_ms else None, "gui_busy_max_ms": round(1000 * max(busy[1:], default=0.0), 1),
             "block_target_ms": GUI_BLOCK_MS.limit, "heartbeats": len(gaps_ms),
+            "gc_runs_by_generation": [sum(1 for g, _ in collected if g == k) for k in range(3)],
+            "gc_longest_ms_by_generation": [round(1000 * max((d for g, d in collected if g == k), default=0.0), 1)
+                                            for k in range(3)],
             "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
