@@ -300,15 +300,24 @@ def run_prompts(m: Measurement) -> int | None:
     Raises:
         ValueError: a count that is not a whole number of at least 1.
     """
-    text = m.setting(RUN_SETTING)
+    return _whole_setting(m, RUN_SETTING, least=1)
+
+
+def _whole_setting(m: Measurement, name: str, least: int) -> int | None:
+    """A row's whole-number setting ``name`` (None where the row states none).
+
+    Raises:
+        ValueError: a value that is not a whole number of at least ``least``.
+    """
+    text = m.setting(name)
     if text is None:
         return None
     try:
         n = int(text)
     except ValueError:
-        raise ValueError(f"{m.row_id}: {RUN_SETTING} must be a whole number, not {text!r}") from None
-    if n < 1:
-        raise ValueError(f"{m.row_id}: {RUN_SETTING} must be at least 1")
+        raise ValueError(f"{m.row_id}: {name} must be a whole number, not {text!r}") from None
+    if n < least:
+        raise ValueError(f"{m.row_id}: {name} must be at least {least}")
     return n
 
 
@@ -328,15 +337,9 @@ def run_cached(m: Measurement, prompts: int | None) -> int:
     Raises:
         ValueError: a count that is not a whole number of at least 0, or one stated without ``prompts``.
     """
-    text = m.setting(CACHED_SETTING)
-    if text is None:
+    n = _whole_setting(m, CACHED_SETTING, least=0)
+    if n is None:
         return 0
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"{m.row_id}: {CACHED_SETTING} must be a whole number, not {text!r}") from None
-    if n < 0:
-        raise ValueError(f"{m.row_id}: {CACHED_SETTING} must be at least 0")
     if prompts is None:
         raise ValueError(f"{m.row_id}: {CACHED_SETTING} is a finite run's: state {RUN_SETTING} with it")
     return n
