@@ -217,6 +217,32 @@ def serve_job_values(m: Measurement) -> dict:
     return values
 
 
+def row_setup(m: Measurement, catalog, acc, calib=None) -> tuple:
+    """``(job, model, lengths, choice, speed)`` of a published served row as ``serve_point_predictor`` plans it: its
+    serving job (``serve_job_values``), the model's serving figures, the requests' lengths, the runtime choice on
+    ``acc`` and one request's calibrated speed on the replica, as ``advisor serve`` builds it (``one_request``; None
+    where the request cannot be timed). ``calib``: as ``serve_point_predictor``'s."""
+    from advisor.estimate.serving import Lengths
+    from advisor.job.serve import ServeJob, request_lengths
+    from advisor.planner.one_request import request_lengths as one_request_lengths
+    from advisor.planner.one_request import request_speed
+    from advisor.planner.request import resolve_job_model, runtime_choice
+    from advisor.planner.serve_spec import model_serving
+
+    values = serve_job_values(m)
+    job = ServeJob.from_mapping(values)
+    jm = resolve_job_model(job, catalog)
+    model = model_serving(jm.arch, jm.params, jm.active_params, values["precision"], job.kv_cache_bits)
+    rl = request_lengths(job)
+    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
+    choice = runtime_choice(job, acc)
+    try:
+        speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths), calib)
+    except ValueError:
+        speed = None
+    return job, model, lengths, choice, speed
+
+
 def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Callable[[float], ServePoint | None], str]:
     """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
     measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
@@ -235,33 +261,17 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     Raises:
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
     """
-    from advisor.estimate.serving import Lengths
     from advisor.estimate.serving_queue import serve_at, serve_at_bounds, serve_finite, serve_kept_up, serve_together
-    from advisor.job.serve import ServeJob, request_lengths
     from advisor.planner.calibrated import serve_capacity_spread, serving_class
-    from advisor.planner.one_request import request_lengths as one_request_lengths
-    from advisor.planner.one_request import request_speed
-    from advisor.planner.request import resolve_job_model, runtime_choice
-    from advisor.planner.serve_spec import model_serving, replica_spec
+    from advisor.planner.serve_spec import replica_spec
 
-    values = serve_job_values(m)
-    job = ServeJob.from_mapping(values)
-    jm = resolve_job_model(job, catalog)
-    model = model_serving(jm.arch, jm.params, jm.active_params, values["precision"], job.kv_cache_bits)
-    rl = request_lengths(job)
-    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
-    choice = runtime_choice(job, acc)
+    job, model, lengths, choice, speed = row_setup(m, catalog, acc, calib)
     users = job.users
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
     batching = harness_batching(m)
     prompts = run_prompts(m)
     cached = run_cached(m, prompts)
-    # one request on the replica is the plan's calibrated request, as advisor serve builds it (one_request)
-    try:
-        speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths), calib)
-    except ValueError:
-        speed = None
 
     def at(t: float) -> ServePoint | None:
         spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.max_seqs, lengths=lengths,

@@ -33,14 +33,9 @@ import pytest
 
 from advisor.catalog.load import bundled_catalog
 from advisor.catalog.measurements import bundled_measurements
-from advisor.estimate.serving import Lengths
 from advisor.estimate.serving_queue import full_throughput, p99_of, serve_at_bounds
-from advisor.job.serve import ServeJob, request_lengths
-from advisor.planner.measured import rate_bounds, serve_job_values, serve_point_predictor
-from advisor.planner.one_request import request_lengths as one_request_lengths
-from advisor.planner.one_request import request_speed
-from advisor.planner.request import resolve_job_model, runtime_choice
-from advisor.planner.serve_spec import model_serving, replica_spec
+from advisor.planner.measured import rate_bounds, row_setup, serve_job_values, serve_point_predictor
+from advisor.planner.serve_spec import replica_spec
 
 H100 = "mlperf-inference-v4.1-supermicro-h100x8-mixtral-8x7b-server"
 H200 = "mlperf-inference-v4.1-nvidia-h200x8-mixtral-8x7b-server"
@@ -67,13 +62,7 @@ def _planned(m, catalog):
     the bounds imply over the plan's own replica, and that replica (spec, lengths)."""
     acc = catalog.accelerators[m.accelerator_id]
     values = serve_job_values(m)
-    job = ServeJob.from_mapping(values)
-    jm = resolve_job_model(job, catalog)
-    model = model_serving(jm.arch, jm.params, jm.active_params, values["precision"], job.kv_cache_bits)
-    rl = request_lengths(job)
-    lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
-    choice = runtime_choice(job, acc)
-    speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths), None)
+    job, model, lengths, choice, speed = row_setup(m, catalog, acc)
     spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.max_seqs, lengths=lengths, speed=speed)
     rate = float(values["requests_per_s"])
     point = serve_at_bounds(spec, lengths, rate, *rate_bounds(m))
