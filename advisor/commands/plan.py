@@ -198,16 +198,9 @@ def build_plan(values: dict, catalog=None, calibration=None, machine=None, fleet
 
 
 def _load_scenarios(paths: list[str]):
-    from advisor.cli import UsageError
-    from advisor.store.scenario import ScenarioError, load_scenario
+    from advisor.commands._scenario import read_scenario
 
-    out = []
-    for path in paths:
-        try:
-            out.append((path, load_scenario(path)))
-        except ScenarioError as exc:
-            raise UsageError(str(exc)) from None
-    return out
+    return [(path, read_scenario(path)) for path in paths]
 
 
 def run(args) -> int:

@@ -78,12 +78,9 @@ def _values(args, table: dict | None, assumptions: dict | None, name: str) -> di
 def _scenario_tables(path: str) -> tuple[dict, dict]:
     """The [serve] and [assumptions] tables of a scenario file (one line, exit 2, when it cannot be read)."""
     from advisor.cli import UsageError
-    from advisor.store.scenario import ScenarioError, load_scenario
+    from advisor.commands._scenario import read_scenario
 
-    try:
-        sc = load_scenario(path)
-    except ScenarioError as exc:
-        raise UsageError(str(exc)) from None
+    sc = read_scenario(path)
     table = sc.extra.get("serve")
     if not isinstance(table, dict):
         raise UsageError(f"{Path(path).name}: serve: no [serve] table (the load and targets of a serving job)")

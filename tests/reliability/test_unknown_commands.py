@@ -37,3 +37,13 @@ def test_every_simulated_scenario_is_listed_in_help_and_readme():
     for name in SCENARIOS:
         assert name in help_text, name
         assert name in listed, name
+
+
+@pytest.mark.parametrize("command", ["plan", "serve"])
+def test_a_model_typed_as_a_scenario_file_says_how_to_name_it(run_cli, command):
+    """A new user's first try, ``advisor plan llama-3.1-8b``: one line that names --model, and a missing .toml
+    file is told as missing, with no hint (it is a file name)."""
+    line = one_line_error(run_cli(command, "llama-3.1-8b"))
+    assert "llama-3.1-8b: cannot read" in line and "give --model llama-3.1-8b" in line
+    line = one_line_error(run_cli(command, "job.toml"))
+    assert "job.toml: cannot read" in line and "--model" not in line
