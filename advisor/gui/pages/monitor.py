@@ -392,20 +392,20 @@ class MonitorPage(Page):
         if key == "cpu":
             curves += [(m, 1.0, i) for m, i in self._core_curves if i.isVisible()]
         top = 0.0
-        for metric, scale, item in curves:
-            if not item.isVisible():
-                continue  # a GPU not chosen on the overview: not drawn, not updated
-            times, values = history.window(metric, window)
-            if not len(times):
-                continue
+        shown = [(metric, scale, item) for metric, scale, item in curves if item.isVisible()]  # a GPU not chosen
+        # on the overview is neither drawn nor updated; the others are read at one moment, on one time axis
+        times, rows = history.windows([metric for metric, _scale, _item in shown], window)
+        if len(times):
             x = times - times[-1]
-            y = values * scale if scale != 1.0 else values
-            if np.isfinite(y).all():  # the common case: no gap to leave (pyqtgraph's finite path copies twice)
-                item.setData(x, y, connect="all", skipFiniteCheck=True)
-            else:  # a lost GPU or a reading not available: a gap in the line
-                item.setData(x, y, connect="finite")
-            if np.isfinite(y).any():
-                top = max(top, float(np.nanmax(y)))
+            for (_metric, scale, item), values in zip(shown, rows, strict=True):
+                y = values * scale if scale != 1.0 else values
+                if np.isfinite(y).all():  # the common case: no gap to leave (pyqtgraph's finite path copies twice)
+                    item.setData(x, y, connect="all", skipFiniteCheck=True)
+                    top = max(top, float(y.max()))
+                else:  # a lost GPU or a reading not available: a gap in the line
+                    item.setData(x, y, connect="finite")
+                    if np.isfinite(y).any():
+                        top = max(top, float(np.nanmax(y)))
         first = None
         chosen = self.overview.selected
         for i, (metric, line) in enumerate(self._chart_lines.get(key, ())):
