@@ -36,6 +36,90 @@ GUI_BLOCK_MS = Target("GUI thread blocked at most (wall clock)", "<=", 16.0, "ms
 # turns, so both are judged
 GUI_BUSY_MS = Target("GUI thread's longest busy spell (its CPU time)", "<=", 16.0, "ms")
 HEARTBEAT_MS = 4
+SPELL_MS = 16.0  # an event the GUI thread handles for longer than a frame: named, with its Python stack
+
+
+def callback_trace(spell_ms: float = SPELL_MS):
+    """What finds a long GUI-thread spell: an application event filter that times every event the GUI thread
+    handles (a timer's tick, a queued slot, a paint, a layout request...) by the GUI thread's CPU time, from the
+    event's start to the start of the next one (an event sent while another is handled, a paint inside a window's
+    update, takes its share from its parent's). An event is named by its kind and receiver, a timer's tick by the
+    timer's owner ("Timer QTimer of MonitorPage"). While one event runs past ``spell_ms`` of wall clock a watcher
+    thread samples the GUI thread's Python stack every 5 ms, so a spell is named down to the function. Install it
+    with ``app.installEventFilter(trace)``; ``trace.report()`` gives the longest event with its name and stack,
+    every event past ``spell_ms`` of CPU, and per name the count, total and longest."""
+    import threading
+
+    from PySide6.QtCore import QObject
+
+    gui = threading.get_ident()
+
+    class CallbackTrace(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.by_name: dict[str, list] = {}  # name -> [count, total CPU s, longest CPU s, longest wall s]
+            self.longest: tuple = (0.0, 0.0, "", ())  # (CPU s, wall s, name, stack samples)
+            self.spells: list[tuple] = []  # (s since the trace began, name, CPU ms, wall ms, stack samples)
+            self._t0 = time.perf_counter()
+            self._name: str | None = None
+            self._cpu, self._wall = time.thread_time(), time.perf_counter()
+            self._stacks: list[str] = []
+            self._stop = threading.Event()
+            self._watch = threading.Thread(target=self._watcher, name="bench-trace", daemon=True)
+            self._watch.start()
+
+        def _watcher(self) -> None:
+            while not self._stop.wait(0.005):
+                began = self._wall
+                if time.perf_counter() - began > spell_ms / 1000:
+                    frame = sys._current_frames().get(gui)
+                    if frame is not None and began == self._wall:  # still the same event
+                        self._stacks.append(" < ".join(f"{f.f_code.co_qualname}:{f.f_lineno}"
+                                                       for f in _frames(frame, 8)))
+
+        def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+            cpu, wall = time.thread_time(), time.perf_counter()
+            if self._name is not None:
+                spent, waited = cpu - self._cpu, wall - self._wall
+                row = self.by_name.setdefault(self._name, [0, 0.0, 0.0, 0.0])
+                row[0] += 1
+                row[1] += spent
+                row[2] = max(row[2], spent)
+                row[3] = max(row[3], waited)
+                if spent > self.longest[0]:
+                    self.longest = (spent, waited, self._name, tuple(self._stacks[-6:]))
+                if spent > spell_ms / 1000:
+                    self.spells.append((round(self._wall - self._t0, 2), self._name, round(1000 * spent, 1),
+                                        round(1000 * waited, 1), tuple(self._stacks[-6:])))
+            self._stacks = []
+            kind = event.type().name
+            owner = obj.parent() if kind == "Timer" else None
+            self._name = f"{kind} {type(obj).__name__}" + (f" of {type(owner).__name__}" if owner is not None else "")
+            self._cpu, self._wall = time.thread_time(), time.perf_counter()
+            return False
+
+        def close(self) -> None:
+            self._stop.set()
+            self._watch.join()
+
+        def report(self, top: int = 8) -> dict:
+            cpu, wall, name, stacks = self.longest
+            rows = sorted(self.by_name.items(), key=lambda kv: -kv[1][2])[:top]
+            return {"longest_callback": name, "longest_callback_cpu_ms": round(1000 * cpu, 1),
+                    "longest_callback_wall_ms": round(1000 * wall, 1), "longest_callback_stacks": list(stacks),
+                    "callbacks_over_frame": [list(x) for x in self.spells[:20]],
+                    "callbacks_by_longest": [{"name": k, "count": c, "total_cpu_ms": round(1000 * t, 1),
+                                              "longest_cpu_ms": round(1000 * m, 1),
+                                              "longest_wall_ms": round(1000 * w, 1)} for k, (c, t, m, w) in rows]}
+
+    return CallbackTrace()
+
+
+def _frames(frame, depth: int):
+    """A frame and its callers, ``depth`` at most."""
+    while frame is not None and depth > 0:
+        yield frame
+        frame, depth = frame.f_back, depth - 1
 
 
 def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: str) -> dict:
@@ -44,7 +128,8 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     readers, GUI), then, in a second period as long, the longest gap between
     ticks of a 4 ms heartbeat timer on the GUI thread minus 4 ms (how long the GUI thread was blocked), and the
     most CPU time the GUI thread spent between two ticks (its own work: on a loaded machine the wall-clock gap
-    also holds time the OS gave to other processes)."""
+    also holds time the OS gave to other processes). Over that second period every event the GUI thread handles
+    is timed (``callback_trace``): the longest one is named, with its Python stack where it ran past a frame."""
     import tempfile
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -109,10 +194,14 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     heart.setTimerType(Qt.TimerType.PreciseTimer)
     heart.setInterval(HEARTBEAT_MS)
     heart.timeout.connect(beat)
+    trace = callback_trace()
+    app.installEventFilter(trace)
     last[0], last[1] = time.perf_counter(), time.thread_time()
     heart.start()
     spin(duration_s)
     heart.stop()
+    app.removeEventFilter(trace)
+    trace.close()
     gc.callbacks.remove(on_gc)
     window.close()
     app.processEvents()
@@ -130,7 +219,8 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
             "gc_runs_by_generation": [sum(1 for g, _ in collected if g == k) for k in range(3)],
             "gc_longest_ms_by_generation": [round(1000 * max((d for g, d in collected if g == k), default=0.0), 1)
                                             for k in range(3)],
-            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+            **trace.report()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         print(CPU_PCT.line(result["cpu_pct_of_one_core"], label=what), file=sys.stderr)
         print(GUI_BLOCK_MS.line(result["gui_blocked_max_ms"], 1, label=what), file=sys.stderr)
         print(GUI_BUSY_MS.line(result["gui_busy_max_ms"], 1, label=what), file=sys.stderr)
+        print(f"longest GUI-thread callback: {result['longest_callback']}, {result['longest_callback_cpu_ms']} ms CPU "
+              f"({result['longest_callback_wall_ms']} ms wall)", file=sys.stderr)
         return exit_code([CPU_PCT.met(result["cpu_pct_of_one_core"]), GUI_BLOCK_MS.met(result["gui_blocked_max_ms"]),
                           GUI_BUSY_MS.met(result["gui_busy_max_ms"])])
 

@@ -36,8 +36,7 @@ def history_csv(history, gpu_count: int, window_s: float | None, wall_start_s: f
     """
     columns = csv_columns(gpu_count)
     metrics = columns[len(STAMP_COLUMNS):]
-    times, _ = history.window(metrics[0], window_s)
-    series = [history.window(c, window_s)[1] for c in metrics]
+    times, series = history.windows(metrics, window_s)  # every column on the same rows
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)

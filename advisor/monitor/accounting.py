@@ -131,6 +131,11 @@ class Books:
         self._prev_t: float | None = None
         self._prev_gpus: dict[int, object] = {}
         self.gpu_energy_j: dict[int, float] = {}  # every GPU's energy since the first tick (attributed or not)
+        # The sampler refreshes its process snapshot every few ticks and hands the same tuple between: what a
+        # snapshot opens, and each GPU's (account, share, utilisation), are worked out once per snapshot.
+        self._snapshot: tuple | None = None
+        self._accounts: list[_Acc] = []
+        self._on_gpu: dict[int, list[tuple[_Acc, float, float | None]]] = {}
 
     @staticmethod
     def _key(p) -> tuple:
@@ -146,6 +151,32 @@ class Books:
         """
         gpus = {g.index: g for g in gpus}
         dt = 0.0 if self._prev_t is None else max(0.0, time_s - self._prev_t)
+        ended: list = []
+        if isinstance(processes, tuple) and processes is self._snapshot:
+            # the snapshot of the last tick: every account it opened is open, none has ended, none is new
+            for acc in self._accounts:
+                acc.last_seen_s = time_s
+        else:
+            ended = self._open_accounts(time_s, processes)
+        if dt > 0:
+            for index, now in gpus.items():
+                prev = self._prev_gpus.get(index)
+                energy = gpu_energy_j(prev, now, dt) if prev is not None else 0.0
+                self.gpu_energy_j[index] = self.gpu_energy_j.get(index, 0.0) + energy
+                for acc, share, util in self._on_gpu.get(index, ()):
+                    acc.gpu_s += dt
+                    acc.energy_j += energy * share
+                    if util is not None:
+                        acc.util_weighted += util * dt
+                        acc.util_s += dt
+        self._prev_t = time_s
+        self._prev_gpus = gpus
+        return [self._final(self._open.pop(k)) for k in ended]
+
+    def _open_accounts(self, time_s: float, processes: Sequence) -> list[tuple]:
+        """A new process snapshot: open an account for each process not seen before, note each one's name, GPUs
+        and peak memory, work out each GPU's processes and their shares; returns the keys of the accounts the
+        snapshot no longer lists (ended)."""
         by_gpu: dict[int, list] = {}
         for p in processes:
             by_gpu.setdefault(p.gpu_index, []).append(p)
@@ -161,23 +192,11 @@ class Books:
             acc.gpus.add(p.gpu_index)
             if p.gpu_mem_bytes is not None:
                 acc.peak = max(acc.peak or 0, int(p.gpu_mem_bytes))
-        if dt > 0:
-            for index, now in gpus.items():
-                prev = self._prev_gpus.get(index)
-                energy = gpu_energy_j(prev, now, dt) if prev is not None else 0.0
-                self.gpu_energy_j[index] = self.gpu_energy_j.get(index, 0.0) + energy
-                on = by_gpu.get(index, [])
-                for p, share in zip(on, shares(on)):
-                    acc = self._open[self._key(p)]
-                    acc.gpu_s += dt
-                    acc.energy_j += energy * share
-                    if p.gpu_util_pct is not None:
-                        acc.util_weighted += p.gpu_util_pct * dt
-                        acc.util_s += dt
-        self._prev_t = time_s
-        self._prev_gpus = gpus
-        ended = [k for k in self._open if k not in seen]
-        return [self._final(self._open.pop(k)) for k in ended]
+        self._on_gpu = {index: [(self._open[self._key(p)], share, p.gpu_util_pct) for p, share in zip(on, shares(on))]
+                        for index, on in by_gpu.items()}
+        self._accounts = [self._open[key] for key in seen]
+        self._snapshot = processes if isinstance(processes, tuple) else None  # a list may change in place
+        return [k for k in self._open if k not in seen]
 
     def _books(self, a: _Acc, ended: bool = False) -> ProcessBooks:
         return ProcessBooks(
@@ -205,6 +224,7 @@ class Books:
         once (a second call returns nothing)."""
         out = [self._final(a) for a in self._open.values()]
         self._open.clear()
+        self._snapshot, self._accounts, self._on_gpu = None, [], {}  # the next tick opens its accounts anew
         return out
 
 

@@ -178,3 +178,17 @@ def test_process_table_shows_each_process_books(qtbot):
     assert (BOOK_FIRST, BOOK_LAST) in changed and panel.proxy.index(0, BOOK_FIRST).data() == "2.000"
     panel.set_rows([p], books={})
     assert panel.proxy.index(0, heads.index("GPU-h")).data() in ("—", "", None)
+
+
+def test_the_page_ticks_for_the_charts_in_view(make_window, qtbot):
+    """16 GPUs push most charts below the fold: the timer ticks once per chart in view, once for the tables and
+    once to spare per chart period (1 s at 10 Hz), not once per chart."""
+    w = make_window("16xv100", interval_s=0.1)
+    w.show_page("monitor")
+    page = w.page("monitor")
+    qtbot.waitUntil(lambda: page._charts_in_view is not None and len(page._drawn_at) > 0, timeout=10000)
+    qtbot.wait(600)  # a budgeted tick has counted the charts in view
+    in_view = sum(page._in_view(plot) for plot in page._plots.values())
+    assert 0 < in_view < len(page._plots) == 10
+    assert page._charts_in_view == in_view
+    assert page._timer.interval() == int(1000 * 1.0 / (in_view + 2))  # e.g. 3 in view: 200 ms, not 100

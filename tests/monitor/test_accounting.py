@@ -160,3 +160,30 @@ def test_bookkeeper_reports_a_process_once_over_all_its_gpus():
     (b,) = ended
     assert b.gpus == (0, 1) and b.energy_j == pytest.approx(2 * 100.0 * 10.0) and b.ended
     assert keeper.current() == {} and keeper.finish() == [b]  # every process seen, each once
+
+
+def test_a_snapshot_handed_again_keeps_the_same_books_as_a_new_one_each_tick():
+    """The sampler hands the same process snapshot (one tuple) between its refreshes, and Books works out what a
+    snapshot opens once: the books equal, to the last bit, those kept from a new tuple of the same processes each
+    tick, across new snapshots (a process gone, one new, utilisations moved), a list (never taken as the same
+    snapshot) and a close."""
+    clock = Clock()
+    gpu = FakeGpuBackend("2x4090", clock=clock)
+    kept, fresh = Books(0.30), Books(0.30)
+    ended_kept, ended_fresh = [], []
+    snapshot = _procs(gpu)
+    for k in range(200):
+        clock.t = 1000.0 + 0.1 * k
+        gpus = [gpu.sample(i) for i in range(gpu.device_count())]
+        if k in (50, 120):  # the sampler's refresh: the first process goes, a new one comes, shares move
+            snapshot = (*snapshot[1:], replace(snapshot[0], pid=9000 + k, gpu_util_pct=None)) if k == 50 else \
+                tuple(replace(p, gpu_util_pct=(p.gpu_util_pct or 0.0) + 5.0) for p in snapshot)
+        if k == 150:
+            ended_kept += kept.close()
+            ended_fresh += fresh.close()
+        given_kept = list(snapshot) if k % 40 == 7 else snapshot
+        ended_kept += kept.update(0.1 * k, gpus, given_kept)
+        ended_fresh += fresh.update(0.1 * k, gpus, tuple(list(snapshot)))  # a new tuple: worked out each tick
+    assert kept.current() == fresh.current() and kept.current()
+    assert ended_kept == ended_fresh and len(ended_kept) > len(snapshot)  # the one gone at 50, all at the close
+    assert kept.gpu_energy_j == fresh.gpu_energy_j

@@ -117,3 +117,21 @@ def test_names_match_the_contract():
     assert cols[0] == "time_s" and len(cols) == len(set(cols))
     assert cols[:3] == ("time_s", "wall_time_utc", "simulated")
     assert set(cols[3:]) <= set(metric_names(2, 4)) and "cpu3_util_pct" in metric_names(2, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(capacity=st.integers(1, 40), n=st.integers(0, 100), seconds=st.one_of(st.none(), st.floats(0, 30)))
+def test_windows_give_every_metric_on_one_time_axis(capacity, n, seconds):
+    h = History(("a", "b", "c"), capacity=capacity)
+    for k in range(n):
+        h.append(k * 0.5, [k, None if k % 3 else -k, 2 * k])
+    times, rows = h.windows(("c", "b", "a"), seconds)
+    kept = list(range(max(0, n - capacity), n))  # the rows the ring still holds, oldest first
+    if seconds is not None and kept:
+        kept = [k for k in kept if k * 0.5 >= kept[-1] * 0.5 - seconds - 1e-9]
+    assert list(times) == [k * 0.5 for k in kept] and rows.shape == (3, len(kept))
+    assert list(rows[0]) == [2 * k for k in kept] and list(rows[2]) == [k for k in kept]
+    assert [None if math.isnan(v) else v for v in rows[1]] == [None if k % 3 else -k for k in kept]
+    assert h.windows((), seconds)[1].shape == (0, len(kept))
+    with pytest.raises(KeyError):
+        h.windows(("a", "nope"))

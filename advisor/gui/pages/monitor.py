@@ -88,6 +88,7 @@ class MonitorPage(Page):
         self._event_rows: list = []
         self._gpu_items: dict[int, list] = {}  # GPU index -> its curves and limit lines
         self._overview_seq, self._overview_at = -1, -1e9
+        self._charts_in_view: int | None = None  # counted by each redraw; the tick rate follows it
         self._dirty = False
         self._samples_seen = 0
         self._export_worker: GeneratorWorker | None = None
@@ -315,10 +316,15 @@ class MonitorPage(Page):
 
     # ------------------------------------------------------------ loop
     def _apply_draw_rate(self) -> None:
-        """One chart per tick, so that every chart is redrawn once per ``CHART_PERIOD_S`` or per sample."""
+        """Ticks for the charts in view: one chart per tick, so that each is redrawn once per ``CHART_PERIOD_S`` or
+        per sample, then one for the tables and one to spare. Charts out of view are not drawn (``_redraw``): with
+        16 GPUs at 1280x720 three of ten charts are in view, and a tick for each of the ten (10 a second) drained
+        the sampler and looked for a due chart twice as often as anything was drawn."""
         period_s = self._chart_period_s()
-        charts = max(1, len(self._plots))
-        self._timer.setInterval(max(MIN_TICK_MS, int(1000 * period_s / charts)))
+        charts = len(self._plots) if self._charts_in_view is None else self._charts_in_view
+        interval = max(MIN_TICK_MS, int(1000 * period_s / (charts + 2)))
+        if interval != self._timer.interval():
+            self._timer.setInterval(interval)
 
     @Slot()
     def _on_timer_timeout(self) -> None:
@@ -346,11 +352,19 @@ class MonitorPage(Page):
         now = time.perf_counter()
         period_s = self._chart_period_s()
         due = []
+        in_view = 0
         for key, plot in self._plots.items():
-            if not (full or self._in_view(plot)):
+            if not self._in_view(plot):
                 self._drawn_at.pop(key, None)  # out of view: drawn again the moment it comes back
-            elif full or now - self._drawn_at.get(key, -math.inf) >= 0.9 * period_s:
+                if not full:
+                    continue
+            else:
+                in_view += 1
+            if full or now - self._drawn_at.get(key, -math.inf) >= 0.9 * period_s:
                 due.append(key)
+        if in_view != self._charts_in_view:
+            self._charts_in_view = in_view
+            self._apply_draw_rate()
         due.sort(key=lambda k: self._drawn_at.get(k, -math.inf))  # the longest waiting first
         window = float(self.window_box.currentData())
         drawn = 0
@@ -378,20 +392,20 @@ class MonitorPage(Page):
         if key == "cpu":
             curves += [(m, 1.0, i) for m, i in self._core_curves if i.isVisible()]
         top = 0.0
-        for metric, scale, item in curves:
-            if not item.isVisible():
-                continue  # a GPU not chosen on the overview: not drawn, not updated
-            times, values = history.window(metric, window)
-            if not len(times):
-                continue
+        shown = [(metric, scale, item) for metric, scale, item in curves if item.isVisible()]  # a GPU not chosen
+        # on the overview is neither drawn nor updated; the others are read at one moment, on one time axis
+        times, rows = history.windows([metric for metric, _scale, _item in shown], window)
+        if len(times):
             x = times - times[-1]
-            y = values * scale if scale != 1.0 else values
-            if np.isfinite(y).all():  # the common case: no gap to leave (pyqtgraph's finite path copies twice)
-                item.setData(x, y, connect="all", skipFiniteCheck=True)
-            else:  # a lost GPU or a reading not available: a gap in the line
-                item.setData(x, y, connect="finite")
-            if np.isfinite(y).any():
-                top = max(top, float(np.nanmax(y)))
+            for (_metric, scale, item), values in zip(shown, rows, strict=True):
+                y = values * scale if scale != 1.0 else values
+                if np.isfinite(y).all():  # the common case: no gap to leave (pyqtgraph's finite path copies twice)
+                    item.setData(x, y, connect="all", skipFiniteCheck=True)
+                    top = max(top, float(y.max()))
+                else:  # a lost GPU or a reading not available: a gap in the line
+                    item.setData(x, y, connect="finite")
+                    if np.isfinite(y).any():
+                        top = max(top, float(np.nanmax(y)))
         first = None
         chosen = self.overview.selected
         for i, (metric, line) in enumerate(self._chart_lines.get(key, ())):

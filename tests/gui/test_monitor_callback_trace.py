@@ -1,0 +1,71 @@
+"""bench_monitor's callback trace names the GUI-thread event that ran longest, with its Python stack."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _bench_monitor():
+    sys.path.insert(0, str(BENCH))  # bench_monitor imports its neighbour verdict.py
+    try:
+        spec = importlib.util.spec_from_file_location("bench_monitor_under_test", BENCH / "bench_monitor.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+class Burner(QObject):
+    """Owns a timer whose tick spends ``ms`` of the GUI thread's CPU time."""
+
+    def __init__(self, ms: float) -> None:
+        super().__init__()
+        self.ms = ms
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(0)
+        self.timer.timeout.connect(self.burn_cpu)
+        self.done = False
+
+    def burn_cpu(self) -> None:
+        end = time.thread_time() + self.ms / 1000
+        while time.thread_time() < end:
+            pass
+        self.done = True
+
+
+def test_the_longest_callback_is_named_with_its_cpu_time_and_stack(qtbot, qapp):
+    trace = _bench_monitor().callback_trace(spell_ms=10.0)
+    burner = Burner(40.0)
+    quick = QTimer()  # a short tick beside it, from a timer without an owner
+    quick.setInterval(2)
+    quick.timeout.connect(lambda: None)
+    qapp.installEventFilter(trace)
+    try:
+        quick.start()
+        burner.timer.start()
+        qtbot.waitUntil(lambda: burner.done, timeout=5000)
+        qtbot.wait(30)  # further events close the burner's
+    finally:
+        quick.stop()
+        qapp.removeEventFilter(trace)
+        trace.close()
+    report = trace.report()
+    assert report["longest_callback"] == "Timer QTimer of Burner"
+    # the tick's CPU time: the 40 ms it burned, and at most a few ms of the event loop's own work beside it
+    assert 40.0 <= report["longest_callback_cpu_ms"] < 60.0
+    assert report["longest_callback_wall_ms"] >= report["longest_callback_cpu_ms"] - 0.1
+    assert any("Burner.burn_cpu" in stack for stack in report["longest_callback_stacks"])
+    over = [row for row in report["callbacks_over_frame"] if row[1] == "Timer QTimer of Burner"]
+    assert len(over) == 1 and over[0][2] == report["longest_callback_cpu_ms"]
+    names = {row["name"]: row for row in report["callbacks_by_longest"]}
+    assert names["Timer QTimer"]["count"] >= 1  # the ownerless timer, named apart
+    assert names["Timer QTimer"]["longest_cpu_ms"] < report["longest_callback_cpu_ms"]
