@@ -21,7 +21,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from advisor.gui.plan_service import DEFAULT_INPUTS, PlanBundle, plan_bundle
 from advisor.gui.workers import PooledWorker
-from advisor.job import Job, JobInputError
+from advisor.job import JOB_FIELDS, Job, JobInputError
 
 DEBOUNCE_MS = 120
 SETTINGS_KEY = "planner/inputs"
@@ -38,11 +38,16 @@ def plan_or_error(job: Job, catalog, calibration=None, **kw) -> PlanBundle | Job
 
 
 def _step_of(before: dict, after: dict) -> tuple[str, int] | None:
-    """``(field, +1 or -1)`` where one whole-number field moved by one and nothing else changed, else None."""
+    """``(field, +1 or -1)`` where one whole-number field moved by one and nothing else changed, else None.
+
+    A field left out has its schema default (the form leaves out what equals it), so a spin box stepped off or
+    onto its default, micro-batch 1 to 2, is a step."""
     changed = [k for k in before.keys() | after.keys() if before.get(k) != after.get(k)]
     if len(changed) != 1:
         return None
-    a, b = before.get(changed[0]), after.get(changed[0])
+    field = JOB_FIELDS.get(changed[0])
+    default = field.default if field is not None else None
+    a, b = before.get(changed[0], default), after.get(changed[0], default)
     if type(a) is not int or type(b) is not int or abs(b - a) != 1:
         return None
     return changed[0], b - a

@@ -188,7 +188,7 @@ def test_a_number_stepped_by_one_has_its_next_step_planned_ahead_and_never_shown
         return real(job, *a, **kw)
 
     start = 2
-    model.edit({**model.values, "micro_batch": start})  # a value typed in (from none): not a step
+    model.edit({**model.values, "micro_batch": start})  # off the default (1): a step, its next planned ahead
     model.plan_now()
     qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start, timeout=20000)
     monkeypatch.setattr(pm, "plan_or_error", spy)
@@ -224,3 +224,18 @@ def test_an_edit_while_the_next_step_is_planned_ahead_is_planned_after_it(make_w
     model.plan_now()
     qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start + 3, timeout=20000)
     assert not model.stale and model.result.request.micro_batch == start + 3
+
+
+def test_a_step_is_read_against_the_schema_default_of_a_field_left_out():
+    """The form leaves out a field at its default (``PlanFormWidget.values``): micro-batch 1 -> 2 is the spin box's
+    up arrow, 2 -> 1 its down arrow; a field whose default is automatic (None) has no number to step from."""
+    from advisor.gui.plan_model import _step_of
+
+    base = {"model": "llama-3.1-8b", "workload": "lora"}
+    assert _step_of(base, {**base, "micro_batch": 2}) == ("micro_batch", 1)  # default 1 (advisor.job schema)
+    assert _step_of({**base, "micro_batch": 2}, base) == ("micro_batch", -1)
+    assert _step_of(base, {**base, "micro_batch": 3}) is None  # a jump of two
+    assert _step_of(base, {**base, "gpus": 1}) is None  # automatic before: not a number stepped
+    assert _step_of(base, {**base, "micro_batch": 2, "gpus": 2}) is None  # two fields changed
+    assert _step_of({**base, "micro_batch": 1}, base) is None  # the default written out: no change
+
