@@ -239,3 +239,39 @@ def test_a_step_is_read_against_the_schema_default_of_a_field_left_out():
     assert _step_of(base, {**base, "micro_batch": 2, "gpus": 2}) is None  # two fields changed
     assert _step_of({**base, "micro_batch": 1}, base) is None  # the default written out: no change
 
+
+def test_the_next_step_is_planned_ahead_only_once_the_plan_shown_is_painted(make_window, qtbot):
+    """The worker holds the interpreter while it plans: a plan ahead started before the repaint of the plan just
+    shown made the GUI thread wait for it in the middle of drawing. It starts once the answer is painted."""
+    from PySide6.QtCore import QEvent, QObject
+
+    w, page = _planner(make_window, qtbot)
+    model = w.ctx.plan
+    paints = [0]
+
+    class Count(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt API)
+            if event.type() == QEvent.Type.Paint:
+                paints[0] += 1
+            return False
+
+    counter = Count()
+    page.answer.installEventFilter(counter)
+    started: list[tuple[bool, int]] = []  # (ahead, answer paints since the plan was shown) at each worker start
+    real_start = model._worker.start
+
+    def start(*args, **kw):
+        started.append((model._ahead, paints[0]))
+        return real_start(*args, **kw)
+
+    model.edit({**model.values, "micro_batch": 2})
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == 2, timeout=20000)
+    model._worker.start = start
+    model.plan_ready.connect(lambda _b: paints.__setitem__(0, 0))  # after the page drew it (connected later)
+    model.edit({**model.values, "micro_batch": 3})  # the up arrow
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and len(started) == 2, timeout=20000)
+    assert [a for a, _ in started] == [False, True]  # the edit's plan, then the next step's
+    assert started[1][1] >= 1  # the answer of the plan shown was painted before the plan ahead started
+    assert model.bundle.result.request.micro_batch == 3
