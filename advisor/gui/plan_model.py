@@ -21,7 +21,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from advisor.gui.plan_service import DEFAULT_INPUTS, PlanBundle, plan_bundle
 from advisor.gui.workers import PooledWorker
-from advisor.job import Job, JobInputError
+from advisor.job import JOB_FIELDS, Job, JobInputError
 
 DEBOUNCE_MS = 120
 SETTINGS_KEY = "planner/inputs"
@@ -38,11 +38,16 @@ def plan_or_error(job: Job, catalog, calibration=None, **kw) -> PlanBundle | Job
 
 
 def _step_of(before: dict, after: dict) -> tuple[str, int] | None:
-    """``(field, +1 or -1)`` where one whole-number field moved by one and nothing else changed, else None."""
+    """``(field, +1 or -1)`` where one whole-number field moved by one and nothing else changed, else None.
+
+    A field left out has its schema default (the form leaves out what equals it), so a spin box stepped off or
+    onto its default, micro-batch 1 to 2, is a step."""
     changed = [k for k in before.keys() | after.keys() if before.get(k) != after.get(k)]
     if len(changed) != 1:
         return None
-    a, b = before.get(changed[0]), after.get(changed[0])
+    field = JOB_FIELDS.get(changed[0])
+    default = field.default if field is not None else None
+    a, b = before.get(changed[0], default), after.get(changed[0], default)
     if type(a) is not int or type(b) is not int or abs(b - a) != 1:
         return None
     return changed[0], b - a
@@ -114,6 +119,15 @@ class PlanModel(QObject):
         self._stepped: tuple[str, int] | None = None
         self._ahead = False  # the worker is planning ahead (its result is dropped)
         self.plan_ahead = True  # whether to (benchmarks/bench_gui.py --no-ahead times the edits without)
+        # The plan ahead starts once the events queued behind the plan are handled, the repaint it asked for among
+        # them: the worker holds the interpreter while it plans, so started at once (as the plan's done arrives,
+        # before the repaint) a job new to the planner (~10 ms) ran beside the drawing of the plan just shown and
+        # the GUI thread waited for the interpreter in the middle of it (callgrind, bench_gui's first edits to
+        # micro-batch 4 to 7: 53-69 M of the worker's instructions inside the edit, 8-25 M once it waits).
+        self._ahead_timer = QTimer(self)
+        self._ahead_timer.setSingleShot(True)
+        self._ahead_timer.setInterval(0)
+        self._ahead_timer.timeout.connect(self._on_ahead_timer_timeout)
         self._valid = False  # whether the current values passed the schema (the error clears with the next plan)
         self._generation = 0  # counts validations: a result of an older one is out of date
         self._planned_generation = -1
@@ -143,7 +157,8 @@ class PlanModel(QObject):
 
     def is_idle(self) -> bool:
         """True when no plan is running or waiting."""
-        return not self._running and not self._debounce.isActive() and not self._pending
+        return (not self._running and not self._debounce.isActive() and not self._pending
+                and not self._ahead_timer.isActive())
 
     # ------------------------------------------------------------ changing the values
     def edit(self, values: dict) -> None:
@@ -206,6 +221,7 @@ class PlanModel(QObject):
     def plan_now(self) -> None:
         """Plan the current job in a worker now (or once the running plan is done)."""
         self._debounce.stop()
+        self._ahead_timer.stop()
         if self._running:
             self._pending = True
             return
@@ -222,6 +238,12 @@ class PlanModel(QObject):
     @Slot()
     def _on_debounce_timeout(self) -> None:
         self.plan_now()
+
+    @Slot()
+    def _on_ahead_timer_timeout(self) -> None:
+        if (self.plan_ahead and self._stepped is not None and self._valid and not self._running
+                and not self._pending and not self._debounce.isActive()):
+            self._plan_ahead()
 
     def _plan_ahead(self) -> None:
         """Plan the stepped field's next step in the worker (nothing shown): the planner keeps its work."""
@@ -262,7 +284,7 @@ class PlanModel(QObject):
             self.plan_now()
         elif (not ahead and self.plan_ahead and self._stepped is not None and self._valid
               and not self._debounce.isActive()):
-            self._plan_ahead()
+            self._ahead_timer.start()  # once the plan is drawn (see __init__)
 
     # ------------------------------------------------------------ what else changes a plan
     @Slot(dict)
@@ -297,5 +319,6 @@ class PlanModel(QObject):
     def shutdown(self) -> None:
         """Stop the timer and the running plan (idempotent)."""
         self._debounce.stop()
+        self._ahead_timer.stop()
         self._pending = False
         self._worker.stop()

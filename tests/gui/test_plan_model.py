@@ -188,7 +188,7 @@ def test_a_number_stepped_by_one_has_its_next_step_planned_ahead_and_never_shown
         return real(job, *a, **kw)
 
     start = 2
-    model.edit({**model.values, "micro_batch": start})  # a value typed in (from none): not a step
+    model.edit({**model.values, "micro_batch": start})  # off the default (1): a step, its next planned ahead
     model.plan_now()
     qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start, timeout=20000)
     monkeypatch.setattr(pm, "plan_or_error", spy)
@@ -224,3 +224,54 @@ def test_an_edit_while_the_next_step_is_planned_ahead_is_planned_after_it(make_w
     model.plan_now()
     qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == start + 3, timeout=20000)
     assert not model.stale and model.result.request.micro_batch == start + 3
+
+
+def test_a_step_is_read_against_the_schema_default_of_a_field_left_out():
+    """The form leaves out a field at its default (``PlanFormWidget.values``): micro-batch 1 -> 2 is the spin box's
+    up arrow, 2 -> 1 its down arrow; a field whose default is automatic (None) has no number to step from."""
+    from advisor.gui.plan_model import _step_of
+
+    base = {"model": "llama-3.1-8b", "workload": "lora"}
+    assert _step_of(base, {**base, "micro_batch": 2}) == ("micro_batch", 1)  # default 1 (advisor.job schema)
+    assert _step_of({**base, "micro_batch": 2}, base) == ("micro_batch", -1)
+    assert _step_of(base, {**base, "micro_batch": 3}) is None  # a jump of two
+    assert _step_of(base, {**base, "gpus": 1}) is None  # automatic before: not a number stepped
+    assert _step_of(base, {**base, "micro_batch": 2, "gpus": 2}) is None  # two fields changed
+    assert _step_of({**base, "micro_batch": 1}, base) is None  # the default written out: no change
+
+
+def test_the_next_step_is_planned_ahead_only_once_the_plan_shown_is_painted(make_window, qtbot):
+    """The worker holds the interpreter while it plans: a plan ahead started before the repaint of the plan just
+    shown made the GUI thread wait for it in the middle of drawing. It starts once the answer is painted."""
+    from PySide6.QtCore import QEvent, QObject
+
+    w, page = _planner(make_window, qtbot)
+    model = w.ctx.plan
+    paints = [0]
+
+    class Count(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 (Qt API)
+            if event.type() == QEvent.Type.Paint:
+                paints[0] += 1
+            return False
+
+    counter = Count()
+    page.answer.installEventFilter(counter)
+    started: list[tuple[bool, int]] = []  # (ahead, answer paints since the plan was shown) at each worker start
+    real_start = model._worker.start
+
+    def start(*args, **kw):
+        started.append((model._ahead, paints[0]))
+        return real_start(*args, **kw)
+
+    model.edit({**model.values, "micro_batch": 2})
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and model.bundle.result.request.micro_batch == 2, timeout=20000)
+    model._worker.start = start
+    model.plan_ready.connect(lambda _b: paints.__setitem__(0, 0))  # after the page drew it (connected later)
+    model.edit({**model.values, "micro_batch": 3})  # the up arrow
+    model.plan_now()
+    qtbot.waitUntil(lambda: model.is_idle() and len(started) == 2, timeout=20000)
+    assert [a for a, _ in started] == [False, True]  # the edit's plan, then the next step's
+    assert started[1][1] >= 1  # the answer of the plan shown was painted before the plan ahead started
+    assert model.bundle.result.request.micro_batch == 3
