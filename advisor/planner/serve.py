@@ -558,6 +558,10 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     devices = job.tp or _fewest(kept, model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
     if devices is None:
         return []
+    if not _priced(prices, acc, offers, devices, service, job.spot_offers):
+        # a part with no price to own it and no cloud offer gives no option at any number of devices (a quote's
+        # kinds and offers do not depend on them): its replica is not sized (17 to 28 parts in bench_serve's scenarios)
+        return []
     sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, kept=kept)
     spec, launch, _ = sizer.replica(devices)
     replicas, point, meets, most_load = sizer.size(devices, None)
