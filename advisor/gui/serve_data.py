@@ -53,21 +53,25 @@ def serve_bundle(values: dict, catalog, owned=(), calibration=None) -> ServeBund
     t0 = time.perf_counter()
     job = ServeJob.from_mapping(values)
     result = serve_plan(job, catalog, owned=tuple(owned), calibration=calibration)
-    return ServeBundle(result, changes_of(result), knee_curves(result), time.perf_counter() - t0,
-                       matching_runs(result, catalog))
+    shown = charted(result)  # the chart's options: its curves and the runs beside them
+    return ServeBundle(result, changes_of(result), knee_curves(result, shown), time.perf_counter() - t0,
+                       matching_runs(result, catalog, options=shown))
 
 
-def matching_runs(result: ServeResult, catalog, host=None) -> tuple[tuple[ServeOption, dict], ...]:
+def matching_runs(result: ServeResult, catalog, host=None, options: list[ServeOption] | None = None
+                  ) -> tuple[tuple[ServeOption, dict], ...]:
     """The imported serving runs of the sized job: its model (``runs.load.model_spec``), on a charted option's
     accelerator and devices per replica, with its runtime (``runs.load.run_runtime``), each with its charted option
     and its ``advisor runs`` row (``runs.listing``: its figures at its own load, measured and planned); those whose
-    load is not planned are left out. A store that cannot be read gives none (the Runs page says why)."""
+    load is not planned are left out. A store that cannot be read gives none (the Runs page says why).
+    ``options``: ``charted(result)`` where found already."""
     from advisor.estimate.learned import SERVING_RUN_KINDS
     from advisor.runs.listing import run_entries_of
     from advisor.runs.load import model_spec, run_runtime
     from advisor.store.runs import RunStoreError
 
-    options = {(o.accelerator, o.devices_per_replica, o.runtime): o for o in charted(result)}
+    options = {(o.accelerator, o.devices_per_replica, o.runtime): o
+               for o in (charted(result) if options is None else options)}
     if not options or not result.request.model:
         return ()
 

@@ -187,10 +187,24 @@ class ServeResult:
 
     def cheapest(self, kind: str | None = None) -> ServeOption | None:
         """The cheapest option per request that meets the targets (of one kind when given)."""
-        ok = [o for o in self.options if o.meets_target and o.usd_per_million_requests is not None
-              and (kind is None or o.kind == kind)]
+        return self.cheapest_of((kind,))[kind]
+
+    def cheapest_of(self, kinds: tuple[str | None, ...]) -> dict[str | None, ServeOption | None]:
+        """``cheapest`` of each kind (None: of any), found in one pass over the options (the first of the least
+        rank where ranks tie, as ``min`` takes it)."""
         late_spot = not self.assumptions.spot  # on-demand prices rank the options unless told otherwise
-        return min(ok, key=lambda o: (late_spot and bool(o.spot), o.usd_per_million_requests, o.id), default=None)
+        best: dict[str | None, tuple] = {}
+        for o in self.options:
+            if not o.meets_target or o.usd_per_million_requests is None:
+                continue
+            rank = None
+            for kind in (o.kind, None):
+                if kind in kinds:
+                    rank = rank or (late_spot and bool(o.spot), o.usd_per_million_requests, o.id)
+                    held = best.get(kind)
+                    if held is None or rank < held[0]:
+                        best[kind] = (rank, o)
+        return {kind: best[kind][1] if kind in best else None for kind in kinds}
 
     def closest(self) -> ServeOption | None:
         """The option nearest the targets when none meets them: the least ratio of p95 over its target."""
@@ -558,6 +572,10 @@ def _catalog_options(job, model, acc: Accelerator, offers, lengths, targets, by,
     devices = job.tp or _fewest(kept, model, acc, choice, lengths, min(most, MAX_REPLICA_DEVICES))
     if devices is None:
         return []
+    if not _priced(prices, acc, offers, devices, service, job.spot_offers):
+        # a part with no price to own it and no cloud offer gives no option at any number of devices (a quote's
+        # kinds and offers do not depend on them): its replica is not sized (17 to 28 parts in bench_serve's scenarios)
+        return []
     sizer = _Sizer(job, model, acc, lengths, targets, by, load, choice, calib, kept=kept)
     spec, launch, _ = sizer.replica(devices)
     replicas, point, meets, most_load = sizer.size(devices, None)
@@ -687,8 +705,9 @@ def charted(result: ServeResult) -> list[ServeOption]:
     """The options the knee chart draws (the Serve page, reports): the owned ones that fit, then the cheapest
     cloud, home and on-prem options meeting the target (or the closest when none does)."""
     out = [o for o in result.options if o.owned and o.fits and o.spec is not None]
+    cheapest = result.cheapest_of(("cloud", "home", "onprem"))
     for kind in ("cloud", "home", "onprem"):
-        o = result.cheapest(kind)
+        o = cheapest[kind]
         if o is not None and o.spec is not None and all(o.accelerator != x.accelerator or o.kind != x.kind
                                                         for x in out):
             out.append(o)
@@ -699,8 +718,10 @@ def charted(result: ServeResult) -> list[ServeOption]:
     return out[:CHART_OPTIONS]
 
 
-def knee_curves(result: ServeResult) -> tuple:
-    """``(option, points)`` of the charted options, one replica each, load rising (``serving_queue.knee_curve``)."""
+def knee_curves(result: ServeResult, options: list[ServeOption] | None = None) -> tuple:
+    """``(option, points)`` of the charted options (``options``: ``charted(result)`` where found already), one
+    replica each, load rising (``serving_queue.knee_curve``)."""
     from advisor.estimate.serving_queue import knee_curve
 
-    return tuple((o, tuple(knee_curve(o.spec, result.lengths, by=result.by, shown=o.shown))) for o in charted(result))
+    return tuple((o, tuple(knee_curve(o.spec, result.lengths, by=result.by, shown=o.shown)))
+                 for o in (charted(result) if options is None else options))
