@@ -145,7 +145,8 @@ def default_elements(quick: bool, itemsize: int) -> int:
 def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = None, *,
         elements: int | None = None, reps: int | None = None, warmup_s: float | None = None,
         dtype: str = "float64", threads: int | None = None, trials: int | None = None,
-        triad_reps: int | None = None, peak_gbps: float | None = None, timer: Timer = time.perf_counter):
+        triad_reps: int | None = None, peak_gbps: float | None = None, timer: Timer = time.perf_counter,
+        clock: Timer | None = None):
     """Measure host memory bandwidth.
 
     Args:
@@ -167,10 +168,15 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
         peak_gbps: the machine's physical memory bandwidth when known (channels x transfer rate x 8 bytes):
             a figure above it is refused with a note (``_types.refuse_impossible``).
         timer: clock for the timed calls (tests inject a fake one).
+        clock: clock for the deadlines (``QUICK_DEADLINE_S``, ``FULL_DEADLINE_S``) and the trials' lengths (default
+            ``time.perf_counter``); a caller that pauses the probe between its trials (``bench_probe_host.py`` runs
+            the reference's trials there) gives one that stands still while paused, so the probe times as many
+            trials as it would alone.
     Returns:
         ProbeResult with kernels copy, scale, add, triad in GB/s.
     """
-    started = time.perf_counter()  # quick mode's deadline counts from here: torch's import and the fill included
+    clock = clock or time.perf_counter
+    started = clock()  # quick mode's deadline counts from here: torch's import and the fill included
     if device != "cpu":
         raise ProbeSkipped("host-bandwidth measures host memory: use --device cpu "
                            "(the device-bandwidth probe measures GPU memory)")
@@ -221,17 +227,17 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                 # trials of TRIAL_REPS calls, the thread counts in turn, each count once at least, then as many as
                 # end by the deadline (a trial is not started where the last one's length would take it past), at
                 # most ``reps`` calls in all
-                start, k, last_s = time.perf_counter(), 0, 0.0
+                start, k, last_s = clock(), 0, 0.0
                 deadline = started + QUICK_DEADLINE_S
                 best_s: dict[int, float] = {}  # thread count -> its best trial median so far (next_count)
-                while len(times["triad"]) < reps and (k < len(counts) or time.perf_counter() + last_s <= deadline):
-                    yield Progress(min(1.0, (time.perf_counter() - start) / max(deadline - start, 1e-3)),
+                while len(times["triad"]) < reps and (k < len(counts) or clock() + last_s <= deadline):
+                    yield Progress(min(1.0, (clock() - start) / max(deadline - start, 1e-3)),
                                    f"triad: trial {k + 1}")
                     n_trial = min(TRIAL_REPS, reps - len(times["triad"]))
                     count, done = next_count(k, counts, best_s), len(times["triad"])
-                    began = time.perf_counter()
+                    began = clock()
                     timed("triad", calls["triad"], count, n_trial, budget_s=0.0)
-                    last_s = time.perf_counter() - began
+                    last_s = clock() - began
                     best_s[count] = min(best_s.get(count, math.inf), statistics.median(times["triad"][done:]))
                     k += 1
                 trials = k  # the trials run, for the result's params
@@ -240,10 +246,10 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                 # two rounds in three (next_count, by the triad's best trial median so far)
                 steps, best_s, last_s = trials * len(calls), {}, 0.0
                 for t in range(trials):
-                    if t >= len(counts) and time.perf_counter() + last_s > started + FULL_DEADLINE_S:
+                    if t >= len(counts) and clock() + last_s > started + FULL_DEADLINE_S:
                         trials = t  # the rounds run, for the result's params
                         break  # the next round, as long as the last, would end past the deadline
-                    began, count = time.perf_counter(), next_count(t, counts, best_s)
+                    began, count = clock(), next_count(t, counts, best_s)
                     for i, (name, fn) in enumerate(calls.items()):
                         yield Progress((t * len(calls) + i) / steps, f"{name}: trial {t + 1}/{trials}")
                         done = len(times[name])
@@ -252,7 +258,7 @@ def run(device: str = "cpu", quick: bool = False, cancel: CancelToken | None = N
                             block = times[name][done:]
                             best_s[count] = min([best_s.get(count, math.inf)] + [
                                 statistics.median(block[j:j + TRIAL_REPS]) for j in range(0, len(block), TRIAL_REPS)])
-                    last_s = time.perf_counter() - began
+                    last_s = clock() - began
         finally:
             del a, b, c
     results = {name: rate_result(STREAMS[name] * itemsize * n, ts, GB, "GB/s", peak=peak_gbps,

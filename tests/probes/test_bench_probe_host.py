@@ -28,17 +28,25 @@ def _bench():
     return module
 
 
-def test_the_reference_trials_set_against_a_probe_run_are_as_many_and_nearest():
+def test_the_reference_trials_set_against_a_probe_run_are_as_many_taken_from_its_pauses_in_turn():
     bench = _bench()
-    before = [1.0 + i for i in range(8 * TRIAL_REPS)]  # 8 trials before the probe, 8 after; values name the pass
-    after = [100.0 + i for i in range(8 * TRIAL_REPS)]
-    # a probe of 3 trials: the last 2 trials before it and the first one after
-    assert bench.nearest_trials(before, after, 3 * TRIAL_REPS) == before[-2 * TRIAL_REPS:] + after[:TRIAL_REPS]
-    assert bench.nearest_trials(before, after, 2 * TRIAL_REPS + 3) == before[-TRIAL_REPS:] + after[:TRIAL_REPS]
-    assert bench.nearest_trials(before, after, 3) == before[-TRIAL_REPS:]  # fewer calls than a trial: one trial
-    assert bench.nearest_trials(before, after, 40 * TRIAL_REPS) == before + after  # more than there are: all
-    # one side short: the other gives the rest
-    assert bench.nearest_trials(before[:TRIAL_REPS], after, 4 * TRIAL_REPS) == before[:TRIAL_REPS] + after[:3 * TRIAL_REPS]
+
+    def trial(v):  # a trial of TRIAL_REPS passes, each lasting v (v names the trial)
+        return [v] * TRIAL_REPS
+
+    # a quick probe's pauses: one reference trial before each of its trials, all taken
+    quick = [[trial(1.0)], [trial(2.0)], [trial(3.0)]]
+    assert bench.matched_trials(quick, 3 * TRIAL_REPS) == trial(1.0) + trial(2.0) + trial(3.0)
+    # a full probe's pauses (before each of its blocks): 7 trials wanted, one from each pause in turn, each pause's
+    # last trials (those nearest the probe's block after it), in time order
+    full = [[trial(1.0), trial(1.1), trial(1.2)], [trial(2.0), trial(2.1), trial(2.2)], [trial(3.0), trial(3.1)]]
+    assert bench.matched_trials(full, 5 * TRIAL_REPS) == (trial(1.1) + trial(1.2) + trial(2.1) + trial(2.2)
+                                                         + trial(3.1))
+    assert bench.matched_trials(full, 7 * TRIAL_REPS) == (trial(1.0) + trial(1.1) + trial(1.2) + trial(2.1)
+                                                         + trial(2.2) + trial(3.0) + trial(3.1))
+    assert bench.matched_trials(full, 2 * TRIAL_REPS + 3) == trial(1.2) + trial(2.2)  # whole trials: 2
+    assert bench.matched_trials(full, 3) == trial(1.2)  # fewer calls than a trial: one trial
+    assert bench.matched_trials(full, 40 * TRIAL_REPS) == [t for p in full for tr in p for t in tr]  # all there are
 
 
 # a small triad in the reference's shape: timed passes between omp_get_wtime() readings, the best pass printed in GB/s
@@ -74,3 +82,16 @@ def test_the_reference_pass_times_come_from_its_own_clock_and_give_its_printed_f
     assert len(times) == 2 * TRIAL_REPS and all(t > 0 for t in times)
     # the printed figure is 24 bytes an element over the fastest pass, to the two decimals it prints
     assert printed == pytest.approx(bench.TRIAD_BYTES * 1_000_000 / min(times) / 1e9, abs=0.006)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with OpenMP")
+def test_the_reference_runs_one_trial_at_a_time_when_asked_and_ends_when_closed(tmp_path):
+    bench = _bench()
+    source = tmp_path / "triad_like.c"
+    source.write_text(TRIAD_LIKE)
+    exe = bench.compile_triad(source, tmp_path)
+    ref = bench.GatedReference(exe, 1_000_000)
+    trials = [ref.trial() for _ in range(3)]
+    assert [len(t) for t in trials] == [TRIAL_REPS] * 3 and all(x > 0 for t in trials for x in t)
+    ref.close()  # it ends at its next trial's start, long before the passes it was started for
+    assert ref.proc.returncode == 0

@@ -184,3 +184,26 @@ def test_full_rounds_end_by_the_deadline_counted_from_the_probe_start(monkeypatc
                          warmup_s=0.0, timer=timer))
     assert r.params["trials"] == rounds
     assert all(k.repetitions == rounds * TRIAL_REPS for k in r.results.values())
+
+
+@pytest.mark.parametrize("paused_clock, trials", [(True, 4), (False, 2)])
+def test_a_clock_that_stands_still_while_paused_keeps_the_quick_trials(monkeypatch, paused_clock, trials):
+    """The benchmark pauses the probe before each triad trial (the reference runs then): 1 s pauses, calls of
+    0.125 s, a 2.5 s deadline. On a clock less the pauses the probe runs the four trials it runs alone
+    (test_quick_trials_end_by_the_deadline_counted_from_the_probe_start); on the wall clock only each thread
+    count's one."""
+    monkeypatch.setattr(hb, "physical_cores", lambda: 2)
+    monkeypatch.setattr(hb, "QUICK_DEADLINE_S", 2.5)
+    timer = thread_timer(monkeypatch, {2: 0.125, 1: 0.125})
+    monkeypatch.setattr(hb.time, "perf_counter", timer)
+    now, paused = timer.now, [0.0]
+    gen = open_probe("host-bandwidth", quick=True, elements=4096, warmup_s=0.0,
+                     clock=(lambda: now[0] - paused[0]) if paused_clock else None)
+    try:
+        while True:
+            if next(gen).message.startswith("triad:"):
+                now[0] += 1.0  # the pause: the wall clock moves, the probe does nothing
+                paused[0] += 1.0
+    except StopIteration as stop:
+        r = stop.value
+    assert r.params["trials"] == trials and r.results["triad"].repetitions == trials * TRIAL_REPS
