@@ -24,6 +24,9 @@ from advisor.gui.workers import PooledWorker
 from advisor.job import JOB_FIELDS, Job, JobInputError
 
 DEBOUNCE_MS = 120
+# The plan ahead waits one frame after the plan shown arrives: the repaint that plan asked for is queued by then and
+# drawn first (a 0 ms timer could fire before it, the worker then holding the interpreter while the page draws).
+AHEAD_DELAY_MS = 16
 SETTINGS_KEY = "planner/inputs"
 
 
@@ -119,14 +122,14 @@ class PlanModel(QObject):
         self._stepped: tuple[str, int] | None = None
         self._ahead = False  # the worker is planning ahead (its result is dropped)
         self.plan_ahead = True  # whether to (benchmarks/bench_gui.py --no-ahead times the edits without)
-        # The plan ahead starts once the events queued behind the plan are handled, the repaint it asked for among
-        # them: the worker holds the interpreter while it plans, so started at once (as the plan's done arrives,
-        # before the repaint) a job new to the planner (~10 ms) ran beside the drawing of the plan just shown and
-        # the GUI thread waited for the interpreter in the middle of it (callgrind, bench_gui's first edits to
+        # The plan ahead starts a frame after the plan (AHEAD_DELAY_MS), once the repaint it asked for is drawn:
+        # the worker holds the interpreter while it plans, so started at once (as the plan's done arrives, before
+        # the repaint) a job new to the planner (~10 ms) ran beside the drawing of the plan just shown and the GUI
+        # thread waited for the interpreter in the middle of it (callgrind, bench_gui's first edits to
         # micro-batch 4 to 7: 53-69 M of the worker's instructions inside the edit, 8-25 M once it waits).
         self._ahead_timer = QTimer(self)
         self._ahead_timer.setSingleShot(True)
-        self._ahead_timer.setInterval(0)
+        self._ahead_timer.setInterval(AHEAD_DELAY_MS)
         self._ahead_timer.timeout.connect(self._on_ahead_timer_timeout)
         self._valid = False  # whether the current values passed the schema (the error clears with the next plan)
         self._generation = 0  # counts validations: a result of an older one is out of date

@@ -246,6 +246,8 @@ def test_the_next_step_is_planned_ahead_only_once_the_plan_shown_is_painted(make
     from PySide6.QtCore import QEvent, QObject
 
     w, page = _planner(make_window, qtbot)
+    w.show()  # painted only when shown
+    qtbot.waitExposed(w)
     model = w.ctx.plan
     paints = [0]
 
