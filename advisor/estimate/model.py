@@ -350,6 +350,19 @@ def generic_arch(params: float, name: str | None = None) -> ModelArch:
                      kv_heads=heads, ffn=int(round(8 * h / 3 / 64)) * 64, vocab=32000)
 
 
+def attention_width(arch: ModelArch) -> float:
+    """The query heads times the mean of a head's query-key and value sizes, ``heads * (d_qk + d_v) / 2``: a (query,
+    key) pair of a layer costs ``2 * heads * (d_qk + d_v)`` = ``4 *`` this FLOPs (scores and values). ``heads * d_head``
+    where keys and values have the head's size; multi-head latent attention at prefill attends as plain multi-head
+    attention over keys of ``nope_dim + rope_dim`` and values of ``v_head_dim`` expanded from the latent (SGLang
+    models/deepseek_v2.py ``forward_normal_prepare``, chosen for a prompt with no cached prefix on every attention
+    backend: ``handle_attention_trtllm_mla``, ``handle_attention_aiter``): DeepSeek-V3 128 x (192 + 128) / 2 =
+    20,480, where its hidden size over its heads gave 7,168."""
+    if arch.is_mla and arch.nope_dim and arch.v_head_dim:
+        return arch.heads * (arch.nope_dim + arch.rope_dim + arch.v_head_dim) / 2.0
+    return float(arch.heads * arch.d_head)
+
+
 def attended_tokens(arch: ModelArch, context: int) -> int:
     """Keys one new token attends to, summed over the attention layers, with ``context`` tokens cached: ``context``
     in a full-attention layer, ``min(context, W)`` in a sliding one, none in a linear or feed-forward layer (its

@@ -1,4 +1,4 @@
-"""A prefill pass's kernels, counted by hand from what SGLang runs for each model (the
+"""A prefill pass's kernels and its attention width, counted by hand from what SGLang runs for each model (the
 comment above ``estimate.model.PREFILL_KERNELS`` cites the model files), and the first token of one user that the
 fitted host time a kernel gives on the SGLang cookbook's B200 pages."""
 
@@ -9,7 +9,7 @@ import pytest
 from advisor.catalog.load import bundled_catalog
 from advisor.catalog.measurements import bundled_measurements
 from advisor.catalog.runtimes import bundled_step_fit
-from advisor.estimate.model import ModelArch, prefill_kernel_count
+from advisor.estimate.model import ModelArch, attention_width, prefill_kernel_count
 from advisor.planner.measured import figure_at_steps
 
 
@@ -55,6 +55,14 @@ def test_a_layer_that_is_a_mixer_or_a_feed_forward_has_one_block():
                      linear_v_heads=8, linear_k_dim=64, linear_v_dim=64, linear_conv=4)
     assert prefill_kernel_count(arch) == 28
     assert prefill_kernel_count(arch, quantised_inputs=True) == 36
+
+
+def test_multi_head_latent_attention_attends_with_its_expanded_heads_at_prefill(models):
+    """DeepSeek-V3's prompt attends as 128 heads of 192-wide keys (128 + 64 rotary) and 128-wide values: a pair costs
+    2 x 128 x (192 + 128) FLOPs a layer, a width of 20,480 (its hidden 7,168 over 128 heads gave 56 a head, 7,168);
+    Llama-3.1-70B's 64 heads of 128: 8,192."""
+    assert attention_width(models["deepseek-v3"]) == 128 * (128 + 64 + 128) / 2 == 20480
+    assert attention_width(models["llama-3.1-70b"]) == 64 * 128
 
 
 def _row(row_id: str):
