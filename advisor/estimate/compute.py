@@ -143,7 +143,7 @@ def power_limited_fraction(limit_w: float | None, tdp_w: float | None) -> float:
     return (limit_w / tdp_w) ** POWER_CLOCK_EXPONENT
 
 
-def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attention_dim: int) -> tuple[float, float]:
+def prefill_flops(active_params: float, prompt_tokens: int, layers: int, attention_dim: float) -> tuple[float, float]:
     """``(matmul FLOPs, attention FLOPs)`` of one causal prompt of ``P`` tokens.
 
     Matrix multiplies: ``2 * P_act * P`` (Kaplan et al. 2020, table 1: 2N per token forward). Attention: the

@@ -170,7 +170,8 @@ class ServingSpeed:
         active_fraction: active over total parameters (MoE; 1 for a dense model): a batch reads the experts it
             touches, ``1 - (1 - f)^B`` of the weights.
         kv_bytes_per_token: one sequence's cache bytes per cached token.
-        active_params, layers, attention_dim: the model (``attention_dim`` = query heads x head size).
+        active_params, layers, attention_dim: the model (``attention_dim`` = query heads x head size:
+            ``estimate.model.attention_width``).
         devices: devices the weights and caches are split over (tensor parallel), read in parallel.
         bandwidth_bps: one device's peak memory bandwidth.
         eta_mem, eta_kv: bandwidth efficiency reading weights (the format's class) and the cache (16-bit class).
@@ -195,7 +196,7 @@ class ServingSpeed:
     kv_bytes_per_token: float
     active_params: float
     layers: int
-    attention_dim: int
+    attention_dim: float
     devices: int
     bandwidth_bps: float
     eta_mem: float

@@ -350,6 +350,19 @@ def generic_arch(params: float, name: str | None = None) -> ModelArch:
                      kv_heads=heads, ffn=int(round(8 * h / 3 / 64)) * 64, vocab=32000)
 
 
+def attention_width(arch: ModelArch) -> float:
+    """The query heads times the mean of a head's query-key and value sizes, ``heads * (d_qk + d_v) / 2``: a (query,
+    key) pair of a layer costs ``2 * heads * (d_qk + d_v)`` = ``4 *`` this FLOPs (scores and values). ``heads * d_head``
+    where keys and values have the head's size; multi-head latent attention at prefill attends as plain multi-head
+    attention over keys of ``nope_dim + rope_dim`` and values of ``v_head_dim`` expanded from the latent (SGLang
+    models/deepseek_v2.py ``forward_normal_prepare``, chosen for a prompt with no cached prefix on every attention
+    backend: ``handle_attention_trtllm_mla``, ``handle_attention_aiter``): DeepSeek-V3 128 x (192 + 128) / 2 =
+    20,480, where its hidden size over its heads gave 7,168."""
+    if arch.is_mla and arch.nope_dim and arch.v_head_dim:
+        return arch.heads * (arch.nope_dim + arch.rope_dim + arch.v_head_dim) / 2.0
+    return float(arch.heads * arch.d_head)
+
+
 def attended_tokens(arch: ModelArch, context: int) -> int:
     """Keys one new token attends to, summed over the attention layers, with ``context`` tokens cached: ``context``
     in a full-attention layer, ``min(context, W)`` in a sliding one, none in a linear or feed-forward layer (its
@@ -366,3 +379,54 @@ def prompt_attention_pairs(arch: ModelArch, prompt: int) -> int:
     full = p * (p + 1) // 2
     sliding = full if not w or p <= w else w * (w + 1) // 2 + (p - w) * w
     return arch.count_of("full") * full + arch.count_of("sliding") * sliding
+
+
+# Kernels one device launches in a layer of an eager prefill pass (SGLang's model code, sgl-project/sglang
+# python/sglang/srt; vLLM's is alike), by part, with how many of them are linear layers (each quantises its input
+# first where the weights are 8-bit: ``prefill_kernel_count``):
+# * each block (a layer's mixer, its feed-forward; a Nemotron-H layer has one of the two): its fused residual-add
+#   RMSNorm and the tensor-parallel all-reduce after it;
+# * attention over the tokens (models/llama.py, qwen3_moe.py): the fused q/k/v projection, the rotary embedding,
+#   the cache store, the attention kernel and the output projection (two linear layers); an output gate
+#   (Qwen3-Next's gated attention, ``attn_gate``) its sigmoid and product besides;
+# * multi-head latent attention at prefill (models/deepseek_v2.py, ``forward_normal_prepare`` and
+#   ``forward_normal_core``: the prompt attends as plain multi-head attention with keys and values expanded from the
+#   latent): the fused q-down/kv-down projection, the q and kv latent norms, the q-up projection, the rotary
+#   embedding, the rotated part copied into q, the latent cache store, the kv-up projection, the keys' concat and
+#   cast, the attention kernel and the output projection (four linear layers);
+# * gated DeltaNet (models/qwen3_next.py, ``Qwen3GatedDeltaNet``; the fla chunked kernels it calls): the two input
+#   projections, the q/k/v reordering, the causal convolution, the gating, the q and k L2 norms, the chunked delta
+#   rule's cumulative gate, K K^T, triangular solve, W/U, state and output kernels, the gated RMSNorm and the output
+#   projection (three linear layers); Mamba-2's mixer (models/nemotron_h.py) its input projection, convolution,
+#   the chunked scan's five kernels, gated norm and output projection (two);
+# * a dense feed-forward: gate-up (or up) projection, activation, down projection (two linear layers);
+# * a mixture of experts run tensor-parallel (layers/moe/fused_moe_triton): the router's projection, top-k, the
+#   tokens' sort by expert (moe_align_block_size), the two grouped expert GEMMs with the activation between them and
+#   the weighted sum of each token's experts (the two GEMMs quantise their inputs for 8-bit weights; the router
+#   stays 16-bit); shared experts a feed-forward of their own and its sum into the routed output.
+PREFILL_KERNELS = {"block": (2, 0), "attention": (5, 2), "attn_gate": (2, 0), "mla": (11, 4),
+                   "gated-deltanet": (15, 3), "mamba2": (9, 2), "ffn": (3, 2), "moe": (7, 2), "shared": (4, 2)}
+
+
+def prefill_kernel_count(arch: ModelArch, quantised_inputs: bool = False) -> int:
+    """The kernels one device launches in a prefill pass over every layer, eagerly (no CUDA graph: vLLM and SGLang
+    capture decode batches only), counted from the parts of each layer (``PREFILL_KERNELS``); with
+    ``quantised_inputs`` (8-bit weights whose products run on 8-bit inputs: fp8 W8A8, DeepSeek's 128-block fp8,
+    which SGLang's ``apply_w8a8_block_fp8_linear`` quantises per token group first) one more a linear layer.
+    DeepSeek-V3: 58 MoE layers of 4 + 11 + 7 + 4 kernels and 3 dense ones of 4 + 11 + 3, 1,562 in all; with its
+    inputs quantised 4 + 15 + 9 + 6 and 4 + 15 + 5, 2,044. Qwen3-235B-A22B in bf16: 94 layers of 4 + 5 + 7, 1,504."""
+    k = PREFILL_KERNELS
+    q = 1 if quantised_inputs else 0
+
+    def part(name: str) -> int:
+        kernels, linear = k[name]
+        return kernels + q * linear
+
+    attention = part("mla") if arch.is_mla else part("attention") + (part("attn_gate") if arch.attn_gate else 0)
+    attending = arch.count_of("full") + arch.count_of("sliding")
+    linear = arch.count_of("linear")
+    mixers = attending * attention + (linear * part(arch.linear_kind) if linear else 0)
+    moe = expert_layers(arch)
+    ffn_layers = _ffn_layers(arch)
+    ffn = (ffn_layers - moe) * part("ffn") + moe * (part("moe") + (part("shared") if arch.shared_experts else 0))
+    return (attending + linear + ffn_layers) * part("block") + mixers + ffn

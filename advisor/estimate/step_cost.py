@@ -12,13 +12,15 @@ tensor-parallel step code a server runs (``serve_spec.RuntimeServing.step_family
 * ``moe_expert/<family>/<backend>/<link>``: a further time in each expert layer of a mixture of experts over
   several devices for each expert a token runs (its ``k`` routed and its shared ones: the fused expert kernel's
   blocks and the dispatch grow with them);
-* ``prefill_layer/<family>/<backend>/<link>``: a further time per layer of each prefill pass (a step that carries
-  prompt tokens) over several tensor-parallel devices: vLLM and SGLang capture CUDA graphs for decode batches only,
-  so a prefill launches every kernel of every layer from the host, its all-reduces in eager NCCL
-  (``serve_spec.prefill_overhead_s``);
-* ``prefill_expert/<family>/<backend>/<link>``: a further time of a prefill pass in each expert layer of a mixture
-  of experts for each expert a token runs (the router, the token permutation and the grouped expert kernels,
-  launched eagerly as well);
+* ``prefill_kernel/<family>/<link>``: a prefill pass's host time for each kernel one device launches
+  (``estimate.model.prefill_kernel_count``: the kernels of each layer's parts, counted from the server's model code)
+  over several tensor-parallel devices, where the server launches a pass's kernels one by one from Python: vLLM
+  and SGLang capture CUDA graphs for decode batches only, so a prefill pays the framework's dispatch of every
+  kernel of every layer, its all-reduces in eager NCCL (``serve_spec.prefill_overhead_s``). A per-kernel time
+  carries between models that a per-layer or per-expert one does not: a DeepSeek layer (multi-head latent
+  attention, block-fp8 inputs quantised before each product, a shared expert) launches about twice a Qwen3 MoE
+  layer's kernels. It is the host's work (the interpreter, the framework's dispatch, the launch call), not the
+  device's, so one constant serves every backend of a family;
 * ``seq_layer/<family>/<backend>/<link>/<dense|moe>``: what each running sequence beyond the first adds per layer
   (``serve_spec.per_sequence_s``);
 * ``batch_mm/<runtime>/<backend>/<kernel>``: not seconds but a share: the part of the runtime profile's
@@ -51,11 +53,11 @@ from advisor.estimate.roots import illinois
 
 # The order the constants are fitted in: the per-layer time of a dense step first (one user, dense rows' per-token
 # times), then the expert layers' further time per expert a token runs (one user, MoE rows, at the fitted per-layer
-# time), then a prefill pass's further time per layer and per expert a token runs in each expert layer (one user,
-# dense and MoE rows' first tokens, at the step's fitted times), then the share of the profile's matrix-multiply
+# time), then a prefill pass's host time per kernel launched (one user, dense and MoE rows' first tokens, at the
+# step's fitted times), then the share of the profile's matrix-multiply
 # efficiency the batch's products reach (throughputs at a load of users, at all of them), then the growth with the
 # batch (loaded per-token rows, at all of them).
-STAGES = ("tp_layer", "moe_expert", "prefill_layer", "prefill_expert", "batch_mm", "seq_layer")
+STAGES = ("tp_layer", "moe_expert", "prefill_kernel", "batch_mm", "seq_layer")
 LINKS = ("fabric", "pcie")
 KINDS = ("dense", "moe")
 MIN_SOURCES = 2  # a constant is fitted only where a source the fit has not seen can check it
@@ -68,7 +70,8 @@ BOUNDS_S = (0.0, 2e-3)
 # A share of the profile's matrix-multiply efficiency is sought between 0.3 and 1.5 of it (the profile's figure
 # times it is held at most 1, the kernel's peak).
 BATCH_MM_BOUNDS = (0.3, 1.5)
-_NAME = re.compile(r"^(tp_layer|moe_expert|prefill_layer|prefill_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
+_NAME = re.compile(r"^(tp_layer|moe_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
+                   r"|^prefill_kernel/[a-z0-9.-]+/(fabric|pcie)$"
                    r"|^seq_layer/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)/(dense|moe)$"
                    r"|^batch_mm/[a-z0-9.-]+/[a-z0-9]+/[a-z0-9_]+$")
 COLUMNS = ("name", "seconds", "sources", "rows", "loso_low", "loso_high")
@@ -79,9 +82,12 @@ class StepFitError(ValueError):
 
 
 def step_name(stage: str, family: str, backend: str, link: str = "", kind: str = "") -> str:
-    """A constant's name (module docstring; a ``batch_mm`` share has no link)."""
+    """A constant's name (module docstring; a ``batch_mm`` share has no link, a ``prefill_kernel`` time no
+    backend)."""
     if stage == "batch_mm":
         return f"{stage}/{family}/{backend}/{kind}"
+    if stage == "prefill_kernel":
+        return f"{stage}/{family}/{link}"
     base = f"{stage}/{family}/{backend}/{link}"
     return f"{base}/{kind}" if stage == "seq_layer" else base
 
@@ -255,7 +261,7 @@ def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
         name = (row.get("name") or "").strip()
         if not _NAME.match(name):
             raise StepFitError(f"{where}, line {i}: name {name!r} is not a step constant "
-                               "(tp_layer, moe_expert, prefill_layer or prefill_expert/<family>/<backend>/<link>, "
+                               "(tp_layer or moe_expert/<family>/<backend>/<link>, prefill_kernel/<family>/<link>, "
                                "seq_layer/<family>/<backend>/<link>/<dense|moe> or batch_mm/<runtime>/<backend>/<kernel>)")
         if name in seen:
             raise StepFitError(f"{where}, line {i}: {name} given twice")

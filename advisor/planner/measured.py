@@ -481,14 +481,15 @@ def step_constant(m: Measurement, catalog) -> str | None:
     (``tp_layer``) or a mixture of experts' further time an expert a token runs in each expert layer
     (``moe_expert``), at more the time per running sequence
     (``seq_layer``), by the replica's step family, backend, link and model kind; a ``ttft`` row of one user on
-    several tensor-parallel devices, a prefill pass's further time per layer (``prefill_layer``, a dense model) or
-    per expert a token runs in each expert layer (``prefill_expert``, a mixture of experts). An arrival rate's
+    several tensor-parallel devices of a server that launches a prefill pass's kernels from Python
+    (``serve_spec.RuntimeServing.eager_prefill``), the pass's host time per kernel launched (``prefill_kernel``,
+    dense and MoE models alike). An arrival rate's
     per-token time or first token is checked with the fit, not fitted (its batch is the queue's, near saturation
     where its rows lie)."""
     from advisor.estimate.step_cost import step_name
     from advisor.job.serve import ServeJob
     from advisor.planner.request import resolve_job_model, runtime_choice
-    from advisor.planner.serve_spec import link_class, step_family
+    from advisor.planner.serve_spec import link_class, serving_profile, step_family
 
     acc = catalog.accelerators.get(m.accelerator_id)
     if m.group not in ("tpot", "ttft") or m.devices <= 1 or m.excluded or acc is None:
@@ -503,9 +504,9 @@ def step_constant(m: Measurement, catalog) -> str | None:
         return None
     link, family = link_class(acc), step_family(choice.runtime.id)
     if m.group == "ttft":  # one user's first token: its prompt's prefill pass alone
-        if job.users != 1:
+        if job.users != 1 or not serving_profile(choice.runtime.id).eager_prefill:
             return None
-        return step_name("prefill_expert" if moe else "prefill_layer", family, choice.backend, link)
+        return step_name("prefill_kernel", family, choice.backend, link)
     if job.users == 1:
         return step_name("moe_expert" if moe else "tp_layer", family, choice.backend, link)
     return step_name("seq_layer", family, choice.backend, link, "moe" if moe else "dense")

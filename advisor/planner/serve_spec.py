@@ -19,9 +19,11 @@ from advisor.catalog.runtimes import RuntimeChoice, step_fit
 from advisor.estimate import comms, compute, decode, memory
 from advisor.estimate.model import (
     ModelArch,
+    attention_width,
     expert_layers,
     kv_values_per_token,
     param_count,
+    prefill_kernel_count,
     prompt_share,
     routed_expert_active_params,
 )
@@ -57,6 +59,9 @@ class RuntimeServing:
             ``--enable-mixed-chunk``); the prefill budget ``chunk_tokens`` bounds a pass's tokens either way.
         decode_first: whether a prompt's first token comes from the decode step after its pass
             (``estimate.serving.ServerSpec.decode_first``).
+        eager_prefill: whether a prefill pass launches its kernels one by one from Python (vLLM and SGLang capture
+            CUDA graphs for decode batches only), paying the host time per kernel the step fit holds
+            (``prefill_overhead_s``); a C++ engine's launches (TurboMind, TensorRT-LLM) are within its step.
     """
 
     memory_fraction: float
@@ -70,6 +75,7 @@ class RuntimeServing:
     step_family: str = ""
     mixed_prefill: bool = True
     decode_first: bool = False
+    eager_prefill: bool = False
 
 
 RUNTIME_SERVING = {
@@ -77,7 +83,7 @@ RUNTIME_SERVING = {
                            "vLLM engine arguments: chunked prefill on by default (V1), max_num_batched_tokens 2048 "
                            "and max_num_seqs 256, or 8192 and 1024 on devices of 70 GiB or more other than A100 "
                            "(vllm/engine/arg_utils.py, get_batch_defaults); activations and CUDA graphs: about "
-                           "1.5 GiB (assumption)"),
+                           "1.5 GiB (assumption)", eager_prefill=True),
     "sglang": RuntimeServing(0.88, 1.5 * GIB, 8192, 1024,
                              "SGLang server arguments: --mem-fraction-static about 0.88 on large GPUs, "
                              "--chunked-prefill-size 8192 (sglang/srt/server_args.py); its tensor-parallel layer is "
@@ -86,7 +92,7 @@ RUNTIME_SERVING = {
                              "of its own before the running decode batch's next step, the prompts waiting taken "
                              "together up to the budget (--enable-mixed-chunk off by default: server_args.py; "
                              "managers/scheduler.py, get_next_batch_to_run)", step_family="vllm",
-                             mixed_prefill=False),
+                             mixed_prefill=False, eager_prefill=True),
     "lmdeploy": RuntimeServing(1.0, 1.5 * GIB, 2048, 128,
                                "LMDeploy's TurboMind engine (InternLM/lmdeploy v0.1.0a1, src/turbomind/models/llama/"
                                "LlamaBatch.cc): each iteration takes the queued requests up to max_batch_size, "
@@ -161,8 +167,9 @@ class ModelServing:
 
     @property
     def attn_flops_per_pair(self) -> float:
-        """``4 * L * n_heads * d_head``: scores and values, two FLOPs per multiply-add."""
-        return 4.0 * self.arch.layers * self.arch.heads * self.arch.d_head
+        """``4 * L * attention_width``: scores and values, two FLOPs per multiply-add (``estimate.model.attention_width``:
+        ``n_heads * d_head``, multi-head latent attention's expanded heads at prefill)."""
+        return 4.0 * self.arch.layers * attention_width(self.arch)
 
     def kv_bytes_per_token(self) -> float:
         """KV bytes of one token, all layers (fp8 weights keep an 8-bit cache at most)."""
@@ -249,20 +256,23 @@ def step_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator, de
 
 def prefill_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator, devices: int) -> float:
     """What a prefill pass pays beyond a step's fixed cost (``step_overhead_s``), for the plan's prefill and the
-    serving model's alike: over several tensor-parallel devices a time per layer and, for a mixture of experts, a
-    further time in each expert layer for each expert a token runs, by step family, backend and link, fitted on the
-    published first tokens of one user where two sources or more check it, else none (``estimate.step_cost``). vLLM
-    and SGLang capture CUDA graphs for decode batches only: a prefill launches each layer's kernels from the host, its
-    all-reduces in eager NCCL, and a mixture of experts' routing, token permutation and grouped expert kernels."""
-    if devices <= 1 or choice.runtime.multi_device != "tensor":
+    serving model's alike: over several tensor-parallel devices, where the server launches a pass's kernels from
+    Python (``RuntimeServing.eager_prefill``: vLLM and SGLang capture CUDA graphs for decode batches only), the
+    kernels one device launches in the pass (``estimate.model.prefill_kernel_count``, one more a linear layer where
+    its products run on 8-bit inputs, quantised first) times a host time per kernel by step family, backend and
+    link, fitted on the published first tokens of one user where two sources or more check it, else none
+    (``estimate.step_cost``). DeepSeek-V3 in fp8 launches 2,044 kernels a pass, Qwen3-235B-A22B in bf16 1,504."""
+    if devices <= 1 or choice.runtime.multi_device != "tensor" or not serving_profile(choice.runtime.id).eager_prefill:
         return 0.0
     fit, link = step_fit(), link_class(acc)
     family = step_family(choice.runtime.id)
-    t = arch.layers * fit.value(step_name("prefill_layer", family, choice.backend, link))
-    if arch.is_moe:
-        experts = arch.experts_per_token + arch.shared_experts
-        t += expert_layers(arch) * experts * fit.value(step_name("prefill_expert", family, choice.backend, link))
-    return t
+    kernels = prefill_kernel_count(arch, prefill_kernel(choice, "bf16") in EIGHT_BIT_KERNELS)
+    return kernels * fit.value(step_name("prefill_kernel", family, choice.backend, link))
+
+
+# Kernel types whose products take 8-bit inputs, quantised by a kernel of their own before each linear layer (fp8
+# W8A8 and DeepSeek's block fp8: SGLang's per-token-group quantisation; int8 W8A8).
+EIGHT_BIT_KERNELS = ("fp8", "int8")
 
 
 # vLLM's memory outside PyTorch's allocator (CUDA context, NCCL, cuBLAS workspaces) in its startup profile: 0.35 GiB

@@ -27,7 +27,13 @@ from advisor.catalog.runtimes import RuntimeChoice, runtime_data
 from advisor.catalog.training_runs import bundled_utilisation_model
 from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
-from advisor.estimate.model import ModelArch, embedding_params, prompt_share, routed_expert_active_params
+from advisor.estimate.model import (
+    ModelArch,
+    attention_width,
+    embedding_params,
+    prompt_share,
+    routed_expert_active_params,
+)
 from advisor.estimate.priors import mfu_prior
 from advisor.estimate.reach import Reach
 from advisor.estimate.software import MFU_CEILING, host_passes, optimizer_step_bytes
@@ -386,7 +392,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         active_fraction=active / params,
         kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active,
         prompt_params=active * prompt_share(arch), layers=arch.layers,
-        attention_dim=arch.heads * arch.d_head, devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
+        attention_dim=attention_width(arch), devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, prefill_overhead_s=prefill_overhead_s(arch, choice, acc, devices),
         matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
         attention_peak_flops=acc.peak_flops("fp16") * clock or mm_peak,

@@ -58,10 +58,15 @@ def test_assumed_is_two_allreduces_a_layer_over_the_link():
     ("name,seconds,sources,rows,loso_low,loso_high\ntp_layer/vllm/cuda/fabric,1e-5,x,2,1e-5,1e-5\n", "whole"),
     ("name,seconds,sources,rows,loso_low,loso_high\ntp_layer/vllm/cuda/fabric,1e-5,2,2,1e-5,1e-5\n"
      "tp_layer/vllm/cuda/fabric,1e-5,2,2,1e-5,1e-5\n", "twice"),
-    # a prefill pass's constants have no model kind, and stay within the bounds
-    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_layer/vllm/cuda/fabric/moe,1e-4,2,2,1e-4,1e-4\n",
+    # a prefill pass's time a kernel has no backend nor model kind (the host's), and stays within the bounds; the
+    # per-layer and per-expert constants it replaced are no longer read
+    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_kernel/vllm/cuda/fabric,1e-4,2,2,1e-4,1e-4\n",
      "line 2: name"),
-    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_expert/vllm/rocm/fabric,3e-3,2,2,1e-4,1e-4\n",
+    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_kernel/vllm/fabric/moe,1e-4,2,2,1e-4,1e-4\n",
+     "line 2: name"),
+    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_expert/vllm/rocm/fabric,1e-4,2,2,1e-4,1e-4\n",
+     "line 2: name"),
+    ("name,seconds,sources,rows,loso_low,loso_high\nprefill_kernel/vllm/fabric,3e-3,2,2,1e-4,1e-4\n",
      "outside"),
 ])
 def test_a_bad_stored_fit_gets_one_clear_error(text, says):
@@ -123,55 +128,60 @@ def test_the_step_overhead_adds_the_fitted_constants_by_hand():
     assert seq1 - seq0 == pytest.approx(61 * 4e-6, rel=1e-9)
 
 
-def test_the_prefill_overhead_adds_the_fitted_prefill_constants_by_hand():
-    """DeepSeek-V3.1 on eight MI300X with SGLang: a prefill pass's further time is 61 x p + 58 x 9 x q for a fit of p a
-    layer and q an expert (8 routed and 1 shared) of each expert layer; none on one device, none with nothing fitted;
-    the decode step's overhead does not take them."""
+def test_the_prefill_overhead_is_the_kernels_launched_times_the_fitted_time_a_kernel_by_hand():
+    """DeepSeek-V3.1 in fp8 on eight MI300X with SGLang: a prefill pass's further time is its 2,044 kernels
+    (``estimate.model.prefill_kernel_count`` with its inputs quantised) times the host time a kernel, whatever the
+    backend; none on one device, none with nothing fitted; the decode step's overhead does not take it. Llama-3.1-70B
+    in bf16: 80 layers of 4 + 5 + 3 kernels, 960. LMDeploy's TurboMind launches from C++: no such time."""
     from advisor.catalog.runtimes import choose
     from advisor.planner.serve_spec import prefill_overhead_s, step_overhead_s
 
     cat = bundled_catalog()
     acc, arch = cat.accelerators["mi300x"], cat.models["deepseek-v3"]
     choice = choose("sglang", "fp8", None, 16, acc.vendor, acc.kind)
-    names = {"prefill_layer/vllm/rocm/fabric": 300e-6, "prefill_expert/vllm/rocm/fabric": 500e-6}
+    names = {"prefill_kernel/vllm/fabric": 50e-6}
     with step_fit_in_force(S.ASSUMED):
         assert prefill_overhead_s(arch, choice, acc, 8) == 0.0
         step0 = step_overhead_s(arch, choice, acc, 8)
     with step_fit_in_force(S.ASSUMED.with_values(names)):
-        assert prefill_overhead_s(arch, choice, acc, 8) == pytest.approx(61 * 300e-6 + 58 * 9 * 500e-6, rel=1e-12)
+        assert prefill_overhead_s(arch, choice, acc, 8) == pytest.approx(2044 * 50e-6, rel=1e-12)
         assert prefill_overhead_s(arch, choice, acc, 1) == 0.0
         assert step_overhead_s(arch, choice, acc, 8) == step0
-    dense = cat.models["llama-3.1-70b"]
-    with step_fit_in_force(S.ASSUMED.with_values(names)):
-        assert prefill_overhead_s(dense, choice, acc, 8) == pytest.approx(dense.layers * 300e-6, rel=1e-12)
+        dense = cat.models["llama-3.1-70b"]
+        bf16 = choose("sglang", "bf16", None, 16, acc.vendor, acc.kind)
+        assert prefill_overhead_s(dense, bf16, acc, 8) == pytest.approx(960 * 50e-6, rel=1e-12)
+        a100 = cat.accelerators["a100-80gb-sxm"]
+        turbomind = choose("lmdeploy", "fp16", None, 16, a100.vendor, a100.kind)
+        assert prefill_overhead_s(cat.models["llama-2-70b"], turbomind, a100, 4) == 0.0
 
 
 def test_a_one_user_first_token_implies_a_prefill_constant_and_meets_it():
     """SGLang's Llama-3.1-70B on 8 x A100 at one user, 8,000-token prompts (the cookbook page: 395 ms mean first
-    token) implies a prefill pass's time a layer, which planned forward gives the figure back within the inversion's
-    0.01 %; its loaded rows imply none (a first token at load is checked, not fitted); DeepSeek-R1's one-user first
-    token on 8 x B200 implies the further time an expert of a prefill's expert layer."""
+    token) implies a prefill pass's host time a kernel, which planned forward gives the figure back within the
+    inversion's 0.01 %; its loaded rows imply none (a first token at load is checked, not fitted); DeepSeek-R1's
+    one-user first token on 8 x B200 implies the same constant (one rule for dense and MoE models); LMDeploy's
+    TurboMind (kernels launched from C++) and one device imply none."""
     cat = bundled_catalog()
     m = _row("sglang-cookbook-llama-3.1-70b-a100x8-8000in-1000out-c1-ttft-mean")
     name = step_constant(m, cat)
-    assert name == "prefill_layer/vllm/cuda/fabric"
+    assert name == "prefill_kernel/vllm/fabric"
     base = bundled_step_fit().with_values({name: 0.0})
     x = S.implied_value(lambda v: figure_at_steps(m, cat, base.with_values({name: v})), m.value)
     assert x is not None and 0.0 <= x < S.BOUNDS_S[1]
     assert figure_at_steps(m, cat, base.with_values({name: x})) == pytest.approx(m.value, rel=2e-4)
     assert step_constant(_row("sglang-cookbook-llama-3.1-70b-a100x8-8000in-1000out-c16-ttft-mean"), cat) is None
-    assert step_constant(_row("sglang-cookbook-deepseek-r1-0528-b200x8-1000in-1000out-c1-ttft-mean"), cat) \
-        == "prefill_expert/vllm/cuda/fabric"
+    assert step_constant(_row("sglang-cookbook-deepseek-r1-0528-b200x8-1000in-1000out-c1-ttft-mean"), cat) == name
+    assert step_constant(_row("sglang-cookbook-deepseek-v3.1-mi300xx8-1000in-1000out-c1-ttft-p50"), cat) == name
     assert step_constant(_row("lmdeploy-a100-llama-2-7b-c1-128in-128out-ttft-mean"), cat) is None  # one device
+    assert step_constant(_row("lmdeploy-a100-llama-2-70b-c1-128in-128out-ttft-mean"), cat) is None  # TurboMind
 
 
 def test_the_stored_fit_holds_the_prefill_constants_fitted_on_two_sources_or_more():
-    """The stored fit has each prefill constant the published one-user first tokens imply (docs/method.md, the
-    step's fitted costs): by SGLang's and LMDeploy's dense 70B runs a layer, by the B200 and MI300X MoE pages an
-    expert; each within its leave-one-source-out spread."""
+    """The stored fit has the prefill pass's host time a kernel the published one-user first tokens imply
+    (docs/method.md, the step's fitted costs), on the SGLang pages of seven models (B200, MI300X, A100), within its
+    leave-one-source-out spread, and none of the per-layer and per-expert constants it replaced."""
     fit = {c.name: c for c in bundled_step_fit().constants}
-    for name in ("prefill_layer/vllm/cuda/fabric", "prefill_expert/vllm/cuda/fabric",
-                 "prefill_expert/vllm/rocm/fabric"):
-        c = fit[name]
-        assert c.sources >= S.MIN_SOURCES and c.loso_low <= c.seconds <= c.loso_high
-        assert 0.0 < c.seconds < S.BOUNDS_S[1]
+    c = fit["prefill_kernel/vllm/fabric"]
+    assert c.sources >= 7 and c.loso_low <= c.seconds <= c.loso_high
+    assert 20e-6 < c.seconds < 100e-6  # tens of microseconds: a kernel's dispatch from Python, not a layer's
+    assert not any(n.startswith(("prefill_layer/", "prefill_expert/")) for n in fit)
