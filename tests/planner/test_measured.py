@@ -241,3 +241,36 @@ def test_equal_requests_a_stated_run_sends_through_its_users_clients_start_each_
     assert sent.ttft_mean_s == pytest.approx(one.ttft_mean_s + 31 / 32 * queued.ttft_mean_s, rel=0.05)
     assert sent.ttft_mean_s == pytest.approx(0.034, rel=0.25)
     assert predict(base, CAT).predicted == pytest.approx(sent.ttft_mean_s, rel=1e-9)
+
+
+def test_an_mlperf_tensorrt_llm_row_is_admitted_as_its_harness_ran_it():
+    # NVIDIA's MLPerf harness runs TensorRT-LLM's MAX_UTILIZATION capacity scheduler (mlcommons/inference_results_v4.1
+    # closed/NVIDIA/code/harness/harness_llm/main_llm.cc: --trtllm_batch_sched_policy, default max_util), where the
+    # runtime's own default, GUARANTEED_NO_EVICT, reserves a request's whole prompt and output at admission. HPE's
+    # Llama 2 70B server run on two H100 (fp8, 512 + 294 tokens, 544,243 cache tokens in the plan's pool): whole
+    # reservations of 806 tokens fit 675 sequences, the current need (512 + 294 / 2 = 659 tokens) 826, and the runs
+    # held 743-979 (Little's law on their summaries, docs/method.md). Its time per output token p50, 128.4 ms
+    # published: planned 131.8 ms admitted by the current need, 107.4 ms (1.20x short) with whole reservations.
+    from advisor.estimate.serving import concurrency_limit
+    from advisor.planner.measured import row_admission, row_setup, row_spec
+
+    rows = {m.row_id: m for m in bundled_measurements()}
+    m = rows["mlperf-inference-v4.1-hpe-h100x8-llama2-70b-server-tpot-p50"]
+    whole = dataclasses.replace(m, settings=tuple(kv for kv in m.settings if kv[0] != "admission"))
+    assert row_admission(m) is False and row_admission(whole) is None
+    acc = CAT.accelerators[m.accelerator_id]
+    setup = row_setup(m, CAT, acc)
+    lengths = setup[2]
+    current_spec, whole_spec = row_spec(m, setup, acc), row_spec(whole, setup, acc)
+    assert not current_spec.reserve_whole and whole_spec.reserve_whole  # the runtime's default: whole reservations
+    assert dataclasses.replace(current_spec, reserve_whole=True) == whole_spec  # nothing else differs
+    assert concurrency_limit(whole_spec, lengths) == (544_243 // 806, "kv") == (675, "kv")
+    assert concurrency_limit(current_spec, lengths) == (int(544_243 // 658.5), "kv") == (826, "kv")
+    assert m.value == pytest.approx(0.128438113)
+    assert predict(m, CAT).predicted == pytest.approx(m.value, rel=0.05)
+    assert predict(whole, CAT).predicted < m.value / 1.15
+    # a value the setting does not take: refused with the reason, the row not planned
+    bad = dataclasses.replace(m, settings=whole.settings + (("admission", "evict"),))
+    with pytest.raises(ValueError, match="admission"):
+        row_admission(bad)
+    assert predict(bad, CAT).predicted is None
