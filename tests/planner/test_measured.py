@@ -10,6 +10,7 @@ import pytest
 from advisor.catalog import load_catalog
 from advisor.catalog.measurements import bundled_measurements
 from advisor.estimate.calibration import Measurement
+from advisor.estimate.serving_queue import full_throughput
 from advisor.planner import PlanRequest, plan
 from advisor.planner.calibrated import raw_estimates
 from advisor.planner.measured import predict, request_values, serve_point_predictor, serve_predictor
@@ -104,14 +105,26 @@ def test_a_rate_published_at_its_p99_bounds_is_planned_at_the_speed_they_imply()
     bounded = dataclasses.replace(base, settings=(("requests_per_s", "1.5"), ("ttft_p99_bound_s", "2"),
                                                   ("tpot_p99_bound_s", "0.2")))
     assert rate_bounds(base) is None and rate_bounds(bounded) == (2.0, 0.2)
-    at, _ = serve_point_predictor(bounded, CAT, CAT.accelerators["h100-sxm"])
-    p = at(0.0)
-    # the binding bound is met: the larger p99 over its bound is 1 (p99 from p50 and p95, log-normal tail)
-    from advisor.estimate.serving_queue import p99_of
+    from advisor.estimate.serving_queue import first_token_p99, p99_of, serve_at
+    from advisor.planner.measured import row_setup, row_spec
 
-    assert max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / 2.0, p99_of(p.tpot_p50_s, p.tpot_p95_s) / 0.2) == pytest.approx(
-        1.0, abs=0.005)
-    assert p.requests_per_s == pytest.approx(1.5)
+    acc = CAT.accelerators["h100-sxm"]
+    setup = row_setup(bounded, CAT, acc)
+    spec, lengths = row_spec(bounded, setup, acc), setup[2]
+    # 1.5 requests/s of 2,000 + 200 tokens: the planned H100 meets the bounds with room, so the row is its own steady
+    # state at the rate (the run's replica was at least that fast, and nothing says faster)
+    p = serve_point_predictor(bounded, CAT, acc)[0](0.0)
+    own = serve_at(spec, lengths, requests_per_s=1.5)
+    assert p.requests_per_s == pytest.approx(1.5) and p.tpot_p50_s == pytest.approx(own.tpot_p50_s, rel=1e-9)
+    assert first_token_p99(spec, lengths, 1.5) < 2.0 and p99_of(own.tpot_p50_s, own.tpot_p95_s) < 0.2
+    # 40 requests/s, past what it carries within them: the replica k times as fast whose binding p99 is the bound
+    fast = dataclasses.replace(bounded, settings=(("requests_per_s", "40"),) + bounded.settings[1:])
+    q = serve_point_predictor(fast, CAT, acc)[0](0.0)
+    assert q.requests_per_s == pytest.approx(40.0)
+    k = 40.0 / (q.utilisation * full_throughput(spec, lengths))
+    assert k > 1.0
+    assert max(first_token_p99(spec, lengths, 40.0 / k) / k / 2.0,
+               p99_of(q.tpot_p50_s, q.tpot_p95_s) / 0.2) == pytest.approx(1.0, abs=0.01)  # k read back
     # one bound without the other, or one that is no positive number: the row is not planned, with the reason
     for settings in ((("requests_per_s", "1.5"), ("ttft_p99_bound_s", "2")),
                      (("requests_per_s", "1.5"), ("ttft_p99_bound_s", "0"), ("tpot_p99_bound_s", "0.2")),
