@@ -109,7 +109,8 @@ def request_values(m: Measurement) -> dict:
 def _with_settings(values: dict, m: Measurement) -> dict:
     """The measurement's stated job inputs on top (numbers read as numbers)."""
     for name, text in m.settings:
-        if name in (RUN_SETTING, CACHED_SETTING):  # the run's requests (run_prompts, run_cached): no job input
+        if name in (RUN_SETTING, CACHED_SETTING, ADMISSION_SETTING):  # the run's own (run_prompts, run_cached,
+            # row_admission): no job input
             continue
         try:
             values[name] = int(text)
@@ -243,6 +244,28 @@ def row_setup(m: Measurement, catalog, acc, calib=None) -> tuple:
     return job, model, lengths, choice, speed
 
 
+def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
+    """The replica (``estimate.serving.ServerSpec``) a published served row is planned on, from its ``row_setup``:
+    one replica of the row's devices (``planner.serve_spec.replica_spec``, its step costs' ``compute_scale``); with
+    users, at least as many sequences as users (the run's own batch limit where it is above the server's default)
+    unless the row states ``max_seqs``; the admission its harness ran where the row states one (``row_admission``),
+    else the runtime's."""
+    import dataclasses
+
+    from advisor.planner.serve_spec import replica_spec
+
+    job, model, lengths, choice, speed = setup
+    spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.max_seqs, lengths=lengths,
+                           compute_scale=compute_scale, speed=speed)
+    if job.users is not None and job.max_seqs is None and spec.max_seqs < job.users:
+        spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.users, lengths=lengths,
+                               compute_scale=compute_scale, speed=speed)
+    whole = row_admission(m)
+    if whole is not None and spec.batching == "continuous":
+        spec = dataclasses.replace(spec, reserve_whole=whole)
+    return spec
+
+
 def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Callable[[float], ServePoint | None], str]:
     """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
     measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
@@ -263,22 +286,18 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     """
     from advisor.estimate.serving_queue import serve_at, serve_at_bounds, serve_finite, serve_kept_up, serve_together
     from advisor.planner.calibrated import serve_capacity_spread, serving_class
-    from advisor.planner.serve_spec import replica_spec
 
     job, model, lengths, choice, speed = row_setup(m, catalog, acc, calib)
     users = job.users
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
     batching = harness_batching(m)
+    row_admission(m)  # refused here, with its reason, before any point is planned (row_spec reads it)
     prompts = run_prompts(m)
     cached = run_cached(m, prompts)
 
     def at(t: float) -> ServePoint | None:
-        spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.max_seqs, lengths=lengths,
-                               compute_scale=math.exp(t), speed=speed)
-        if users is not None and job.max_seqs is None and spec.max_seqs < users:
-            spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=users, lengths=lengths,
-                                   compute_scale=math.exp(t), speed=speed)
+        spec = row_spec(m, (job, model, lengths, choice, speed), acc, math.exp(t))
         if users is not None and m.arrivals == "together":
             # equal requests started together stay in step; a run of stated requests is sent by the users' clients
             point = serve_together(spec, lengths, users, clients=prompts is not None)
@@ -356,6 +375,30 @@ def run_cached(m: Measurement, prompts: int | None) -> int:
 
 
 # Settings of a row published at the most its server carried within p99 latency bounds (MLPerf's server scenario).
+# A row's admission as its harness ran it, where that is not the runtime's default (``row_admission``): "whole"
+# admits a request only with cache for its whole prompt and output (TensorRT-LLM's GUARANTEED_NO_EVICT), "current"
+# on the blocks its context needs now, pausing the newest when the cache runs short (TensorRT-LLM's MAX_UTILIZATION,
+# vLLM's and SGLang's way).
+ADMISSION_SETTING = "admission"
+ADMISSIONS = {"whole": True, "current": False}
+
+
+def row_admission(m: Measurement) -> bool | None:
+    """Whether the row's server reserved each request's whole prompt and output at admission
+    (``ServerSpec.reserve_whole``) as the row states it (``ADMISSION_SETTING``), or None where it states none (the
+    runtime's rule, ``planner.serve_spec.RUNTIME_SERVING``).
+
+    Raises:
+        ValueError: a value other than ``whole`` or ``current``.
+    """
+    text = m.setting(ADMISSION_SETTING)
+    if text is None:
+        return None
+    if text not in ADMISSIONS:
+        raise ValueError(f"{m.row_id}: {ADMISSION_SETTING} must be one of {', '.join(ADMISSIONS)}, got {text!r}")
+    return ADMISSIONS[text]
+
+
 BOUND_SETTINGS = ("ttft_p99_bound_s", "tpot_p99_bound_s")
 
 

@@ -93,17 +93,19 @@ RUNTIME_SERVING = {
                              "together up to the budget (--enable-mixed-chunk off by default: server_args.py; "
                              "managers/scheduler.py, get_next_batch_to_run)", step_family="vllm",
                              mixed_prefill=False, eager_prefill=True),
-    "lmdeploy": RuntimeServing(1.0, 1.5 * GIB, 2048, 128,
+    "lmdeploy": RuntimeServing(1.0, 1.5 * GIB, 8192, 128,
                                "LMDeploy's TurboMind engine (InternLM/lmdeploy v0.1.0a1, src/turbomind/models/llama/"
-                               "LlamaBatch.cc): each iteration takes the queued requests up to max_batch_size, "
+                               "LlamaBatch.cc): each iteration takes every queued request up to max_batch_size, "
                                "prefills all but the last token of their prompts (ContextDecode, in passes of "
-                               "max_context_token_num tokens) and decodes the whole batch (Generate), whose output is "
-                               "their first token; its cache as large as the device leaves (cache_max_entry_count "
-                               "a block count: its A100 benchmark scripts set 1,000 and 500 blocks of 128 tokens for "
-                               "Llama 2 7B and 13B, 76.6-78.4 of 80 GB in use in their table); 128 sequences "
-                               "(those scripts' max_batch_size) and the passes in steps of vLLM's 2,048-token budget "
-                               "are assumptions; its tensor-parallel layer fitted with vLLM's (step costs of the "
-                               "same rows)",
+                               "max_context_token_num tokens) and decodes the whole batch once (Generate, "
+                               "step_length 1), whose output is all of their first tokens; its cache as large as "
+                               "the device leaves (cache_max_entry_count a block count: its A100 benchmark scripts "
+                               "set 1,000 and 500 blocks of 128 tokens for Llama 2 7B and 13B, 76.6-78.4 of 80 GB "
+                               "in use in their table); passes of 8,192 prompt tokens (max_prefill_token_num's "
+                               "default, lmdeploy/messages.py TurbomindEngineConfig; the A100 scripts' "
+                               "max_context_token_num 4 x session_len = 16,384 plans the same); 128 sequences "
+                               "(those scripts' max_batch_size) is an assumption; its tensor-parallel layer fitted "
+                               "with vLLM's (step costs of the same rows)",
                                step_family="vllm", decode_first=True),
     "tensorrt-llm": RuntimeServing(1.0, 1.5 * GIB, 8192, 256,
                                    "TensorRT-LLM: in-flight batching, chunked context, max_batch_size 256 by "

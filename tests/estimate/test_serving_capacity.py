@@ -70,18 +70,28 @@ def test_the_p99_of_a_log_normal_tail_by_hand():
 def test_a_rate_at_its_bounds_meets_the_binding_bound_exactly():
     s = spec(chunk_tokens=2048)
     x_max = max_throughput(s, LENGTHS)[0]
-    for rate in (0.5 * x_max, 2.0 * x_max):  # a replica slower than planned, and one faster
+    # a rate this replica cannot carry within the bounds: the replica k > 1 times as fast whose binding p99 is the
+    # bound (k from its load's share, a share being the same at any speed; its first token's p99 the queue's own at
+    # rate / k over k)
+    for rate in (x_max, 2.0 * x_max):
         p = serve_at_bounds(s, LENGTHS, rate, 2.0, 0.2)
         assert p.stable and p.requests_per_s == pytest.approx(rate)
-        # the replica k times as fast, k from its load's share (a share is the same at any speed); its first
-        # token's p99 is the queue's own at rate / k over k
         k = rate / (p.utilisation * full_throughput(s, LENGTHS))
+        assert k > 1.0
         ttft99 = first_token_p99(s, LENGTHS, rate / k) / k
         ratio = max(ttft99 / 2.0, p99_of(p.tpot_p50_s, p.tpot_p95_s) / 0.2)
         assert ratio == pytest.approx(1.0, abs=0.005)
-    # looser bounds: the same rate tells of a slower replica, so longer times
-    tight = serve_at_bounds(s, LENGTHS, x_max, 2.0, 0.2)
-    loose = serve_at_bounds(s, LENGTHS, x_max, 4.0, 0.4)
+    # a rate this replica carries within them (half its capacity): the run met its bounds, which says its replica
+    # was at least that fast and no more, so it is this replica's own steady state at the rate (a slower replica
+    # that also meets them is not taken: a submitter may stop short of the bounds)
+    half = serve_at_bounds(s, LENGTHS, 0.5 * x_max, 2.0, 0.2)
+    own = serve_at(s, LENGTHS, requests_per_s=0.5 * x_max)
+    assert (half.ttft_p50_s, half.ttft_mean_s, half.tpot_p50_s) == pytest.approx(
+        (own.ttft_p50_s, own.ttft_mean_s, own.tpot_p50_s), rel=1e-9)
+    assert max(first_token_p99(s, LENGTHS, 0.5 * x_max) / 2.0, p99_of(own.tpot_p50_s, own.tpot_p95_s) / 0.2) < 1.0
+    # looser bounds: the same rate tells of a slower replica (not slower than this one), so longer times
+    tight = serve_at_bounds(s, LENGTHS, 2.0 * x_max, 2.0, 0.2)
+    loose = serve_at_bounds(s, LENGTHS, 2.0 * x_max, 4.0, 0.4)
     assert loose.tpot_p50_s > tight.tpot_p50_s
     with pytest.raises(ValueError):
         serve_at_bounds(s, LENGTHS, x_max, 0.0, 0.2)

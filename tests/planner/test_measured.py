@@ -10,6 +10,7 @@ import pytest
 from advisor.catalog import load_catalog
 from advisor.catalog.measurements import bundled_measurements
 from advisor.estimate.calibration import Measurement
+from advisor.estimate.serving_queue import full_throughput
 from advisor.planner import PlanRequest, plan
 from advisor.planner.calibrated import raw_estimates
 from advisor.planner.measured import predict, request_values, serve_point_predictor, serve_predictor
@@ -104,14 +105,26 @@ def test_a_rate_published_at_its_p99_bounds_is_planned_at_the_speed_they_imply()
     bounded = dataclasses.replace(base, settings=(("requests_per_s", "1.5"), ("ttft_p99_bound_s", "2"),
                                                   ("tpot_p99_bound_s", "0.2")))
     assert rate_bounds(base) is None and rate_bounds(bounded) == (2.0, 0.2)
-    at, _ = serve_point_predictor(bounded, CAT, CAT.accelerators["h100-sxm"])
-    p = at(0.0)
-    # the binding bound is met: the larger p99 over its bound is 1 (p99 from p50 and p95, log-normal tail)
-    from advisor.estimate.serving_queue import p99_of
+    from advisor.estimate.serving_queue import first_token_p99, p99_of, serve_at
+    from advisor.planner.measured import row_setup, row_spec
 
-    assert max(p99_of(p.ttft_p50_s, p.ttft_p95_s) / 2.0, p99_of(p.tpot_p50_s, p.tpot_p95_s) / 0.2) == pytest.approx(
-        1.0, abs=0.005)
-    assert p.requests_per_s == pytest.approx(1.5)
+    acc = CAT.accelerators["h100-sxm"]
+    setup = row_setup(bounded, CAT, acc)
+    spec, lengths = row_spec(bounded, setup, acc), setup[2]
+    # 1.5 requests/s of 2,000 + 200 tokens: the planned H100 meets the bounds with room, so the row is its own steady
+    # state at the rate (the run's replica was at least that fast, and nothing says faster)
+    p = serve_point_predictor(bounded, CAT, acc)[0](0.0)
+    own = serve_at(spec, lengths, requests_per_s=1.5)
+    assert p.requests_per_s == pytest.approx(1.5) and p.tpot_p50_s == pytest.approx(own.tpot_p50_s, rel=1e-9)
+    assert first_token_p99(spec, lengths, 1.5) < 2.0 and p99_of(own.tpot_p50_s, own.tpot_p95_s) < 0.2
+    # 40 requests/s, past what it carries within them: the replica k times as fast whose binding p99 is the bound
+    fast = dataclasses.replace(bounded, settings=(("requests_per_s", "40"),) + bounded.settings[1:])
+    q = serve_point_predictor(fast, CAT, acc)[0](0.0)
+    assert q.requests_per_s == pytest.approx(40.0)
+    k = 40.0 / (q.utilisation * full_throughput(spec, lengths))
+    assert k > 1.0
+    assert max(first_token_p99(spec, lengths, 40.0 / k) / k / 2.0,
+               p99_of(q.tpot_p50_s, q.tpot_p95_s) / 0.2) == pytest.approx(1.0, abs=0.01)  # k read back
     # one bound without the other, or one that is no positive number: the row is not planned, with the reason
     for settings in ((("requests_per_s", "1.5"), ("ttft_p99_bound_s", "2")),
                      (("requests_per_s", "1.5"), ("ttft_p99_bound_s", "0"), ("tpot_p99_bound_s", "0.2")),
@@ -241,3 +254,36 @@ def test_equal_requests_a_stated_run_sends_through_its_users_clients_start_each_
     assert sent.ttft_mean_s == pytest.approx(one.ttft_mean_s + 31 / 32 * queued.ttft_mean_s, rel=0.05)
     assert sent.ttft_mean_s == pytest.approx(0.034, rel=0.25)
     assert predict(base, CAT).predicted == pytest.approx(sent.ttft_mean_s, rel=1e-9)
+
+
+def test_an_mlperf_tensorrt_llm_row_is_admitted_as_its_harness_ran_it():
+    # NVIDIA's MLPerf harness runs TensorRT-LLM's MAX_UTILIZATION capacity scheduler (mlcommons/inference_results_v4.1
+    # closed/NVIDIA/code/harness/harness_llm/main_llm.cc: --trtllm_batch_sched_policy, default max_util), where the
+    # runtime's own default, GUARANTEED_NO_EVICT, reserves a request's whole prompt and output at admission. HPE's
+    # Llama 2 70B server run on two H100 (fp8, 512 + 294 tokens, 544,243 cache tokens in the plan's pool): whole
+    # reservations of 806 tokens fit 675 sequences, the current need (512 + 294 / 2 = 659 tokens) 826, and the runs
+    # held 743-979 (Little's law on their summaries, docs/method.md). Its time per output token p50, 128.4 ms
+    # published: planned 131.8 ms admitted by the current need, 107.4 ms (1.20x short) with whole reservations.
+    from advisor.estimate.serving import concurrency_limit
+    from advisor.planner.measured import row_admission, row_setup, row_spec
+
+    rows = {m.row_id: m for m in bundled_measurements()}
+    m = rows["mlperf-inference-v4.1-hpe-h100x8-llama2-70b-server-tpot-p50"]
+    whole = dataclasses.replace(m, settings=tuple(kv for kv in m.settings if kv[0] != "admission"))
+    assert row_admission(m) is False and row_admission(whole) is None
+    acc = CAT.accelerators[m.accelerator_id]
+    setup = row_setup(m, CAT, acc)
+    lengths = setup[2]
+    current_spec, whole_spec = row_spec(m, setup, acc), row_spec(whole, setup, acc)
+    assert not current_spec.reserve_whole and whole_spec.reserve_whole  # the runtime's default: whole reservations
+    assert dataclasses.replace(current_spec, reserve_whole=True) == whole_spec  # nothing else differs
+    assert concurrency_limit(whole_spec, lengths) == (544_243 // 806, "kv") == (675, "kv")
+    assert concurrency_limit(current_spec, lengths) == (int(544_243 // 658.5), "kv") == (826, "kv")
+    assert m.value == pytest.approx(0.128438113)
+    assert predict(m, CAT).predicted == pytest.approx(m.value, rel=0.05)
+    assert predict(whole, CAT).predicted < m.value / 1.15
+    # a value the setting does not take: refused with the reason, the row not planned
+    bad = dataclasses.replace(m, settings=whole.settings + (("admission", "evict"),))
+    with pytest.raises(ValueError, match="admission"):
+        row_admission(bad)
+    assert predict(bad, CAT).predicted is None
