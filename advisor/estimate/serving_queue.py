@@ -735,6 +735,65 @@ def p99_of(p50: float, p95: float) -> float:
     return p50 * (p95 / p50) ** _Z99_OVER_Z95
 
 
+def _exp_plus_uniform_cdf(x: float, a: float, m: float, w: float) -> float:
+    """``P(T + U <= x)`` of ``T = a + Exp(mean m)`` (``m`` 0: ``T = a``) and ``U`` uniform on ``(0, w)``, ``w > 0``:
+    ``(G(x) - G(x - w)) / w`` with ``G`` the integral of ``T``'s distribution, ``G(y) = (y - a) - m (1 -
+    e^(-(y - a) / m))`` above ``a``, 0 below."""
+
+    def g(y: float) -> float:
+        d = y - a
+        if d <= 0.0:
+            return 0.0
+        return d - m * -math.expm1(-d / m) if m > 0.0 else d
+
+    return (g(x) - g(x - w)) / w
+
+
+def _exp_plus_uniform_quantile(p50: float, pq: float, q_known: float, w: float, q: float) -> float:
+    """Quantile ``q`` of a first token ``T`` known by its median ``p50`` and its quantile ``q_known`` (``pq``), taken
+    as a shifted exponential through the two (the queue's exponential tail, as ``serve_finite``'s steady state),
+    plus a wait uniform on ``(0, w)``; by bisection on ``_exp_plus_uniform_cdf``."""
+    if not (math.isfinite(p50) and math.isfinite(pq) and math.isfinite(w)):
+        return math.inf
+    m = max(pq - p50, 0.0) / math.log(0.5 / (1.0 - q_known))
+    a = p50 - m * math.log(2.0)
+    if w <= 0.0:
+        return a + m * math.log(1.0 / (1.0 - q))
+    lo, hi = a, a + w + m * math.log(1.0 / (1.0 - q))
+    for _ in range(60):  # bisection to a relative 1e-18 of the bracket
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if _exp_plus_uniform_cdf(mid, a, m, w) >= q else (mid, hi)
+    return hi
+
+
+def scheduler_run_s(point: ServePoint, steps: int) -> float:
+    """The longest a new request waits for the scheduler beyond the step in progress on an engine that schedules
+    once every ``steps`` decode steps (vLLM's multi-step scheduling, ``--num-scheduler-steps``: the scheduler runs
+    once and the model then runs ``steps`` forward passes before it runs again; vllm-project/vllm pull 7000): the
+    rest of the run of ``steps`` steps in progress, ``(steps - 1)`` times a request's time per output token (the
+    run's steps and the prefill passes between runs, as a request sees them). The step in progress is already in the
+    first token (``_kit``'s ``first_token``: half a step on average)."""
+    if steps < 1:
+        raise ValueError("an engine schedules at least every step")
+    tpot = point.tpot_p50_s
+    return (steps - 1) * tpot if math.isfinite(tpot) and tpot > 0.0 else 0.0
+
+
+def with_scheduler_steps(point: ServePoint, steps: int) -> ServePoint:
+    """``point`` on an engine that schedules once every ``steps`` decode steps (``scheduler_run_s``): a request that
+    arrives waits for the run in progress to end before its prompt can be scheduled, a wait uniform up to
+    ``scheduler_run_s`` (an arrival at a random moment of the run), added to its first token: the mean by half of
+    it, the p50 and p95 those of the sum, the first token without it taken as a shifted exponential through its p50
+    and p95. One step (``steps`` 1) is ``point`` itself."""
+    w = scheduler_run_s(point, steps)
+    if w <= 0.0 or not (math.isfinite(point.ttft_p50_s) and math.isfinite(point.ttft_p95_s)):
+        return point
+    p50, p95 = point.ttft_p50_s, point.ttft_p95_s
+    return _replaced(point, ttft_mean_s=point.ttft_mean_s + w / 2.0,
+                     ttft_p50_s=_exp_plus_uniform_quantile(p50, p95, 0.95, w, 0.5),
+                     ttft_p95_s=_exp_plus_uniform_quantile(p50, p95, 0.95, w, 0.95))
+
+
 @dataclass(frozen=True)
 class HarnessBatching:
     """A load generator's harness that holds the arrivals and hands them to the replicas in batches, one replica a
@@ -884,7 +943,8 @@ def _batched_first_token(q: _Replica, point: ServePoint, requests_per_s: float, 
 
 
 def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, ttft_p99_s: float,
-                    tpot_p99_s: float, batching: HarnessBatching | None = None) -> ServePoint | None:
+                    tpot_p99_s: float, batching: HarnessBatching | None = None, scheduler_steps: int = 1
+                    ) -> ServePoint | None:
     """The steady state at an arrival rate a server carried within p99 latency bounds (its most, as submitted): MLPerf
     Inference's server scenario, whose score is that rate and whose run is valid only where the first token's and
     the time per output token's 99th percentiles are within the benchmark's bounds (``loadgen/mlperf.conf`` of
@@ -899,10 +959,13 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
     meets is in the p99 and not in the p95, which a log-normal through the two cannot show; the time per output
     token's p99 from p50 and p95 (``p99_of``). None where no speed meets it. ``batching``: a harness that holds the
     requests for batches (``HarnessBatching``): their first token is the batch's (``_batched_first_token``), its p99
-    the mixture's own.
+    the mixture's own. ``scheduler_steps``: an engine that schedules once every that many decode steps
+    (``with_scheduler_steps``): every first token, its p99 too, waits for the run in progress.
     """
     if not requests_per_s > 0 or not math.isfinite(requests_per_s):
         raise ValueError("requests_per_s must be a positive finite number")
+    if scheduler_steps < 1:
+        raise ValueError("an engine schedules at least every step")
     if not (ttft_p99_s > 0 and tpot_p99_s > 0):
         raise ValueError("latency bounds must be positive")
     q_ = _replica(spec, lengths)
@@ -915,7 +978,12 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
         if p is None or not (p.ttft_p50_s > 0 and p.tpot_p50_s > 0):
             return _INF
         if batching is not None:
-            ttft99 = _batched_first_token(q_, p, requests_per_s, math.exp(log_k), batching).p99
+            firsts = _batched_first_token(q_, p, requests_per_s, math.exp(log_k), batching)
+            p50, ttft99 = firsts.p50, firsts.p99
+        else:
+            p50 = p.ttft_p50_s
+        if scheduler_steps > 1:
+            ttft99 = _exp_plus_uniform_quantile(p50, ttft99, 0.99, scheduler_run_s(p, scheduler_steps), 0.99)
         r = max(ttft99 / ttft_p99_s, p99_of(p.tpot_p50_s, p.tpot_p95_s) / tpot_p99_s)
         return math.log(r) if r > 0 else -_INF
 
@@ -934,9 +1002,11 @@ def serve_at_bounds(spec: ServerSpec, lengths: Lengths, requests_per_s: float, t
             return None
         _a, b, _, _ = illinois(miss, lo, hi, _INF, f_hi, f_tol=1e-3, x_tol=1e-4)
     point = _at_speed(q_, x_max, requests_per_s, b)
-    if batching is None or point is None:
-        return point
-    return _in_batches(q_, point, requests_per_s, math.exp(b), batching)
+    if point is None:
+        return None
+    if batching is not None:
+        point = _in_batches(q_, point, requests_per_s, math.exp(b), batching)
+    return with_scheduler_steps(point, scheduler_steps)
 
 
 def _in_batches(q: _Replica, point: ServePoint, requests_per_s: float, speed: float,

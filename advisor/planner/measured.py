@@ -284,7 +284,14 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     Raises:
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
     """
-    from advisor.estimate.serving_queue import serve_at, serve_at_bounds, serve_finite, serve_kept_up, serve_together
+    from advisor.estimate.serving_queue import (
+        serve_at,
+        serve_at_bounds,
+        serve_finite,
+        serve_kept_up,
+        serve_together,
+        with_scheduler_steps,
+    )
     from advisor.planner.calibrated import serve_capacity_spread, serving_class
 
     job, model, lengths, choice, speed = row_setup(m, catalog, acc, calib)
@@ -292,6 +299,7 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
     batching = harness_batching(m)
+    steps = scheduler_steps(m)
     row_admission(m)  # refused here, with its reason, before any point is planned (row_spec reads it)
     prompts = run_prompts(m)
     cached = run_cached(m, prompts)
@@ -306,13 +314,15 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
         elif users is not None:
             point = serve_at(spec, lengths, users=users)
         elif bounds is not None:  # the most the server carried within the benchmark's p99 bounds (its score)
-            point = serve_at_bounds(spec, lengths, float(job.requests_per_s), *bounds, batching=batching)
+            point = serve_at_bounds(spec, lengths, float(job.requests_per_s), *bounds, batching=batching,
+                                    scheduler_steps=steps)
             if point is None:
                 return None
         else:  # a published run at a rate kept up with it: planned over the capacity's uncertainty given that
             point = serve_kept_up(spec, lengths, float(job.requests_per_s), spread)
             if point is None:
                 return None
+            point = with_scheduler_steps(point, steps)
         return point if point.stable and math.isfinite(point.ttft_mean_s) else None
 
     return at, serving_class(m.group, choice, acc, serve_load("users" if users is not None else "requests_per_s",
@@ -418,6 +428,27 @@ def rate_bounds(m: Measurement) -> tuple[float, float] | None:
     if not all(math.isfinite(v) and v > 0 for v in values):
         raise ValueError(f"{m.row_id}: latency bounds must be positive numbers")
     return values[0], values[1]
+
+
+# The setting of a row whose engine scheduled once every so many decode steps (vLLM's ``num_scheduler_steps``).
+SCHEDULER_STEPS_SETTING = "scheduler_steps"
+
+
+def scheduler_steps(m: Measurement) -> int:
+    """The decode steps the row's engine ran for each call of its scheduler (its ``scheduler_steps`` setting; 1, every
+    step, where it states none): vLLM's multi-step scheduling (``serving_queue.with_scheduler_steps``). A setting of
+    a run at a rate: its requests arrive at any moment of the run of steps.
+
+    Raises:
+        ValueError: a count that is not a whole number of at least 1, or one stated for users in a closed loop.
+    """
+    n = _whole_setting(m, SCHEDULER_STEPS_SETTING, least=1)
+    if n is None:
+        return 1
+    if m.setting("requests_per_s") is None:
+        raise ValueError(f"{m.row_id}: {SCHEDULER_STEPS_SETTING} is planned for a run at a rate: state "
+                         "requests_per_s with it")
+    return n
 
 
 # Settings of a row whose harness held the arrivals and sent them to the replicas in batches, one replica a batch in
