@@ -103,3 +103,15 @@ def test_deepseek_r1_is_slower_than_qwen3_at_one_user_as_measured():
     assert p_r1 == pytest.approx(r1.value, rel=0.25)
     assert p_qwen == pytest.approx(qwen.value, rel=0.25)
     assert p_r1 / p_qwen > 1.15
+
+
+def test_qwen3_next_read_from_its_config_launches_the_presets_kernels(models):
+    """The Hugging Face reader sets the gated shared expert from ``shared_expert_intermediate_size`` (Qwen3-Next's
+    ``shared_expert_gate``), so the model read from its config.json counts the preset's 1,764 kernels."""
+    from advisor.models.hf import arch_from_config
+
+    from .test_layer_kinds import QWEN3_NEXT
+
+    arch = arch_from_config(QWEN3_NEXT, "q", "q")
+    assert arch.shared_gate
+    assert prefill_kernel_count(arch) == prefill_kernel_count(models["qwen3-next-80b-a3b"]) == 1764
