@@ -82,6 +82,7 @@ class ModelArch:
     linear_v_dim: int = 0  # gated DeltaNet value head dim; Mamba-2 head dim
     linear_conv: int = 0  # causal convolution kernel width
     attn_gate: bool = False  # attention output gate: q projection twice as wide (Qwen3-Next)
+    shared_gate: bool = False  # the shared expert's output scaled by a sigmoid gate of the input (Qwen3-Next)
     moe_step: int = 1  # every moe_step-th layer after the dense ones is MoE (Llama 4 Maverick: 2)
     mixer_or_ffn: bool = False  # each layer is a mixer (F, S, L) or a feed-forward (N), not both (Nemotron-H)
     kv_shared_layers: int = 0  # the last layers reuse earlier layers' KV cache and own none (Gemma 3n)
@@ -387,25 +388,33 @@ def prompt_attention_pairs(arch: ModelArch, prompt: int) -> int:
 # * each block (a layer's mixer, its feed-forward; a Nemotron-H layer has one of the two): its fused residual-add
 #   RMSNorm and the tensor-parallel all-reduce after it;
 # * attention over the tokens (models/llama.py, qwen3_moe.py): the fused q/k/v projection, the rotary embedding,
-#   the cache store, the attention kernel and the output projection (two linear layers); an output gate
-#   (Qwen3-Next's gated attention, ``attn_gate``) its sigmoid and product besides;
+#   the cache store, the attention kernel and the output projection (two linear layers); Qwen3-Next's gated
+#   attention (``attn_gate``; models/qwen3_next.py, ``Qwen3HybridAttentionDecoderLayer.self_attention``) besides:
+#   the q and the gate cut from one projection (``torch.chunk``) and each copied out by its reshape, the q and k
+#   head norms (``_apply_qk_norm``; k, a slice of the projection, copied out by its reshape first), the gate's
+#   sigmoid and its product, seven;
 # * multi-head latent attention at prefill (models/deepseek_v2.py, ``forward_normal_prepare`` and
 #   ``forward_normal_core``: the prompt attends as plain multi-head attention with keys and values expanded from the
 #   latent): the fused q-down/kv-down projection, the q and kv latent norms, the q-up projection, the rotary
 #   embedding, the rotated part copied into q, the latent cache store, the kv-up projection, the keys' concat and
 #   cast, the attention kernel and the output projection (four linear layers);
 # * gated DeltaNet (models/qwen3_next.py, ``Qwen3GatedDeltaNet``; the fla chunked kernels it calls): the two input
-#   projections, the q/k/v reordering, the causal convolution, the gating, the q and k L2 norms, the chunked delta
-#   rule's cumulative gate, K K^T, triangular solve, W/U, state and output kernels, the gated RMSNorm and the output
-#   projection (three linear layers); Mamba-2's mixer (models/nemotron_h.py) its input projection, convolution,
+#   projections; at prefill the q/k/v/z/b/a reordering (``fix_query_key_value_ordering``: v, z, b and a reshaped
+#   out of strided splits of the projections, a copy each, then q and k flattened, two more, and the three
+#   concatenated: seven kernels); the causal convolution, the gating, the q and k L2 norms, the chunked delta rule's
+#   cumulative gate, K K^T, triangular solve, W/U, state and output kernels, the gated RMSNorm and the output
+#   projection (three linear layers), 21 in all; Mamba-2's mixer (models/nemotron_h.py) its input projection, convolution,
 #   the chunked scan's five kernels, gated norm and output projection (two);
 # * a dense feed-forward: gate-up (or up) projection, activation, down projection (two linear layers);
 # * a mixture of experts run tensor-parallel (layers/moe/fused_moe_triton): the router's projection, top-k, the
 #   tokens' sort by expert (moe_align_block_size), the two grouped expert GEMMs with the activation between them and
 #   the weighted sum of each token's experts (the two GEMMs quantise their inputs for 8-bit weights; the router
-#   stays 16-bit); shared experts a feed-forward of their own and its sum into the routed output.
-PREFILL_KERNELS = {"block": (2, 0), "attention": (5, 2), "attn_gate": (2, 0), "mla": (11, 4),
-                   "gated-deltanet": (15, 3), "mamba2": (9, 2), "ffn": (3, 2), "moe": (7, 2), "shared": (4, 2)}
+#   stays 16-bit); shared experts a feed-forward of their own and its sum into the routed output; a gated shared
+#   expert (``shared_gate``: models/qwen2_moe.py, ``Qwen2MoeSparseMoeBlock``, which Qwen3-Next's layers run) its
+#   gate's projection to one value (an unquantised ``torch.nn.Linear``), sigmoid and product besides.
+PREFILL_KERNELS = {"block": (2, 0), "attention": (5, 2), "attn_gate": (7, 0), "mla": (11, 4),
+                   "gated-deltanet": (21, 3), "mamba2": (9, 2), "ffn": (3, 2), "moe": (7, 2), "shared": (4, 2),
+                   "shared_gate": (3, 0)}
 
 
 def prefill_kernel_count(arch: ModelArch, quantised_inputs: bool = False) -> int:
@@ -428,5 +437,6 @@ def prefill_kernel_count(arch: ModelArch, quantised_inputs: bool = False) -> int
     mixers = attending * attention + (linear * part(arch.linear_kind) if linear else 0)
     moe = expert_layers(arch)
     ffn_layers = _ffn_layers(arch)
-    ffn = (ffn_layers - moe) * part("ffn") + moe * (part("moe") + (part("shared") if arch.shared_experts else 0))
+    shared = (part("shared") + (part("shared_gate") if arch.shared_gate else 0)) if arch.shared_experts else 0
+    ffn = (ffn_layers - moe) * part("ffn") + moe * (part("moe") + shared)
     return (attending + linear + ffn_layers) * part("block") + mixers + ffn

@@ -231,6 +231,7 @@ def arch_from_config(cfg: dict, model_id: str, name: str, where: str = "config.j
         if shared not in (0, kw["moe_ffn"]):
             raise ModelSpecError(f"{where}: a shared expert wider than the routed ones is not supported")
         kw["shared_experts"] = 1 if shared else 0
+        kw["shared_gate"] = bool(shared)  # Qwen3-Next's shared expert is gated (shared_expert_gate)
     elif mt == "nemotron_h":
         kw.update(ffn=i("intermediate_size", "ffn"), ffn_kind="mlp", norms_per_layer=1, mixer_or_ffn=True,
                   linear_kind="mamba2", linear_k_heads=i("n_groups", "linear_k_heads"),

@@ -40,10 +40,27 @@ def test_qwen3_and_gpt_oss_and_llama_count_their_blocks(models):
 
 
 def test_qwen3_next_counts_its_gated_deltanet_and_gated_attention(models):
-    """Qwen3-Next-80B-A3B (LLLF): 36 gated DeltaNet mixers of 15 kernels, 12 gated attentions of 5 + 2, 48 MoE
-    feed-forwards of 7 and a shared expert of 4, each block 2: 36 x 17 + 12 x 9 + 48 x 13 = 612 + 108 + 624 =
-    1,344."""
-    assert prefill_kernel_count(models["qwen3-next-80b-a3b"]) == 1344
+    """Qwen3-Next-80B-A3B (LLLF), counted from SGLang's models/qwen3_next.py and qwen2_moe.py at prefill: 36 gated
+    DeltaNet mixers of 21 kernels (the two input projections; the reordering's four strided reshapes copied out,
+    q and k flattened, the three concatenated: 7; the convolution, gating, two L2 norms, six chunked delta-rule
+    kernels, the gated norm and the output projection), 12 gated attentions of 5 + 7 (q and gate cut from one
+    projection and copied out, the q and k head norms with k's copy, the sigmoid and product), 48 MoE feed-forwards
+    of 7 with a gated shared expert of 4 + 3 (the gate's projection, sigmoid, product), each of a layer's two blocks
+    2: 36 x (4 + 21) + 12 x (4 + 12) + 48 x 14 = 900 + 192 + 672 = 1,764 (1,344 before the copies, the head norms
+    and the shared gate were counted)."""
+    arch = models["qwen3-next-80b-a3b"]
+    assert arch.attn_gate and arch.shared_gate
+    assert prefill_kernel_count(arch) == 1764
+
+
+def test_a_shared_expert_without_a_gate_counts_no_gate(models):
+    """DeepSeek-V3's and Llama 4's shared experts add into the routed output ungated: the same model with
+    ``shared_gate`` set launches 3 kernels more in each MoE layer (58 x 3 = 174 for DeepSeek-V3)."""
+    from dataclasses import replace
+
+    v3 = models["deepseek-v3"]
+    assert not v3.shared_gate
+    assert prefill_kernel_count(replace(v3, shared_gate=True)) == 1562 + 58 * 3
 
 
 def test_a_layer_that_is_a_mixer_or_a_feed_forward_has_one_block():
@@ -86,3 +103,15 @@ def test_deepseek_r1_is_slower_than_qwen3_at_one_user_as_measured():
     assert p_r1 == pytest.approx(r1.value, rel=0.25)
     assert p_qwen == pytest.approx(qwen.value, rel=0.25)
     assert p_r1 / p_qwen > 1.15
+
+
+def test_qwen3_next_read_from_its_config_launches_the_presets_kernels(models):
+    """The Hugging Face reader sets the gated shared expert from ``shared_expert_intermediate_size`` (Qwen3-Next's
+    ``shared_expert_gate``), so the model read from its config.json counts the preset's 1,764 kernels."""
+    from advisor.models.hf import arch_from_config
+
+    from .test_layer_kinds import QWEN3_NEXT
+
+    arch = arch_from_config(QWEN3_NEXT, "q", "q")
+    assert arch.shared_gate
+    assert prefill_kernel_count(arch) == prefill_kernel_count(models["qwen3-next-80b-a3b"]) == 1764
