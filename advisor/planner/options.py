@@ -85,6 +85,11 @@ def powered(acc: Accelerator, req: PlanRequest) -> Accelerator:
     return replace(acc, tdp_w=float(limit))
 
 
+def runs(req: PlanRequest, acc: Accelerator) -> bool:
+    """Whether an accelerator can run the job: its precision, and training on a part meant for it (``trains``)."""
+    return acc.peak_flops(compute_precision(req)) is not None and (req.workload == "inference" or trains(acc))
+
+
 def trains(acc: Accelerator) -> bool:
     """Whether an accelerator is meant for training (AWS Inferentia serves models only)."""
     return not acc.id.startswith("inferentia")
@@ -150,6 +155,13 @@ def _offers_by_id(offers) -> dict:
     return by_id
 
 
+class _Idle:
+    """What a job keeps of a part that cannot run it (``runs``), in place of its timer: nothing but the part."""
+
+    def __init__(self, acc: Accelerator, mem_model: MemoryModel):
+        self.acc, self.mem_model = acc, mem_model
+
+
 class _Timer:
     """Layouts and timings of one accelerator, memoised by node (options of one node size share them)."""
 
@@ -164,6 +176,8 @@ class _Timer:
         self._offloaded: dict[int, tuple] = {}  # --gpu-layers: a timing with layers on the CPU: ``offloaded``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
+        self.billed = powered(acc, req)  # the part priced as a rig or server at the job's power limit (``powered``)
+        self.nodes_of: tuple | None = None  # the nodes and groups ``options_for`` last walked, with what they rest on
 
     def groups(self, nodes: list, wanted: tuple[str, ...], measured: float | None) -> tuple[tuple, dict]:
         """``(groups, node_of)`` of the job on ``nodes`` (``_nodes``: the catalog's, kept plan after plan):
@@ -372,18 +386,28 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     Raises:
         ValueError: a figure out of range (an overflow), from the cost model.
     """
-    if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
-        return []
     timer = None if timers is None else timers.get(acc.id)
     if timer is None or timer.acc is not acc or timer.mem_model is not mem_model:
-        timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
+        timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib) if runs(req, acc) else \
+            _Idle(acc, mem_model)
         if timers is not None:
             timers[acc.id] = timer
+    if timer.__class__ is _Idle:
+        return []
+    # the accelerator's nodes and groups, kept on its timer while the offers, the rig size, the calibration and the
+    # job's stacks are those they were made of (the timer is the job's on this part, kept for its timing key, so
+    # whether the part runs the job and its power as the job's limit leaves it are the timer's own)
+    held = timer.nodes_of
+    if held is not None and held[0] is offers and held[1] == a.home_gpus_per_rig and held[2] is calib \
+            and held[3] == wanted:
+        nodes_list, skeleton, node_of = held[4]
+    else:
+        nodes_list = _nodes(acc, offers, a, calib)
+        skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
+        timer.nodes_of = (offers, a.home_gpus_per_rig, calib, wanted, (nodes_list, skeleton, node_of))
     out: list[PlanOption] = []
-    nodes_list = _nodes(acc, offers, a, calib)
-    skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
     use = plan_use(req)
-    billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
+    billed = timer.billed  # a rig or server priced at the power the job's limit leaves it (not a rental)
     for group in skeleton:
         t, common, _prepared, serving = group[1][:4]  # the group's figures whatever the budget (``_Timer._base``)
         hours, hours_iv, figures = _budgeted(group[1], tokens, req.hours)
@@ -599,9 +623,7 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
         One or two options, or none when the hardware cannot run the job's precision or workload.
     """
     acc = hw.accelerator
-    if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
-        return []
-    if not trains_on(hw, req.workload):
+    if not runs(req, acc) or not trains_on(hw, req.workload):
         return []
     capacity = owned_capacity(hw, _backend_of(req, acc))
     per_node = hw.per_machine or hw.count
