@@ -242,7 +242,7 @@ class _Timer:
                spot_offers: bool) -> list:
         """``[quotes, built, prices]`` of a group of :meth:`groups`: ``quotes`` its ``cost.options.quote_job`` for ``hours``
         on a node of its kind (its cloud offers; ``billed``: the part as the job's power limit leaves it,
-        ``powered``), ``built`` None or what :func:`options_for` built of them (:func:`_built`), ``prices`` the
+        ``powered``), ``built`` None or what :func:`options_for` built of them, ``prices`` the
         assumptions and spot choice they were made with (one tuple while those hold: ``_cloud_fields``).
 
         The last quotes of each group are kept on it for the same cost assumptions and spot choice (an edit of a
@@ -332,30 +332,16 @@ class _Timer:
 
 
 def _budgeted(base: tuple, tokens: float | None, budget_hours: float | None) -> tuple[float, tuple, dict]:
-    """``(hours, hours interval, prepared figures)`` of a group (``_Timer._base``) for a budget of ``tokens`` (or
-    ``budget_hours`` when None): :func:`_budget_figures` set over the group's prepared figures, the last budget
-    asked kept on it (an edit of a price or the use keeps it)."""
+    """``(hours, hours interval, budget figures)`` of a group (``_Timer._base``) for a budget of ``tokens`` (or
+    ``budget_hours`` when None): :func:`_budget_figures`, set over the group's prepared figures as each option is
+    built, the last budget asked kept on it (an edit of a price or the use keeps it)."""
     budget = (tokens, budget_hours)
     last = base[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
     if last is not None and last[0] == budget:
         return last[1]
-    hours, hours_iv, values = _budget_figures(base[0], base[1]["devices"], tokens, budget_hours)
-    figures = (hours, hours_iv, PlanOption.prepared_with(base[2], values))
+    figures = _budget_figures(base[0], base[1]["devices"], tokens, budget_hours)
     base[4][0] = (budget, figures)
     return figures
-
-
-def _built(priced: list, figures: dict, stale_ids: frozenset, nodes: list) -> tuple | None:
-    """The options :func:`options_for` built of a group's ``figures`` (:func:`_budgeted`) and quotes
-    (``_Timer.quotes``: ``priced``, where they are kept), while those very figures, the stale offers and the nodes
-    (``_nodes``: each offer's own node) are the same: an edit that leaves the group's budget and its prices (a cloud
-    option's, when the jobs a month change) gives the same options; None when not kept. (The request reaches an
-    option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such quotes
-    are kept by the stated use's hours, None when none is.)"""
-    hit = priced[1]
-    if hit is not None and hit[0] is figures and hit[1] is stale_ids and hit[2] is nodes:
-        return hit[3]
-    return None
 
 
 def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tuple[float, float]:
@@ -408,25 +394,32 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
     out: list[PlanOption] = []
     use = plan_use(req)
     billed = timer.billed  # a rig or server priced at the power the job's limit leaves it (not a rental)
+    budget_hours, spot_offers, quotes_of = req.hours, req.spot_offers, timer.quotes
     for group in skeleton:
-        t, common, _prepared, serving = group[1][:4]  # the group's figures whatever the budget (``_Timer._base``)
-        hours, hours_iv, figures = _budgeted(group[1], tokens, req.hours)
-        priced = timer.quotes(group, billed, hours, a, use, req.spot_offers)
-        quotes, kept = priced[0], _built(priced, figures, stale_ids, nodes_list)
-        if kept is not None:
-            out.extend(kept)
+        base = group[1]  # the group's figures whatever the budget (``_Timer._base``)
+        hours, hours_iv, figures = _budgeted(base, tokens, budget_hours)
+        priced = quotes_of(group, billed, hours, a, use, spot_offers)
+        # The options built of a group's figures and quotes (kept on ``priced``) while those very figures, the stale
+        # offers and the nodes (each offer's own node) are the same: an edit that leaves the group's budget and its
+        # prices (a cloud option's, when the jobs a month change) gives the same options. (The request reaches an
+        # option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such
+        # quotes are kept by the stated use's hours, None when none is.)
+        kept = priced[1]
+        if kept is not None and kept[0] is figures and kept[1] is stale_ids and kept[2] is nodes_list:
+            out.extend(kept[3])
             continue
+        t, common, prepared, serving, quotes = base[0], base[1], base[2], base[3], priced[0]
         start = len(out)
         fields = group[4]  # (prices, stale offers, each quote's own fields): one read
         if fields is None or fields[0] is not priced[2] or fields[1] is not stale_ids:
             fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, _offers_by_id(offers), node_of,
-                                                                     stale_ids, common))
+                                                                     stale_ids, common, prepared, figures))
         for q, own in zip(quotes, fields[2]):
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
             if own is None:  # an owned quote (a rig, a server)
-                out.append(PlanOption.build(figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
+                out.append(PlanOption.build(prepared, **figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
                                             usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
                                             utilisation=q.utilisation, cost_usd_interval=cost_iv,
                                             owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour,
@@ -434,32 +427,35 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                                             serving=_priced_serving(serving, t, per_h), nodes=common["nodes"],
                                             gpus_per_node=common["gpus_per_node"]))
                 continue
-            # PlanOption.build's fields of a cloud quote set into the group's prepared figures: the offer's own
-            # (``_cloud_fields``) at once, the price's one by one (two hundred a plan;
+            # PlanOption.build's fields of a cloud quote: the group's prepared figures with the offer's own
+            # (``_cloud_fields``) at once, the budget's at once, the price's one by one (two hundred a plan;
             # tests/planner/test_option_build.py checks every option has exactly the fields)
             option = object.__new__(PlanOption)
             held = option.__dict__
-            held.update(figures)
             held.update(own)
+            held.update(figures)
             held["energy_kwh"] = q.energy_kwh
             held["usd_per_device_hour"] = q.usd_per_device_hour
             held["breakdown"] = q.breakdown
             held["cost_usd_interval"] = cost_iv
             held["serving"] = None if serving is None else _priced_serving(serving, t, per_h)  # None: training
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
-                held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
+                held["note"] = "; ".join(filter(None, [prepared["note"], reserved_note(q, req)]))
             held["cost_usd"] = total
             out.append(option)
         priced[1] = (figures, stale_ids, nodes_list, tuple(out[start:]))
     return out
 
 
-def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict) -> tuple:
-    """The fields of each cloud option of a group's quotes that its price leaves (None for an owned quote): its id,
-    offer, spot, instances, stale price and its own node's count and reference (a group may hold offers of several
-    node sizes). A group's quotes come in one order for the same offers, devices, assumptions and spot choice
-    (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these are kept on
-    the group for those (``options_for``) and set into each option at once."""
+def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict, prepared: dict,
+                  budget: dict) -> tuple:
+    """Each cloud option of a group's quotes as far as its price and budget leave it (None for an owned quote): the
+    group's prepared figures (``PlanOption.prepare``) with the option's id, offer, spot, instances, stale price and
+    its own node's count and reference (a group may hold offers of several node sizes), the fields of a group's
+    ``budget`` (:func:`_budget_figures`) in the order :meth:`PlanOption.build` sets them (each budget's set over
+    them as the option is built). A group's quotes come in one order for the same offers, devices, assumptions and
+    spot choice (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these
+    are kept on the group for those (``options_for``) and copied into each option at once."""
     out = []
     for q in quotes:
         if isinstance(q, OwnedQuote):
@@ -468,9 +464,9 @@ def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset
         offer = by_id[q.offer_id]
         own = node_of[q.offer_id]
         instance_row = own.devices_per_node == offer.accelerator_count
-        out.append({"id": q.option_id, "kind": "cloud", "provider": offer.provider, "instance": offer.instance,
-                    "spot": q.spot, "instances": q.instances, "price_date": offer.price_date,
-                    "price_stale": offer.id in stale_ids, "reference": own.reference,
+        out.append({**prepared, **budget, "id": q.option_id, "kind": "cloud", "provider": offer.provider,
+                    "instance": offer.instance, "spot": q.spot, "instances": q.instances,
+                    "price_date": offer.price_date, "price_stale": offer.id in stale_ids, "reference": own.reference,
                     "nodes": q.instances if instance_row else common["nodes"],
                     "gpus_per_node": offer.accelerator_count if instance_row else common["gpus_per_node"]})
     return tuple(out)

@@ -177,20 +177,6 @@ class PlanOption:
             raise TypeError(f"PlanOption.prepare: unknown fields {sorted(unknown)}")
         return _Prepared({**_OPTION_DEFAULTS, **common})
 
-    @staticmethod
-    def prepared_with(prepared: dict, values: dict) -> dict:
-        """A copy of :meth:`prepare`'s figures with ``values`` (fields) set over them, for :meth:`build`.
-
-        Raises:
-            TypeError: a name that is no field, or ``prepared`` not made by :meth:`prepare`.
-        """
-        if not values.keys() <= _OPTION_INIT or prepared.__class__ is not _Prepared:
-            raise TypeError(f"PlanOption.prepared_with: unknown fields {sorted(values.keys() - _OPTION_INIT)} or "
-                            "figures not prepared")
-        out = _Prepared(prepared)
-        out.update(values)
-        return out
-
     def with_(self, **changes) -> PlanOption:
         """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
         ``dataclasses.replace`` without the per-field init of a frozen dataclass (a plan copies hundreds)."""
@@ -544,9 +530,11 @@ def check_finite(result: PlanResult) -> None:
 
     if bad(result.flops_total) or bad(result.tokens):
         raise PlanInputError("tokens", "the budget is too large: FLOPs overflow")
+    isfinite = math.isfinite
     for o in result.options:
         total = o.hours + o.device_hours + o.tokens + o.tokens_per_s + o.energy_kwh + o.cost_usd
-        if math.isfinite(total) and not bad(o.usd_per_device_hour):  # one sum: a NaN or inf shows in it
+        rate = o.usd_per_device_hour
+        if isfinite(total) and (rate is None or isfinite(rate)):  # one sum: a NaN or inf shows in it
             continue
         figures = (o.hours, o.device_hours, o.tokens, o.tokens_per_s, o.energy_kwh, o.cost_usd, o.usd_per_device_hour)
         if any(bad(x) for x in figures):
