@@ -418,22 +418,28 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             total = q.total_usd
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
             cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
-            if own is None:  # an owned quote (a rig, a server)
-                out.append(PlanOption.build(prepared, **figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
-                                            usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
-                                            utilisation=q.utilisation, cost_usd_interval=cost_iv,
-                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour,
-                                                              q.holding),
-                                            serving=_priced_serving(serving, t, per_h), nodes=common["nodes"],
-                                            gpus_per_node=common["gpus_per_node"]))
-                continue
-            # PlanOption.build's fields of a cloud quote: the group's prepared figures with the offer's own
-            # (``_cloud_fields``) at once, the budget's at once, the price's one by one (two hundred a plan;
+            # PlanOption.build's fields: the group's prepared figures with a cloud offer's own (``_cloud_fields``) at
+            # once, the budget's at once, the price's one by one (a plan builds a few hundred options per keystroke;
             # tests/planner/test_option_build.py checks every option has exactly the fields)
             option = object.__new__(PlanOption)
             held = option.__dict__
             held.update(own)
             held.update(figures)
+            if q.__class__ is OwnedQuote:  # a rig, a server: the fields PlanOption.build would set, in its order
+                held["id"] = q.option_id
+                held["kind"] = q.kind
+                held["energy_kwh"] = q.energy_kwh
+                held["usd_per_device_hour"] = q.usd_per_device_hour
+                held["breakdown"] = q.breakdown
+                held["utilisation"] = q.utilisation
+                held["cost_usd_interval"] = cost_iv
+                held["owning"] = OwningCost.of(q.fixed_usd_per_device, q.variable_usd_per_device_hour, q.holding)
+                held["serving"] = _priced_serving(serving, t, per_h)
+                held["nodes"] = common["nodes"]
+                held["gpus_per_node"] = common["gpus_per_node"]
+                held["cost_usd"] = total
+                out.append(option)
+                continue
             held["energy_kwh"] = q.energy_kwh
             held["usd_per_device_hour"] = q.usd_per_device_hour
             held["breakdown"] = q.breakdown
@@ -449,17 +455,17 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
 
 def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict, prepared: dict,
                   budget: dict) -> tuple:
-    """Each cloud option of a group's quotes as far as its price and budget leave it (None for an owned quote): the
-    group's prepared figures (``PlanOption.prepare``) with the option's id, offer, spot, instances, stale price and
-    its own node's count and reference (a group may hold offers of several node sizes), the fields of a group's
-    ``budget`` (:func:`_budget_figures`) in the order :meth:`PlanOption.build` sets them (each budget's set over
-    them as the option is built). A group's quotes come in one order for the same offers, devices, assumptions and
+    """Each option of a group's quotes as far as its price and budget leave it: the group's prepared figures
+    (``PlanOption.prepare``), the fields of a group's ``budget`` (:func:`_budget_figures`) in the order
+    :meth:`PlanOption.build` sets them (each budget's set over them as the option is built) and a cloud option's id,
+    offer, spot, instances, stale price and its own node's count and reference (a group may hold offers of several
+    node sizes). A group's quotes come in one order for the same offers, devices, assumptions and
     spot choice (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these
     are kept on the group for those (``options_for``) and copied into each option at once."""
     out = []
     for q in quotes:
-        if isinstance(q, OwnedQuote):
-            out.append(None)
+        if q.__class__ is OwnedQuote:  # a rig's or a server's: its fields are set as it is built
+            out.append({**prepared, **budget})
             continue
         offer = by_id[q.offer_id]
         own = node_of[q.offer_id]

@@ -76,6 +76,16 @@ class OwningCost:
     variable_usd_per_device_hour: float
     holding: Holding | None = field(default=None, compare=False)  # by month and by hour (``cost.ownership``)
 
+    @classmethod
+    def of(cls, fixed_usd_per_device: float, variable_usd_per_device_hour: float,
+           holding: Holding | None = None) -> OwningCost:
+        """``OwningCost(...)`` without the frozen dataclass's per-field init (a plan makes one per rig and server
+        per keystroke); equal to it, field for field (tests/planner/test_option_build.py)."""
+        out = object.__new__(cls)
+        out.__dict__.update(fixed_usd_per_device=fixed_usd_per_device,
+                            variable_usd_per_device_hour=variable_usd_per_device_hour, holding=holding)
+        return out
+
 
 @dataclass(frozen=True)
 class PlanOption:
