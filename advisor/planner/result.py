@@ -190,12 +190,13 @@ class PlanOption:
     def with_(self, **changes) -> PlanOption:
         """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
         ``dataclasses.replace`` without the per-field init of a frozen dataclass (a plan copies hundreds)."""
-        unknown = changes.keys() - _OPTION_INIT
-        if unknown or "breakdown" in changes or "cost_usd" in changes:
+        if not changes.keys() <= _OPTION_CHANGES:
+            unknown = changes.keys() - _OPTION_INIT
             raise TypeError(f"PlanOption.with_: not for {sorted(unknown | (changes.keys() & {'breakdown', 'cost_usd'}))}")
         out = object.__new__(PlanOption)
-        out.__dict__.update(self.__dict__)
-        out.__dict__.update(changes)
+        held = out.__dict__
+        held.update(self.__dict__)
+        held.update(changes)
         return out
 
     @property
@@ -272,6 +273,7 @@ class _Prepared(dict):
 
 
 _OPTION_INIT = frozenset(f.name for f in fields(PlanOption) if f.init)
+_OPTION_CHANGES = _OPTION_INIT - {"breakdown"}  # what ``PlanOption.with_`` may change (``cost_usd`` follows)
 _OPTION_DEFAULTS = {f.name: f.default for f in fields(PlanOption) if f.init and f.default is not MISSING}
 
 
