@@ -359,7 +359,7 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
 def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryModel, arch: ModelArch, params: int,
                 active: int, tokens: float | None, lens: Lengths | None, a: CostAssumptions, calib,
                 stale_ids: frozenset[str] = frozenset(), wanted: tuple[str, ...] = (),
-                timers: dict | None = None) -> list[PlanOption]:
+                timers: dict | None = None, use: Use | None = None) -> list[PlanOption]:
     """Every priced option of one accelerator (none when it cannot run the job's precision or workload).
 
     Args:
@@ -369,6 +369,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         wanted: the job's software stacks (``planner.stacks.wanted_stacks``), to mark each option against.
         timers: accelerator id -> its timer kept from earlier plans of the same job (``service._Kept``); the
             timer made here is added to it.
+        use: the use the request states (``plan_use``), when the caller has it.
     Raises:
         ValueError: a figure out of range (an overflow), from the cost model.
     """
@@ -392,7 +393,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
         timer.nodes_of = (offers, a.home_gpus_per_rig, calib, wanted, (nodes_list, skeleton, node_of))
     out: list[PlanOption] = []
-    use = plan_use(req)
+    use = plan_use(req) if use is None else use
     billed = timer.billed  # a rig or server priced at the power the job's limit leaves it (not a rental)
     budget_hours, spot_offers, quotes_of = req.hours, req.spot_offers, timer.quotes
     for group in skeleton:
