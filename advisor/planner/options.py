@@ -555,7 +555,11 @@ def _budget_figures(t: Timing, n: int, tokens: float | None, budget_hours: float
     else:
         hours, job_tokens = budget_hours, t.tokens_per_s * budget_hours * 3600.0
         hours_iv = (hours, hours)
-    split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
+    split = None
+    if t.shares is not None:  # a loop, not a comprehension: no function made and called per group and budget
+        split = {}
+        for k, v in t.shares.items():
+            split[k] = v * hours * 3600.0
     return hours, hours_iv, {"hours": hours, "device_hours": hours * n, "tokens": job_tokens,
                              "hours_interval": hours_iv, "time_split_s": split}
 
