@@ -416,9 +416,10 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
             fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, _offers_by_id(offers), node_of,
                                                                      stale_ids, common, prepared, figures))
         for q, own in zip(quotes, fields[2]):
-            total = q.total_usd
+            breakdown = q.breakdown
+            total = breakdown.total_usd  # the quote's total (``total_usd``), read once without the property
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
-            cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
+            cost_iv = _cost_interval(total, breakdown, hours, hours_iv)
             # PlanOption.build's fields: the group's prepared figures with a cloud offer's own (``_cloud_fields``) at
             # once, the budget's at once, the price's one by one (a plan builds a few hundred options per keystroke;
             # tests/planner/test_option_build.py checks every option has exactly the fields)
@@ -431,7 +432,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 held["kind"] = q.kind
                 held["energy_kwh"] = q.energy_kwh
                 held["usd_per_device_hour"] = q.usd_per_device_hour
-                held["breakdown"] = q.breakdown
+                held["breakdown"] = breakdown
                 held["utilisation"] = q.utilisation
                 held["cost_usd_interval"] = cost_iv
                 held["owning"] = OwningCost.of(q.fixed_usd_per_device, q.variable_usd_per_device_hour, q.holding)
@@ -443,7 +444,7 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
                 continue
             held["energy_kwh"] = q.energy_kwh
             held["usd_per_device_hour"] = q.usd_per_device_hour
-            held["breakdown"] = q.breakdown
+            held["breakdown"] = breakdown
             held["cost_usd_interval"] = cost_iv
             held["serving"] = None if serving is None else _priced_serving(serving, t, per_h)  # None: training
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
