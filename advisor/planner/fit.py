@@ -36,8 +36,11 @@ def fit_target(result):
     owned = [o for o in options if o.kind == "owned"]
     if owned and not any(o.fits for o in owned):
         return owned[0]
-    asked = [o for o in options if o.kind != "owned" and o.accelerator in result.request.accelerator]
-    if result.request.accelerator and asked and not any(o.fits for o in asked):
+    wanted = result.request.accelerator
+    if not wanted:  # the whole catalog: no accelerator asked for
+        return None
+    asked = [o for o in options if o.kind != "owned" and o.accelerator in wanted]
+    if asked and not any(o.fits for o in asked):
         return asked[0]
     return None
 

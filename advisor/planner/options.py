@@ -85,6 +85,11 @@ def powered(acc: Accelerator, req: PlanRequest) -> Accelerator:
     return replace(acc, tdp_w=float(limit))
 
 
+def runs(req: PlanRequest, acc: Accelerator) -> bool:
+    """Whether an accelerator can run the job: its precision, and training on a part meant for it (``trains``)."""
+    return acc.peak_flops(compute_precision(req)) is not None and (req.workload == "inference" or trains(acc))
+
+
 def trains(acc: Accelerator) -> bool:
     """Whether an accelerator is meant for training (AWS Inferentia serves models only)."""
     return not acc.id.startswith("inferentia")
@@ -150,6 +155,13 @@ def _offers_by_id(offers) -> dict:
     return by_id
 
 
+class _Idle:
+    """What a job keeps of a part that cannot run it (``runs``), in place of its timer: nothing but the part."""
+
+    def __init__(self, acc: Accelerator, mem_model: MemoryModel):
+        self.acc, self.mem_model = acc, mem_model
+
+
 class _Timer:
     """Layouts and timings of one accelerator, memoised by node (options of one node size share them)."""
 
@@ -164,6 +176,8 @@ class _Timer:
         self._offloaded: dict[int, tuple] = {}  # --gpu-layers: a timing with layers on the CPU: ``offloaded``
         # A power limit is set on hardware one runs (owned, a rig, a server), not on a rented instance
         self._unlimited = req.model_copy(update={"power_limit_w": None}) if req.power_limit_w else req
+        self.billed = powered(acc, req)  # the part priced as a rig or server at the job's power limit (``powered``)
+        self.nodes_of: tuple | None = None  # the nodes and groups ``options_for`` last walked, with what they rest on
 
     def groups(self, nodes: list, wanted: tuple[str, ...], measured: float | None) -> tuple[tuple, dict]:
         """``(groups, node_of)`` of the job on ``nodes`` (``_nodes``: the catalog's, kept plan after plan):
@@ -228,7 +242,7 @@ class _Timer:
                spot_offers: bool) -> list:
         """``[quotes, built, prices]`` of a group of :meth:`groups`: ``quotes`` its ``cost.options.quote_job`` for ``hours``
         on a node of its kind (its cloud offers; ``billed``: the part as the job's power limit leaves it,
-        ``powered``), ``built`` None or what :func:`options_for` built of them (:func:`_built`), ``prices`` the
+        ``powered``), ``built`` None or what :func:`options_for` built of them, ``prices`` the
         assumptions and spot choice they were made with (one tuple while those hold: ``_cloud_fields``).
 
         The last quotes of each group are kept on it for the same cost assumptions and spot choice (an edit of a
@@ -318,30 +332,16 @@ class _Timer:
 
 
 def _budgeted(base: tuple, tokens: float | None, budget_hours: float | None) -> tuple[float, tuple, dict]:
-    """``(hours, hours interval, prepared figures)`` of a group (``_Timer._base``) for a budget of ``tokens`` (or
-    ``budget_hours`` when None): :func:`_budget_figures` set over the group's prepared figures, the last budget
-    asked kept on it (an edit of a price or the use keeps it)."""
+    """``(hours, hours interval, budget figures)`` of a group (``_Timer._base``) for a budget of ``tokens`` (or
+    ``budget_hours`` when None): :func:`_budget_figures`, set over the group's prepared figures as each option is
+    built, the last budget asked kept on it (an edit of a price or the use keeps it)."""
     budget = (tokens, budget_hours)
     last = base[4][0]  # (budget, figures): one read, so a plan in another thread cannot mix two budgets
     if last is not None and last[0] == budget:
         return last[1]
-    hours, hours_iv, values = _budget_figures(base[0], base[1]["devices"], tokens, budget_hours)
-    figures = (hours, hours_iv, PlanOption.prepared_with(base[2], values))
+    figures = _budget_figures(base[0], base[1]["devices"], tokens, budget_hours)
     base[4][0] = (budget, figures)
     return figures
-
-
-def _built(priced: list, figures: dict, stale_ids: frozenset, nodes: list) -> tuple | None:
-    """The options :func:`options_for` built of a group's ``figures`` (:func:`_budgeted`) and quotes
-    (``_Timer.quotes``: ``priced``, where they are kept), while those very figures, the stale offers and the nodes
-    (``_nodes``: each offer's own node) are the same: an edit that leaves the group's budget and its prices (a cloud
-    option's, when the jobs a month change) gives the same options; None when not kept. (The request reaches an
-    option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such quotes
-    are kept by the stated use's hours, None when none is.)"""
-    hit = priced[1]
-    if hit is not None and hit[0] is figures and hit[1] is stale_ids and hit[2] is nodes:
-        return hit[3]
-    return None
 
 
 def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tuple[float, float]:
@@ -359,7 +359,7 @@ def _cost_interval(cost: float, breakdown, hours: float, hours_interval) -> tupl
 def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryModel, arch: ModelArch, params: int,
                 active: int, tokens: float | None, lens: Lengths | None, a: CostAssumptions, calib,
                 stale_ids: frozenset[str] = frozenset(), wanted: tuple[str, ...] = (),
-                timers: dict | None = None) -> list[PlanOption]:
+                timers: dict | None = None, use: Use | None = None) -> list[PlanOption]:
     """Every priced option of one accelerator (none when it cannot run the job's precision or workload).
 
     Args:
@@ -369,84 +369,112 @@ def options_for(req: PlanRequest, acc: Accelerator, offers, mem_model: MemoryMod
         wanted: the job's software stacks (``planner.stacks.wanted_stacks``), to mark each option against.
         timers: accelerator id -> its timer kept from earlier plans of the same job (``service._Kept``); the
             timer made here is added to it.
+        use: the use the request states (``plan_use``), when the caller has it.
     Raises:
         ValueError: a figure out of range (an overflow), from the cost model.
     """
-    if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
-        return []
     timer = None if timers is None else timers.get(acc.id)
     if timer is None or timer.acc is not acc or timer.mem_model is not mem_model:
-        timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib)
+        timer = _Timer(req, acc, arch, params, active, lens, mem_model, calib) if runs(req, acc) else \
+            _Idle(acc, mem_model)
         if timers is not None:
             timers[acc.id] = timer
+    if timer.__class__ is _Idle:
+        return []
+    # the accelerator's nodes and groups, kept on its timer while the offers, the rig size, the calibration and the
+    # job's stacks are those they were made of (the timer is the job's on this part, kept for its timing key, so
+    # whether the part runs the job and its power as the job's limit leaves it are the timer's own)
+    held = timer.nodes_of
+    if held is not None and held[0] is offers and held[1] == a.home_gpus_per_rig and held[2] is calib \
+            and held[3] == wanted:
+        nodes_list, skeleton, node_of = held[4]
+    else:
+        nodes_list = _nodes(acc, offers, a, calib)
+        skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
+        timer.nodes_of = (offers, a.home_gpus_per_rig, calib, wanted, (nodes_list, skeleton, node_of))
     out: list[PlanOption] = []
-    nodes_list = _nodes(acc, offers, a, calib)
-    skeleton, node_of = timer.groups(nodes_list, wanted, measured_link_bps(acc, calib))
-    use = plan_use(req)
-    billed = powered(acc, req)  # a rig or server priced at the power the job's limit leaves it (not a rental)
+    use = plan_use(req) if use is None else use
+    billed = timer.billed  # a rig or server priced at the power the job's limit leaves it (not a rental)
+    budget_hours, spot_offers, quotes_of = req.hours, req.spot_offers, timer.quotes
     for group in skeleton:
-        t, common, _prepared, serving = group[1][:4]  # the group's figures whatever the budget (``_Timer._base``)
-        hours, hours_iv, figures = _budgeted(group[1], tokens, req.hours)
-        priced = timer.quotes(group, billed, hours, a, use, req.spot_offers)
-        quotes, kept = priced[0], _built(priced, figures, stale_ids, nodes_list)
-        if kept is not None:
-            out.extend(kept)
+        base = group[1]  # the group's figures whatever the budget (``_Timer._base``)
+        hours, hours_iv, figures = _budgeted(base, tokens, budget_hours)
+        priced = quotes_of(group, billed, hours, a, use, spot_offers)
+        # The options built of a group's figures and quotes (kept on ``priced``) while those very figures, the stale
+        # offers and the nodes (each offer's own node) are the same: an edit that leaves the group's budget and its
+        # prices (a cloud option's, when the jobs a month change) gives the same options. (The request reaches an
+        # option beyond its figures and quotes only in a reserved term's note, whether a use is stated, and such
+        # quotes are kept by the stated use's hours, None when none is.)
+        kept = priced[1]
+        if kept is not None and kept[0] is figures and kept[1] is stale_ids and kept[2] is nodes_list:
+            out.extend(kept[3])
             continue
+        t, common, prepared, serving, quotes = base[0], base[1], base[2], base[3], priced[0]
         start = len(out)
         fields = group[4]  # (prices, stale offers, each quote's own fields): one read
         if fields is None or fields[0] is not priced[2] or fields[1] is not stale_ids:
             fields = group[4] = (priced[2], stale_ids, _cloud_fields(quotes, _offers_by_id(offers), node_of,
-                                                                     stale_ids, common))
+                                                                     stale_ids, common, prepared, figures))
         for q, own in zip(quotes, fields[2]):
-            total = q.total_usd
+            breakdown = q.breakdown
+            total = breakdown.total_usd  # the quote's total (``total_usd``), read once without the property
             per_h = total / hours if hours > 0 else 0.0  # every part, spot rework included
-            cost_iv = _cost_interval(total, q.breakdown, hours, hours_iv)
-            if own is None:  # an owned quote (a rig, a server)
-                out.append(PlanOption.build(figures, id=q.option_id, kind=q.kind, energy_kwh=q.energy_kwh,
-                                            usd_per_device_hour=q.usd_per_device_hour, breakdown=q.breakdown,
-                                            utilisation=q.utilisation, cost_usd_interval=cost_iv,
-                                            owning=OwningCost(q.fixed_usd_per_device, q.variable_usd_per_device_hour,
-                                                              q.holding),
-                                            serving=_priced_serving(serving, t, per_h), nodes=common["nodes"],
-                                            gpus_per_node=common["gpus_per_node"]))
-                continue
-            # PlanOption.build's fields of a cloud quote set into the group's prepared figures: the offer's own
-            # (``_cloud_fields``) at once, the price's one by one (two hundred a plan;
+            cost_iv = _cost_interval(total, breakdown, hours, hours_iv)
+            # PlanOption.build's fields: the group's prepared figures with a cloud offer's own (``_cloud_fields``) at
+            # once, the budget's at once, the price's one by one (a plan builds a few hundred options per keystroke;
             # tests/planner/test_option_build.py checks every option has exactly the fields)
             option = object.__new__(PlanOption)
             held = option.__dict__
-            held.update(figures)
             held.update(own)
+            held.update(figures)
+            if q.__class__ is OwnedQuote:  # a rig, a server: the fields PlanOption.build would set, in its order
+                held["id"] = q.option_id
+                held["kind"] = q.kind
+                held["energy_kwh"] = q.energy_kwh
+                held["usd_per_device_hour"] = q.usd_per_device_hour
+                held["breakdown"] = breakdown
+                held["utilisation"] = q.utilisation
+                held["cost_usd_interval"] = cost_iv
+                held["owning"] = OwningCost.of(q.fixed_usd_per_device, q.variable_usd_per_device_hour, q.holding)
+                held["serving"] = _priced_serving(serving, t, per_h)
+                held["nodes"] = common["nodes"]
+                held["gpus_per_node"] = common["gpus_per_node"]
+                held["cost_usd"] = total
+                out.append(option)
+                continue
             held["energy_kwh"] = q.energy_kwh
             held["usd_per_device_hour"] = q.usd_per_device_hour
-            held["breakdown"] = q.breakdown
+            held["breakdown"] = breakdown
             held["cost_usd_interval"] = cost_iv
             held["serving"] = None if serving is None else _priced_serving(serving, t, per_h)  # None: training
             if q.term_usd_per_instance_hour is not None:  # a commitment: say what the hourly figure stands for
-                held["note"] = "; ".join(filter(None, [figures["note"], reserved_note(q, req)]))
+                held["note"] = "; ".join(filter(None, [prepared["note"], reserved_note(q, req)]))
             held["cost_usd"] = total
             out.append(option)
         priced[1] = (figures, stale_ids, nodes_list, tuple(out[start:]))
     return out
 
 
-def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict) -> tuple:
-    """The fields of each cloud option of a group's quotes that its price leaves (None for an owned quote): its id,
+def _cloud_fields(quotes: list, by_id: dict, node_of: dict, stale_ids: frozenset, common: dict, prepared: dict,
+                  budget: dict) -> tuple:
+    """Each option of a group's quotes as far as its price and budget leave it: the group's prepared figures
+    (``PlanOption.prepare``), the fields of a group's ``budget`` (:func:`_budget_figures`) in the order
+    :meth:`PlanOption.build` sets them (each budget's set over them as the option is built) and a cloud option's id,
     offer, spot, instances, stale price and its own node's count and reference (a group may hold offers of several
-    node sizes). A group's quotes come in one order for the same offers, devices, assumptions and spot choice
-    (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these are kept on
-    the group for those (``options_for``) and set into each option at once."""
+    node sizes). A group's quotes come in one order for the same offers, devices, assumptions and
+    spot choice (``cost.jobs.offer_quotes``: each offer on-demand where priced, then at its spot price), so these
+    are kept on the group for those (``options_for``) and copied into each option at once."""
     out = []
     for q in quotes:
-        if isinstance(q, OwnedQuote):
-            out.append(None)
+        if q.__class__ is OwnedQuote:  # a rig's or a server's: its fields are set as it is built
+            out.append({**prepared, **budget})
             continue
         offer = by_id[q.offer_id]
         own = node_of[q.offer_id]
         instance_row = own.devices_per_node == offer.accelerator_count
-        out.append({"id": q.option_id, "kind": "cloud", "provider": offer.provider, "instance": offer.instance,
-                    "spot": q.spot, "instances": q.instances, "price_date": offer.price_date,
-                    "price_stale": offer.id in stale_ids, "reference": own.reference,
+        out.append({**prepared, **budget, "id": q.option_id, "kind": "cloud", "provider": offer.provider,
+                    "instance": offer.instance, "spot": q.spot, "instances": q.instances,
+                    "price_date": offer.price_date, "price_stale": offer.id in stale_ids, "reference": own.reference,
                     "nodes": q.instances if instance_row else common["nodes"],
                     "gpus_per_node": offer.accelerator_count if instance_row else common["gpus_per_node"]})
     return tuple(out)
@@ -528,7 +556,11 @@ def _budget_figures(t: Timing, n: int, tokens: float | None, budget_hours: float
     else:
         hours, job_tokens = budget_hours, t.tokens_per_s * budget_hours * 3600.0
         hours_iv = (hours, hours)
-    split = None if t.shares is None else {k: v * hours * 3600.0 for k, v in t.shares.items()}
+    split = None
+    if t.shares is not None:  # a loop, not a comprehension: no function made and called per group and budget
+        split = {}
+        for k, v in t.shares.items():
+            split[k] = v * hours * 3600.0
     return hours, hours_iv, {"hours": hours, "device_hours": hours * n, "tokens": job_tokens,
                              "hours_interval": hours_iv, "time_split_s": split}
 
@@ -599,9 +631,7 @@ def owned_options_for(req: PlanRequest, hw: OwnedHardware, mem_model: MemoryMode
         One or two options, or none when the hardware cannot run the job's precision or workload.
     """
     acc = hw.accelerator
-    if acc.peak_flops(compute_precision(req)) is None or (req.workload != "inference" and not trains(acc)):
-        return []
-    if not trains_on(hw, req.workload):
+    if not runs(req, acc) or not trains_on(hw, req.workload):
         return []
     capacity = owned_capacity(hw, _backend_of(req, acc))
     per_node = hw.per_machine or hw.count

@@ -200,7 +200,12 @@ PRICE_AND_BUDGET_FIELDS = frozenset({
 _TIMING_FIELDS = tuple(f for f in Job.model_fields if f not in PRICE_AND_BUDGET_FIELDS)
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # values a key holds as they are
+
+
 def _frozen(value):
+    if value.__class__ in _PLAIN:  # most fields: at once
+        return value
     if isinstance(value, dict):
         return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -221,7 +226,7 @@ def fields_key(req: PlanRequest, fields: tuple[str, ...], name: str) -> tuple:
     memo = request_memo(req)
     hit = memo.get(name)
     if hit is None:
-        hit = memo[name] = tuple(_frozen(getattr(req, f)) for f in fields)
+        hit = memo[name] = tuple([_frozen(getattr(req, f)) for f in fields])
     return hit
 
 

@@ -76,6 +76,16 @@ class OwningCost:
     variable_usd_per_device_hour: float
     holding: Holding | None = field(default=None, compare=False)  # by month and by hour (``cost.ownership``)
 
+    @classmethod
+    def of(cls, fixed_usd_per_device: float, variable_usd_per_device_hour: float,
+           holding: Holding | None = None) -> OwningCost:
+        """``OwningCost(...)`` without the frozen dataclass's per-field init (a plan makes one per rig and server
+        per keystroke); equal to it, field for field (tests/planner/test_option_build.py)."""
+        out = object.__new__(cls)
+        out.__dict__.update(fixed_usd_per_device=fixed_usd_per_device,
+                            variable_usd_per_device_hour=variable_usd_per_device_hour, holding=holding)
+        return out
+
 
 @dataclass(frozen=True)
 class PlanOption:
@@ -177,29 +187,16 @@ class PlanOption:
             raise TypeError(f"PlanOption.prepare: unknown fields {sorted(unknown)}")
         return _Prepared({**_OPTION_DEFAULTS, **common})
 
-    @staticmethod
-    def prepared_with(prepared: dict, values: dict) -> dict:
-        """A copy of :meth:`prepare`'s figures with ``values`` (fields) set over them, for :meth:`build`.
-
-        Raises:
-            TypeError: a name that is no field, or ``prepared`` not made by :meth:`prepare`.
-        """
-        if not values.keys() <= _OPTION_INIT or prepared.__class__ is not _Prepared:
-            raise TypeError(f"PlanOption.prepared_with: unknown fields {sorted(values.keys() - _OPTION_INIT)} or "
-                            "figures not prepared")
-        out = _Prepared(prepared)
-        out.update(values)
-        return out
-
     def with_(self, **changes) -> PlanOption:
         """A copy with ``changes`` (fields other than ``breakdown``, whose total ``cost_usd`` follows):
         ``dataclasses.replace`` without the per-field init of a frozen dataclass (a plan copies hundreds)."""
-        unknown = changes.keys() - _OPTION_INIT
-        if unknown or "breakdown" in changes or "cost_usd" in changes:
+        if not changes.keys() <= _OPTION_CHANGES:
+            unknown = changes.keys() - _OPTION_INIT
             raise TypeError(f"PlanOption.with_: not for {sorted(unknown | (changes.keys() & {'breakdown', 'cost_usd'}))}")
         out = object.__new__(PlanOption)
-        out.__dict__.update(self.__dict__)
-        out.__dict__.update(changes)
+        held = out.__dict__
+        held.update(self.__dict__)
+        held.update(changes)
         return out
 
     @property
@@ -276,6 +273,7 @@ class _Prepared(dict):
 
 
 _OPTION_INIT = frozenset(f.name for f in fields(PlanOption) if f.init)
+_OPTION_CHANGES = _OPTION_INIT - {"breakdown"}  # what ``PlanOption.with_`` may change (``cost_usd`` follows)
 _OPTION_DEFAULTS = {f.name: f.default for f in fields(PlanOption) if f.init and f.default is not MISSING}
 
 
@@ -544,9 +542,11 @@ def check_finite(result: PlanResult) -> None:
 
     if bad(result.flops_total) or bad(result.tokens):
         raise PlanInputError("tokens", "the budget is too large: FLOPs overflow")
+    isfinite = math.isfinite
     for o in result.options:
         total = o.hours + o.device_hours + o.tokens + o.tokens_per_s + o.energy_kwh + o.cost_usd
-        if math.isfinite(total) and not bad(o.usd_per_device_hour):  # one sum: a NaN or inf shows in it
+        rate = o.usd_per_device_hour
+        if isfinite(total) and (rate is None or isfinite(rate)):  # one sum: a NaN or inf shows in it
             continue
         figures = (o.hours, o.device_hours, o.tokens, o.tokens_per_s, o.energy_kwh, o.cost_usd, o.usd_per_device_hour)
         if any(bad(x) for x in figures):

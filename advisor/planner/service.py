@@ -183,17 +183,19 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     offers_by_accel, stale, prices_as_of = _catalog_index(catalog)
     wanted = wanted_stacks(request)
     try:
+        use = plan_use(request)  # the jobs a month and other use: the same for the request as it runs on every part
         for hw in owned_all:
             options.extend(owned_options_for(run_req(hw.accelerator), hw, mem_for(hw.accelerator), arch, params, active, tokens, lens,
                                              assumptions, calibration, wanted))
         for acc in accels:
             req, job_kept_here = run_kept(acc)
             found = options_for(req, acc, offers_by_accel.get(acc.id, NO_OFFERS), mem_for(acc), arch, params,
-                                active, tokens, lens, assumptions, calibration, stale, wanted, job_kept_here.timers)
+                                active, tokens, lens, assumptions, calibration, stale, wanted, job_kept_here.timers,
+                                use)
             if limits is not None:
                 found = [o for o in found if o.devices <= limits.get(acc.id, 0)]
             options.extend(found)
-        options = with_break_even(options, catalog.accelerators, assumptions, plan_use(request))
+        options = with_break_even(options, catalog.accelerators, assumptions, use)
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # a figure out of range in the cost model
         field = "hours" if request.hours is not None else ("tokens" if request.tokens is not None else "assumptions")
         raise PlanInputError(field, f"out of range: {' '.join(str(exc).split())}") from None

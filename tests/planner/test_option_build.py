@@ -8,7 +8,7 @@ import pytest
 
 from advisor.catalog import load_catalog
 from advisor.planner import PlanRequest, plan
-from advisor.planner.result import PlanOption
+from advisor.planner.result import OwningCost, PlanOption
 
 
 @pytest.fixture(scope="module", params=[
@@ -32,6 +32,16 @@ def test_build_equals_init_for_every_option_of_a_plan(options):
         assert via_init == o
         assert via_init.cost_usd == o.cost_usd == o.breakdown.total_usd
         assert vars(via_init) == vars(o)
+
+
+def test_owning_cost_of_equals_init_for_every_owned_option(options):
+    owned = [o.owning for o in options if o.owning is not None]
+    assert owned  # the catalog's rigs and servers
+    for cost in owned:
+        via_init = OwningCost(cost.fixed_usd_per_device, cost.variable_usd_per_device_hour, cost.holding)
+        assert via_init == cost and vars(via_init) == vars(cost)
+        assert vars(OwningCost.of(cost.fixed_usd_per_device, cost.variable_usd_per_device_hour)) == vars(
+            OwningCost(cost.fixed_usd_per_device, cost.variable_usd_per_device_hour))
 
 
 def test_build_fills_the_declared_defaults(options):
