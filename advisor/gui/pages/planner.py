@@ -38,7 +38,7 @@ from advisor.gui.widgets.fit_advice import FitAdviceWidget
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.gui.widgets.wrapped import WrappedLabel
+from advisor.gui.widgets.wrapped import LayoutGate, WrappedLabel
 from advisor.units import fmt_count, fmt_hours, fmt_mem, fmt_usd, mem_value, memory_unit, sig3
 
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
@@ -187,7 +187,7 @@ class PlannerPage(Page):
         self.answer = WrappedLabel("Planning…", hint_at_width=True)  # its width is the column's
         self.answer.setObjectName("planAnswer")
         self.answer.setTextFormat(Qt.TextFormat.RichText)
-        rl.addWidget(self.answer)
+        rl.addWidget(LayoutGate(self.answer))  # the page laid out again only when the answer's size changes
         self.fit_advice = FitAdviceWidget()
         self.fit_advice.setVisible(False)
         self.fit_advice.apply_requested.connect(self._on_fit_advice_apply_requested)
@@ -200,6 +200,7 @@ class PlannerPage(Page):
         self._place_timer = QTimer(self, singleShot=True, interval=0)
         self._place_timer.timeout.connect(self._place_capacity_labels)
         self.chart.getViewBox().sigResized.connect(self._place_timer.start)
+        self.chart.getViewBox().sigResized.connect(self._centre_axis_title)
         self.chart.setToolTip("Each bar is the memory one device needs at that device count (ZeRO/tensor parallel "
                               "shard it); dashed lines are device capacities: a bar under a line fits that device.")
         rl.addWidget(self.chart, 3)
@@ -219,7 +220,7 @@ class PlannerPage(Page):
         rl.addWidget(self.context_plot, 1)
         self.timing = WrappedLabel()  # wrapped: a long status line must not set the splitter's minimum width
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
-        rl.addWidget(self.timing)
+        rl.addWidget(LayoutGate(self.timing))
         split.addWidget(right)
         split.setStretchFactor(1, 1)
         # the form column is as wide as its widest row (plus the scroll bar), so nothing in it is clipped
@@ -434,6 +435,18 @@ class PlannerPage(Page):
         self._totals = [(i, sum(getattr(m, a) for _, a in MEMORY_PARTS)) for i, (_, m) in
                         enumerate(bundle.memory_by_devices)]
         self._place_capacity_labels()
+
+    @Slot()
+    def _centre_axis_title(self) -> None:
+        """The vertical axis's title centred on the axis for the text it has now (after the chart's title fitter,
+        connected first, has shortened or restored it at this height): pyqtgraph centres it only when the axis is
+        resized, for the text it has then, so a title shortened after the axis's last resize sat where the longer
+        one was centred, or not, by the order in which the page's layout passes arrived."""
+        axis = self.chart.getAxis("left")
+        label = axis.label
+        y = int(axis.size().height() / 2 + label.boundingRect().width() / 2)  # AxisItem.resizeEvent, 'left'
+        if label.pos().y() != y:
+            axis.resizeEvent(None)
 
     @Slot()
     def _place_capacity_labels(self) -> None:
