@@ -196,6 +196,7 @@ class PlannerPage(Page):
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
         self.chart.setMouseEnabled(x=False, y=False)
+        keep_axis_pictures(self.chart.getAxis("left"))  # the y range steps among a few nice values
         # after a resize the lines learn their new length first: place the labels once that is done
         self._place_timer = QTimer(self, singleShot=True, interval=0)
         self._place_timer.timeout.connect(self._place_capacity_labels)
@@ -521,6 +522,59 @@ class PlannerPage(Page):
         if not self.ctx.screenshot_keep_inputs:
             self.plan.load(dict(DEFAULT_INPUTS))
         self.plan.plan_now()
+
+
+AXIS_PICTURES = 32  # the axis drawings kept per axis (the y range takes a handful of values, at a few chart sizes)
+
+
+def keep_axis_pictures(axis, keep: int = AXIS_PICTURES) -> None:
+    """Keep the last ``keep`` drawings of a pyqtgraph axis (its ticks, labels and grid) by what they are drawn from,
+    and draw one again only for a new range, size, style or pen.
+
+    pyqtgraph drops an axis's drawing on every range change and works its ticks and labels out again (most of it in
+    Python), and the Planner's y range moves between a few nice values as an edit moves the bars (a step of the
+    micro-batch back and forth changes it twice): a range drawn before is drawn from the picture kept for it. The
+    key holds every input of ``AxisItem.generateDrawSpecs`` and ``drawPicture``, so a kept picture is the one
+    pyqtgraph would draw."""
+    import types
+    from collections import OrderedDict
+
+    pictures: OrderedDict = OrderedDict()
+    draw = type(axis).paint
+
+    def paint(self, painter, option, widget) -> None:
+        if self.picture is None:
+            key = _axis_key(self)
+            picture = pictures.get(key)
+            if picture is not None:
+                pictures.move_to_end(key)
+                self.picture = picture
+            else:
+                draw(self, painter, option, widget)  # works the drawing out and plays it
+                pictures[key] = self.picture
+                while len(pictures) > keep:
+                    pictures.popitem(last=False)
+                return
+        draw(self, painter, option, widget)  # plays the picture
+
+    axis.paint = types.MethodType(paint, axis)
+
+
+def _axis_key(axis) -> tuple:
+    """Everything a pyqtgraph axis's drawing depends on: its range and scale, its geometry and the linked view's (the
+    grid spans it), its style, fonts and pens, its ticks as set, and the text room it keeps."""
+    from PySide6.QtGui import QFont
+
+    def pen(p) -> tuple:
+        return p.color().rgba(), p.widthF(), int(p.style().value), p.isCosmetic()
+
+    view = axis.linkedView()
+    style = tuple(sorted((k, v.key() if isinstance(v, QFont) else repr(v)) for k, v in axis.style.items()))
+    return (axis.orientation, tuple(axis.range), axis.scale, axis.autoSIPrefixScale, axis.logMode,
+            axis.mapRectFromParent(axis.geometry()).getRect(),
+            view.mapRectToItem(axis, view.boundingRect()).getRect() if view is not None else None,
+            style, pen(axis.pen()), pen(axis.textPen()), axis.grid, repr(axis._tickLevels), repr(axis._tickSpacing),
+            getattr(axis, "_tickDensity", None), axis.textWidth, axis.textHeight)
 
 
 def nice_ceiling(x: float) -> float:
