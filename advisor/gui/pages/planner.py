@@ -128,6 +128,7 @@ class PlannerPage(Page):
         self._cap_lines: list = []
         self._legend_caps: dict[str, object] = {}  # capacity lines whose label is in the legend: name -> sample
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
+        self._from_form: dict | None = None  # the values the form is handing the model now (an edit)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
         self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
         self._categories: list[str] = []  # the chart's device-count labels as set last
@@ -255,11 +256,17 @@ class PlannerPage(Page):
 
     @Slot()
     def _on_form_inputs_changed(self) -> None:
-        self.plan.edit(self.form.values())
+        values = self.form.values()
+        self._from_form = values  # the model's echo of them needs no second read of the form
+        try:
+            self.plan.edit(values)
+        finally:
+            self._from_form = None
 
     @Slot(dict)
     def _on_plan_values_changed(self, values: dict) -> None:
-        self.form.show_values(values)
+        if values != self._from_form:  # an undo, an opened scenario: the form shows them (an edit's own: it does)
+            self.form.show_values(values)
 
     @Slot(str)
     def _on_stack_undo_text_changed(self, text: str) -> None:
