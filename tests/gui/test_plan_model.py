@@ -277,3 +277,23 @@ def test_the_next_step_is_planned_ahead_only_once_the_plan_shown_is_painted(make
     assert [a for a, _ in started] == [False, True]  # the edit's plan, then the next step's
     assert started[1][1] >= 1  # the answer of the plan shown was painted before the plan ahead started
     assert model.bundle.result.request.micro_batch == 3
+
+
+def test_an_edit_reads_the_form_once_and_an_undo_shows_the_values_again(make_window, qtbot):
+    """The model's echo of an edit (``values_changed``) is what the form just handed it: the page does not read the
+    whole form a second time to find that out. An undo's values come from the model: the form shows them."""
+    w, page = _planner(make_window, qtbot)
+    reads = [0]
+    real_values = page.form.values
+
+    def values():
+        reads[0] += 1
+        return real_values()
+
+    page.form.values = values
+    spin = page.form.w["micro_batch"]
+    spin.setValue(spin.value() + 1)  # the up arrow
+    assert reads[0] == 1 and page.plan.values["micro_batch"] == spin.value()
+    before = spin.value() - 1
+    page.plan.undo_stack.undo()
+    assert spin.value() == before and real_values().get("micro_batch", 1) == before

@@ -38,7 +38,7 @@ from advisor.gui.widgets.fit_advice import FitAdviceWidget
 from advisor.gui.widgets.plan_form import PlanFormWidget
 from advisor.gui.widgets.stale import fade_out
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
-from advisor.gui.widgets.wrapped import WrappedLabel
+from advisor.gui.widgets.wrapped import LayoutGate, WrappedLabel
 from advisor.units import fmt_count, fmt_hours, fmt_mem, fmt_usd, mem_value, memory_unit, sig3
 
 MEMORY_PARTS = (("weights", "weights_bytes"), ("gradients", "gradients_bytes"), ("optimizer", "optimizer_bytes"),
@@ -128,6 +128,7 @@ class PlannerPage(Page):
         self._cap_lines: list = []
         self._legend_caps: dict[str, object] = {}  # capacity lines whose label is in the legend: name -> sample
         self._drawn = None  # the bundle on screen (drawing waits while the page is hidden)
+        self._from_form: dict | None = None  # the values the form is handing the model now (an edit)
         self._columns_for: tuple | None = None  # machine ids the table columns and capacity lines were built for
         self._ranges: tuple | None = None  # the chart's (y top, x range) as set last
         self._categories: list[str] = []  # the chart's device-count labels as set last
@@ -187,7 +188,7 @@ class PlannerPage(Page):
         self.answer = WrappedLabel("Planning…", hint_at_width=True)  # its width is the column's
         self.answer.setObjectName("planAnswer")
         self.answer.setTextFormat(Qt.TextFormat.RichText)
-        rl.addWidget(self.answer)
+        rl.addWidget(LayoutGate(self.answer))  # the page laid out again only when the answer's size changes
         self.fit_advice = FitAdviceWidget()
         self.fit_advice.setVisible(False)
         self.fit_advice.apply_requested.connect(self._on_fit_advice_apply_requested)
@@ -196,10 +197,12 @@ class PlannerPage(Page):
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
         self.chart.setMouseEnabled(x=False, y=False)
+        keep_axis_pictures(self.chart.getAxis("left"))  # the y range steps among a few nice values
         # after a resize the lines learn their new length first: place the labels once that is done
         self._place_timer = QTimer(self, singleShot=True, interval=0)
         self._place_timer.timeout.connect(self._place_capacity_labels)
         self.chart.getViewBox().sigResized.connect(self._place_timer.start)
+        self.chart.getViewBox().sigResized.connect(self._centre_axis_title)
         self.chart.setToolTip("Each bar is the memory one device needs at that device count (ZeRO/tensor parallel "
                               "shard it); dashed lines are device capacities: a bar under a line fits that device.")
         rl.addWidget(self.chart, 3)
@@ -219,7 +222,7 @@ class PlannerPage(Page):
         rl.addWidget(self.context_plot, 1)
         self.timing = WrappedLabel()  # wrapped: a long status line must not set the splitter's minimum width
         self.timing.setStyleSheet(f"color: {themes.current().muted}")
-        rl.addWidget(self.timing)
+        rl.addWidget(LayoutGate(self.timing))
         split.addWidget(right)
         split.setStretchFactor(1, 1)
         # the form column is as wide as its widest row (plus the scroll bar), so nothing in it is clipped
@@ -253,11 +256,17 @@ class PlannerPage(Page):
 
     @Slot()
     def _on_form_inputs_changed(self) -> None:
-        self.plan.edit(self.form.values())
+        values = self.form.values()
+        self._from_form = values  # the model's echo of them needs no second read of the form
+        try:
+            self.plan.edit(values)
+        finally:
+            self._from_form = None
 
     @Slot(dict)
     def _on_plan_values_changed(self, values: dict) -> None:
-        self.form.show_values(values)
+        if values != self._from_form:  # an undo, an opened scenario: the form shows them (an edit's own: it does)
+            self.form.show_values(values)
 
     @Slot(str)
     def _on_stack_undo_text_changed(self, text: str) -> None:
@@ -436,6 +445,18 @@ class PlannerPage(Page):
         self._place_capacity_labels()
 
     @Slot()
+    def _centre_axis_title(self) -> None:
+        """The vertical axis's title centred on the axis for the text it has now (after the chart's title fitter,
+        connected first, has shortened or restored it at this height): pyqtgraph centres it only when the axis is
+        resized, for the text it has then, so a title shortened after the axis's last resize sat where the longer
+        one was centred, or not, by the order in which the page's layout passes arrived."""
+        axis = self.chart.getAxis("left")
+        label = axis.label
+        y = int(axis.size().height() / 2 + label.boundingRect().width() / 2)  # AxisItem.resizeEvent, 'left'
+        if label.pos().y() != y:
+            axis.resizeEvent(None)
+
+    @Slot()
     def _place_capacity_labels(self) -> None:
         """Capacity labels clear of each other and of the bars' totals, at the chart's size now (and again on
         each resize): right-aligned at the right edge, moved left where they would overlap."""
@@ -508,6 +529,59 @@ class PlannerPage(Page):
         if not self.ctx.screenshot_keep_inputs:
             self.plan.load(dict(DEFAULT_INPUTS))
         self.plan.plan_now()
+
+
+AXIS_PICTURES = 32  # the axis drawings kept per axis (the y range takes a handful of values, at a few chart sizes)
+
+
+def keep_axis_pictures(axis, keep: int = AXIS_PICTURES) -> None:
+    """Keep the last ``keep`` drawings of a pyqtgraph axis (its ticks, labels and grid) by what they are drawn from,
+    and draw one again only for a new range, size, style or pen.
+
+    pyqtgraph drops an axis's drawing on every range change and works its ticks and labels out again (most of it in
+    Python), and the Planner's y range moves between a few nice values as an edit moves the bars (a step of the
+    micro-batch back and forth changes it twice): a range drawn before is drawn from the picture kept for it. The
+    key holds every input of ``AxisItem.generateDrawSpecs`` and ``drawPicture``, so a kept picture is the one
+    pyqtgraph would draw."""
+    import types
+    from collections import OrderedDict
+
+    pictures: OrderedDict = OrderedDict()
+    draw = type(axis).paint
+
+    def paint(self, painter, option, widget) -> None:
+        if self.picture is None:
+            key = _axis_key(self)
+            picture = pictures.get(key)
+            if picture is not None:
+                pictures.move_to_end(key)
+                self.picture = picture
+            else:
+                draw(self, painter, option, widget)  # works the drawing out and plays it
+                pictures[key] = self.picture
+                while len(pictures) > keep:
+                    pictures.popitem(last=False)
+                return
+        draw(self, painter, option, widget)  # plays the picture
+
+    axis.paint = types.MethodType(paint, axis)
+
+
+def _axis_key(axis) -> tuple:
+    """Everything a pyqtgraph axis's drawing depends on: its range and scale, its geometry and the linked view's (the
+    grid spans it), its style, fonts and pens, its ticks as set, and the text room it keeps."""
+    from PySide6.QtGui import QFont
+
+    def pen(p) -> tuple:
+        return p.color().rgba(), p.widthF(), int(p.style().value), p.isCosmetic()
+
+    view = axis.linkedView()
+    style = tuple(sorted((k, v.key() if isinstance(v, QFont) else repr(v)) for k, v in axis.style.items()))
+    return (axis.orientation, tuple(axis.range), axis.scale, axis.autoSIPrefixScale, axis.logMode,
+            axis.mapRectFromParent(axis.geometry()).getRect(),
+            view.mapRectToItem(axis, view.boundingRect()).getRect() if view is not None else None,
+            style, pen(axis.pen()), pen(axis.textPen()), axis.grid, repr(axis._tickLevels), repr(axis._tickSpacing),
+            getattr(axis, "_tickDensity", None), axis.textWidth, axis.textHeight)
 
 
 def nice_ceiling(x: float) -> float:

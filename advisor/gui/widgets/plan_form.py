@@ -270,22 +270,28 @@ class PlanFormWidget(QWidget):
         self._update_rows()
         self.inputs_changed.emit()
 
-    def applies(self, name: str) -> bool:
-        """Whether a field is shown (and read) for the current model, workload and budget."""
+    def applies(self, name: str, choices: tuple | None = None) -> bool:
+        """Whether a field is shown (and read) for the current model, workload and budget.
+
+        ``choices``: :meth:`_choices` read once for a pass over every field (each read is a call into Qt, and a
+        pass asked the same three pickers about 200 times an edit)."""
         if name == "budget":
             return True
-        workload = self.w["workload"].currentData()
+        workload, model, budget_choice = self._choices() if choices is None else choices
         if workload not in JOB_FIELDS[name].workloads:
             return False
         if name in ARCH_FIELDS:
-            return self.w["model"].currentData() == CUSTOM
+            return model == CUSTOM
         if name == "download":  # only a Hugging Face name can be fetched
-            model = self.w["model"].currentData()
             return isinstance(model, str) and model.startswith("hf:")
         for budget, names in BUDGET_FIELDS.items():
             if name in names:
-                return self.w["budget"].currentData() == budget
+                return budget_choice == budget
         return True
+
+    def _choices(self) -> tuple:
+        """``(workload, model, budget)`` as chosen now: what decides which fields apply."""
+        return self.w["workload"].currentData(), self.w["model"].currentData(), self.w["budget"].currentData()
 
     def is_shown(self, name: str) -> bool:
         """Whether the field's row is visible."""
@@ -298,8 +304,9 @@ class PlanFormWidget(QWidget):
 
     def _update_rows(self) -> None:
         groups: dict[str, bool] = {}
+        choices = self._choices()
         for name, row in self.rows.items():
-            visible = self.applies(name)
+            visible = self.applies(name, choices)
             self._set_visible(row, visible)
             groups[self._group_of[name]] = groups.get(self._group_of[name], False) or visible
             if name in self._errors:
@@ -311,8 +318,9 @@ class PlanFormWidget(QWidget):
     def values(self) -> dict:
         """The fields shown that differ from their default, as a ``Job.from_mapping`` mapping (never raises)."""
         out: dict = {}
+        choices = self._choices()
         for name, meta in JOB_FIELDS.items():
-            if name in NOT_IN_FORM or not self.applies(name):
+            if name in NOT_IN_FORM or not self.applies(name, choices):
                 continue
             value = self._read(name)
             if value is not None and value != meta.default and not (meta.kind == "ids" and not value):

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt
 from PySide6.QtGui import QAbstractTextDocumentLayout, QPainter, QPalette, QTextDocument, QTextOption
 from PySide6.QtGui import Qt as GuiQt
-from PySide6.QtWidgets import QLabel, QStyleOption
+from PySide6.QtWidgets import QLabel, QStyleOption, QWidget
 
 _MAX = (1 << 24) - 1  # QWIDGETSIZE_MAX
 
@@ -53,12 +53,15 @@ class WrappedLabel(QLabel):
         self._doc_width: int | None = None  # the width the drawn document is laid out at now
         self._plain_key: tuple | None = None  # what a plain text's last heightForWidth was worked out for
         self._plain_height = 0
+        self._gate: LayoutGate | None = None  # the widget holding this label in a layout, if any
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
         if text == self.text():
             return  # the same text: nothing to lay out again
         super().setText(text)
         self._fit()
+        if self._gate is not None:
+            self._gate._sync()  # at once, as the layout a label sits in is told (not one posted event later)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
@@ -70,6 +73,8 @@ class WrappedLabel(QLabel):
             need = self.heightForWidth(width)
             if need > 0 and need != self.minimumHeight():
                 self.setMinimumHeight(need)
+                if self._gate is not None:
+                    self._gate._sync()
 
     # ------------------------------------------------------------ QLabel's sizes, measured once per width
     def _rich(self) -> bool:
@@ -225,10 +230,90 @@ class WrappedLabel(QLabel):
             return super().minimumSizeHint()
         hint = self.sizeHint()  # (its height at least one line's, however it is worked out)
         one_line = self._size_for_width(_MAX).height()
+        return QSize(self._minimum_hint_width(), min(one_line, hint.height()))
+
+    def _minimum_hint_width(self) -> int:
+        """The width of :meth:`minimumSizeHint` for rich text, without its height (a layout of the text on one line)."""
         narrowest = self._narrowest() if self.minimumWidth() <= 0 else None
         if narrowest is None:
-            width = self._size_for_width(0).width()
-        else:  # _size_for_width(0).width() without the layout at width 0
-            m = self.contentsMargins()
-            width = narrowest + 2 * self.margin() + m.left() + m.right()
-        return QSize(width, min(one_line, hint.height()))
+            return self._size_for_width(0).width()
+        m = self.contentsMargins()  # _size_for_width(0).width() without the layout at width 0
+        return narrowest + 2 * self.margin() + m.left() + m.right()
+
+    def layout_key(self) -> tuple:
+        """What a layout reads of this label at its width now: its size hint, the part of its minimum size hint a
+        layout uses (``qSmartMinSize`` takes an explicit minimum width or height over the hint's), its minimum and
+        maximum sizes, size policy and height for its width. Equal keys lay the page out the same
+        (:class:`LayoutGate`); the one-line layout of the minimum size hint's height is left out where the
+        explicit minimum height (kept at the text's height, ``_fit``) is what a layout takes."""
+        width = self.width()
+        explicit = self.minimumSize()
+        if not self._rich():
+            min_hint = self.minimumSizeHint().toTuple()
+        else:
+            min_hint = (self._minimum_hint_width() if explicit.width() <= 0 else None,
+                        self.minimumSizeHint().height() if explicit.height() <= 0 else None)
+        return (width, self.sizeHint().toTuple(), min_hint, explicit.toTuple(), self.maximumSize().toTuple(),
+                self.sizePolicy(), self.hasHeightForWidth(), self.heightForWidth(width) if width > 0 else None)
+
+
+class LayoutGate(QWidget):
+    """A :class:`WrappedLabel` in a layout, which lays the page out again only when the label's size changed.
+
+    ``QLabel.setText`` asks its layout for a new pass on every new text (``updateGeometry``), and a layout passes
+    it up to every layout above it: the whole column, and the splitter holding it, asked each of their widgets for
+    its size hints again. The Planner's answer and status lines change with every edit and nearly always keep
+    their size; those passes, with the label's hints measured anew (its text laid out on one line), were about a
+    tenth of an edit's instructions on the GUI thread. Here the label sits in this widget with no layout: its
+    request arrives here, and goes on (``updateGeometry``) only when :meth:`WrappedLabel.layout_key` changed, or
+    when this widget is shown or resized (a layout's cached heights for other widths are then asked again). The
+    label fills this widget, and this widget gives the layout the label's sizes, so the page is laid out as with
+    the label in its place."""
+
+    def __init__(self, label: WrappedLabel, parent=None) -> None:
+        super().__init__(parent)
+        self.label = label
+        label._gate = self
+        label.setParent(self)
+        label.move(0, 0)
+        self._key: tuple | None = None
+        self._sync()
+
+    def _sync(self) -> None:
+        """Take on the label's sizes and size policy, and ask for a layout pass where they changed."""
+        key = self.label.layout_key()
+        if key == self._key:
+            return
+        self._key = key
+        label = self.label
+        self.setSizePolicy(label.sizePolicy())
+        self.setMinimumSize(label.minimumSize())
+        self.setMaximumSize(label.maximumSize())
+        self.updateGeometry()
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:  # the label's updateGeometry (no layout here to take it)
+            self._sync()
+        return super().event(event)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        self.label.setGeometry(self.rect())
+        if event.oldSize().width() != event.size().width():
+            self._key = None  # a new width: the layout asks the heights of the label at it again
+        self._sync()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        self._sync()  # a text set while hidden posted nothing here
+        super().showEvent(event)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        return self.label.sizeHint()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        return self.label.minimumSizeHint()
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt API)
+        return self.label.hasHeightForWidth()
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt API)
+        return self.label.heightForWidth(width)
