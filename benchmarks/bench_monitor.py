@@ -64,6 +64,7 @@ def callback_trace(spell_ms: float = SPELL_MS):
             self.by_name: dict[str, list] = {}  # name -> [count, total CPU s, longest CPU s, longest wall s]
             self.longest: tuple = (0.0, 0.0, "", ())  # (CPU s, wall s, name, stack samples)
             self.spells: list[tuple] = []  # (s since the trace began, name, CPU ms, wall ms, stack samples)
+            self.since_mark: list[tuple[str, float]] = []  # events ended since the caller last took this list
             self._t0 = time.perf_counter()
             self._name: str | None = None
             self._cpu, self._wall = time.thread_time(), time.perf_counter()
@@ -95,6 +96,8 @@ def callback_trace(spell_ms: float = SPELL_MS):
                 if spent > spell_ms / 1000:
                     self.spells.append((round(self._wall - self._t0, 2), self._name, round(1000 * spent, 1),
                                         round(1000 * waited, 1), tuple(self._stacks[-6:])))
+            if self._name is not None:
+                self.since_mark.append((self._name, round(1000 * spent, 1)))
             self._stacks = []
             kind = event.type().name
             owner = obj.parent() if kind == "Timer" else None
@@ -193,6 +196,7 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     # its CPU and run-queue wait is time the GUI thread slept: idle in the event loop until the beat was due,
     # or waiting for the interpreter lock.
     sched = _SchedStat()
+    events: list[list | None] = []  # per gap with over 4 ms of GUI CPU: the events handled in it, (name, CPU ms)
     split: list[tuple[float, float, float]] = []  # per gap: (run-queue wait s, other threads' CPU s, gui CPU s)
     last = [time.perf_counter(), time.thread_time(), *sched.read(), time.process_time()]
 
@@ -203,6 +207,8 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
         gaps.append(now - last[0])
         busy.append(cpu - last[1])
         split.append((waited - last[3], max(0.0, (proc - last[4]) - (ran - last[2])), ran - last[2]))
+        events.append(trace.since_mark if ran - last[2] > 0.004 else None)  # what ran in a busy gap, by name
+        trace.since_mark = []
         last[:] = [now, cpu, ran, waited, proc]
 
     heart = QTimer()
@@ -261,13 +267,18 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
             "longest_gaps_ms": [{"wall": round(1000 * gaps[k], 1), "gui_cpu": round(1000 * split[k][2], 1),
                                  "gui_run_queue_wait": round(1000 * split[k][0], 1),
                                  "gui_asleep": round(1000 * (gaps[k] - split[k][2] - split[k][0]), 1),
-                                 "other_threads_cpu": round(1000 * split[k][1], 1)} for k in worst]
+                                 "other_threads_cpu": round(1000 * split[k][1], 1),
+                                 "gui_events": [e for e in events[k] or () if e[1] >= 0.3]} for k in worst]
             if sched.ok else None,
             "sampler_tick_cpu_ms_p50_p99_max": _quantiles_ms([c for c, _w in ticks]),
             "sampler_tick_wall_ms_p50_p99_max": _quantiles_ms([w for _c, w in ticks]),
             "gui_blocked_by_the_app_max_ms": round(max(own), 1) if own else None,
             "involuntary_context_switches": switches1.involuntary - switches0.involuntary,
             "voluntary_context_switches": switches1.voluntary - switches0.voluntary,
+            # the gaps of the most GUI CPU, with the events that spent it (those of 0.3 ms or more)
+            "busiest_gaps": [{"wall_ms": round(1000 * gaps[k], 1), "gui_cpu_ms": round(1000 * split[k][2], 1),
+                              "gui_events": [e for e in events[k] or () if e[1] >= 0.3]}
+                             for k in sorted(range(1, len(gaps)), key=lambda k: -split[k][2])[:5]] if sched.ok else None,
             "gui_run_queue_wait_total_ms": round(1000 * sum(w for w, _o, _c in split), 1) if sched.ok else None,
             **trace.report()}
 
