@@ -136,7 +136,11 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     ticks of a 4 ms heartbeat timer on the GUI thread minus 4 ms (how long the GUI thread was blocked), and the
     most CPU time the GUI thread spent between two ticks (its own work: on a loaded machine the wall-clock gap
     also holds time the OS gave to other processes). Over that second period every event the GUI thread handles
-    is timed (``callback_trace``): the longest one is named, with its Python stack where it ran past a frame."""
+    is timed (``callback_trace``): the longest one is named, with its Python stack where it ran past a frame.
+    Each gap is split with the kernel's per-thread schedstat (Linux) into the GUI thread's CPU, its run-queue wait
+    (runnable, not running) and its sleep, beside the CPU the process's other threads spent in it: the five
+    longest gaps and the five busiest are shown so, with the events handled in them, and the wall-clock block less
+    the neighbours' preemption (``own_block_ms``) is printed beside the judged wall-clock figure, never instead."""
     import tempfile
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
