@@ -35,6 +35,10 @@ GUI_BLOCK_MS = Target("GUI thread blocked at most (wall clock)", "<=", 16.0, "ms
 # the GUI thread's own CPU time between two beats: on a loaded machine the wall-clock gap also holds other processes'
 # turns, so both are judged
 GUI_BUSY_MS = Target("GUI thread's longest busy spell (its CPU time)", "<=", 16.0, "ms")
+# Beside it, not judged: the wall-clock block less the time other processes held the core the GUI thread was
+# runnable for (its run-queue wait, from the kernel's schedstat, beyond what the app's other threads ran)
+GUI_OWN_BLOCK_MS = Target("GUI thread blocked by the app itself (wall clock less neighbours' preemption)", "<=",
+                          16.0, "ms")
 HEARTBEAT_MS = 4
 SPELL_MS = 16.0  # an event the GUI thread handles for longer than a frame: named, with its Python stack
 
@@ -60,6 +64,7 @@ def callback_trace(spell_ms: float = SPELL_MS):
             self.by_name: dict[str, list] = {}  # name -> [count, total CPU s, longest CPU s, longest wall s]
             self.longest: tuple = (0.0, 0.0, "", ())  # (CPU s, wall s, name, stack samples)
             self.spells: list[tuple] = []  # (s since the trace began, name, CPU ms, wall ms, stack samples)
+            self.since_mark: list[tuple[str, float]] = []  # events ended since the caller last took this list
             self._t0 = time.perf_counter()
             self._name: str | None = None
             self._cpu, self._wall = time.thread_time(), time.perf_counter()
@@ -91,6 +96,8 @@ def callback_trace(spell_ms: float = SPELL_MS):
                 if spent > spell_ms / 1000:
                     self.spells.append((round(self._wall - self._t0, 2), self._name, round(1000 * spent, 1),
                                         round(1000 * waited, 1), tuple(self._stacks[-6:])))
+            if self._name is not None:
+                self.since_mark.append((self._name, round(1000 * spent, 1)))
             self._stacks = []
             kind = event.type().name
             owner = obj.parent() if kind == "Timer" else None
@@ -129,7 +136,11 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
     ticks of a 4 ms heartbeat timer on the GUI thread minus 4 ms (how long the GUI thread was blocked), and the
     most CPU time the GUI thread spent between two ticks (its own work: on a loaded machine the wall-clock gap
     also holds time the OS gave to other processes). Over that second period every event the GUI thread handles
-    is timed (``callback_trace``): the longest one is named, with its Python stack where it ran past a frame."""
+    is timed (``callback_trace``): the longest one is named, with its Python stack where it ran past a frame.
+    Each gap is split with the kernel's per-thread schedstat (Linux) into the GUI thread's CPU, its run-queue wait
+    (runnable, not running) and its sleep, beside the CPU the process's other threads spent in it: the five
+    longest gaps and the five busiest are shown so, with the events handled in them, and the wall-clock block less
+    the neighbours' preemption (``own_block_ms``) is printed beside the judged wall-clock figure, never instead."""
     import tempfile
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -182,31 +193,66 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
             collected.append((info.get("generation", -1), time.perf_counter() - gc_start[0]))
 
     gc.callbacks.append(on_gc)
-    last = [time.perf_counter(), time.thread_time()]
+    # Where a gap's wall time went, per beat: the GUI thread's own CPU and its run-queue wait (runnable, not
+    # running: the kernel gave the core to another thread, of this process or a neighbour's), both from the
+    # kernel's per-thread schedstat, and the CPU the process's other threads used in the gap (the sampler and its
+    # reader: while they hold the interpreter lock the GUI thread sleeps on it). What is left of the gap beyond
+    # its CPU and run-queue wait is time the GUI thread slept: idle in the event loop until the beat was due,
+    # or waiting for the interpreter lock.
+    sched = _SchedStat()
+    events: list[list | None] = []  # per gap with over 4 ms of GUI CPU: the events handled in it, (name, CPU ms)
+    split: list[tuple[float, float, float]] = []  # per gap: (run-queue wait s, other threads' CPU s, gui CPU s)
+    last = [time.perf_counter(), time.thread_time(), *sched.read(), time.process_time()]
 
     def beat() -> None:
         now, cpu = time.perf_counter(), time.thread_time()
+        ran, waited = sched.read()
+        proc = time.process_time()
         gaps.append(now - last[0])
         busy.append(cpu - last[1])
-        last[0], last[1] = now, cpu
+        split.append((waited - last[3], max(0.0, (proc - last[4]) - (ran - last[2])), ran - last[2]))
+        events.append(trace.since_mark if ran - last[2] > 0.004 else None)  # what ran in a busy gap, by name
+        trace.since_mark = []
+        last[:] = [now, cpu, ran, waited, proc]
 
     heart = QTimer()
     heart.setTimerType(Qt.TimerType.PreciseTimer)
     heart.setInterval(HEARTBEAT_MS)
     heart.timeout.connect(beat)
+    ticks: list[tuple[float, float]] = []  # the sampler thread's ticks: (its CPU s, wall s), the GPUs' reader aside
+    plain_tick = sampler.tick
+
+    def timed_tick(now=None):
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            return plain_tick(now)
+        finally:
+            ticks.append((time.thread_time() - cpu, time.perf_counter() - wall))
+
+    sampler.tick = timed_tick
     trace = callback_trace()
     app.installEventFilter(trace)
-    last[0], last[1] = time.perf_counter(), time.thread_time()
+    switches0 = psutil.Process().num_ctx_switches()
+    last[:] = [time.perf_counter(), time.thread_time(), *sched.read(), time.process_time()]
     heart.start()
     spin(duration_s)
     heart.stop()
+    switches1 = psutil.Process().num_ctx_switches()
+    del sampler.tick
     app.removeEventFilter(trace)
     trace.close()
     gc.callbacks.remove(on_gc)
     window.close()
     app.processEvents()
+    sched.close()
     gaps_ms = sorted(1000 * g for g in gaps[1:])
     blocked = max(0.0, gaps_ms[-1] - HEARTBEAT_MS) if gaps_ms else None
+    worst = sorted(range(1, len(gaps)), key=lambda k: -gaps[k])[:5]
+    # the app's own share of each gap: the gap without the GUI thread's run-queue wait, except as much of that wait
+    # as the process's other threads ran (they may have held the core the GUI thread waited for): what is taken
+    # out is only time other processes ran while the GUI thread was runnable
+    own = [own_block_ms(gaps[k], split[k][0], split[k][1]) for k in range(1, len(gaps))] if sched.ok else []
+    load = _load_average()
     return {"scenario": scenario, "gpus": sampler.gpu_count, "interval_s": interval_s, "chart_window_s": window_s,
             "history_s_at_start": round(hist0 * interval_s, 1),
             "measured_s": round(wall1 - wall0, 2), "samples": seq1 - seq0,
@@ -219,8 +265,77 @@ def bench_gui(duration_s: float, warmup_s: float, interval_s: float, scenario: s
             "gc_runs_by_generation": [sum(1 for g, _ in collected if g == k) for k in range(3)],
             "gc_longest_ms_by_generation": [round(1000 * max((d for g, d in collected if g == k), default=0.0), 1)
                                             for k in range(3)],
-            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+            "load_average_1min": load[0], "runnable_threads_machine_wide_at_end": load[1],
+            # the five longest gaps, each split: wall, the GUI thread's CPU, its run-queue wait (preempted), the
+            # rest (asleep: idle until the beat, or waiting for the interpreter lock) and the other threads' CPU
+            "longest_gaps_ms": [{"wall": round(1000 * gaps[k], 1), "gui_cpu": round(1000 * split[k][2], 1),
+                                 "gui_run_queue_wait": round(1000 * split[k][0], 1),
+                                 "gui_asleep": round(1000 * (gaps[k] - split[k][2] - split[k][0]), 1),
+                                 "other_threads_cpu": round(1000 * split[k][1], 1),
+                                 "gui_events": [e for e in events[k] or () if e[1] >= 0.3]} for k in worst]
+            if sched.ok else None,
+            "sampler_tick_cpu_ms_p50_p99_max": _quantiles_ms([c for c, _w in ticks]),
+            "sampler_tick_wall_ms_p50_p99_max": _quantiles_ms([w for _c, w in ticks]),
+            "gui_blocked_by_the_app_max_ms": round(max(own), 1) if own else None,
+            "involuntary_context_switches": switches1.involuntary - switches0.involuntary,
+            "voluntary_context_switches": switches1.voluntary - switches0.voluntary,
+            # the gaps of the most GUI CPU, with the events that spent it (those of 0.3 ms or more)
+            "busiest_gaps": [{"wall_ms": round(1000 * gaps[k], 1), "gui_cpu_ms": round(1000 * split[k][2], 1),
+                              "gui_events": [e for e in events[k] or () if e[1] >= 0.3]}
+                             for k in sorted(range(1, len(gaps)), key=lambda k: -split[k][2])[:5]] if sched.ok else None,
+            "gui_run_queue_wait_total_ms": round(1000 * sum(w for w, _o, _c in split), 1) if sched.ok else None,
             **trace.report()}
+
+
+def own_block_ms(gap_s: float, run_queue_s: float, others_cpu_s: float, beat_ms: float = HEARTBEAT_MS) -> float:
+    """The app's own share of how long the GUI thread was blocked in one heartbeat gap, in ms: the gap less the
+    beat, less the GUI thread's run-queue wait beyond what the process's other threads ran in the gap (those
+    may have held the core it waited for, so they count as the app's). What is taken out is only time another
+    process ran while the GUI thread was runnable."""
+    return max(0.0, 1000 * (gap_s - max(0.0, run_queue_s - others_cpu_s)) - beat_ms)
+
+
+def _quantiles_ms(seconds: list[float]) -> list[float] | None:
+    """Median, 99th percentile and maximum, in ms."""
+    if not seconds:
+        return None
+    xs = sorted(seconds)
+    return [round(1000 * xs[int(q * (len(xs) - 1))], 2) for q in (0.5, 0.99, 1.0)]
+
+
+class _SchedStat:
+    """The calling thread's time on a CPU and waiting on a run queue, in seconds, from Linux's
+    ``/proc/self/task/<tid>/schedstat`` (zeros and ``ok`` False where there is none)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        try:
+            self._fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+        self.ok = self._fd is not None
+
+    def read(self) -> tuple[float, float]:
+        if self._fd is None:
+            return 0.0, 0.0
+        ran, waited, _slices = os.pread(self._fd, 96, 0).split()
+        return int(ran) / 1e9, int(waited) / 1e9
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _load_average() -> tuple[float | None, int | None]:
+    """The 1-minute load average and the threads runnable now, machine-wide (Linux's ``/proc/loadavg``)."""
+    try:
+        with open("/proc/loadavg") as f:
+            parts = f.read().split()
+        return float(parts[0]), int(parts[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return (round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None), None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,6 +356,10 @@ def main(argv: list[str] | None = None) -> int:
         print(CPU_PCT.line(result["cpu_pct_of_one_core"], label=what), file=sys.stderr)
         print(GUI_BLOCK_MS.line(result["gui_blocked_max_ms"], 1, label=what), file=sys.stderr)
         print(GUI_BUSY_MS.line(result["gui_busy_max_ms"], 1, label=what), file=sys.stderr)
+        if result["gui_blocked_by_the_app_max_ms"] is not None:  # shown beside the wall clock, never instead of it
+            print(GUI_OWN_BLOCK_MS.line(result["gui_blocked_by_the_app_max_ms"], 1, label=what)
+                  + f"; the GUI thread waited {result['gui_run_queue_wait_total_ms']:.0f} ms on a run queue in all, "
+                  f"load {result['load_average_1min']}", file=sys.stderr)
         print(f"longest GUI-thread callback: {result['longest_callback']}, {result['longest_callback_cpu_ms']} ms CPU "
               f"({result['longest_callback_wall_ms']} ms wall)", file=sys.stderr)
         return exit_code([CPU_PCT.met(result["cpu_pct_of_one_core"]), GUI_BLOCK_MS.met(result["gui_blocked_max_ms"]),

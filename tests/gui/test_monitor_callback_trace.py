@@ -69,3 +69,35 @@ def test_the_longest_callback_is_named_with_its_cpu_time_and_stack(qtbot, qapp):
     names = {row["name"]: row for row in report["callbacks_by_longest"]}
     assert names["Timer QTimer"]["count"] >= 1  # the ownerless timer, named apart
     assert names["Timer QTimer"]["longest_cpu_ms"] < report["longest_callback_cpu_ms"]
+
+
+def test_a_gap_less_the_neighbours_preemption_is_the_apps_own_block():
+    bench = _bench_monitor()
+    # worked by hand: a 61.1 ms gap of a 4 ms beat, 56.9 ms of it runnable on a run queue while the app's other
+    # threads ran 0 ms: 61.1 - 56.9 - 4 = 0.2 ms was the app's
+    assert abs(bench.own_block_ms(0.0611, 0.0569, 0.0) - 0.2) < 1e-9
+    # the same wait while the sampler ran 12.8 ms: those 12.8 ms stay the app's (0.2 + 12.8 = 13.0)
+    assert abs(bench.own_block_ms(0.0611, 0.0569, 0.0128) - 13.0) < 1e-9
+    # other threads ran longer than the GUI thread waited: nothing is taken out (61.1 - 4 = 57.1)
+    assert abs(bench.own_block_ms(0.0611, 0.010, 0.020) - 57.1) < 1e-9
+    assert bench.own_block_ms(0.002, 0.0, 0.0) == 0.0  # a beat early by 2 ms blocked nothing
+
+
+def test_schedstat_counts_the_threads_cpu_time():
+    stat = _bench_monitor()._SchedStat()
+    if not stat.ok:  # not Linux: the benchmark reports no split
+        assert stat.read() == (0.0, 0.0)
+        return
+    try:
+        ran0, waited0 = stat.read()
+        cpu0 = time.thread_time()
+        end = cpu0 + 0.05
+        while time.thread_time() < end:
+            pass
+        ran1, waited1 = stat.read()
+        spent = time.thread_time() - cpu0
+    finally:
+        stat.close()
+    # the kernel's per-thread CPU clock and schedstat's are one count (a tick's rounding apart)
+    assert abs((ran1 - ran0) - spent) < 0.005
+    assert waited1 >= waited0

@@ -192,3 +192,40 @@ def test_the_page_ticks_for_the_charts_in_view(make_window, qtbot):
     assert 0 < in_view < len(page._plots) == 10
     assert page._charts_in_view == in_view
     assert page._timer.interval() == int(1000 * 1.0 / (in_view + 2))  # e.g. 3 in view: 200 ms, not 100
+
+
+def test_tables_and_overview_are_updated_on_ticks_of_their_own(make_window, qtbot):
+    """16 GPUs at 10 Hz: the process table and the overview are each updated on a tick without a chart, and not on
+    the same tick as each other (one window repaint painting both was the GUI thread's longest spell), and the
+    overview still follows each tables' update, about once a second."""
+    w = make_window("16xv100", interval_s=0.1)
+    w.show_page("monitor")
+    page = w.page("monitor")
+    qtbot.waitUntil(lambda: len(page._drawn_at) > 0, timeout=10000)
+    ticks = [0]
+    seen: dict[str, list[int]] = {"tables": [], "overview": [], "chart": []}
+    plain = {name: getattr(page, name) for name in ("_redraw", "_update_tables", "_update_overview", "_redraw_chart")}
+
+    def redraw(*args):
+        ticks[0] += 1
+        return plain["_redraw"](*args)
+
+    def noting(name, what):
+        def call(*args):
+            seen[what].append(ticks[0])
+            return plain[name](*args)
+        return call
+
+    page._redraw = redraw
+    page._update_tables = noting("_update_tables", "tables")
+    page._update_overview = noting("_update_overview", "overview")
+    page._redraw_chart = noting("_redraw_chart", "chart")
+    seq = page._overview_seq
+    qtbot.wait(3500)
+    tables, overview, charts = set(seen["tables"]), set(seen["overview"]), set(seen["chart"])
+    assert len(tables) >= 2 and overview and charts  # 3.5 s at a 1 s period: 3 or 4 of each
+    assert not tables & overview and not tables & charts and not overview & charts
+    order = sorted(tables)
+    for t, after in zip(order, order[1:]):  # each tables' update is followed by the overview's before the next
+        assert any(t < o < after for o in overview), (order, sorted(overview))
+    assert page._overview_seq > seq  # the overview drew newer samples

@@ -90,6 +90,7 @@ class MonitorPage(Page):
         self._overview_seq, self._overview_at = -1, -1e9
         self._charts_in_view: int | None = None  # counted by each redraw; the tick rate follows it
         self._dirty = False
+        self._overview_due = False  # the tables were updated on the last tick: the overview's turn is the next
         self._samples_seen = 0
         self._export_worker: GeneratorWorker | None = None
         self._visible = False
@@ -375,12 +376,22 @@ class MonitorPage(Page):
             if budget_s is not None and time.perf_counter() - now > budget_s:
                 break
         self._dirty = drawn < len(due)
-        # the tables and the overview at the charts' pace, not every tick, and on a tick of their own: drawn in
-        # the same pass as a chart, both would be painted in one window repaint (the GUI thread's longest stall)
-        if full or (now - self._tables_at >= period_s and not drawn):
+        # the tables and the overview at the charts' pace, not every tick, each on a tick of its own: drawn in the
+        # same pass as a chart, or as each other, two would be painted in one window repaint. The tables' tick, the
+        # process table's repaint and the overview's in one pass were the GUI thread's longest spell (9-10 ms of
+        # its CPU, benchmarks/bench_monitor.py --gui at load 1.2; the tick 2.2-2.5 ms, each paint 2.4-3.8 ms)
+        if full:
             self._tables_at = now
             self._update_tables(sampler)
-        elif now - self._tables_at >= period_s:
+            self._update_overview(sampler)
+        elif now - self._tables_at >= period_s and not drawn:
+            self._tables_at = now
+            self._update_tables(sampler)
+            self._overview_due = True
+            self._dirty = True  # the overview on the next tick
+        elif self._overview_due and not drawn:
+            self._overview_due = not self._update_overview(sampler)
+        elif now - self._tables_at >= period_s or self._overview_due:
             self._dirty = True  # the next tick
 
     def _chart_period_s(self) -> float:
@@ -446,15 +457,23 @@ class MonitorPage(Page):
         books = self.ctx.books.current() if getattr(self.ctx, "books", None) is not None else None
         self.processes.set_rows(sampler.processes(), latest.wall_time_s if latest is not None else None,
                                 self._empty_reason(latest), books=books)
-        now = time.perf_counter()
-        # The overview repaints at most OVERVIEW_PERIOD_S apart, and only for a new sample.
-        if latest is not None and latest.seq != self._overview_seq and now - self._overview_at >= OVERVIEW_PERIOD_S:
-            self._overview_seq, self._overview_at = latest.seq, now
-            self.overview.update_sample(latest)
         state = "paused" if sampler.paused else f"every {sampler.interval_s:g} s"
         text = f"{len(sampler.history):,} samples kept · {state}"
         if text != self.status.text():
             self.status.setText(text)
+
+    def _update_overview(self, sampler) -> bool:
+        """The overview repaints at most ``OVERVIEW_PERIOD_S`` apart, and only for a new sample; False while a new
+        sample waits for that period to pass."""
+        latest = sampler.latest()
+        if latest is None or latest.seq == self._overview_seq:
+            return True
+        now = time.perf_counter()
+        if now - self._overview_at < OVERVIEW_PERIOD_S:
+            return False
+        self._overview_seq, self._overview_at = latest.seq, now
+        self.overview.update_sample(latest)
+        return True
 
     def _in_view(self, plot) -> bool:
         """Whether any of a chart lies in the scrolled view (geometry only: ``visibleRegion`` also depends on
