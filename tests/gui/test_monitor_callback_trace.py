@@ -47,13 +47,16 @@ def test_the_longest_callback_is_named_with_its_cpu_time_and_stack(qtbot, qapp):
     burner = Burner(40.0)
     quick = QTimer()  # a short tick beside it, from a timer without an owner
     quick.setInterval(2)
-    quick.timeout.connect(lambda: None)
+    ticks = [0]
+    quick.timeout.connect(lambda: ticks.__setitem__(0, ticks[0] + 1))
     qapp.installEventFilter(trace)
     try:
         quick.start()
         burner.timer.start()
         qtbot.waitUntil(lambda: burner.done, timeout=5000)
         qtbot.wait(30)  # further events close the burner's
+        ticks_after_burn = ticks[0]
+        qtbot.waitUntil(lambda: ticks[0] > ticks_after_burn, timeout=5000)  # the quick timer has ticked in the trace
     finally:
         quick.stop()
         qapp.removeEventFilter(trace)
