@@ -14,3 +14,20 @@ def without_sources(doc):
     if isinstance(doc, list):
         return [without_sources(v) for v in doc]
     return doc
+
+
+def write_pins(argv: list[str], doc: str, path, scenarios: dict, digests, noun: str) -> int:
+    """A pinning test's ``--write``: the digests of every scenario planned on the bundled catalog, stored in ``path``
+    (``tests/planner/test_plan_pinned.py`` and ``test_serve_pinned.py``); any other argument prints ``doc``."""
+    import json
+
+    if argv != ["--write"]:
+        print(doc)
+        return 2
+    from advisor.catalog import load_catalog
+
+    cat = load_catalog(use_user_file=False)
+    out = {name: digests(values, cat) for name, values in sorted(scenarios.items())}
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"pinned {len(out)} {noun} in {path.name}")
+    return 0

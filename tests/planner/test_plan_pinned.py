@@ -107,19 +107,11 @@ def test_a_plan_gives_the_pinned_json(name, catalog, pinned):
 
 
 def main(argv: list[str]) -> int:
-    import json
+    from tests.support_json import write_pins
 
-    if argv != ["--write"]:
-        print(__doc__)
-        return 2
-    from advisor.catalog import load_catalog
-
-    cat = load_catalog(use_user_file=False)
-    out = {name: digests(values, cat) for name, values in sorted(scenarios().items())}
-    PINNED.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"pinned {len(out)} plans in {PINNED.relative_to(ROOT)}")
-    return 0
+    return write_pins(argv, __doc__, PINNED, scenarios(), digests, "plans")
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # run as a script: the tests package from the repository's root
     sys.exit(main(sys.argv[1:]))
