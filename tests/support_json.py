@@ -31,3 +31,27 @@ def write_pins(argv: list[str], doc: str, path, scenarios: dict, digests, noun: 
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"pinned {len(out)} {noun} in {path.name}")
     return 0
+
+
+def read_pins(path) -> dict:
+    """The digests a pinning test stored with ``write_pins``."""
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def benchmark_module(name: str):
+    """``benchmarks/<name>.py`` imported once as the module ``name`` (kept in ``sys.modules``: a dataclass looks its
+    module up), its neighbour ``verdict.py`` imported first as the benchmark imports it."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    for module_name in ("verdict", name):
+        if module_name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(module_name, bench / f"{module_name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+    return sys.modules[name]

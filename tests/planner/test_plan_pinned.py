@@ -11,30 +11,23 @@ purpose:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # run as a script (--write): the tests package from the repository's root
 PINNED = Path(__file__).with_name("plan_pinned.json")
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.toml"))
 EDITS = (0, 1)  # the benchmark's first two edits, planned one after the other
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _bench():
-    if "verdict" not in sys.modules:  # what the benchmark imports beside it
-        _load("verdict", ROOT / "benchmarks" / "verdict.py")
-    return sys.modules.get("bench_plan") or _load("bench_plan", ROOT / "benchmarks" / "bench_plan.py")
+    from tests.support_json import benchmark_module  # imported when called: the file also runs as a script
+
+    return benchmark_module("bench_plan")
 
 
 def scenarios() -> dict[str, dict]:
@@ -78,9 +71,9 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def pinned():
-    import json
+    from tests.support_json import read_pins
 
-    return json.loads(PINNED.read_text(encoding="utf-8"))
+    return read_pins(PINNED)
 
 
 def test_every_scenario_is_pinned(pinned):
@@ -113,5 +106,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # run as a script: the tests package from the repository's root
     sys.exit(main(sys.argv[1:]))

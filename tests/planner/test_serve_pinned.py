@@ -11,7 +11,6 @@ was; a change of the serving model's figures re-pins them on purpose:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import sys
 from dataclasses import fields
@@ -20,6 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # run as a script (--write): the tests package from the repository's root
 PINNED = Path(__file__).with_name("serve_pinned.json")
 EXTRA = {
     "one user 70B q4 on 2x3090": dict(model="llama-3.3-70b", quant="q4_k_m", runtime="llama.cpp",
@@ -35,19 +36,11 @@ EXTRA = {
 }
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # a dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def scenarios() -> dict[str, dict]:
     """The benchmark's scenarios (one declaration: ``benchmarks/bench_serve.SCENARIOS``), the others after them."""
-    if "verdict" not in sys.modules:  # what the benchmark imports beside it
-        _load("verdict", ROOT / "benchmarks" / "verdict.py")
-    bench = sys.modules.get("bench_serve") or _load("bench_serve", ROOT / "benchmarks" / "bench_serve.py")
+    from tests.support_json import benchmark_module  # imported when called: the file also runs as a script
+
+    bench = benchmark_module("bench_serve")
     from advisor.gui.serve_data import DEFAULT_VALUES
 
     return {**bench.SCENARIOS, **EXTRA, "Serve page default": dict(DEFAULT_VALUES)}
@@ -88,7 +81,9 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def pinned():
-    return json.loads(PINNED.read_text(encoding="utf-8"))
+    from tests.support_json import read_pins
+
+    return read_pins(PINNED)
 
 
 def test_every_scenario_is_pinned(pinned):
@@ -119,5 +114,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # run as a script: the tests package from the repository's root
     sys.exit(main(sys.argv[1:]))
