@@ -21,7 +21,7 @@ from advisor.untrusted import html_text, markdown_text
 
 SERVE_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".pdf": "pdf"}
 TITLE = "Hardware Advisor: serving plan"
-CHART_TITLE = "Throughput against the wait for the first token (one replica each)"
+CHART_TITLE = "p95 first token against throughput (one replica each)"  # the Serve page's chart too
 _RATE_TICKS = (1, 2, 5)  # log ticks at 1, 2 and 5 of each decade
 
 

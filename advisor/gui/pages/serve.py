@@ -40,7 +40,7 @@ from advisor.gui.widgets import plots
 from advisor.gui.widgets.tables import Column, RecordTableModel, fit_columns, make_proxy, make_view
 from advisor.gui.workers import GeneratorWorker, release
 from advisor.planner.serve import interval, range_origin
-from advisor.report.serve_report import curve_name
+from advisor.report.serve_report import CHART_TITLE, curve_name
 
 log = logging.getLogger(__name__)
 DEBOUNCE_MS = 150
@@ -138,7 +138,7 @@ class ServePage(Page):
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.answer.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.answer.setMinimumWidth(380)
-        self.chart = plots.make_plot("Throughput against the wait for the first token (one replica each)",
+        self.chart = plots.make_plot(CHART_TITLE,
                                      "p95 time to first token", "s", x_label="output tokens/s, all users",
                                      x_unit="tokens/s", legend=True, legend_columns=2, min_height=200)
         self.chart.setObjectName("serveChart")
