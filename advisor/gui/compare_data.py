@@ -72,7 +72,8 @@ def short_name(name: str) -> str:
     name = re.sub(r"\s*\(.*?\)", "", name)
     for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Cloud ", "Instinct ", "Tesla "):
         name = name.replace(prefix, "")
-    return plain_text(name[:20])  # a user catalog's name: inert
+    name = name if len(name) <= 20 else name[:19].rstrip() + "\u2026"  # cut where it shows: "RTX PRO 6000 Black…"
+    return plain_text(name)  # a user catalog's name: inert
 
 
 def chart_selection(result, machine_ids=(), limit: int = 8) -> list:

@@ -193,7 +193,7 @@ class PlannerPage(Page):
         self.fit_advice.setVisible(False)
         self.fit_advice.apply_requested.connect(self._on_fit_advice_apply_requested)
         rl.addWidget(self.fit_advice)
-        self.chart = plots.make_plot("Memory per device by part, against each accelerator's capacity",
+        self.chart = plots.make_plot("Memory per device by part, against capacity",
                                      "memory per device", "B", x_label="devices", x_unit="", legend=True,
                                      min_height=260, legend_columns=3, legend_offset=(-10, 8))
         self.chart.setMouseEnabled(x=False, y=False)
