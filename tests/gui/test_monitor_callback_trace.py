@@ -61,7 +61,8 @@ def test_the_longest_callback_is_named_with_its_cpu_time_and_stack(qtbot, qapp):
         quick.stop()
         qapp.removeEventFilter(trace)
         trace.close()
-    report = trace.report()
+    # every name, not the top 8: on a busy machine other events' longest spells can outrank the quick timer's tick
+    report = trace.report(top=len(trace.by_name))
     assert report["longest_callback"] == "Timer QTimer of Burner"
     # the tick's CPU time: the 40 ms it burned, and at most a few ms of the event loop's own work beside it
     assert 40.0 <= report["longest_callback_cpu_ms"] < 60.0
