@@ -66,6 +66,16 @@ def _first_word(software: str) -> str:
     return software.split(" ")[0].lower() if software else ""
 
 
+def job_precision(m: Measurement) -> str:
+    """The inference job's precision of a measured row: its own where the job has it (bf16, fp16, fp8); ``fp4``
+    (products in FP4: NVFP4 weights and activations) as fp8, the job's narrowest, whose cache is 8-bit at most (the
+    products' fp4 comes from the weight format, ``serve_spec.fp4_products``, not from the job's precision); else
+    fp16."""
+    if m.precision == "fp4":
+        return "fp8"
+    return m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
+
+
 def request_values(m: Measurement) -> dict:
     """The job mapping (``PlanRequest.from_mapping``) of a measurement's setup.
 
@@ -89,7 +99,7 @@ def request_values(m: Measurement) -> dict:
             v["framework"] = fw
         return _with_settings(v, m)
     v["workload"] = "inference"
-    v["precision"] = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
+    v["precision"] = job_precision(m)
     if m.quant and m.quant != "fp8":
         v["quant"] = QUANT_OF.get(m.quant, m.quant)
     v["batch"] = max(1, m.batch)
@@ -202,8 +212,7 @@ def serve_job_values(m: Measurement) -> dict:
     and the load as stated: ``requests_per_s`` among the settings (Poisson arrivals, MLPerf's server scenario), else
     ``batch`` users in a closed loop (each sends the next request when the last ends: AIPerf's and ``vllm bench
     serve``'s concurrency, LMDeploy's request threads, a static batch, or every request queued at once)."""
-    precision = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
-    values: dict = {"model": m.model, "precision": precision,
+    values: dict = {"model": m.model, "precision": job_precision(m),
                     "prompt_tokens": max(1, m.prompt_tokens), "output_tokens": max(1, m.output_tokens)}
     if m.quant and m.quant != "fp8":
         values["quant"] = QUANT_OF.get(m.quant, m.quant)
@@ -606,7 +615,7 @@ def batch_mm_constant(m: Measurement, catalog) -> str | None:
         return None
     if job.users is None or job.users <= 1 or m.arrivals != "together":
         return None
-    kernel = prefill_kernel(choice, "fp8" if job.precision == "fp8" else "bf16")
+    kernel = prefill_kernel(choice, "fp8" if job.precision == "fp8" else "bf16", acc)
     return batch_mm_name(choice, kernel)
 
 
