@@ -10,7 +10,9 @@ Per-SM rates (FLOP per clock per SM, dense, no 2:4 sparsity), from NVIDIA's arch
 (Volta V100 2017, Turing 2018, Ampere A100 2020 and GA102 2020, Ada 2022, Hopper H100 2022,
 Blackwell 2024/2025). ``fp16_acc16`` is the FP16 tensor rate with FP16 accumulate; GeForce boards
 run FP16/BF16 with FP32 accumulate at half of it, workstation and datacenter boards at the full rate;
-TF32 runs at half and FP8 at twice that FP32-accumulate rate, INT8 at twice the FP16-accumulate rate.
+TF32 runs at half and FP8 at twice that FP32-accumulate rate, INT8 at twice the FP16-accumulate rate, and
+Blackwell's FP4 (NVFP4, FP32 accumulate) at four times it on every board (RTX 5090: 170 SM x 2.41 GHz x 1024 x 4 =
+1,676 TFLOPS dense, half its 3,352 "AI TOPS"; B200 9 PFLOPS dense, twice its FP8).
 The rule reproduces published figures: RTX 4090 128 SM x 2.52 GHz x 1024 = 330.3 TFLOPS (165.2 with
 FP32 accumulate), H100 SXM 132 SM x 1.83 GHz x 4096 = 989 TFLOPS, A100 108 x 1.41 x 2048 = 312.
 """
@@ -36,6 +38,7 @@ class Arch:
     tf32: bool  # a TF32 path, at half the FP16/BF16 (FP32-accumulate) rate
     fp8: bool  # an FP8 path, at twice the FP16/BF16 (FP32-accumulate) rate
     int8_ratio: float  # INT8 rate / fp16_acc16 rate
+    fp4_ratio: float = 0.0  # FP4 rate / fp16_acc16 rate (0: no FP4 tensor path)
 
 
 ARCHS: dict[tuple[int, int], Arch] = {
@@ -46,8 +49,8 @@ ARCHS: dict[tuple[int, int], Arch] = {
     (8, 7): Arch("Ampere (Orin)", 128, 1024, True, True, False, 2.0),
     (8, 9): Arch("Ada Lovelace", 128, 1024, True, True, True, 2.0),
     (9, 0): Arch("Hopper", 128, 4096, True, True, True, 2.0),
-    (10, 0): Arch("Blackwell (GB100)", 128, 8192, True, True, True, 2.0),
-    (12, 0): Arch("Blackwell (GB20x)", 128, 1024, True, True, True, 2.0),
+    (10, 0): Arch("Blackwell (GB100)", 128, 8192, True, True, True, 2.0, 4.0),
+    (12, 0): Arch("Blackwell (GB20x)", 128, 1024, True, True, True, 2.0, 4.0),
 }
 
 # GeForce drivers report as "max SM clock" the top of the voltage/frequency curve, above the rated
@@ -99,7 +102,7 @@ def spec_peaks(compute_capability: tuple[int, int], sms: int, cores: int, clock_
         clock_hz: the boost clock.
         half_rate_fp32_accumulate: GeForce boards (FP16/BF16 with FP32 accumulate at half rate).
     Returns:
-        ``{"fp32", "tf32", "bf16", "fp16", "fp8", "int8"}`` -> FLOP/s or None (no such path).
+        ``{"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"}`` -> FLOP/s or None (no such path).
     Raises:
         DeriveError: unknown compute capability.
     """
@@ -114,6 +117,7 @@ def spec_peaks(compute_capability: tuple[int, int], sms: int, cores: int, clock_
         "bf16": acc32 if arch.bf16 else None,
         "fp16": acc32,
         "fp8": acc32 * 2 if arch.fp8 else None,
+        "fp4": dense16 * arch.fp4_ratio if arch.fp4_ratio else None,
         "int8": dense16 * arch.int8_ratio if arch.int8_ratio else None,
     }
 
@@ -150,7 +154,7 @@ def derive_accelerator(fig: DriverFigures) -> Accelerator:
     arch = ARCHS.get(tuple(fig.compute_capability)) if fig.compute_capability else None
     geforce = is_geforce(fig.name)
     consumer_clocks = geforce or "titan" in fig.name.lower()
-    fp32 = tf32 = bf16 = fp16 = fp8 = int8 = None
+    fp32 = tf32 = bf16 = fp16 = fp8 = fp4 = int8 = None
     if arch is None:
         how["compute"] = f"not derived: unknown compute capability {fig.compute_capability}"
     else:
@@ -169,7 +173,8 @@ def derive_accelerator(fig: DriverFigures) -> Accelerator:
         else:
             cores = fig.cuda_cores or sms * arch.fp32_cores_per_sm
             peaks = spec_peaks(fig.compute_capability, sms, cores, clock_hz, half_rate_fp32_accumulate=geforce)
-            fp32, tf32, bf16, fp16, fp8, int8 = (peaks[k] for k in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8"))
+            fp32, tf32, bf16, fp16, fp8, fp4, int8 = (peaks[k] for k in ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4",
+                                                                          "int8"))
             how["fp32"] = f"{cores} cores x 2 x {clk_how}"
             how["tensor"] = (f"{sms} SM x {clk_how} x {arch.fp16_acc16_per_sm} FLOP/clk/SM ({arch.name})"
                              + (", halved for FP32 accumulate (GeForce)" if geforce else ""))
@@ -184,7 +189,7 @@ def derive_accelerator(fig: DriverFigures) -> Accelerator:
     return Accelerator(
         id=f"derived:{slug(fig.name)}", vendor="NVIDIA", name=fig.name, kind=kind,
         memory_bytes=int(fig.memory_total_bytes), memory_type="", mem_bandwidth_bps=bw,
-        fp32_flops=fp32, tf32_flops=tf32, bf16_flops=bf16, fp16_flops=fp16, fp8_flops=fp8, int8_ops=int8,
+        fp32_flops=fp32, tf32_flops=tf32, bf16_flops=bf16, fp16_flops=fp16, fp8_flops=fp8, fp4_flops=fp4, int8_ops=int8,
         tdp_w=fig.power_limit_w,
         interconnect=f"PCIe {gen}.0 x{width}" if gen and width else "", interconnect_bps=pcie_bps,
         pcie_gen=gen, source="derived from the driver's figures", notes=notes,

@@ -52,7 +52,8 @@ class Machine:
         return replace(chip, id=self.id, name=self.name, memory_bytes=int(self.memory_bytes * share),
                        gpu_memory_share=None, fp32_flops=scaled(chip.fp32_flops), tf32_flops=scaled(chip.tf32_flops),
                        bf16_flops=scaled(chip.bf16_flops), fp16_flops=scaled(chip.fp16_flops),
-                       fp8_flops=scaled(chip.fp8_flops), int8_ops=scaled(chip.int8_ops), tdp_w=self.power_w,
+                       fp8_flops=scaled(chip.fp8_flops), fp4_flops=scaled(chip.fp4_flops),
+                       int8_ops=scaled(chip.int8_ops), tdp_w=self.power_w,
                        launch_price_usd=self.price_usd, street_price_usd=None, street_price_date="",
                        source=self.source, notes=self.notes)
 

@@ -46,6 +46,8 @@ class Accelerator:
     fp8_flops: float | None
     int8_ops: float | None
     tdp_w: float | None
+    # FP4 products (NVIDIA Blackwell's NVFP4, AMD CDNA 4's MXFP4): twice the FP8 rate where the part has the units
+    fp4_flops: float | None = None
     interconnect: str = ""
     interconnect_bps: float | None = None  # per direction, bytes/s
     pcie_gen: int | None = None
@@ -87,6 +89,8 @@ class Accelerator:
         """Whether the accelerator has a native matrix path for the precision."""
         if precision == "fp8":
             return bool(self.fp8_flops)
+        if precision == "fp4":
+            return bool(self.fp4_flops)
         if precision == "bf16":
             return bool(self.bf16_flops)
         return self.peak_flops(precision) is not None
@@ -94,7 +98,8 @@ class Accelerator:
     def peak_flops(self, precision: str) -> float | None:
         """Dense peak FLOP/s for a precision, falling back to the nearest slower path the part has.
 
-        fp8 without support runs at the bf16/fp16 rate; tf32 falls back to fp32; int4 uses the int8 rate.
+        fp8 without support runs at the bf16/fp16 rate, fp4 without FP4 units at the fp8 rate (and on down); tf32
+        falls back to fp32; int4 uses the int8 rate.
         ``peak_precision`` says which path a figure comes from. ``fp16acc`` is fp16 multiplied with fp16
         accumulation (cuBLAS ``CUBLAS_COMPUTE_16F``): half the int8 rate on NVIDIA tensor cores since Turing, which
         on GeForce parts is twice the fp16 figure the catalog lists (FP32 accumulation, half rate there) and on
@@ -128,11 +133,12 @@ _PEAK_CHAINS = {
     "bf16": ("bf16_flops", "fp16_flops", "fp32_flops"),
     "fp16": ("fp16_flops", "bf16_flops", "fp32_flops"),
     "fp8": ("fp8_flops", "bf16_flops", "fp16_flops"),
+    "fp4": ("fp4_flops", "fp8_flops", "bf16_flops", "fp16_flops"),
     "int8": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
     "int4": ("int8_ops", "fp8_flops", "bf16_flops", "fp16_flops"),
 }
 _PEAK_NAMES = {"fp32_flops": "fp32", "tf32_flops": "tf32", "bf16_flops": "bf16", "fp16_flops": "fp16",
-               "fp8_flops": "fp8", "int8_ops": "int8"}
+               "fp8_flops": "fp8", "fp4_flops": "fp4", "int8_ops": "int8"}
 
 
 @dataclass(frozen=True)

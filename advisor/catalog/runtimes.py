@@ -33,7 +33,7 @@ SCOPES = ("all", "linear", "experts")  # the weights a format quantises (WeightF
 BACKENDS = ("cuda", "rocm", "metal", "vulkan", "cpu")
 BATCHING = ("continuous", "slots", "static")
 MULTI_DEVICE = ("tensor", "layer")
-PEAKS = ("fp32", "fp16", "bf16", "fp8", "int8", "fp16acc")
+PEAKS = ("fp32", "fp16", "bf16", "fp8", "fp4", "int8", "fp16acc")
 PREFILL_KERNELS = ("mmq", "cublas")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_BITS = (16, 8, 4)
@@ -52,7 +52,8 @@ class WeightFormat:
         bits_per_weight: average stored bits per weight.
         cls: the efficiency class a backend reads it at (one of ``CLASSES``).
         family: gguf, awq, gptq, exl2, fp8, int8, mx, nvfp4, mlc, mlx, bitsandbytes or float.
-        native: the tensor-core type the format multiplies in natively (``fp8``, ``int8``), "" when dequantised.
+        native: the tensor-core type the format multiplies in natively (``fp8``, ``int8``; ``fp4``: NVFP4, on parts
+            with FP4 units, ``planner.serve_spec.product_precision``), "" when dequantised.
         source: where the bits come from.
         scope: which weights take ``bits_per_weight`` (``SCOPES``): ``all`` of them (GGUF, whose named quants
             are priced per tensor by ``estimate.gguf_mix``; MLX, MLC), the ``linear`` layers with the embedding

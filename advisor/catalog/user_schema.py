@@ -49,6 +49,7 @@ class AcceleratorEntry(_Entry):
     bf16_tflops: NonNegative | Blank | None = None
     fp16_tflops: NonNegative | Blank | None = None
     fp8_tflops: NonNegative | Blank | None = None
+    fp4_tflops: NonNegative | Blank | None = None
     int8_tops: NonNegative | Blank | None = None
     tdp_w: NonNegative | Blank | None = None
     interconnect: Text | None = None

@@ -207,7 +207,7 @@ def _accelerator_json(acc) -> dict | None:
 
     return {"id": acc.id, "name": acc.name, "kind": acc.kind, "derived": acc.derived,
             "memory_bytes": acc.memory_bytes, "mem_bandwidth_bytes_per_s": acc.mem_bandwidth_bps,
-            "peak_flops": {p: tf(acc.peak_flops(p)) for p in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")},
+            "peak_flops": {p: tf(acc.peak_flops(p)) for p in ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")},
             "tdp_w": acc.tdp_w, "derivation": dict(acc.derivation)}
 
 

@@ -8,7 +8,8 @@ decode tokens/s, prompt tokens/s, served output tokens/s. The raw prediction is 
 off (``planner.calibrated.raw_estimates``), so the fit never sees its own output.
 
 The time to first token under load is the serving model's (``estimate.serving_queue``): one replica of the
-measured devices at the stated concurrency, its mean first token at a scale of the runtime's compute
+measured devices at the stated concurrency (several replicas where the run's layout had its ranks run their own
+batches, ``row_replicas``), its mean first token at a scale of the runtime's compute
 efficiencies (``serve_predictor``); the raw prediction is at scale 1 and the row's implied scale is where the
 model meets it (``estimate.calibration``, step 5).
 """
@@ -16,6 +17,7 @@ model meets it (``estimate.calibration``, step 5).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -66,6 +68,16 @@ def _first_word(software: str) -> str:
     return software.split(" ")[0].lower() if software else ""
 
 
+def job_precision(m: Measurement) -> str:
+    """The inference job's precision of a measured row: its own where the job has it (bf16, fp16, fp8); ``fp4``
+    (products in FP4: NVFP4 weights and activations) as fp8, the job's narrowest, whose cache is 8-bit at most (the
+    products' fp4 comes from the weight format, ``serve_spec.fp4_products``, not from the job's precision); else
+    fp16."""
+    if m.precision == "fp4":
+        return "fp8"
+    return m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
+
+
 def request_values(m: Measurement) -> dict:
     """The job mapping (``PlanRequest.from_mapping``) of a measurement's setup.
 
@@ -89,7 +101,7 @@ def request_values(m: Measurement) -> dict:
             v["framework"] = fw
         return _with_settings(v, m)
     v["workload"] = "inference"
-    v["precision"] = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
+    v["precision"] = job_precision(m)
     if m.quant and m.quant != "fp8":
         v["quant"] = QUANT_OF.get(m.quant, m.quant)
     v["batch"] = max(1, m.batch)
@@ -202,8 +214,7 @@ def serve_job_values(m: Measurement) -> dict:
     and the load as stated: ``requests_per_s`` among the settings (Poisson arrivals, MLPerf's server scenario), else
     ``batch`` users in a closed loop (each sends the next request when the last ends: AIPerf's and ``vllm bench
     serve``'s concurrency, LMDeploy's request threads, a static batch, or every request queued at once)."""
-    precision = m.precision if m.precision in ("bf16", "fp16", "fp8") else "fp16"
-    values: dict = {"model": m.model, "precision": precision,
+    values: dict = {"model": m.model, "precision": job_precision(m),
                     "prompt_tokens": max(1, m.prompt_tokens), "output_tokens": max(1, m.output_tokens)}
     if m.quant and m.quant != "fp8":
         values["quant"] = QUANT_OF.get(m.quant, m.quant)
@@ -218,11 +229,62 @@ def serve_job_values(m: Measurement) -> dict:
     return values
 
 
+# Layouts whose ranks each run batches of their own (``row_replicas``): attention data parallel (TensorRT-LLM's
+# ``DEP<n>``, ``enable_attention_dp``: every rank's attention runs its own requests, the experts split over the ranks)
+# and pipeline stages (``PP<n>``: each stage runs another micro-batch while the others run theirs).
+OWN_BATCH_LAYOUTS = ("DEP", "PP")
+
+
+def row_layout(m: Measurement) -> dict[str, int]:
+    """The degrees the row's ``parallelism`` names (``"DEP2,PP2"`` -> ``{"DEP": 2, "PP": 2}``; ``"none"`` -> {})."""
+    out: dict[str, int] = {}
+    for part in re.split(r"[,;\s]+", m.parallelism or ""):
+        found = re.fullmatch(r"([A-Za-z]+)(\d+)", part)
+        if found:
+            out[found.group(1).upper()] = int(found.group(2))
+    return out
+
+
+def row_replicas(m: Measurement, model, choice, lengths, acc) -> int:
+    """The replicas a served row's devices are planned as: one, the row's devices in tensor parallel (as ``advisor
+    serve`` runs a replica), unless the run's layout had its ranks run batches of their own (``OWN_BATCH_LAYOUTS``
+    above 1): then ``D / k`` replicas of ``k`` devices, ``k`` the fewest devices that hold the weights and one
+    request's cache (``serve_spec.fewest_devices``, as ``advisor serve`` sizes a replica) or the row's own tensor
+    group (``TP<n>``) where larger; one where ``k`` does not divide ``D``. In throughput such a layout is what
+    ``advisor serve`` would answer for the devices: each rank's requests are its own, and what the ranks exchange
+    (the experts' tokens, a stage's activations) is a fraction of what a tensor-parallel step's all-reduces send
+    (docs/method.md, "Serving under load", the layouts of measured rows)."""
+    from advisor.planner.serve_spec import fewest_devices
+
+    layout = row_layout(m)
+    if m.devices <= 1 or not any(layout.get(name, 1) > 1 for name in OWN_BATCH_LAYOUTS):
+        return 1
+    fit = fewest_devices(model, acc, choice, lengths, m.devices)
+    if fit is None:
+        return 1
+    k = max(fit, layout.get("TP", 1))
+    return m.devices // k if m.devices % k == 0 else 1
+
+
+def of_replicas(point: ServePoint, replicas: int) -> ServePoint:
+    """The point of ``replicas`` equal replicas each at ``point``: the load and the throughputs summed, the times
+    each request sees unchanged."""
+    if replicas == 1:
+        return point
+    return replace(point, users=None if point.users is None else point.users * replicas,
+                   requests_per_s_offered=None if point.requests_per_s_offered is None
+                   else point.requests_per_s_offered * replicas,
+                   in_service=point.in_service * replicas, waiting=point.waiting * replicas,
+                   requests_per_s=point.requests_per_s * replicas,
+                   output_tokens_per_s=point.output_tokens_per_s * replicas)
+
+
 def row_setup(m: Measurement, catalog, acc, calib=None) -> tuple:
-    """``(job, model, lengths, choice, speed)`` of a published served row as ``serve_point_predictor`` plans it: its
-    serving job (``serve_job_values``), the model's serving figures, the requests' lengths, the runtime choice on
-    ``acc`` and one request's calibrated speed on the replica, as ``advisor serve`` builds it (``one_request``; None
-    where the request cannot be timed). ``calib``: as ``serve_point_predictor``'s."""
+    """``(job, model, lengths, choice, speed, replicas)`` of a published served row as ``serve_point_predictor`` plans
+    it: its serving job (``serve_job_values``; one replica's share of the load where the row is planned as several,
+    ``row_replicas``), the model's serving figures, the requests' lengths, the runtime choice on ``acc``, one
+    request's calibrated speed on the replica, as ``advisor serve`` builds it (``one_request``; None where the request
+    cannot be timed), and the replicas. ``calib``: as ``serve_point_predictor``'s."""
     from advisor.estimate.serving import Lengths
     from advisor.job.serve import ServeJob, request_lengths
     from advisor.planner.one_request import request_lengths as one_request_lengths
@@ -237,16 +299,24 @@ def row_setup(m: Measurement, catalog, acc, calib=None) -> tuple:
     rl = request_lengths(job)
     lengths = Lengths(rl.prompt_mean, rl.output_mean, rl.prompt_cv, rl.output_cv)
     choice = runtime_choice(job, acc)
+    replicas = row_replicas(m, model, choice, lengths, acc)
+    if replicas > 1:  # one replica's share of the load
+        if "users" in values:
+            values["users"] = max(1, math.ceil(values["users"] / replicas))
+        else:
+            values["requests_per_s"] = float(values["requests_per_s"]) / replicas
+        job = ServeJob.from_mapping(values)
     try:
-        speed = request_speed(job, acc, m.devices, model, one_request_lengths(lengths), calib)
+        speed = request_speed(job, acc, m.devices // replicas, model, one_request_lengths(lengths), calib)
     except ValueError:
         speed = None
-    return job, model, lengths, choice, speed
+    return job, model, lengths, choice, speed, replicas
 
 
 def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
     """The replica (``estimate.serving.ServerSpec``) a published served row is planned on, from its ``row_setup``:
-    one replica of the row's devices (``planner.serve_spec.replica_spec``, its step costs' ``compute_scale``); with
+    one replica of the row's devices, or of its replicas' share of them (``row_replicas``;
+    ``planner.serve_spec.replica_spec``, its step costs' ``compute_scale``); with
     users, at least as many sequences as users (the run's own batch limit where it is above the server's default)
     unless the row states ``max_seqs``; the admission its harness ran where the row states one (``row_admission``),
     else the runtime's."""
@@ -254,11 +324,12 @@ def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
 
     from advisor.planner.serve_spec import replica_spec
 
-    job, model, lengths, choice, speed = setup
-    spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.max_seqs, lengths=lengths,
+    job, model, lengths, choice, speed, replicas = setup
+    devices = m.devices // replicas
+    spec, _ = replica_spec(model, acc, devices, choice, max_seqs=job.max_seqs, lengths=lengths,
                            compute_scale=compute_scale, speed=speed)
     if job.users is not None and job.max_seqs is None and spec.max_seqs < job.users:
-        spec, _ = replica_spec(model, acc, m.devices, choice, max_seqs=job.users, lengths=lengths,
+        spec, _ = replica_spec(model, acc, devices, choice, max_seqs=job.users, lengths=lengths,
                                compute_scale=compute_scale, speed=speed)
     whole = row_admission(m)
     if whole is not None and spec.batching == "continuous":
@@ -272,8 +343,10 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
 
     The setup: one replica of the measured devices, the weight format and runtime named, at the stated load
-    (``serve_job_values``); with users, at least as many sequences as users (the run's own batch limit where it is
-    above the server's default), unless the row states ``max_seqs``. Users whose equal requests started together
+    (``serve_job_values``), or where the run's layout had its ranks run their own batches, ``D / k`` replicas of
+    ``k`` devices each at its share of the load, their throughputs summed (``row_replicas``, ``of_replicas``); with
+    users, at least as many sequences as users (the run's own batch limit where it is above the server's default),
+    unless the row states ``max_seqs``. Users whose equal requests started together
     (the row's ``arrivals``) are planned in step (``serving_queue.serve_together``; sent by the users' clients one
     at a time where the row states its run's request count, ``run_prompts``, else queued at once as a static batch),
     others as users who have drifted apart (``serve_at``); a row that states its run's request count (``run_prompts``) as a finite run
@@ -294,7 +367,7 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     )
     from advisor.planner.calibrated import serve_capacity_spread, serving_class
 
-    job, model, lengths, choice, speed = row_setup(m, catalog, acc, calib)
+    job, model, lengths, choice, speed, replicas = row_setup(m, catalog, acc, calib)
     users = job.users
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
@@ -303,9 +376,15 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     row_admission(m)  # refused here, with its reason, before any point is planned (row_spec reads it)
     prompts = run_prompts(m)
     cached = run_cached(m, prompts)
+    if replicas > 1 and prompts is not None:  # each replica's share of a finite run
+        prompts, cached = max(1, math.ceil(prompts / replicas)), math.ceil(cached / replicas)
 
     def at(t: float) -> ServePoint | None:
-        spec = row_spec(m, (job, model, lengths, choice, speed), acc, math.exp(t))
+        point = replica_at(t)
+        return None if point is None else of_replicas(point, replicas)
+
+    def replica_at(t: float) -> ServePoint | None:
+        spec = row_spec(m, (job, model, lengths, choice, speed, replicas), acc, math.exp(t))
         if users is not None and m.arrivals == "together":
             # equal requests started together stay in step; a run of stated requests is sent by the users' clients
             point = serve_together(spec, lengths, users, clients=prompts is not None)
@@ -606,7 +685,7 @@ def batch_mm_constant(m: Measurement, catalog) -> str | None:
         return None
     if job.users is None or job.users <= 1 or m.arrivals != "together":
         return None
-    kernel = prefill_kernel(choice, "fp8" if job.precision == "fp8" else "bf16")
+    kernel = prefill_kernel(choice, "fp8" if job.precision == "fp8" else "bf16", acc)
     return batch_mm_name(choice, kernel)
 
 

@@ -165,7 +165,8 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
         mem_bandwidth_bps=harmonic(lambda a: a.mem_bandwidth_bps),
         fp32_flops=harmonic(lambda a: a.fp32_flops), tf32_flops=harmonic(lambda a: a.tf32_flops),
         bf16_flops=harmonic(lambda a: a.bf16_flops), fp16_flops=harmonic(lambda a: a.fp16_flops),
-        fp8_flops=harmonic(lambda a: a.fp8_flops), int8_ops=harmonic(lambda a: a.int8_ops),
+        fp8_flops=harmonic(lambda a: a.fp8_flops), fp4_flops=harmonic(lambda a: a.fp4_flops),
+        int8_ops=harmonic(lambda a: a.int8_ops),
         tdp_w=sum((acc.tdp_w or 0) * n for acc, n in members) or None, launch_price_usd=None,
         street_price_usd=None, derived=True,
         derivation=(("pool", f"layers split over {name} by memory (llama.cpp --split-mode layer --tensor-split): "

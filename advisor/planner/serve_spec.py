@@ -192,12 +192,30 @@ class ModelServing:
         return memory.largest_context(self.arch, pool_bytes, 1, bits / 8.0)
 
 
-def prefill_kernel(choice: RuntimeChoice, sixteen_bit: str) -> str:
-    """The peak type a prompt's matrix multiplies run at: the quantised kernel's (llama.cpp's int8 MMQ on NVIDIA;
-    fp8 and W8A8 at their own type) for quantised weights, unless they are dequantised first
-    (``RuntimeChoice.dequantised_prefill``); else the profile's 16-bit kernel, or ``sixteen_bit`` (the request's)."""
+# Runtimes that multiply an NVFP4 checkpoint's linear layers on FP4 tensor cores: each layer's input is quantised to
+# NVFP4 (FP4 values, an FP8 scale per 16) and the product runs FP4 by FP4 (W4A4) at twice the FP8 rate, on parts
+# with FP4 units (NVIDIA Blackwell): TensorRT-LLM's NVFP4 mode, vLLM's and SGLang's ModelOpt FP4 linear methods.
+# Elsewhere (Hopper, Ada) vLLM runs such weights through a weight-only kernel, dequantised to 16 bits.
+FP4_RUNTIMES = ("tensorrt-llm", "vllm", "sglang")
+
+
+def fp4_products(choice: RuntimeChoice, acc: Accelerator) -> bool:
+    """Whether ``choice`` runs its products in fp4 on ``acc``: a format whose own type is fp4 (NVFP4), under a
+    runtime of ``FP4_RUNTIMES`` on CUDA, on a part with FP4 tensor units (``Accelerator.supports("fp4")``). The one
+    rule of the planner's fp4 arithmetic (docs/method.md, "FP4 products"); MXFP4 (gpt-oss) is dequantised as before."""
+    return (choice.weight_format.native == "fp4" and choice.runtime.id in FP4_RUNTIMES and choice.backend == "cuda"
+            and acc.supports("fp4"))
+
+
+def prefill_kernel(choice: RuntimeChoice, sixteen_bit: str, acc: Accelerator) -> str:
+    """The peak type a prompt's matrix multiplies (and a batch's) run at: the quantised kernel's (llama.cpp's int8
+    MMQ on NVIDIA; fp8 and W8A8 at their own type; NVFP4 in fp4 where ``fp4_products`` holds, else dequantised)
+    for quantised weights, unless they are dequantised first (``RuntimeChoice.dequantised_prefill``); else the
+    profile's 16-bit kernel, or ``sixteen_bit`` (the request's)."""
     fmt, prof = choice.weight_format, choice.profile
     if fmt.quantised and not choice.dequantised_prefill:
+        if fmt.native == "fp4":
+            return "fp4" if fp4_products(choice, acc) else prof.prefill_peak_quantized
         return fmt.native or prof.prefill_peak_quantized
     return prof.prefill_peak or sixteen_bit
 
@@ -268,13 +286,13 @@ def prefill_overhead_s(arch: ModelArch, choice: RuntimeChoice, acc: Accelerator,
         return 0.0
     fit, link = step_fit(), link_class(acc)
     family = step_family(choice.runtime.id)
-    kernels = prefill_kernel_count(arch, prefill_kernel(choice, "bf16") in EIGHT_BIT_KERNELS)
+    kernels = prefill_kernel_count(arch, prefill_kernel(choice, "bf16", acc) in QUANTISED_INPUT_KERNELS)
     return kernels * fit.value(step_name("prefill_kernel", family, choice.backend, link))
 
 
-# Kernel types whose products take 8-bit inputs, quantised by a kernel of their own before each linear layer (fp8
-# W8A8 and DeepSeek's block fp8: SGLang's per-token-group quantisation; int8 W8A8).
-EIGHT_BIT_KERNELS = ("fp8", "int8")
+# Kernel types whose products take quantised inputs, quantised by a kernel of their own before each linear layer (fp8
+# W8A8 and DeepSeek's block fp8: SGLang's per-token-group quantisation; int8 W8A8; NVFP4's fp4 inputs).
+QUANTISED_INPUT_KERNELS = ("fp8", "int8", "fp4")
 
 
 # vLLM's memory outside PyTorch's allocator (CUDA context, NCCL, cuBLAS workspaces) in its startup profile: 0.35 GiB
@@ -393,8 +411,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         eta, eta_kv = min(1.0, eta_mem * eta / eta_kv), min(1.0, eta_mem)
     weights = model.weights_of(choice)
     # Prompt matrix multiplies at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; fp8 and W8A8 at
-    # their own type) or the 16-bit one; attention at the fp16 peak (catalog.runtimes.BackendProfile).
-    kernel = prefill_kernel(choice, "fp8" if model.precision == "fp8" else "bf16")
+    # their own type, NVFP4 at fp4 on FP4 units) or the 16-bit one; attention at the fp16 peak (catalog.runtimes.BackendProfile).
+    kernel = prefill_kernel(choice, "fp8" if model.precision == "fp8" else "bf16", acc)
     mm_peak = acc.peak_flops(kernel) or acc.peak_flops("bf16") or acc.peak_flops("fp16") or acc.peak_flops("fp32")
     att_peak = acc.peak_flops("fp16") or mm_peak
     if not mm_peak:

@@ -367,8 +367,9 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     eta_kv = min(1.0, prof.eta_for("f16") * scaled / prof.eta_for(fmt.cls))
     kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
-    # type for fp8 and W8A8) or at the 16-bit peak; the attention at the fp16 peak.
-    kernel = prefill_kernel(choice, compute_precision(req))
+    # type for fp8 and W8A8; fp4 for NVFP4 on FP4 units, serve_spec.fp4_products) or at the 16-bit peak; the
+    # attention at the fp16 peak.
+    kernel = prefill_kernel(choice, compute_precision(req), acc)
     # a board held below its rated power (the job's power limit; rented instances have none) clocks its tensor
     # units down: the prompt's products slow as a training step's do; the decode reads memory and keeps its speed
     clock = compute.power_limited_fraction(req.power_limit_w, acc.tdp_w)
@@ -406,7 +407,8 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     est = speed.decode(req.batch, lens.mean_cache, lens.prompt, lens.output)
     prefill_one = speed.prefill_s(lens.prompt, 1)
     tps = est.tokens_per_s
-    peak = acc.peak_flops(req.precision)
+    # the utilisation is over the peak the products run at: fp4's where they run in fp4, else the request's
+    peak = acc.peak_flops("fp4" if kernel == "fp4" else req.precision)
     mfu = 2.0 * active * tps / (peak * devices)
     rt = choice.runtime
     origin = "; ".join(filter(None, [
@@ -415,6 +417,10 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         eta_note, "" if pre is None else pre.origin, f"({prof.source})"]))
     note = "" if choice.backend_supported else (f"{rt.name} has no {choice.backend} backend: timed with its "
                                                 f"{prof.backend} figures")
+    if kernel == "fp4":
+        note = "; ".join(filter(None, [note, f"products in fp4: {fmt.id} weights and activations on {acc.name}'s FP4 "
+                                             f"tensor units, {acc.peak_flops('fp4') / 1e12:,.0f} TFLOP/s dense "
+                                             '(docs/method.md, "FP4 products")']))
     width = DECODE_WIDTH_LOG if found is None else found.width_log
     bound = speed.bound_tokens_per_s(req.batch, lens.mean_cache)  # eta = 1, no overhead
     return Timing(tokens_per_s=tps, mfu=mfu, mfu_origin=origin, source="decode", width_log=width,

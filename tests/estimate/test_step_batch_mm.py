@@ -58,7 +58,7 @@ def test_the_share_scales_the_profiles_matrix_multiply_efficiency_by_hand():
     cat = bundled_catalog()
     acc = cat.accelerators["h100-sxm"]
     choice = choose("tensorrt-llm", "fp8", None, 16, acc.vendor, acc.kind)
-    kernel = prefill_kernel(choice, "fp8")
+    kernel = prefill_kernel(choice, "fp8", acc)
     assert kernel == "fp8"
     peak = acc.peak_flops(kernel)
     with step_fit_in_force(S.ASSUMED):

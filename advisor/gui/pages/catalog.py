@@ -80,6 +80,8 @@ def accelerator_columns(user_ids) -> list[Column]:
                tip="dense bf16 tensor peak (no sparsity), 1e12 FLOP per second"),
         Column("fp8\n(TFLOP/s)", lambda a: _tflops(a.fp8_flops), _fig, align_right=True,
                tip="dense fp8 tensor peak; — where the part has no fp8 path"),
+        Column("fp4\n(TFLOP/s)", lambda a: _tflops(a.fp4_flops), _fig, align_right=True,
+               tip="dense fp4 tensor peak (NVFP4 on Blackwell); — where the part has no fp4 path"),
         Column("fp32\n(TFLOP/s)", lambda a: _tflops(a.fp32_flops), _fig, align_right=True,
                tip="fp32 (non-tensor) peak"),
         Column("power\n(W)", lambda a: a.tdp_w, lambda v: _num(v), align_right=True, tip="board power / TDP"),

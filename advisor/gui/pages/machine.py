@@ -31,7 +31,7 @@ def peak_rows(acc) -> list[tuple[str, str, str]]:
     rows = [("memory (catalog)", f"{fmt_mem(acc.memory_bytes)} {acc.memory_type}",
              "device memory on paper (GB = 1e9 bytes; a card sold as 24 GB holds 24 GiB = 25.8 GB)"),
             ("bandwidth (catalog)", fmt_rate(acc.mem_bandwidth_bps / 1e9, "GB/s"), "peak memory bandwidth on paper")]
-    peaks = [f"{p} {_tf(getattr(acc, f'{p}_flops'))}" for p in ("fp32", "tf32", "bf16", "fp16", "fp8")
+    peaks = [f"{p} {_tf(getattr(acc, f'{p}_flops'))}" for p in ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4")
              if getattr(acc, f"{p}_flops")]
     if acc.int8_ops:
         peaks.append(f"int8 {sig3(acc.int8_ops / 1e12)} TOP/s")
