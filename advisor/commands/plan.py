@@ -489,7 +489,7 @@ def render_table(result, top: int | None = 12, explain: bool = False) -> str:
         lines.append(f"  {key} = {a['value']} {a['unit']}  [{a['origin']}{default}]")
     best = result.best()
     if best:
-        lines.append(f"Utilisation of the cheapest option: {best.mfu:.2f} ({best.mfu_origin})")
+        lines.append(f"Utilisation of the cheapest option: {best.mfu:.2g} ({best.mfu_origin})")
     lines.append("")
     return lines_text(lines) + "\n"  # a model's name comes from its file, an accelerator's from a user catalog
 
