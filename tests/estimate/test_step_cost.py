@@ -49,6 +49,22 @@ def test_assumed_is_two_allreduces_a_layer_over_the_link():
     assert S.assumed("seq_layer/vllm/cuda/fabric/moe") == 0.0
 
 
+def test_a_seq_layer_time_no_source_checks_for_its_kind_is_the_other_kinds():
+    dense = S.step_name("seq_layer", "vllm", "rocm", "fabric", "dense")
+    moe = S.step_name("seq_layer", "vllm", "rocm", "fabric", "moe")
+    assert S.sibling_kind(dense) == moe and S.sibling_kind(moe) == dense
+    only_moe = S.StepFit().with_values({moe: 1.98e-6})
+    assert only_moe.value(dense) == pytest.approx(1.98e-6)  # the MoE time stands for the dense one
+    both = only_moe.with_values({dense: 2.12e-6})
+    assert (both.value(dense), both.value(moe)) == (pytest.approx(2.12e-6), pytest.approx(1.98e-6))  # each its own
+    # neither kind checked on a family, backend or link: nothing, as before; nor does another link or family stand in
+    assert only_moe.value(S.step_name("seq_layer", "vllm", "rocm", "pcie", "dense")) == 0.0
+    assert only_moe.value(S.step_name("seq_layer", "tensorrt-llm", "rocm", "fabric", "dense")) == 0.0
+    # other stages keep their assumed value (two all-reduces a layer), never a sibling's
+    tp = S.step_name("tp_layer", "vllm", "rocm", "fabric")
+    assert only_moe.value(tp) == S.assumed(tp)
+
+
 @pytest.mark.parametrize("text, says", [
     ("name,seconds\n", "header"),
     ("name,seconds,sources,rows,loso_low,loso_high\nbogus/x,1e-5,2,2,1e-5,1e-5\n", "line 2: name"),
