@@ -8,15 +8,9 @@ import json
 
 import pytest
 
-from advisor.catalog import load_catalog
 from advisor.planner import PlanRequest, plan
 from advisor.planner.request import PRICE_AND_BUDGET_FIELDS, request_memo, timing_key, training_software
 from advisor.planner.service import forget_kept
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(use_user_file=False)
 
 
 def _json(result) -> str:

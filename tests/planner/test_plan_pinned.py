@@ -62,20 +62,6 @@ def digests(values: dict, catalog) -> dict[str, object]:
     return out
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    from advisor.catalog import load_catalog
-
-    return load_catalog(use_user_file=False)
-
-
-@pytest.fixture(scope="module")
-def pinned():
-    from tests.support_json import read_pins
-
-    return read_pins(PINNED)
-
-
 def test_every_scenario_is_pinned(pinned):
     assert set(pinned) == set(scenarios())
     assert len(pinned) >= 3 + 3  # the benchmark's three and the examples

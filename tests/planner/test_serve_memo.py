@@ -9,7 +9,6 @@ from dataclasses import fields
 
 import pytest
 
-from advisor.catalog import load_catalog
 from advisor.estimate.serving_queue import clear_caches
 from advisor.job.serve import ServeJob
 from advisor.planner.owned import parse_own
@@ -27,11 +26,6 @@ from advisor.planner.serve_advice import changes_of
 from advisor.report.serve_json import serve_document, serve_json_text
 
 PARTS = ["h100-sxm", "rtx-4090", "a100-80gb-sxm", "mi300x", "l4"]
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(use_user_file=False)
 
 
 def _json(values: dict, catalog) -> str:

@@ -72,20 +72,6 @@ def digests(values: dict, catalog) -> dict[str, object]:
             "knee_sha256": hashlib.sha256(knee.encode()).hexdigest()}
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    from advisor.catalog import load_catalog
-
-    return load_catalog(use_user_file=False)
-
-
-@pytest.fixture(scope="module")
-def pinned():
-    from tests.support_json import read_pins
-
-    return read_pins(PINNED)
-
-
 def test_every_scenario_is_pinned(pinned):
     assert set(pinned) == set(scenarios())
 

@@ -3,9 +3,6 @@ pinned in test_serve_pinned.py): a part that no quote prices is not sized at all
 
 from __future__ import annotations
 
-import pytest
-
-from advisor.catalog import load_catalog
 from advisor.cost.jobs import can_own
 from advisor.estimate import serving_queue
 from advisor.job.serve import ServeJob
@@ -13,11 +10,6 @@ from advisor.planner.serve import forget_prices, forget_replicas, serve_plan
 
 RATE = dict(model="llama-3-8b", runtime="vllm", requests_per_s=2.0, prompt_tokens=500, output_tokens=200,
             ttft_p95_s=1.0, tpot_p95_s=0.05)
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(use_user_file=False)
 
 
 def _unpriced(catalog) -> list[str]:
