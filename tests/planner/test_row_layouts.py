@@ -54,3 +54,25 @@ def test_a_pipeline_row_is_its_replicas_summed_by_hand():
     assert both.output_tokens_per_s == pytest.approx(2 * half.output_tokens_per_s)
     assert both.users == 2 * half.users == 3000
     assert both.ttft_mean_s == pytest.approx(half.ttft_mean_s) and both.tpot_p50_s == pytest.approx(half.tpot_p50_s)
+
+
+def test_a_dep_rows_token_pays_its_expert_dispatch_over_the_link_by_hand():
+    """Qwen3-30B-A3B (48 expert layers, 8 experts a token, hidden 2,048) run DEP8 on RTX PRO 6000s (PCIe 5.0 x16,
+    63 GB/s): a token's dispatch and combine, 2 x 48 x 8 x 2,048 x 2 bytes = 3,145,728, of which 7/8 leave the rank:
+    2,752,512 / 63e9 = 43.69 us; DEP2: half leaves, 24.97 us; a dense model's pipeline stages: none."""
+    from advisor.planner.measured import dispatch_s, row_setup, row_spec
+    from advisor.planner.request import resolve_job_model
+
+    m = _published(RTX + "qwen3-30b-a3b-8gpu-dep8-pp1-1000in-1000out")
+    acc = CAT.accelerators[m.accelerator_id]
+    setup = row_setup(m, CAT, acc)
+    arch = setup[1].arch
+    assert (arch.layers - arch.dense_layers, arch.experts_per_token, arch.hidden) == (48, 8, 2048)
+    assert dispatch_s(m, arch, acc) == pytest.approx(43.69e-6, rel=1e-3)
+    two = _published(RTX + "qwen3-30b-a3b-2gpu-dep2-pp1-1000in-1000out")
+    assert dispatch_s(two, arch, acc) == pytest.approx(24.97e-6, rel=1e-3)
+    dense = _published(RTX + "llama-3.3-70b-2gpu-tp1-pp2-1000in-1000out")
+    assert dispatch_s(dense, resolve_job_model(row_setup(dense, CAT, acc)[0], CAT).arch, acc) == 0.0
+    # the replica's step carries it for every token, beside what a one-card replica pays already (nothing on a link)
+    spec = row_spec(m, setup, acc)
+    assert spec.per_token_s == pytest.approx(43.69e-6, rel=1e-3)
