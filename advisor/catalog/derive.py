@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from advisor.catalog.records import Accelerator
+from advisor.catalog.records import PEAK_PRECISIONS, Accelerator
 
 GIB = 2**30
 
@@ -173,8 +173,7 @@ def derive_accelerator(fig: DriverFigures) -> Accelerator:
         else:
             cores = fig.cuda_cores or sms * arch.fp32_cores_per_sm
             peaks = spec_peaks(fig.compute_capability, sms, cores, clock_hz, half_rate_fp32_accumulate=geforce)
-            fp32, tf32, bf16, fp16, fp8, fp4, int8 = (peaks[k] for k in ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4",
-                                                                          "int8"))
+            fp32, tf32, bf16, fp16, fp8, fp4, int8 = (peaks[k] for k in PEAK_PRECISIONS)
             how["fp32"] = f"{cores} cores x 2 x {clk_how}"
             how["tensor"] = (f"{sms} SM x {clk_how} x {arch.fp16_acc16_per_sm} FLOP/clk/SM ({arch.name})"
                              + (", halved for FP32 accumulate (GeForce)" if geforce else ""))

@@ -139,6 +139,8 @@ _PEAK_CHAINS = {
 }
 _PEAK_NAMES = {"fp32_flops": "fp32", "tf32_flops": "tf32", "bf16_flops": "bf16", "fp16_flops": "fp16",
                "fp8_flops": "fp8", "fp4_flops": "fp4", "int8_ops": "int8"}
+# The precisions the catalog stores a peak for, in its columns' order (``Accelerator.peak_flops``).
+PEAK_PRECISIONS = tuple(_PEAK_NAMES.values())
 
 
 @dataclass(frozen=True)

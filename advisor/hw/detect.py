@@ -201,13 +201,14 @@ def _accelerator_json(acc) -> dict | None:
     """The accelerator a GPU plans as (catalog or derived), with how each derived figure was derived."""
     if acc is None:
         return None
+    from advisor.catalog.records import PEAK_PRECISIONS
 
     def tf(v):
         return None if v is None else v
 
     return {"id": acc.id, "name": acc.name, "kind": acc.kind, "derived": acc.derived,
             "memory_bytes": acc.memory_bytes, "mem_bandwidth_bytes_per_s": acc.mem_bandwidth_bps,
-            "peak_flops": {p: tf(acc.peak_flops(p)) for p in ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")},
+            "peak_flops": {p: tf(acc.peak_flops(p)) for p in PEAK_PRECISIONS},
             "tdp_w": acc.tdp_w, "derivation": dict(acc.derivation)}
 
 

@@ -342,20 +342,13 @@ def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
 
 def dispatch_s(m: Measurement, arch, acc) -> float:
     """The link time of one token's expert dispatch and combine in a row run with attention data parallel
-    (``DEP<n>``): its ``k`` experts' activations sent to the ranks that hold them and back in every expert layer,
-    an all-to-all over the ``n`` ranks (``serve_spec.per_token_traffic_s``'s expert term, at the devices' link,
-    ``placement.intra_node_bps``); 0 for a dense model or another layout. Pipeline stages split the layers and
+    (``DEP<n>``): ``serve_spec.expert_dispatch_s`` over the ``n`` ranks at the devices' link
+    (``placement.intra_node_bps``); 0 for a dense model or another layout. Pipeline stages split the layers and
     double the tokens a device carries, so a token's traffic is the same with them."""
-    from advisor.estimate import comms
     from advisor.planner.placement import intra_node_bps
-    from advisor.planner.serve_spec import ACTIVATION_BYTES
+    from advisor.planner.serve_spec import expert_dispatch_s
 
-    ranks = row_layout(m).get("DEP", 1)
-    if ranks <= 1 or arch.experts <= 0 or arch.experts_per_token <= 0:
-        return 0.0
-    moe_layers = arch.layers - arch.dense_layers
-    return comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES, ranks,
-                              intra_node_bps(acc))
+    return expert_dispatch_s(arch, row_layout(m).get("DEP", 1), intra_node_bps(acc))
 
 
 def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Callable[[float], ServePoint | None], str]:

@@ -540,11 +540,20 @@ def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: Ru
     if parallel <= 1 or link_bps <= 0:
         return 0.0
     t = comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
-    if srv.expert_parallel and arch.experts > 0 and arch.experts_per_token > 0:
-        moe_experts = arch.layers - arch.dense_layers
-        t += comms.all_to_all_s(2.0 * moe_experts * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES,
-                                parallel, link_bps)
+    if srv.expert_parallel:
+        t += expert_dispatch_s(arch, parallel, link_bps)
     return t
+
+
+def expert_dispatch_s(arch: ModelArch, ranks: int, link_bps: float) -> float:
+    """The link time of one token's expert dispatch and combine over ``ranks`` expert-parallel devices: its ``k``
+    experts' activations sent to the ranks that hold them and back in every expert layer, an all-to-all of
+    ``2 k h`` activations a layer (``comms.all_to_all_s``); 0 for a dense model or one rank."""
+    if ranks <= 1 or link_bps <= 0 or arch.experts <= 0 or arch.experts_per_token <= 0:
+        return 0.0
+    moe_layers = arch.layers - arch.dense_layers
+    return comms.all_to_all_s(2.0 * moe_layers * arch.experts_per_token * arch.hidden * ACTIVATION_BYTES, ranks,
+                              link_bps)
 
 
 def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice, lengths: Lengths, most: int,
