@@ -8,8 +8,9 @@ import pytest
 
 from advisor.catalog.derive import DriverFigures, derive_accelerator
 from advisor.catalog.load import bundled_catalog
-from advisor.catalog.runtimes import choose
+from advisor.catalog.runtimes import bundled_step_fit, choose, step_fit_in_force
 from advisor.estimate import compute
+from advisor.estimate import step_cost as S
 from advisor.planner import PlanRequest
 from advisor.planner.calibrated import raw_estimates
 from advisor.planner.measured import job_precision
@@ -67,24 +68,29 @@ def test_nvfp4_products_run_in_fp4_only_under_its_runtimes_on_parts_with_fp4_uni
     assert prefill_kernel(choice, "fp8", acc) == kernel
 
 
-def _speed(quant: str):
+TRT_FP4 = "batch_mm/tensorrt-llm/cuda/fp4"
+
+
+def _speed(quant: str, fit=None):
     req = PlanRequest.from_mapping(dict(model="llama-3.3-70b", workload="inference", quant=quant, precision="fp8",
                                         runtime="tensorrt-llm", batch=1, prompt_tokens=1000, output_tokens=100,
                                         accelerator=["rtx-pro-6000-blackwell"]))
     m = resolve_job_model(req, CAT)
-    with raw_estimates():
+    with raw_estimates(), step_fit_in_force(fit if fit is not None else bundled_step_fit()):
         return serving_timing(req, PRO, m.arch, m.params, m.active_params, lengths(req, 1 << 30), 1, None)
 
 
 def test_one_card_llama_3_3_70b_nvfp4_prefill_multiplies_at_the_fp4_rate_by_hand():
-    t = _speed("nvfp4")
+    # at the profile's own share (the step fit's assumed values: no fitted batch_mm share); the stored fit's fp4
+    # share is applied at the end
+    t = _speed("nvfp4", S.ASSUMED)
     s = t.speed
     # the prompt's products: every active parameter but the embedding and the output layer (128,256 x 8,192 each),
     # 70.554e9 - 2 x 1.0507e9 = 68.452e9, two FLOPs each per token: 1.369e14 FLOPs for 1,000 tokens
     assert s.prompt_params == pytest.approx(68.452e9, rel=1e-4)
     mm, _ = compute.prefill_flops(s.prompt_params, 1000, s.layers, s.attention_dim)
     assert mm == pytest.approx(1.369e14, rel=1e-3)
-    # at 2,000 TFLOP/s (fp4) x 0.65 (TensorRT-LLM's prefill share; no fitted batch_mm share for fp4): 0.105 s;
+    # at 2,000 TFLOP/s (fp4) x 0.65 (TensorRT-LLM's prefill share, the profile's own): 0.105 s;
     # at the fp8 rate it would be 0.211 s, at the 16-bit rate the format took before 0.421 s
     assert s.matmul_peak_flops == pytest.approx(2000e12) and s.matmul_eta == pytest.approx(0.65)
     assert mm / (s.matmul_peak_flops * s.matmul_eta) == pytest.approx(0.1053, rel=1e-3)
@@ -93,8 +99,17 @@ def test_one_card_llama_3_3_70b_nvfp4_prefill_multiplies_at_the_fp4_rate_by_hand
     # the decode's utilisation is over the fp4 peak the products run at
     assert t.mfu == pytest.approx(2.0 * 70.554e9 * t.tokens_per_s / 2000e12, rel=1e-3)
     # fp8 weights on the same card: the fp8 rate, no fp4 note
-    f = _speed("fp8")
+    f = _speed("fp8", S.ASSUMED)
     assert f.speed.matmul_peak_flops == pytest.approx(1000e12) and "fp4" not in f.note
+    # With the stored fit: since TensorRT-LLM's performance overview v1.0 B200 FP4 columns joined the RTX 6000 Pro
+    # ones, two sources imply a share of the profile's efficiency for TensorRT-LLM's fp4 products (batch_mm, as for
+    # fp8), so the plan's 0.65 is scaled by it: at the share stored when it was added, 0.545, 0.354 of the fp4 peak,
+    # 1.369e14 / (2,000e12 x 0.354) = 0.193 s for the prompt (prefill_matmul_eta: the profile's share times it).
+    (c,) = [c for c in bundled_step_fit().constants if c.name == TRT_FP4]
+    assert c.sources >= 2 and S.BATCH_MM_BOUNDS[0] <= c.seconds <= S.BATCH_MM_BOUNDS[1]
+    stored = _speed("nvfp4").speed
+    assert stored.matmul_peak_flops == pytest.approx(2000e12)
+    assert stored.matmul_eta == pytest.approx(0.65 * min(c.seconds, 1.0 / 0.65), rel=1e-9)
 
 
 def test_a_measured_row_of_fp4_products_is_planned_at_the_jobs_fp8_precision():
