@@ -92,7 +92,7 @@ def print_step_fit(fit: S.StepFit) -> None:
           "share, not us) on throughputs at a load of users; spread: fitted leaving each of its sources out")
     print(f"  {'constant':30s} {'us':>8s} {'assumed':>8s} {'src':>3s} {'rows':>4s}  {'spread (us)':>17s}")
     for c in sorted(fit.constants, key=lambda c: c.name):
-        k = 1.0 if c.name.startswith("batch_mm/") else 1e6  # a share of the profile's efficiency, not seconds
+        k = 1.0 if S.is_share(c.name) else 1e6  # a share of the profile's efficiency, not seconds
         print(f"  {c.name:30s} {c.seconds * k:8.2f} {S.assumed(c.name) * k:8.2f} {c.sources:3d} {c.rows:4d}  "
               f"{c.loso_low * k:8.2f}-{c.loso_high * k:<8.2f}")
 

@@ -29,6 +29,9 @@ tensor-parallel step code a server runs (``serve_spec.RuntimeServing.step_family
   and the server), implied by throughputs at a load of users (``planner.measured.batch_mm_constant``); a row the
   share cannot meet within ``BATCH_MM_BOUNDS`` (a batch that reads memory, not one its products bind) implies
   nothing. Named by the runtime, not the step family: SGLang's kernels are not vLLM's.
+* ``moe_mm/<runtime>/<backend>``: a share again, of the ``batch_mm`` share, that a mixture of experts' products
+  reach (its experts' grouped kernels over the tokens routed to each, not one dense product over the batch), whatever
+  the kernel type; implied by such a model's throughputs at a load of users, fitted after the dense shares.
 
 Each published row of its kind *implies* the constant's value at which the serving model meets its figure (the
 forward model run backwards: ``implied_value``), with the constants before it in ``STAGES`` at their fitted values;
@@ -57,7 +60,7 @@ from advisor.estimate.roots import illinois
 # step's fitted times), then the share of the profile's matrix-multiply
 # efficiency the batch's products reach (throughputs at a load of users, at all of them), then the growth with the
 # batch (loaded per-token rows, at all of them).
-STAGES = ("tp_layer", "moe_expert", "prefill_kernel", "batch_mm", "seq_layer")
+STAGES = ("tp_layer", "moe_expert", "prefill_kernel", "batch_mm", "moe_mm", "seq_layer")
 LINKS = ("fabric", "pcie")
 KINDS = ("dense", "moe")
 MIN_SOURCES = 2  # a constant is fitted only where a source the fit has not seen can check it
@@ -70,10 +73,12 @@ BOUNDS_S = (0.0, 2e-3)
 # A share of the profile's matrix-multiply efficiency is sought between 0.3 and 1.5 of it (the profile's figure
 # times it is held at most 1, the kernel's peak).
 BATCH_MM_BOUNDS = (0.3, 1.5)
+SHARES = ("batch_mm", "moe_mm")  # the stages whose constants are shares of an efficiency, sought in BATCH_MM_BOUNDS
 _NAME = re.compile(r"^(tp_layer|moe_expert)/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)$"
                    r"|^prefill_kernel/[a-z0-9.-]+/(fabric|pcie)$"
                    r"|^seq_layer/[a-z0-9.-]+/[a-z0-9]+/(fabric|pcie)/(dense|moe)$"
-                   r"|^batch_mm/[a-z0-9.-]+/[a-z0-9]+/[a-z0-9_]+$")
+                   r"|^batch_mm/[a-z0-9.-]+/[a-z0-9]+/[a-z0-9_]+$"
+                   r"|^moe_mm/[a-z0-9.-]+/[a-z0-9]+$")
 COLUMNS = ("name", "seconds", "sources", "rows", "loso_low", "loso_high")
 
 
@@ -86,6 +91,8 @@ def step_name(stage: str, family: str, backend: str, link: str = "", kind: str =
     backend)."""
     if stage == "batch_mm":
         return f"{stage}/{family}/{backend}/{kind}"
+    if stage == "moe_mm":
+        return f"{stage}/{family}/{backend}"
     if stage == "prefill_kernel":
         return f"{stage}/{family}/{link}"
     base = f"{stage}/{family}/{backend}/{link}"
@@ -108,7 +115,7 @@ def assumed(name: str) -> float:
     step (``ALLREDUCE_LATENCY_S``), the profile's own efficiency for a ``batch_mm`` share (1), nothing for the rest
     (not modelled)."""
     stage, _, rest = name.partition("/")
-    if stage == "batch_mm":
+    if stage in SHARES:
         return 1.0
     if stage == "tp_layer":
         return 2.0 * ALLREDUCE_LATENCY_S[rest.split("/")[2]]
@@ -117,7 +124,12 @@ def assumed(name: str) -> float:
 
 def bounds_of(name: str) -> tuple[float, float]:
     """The values a constant is sought and stored between: ``BATCH_MM_BOUNDS`` for a share, else ``BOUNDS_S``."""
-    return BATCH_MM_BOUNDS if name.startswith("batch_mm/") else BOUNDS_S
+    return BATCH_MM_BOUNDS if is_share(name) else BOUNDS_S
+
+
+def is_share(name: str) -> bool:
+    """Whether a constant is a share of an efficiency (``batch_mm``, ``moe_mm``), not seconds."""
+    return name.partition("/")[0] in SHARES
 
 
 @dataclass(frozen=True)
@@ -276,7 +288,8 @@ def parse_step_fit(text: str, where: str = "serving_step_fit.csv") -> StepFit:
         if not _NAME.match(name):
             raise StepFitError(f"{where}, line {i}: name {name!r} is not a step constant "
                                "(tp_layer or moe_expert/<family>/<backend>/<link>, prefill_kernel/<family>/<link>, "
-                               "seq_layer/<family>/<backend>/<link>/<dense|moe> or batch_mm/<runtime>/<backend>/<kernel>)")
+                               "seq_layer/<family>/<backend>/<link>/<dense|moe>, batch_mm/<runtime>/<backend>/<kernel> or "
+                               "moe_mm/<runtime>/<backend>)")
         if name in seen:
             raise StepFitError(f"{where}, line {i}: {name} given twice")
         seen.add(name)

@@ -221,7 +221,7 @@ def prefill_kernel(choice: RuntimeChoice, sixteen_bit: str, acc: Accelerator) ->
 
 
 def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: float, acc: Accelerator,
-                       chunk_tokens: float = decode.PIPELINE_CHUNK) -> float:
+                       chunk_tokens: float = decode.PIPELINE_CHUNK, moe: bool = False) -> float:
     """The share of ``kernel_peak_flops`` a prompt's matrix multiplies reach on ``acc``: the runtime's share of
     the kernel's sustained peak (``compute.power_capped_flops``), less the vector-unit work it does in series
     (``BackendProfile.prefill_matmul_flops``; docs/method.md, "Inference speed").
@@ -232,11 +232,16 @@ def prefill_matmul_eta(choice: RuntimeChoice, kernel: str, kernel_peak_flops: fl
 
     The profile's share is scaled by what the runtime's kernels of that type reach on published throughputs at a
     load of users (the step fit's ``batch_mm``, ``batch_mm_name``; 1 where no two sources check it), held at most
-    the sustained peak: a prompt's products and a batch's alike, in the plan and the server."""
+    the sustained peak: a prompt's products and a batch's alike, in the plan and the server. A mixture of experts
+    (``moe``) reaches that share times the share its grouped expert products reach of the dense ones'
+    (``moe_mm_name``; 1 where no two sources check it)."""
     sustained = compute.power_capped_flops(kernel_peak_flops, acc.tdp_w, kernel)
     quantised_kernel = choice.weight_format.quantised and not choice.dequantised_prefill
     rate = choice.profile.prefill_matmul_flops(quantised_kernel, sustained, acc.peak_flops("fp32"))
-    rate = min(sustained, rate * step_fit().value(batch_mm_name(choice, kernel)))
+    share = step_fit().value(batch_mm_name(choice, kernel))
+    if moe:  # a mixture of experts' grouped expert products reach their own share of the dense ones'
+        share *= step_fit().value(moe_mm_name(choice))
+    rate = min(sustained, rate * share)
     if choice.dequantised_prefill and acc.mem_bandwidth_bps:
         per_weight = choice.weight_format.bits_per_weight / 8.0 + 2.0
         bandwidth = acc.mem_bandwidth_bps * choice.profile.eta_for("f16")
@@ -249,6 +254,13 @@ def batch_mm_name(choice: RuntimeChoice, kernel: str) -> str:
     ``choice``'s runtime reaches with ``kernel`` (fp16 and bf16 share one: the same peak and kernels)."""
     return step_name("batch_mm", choice.runtime.id, choice.backend, kind="16bit" if kernel in ("fp16", "bf16")
                      else kernel)
+
+
+def moe_mm_name(choice: RuntimeChoice) -> str:
+    """The step fit's name of the share of the dense products' share (``batch_mm_name``) that ``choice``'s runtime
+    reaches on a mixture of experts: its experts' products run as grouped kernels over the tokens routed to each,
+    not as one product over the batch, whatever the kernel type."""
+    return step_name("moe_mm", choice.runtime.id, choice.backend)
 
 
 def link_class(acc: Accelerator) -> str:
@@ -417,7 +429,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     att_peak = acc.peak_flops("fp16") or mm_peak
     if not mm_peak:
         raise ValueError(f"{acc.id}: no peak FLOP/s for {kernel}")
-    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, min(decode.PIPELINE_CHUNK, lengths.prompt_mean))
+    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, min(decode.PIPELINE_CHUNK, lengths.prompt_mean),
+                                model.arch.is_moe)
     mm_eta = min(1.0, mm_eta * compute_scale)
     att_eta = min(1.0, prof.attention_eta * compute_scale)
     tail = lengths.prompt_q(0.99) + lengths.output_q(0.99)

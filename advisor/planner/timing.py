@@ -376,7 +376,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     mm_peak = (acc.peak_flops(kernel) or acc.peak_flops(req.precision)) * clock
     # the kernel's share of its peak, less the vector-unit work it does in series (BackendProfile.prefill_matmul_flops)
     chunk = min(decode.PIPELINE_CHUNK, lens.prompt * req.batch)
-    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk) if mm_peak else prof.prefill_eta
+    mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk, arch.is_moe) if mm_peak else prof.prefill_eta
     # the user's prompt-processing runs on this accelerator and runtime scale the prefill kernels (estimate.learned)
     pre = learned.serving_scale(calib, acc=acc, runtime=choice.runtime.id, figure="prefill_tokens_per_s",
                                 width_log=DECODE_WIDTH_LOG, base_width_log=base_width,

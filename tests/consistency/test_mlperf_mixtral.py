@@ -91,14 +91,17 @@ def test_the_rows_state_the_rounds_bounds_replicas_and_batch(rows):
 
 
 def test_the_replica_the_bounds_imply_holds_the_sequences_the_run_held(rows, catalog):
-    """NVIDIA's H200: the MoE step at a batch of some 1,150 sequences with 512-token prompts riding on it; the plan's
-    own replica misses the bounds at the rate, so the row is planned on the one 1.018 times as fast that meets them,
-    and it holds the requests in service the run held within 25 % (Little's law: the rate a GPU times the published
-    mean latency, 991; planned 1,151). With a mixed step the larger of its decode and its prompt's arithmetic it
-    held 157."""
+    """NVIDIA's H200: the MoE step at a batch of some 1,130 sequences with 512-token prompts riding on it. At the
+    share of the dense products' share that TensorRT-LLM's grouped expert products reach on its performance
+    overview's MoE throughputs (``moe_mm/tensorrt-llm/cuda``, 0.59), the plan's own replica cannot carry the run's
+    rate: MLPerf's tuned Mixtral engine, eight large experts of which a token takes two, reaches more than the
+    overview's 128-expert models do, a difference one share a runtime does not hold. The row is planned on the
+    slowest replica that meets the bounds at the rate, 1.67 times as fast, and it holds the requests in service the
+    run held within 25 % (Little's law: the rate a GPU times the published mean latency, 991; planned 1,129). With a
+    mixed step the larger of its decode and its prompt's arithmetic it held 157."""
     m = rows[H200]
     point, k, _ = _planned(m, catalog)
-    assert 1.0 < k < 1.1
+    assert 1.5 < k < 1.9
     held = float(serve_job_values(m)["requests_per_s"]) * PUBLISHED[H200][5]
     assert held / 1.25 < point.in_service < held * 1.25
 
@@ -107,10 +110,10 @@ def test_the_planned_figures_against_the_published_ones(rows, catalog):
     tokens_s, ttft50, _, tpot50, tpot99, _ = PUBLISHED[H200]
     point, _, _ = _planned(rows[H200], catalog)
     assert 8 * point.output_tokens_per_s == pytest.approx(tokens_s, rel=0.01)  # the rate carried
-    # time per output token p50 within 25 % (planned 159.6 ms: 1.15x long) and its p99 within 5 % (167.5 ms)
+    # time per output token p50 within 25 % (planned 156.6 ms: 1.12x long) and its p99 within 5 % (164.7 ms)
     assert tpot50 / 1.25 < point.tpot_p50_s < tpot50 * 1.25
     assert p99_of(point.tpot_p50_s, point.tpot_p95_s) == pytest.approx(tpot99, rel=0.05)
-    # first token p50 within 1.5x (planned 0.286 s: 1.33x long)
+    # first token p50 within 1.5x (planned 0.280 s: 1.30x long)
     assert ttft50 / 1.5 < point.ttft_p50_s < ttft50 * 1.5
 
 
@@ -118,25 +121,21 @@ def test_the_rate_bounds_the_replicas_speed_from_below(rows, catalog):
     """The rule's premise, on the published p99s. The run met its bounds at its rate, so its replica was at least the
     slowest that meets them, and no more is known: a submitter may stop short (NVIDIA's H200 run reached 0.27 of the
     first token's bound and 0.84 of the per-token one). So a row is planned on the plan's own replica where that
-    meets the bounds at the rate, else on the slowest faster one that does. NVIDIA's H200: its own replica misses
-    them, so the first token's bound binds (2.00 s where 0.54 s was measured, its p50 1.33x long). Supermicro's
-    H100: its own replica meets them (first token p99 0.285 s, per-token 69.5 ms), so it is planned at the rate as
-    it is, though that run reached 0.91 of the first token's bound (1.82 s): it was some 7 % slower than the plan's
-    replica (the bounds' replica, 0.929 times as fast, held 838 sequences against the 693 of Little's law), and near
-    its capacity that 7 % halves the time per output token: planned 64.6 ms against 109.2 ms published, the first
-    token p50 0.114 s against 0.173 s (a miss the rule takes for the rows whose runs stopped short: RedHat's L40S
-    and AMD's one MI300X within 25 %, see docs/method.md)."""
-    from advisor.estimate.serving_queue import first_token_p99, p99_of, serve_at
+    meets the bounds at the rate, else on the slowest faster one that does. Both runs: the plan's own replica, its
+    expert products at the MoE share fitted on TensorRT-LLM's overview (``moe_mm``), does not keep up with the rate
+    (its queue grows), so each is planned on a faster one (1.67 and 1.51 times as fast) that meets both bounds, its
+    time per output token p99 under the 0.2 s bound. Supermicro's H100 run reached 0.91 of the first token's bound
+    (1.82 s); the replica the bounds imply holds 838 sequences against the 693 of Little's law, its time per output
+    token p50 131 ms against 109 ms published (within 25 %)."""
+    from advisor.estimate.serving_queue import serve_at
 
-    point, k, (spec, lengths) = _planned(rows[H200], catalog)
-    rate = point.requests_per_s_offered
-    assert first_token_p99(spec, lengths, rate / k) / k == pytest.approx(2.0, rel=0.05)  # k read back: within 5 %
-    assert p99_of(point.tpot_p50_s, point.tpot_p95_s) < 0.2
+    for row_id, least in ((H200, 1.5), (H100, 1.3)):
+        point, k, (spec, lengths) = _planned(rows[row_id], catalog)
+        own = serve_at(spec, lengths, requests_per_s=point.requests_per_s_offered)
+        assert not own.stable  # the plan's own replica falls behind the rate
+        assert k > least
+        assert p99_of(point.tpot_p50_s, point.tpot_p95_s) < 0.2
     assert PUBLISHED[H200][2] < 0.3 * 2.0
-    point, k, (spec, lengths) = _planned(rows[H100], catalog)
-    rate = point.requests_per_s_offered
-    own = serve_at(spec, lengths, requests_per_s=rate)
-    assert point.tpot_p50_s == pytest.approx(own.tpot_p50_s, rel=1e-9)  # the plan's own replica at the rate
-    assert first_token_p99(spec, lengths, rate) < 0.5 * 2.0 and p99_of(own.tpot_p50_s, own.tpot_p95_s) < 0.2
-    assert PUBLISHED[H100][2] > 0.9 * 2.0  # the run near its bound: slower than the plan's replica
-    assert point.tpot_p50_s < PUBLISHED[H100][3] / 1.5
+    assert PUBLISHED[H100][2] > 0.9 * 2.0  # the run near its bound
+    point, _, _ = _planned(rows[H100], catalog)
+    assert PUBLISHED[H100][3] / 1.25 < point.tpot_p50_s < PUBLISHED[H100][3] * 1.25

@@ -93,3 +93,47 @@ def test_the_stored_share_is_fitted_on_several_sources_and_brings_the_table_with
     assert c.loso_high - c.loso_low < 0.1  # the sources agree
     m = _row("trtllm-perf-llama-3.3-70b-h200-tp1-128in-2048out")
     assert figure_at_steps(m, bundled_catalog(), fit) == pytest.approx(m.value, rel=0.25)
+
+
+TRT_MOE = "moe_mm/tensorrt-llm/cuda"
+
+
+def test_a_mixture_of_experts_implies_its_own_share_named_by_runtime_and_backend():
+    """A MoE row's throughput implies the share its grouped expert products reach of the dense ones' (``moe_mm``),
+    not the dense kernel's share: Qwen3-235B-A22B FP8 on eight H200s and Qwen3-30B-A3B FP4 on one B200 both imply
+    the one TensorRT-LLM CUDA name, whatever the kernel type; a dense row keeps its kernel's name."""
+    cat = bundled_catalog()
+    assert S.step_name("moe_mm", "tensorrt-llm", "cuda") == TRT_MOE
+    assert S.assumed(TRT_MOE) == 1.0 and S.bounds_of(TRT_MOE) == S.BATCH_MM_BOUNDS and S.is_share(TRT_MOE)
+    assert batch_mm_constant(_row("trtllm-perf-qwen3-235b-a22b-h200-tp8-1000in-1000out"), cat) == TRT_MOE
+    assert batch_mm_constant(_row("trtllm-perf-qwen3-30b-a3b-b200-tp1-1000in-1000out"), cat) == TRT_MOE
+    assert batch_mm_constant(_row("trtllm-perf-llama-3.3-70b-h200-tp1-1000in-1000out"), cat) == TRT_FP8
+    head = "name,seconds,sources,rows,loso_low,loso_high\n"
+    assert S.parse_step_fit(head + f"{TRT_MOE},0.59,2,110,0.55,0.64\n").value(TRT_MOE) == 0.59
+    with pytest.raises(S.StepFitError, match="outside"):
+        S.parse_step_fit(head + f"{TRT_MOE},0.1,2,110,0.55,0.64\n")
+
+
+def test_the_moe_share_multiplies_the_dense_kernels_share_by_hand():
+    """H200, TensorRT-LLM, fp8: a MoE's products at the dense fp8 share 0.64 times the MoE share 0.5, 0.32 of the
+    profile's; a dense model's at 0.64 alone, the MoE share not read."""
+    cat = bundled_catalog()
+    acc = cat.accelerators["h200"]
+    choice = choose("tensorrt-llm", "fp8", None, 16, acc.vendor, acc.kind)
+    peak = acc.peak_flops("fp8")
+    with step_fit_in_force(S.ASSUMED):
+        base = prefill_matmul_eta(choice, "fp8", peak, acc)
+        assert prefill_matmul_eta(choice, "fp8", peak, acc, moe=True) == base  # nothing fitted: the profile's
+    with step_fit_in_force(S.ASSUMED.with_values({TRT_FP8: 0.64, TRT_MOE: 0.5})):
+        assert prefill_matmul_eta(choice, "fp8", peak, acc) == pytest.approx(0.64 * base, rel=1e-12)
+        assert prefill_matmul_eta(choice, "fp8", peak, acc, moe=True) == pytest.approx(0.32 * base, rel=1e-12)
+
+
+def test_the_stored_moe_share_is_fitted_after_the_dense_ones_on_two_sources():
+    """The stored fit: the MoE share from TensorRT-LLM's performance overview and its RTX 6000 Pro tables, fitted in
+    the stage after the dense shares (``STAGES``), below 1 (grouped expert products reach less than one dense
+    product over the batch); the MoE rows no longer imply the dense fp8 share."""
+    assert S.STAGES.index("moe_mm") == S.STAGES.index("batch_mm") + 1
+    fit = bundled_step_fit()
+    (c,) = [c for c in fit.constants if c.name == TRT_MOE]
+    assert c.sources == 2 and 0.3 < c.seconds < 1.0 and c.loso_low <= c.seconds <= c.loso_high
