@@ -684,11 +684,11 @@ def batch_mm_constant(m: Measurement, catalog) -> str | None:
     throughput implies, or None: a ``serving`` row (output tokens/s) of more than one user whose equal requests
     started together (a max-throughput table with every request queued at once, a static batch: rounds of the
     batch's prompts and steps, ``serving_queue.serve_together``, whose figure is the products' and not a queue's),
-    on any number of devices, by the replica's runtime, backend and kernel type (``serve_spec.batch_mm_name``); a mixture of experts' implies the
-    share of that share its grouped expert products reach (``serve_spec.moe_mm_name``)."""
+    on any number of devices, by the replica's runtime, backend and kernel type (``serve_spec.batch_mm_name``); a
+    mixture of experts' implies the share of that share its grouped expert products reach
+    (``serve_spec.moe_mm_name``)."""
     from advisor.job.serve import ServeJob
-    from advisor.planner.request import runtime_choice
-    from advisor.planner.request import resolve_job_model
+    from advisor.planner.request import resolve_job_model, runtime_choice
     from advisor.planner.serve_spec import batch_mm_name, moe_mm_name, prefill_kernel
 
     acc = catalog.accelerators.get(m.accelerator_id)
