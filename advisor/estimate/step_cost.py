@@ -110,6 +110,22 @@ def sibling_kind(name: str) -> str:
     return f"{head}/{'moe' if kind == 'dense' else 'dense'}"
 
 
+# The step family whose fitted per-layer time stands for another family's on the same backend and link where no
+# source checks that family's (``other_family``).
+STAND_IN_FAMILY = "vllm"
+
+
+def other_family(name: str) -> str:
+    """A ``tp_layer`` constant's name for ``STAND_IN_FAMILY``. A tensor-parallel layer's time is its two all-reduces
+    over the link and the launches and waits around them, whatever engine issues them (vLLM's
+    custom all-reduce follows TensorRT-LLM's one-shot and two-shot kernels over the peers' buffers); where no two sources check a
+    family's, the one fitted on other engines' runs stands for it rather than the assumed all-reduce latency alone
+    (which planned TensorRT-LLM's Llama 3.1 70B on eight H100s in the ROCm blog 1.6-2.4 times as fast as it ran)."""
+    stage, _, rest = name.partition("/")
+    _, _, tail = rest.partition("/")
+    return f"{stage}/{STAND_IN_FAMILY}/{tail}"
+
+
 def assumed(name: str) -> float:
     """The value a constant has where nothing is fitted: two all-reduces' assumed latency a layer for a tensor-parallel
     step (``ALLREDUCE_LATENCY_S``), the profile's own efficiency for a ``batch_mm`` share (1), nothing for the rest
@@ -157,10 +173,13 @@ class StepFit:
 
     def value(self, name: str) -> float:
         """The constant's fitted value, or, for a ``seq_layer`` time no source checks for its model kind, the other
-        kind's on the same family, backend and link (``sibling_kind``), or its assumed one."""
+        kind's on the same family, backend and link (``sibling_kind``), for a ``tp_layer`` time no source checks for
+        its family, the widest-fitted family's on the same backend and link (``other_family``), or its assumed one."""
         v = self._by.get(name)
         if v is None and name.startswith("seq_layer/"):
             v = self._by.get(sibling_kind(name))
+        if v is None and name.startswith("tp_layer/"):
+            v = self._by.get(other_family(name))
         return assumed(name) if v is None else v
 
     def with_values(self, values: Mapping[str, float]) -> StepFit:

@@ -132,8 +132,13 @@ def test_the_moe_share_multiplies_the_dense_kernels_share_by_hand():
 def test_the_stored_moe_share_is_fitted_after_the_dense_ones_on_two_sources():
     """The stored fit: the MoE share from TensorRT-LLM's performance overview and its RTX 6000 Pro tables, fitted in
     the stage after the dense shares (``STAGES``), below 1 (grouped expert products reach less than one dense
-    product over the batch); the MoE rows no longer imply the dense fp8 share."""
+    product over the batch); the MoE rows no longer imply the dense fp8 share. Its spread leaving either source out
+    need not hold its value: a share of a share, it is fitted each time on the dense shares of the same fit, which
+    leaving a source out moves too (leaving the RTX 6000 Pro tables out leaves the fp4 share to the B200 rows alone);
+    each held-out value stays a share below 1, within 1.5 times the value."""
     assert S.STAGES.index("moe_mm") == S.STAGES.index("batch_mm") + 1
     fit = bundled_step_fit()
     (c,) = [c for c in fit.constants if c.name == TRT_MOE]
-    assert c.sources == 2 and 0.3 < c.seconds < 1.0 and c.loso_low <= c.seconds <= c.loso_high
+    assert c.sources == 2 and 0.3 < c.seconds < 1.0
+    assert 0.3 < c.loso_low <= c.loso_high < 1.0
+    assert c.seconds / 1.5 < c.loso_low and c.loso_high < 1.5 * c.seconds
