@@ -548,13 +548,17 @@ def per_token_traffic_s(arch: ModelArch, parallel: int, link_bps: float, srv: Ru
     """The link time of one token in a step (``ServerSpec.per_token_s``, a decode token's or a prompt token's alike):
     over ``parallel`` tensor-parallel devices, its activations through two ring all-reduces a layer
     (``comms.ring_allreduce_s`` of ``2 L h`` activations); for a mixture of experts run expert-parallel, the token sent
-    to the devices of its ``k`` experts and combined back in every expert layer (``comms.all_to_all_s`` of ``2 k h``
-    activations a layer). Traffic runs at the device link's rate (``placement.intra_node_bps``); 0 on one device."""
+    to the devices of its ``k`` experts and combined back in every expert layer (``expert_dispatch_s``), a ``1/d``
+    share of it: the step's tokens are spread over the ``d`` devices (attention data parallel, or each device
+    dispatching its share of the replicated tokens), each sending its own over its own link at once, so the
+    all-to-all of ``B`` tokens takes what ``B / d`` tokens' take on one link (charged whole, it planned TensorRT-LLM's
+    Qwen3-235B-A22B on eight H200s 1.4-2.6 times as slow as its performance overview). Traffic runs at the device
+    link's rate (``placement.intra_node_bps``); 0 on one device."""
     if parallel <= 1 or link_bps <= 0:
         return 0.0
     t = comms.ring_allreduce_s(2.0 * arch.layers * arch.hidden * ACTIVATION_BYTES, parallel, link_bps)
     if srv.expert_parallel:
-        t += expert_dispatch_s(arch, parallel, link_bps)
+        t += expert_dispatch_s(arch, parallel, link_bps) / parallel
     return t
 
 

@@ -138,11 +138,12 @@ def test_each_further_sequence_adds_host_time_and_its_traffic():
     tp = 2 * 80 * 8192 * 2 * (2 * 1 / 2) / link
     assert per_sequence_s(arch, 2, link, RUNTIME_SERVING["vllm"]) == pytest.approx(tp, rel=1e-12)
     # a mixture of experts run expert-parallel (TensorRT-LLM): its token to 8 experts' devices and back, each
-    # of 94 expert layers, (d-1)/d of it leaving the device
+    # of 94 expert layers, (d-1)/d of it leaving the device; the step's tokens are spread over the 8 devices, each
+    # sending its eighth over its own link at once, so a token of the step costs an eighth of that link time
     moe = ModelArch("q", "q", layers=94, hidden=4096, heads=64, kv_heads=4, ffn=12288, vocab=151936, experts=128,
                     experts_per_token=8, moe_ffn=1536)
     ring = 2 * 94 * 4096 * 2 * (2 * 7 / 8) / link
-    dispatch = 2 * 94 * 8 * 4096 * 2 * (7 / 8) / link
+    dispatch = 2 * 94 * 8 * 4096 * 2 * (7 / 8) / link / 8
     assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["tensorrt-llm"]) == pytest.approx(ring + dispatch, rel=1e-12)
     assert per_sequence_s(moe, 8, link, RUNTIME_SERVING["vllm"]) == pytest.approx(ring, rel=1e-12)
     # the link part alone, which a prompt token pays too: no host time in it
