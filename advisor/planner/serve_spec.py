@@ -367,6 +367,20 @@ def runtime_overhead_bytes(choice: RuntimeChoice, arch: ModelArch | None = None,
     return serving_profile(choice.runtime.id).overhead_bytes
 
 
+def replicated_bytes(choice: RuntimeChoice, arch: ModelArch | None, weight_bytes: float, devices: int) -> float:
+    """Bytes per device beyond a ``1/d`` share of the weights that a mixture of experts run expert-parallel with
+    attention data parallelism keeps (``RuntimeServing.expert_parallel``: TensorRT-LLM's ``enable_attention_dp``):
+    each of the ``d`` devices holds the weights outside the routed experts whole (attention, dense layers, shared
+    experts, embeddings), the routed experts split between them; 0 for a dense model, one device or another
+    runtime."""
+    if (arch is None or devices <= 1 or choice.runtime.multi_device != "tensor"
+            or not serving_profile(choice.runtime.id).expert_parallel):
+        return 0.0
+    total = param_count(arch)
+    share, _ = routed_experts(arch, total, total)
+    return (1.0 - share) * weight_bytes * (1.0 - 1.0 / devices) if share > 0 else 0.0
+
+
 def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int,
                   arch: ModelArch | None = None, acc: Accelerator | None = None) -> float:
     """Bytes per device a runtime keeps from the KV cache beyond the weights: its overhead (context, activations,
@@ -375,7 +389,8 @@ def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: fl
     reserve <= capacity`` is the one rule of what fits; the cache it leaves is ``estimate.serving.kv_pool_bytes``."""
     srv = serving_profile(choice.runtime.id)
     fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
-    free = capacity_bytes * fraction - weight_bytes / devices - runtime_overhead_bytes(choice, arch, acc, devices)
+    free = (capacity_bytes * fraction - weight_bytes / devices - runtime_overhead_bytes(choice, arch, acc, devices)
+            - replicated_bytes(choice, arch, weight_bytes, devices))
     kv_share = choice.runtime.kv_free_memory_fraction or 1.0
     return capacity_bytes - weight_bytes / devices - (free * kv_share if free > 0 else free)
 
@@ -464,6 +479,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     slot_tokens = 0
     batching = "slots" if rt.batching == "slots" else "continuous"
     overhead = runtime_overhead_bytes(choice, model.arch, acc, devices)
+    overhead += replicated_bytes(choice, model.arch, weights, devices)
     if batching == "slots":
         slot_tokens = longest
         free = capacity * fraction - weights / devices - overhead
@@ -585,7 +601,7 @@ def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice,
     n = 1
     while n <= most:
         free = ((capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n
-                - runtime_overhead_bytes(choice, model.arch, acc, n))
+                - runtime_overhead_bytes(choice, model.arch, acc, n) - replicated_bytes(choice, model.arch, weights, n))
         if free * kv_parts(model, n, choice, one_request=True) * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most

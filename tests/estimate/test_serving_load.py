@@ -256,3 +256,30 @@ def test_a_batch_of_a_mixture_of_experts_reads_the_experts_its_tokens_pick():
     assert pick == 8 / 128
     assert share == pytest.approx(94 * 128 * 3 * 4096 * 1536 / 235e9, rel=0.02)
     assert routed_experts(cat.model("llama-3.1-8b"), 8e9, 8e9) == (0.0, 0.0)
+
+
+def test_attention_data_parallel_keeps_the_weights_outside_the_routed_experts_whole():
+    # TensorRT-LLM's MoE runs expert-parallel with attention data parallelism: on 8 devices each keeps the
+    # attention, embeddings and router whole and an eighth of the routed experts. Qwen3-235B-A22B's experts: 94
+    # layers of 128 experts of 3 x 4096 x 1536 = 2,415,919,104 routed parameters a layer, 227.1e9 in all
+    from advisor.catalog.runtimes import choose
+    from advisor.estimate.model import param_count
+    from advisor.planner.serve_spec import replicated_bytes
+
+    moe = ModelArch("q", "q", layers=94, hidden=4096, heads=64, kv_heads=4, ffn=12288, vocab=151936, experts=128,
+                    experts_per_token=8, moe_ffn=1536)
+    routed = 94 * 128 * 3 * 4096 * 1536
+    assert routed == pytest.approx(227.1e9, rel=1e-3)
+    weights = 235e9  # bytes of fp8 weights
+    kept = (1 - routed / param_count(moe)) * weights * 7 / 8
+    trt = choose("tensorrt-llm", "fp8", None, 16, "NVIDIA", "datacenter")
+    assert replicated_bytes(trt, moe, weights, 8) == pytest.approx(kept, rel=1e-12)
+    # the rest by hand (heads of 64 dimensions here): attention 2 x 4096^2 + 2 x 4096 x 256 a layer, 3.351e9 in 94,
+    # embeddings and head 2 x 151936 x 4096 = 1.245e9, 4.6e9 of 231.7e9: each device keeps 7/8 of 2 % of 235 GB more
+    assert 3.9e9 < replicated_bytes(trt, moe, weights, 8) < 4.3e9
+    # one device, a dense model, or a runtime whose MoE runs tensor-parallel: nothing kept whole
+    dense = ModelArch("m", "m", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256)
+    vllm = choose("vllm", "fp8", None, 16, "NVIDIA", "datacenter")
+    assert replicated_bytes(trt, moe, weights, 1) == 0.0
+    assert replicated_bytes(trt, dense, 140e9, 8) == 0.0
+    assert replicated_bytes(vllm, moe, weights, 8) == 0.0
