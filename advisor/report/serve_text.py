@@ -84,6 +84,16 @@ def _option_name(o: ServeOption) -> str:
     return f"{what} ({o.id}, {o.runtime})"
 
 
+def _in_use(o: ServeOption) -> str:
+    """What of an owned option's GPUs the load uses where it needs fewer replicas than they make ("" where all)."""
+    have = o.replicas_available or 0
+    if not o.fits or have <= o.replicas:
+        return ""
+    n = o.devices_per_replica
+    return (f"; this load uses {o.replicas} of its {have} replicas ({o.replicas * n} of {have * n} GPUs)"
+            if n > 1 else f"; this load uses {o.replicas} of {have} GPUs")
+
+
 def _miss(result: ServeResult, o: ServeOption) -> str:
     p, t = o.point, result.targets
     why = []
@@ -121,7 +131,7 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
     changes = changes or {}
     lines = []
     for o in result.owned_options():
-        lines.append(f"Your GPUs: {_option_name(o)}" + (f" [{o.origin}]" if o.origin else ""))
+        lines.append(f"Your GPUs: {_option_name(o)}" + (f" [{o.origin}]" if o.origin else "") + _in_use(o))
         if not o.fits:
             lines.append(f"  {o.note}")
             lines.extend(f"  To change: {c.text}" for c in changes.get(o.id, ()))

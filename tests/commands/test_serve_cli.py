@@ -52,6 +52,17 @@ def test_five_friends_table_says_what_each_user_sees_and_the_cheapest_cloud(caps
     assert "To change:" in out or "meets the target" in out
 
 
+def test_the_owned_line_says_what_of_the_gpus_a_load_uses(capsys):
+    # two 4090s hold an 8B model each: five users need one of them, and the line says so rather than read as if the
+    # machine had one; the 70B pair above needs both, and says nothing more
+    code, out, err = run(capsys, "serve", "--model", "llama-3.1-8b", "--fake-gpu", "2x4090", "--users", "5")
+    assert code == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("Your GPUs:")]
+    assert line.endswith("; this load uses 1 of 2 GPUs"), line
+    code, out, err = run(capsys, *FRIENDS)
+    assert "this load uses" not in out
+
+
 def test_a_target_no_option_meets_is_an_answer(capsys):
     code, out, err = run(capsys, *FRIENDS[:-2], "--ttft-p95", "0.001")
     assert code == 0, err
