@@ -373,7 +373,7 @@ def replicated_bytes(choice: RuntimeChoice, arch: ModelArch | None, weight_bytes
     each of the ``d`` devices holds the weights outside the routed experts whole (attention, dense layers, shared
     experts, embeddings), the routed experts split between them; 0 for a dense model, one device or another
     runtime."""
-    if (arch is None or devices <= 1 or choice.runtime.multi_device != "tensor"
+    if (arch is None or devices <= 1 or not arch.is_moe or choice.runtime.multi_device != "tensor"
             or not serving_profile(choice.runtime.id).expert_parallel):
         return 0.0
     total = param_count(arch)
