@@ -117,8 +117,8 @@ STAND_IN_FAMILY = "vllm"
 
 def other_family(name: str) -> str:
     """A ``tp_layer`` constant's name for ``STAND_IN_FAMILY``. A tensor-parallel layer's time is its two all-reduces
-    over the link and the launches and waits around them, whatever engine issues them (vLLM's
-    custom all-reduce follows TensorRT-LLM's one-shot and two-shot kernels over the peers' buffers); where no two sources check a
+    over the link and the launches and waits around them, whatever engine issues them (vLLM's custom all-reduce
+    follows TensorRT-LLM's one-shot and two-shot kernels over the peers' buffers); where no two sources check a
     family's, the one fitted on other engines' runs stands for it rather than the assumed all-reduce latency alone
     (which planned TensorRT-LLM's Llama 3.1 70B on eight H100s in the ROCm blog 1.6-2.4 times as fast as it ran)."""
     stage, _, rest = name.partition("/")
@@ -174,7 +174,7 @@ class StepFit:
     def value(self, name: str) -> float:
         """The constant's fitted value, or, for a ``seq_layer`` time no source checks for its model kind, the other
         kind's on the same family, backend and link (``sibling_kind``), for a ``tp_layer`` time no source checks for
-        its family, the widest-fitted family's on the same backend and link (``other_family``), or its assumed one."""
+        its family, ``STAND_IN_FAMILY``'s on the same backend and link (``other_family``), or its assumed one."""
         v = self._by.get(name)
         if v is None and name.startswith("seq_layer/"):
             v = self._by.get(sibling_kind(name))

@@ -355,16 +355,18 @@ def request_cache_tokens(model: ModelServing, spec: ServerSpec, choice: RuntimeC
 
 
 def runtime_overhead_bytes(choice: RuntimeChoice, arch: ModelArch | None = None, acc: Accelerator | None = None,
-                           devices: int = 1) -> float:
-    """Bytes per device a runtime takes beyond the weights and the cache: vLLM's startup profile where the model
-    and accelerator are known (``VLLM_NON_TORCH_BYTES`` and ``vllm_activation_peak_bytes`` at its batch defaults,
-    ``vllm_batch_defaults``; the CUDA graphs it captures afterwards come out of the ``1 - gpu_memory_utilization``
-    it leaves); else the runtime's assumed figure (``RuntimeServing.overhead_bytes``)."""
+                           devices: int = 1, weight_bytes: float = 0.0) -> float:
+    """Bytes per device a runtime takes beyond a ``1/d`` share of the weights and the cache: vLLM's startup profile
+    where the model and accelerator are known (``VLLM_NON_TORCH_BYTES`` and ``vllm_activation_peak_bytes`` at its
+    batch defaults, ``vllm_batch_defaults``; the CUDA graphs it captures afterwards come out of the ``1 -
+    gpu_memory_utilization`` it leaves); else the runtime's assumed figure (``RuntimeServing.overhead_bytes``); and,
+    given the model's ``weight_bytes``, the weights each device keeps whole beyond its share (``replicated_bytes``)."""
+    kept = replicated_bytes(choice, arch, weight_bytes, devices) if weight_bytes > 0 else 0.0
     if choice.runtime.id == "vllm" and arch is not None and acc is not None:
         tokens, seqs = vllm_batch_defaults(acc)
         tp = devices if choice.runtime.multi_device == "tensor" else 1
-        return VLLM_NON_TORCH_BYTES + vllm_activation_peak_bytes(arch, tokens, seqs, tp)
-    return serving_profile(choice.runtime.id).overhead_bytes
+        return VLLM_NON_TORCH_BYTES + vllm_activation_peak_bytes(arch, tokens, seqs, tp) + kept
+    return serving_profile(choice.runtime.id).overhead_bytes + kept
 
 
 def replicated_bytes(choice: RuntimeChoice, arch: ModelArch | None, weight_bytes: float, devices: int) -> float:
@@ -389,8 +391,8 @@ def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: fl
     reserve <= capacity`` is the one rule of what fits; the cache it leaves is ``estimate.serving.kv_pool_bytes``."""
     srv = serving_profile(choice.runtime.id)
     fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
-    free = (capacity_bytes * fraction - weight_bytes / devices - runtime_overhead_bytes(choice, arch, acc, devices)
-            - replicated_bytes(choice, arch, weight_bytes, devices))
+    free = (capacity_bytes * fraction - weight_bytes / devices
+            - runtime_overhead_bytes(choice, arch, acc, devices, weight_bytes))
     kv_share = choice.runtime.kv_free_memory_fraction or 1.0
     return capacity_bytes - weight_bytes / devices - (free * kv_share if free > 0 else free)
 
@@ -478,8 +480,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     kv_token = model.kv_bytes_per_token()
     slot_tokens = 0
     batching = "slots" if rt.batching == "slots" else "continuous"
-    overhead = runtime_overhead_bytes(choice, model.arch, acc, devices)
-    overhead += replicated_bytes(choice, model.arch, weights, devices)
+    overhead = runtime_overhead_bytes(choice, model.arch, acc, devices, weights)
     if batching == "slots":
         slot_tokens = longest
         free = capacity * fraction - weights / devices - overhead
@@ -601,7 +602,7 @@ def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice,
     n = 1
     while n <= most:
         free = ((capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n
-                - runtime_overhead_bytes(choice, model.arch, acc, n) - replicated_bytes(choice, model.arch, weights, n))
+                - runtime_overhead_bytes(choice, model.arch, acc, n, weights))
         if free * kv_parts(model, n, choice, one_request=True) * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most
