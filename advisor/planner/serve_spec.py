@@ -389,12 +389,19 @@ def reserve_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: fl
     graphs: ``runtime_overhead_bytes``, of the model on the accelerator where given) and what its memory rule leaves
     unused (vLLM's ``1 - gpu_memory_utilization``; TensorRT-LLM's share of the free memory). ``weights + cache +
     reserve <= capacity`` is the one rule of what fits; the cache it leaves is ``estimate.serving.kv_pool_bytes``."""
-    srv = serving_profile(choice.runtime.id)
-    fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
-    free = (capacity_bytes * fraction - weight_bytes / devices
-            - runtime_overhead_bytes(choice, arch, acc, devices, weight_bytes))
+    free = free_bytes(choice, capacity_bytes, weight_bytes, devices, arch, acc)
     kv_share = choice.runtime.kv_free_memory_fraction or 1.0
     return capacity_bytes - weight_bytes / devices - (free * kv_share if free > 0 else free)
+
+
+def free_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float, devices: int,
+               arch: ModelArch | None = None, acc: Accelerator | None = None) -> float:
+    """Bytes of one device's memory rule (the profile's ``gpu_memory_utilization`` or the server's
+    ``memory_fraction`` of ``capacity_bytes``) left after a ``1/d`` share of the weights and the runtime's overhead
+    (``runtime_overhead_bytes``): what the cache may take before the runtime's own share of it."""
+    fraction = choice.runtime.gpu_memory_utilization or serving_profile(choice.runtime.id).memory_fraction
+    return (capacity_bytes * fraction - weight_bytes / devices
+            - runtime_overhead_bytes(choice, arch, acc, devices, weight_bytes))
 
 
 def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
@@ -595,14 +602,11 @@ def fewest_devices(model: ModelServing, acc: Accelerator, choice: RuntimeChoice,
     """The fewest devices (1, 2, 4, 8 ... up to ``most``) whose memory (``capacity_bytes`` each, default the part's
     usable memory) holds the weights, the runtime's overhead and the cache of one request of the mean length;
     None when none do."""
-    srv = serving_profile(choice.runtime.id)
-    fraction = choice.runtime.gpu_memory_utilization or srv.memory_fraction
     weights = model.weights_of(choice)
     one = model.kv_bytes_per_token() * (lengths.prompt_mean + lengths.output_mean)
     n = 1
     while n <= most:
-        free = ((capacity_bytes or acc.usable_memory_bytes) * fraction - weights / n
-                - runtime_overhead_bytes(choice, model.arch, acc, n, weights))
+        free = free_bytes(choice, capacity_bytes or acc.usable_memory_bytes, weights, n, model.arch, acc)
         if free * kv_parts(model, n, choice, one_request=True) * (choice.runtime.kv_free_memory_fraction or 1.0) >= one:
             return n
         n = n * 2 if n * 2 <= most or n == most else most
