@@ -399,9 +399,14 @@ def free_bytes(choice: RuntimeChoice, capacity_bytes: float, weight_bytes: float
     """Bytes of one device's memory rule (the profile's ``gpu_memory_utilization`` or the server's
     ``memory_fraction`` of ``capacity_bytes``) left after a ``1/d`` share of the weights and the runtime's overhead
     (``runtime_overhead_bytes``): what the cache may take before the runtime's own share of it."""
-    fraction = choice.runtime.gpu_memory_utilization or serving_profile(choice.runtime.id).memory_fraction
-    return (capacity_bytes * fraction - weight_bytes / devices
+    return (capacity_bytes * memory_fraction(choice) - weight_bytes / devices
             - runtime_overhead_bytes(choice, arch, acc, devices, weight_bytes))
+
+
+def memory_fraction(choice: RuntimeChoice) -> float:
+    """The share of a device's memory the runtime's memory rule takes: the profile's ``gpu_memory_utilization``, else
+    the server's ``memory_fraction``."""
+    return choice.runtime.gpu_memory_utilization or serving_profile(choice.runtime.id).memory_fraction
 
 
 def model_serving(arch: ModelArch, params: float, active: float, precision: str, kv_cache_bits: int,
@@ -466,7 +471,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     chunk, seqs = srv.chunk_tokens, srv.max_seqs
     if rt.id == "vllm":
         chunk, seqs = vllm_batch_defaults(acc)
-    fraction = rt.gpu_memory_utilization or srv.memory_fraction
+    fraction = memory_fraction(choice)
     tensor = rt.multi_device == "tensor"  # else whole layers per device, run one after the other
     parallel = devices if tensor else 1
     step_overhead = step_overhead_s(model.arch, choice, acc, devices)
@@ -490,7 +495,7 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
     overhead = runtime_overhead_bytes(choice, model.arch, acc, devices, weights)
     if batching == "slots":
         slot_tokens = longest
-        free = capacity * fraction - weights / devices - overhead
+        free = free_bytes(choice, capacity, weights, devices, model.arch, acc)
         fit = int(max(0.0, free * kv_parts(model, devices, choice)) // (kv_token * slot_tokens))
         seqs = max_seqs or max(1, min(fit, srv.max_seqs))
     elif max_seqs and rt.batching != "static":
