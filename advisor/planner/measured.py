@@ -33,6 +33,7 @@ from advisor.estimate.calibration import (
     implied_log_scale,
     position_of,
 )
+from advisor.estimate.model import kv_values_per_token
 from advisor.estimate.serving_queue import ServePoint
 from advisor.job import JOB_FIELDS, JobInputError
 from advisor.planner.calibrated import raw_estimates, serve_load, serving_class, training_class
@@ -121,8 +122,8 @@ def request_values(m: Measurement) -> dict:
 def _with_settings(values: dict, m: Measurement) -> dict:
     """The measurement's stated job inputs on top (numbers read as numbers)."""
     for name, text in m.settings:
-        if name in (RUN_SETTING, CACHED_SETTING, ADMISSION_SETTING):  # the run's own (run_prompts, run_cached,
-            # row_admission): no job input
+        if name in (RUN_SETTING, CACHED_SETTING, ADMISSION_SETTING, LIMITS_SETTING):  # the run's own (run_prompts,
+            # run_cached, row_admission, harness_limits): no job input
             continue
         try:
             values[name] = int(text)
@@ -328,7 +329,10 @@ def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
     devices = m.devices // replicas
     spec, _ = replica_spec(model, acc, devices, choice, max_seqs=job.max_seqs, lengths=lengths,
                            compute_scale=compute_scale, speed=speed)
-    if job.users is not None and job.max_seqs is None and spec.max_seqs < job.users:
+    limits = harness_limits(m, model, choice, acc, lengths)
+    if limits is not None:  # the harness's own batch limit and token budget
+        spec = dataclasses.replace(spec, max_seqs=limits[0], chunk_tokens=limits[1])
+    elif job.users is not None and job.max_seqs is None and spec.max_seqs < job.users:
         spec, _ = replica_spec(model, acc, devices, choice, max_seqs=job.users, lengths=lengths,
                                compute_scale=compute_scale, speed=speed)
     whole = row_admission(m)
@@ -388,6 +392,7 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None) -> tuple[Cal
     batching = harness_batching(m)
     steps = scheduler_steps(m)
     row_admission(m)  # refused here, with its reason, before any point is planned (row_spec reads it)
+    row_limits(m)
     prompts = run_prompts(m)
     cached = run_cached(m, prompts)
     if replicas > 1 and prompts is not None:  # each replica's share of a finite run
@@ -500,6 +505,94 @@ def row_admission(m: Measurement) -> bool | None:
     if text not in ADMISSIONS:
         raise ValueError(f"{m.row_id}: {ADMISSION_SETTING} must be one of {', '.join(ADMISSIONS)}, got {text!r}")
     return ADMISSIONS[text]
+
+
+# A row whose harness chose its batch limit and token budget itself (``harness_limits``): ``trtllm-bench``, whose
+# ``throughput`` run given neither takes them from its tuning heuristic (``trtllm_bench_limits``).
+LIMITS_SETTING = "limits"
+LIMITS = ("trtllm-bench",)
+
+
+def row_limits(m: Measurement) -> str | None:
+    """The harness that set the row's batch limit and token budget (``LIMITS_SETTING``), or None where it states none.
+
+    Raises:
+        ValueError: a harness other than those named in ``LIMITS``, or with ``max_seqs`` stated as well.
+    """
+    text = m.setting(LIMITS_SETTING)
+    if text is None:
+        return None
+    if text not in LIMITS:
+        raise ValueError(f"{m.row_id}: {LIMITS_SETTING} must be one of {', '.join(LIMITS)}, got {text!r}")
+    if m.setting("max_seqs") is not None:
+        raise ValueError(f"{m.row_id}: {LIMITS_SETTING}={text} sets the batch limit; max_seqs goes without it")
+    return text
+
+
+def harness_limits(m: Measurement, model, choice, acc, lengths) -> tuple[int, int] | None:
+    """``(max_batch_size, max_num_tokens)`` of a row whose harness set them (``LIMITS_SETTING``), each replica's
+    (``row_replicas``), or None where the row states no harness.
+
+    Raises:
+        ValueError: a harness other than those named in ``LIMITS``, or with ``max_seqs`` stated as well.
+    """
+    if row_limits(m) is None:
+        return None
+    layout = row_layout(m)
+    pp = layout.get("PP", 1)
+    tp = layout.get("TP", layout.get("DEP", max(1, m.devices // pp)))
+    values = kv_values_per_token(model.arch)
+    kv_value_bytes = model.kv_bytes_per_token() / values if values else 2.0
+    return trtllm_bench_limits(model.arch, model.params, choice.weight_format.family, kv_value_bytes, tp, pp,
+                               acc.memory_bytes, lengths.prompt_mean, lengths.output_mean)
+
+
+# trtllm-bench's tuning heuristic (tensorrt_llm/bench/build/tuning.py: calc_engine_setting, finetune_setting; the
+# PyTorch flow's get_settings in tensorrt_llm/bench/benchmark/utils/general.py calls it when a run gives neither
+# --max_batch_size nor --max_num_tokens): bytes a weight by the checkpoint's quantisation, 2 for any other; the
+# batch capped at 4,096 requests (its decoder buffers) and the tokens at 32,768 (its activations).
+TRTLLM_BENCH_WEIGHT_BYTES = {"fp8": 1.0, "nvfp4": 0.5}
+TRTLLM_BENCH_MAX_BATCH = 4096
+TRTLLM_BENCH_MAX_TOKENS = 32768
+TRTLLM_BENCH_KV_FRACTION = 0.90  # trtllm-bench throughput's --kv_cache_free_gpu_mem_fraction default
+
+
+def trtllm_bench_limits(arch, params: float, weight_family: str, kv_value_bytes: float, tp: int, pp: int,
+                        device_bytes: float, prompt: float, output: float,
+                        fraction: float = TRTLLM_BENCH_KV_FRACTION) -> tuple[int, int]:
+    """``(max_batch_size, max_num_tokens)`` trtllm-bench sets a run of mean ``prompt`` and ``output`` lengths.
+
+    The requests that fit: ``fraction`` of the devices' memory less the checkpoint (``params`` at its format's
+    bytes), over one request's cache of ``prompt + output`` tokens at ``kv_value_bytes`` a value, each of ``tp``
+    devices holding at least one KV head (``2 L max(tp, n_kv) d_h`` values a token). The batch: those requests, at
+    most 4,096, over the ``pp`` stages, rounded up (to 32 below 256, at least 64; to 128 below 1,024; else to 256);
+    the tokens: the batch times ``1 + prompt / output``, at most 32,768, rounded up (to 256 below 4,096, at least
+    2,048; to 512 below 8,192; else to 1,024). Chunked prefill is off in trtllm-bench unless asked for, so the
+    token budget is raised to hold the longest prompt beside the batch (``prompt + batch``).
+    """
+    weight_bytes = TRTLLM_BENCH_WEIGHT_BYTES.get(weight_family, 2.0)
+    gpus = tp * pp
+    heads = max(tp, arch.kv_heads)
+    token_bytes = kv_values_per_token(arch) * heads / arch.kv_heads * kv_value_bytes
+    cache = (device_bytes * gpus - params * weight_bytes) * fraction
+    requests = cache / (token_bytes * (prompt + output)) if token_bytes > 0 else float(TRTLLM_BENCH_MAX_BATCH)
+    if requests < 1:
+        raise ValueError("trtllm-bench refuses a run whose cache holds not one request")
+    raw_batch = min(requests, TRTLLM_BENCH_MAX_BATCH) / pp
+    raw_tokens = min(raw_batch * (1.0 + prompt / output), TRTLLM_BENCH_MAX_TOKENS)
+    if raw_batch < 256:
+        batch = max(64, 32 * math.ceil(raw_batch / 32))
+    elif raw_batch < 1024:
+        batch = 128 * math.ceil(raw_batch / 128)
+    else:
+        batch = 256 * math.ceil(raw_batch / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return batch, max(tokens, math.ceil(prompt) + batch)
 
 
 BOUND_SETTINGS = ("ttft_p99_bound_s", "tpot_p99_bound_s")

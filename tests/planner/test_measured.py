@@ -322,3 +322,48 @@ def test_a_scheduler_steps_setting_is_a_rates_and_a_whole_number():
             scheduler_steps(bad)
         assert predict(bad, CAT).predicted is None
     assert scheduler_steps(dataclasses.replace(base, settings=(("requests_per_s", "1.5"), ("scheduler_steps", "8")))) == 8
+
+
+def test_trtllm_benchs_tuning_heuristic_gives_its_documented_limits_and_hand_worked_ones():
+    # trtllm-bench (tensorrt_llm/bench/build/tuning.py) printed Max Runtime Batch Size 4096 and Max Runtime Tokens
+    # 8192 for Llama 3.1 8B FP8 at 128/128 in its documentation (perf-benchmarking.md): (80 GiB - 8.03e9 B) x 0.90
+    # over a request's 256 tokens of 65,536 cache bytes (2 x 32 layers x 8 heads x 128 x 1 byte) is 4,177 requests,
+    # capped at 4,096; the tokens 4,096 x (1 + 128/128) = 8,192. A 16-bit cache would give 2,088 -> 2,304 requests.
+    from advisor.planner.measured import trtllm_bench_limits
+
+    gib = 2**30
+    assert trtllm_bench_limits(CAT.models["llama-3.1-8b"], 8.03e9, "fp8", 1.0, 1, 1, 80 * gib, 128, 128) == (4096, 8192)
+    assert trtllm_bench_limits(CAT.models["llama-3.1-8b"], 8.03e9, "fp8", 2.0, 1, 1, 80 * gib, 128, 128)[0] == 2304
+    # Llama 3.3 70B FP8 on one H200 at 2048/128: (141 GiB - 70.6e9) x 0.90 / (163,840 B x 2,176) = 203.97 requests,
+    # rounded up to 32s: 224; tokens 203.97 x 17 = 3,467, to 256s: 3,584 (above the 2,048 + 224 a whole prompt needs)
+    assert trtllm_bench_limits(CAT.models["llama-3.3-70b"], 70.6e9, "fp8", 1.0, 1, 1, 141 * gib, 2048, 128) == (224, 3584)
+    # Qwen3-235B-A22B (4 KV heads) on eight H100 at 128/4096: each of the 8 devices holds a head, so a token's cache
+    # counts 8 heads, 2 x 94 x 8 x 128 bytes: (640 GiB - 235e9) x 0.90 / (192,512 x 4,224) = 500.5 -> 512 requests;
+    # tokens 516 -> 2,048 (the least); on four devices the 4 heads: 240.4 -> 256
+    qwen = CAT.models["qwen3-235b-a22b"]
+    assert trtllm_bench_limits(qwen, 235e9, "fp8", 1.0, 8, 1, 80 * gib, 128, 4096) == (512, 2048)
+    assert trtllm_bench_limits(qwen, 235e9, "fp8", 1.0, 4, 1, 80 * gib, 128, 4096) == (256, 2048)
+    with pytest.raises(ValueError, match="not one request"):
+        trtllm_bench_limits(qwen, 235e9, "bf16", 1.0, 2, 1, 80 * gib, 128, 4096)
+
+
+def test_a_trtllm_bench_row_is_planned_at_the_limits_its_harness_set():
+    # The performance overview's runs give trtllm-bench neither --max_batch_size nor --max_num_tokens: each row is
+    # planned at its heuristic's (limits=trtllm-bench), chunked prefill off (the token budget holds a whole prompt)
+    from advisor.planner.measured import harness_limits, row_setup, row_spec, trtllm_bench_limits
+
+    rows = {m.row_id: m for m in bundled_measurements()}
+    m = rows["trtllm-perf-llama-3.3-70b-h200-tp1-2048in-128out"]
+    assert m.setting("limits") == "trtllm-bench" and m.setting("max_seqs") is None
+    acc = CAT.accelerators[m.accelerator_id]
+    setup = row_setup(m, CAT, acc)
+    spec = row_spec(m, setup, acc)
+    model = setup[1]
+    assert (spec.max_seqs, spec.chunk_tokens) == trtllm_bench_limits(
+        model.arch, model.params, "fp8", 1.0, 1, 1, acc.memory_bytes, 2048, 128) == (224, 3584)
+    # a harness the setting does not name, or a batch limit stated beside it: refused with the reason
+    for settings in ((("limits", "vllm-bench"),), (("limits", "trtllm-bench"), ("max_seqs", "256"))):
+        bad = dataclasses.replace(m, settings=settings)
+        with pytest.raises(ValueError, match="limits"):
+            harness_limits(bad, model, setup[3], acc, setup[2])
+        assert predict(bad, CAT).predicted is None
