@@ -580,19 +580,15 @@ def trtllm_bench_limits(arch, params: float, weight_family: str, kv_value_bytes:
         raise ValueError("trtllm-bench refuses a run whose cache holds not one request")
     raw_batch = min(requests, TRTLLM_BENCH_MAX_BATCH) / pp
     raw_tokens = min(raw_batch * (1.0 + prompt / output), TRTLLM_BENCH_MAX_TOKENS)
-    if raw_batch < 256:
-        batch = max(64, 32 * math.ceil(raw_batch / 32))
-    elif raw_batch < 1024:
-        batch = 128 * math.ceil(raw_batch / 128)
-    else:
-        batch = 256 * math.ceil(raw_batch / 256)
-    if raw_tokens < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    batch = max(64, _rounded_up(raw_batch, ((256, 32), (1024, 128), (math.inf, 256))))
+    tokens = max(2048, _rounded_up(raw_tokens, ((4096, 256), (8192, 512), (math.inf, 1024))))
     return batch, max(tokens, math.ceil(prompt) + batch)
+
+
+def _rounded_up(x: float, tiers: tuple[tuple[float, int], ...]) -> int:
+    """``x`` rounded up to the step of the first tier ``(below, step)`` whose bound it is below."""
+    step = next(step for below, step in tiers if x < below)
+    return step * math.ceil(x / step)
 
 
 BOUND_SETTINGS = ("ttft_p99_bound_s", "tpot_p99_bound_s")
