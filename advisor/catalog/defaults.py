@@ -32,10 +32,24 @@ class DefaultJob:
         return self.tokens if self.tokens is not None else self.tokens_per_param * params
 
 
+# Where a serving job's load and target came from when it gave none (its ``sources``), as reports name it.
+SERVE_DEFAULT_SOURCE = "the default serving job (resources/defaults.toml [serve])"
+
+
+@dataclass(frozen=True)
+class DefaultServe:
+    """The serving job taken when no load is given: ``users`` at once, ``ttft_p95_s`` the p95 first-token target."""
+
+    users: int
+    ttft_p95_s: float
+    source: str
+
+
 @dataclass(frozen=True)
 class Defaults:
     model: str
     jobs: dict[str, DefaultJob]
+    serve: DefaultServe
 
 
 def _positive(value, where: str) -> float:
@@ -72,7 +86,20 @@ def parse_defaults(text: str) -> Defaults:
         if not isinstance(source, str) or not source:
             raise DefaultsError(f"defaults.toml: jobs.{w}.source must say where the figure comes from")
         jobs[w] = DefaultJob(w, tokens, per, source)
-    return Defaults(model, jobs)
+    return Defaults(model, jobs, _serve(data.get("serve")))
+
+
+def _serve(t) -> DefaultServe:
+    """The ``[serve]`` table: a whole number of users, a target in seconds, where they come from."""
+    if not isinstance(t, dict):
+        raise DefaultsError("defaults.toml: no [serve]")
+    users = t.get("users")
+    if isinstance(users, bool) or not isinstance(users, int) or not 1 <= users <= 100_000:
+        raise DefaultsError(f"defaults.toml: serve.users must be a whole number from 1 to 100000, got {users!r}")
+    source = t.get("source")
+    if not isinstance(source, str) or not source:
+        raise DefaultsError("defaults.toml: serve.source must say where the figures come from")
+    return DefaultServe(users, _positive(t.get("ttft_p95_s"), "serve.ttft_p95_s"), source)
 
 
 @functools.cache

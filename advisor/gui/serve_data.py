@@ -19,10 +19,10 @@ from advisor.planner.serve_advice import changes_of
 FORM_FIELDS = ("model", "quant", "runtime", "kv_cache_bits", "users", "requests_per_s", "prompt_tokens",
                "output_tokens", "lengths", "ttft_p95_s", "tokens_per_s_per_user")
 # The lengths are the plan's request (job.schema.request_window), shown as numbers; the load and target the
-# form's own starting point (advisor serve asks for both).
+# default serving job's (resources/defaults.toml [serve], as advisor serve takes it when given no load).
 _PROMPT, _OUTPUT, _ = request_window(None, ServeJob.model_fields["output_tokens"].default, None)
-DEFAULT_VALUES = {"model": defaults().model, "users": 8, "prompt_tokens": _PROMPT, "output_tokens": _OUTPUT,
-                  "ttft_p95_s": 2.0}
+DEFAULT_VALUES = {"model": defaults().model, "users": defaults().serve.users, "prompt_tokens": _PROMPT,
+                  "output_tokens": _OUTPUT, "ttft_p95_s": defaults().serve.ttft_p95_s}
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,9 @@ class ServeJob(Job):
     """A serving job: a plan's model and hardware inputs with the load and latency targets."""
 
     users: int | None = _field(None, unit="users", help="concurrent users, each sending its next request when the "
-                               "last one is answered (what serving benchmarks call concurrency)", group="serve",
+                               "last one is answered (what serving benchmarks call concurrency); with neither it nor "
+                               "--requests-per-s, the default serving job's (resources/defaults.toml [serve])",
+                               group="serve",
                                workloads=SERVE, ge=1, le=1_000_000)
     requests_per_s: float | None = _field(None, unit="requests/s", help="arrival rate of requests (Poisson) "
                                           "instead of --users", group="serve", workloads=SERVE, gt=0, le=1e6)

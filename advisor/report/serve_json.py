@@ -9,6 +9,7 @@ import json
 import math
 
 from advisor.planner.serve import ServeOption, ServeResult, capacity_ranges, interval, range_origin
+from advisor.report.serve_text import default_load_text
 
 SCHEMA = "advisor.serve/1"
 
@@ -95,6 +96,8 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
     cheapest = result.cheapest("cloud")
     closest = None if any(o.meets_target for o in result.options) else result.closest()
     load = {"users": job.users} if result.by == "users" else {"requests_per_s": job.requests_per_s}
+    if assumed := default_load_text(job):  # the job gave no load: the default serving job's, and it says so
+        load["assumed"] = assumed
     return {
         "schema": SCHEMA,
         "model": {"name": result.model_name, "id": job.model, "source": m.arch.source if m else None,

@@ -70,7 +70,6 @@ def test_a_target_no_option_meets_is_an_answer(capsys):
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--model", "llama-3-8b"], "users"),
     (["--model", "llama-3-8b", "--users", "0"], "users"),
     (["--model", "llama-3-8b", "--users", "3", "--requests-per-s", "1"], "users"),
     (["--model", "llama-3-8b", "--users", "3", "--prompt-tokens", "9000"], "prompt_tokens"),

@@ -94,3 +94,41 @@ def test_fit_advice_walks_the_quant_ladder_from_the_file_planned():
              owned=m.owned, host=m.host)
     quants = [a.change.get("quant") for a in r.fit_advice if "quant" in a.change]
     assert quants and all(LADDER.index(q) > LADDER.index("q4_k_m") for q in quants)
+
+
+def test_a_serving_job_without_a_load_takes_the_default_serving_job_everywhere(capsys):
+    # resources/defaults.toml [serve]: 8 users, 2 s to the first token at p95; the app's Serve page starts there and
+    # `advisor serve` takes it when given no load, and says so in its text and JSON
+    from advisor.catalog.defaults import defaults
+    from advisor.gui.serve_data import DEFAULT_VALUES
+
+    d = defaults().serve
+    assert (d.users, d.ttft_p95_s) == (8, 2.0)
+    assert (DEFAULT_VALUES["users"], DEFAULT_VALUES["ttft_p95_s"]) == (d.users, d.ttft_p95_s)
+    args = ["serve", "--model", "llama-3.1-8b", "--fake-gpu", "2x4090"]
+    doc = _json(capsys, *args)
+    assert doc["load"]["users"] == 8 and doc["targets"]["ttft_p95_s"] == 2.0
+    assert "default serving job" in doc["load"]["assumed"]
+    # the same job given by hand gives the same options, and nothing is assumed
+    given = _json(capsys, *args, "--users", "8", "--ttft-p95", "2")
+    assert "assumed" not in given["load"]
+    assert given["options"] == doc["options"]
+    # a target given is kept: only the load is the default's
+    tpot = _json(capsys, *args, "--tpot-p95", "0.05")
+    assert tpot["load"]["users"] == 8 and tpot["targets"] == {"ttft_p95_s": None, "tpot_p95_s": 0.05}
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Assumed: 8 users at once" in out and "--users N or --requests-per-s R" in out
+
+
+@pytest.mark.parametrize("table, message", [
+    ("", "no \\[serve\\]"),
+    ("[serve]\nusers = 0\nttft_p95_s = 2.0\nsource = \"s\"", "serve.users"),
+    ("[serve]\nusers = 8\nttft_p95_s = -1\nsource = \"s\"", "serve.ttft_p95_s"),
+    ("[serve]\nusers = 8\nttft_p95_s = 2.0", "serve.source"),
+])
+def test_a_broken_serve_default_is_one_line(table, message):
+    jobs = "".join(f'[jobs.{w}]\ntokens = 1\nsource = "s"\n' for w in ("pretrain", "finetune", "lora", "qlora",
+                                                                      "inference"))
+    with pytest.raises(DefaultsError, match=message):
+        parse_defaults(f'model = "x"\n{jobs}{table}')
