@@ -49,7 +49,7 @@ def _values(args, table: dict | None, assumptions: dict | None, name: str) -> di
     """Flags over the scenario's [serve] and [assumptions] tables (flags win), with where each came from."""
     from advisor.cli import UsageError
     from advisor.commands.plan import assumption_flags
-    from advisor.job.serve import SERVE_FIELDS
+    from advisor.job.serve import SERVE_FIELDS, with_default_load
 
     values = dict(table or {})
     sources = {k: f"scenario {name} [serve]" for k in values}
@@ -62,7 +62,7 @@ def _values(args, table: dict | None, assumptions: dict | None, name: str) -> di
             values[field_name] = list(value) if meta.kind == "ids" else value
             sources[field_name] = f"command line ({meta.flag})"
     assumption_flags(args, assumed, sources)
-    with_default_load(values, sources)
+    with_default_load(values, sources)  # no load given: the default serving job's (advisor.job.serve)
     if args.launch in ("vllm", "sglang", "llama-server"):  # the server launched is the runtime sized
         from advisor.report.serve_launch import RUNTIME_OF
 
@@ -74,19 +74,6 @@ def _values(args, table: dict | None, assumptions: dict | None, name: str) -> di
     values["assumptions"] = assumed
     values["sources"] = sources
     return values
-
-
-def with_default_load(values: dict, sources: dict) -> None:
-    """A job that gives no load takes the default serving job's users, and its first-token target where it names
-    no target either (``resources/defaults.toml`` [serve], the Serve page's starting point); ``sources`` says so."""
-    from advisor.catalog.defaults import SERVE_DEFAULT_SOURCE, defaults
-
-    if values.get("users") is not None or values.get("requests_per_s") is not None:
-        return
-    d = defaults().serve
-    values["users"], sources["users"] = d.users, SERVE_DEFAULT_SOURCE
-    if all(values.get(k) is None for k in ("ttft_p95_s", "tpot_p95_s", "tokens_per_s_per_user")):
-        values["ttft_p95_s"], sources["ttft_p95_s"] = d.ttft_p95_s, SERVE_DEFAULT_SOURCE
 
 
 def _scenario_tables(path: str) -> tuple[dict, dict]:

@@ -154,6 +154,37 @@ def tpot_target_s(job: ServeJob) -> float | None:
     return None
 
 
+# A serving job's load (one of them) and its latency targets (any of them), as the job's fields name them.
+LOAD_FIELDS = frozenset({"users", "requests_per_s"})
+TARGET_FIELDS = frozenset({"ttft_p95_s", "tpot_p95_s", "tokens_per_s_per_user"})
+
+
+def with_default_load(values: dict, sources: dict) -> None:
+    """Job inputs that give no load take the default serving job's users, and its first-token target where they name
+    no target either (``resources/defaults.toml`` [serve], the Serve page's starting point); ``sources`` says so
+    (``SERVE_DEFAULT_SOURCE``, which ``assumed_load_text`` reads back)."""
+    from advisor.catalog.defaults import SERVE_DEFAULT_SOURCE, defaults
+
+    if any(values.get(k) is not None for k in LOAD_FIELDS):
+        return
+    d = defaults().serve
+    values["users"], sources["users"] = d.users, SERVE_DEFAULT_SOURCE
+    if all(values.get(k) is None for k in TARGET_FIELDS):
+        values["ttft_p95_s"], sources["ttft_p95_s"] = d.ttft_p95_s, SERVE_DEFAULT_SOURCE
+
+
+def assumed_load_text(job: ServeJob) -> str:
+    """Words saying the load (and target) are the default serving job's where the job gave none
+    (``with_default_load``); "" otherwise."""
+    from advisor.catalog.defaults import SERVE_DEFAULT_SOURCE, defaults
+
+    if job.sources.get("users") != SERVE_DEFAULT_SOURCE:
+        return ""
+    target = job.sources.get("ttft_p95_s") == SERVE_DEFAULT_SOURCE
+    return (f"{defaults().serve.source if target else f'{job.users} users at once'}, the default serving "
+            f"job (give --users N or --requests-per-s R{' and a target such as --ttft-p95 S' if target else ''})")
+
+
 def load_text(job: ServeJob) -> str:
     """The load in words: ``5 users`` or ``2.5 requests/s``."""
     if job.users is not None:

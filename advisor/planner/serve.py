@@ -35,7 +35,7 @@ from advisor.estimate.serving_queue import (
     serve_at,
     serve_at_speed,
 )
-from advisor.job.serve import ServeJob, load_text, request_lengths, tpot_target_s
+from advisor.job.serve import LOAD_FIELDS, TARGET_FIELDS, ServeJob, load_text, request_lengths, tpot_target_s
 from advisor.planner.calibrated import (
     active_fits,
     serve_capacity_spread,
@@ -248,7 +248,7 @@ def _per_hour(q) -> float:
 # The fields of a serving job that no replica reads: its load and targets, besides a plan's budget and prices (the
 # users do set llama.cpp's slots: ``_Sizer.spec`` keys a replica by the slots it takes). The rest key what serving
 # plans keep of their replicas between calls (``replica_key``, ``_kept_replicas``).
-LOAD_AND_TARGET_FIELDS = frozenset({"users", "requests_per_s", "ttft_p95_s", "tpot_p95_s", "tokens_per_s_per_user"})
+LOAD_AND_TARGET_FIELDS = LOAD_FIELDS | TARGET_FIELDS
 _REPLICA_FIELDS = tuple(f for f in ServeJob.model_fields
                         if f not in PRICE_AND_BUDGET_FIELDS and f not in LOAD_AND_TARGET_FIELDS)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import math
 
+from advisor.job.serve import assumed_load_text
 from advisor.planner.serve import ServeOption, ServeResult, capacity_ranges, interval, range_origin
-from advisor.report.serve_text import default_load_text
 
 SCHEMA = "advisor.serve/1"
 
@@ -96,7 +96,7 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
     cheapest = result.cheapest("cloud")
     closest = None if any(o.meets_target for o in result.options) else result.closest()
     load = {"users": job.users} if result.by == "users" else {"requests_per_s": job.requests_per_s}
-    if assumed := default_load_text(job):  # the job gave no load: the default serving job's, and it says so
+    if assumed := assumed_load_text(job):  # the job gave no load: the default serving job's, and it says so
         load["assumed"] = assumed
     return {
         "schema": SCHEMA,

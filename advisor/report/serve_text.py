@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from advisor.estimate.serving_queue import Z80
+from advisor.job.serve import assumed_load_text
 from advisor.planner.serve import ServeOption, ServeResult, capacity_ranges, interval, miss_ratio, range_origin
 
 
@@ -184,20 +185,9 @@ def heading_lines(result: ServeResult) -> list[str]:
             f"Target: {target_text(result)}"]
     if result.lengths_origin != "as given":
         head.append(f"Lengths: {result.lengths_origin}")
-    if assumed := default_load_text(j):
+    if assumed := assumed_load_text(j):
         head.append(f"Assumed: {assumed}")
     return head
-
-
-def default_load_text(job) -> str:
-    """A line saying the load (and target) are the default serving job's where the job gave none; "" otherwise."""
-    from advisor.catalog.defaults import SERVE_DEFAULT_SOURCE, defaults
-
-    if job.sources.get("users") != SERVE_DEFAULT_SOURCE:
-        return ""
-    target = job.sources.get("ttft_p95_s") == SERVE_DEFAULT_SOURCE
-    return (f"{defaults().serve.source if target else f'{job.users} users at once'}, the default serving "
-            f"job (give --users N or --requests-per-s R{' and a target such as --ttft-p95 S' if target else ''})")
 
 
 def option_table(result: ServeResult, top: int | None = 12, id_chars: int | None = 44):
