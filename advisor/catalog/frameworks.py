@@ -27,7 +27,8 @@ TRAINING_WORKLOADS = ("pretrain", "finetune", "lora", "qlora")
 BEHAVIOURS = tuple(f.name for f in fields(TrainingBehaviours))
 ORIGINS = ("prior", "fitted", "reference")
 _TYPES: dict[str, tuple[type, ...]] = {
-    "optimizer_in_backward": (bool,), "activation_offload": (bool,), "tp_saves_gathered": (bool,), "loss_chunks": (int,),
+    "optimizer_in_backward": (bool,), "activation_offload": (bool,), "tp_saves_gathered": (bool,), "layer_split": (bool,),
+    "loss_chunks": (int,),
     "logits_fp32_copies": (int, float), "kernel_efficiency": (int, float), "host_us_per_layer": (int, float),
 }
 

@@ -68,6 +68,9 @@ class TrainingBehaviours:
         tp_saves_gathered: under tensor and sequence parallelism the matrix multiplies save their all-gathered
             (full-sequence) inputs for the backward (PyTorch's DTensor ``SequenceParallel``/``ColwiseParallel``);
             Megatron-LM keeps only its shard and gathers it again in the backward (Korthikanti et al., 4.2.2).
+        layer_split: one process can split a model's layers over a machine's unequal GPUs and train it so, the
+            GPUs running in turn (transformers' ``device_map="auto"`` under the Trainer), so such GPUs plan as one
+            pool (``planner.owned.pool_unequal``); False where the framework's ranks must be equal devices.
     """
 
     master_weights: str = "fp32"
@@ -82,6 +85,7 @@ class TrainingBehaviours:
     selective_saves: str = "activations"
     host_us_per_layer: float = 0.0
     tp_saves_gathered: bool = False
+    layer_split: bool = False
 
     def __post_init__(self) -> None:
         if self.master_weights not in MASTER_WEIGHTS:
@@ -110,7 +114,8 @@ class TrainingBehaviours:
                 "logits_fp32_copies": self.logits_fp32_copies, "loss_chunks": self.loss_chunks,
                 "checkpointing": self.checkpointing, "activation_offload": self.activation_offload,
                 "kernel_efficiency": self.kernel_efficiency, "selective_saves": self.selective_saves,
-                "host_us_per_layer": self.host_us_per_layer, "tp_saves_gathered": self.tp_saves_gathered}
+                "host_us_per_layer": self.host_us_per_layer, "tp_saves_gathered": self.tp_saves_gathered,
+                "layer_split": self.layer_split}
 
     def summary(self) -> str:
         """One line for people: ``fp32 logits x2.5, checkpointing full, fp32 master copy, fp32 AdamW states``."""

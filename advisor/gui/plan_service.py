@@ -126,8 +126,9 @@ def what_fits(owned, catalog, calibration=None, host=None) -> list[dict]:
     or layers on the CPU). Runs in a worker.
 
     Args:
-        owned: this machine's owned hardware (``planner.owned.OwnedHardware``, catalog or derived); the first
-            is planned.
+        owned: this machine's owned hardware (``planner.owned.OwnedHardware``, catalog or derived), planned
+            together as the plan plans them: unequal GPUs as one pool where the job can split its layers over
+            them (``planner.owned.pool_unequal``), the plan's own option for this machine (else the first's).
     Returns:
         Dicts with ``workload`` (label), ``values`` (the plan inputs to open in the planner, or None when no
         preset fits), ``model``, ``params``, ``change`` (the ``{flag: value}`` applied, {} when none),
@@ -136,7 +137,10 @@ def what_fits(owned, catalog, calibration=None, host=None) -> list[dict]:
     from advisor.estimate.model import param_count
 
     hw = owned[0]
-    capacity = hw.accelerator.usable_memory_bytes * hw.count
+    capacity = sum(h.accelerator.usable_memory_bytes * h.count for h in owned)  # at most what a pool of them holds
+
+    def machine_option(result):
+        return result.this_machine() or result.option(hw.id)
     models = sorted(catalog.models.values(), key=param_count, reverse=True)
     out = []
     for workload, label in FIT_WORKLOADS:
@@ -147,19 +151,19 @@ def what_fits(owned, catalog, calibration=None, host=None) -> list[dict]:
                 continue
             values = {"model": m.id, "workload": workload}
             try:
-                result = plan(PlanRequest.from_mapping(values), catalog, calibration, owned=[hw], host=host,
+                result = plan(PlanRequest.from_mapping(values), catalog, calibration, owned=list(owned), host=host,
                               only_owned=True)
             except PlanInputError:
                 continue
-            option = result.option(hw.id)
+            option = machine_option(result)
             change = {}
             if option is not None and not option.fits:
                 advice = next((a for a in result.fit_advice if a.fits and not set(a.change) & OTHER_JOB), None)
                 if advice is None:
                     continue
                 change = dict(advice.change)
-                option = plan(PlanRequest.from_mapping({**values, **change}), catalog, calibration, owned=[hw],
-                              host=host, only_owned=True, advise=False).option(hw.id)
+                option = machine_option(plan(PlanRequest.from_mapping({**values, **change}), catalog, calibration,
+                                             owned=list(owned), host=host, only_owned=True, advise=False))
             if option is not None and option.fits:
                 found.update(values={**values, **change}, model=m.id, params=result.params, change=change,
                              hours=option.hours, tokens_per_s=option.tokens_per_s, cost_usd=option.cost_usd)

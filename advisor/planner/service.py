@@ -35,6 +35,7 @@ from advisor.planner.request import (
     resolve_job_model,
     runtime_choice,
     timing_key,
+    training_software,
 )
 from advisor.planner.result import PlanOption, PlanResult, cheapest, check_finite
 from advisor.planner.serve_spec import reserve_bytes
@@ -101,8 +102,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
             raise PlanInputError("accelerator", f"unknown accelerator {acc_id!r}")
     owned_all = merge_owned([owned, parse_own(request.own, catalog)] if request.owned_options else [])
     owned_all = merge_owned([owned_all, local])
-    pool = pool_unequal(owned_all) if request.workload == "inference" else None
+    software = training_software(request)
+    pool = pool_unequal(owned_all) if software is None or software.behaviours.layer_split else None
     if pool is not None:  # unequal GPUs of this machine: their layers split over all of them, as llama.cpp does
+        # (and transformers' device_map="auto" for a training framework that trains a model so placed)
         owned_all = (*owned_all, pool)
     accels = [catalog.accelerators[a] for a in request.accelerator if a in catalog.accelerators] or (
         [] if local else list(catalog.accelerators.values()))

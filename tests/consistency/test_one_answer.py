@@ -181,6 +181,38 @@ def test_a_4090_beside_a_3090_serves_a_70b_q4_split_over_both(capsys):
     assert words[words.index("--tensor-split") + 1] == "25.8,25.8"
 
 
+def test_a_4090_beside_a_3090_fine_tunes_a_14b_with_lora_split_over_both(capsys):
+    # 38.8 GB of LoRA on Qwen2.5-14B fits neither 24 GB card; transformers' device_map="auto" places the layers over
+    # both by memory and the Trainer runs them in turn, so with equal memories each card does half the layers:
+    # the pair takes the mean of the two cards' times, (4.785 + 11.110) / 2 = 7.948 h at the default 10M tokens
+    ask = ("--model", "qwen2.5-14b", "--workload", "lora", "--fake-gpu", "4090+3090")
+    doc = _json(capsys, "plan", *ask)
+    by_id = {o["id"]: o for o in doc["options"]}
+    mine = _mine(doc)
+    assert mine["id"] == "owned:pool-1xrtx-4090-1xrtx-3090" and mine["fits"]
+    assert not by_id["owned:rtx-4090"]["fits"] and not by_id["owned:rtx-3090"]["fits"]
+    halves = (by_id["owned:rtx-4090"]["hours"] + by_id["owned:rtx-3090"]["hours"]) / 2.0
+    assert mine["hours"] == pytest.approx(halves, rel=0.01)
+    assert mine["hours"] == pytest.approx(7.95, rel=0.05)
+    # advisor models and the app's What-fits card say the same of this machine
+    fit = _json(capsys, "models", "qwen2.5-14b", "--fake-gpu", "4090+3090")["models"][0]["fits"]["lora"]
+    assert fit["fits"] and fit["per_device_bytes"] == mine["memory_per_device_bytes"]
+    from advisor.catalog import load_catalog
+    from advisor.gui.plan_service import what_fits
+    from advisor.planner.machine import local_machine
+
+    catalog = load_catalog(use_user_file=False)
+    m = local_machine("4090+3090", catalog)
+    card = next(c for c in what_fits(m.owned, catalog, host=m.host) if c["workload_id"] == "lora")
+    assert card["change"] == {}
+    again = _mine(_json(capsys, "plan", "--fake-gpu", "4090+3090", "--model", card["model"], "--workload", "lora"))
+    assert again["fits"] and card["hours"] == pytest.approx(again["hours"], rel=1e-9)
+    # a framework whose ranks must be equal devices (torchtune's FSDP recipes) plans the cards one kind at a time
+    doc = _json(capsys, "plan", *ask, "--framework", "torchtune")
+    assert not any(o["id"].startswith("owned:pool-") for o in doc["options"])
+    assert doc["this_machine"] == "owned:rtx-4090" and not _mine(doc)["fits"]
+
+
 # ------------------------------------------------------------------ "is this job like the runs the ranges come from?"
 def test_training_beyond_the_calibrated_runs_is_said_alike_everywhere(capsys, tmp_path):
     """One statement (planner.summary.reach_sentence) in the JSON, the table, --explain, the app's Planner answer and
