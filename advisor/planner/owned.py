@@ -142,7 +142,9 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
     The pool is one device whose memory is the sum of theirs less the compute buffers each further device keeps
     (``POOL_DEVICE_RESERVE_BYTES``), and which reads, and multiplies, at the memory-weighted harmonic mean of
     theirs: each device holds layers in proportion to its memory and they run one after the other, so a step takes
-    ``sum(m_i / bw_i)`` per byte of ``sum(m_i)``."""
+    ``sum(m_i / bw_i)`` per byte of ``sum(m_i)``. For the same reason its power is one busy card's at a time: each
+    card's rated power for its share of a step, ``(m_i / bw_i) / sum(m_j / bw_j)`` (the cards' draw while they wait
+    is left out), not the cards' sum: a 4090 (450 W) beside a 3090 (350 W), 24 GB each, 398 W."""
     parts = [hw for hw in owned if hw.this_machine and hw.accelerator.kind in POOL_KINDS and not hw.members]
     if len({hw.accelerator.id for hw in parts}) < 2 or len({hw.accelerator.vendor for hw in parts}) != 1:
         return None
@@ -157,6 +159,8 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
         return total / sum(m / v for m, v in values)
 
     devices = sum(n for _, _, n in mem)
+    turns = [(m / acc.mem_bandwidth_bps if acc.mem_bandwidth_bps else m, acc) for m, acc, _ in mem]
+    power = sum(t * (acc.tdp_w or 0.0) for t, acc in turns) / sum(t for t, _ in turns)
     first = members[0][0]
     name = " + ".join(f"{n} x {acc.name}" if n > 1 else acc.name for acc, n in members)
     pool = replace(
@@ -167,11 +171,12 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
         bf16_flops=harmonic(lambda a: a.bf16_flops), fp16_flops=harmonic(lambda a: a.fp16_flops),
         fp8_flops=harmonic(lambda a: a.fp8_flops), fp4_flops=harmonic(lambda a: a.fp4_flops),
         int8_ops=harmonic(lambda a: a.int8_ops),
-        tdp_w=sum((acc.tdp_w or 0) * n for acc, n in members) or None, launch_price_usd=None,
+        tdp_w=power or None, launch_price_usd=None,
         street_price_usd=None, derived=True,
         derivation=(("pool", f"layers split over {name} by memory (llama.cpp --split-mode layer --tensor-split): "
                              "memory summed less 1 GiB of compute buffers per further device, bandwidth and compute "
-                             "their memory-weighted harmonic mean (the devices run in turn)"),))
+                             "their memory-weighted harmonic mean, power one busy card's at a time (the devices run in "
+                             "turn)"),))
     return OwnedHardware(pool, 1, 1, origin=f"this machine: {name}, split by memory", this_machine=True,
                          host=parts[0].host, members=members)
 

@@ -35,6 +35,18 @@ def test_two_4090s_are_priced_at_their_energy_and_come_first():
     assert r.this_machine() is o
 
 
+def test_unequal_cards_draw_one_busy_cards_power_at_a_time():
+    # a 4090 (450 W, 1,008 GB/s) beside a 3090 (350 W, 936 GB/s), 24 GB each, run their layers in turn: each busy
+    # for its layers' bytes at its bandwidth, 1/1008 : 1/936 = 0.4815 : 0.5185 of a step, so the pair draws
+    # 0.4815 x 450 + 0.5185 x 350 = 398.1 W, not 800 W; energy (398.1 x 0.9 load + 150 W system) x h x 0.17 USD/kWh
+    m = local_machine("4090+3090", CAT)
+    req = PlanRequest.from_mapping({"model": "qwen2.5-14b", "workload": "lora"})
+    o = plan(req, CAT, owned=m.owned, host=m.host).this_machine()
+    assert o.id == "owned:pool-1xrtx-4090-1xrtx-3090" and o.fits and o.devices == 1
+    energy = (398.148 * 0.9 + 150) / 1000 * o.hours * 0.17
+    assert o.cost_breakdown_usd == pytest.approx({"energy": energy}, rel=1e-4)
+
+
 def test_a_wear_rate_adds_a_wear_part(capsys):
     doc = _plan_json(capsys, "--model", "llama-3-8b", "--workload", "lora", "--tokens", "2e8", "--fake-gpu", "2x4090",
                      "--set", "owned_wear_usd_per_gpu_hour=0.05")
