@@ -17,6 +17,7 @@ from advisor.estimate.model import (
     embedding_params,
     host_embedding_params,
     kv_values_per_layer_token,
+    kv_values_per_token,
     linear_state_split,
     mlp_params,
     param_count,
@@ -479,6 +480,16 @@ def vllm_hybrid_block_tokens(arch: ModelArch, bytes_per_value: float = 2.0, tp: 
     state = (rec * VLLM_SSM_BYTES.get(arch.linear_kind, 2.0) + conv * 2.0) / tp
     token = kv_values_per_layer_token(arch) * bytes_per_value / tp
     return int(_pad(-(-state // token), VLLM_BLOCK))
+
+
+def kv_token_bytes(arch: ModelArch, bytes_per_value: float = 2.0) -> float:
+    """Cache bytes one more token of context adds to a sequence while it is within every window: the attention
+    layers' keys and values (``model.kv_values_per_token``); linear layers keep a fixed state, which no token adds
+    to. What a decode step reads per cached token, in the plan's request (``planner.timing``) and the server's step
+    (``planner.serve_spec.ModelServing.kv_bytes_per_token``) alike. Not ``kv_cache_bytes(arch, 1, 1)``: for a
+    hybrid model that holds the whole linear state beside the one token (Qwen3-Next: 39.5 MB at 16 bits against
+    the 24.6 kB its twelve attention layers add a token)."""
+    return kv_values_per_token(arch) * bytes_per_value
 
 
 def kv_cache_bytes(arch: ModelArch, context: int, batch: int, bytes_per_value: float = 2.0,

@@ -21,7 +21,6 @@ from advisor.estimate.model import (
     ModelArch,
     attention_width,
     expert_layers,
-    kv_values_per_token,
     param_count,
     prefill_kernel_count,
     prompt_share,
@@ -176,7 +175,7 @@ class ModelServing:
     def kv_bytes_per_token(self) -> float:
         """KV bytes of one token, all layers (fp8 weights keep an 8-bit cache at most)."""
         bits = min(self.kv_bits, 8 if self.precision == "fp8" else 16)
-        return kv_values_per_token(self.arch) * bits / 8.0
+        return memory.kv_token_bytes(self.arch, bits / 8.0)
 
     def weights_of(self, choice: RuntimeChoice) -> float:
         """The weights' bytes in the runtime's format (a file's own bytes when the request reads them)."""

@@ -391,7 +391,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     speed = decode.ServingSpeed(
         weight_bytes=loaded, unread_bytes=memory.unread_weight_bytes(arch, loaded, projector_bytes if weight_bytes else 0),
         active_fraction=active / params,
-        kv_bytes_per_token=memory.kv_cache_bytes(arch, 1, 1, kv_value), active_params=active,
+        kv_bytes_per_token=memory.kv_token_bytes(arch, kv_value), active_params=active,
         prompt_params=active * prompt_share(arch), layers=arch.layers,
         attention_dim=attention_width(arch), devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, prefill_overhead_s=prefill_overhead_s(arch, choice, acc, devices),
