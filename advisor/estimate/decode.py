@@ -170,8 +170,9 @@ class ServingSpeed:
         active_fraction: active over total parameters (MoE; 1 for a dense model): a batch reads the experts it
             touches, ``1 - (1 - f)^B`` of the weights.
         kv_bytes_per_token: one sequence's cache bytes per cached token.
-        active_params, layers, attention_dim: the model (``attention_dim`` = query heads x head size:
-            ``estimate.model.attention_width``).
+        active_params, layers, attention_dim: the model (``layers``: those that attend over the cache,
+            ``estimate.model.attention_layers``; ``attention_dim`` = query heads x head size:
+            ``estimate.model.attention_width``), whose attention FLOPs a decode step and a prompt count.
         devices: devices the weights and caches are split over (tensor parallel), read in parallel.
         bandwidth_bps: one device's peak memory bandwidth.
         eta_mem, eta_kv: bandwidth efficiency reading weights (the format's class) and the cache (16-bit class).

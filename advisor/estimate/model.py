@@ -351,6 +351,14 @@ def generic_arch(params: float, name: str | None = None) -> ModelArch:
                      kv_heads=heads, ffn=int(round(8 * h / 3 / 64)) * 64, vocab=32000)
 
 
+def attention_layers(arch: ModelArch) -> int:
+    """The layers that attend over the cache, full and sliding (a layer reusing an earlier one's cache still
+    attends); a gated-DeltaNet or Mamba-2 layer updates a fixed state and a Nemotron-H feed-forward layer has no
+    attention, so neither costs a (query, key) pair. A decode step's and a prompt's attention FLOPs count these,
+    the plan's request and the server's step alike."""
+    return arch.count_of("full") + arch.count_of("sliding")
+
+
 def attention_width(arch: ModelArch) -> float:
     """The query heads times the mean of a head's query-key and value sizes, ``heads * (d_qk + d_v) / 2``: a (query,
     key) pair of a layer costs ``2 * heads * (d_qk + d_v)`` = ``4 *`` this FLOPs (scores and values). ``heads * d_head``

@@ -19,6 +19,7 @@ from advisor.catalog.runtimes import RuntimeChoice, step_fit
 from advisor.estimate import comms, compute, decode, memory
 from advisor.estimate.model import (
     ModelArch,
+    attention_layers,
     attention_width,
     expert_layers,
     param_count,
@@ -168,9 +169,10 @@ class ModelServing:
 
     @property
     def attn_flops_per_pair(self) -> float:
-        """``4 * L * attention_width``: scores and values, two FLOPs per multiply-add (``estimate.model.attention_width``:
-        ``n_heads * d_head``, multi-head latent attention's expanded heads at prefill)."""
-        return 4.0 * self.arch.layers * attention_width(self.arch)
+        """``4 * L_attn * attention_width``: scores and values, two FLOPs per multiply-add, in the layers that attend
+        (``estimate.model.attention_layers``; ``attention_width``: ``n_heads * d_head``, multi-head latent
+        attention's expanded heads at prefill)."""
+        return 4.0 * attention_layers(self.arch) * attention_width(self.arch)
 
     def kv_bytes_per_token(self) -> float:
         """KV bytes of one token, all layers (fp8 weights keep an 8-bit cache at most)."""

@@ -29,6 +29,7 @@ from advisor.estimate import comms, compute, decode, learned, memory
 from advisor.estimate import utilisation as U
 from advisor.estimate.model import (
     ModelArch,
+    attention_layers,
     attention_width,
     embedding_params,
     prompt_share,
@@ -392,7 +393,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
         weight_bytes=loaded, unread_bytes=memory.unread_weight_bytes(arch, loaded, projector_bytes if weight_bytes else 0),
         active_fraction=active / params,
         kv_bytes_per_token=memory.kv_token_bytes(arch, kv_value), active_params=active,
-        prompt_params=active * prompt_share(arch), layers=arch.layers,
+        prompt_params=active * prompt_share(arch), layers=attention_layers(arch),
         attention_dim=attention_width(arch), devices=devices, bandwidth_bps=acc.mem_bandwidth_bps, eta_mem=eta,
         eta_kv=eta_kv, overhead_s=overhead, prefill_overhead_s=prefill_overhead_s(arch, choice, acc, devices),
         matmul_peak_flops=mm_peak, matmul_eta=mm_eta,
