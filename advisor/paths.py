@@ -65,3 +65,14 @@ def _ensure(path: Path, create: bool) -> Path:
     if create:
         path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def shown(path: str | os.PathLike) -> str:
+    """A path as the app and the command line show it: under the user's home as ``~/...`` (shorter, and the same
+    words on every machine), else as it is. Display only: files are opened by their full path."""
+    p = Path(path)
+    try:
+        rest = p.relative_to(Path.home())
+    except (ValueError, RuntimeError):  # outside home, or no home to be found
+        return str(p)
+    return "~" if str(rest) == "." else f"~{os.sep}{rest}"

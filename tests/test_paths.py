@@ -32,3 +32,10 @@ def test_xdg_fallback_without_platformdirs(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert paths.config_dir() == tmp_path / "cfg" / "hardware-advisor"
     assert paths.data_dir() == tmp_path / "home" / ".local" / "share" / "hardware-advisor"
+
+
+def test_paths_are_shown_home_relative(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert paths.shown(tmp_path / ".cache" / "huggingface" / "hub") == "~/.cache/huggingface/hub"
+    assert paths.shown(tmp_path) == "~"
+    assert paths.shown("/srv/models") == "/srv/models"  # outside home: as it is

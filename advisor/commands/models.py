@@ -163,6 +163,7 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
     from advisor.commands._terminal import cell, lines_text
     from advisor.models.hf import hub_cache_dir
     from advisor.models.stores import lmstudio_dirs, ollama_dir
+    from advisor.paths import shown
     from advisor.units import fmt_bytes, fmt_count, fmt_mem
     from advisor.untrusted import NAME_MAX_CHARS
 
@@ -174,8 +175,9 @@ def _table(rows, gpus, names, simulated, context, single) -> str:
                  "runtime's usual file, LoRA/QLoRA rank 16 at 2048 tokens; memory per GPU shown.")
     if not rows:
         ol = ollama_dir()
-        lm = ", ".join(str(d) for d in lmstudio_dirs()) or "~/.lmstudio/models (absent)"
-        lines.append(f"No models found in the Hugging Face cache ({hub_cache_dir()}), Ollama ({ol or 'not installed'}) "
+        lm = ", ".join(cell(shown(d), None) for d in lmstudio_dirs()) or "~/.lmstudio/models (absent)"
+        lines.append(f"No models found in the Hugging Face cache ({cell(shown(hub_cache_dir()), None)}), Ollama "
+                     f"({cell(shown(ol), None) if ol else 'not installed'}) "
                      f"or LM Studio ({lm}). Get one with `hf download Qwen/Qwen2.5-0.5B` or `ollama pull qwen2.5:0.5b`.")
         return lines_text(lines)
     head = ("model", "store", "params", "size", "format", "context", "inference", "LoRA", "QLoRA")

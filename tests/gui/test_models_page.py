@@ -68,3 +68,15 @@ def test_empty_machine_says_how_to_get_a_model(make_window, qtbot):
     page = w.page("models")
     qtbot.waitUntil(page.is_ready, timeout=30000)
     assert page.table_model.rowCount() == 0 and "hf download" in page.note.text()
+
+
+def test_the_searched_folders_are_shown_home_relative_and_inert(make_window, qtbot, tmp_path, monkeypatch):
+    # the note is rich text: a folder named like markup is shown as its name, never read as a tag
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "<b>hub</b>"))
+    w = make_window("2x4090")
+    w.show_page("models")
+    page = w.page("models")
+    qtbot.waitUntil(page.is_ready, timeout=30000)
+    text = page.note.text()
+    assert "~/&lt;b&gt;hub&lt;/b&gt;" in text and "<b>hub" not in text and str(tmp_path) not in text

@@ -198,6 +198,7 @@ class ModelsPage(Page):
     def _show(self) -> None:
         from advisor.models.hf import hub_cache_dir
         from advisor.models.stores import lmstudio_dirs, ollama_dir
+        from advisor.paths import shown
 
         gpus = self._gpu_memory()
         rows = [_Row(f, self._fit(f)) for f in self._found or []]
@@ -205,8 +206,11 @@ class ModelsPage(Page):
         fit_columns(self.table, max_width=320)
         gpu_text = (f"{len(gpus)} GPU(s), smallest {fmt_mem(min(gpus))}" if gpus
                     else "no GPU detected (fit not judged)")
-        where = (f"Hugging Face cache {hub_cache_dir()}, Ollama {ollama_dir() or '(not installed)'}, LM Studio "
-                 + (", ".join(str(d) for d in lmstudio_dirs()) or "(not installed)"))
+        # the note is rich text: each path shown home-relative and HTML-escaped (a folder name is outside text)
+        ol = ollama_dir()
+        where = (f"Hugging Face cache {rich(shown(hub_cache_dir()), None)}, Ollama "
+                 f"{rich(shown(ol), None) if ol else '(not installed)'}, LM Studio "
+                 + (", ".join(rich(shown(d), None) for d in lmstudio_dirs()) or "(not installed)"))
         if rows:
             self.note.setText(f"{len(rows)} model(s) from the {where}. This machine: {gpu_text}. Each fit is the "
                               "plan on this machine's GPUs (inference in the runtime's usual file, Q4_K_M under "
