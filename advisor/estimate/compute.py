@@ -30,7 +30,8 @@ def flops_per_token(active_params: float, workload: str) -> float:
 
 
 def attention_flops_per_token(layers: int, seq_len: int, hidden: int) -> float:
-    """Attention score and value FLOPs per token for causal models, about ``6*L*s*h`` (docs/method.md).
+    """Attention score and value FLOPs per token for causal models, about ``6*L*s*h`` (docs/method.md), ``L`` the
+    layers that attend (``model.attention_layers``: a hybrid's linear layers score no pairs).
     Not included in ``training_flops``; reported beside it."""
     return 6.0 * layers * seq_len * hidden
 

@@ -19,6 +19,7 @@ from advisor.cost.assumptions import CostAssumptions
 from advisor.cost.price_dates import price_ages
 from advisor.estimate import compute, memory
 from advisor.estimate.local import HostFigures
+from advisor.estimate.model import attention_layers
 from advisor.planner.calibrated import active_fits, memory_interval
 from advisor.planner.fit import advise_fit
 from advisor.planner.kept import KeptByJob
@@ -233,7 +234,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, calibration=None,
     result = PlanResult(
         request=request, arch=arch, model_name=name, params=params, active_params=active,
         flops_total=flops_total, flops_per_token=per_token,
-        attention_flops_per_token=compute.attention_flops_per_token(arch.layers, seq_len, arch.hidden),
+        attention_flops_per_token=compute.attention_flops_per_token(attention_layers(arch), seq_len, arch.hidden),
         tokens=tokens, budget_origin=budget_origin, seq_len=seq_len, context=context, parallelism=layout0,
         memory=mem0, options=tuple(options), assumptions=assumptions, catalog_date=catalog.date,
         prices_as_of=prices_as_of,

@@ -205,6 +205,9 @@ def test_a_hybrid_models_one_request_is_one_figure_in_plan_and_serve(capsys, fak
     # about 3.9B active parameters a token, as Qwen3-30B-A3B's 3.4B: a decode of the same order, not 15 times slower
     small = _json(capsys, "plan", "--model", "qwen3-30b-a3b", "--fake-gpu", fake, "--workload", "inference")
     assert 0.5 < inf["decode_tokens_per_s"] / small["inference"]["decode_tokens_per_s"] < 1.2
+    # a training plan's attention beside its model FLOPs counts the same 12 layers: 6 x 12 x 2,048 x 2,048
+    lora = _json(capsys, "plan", *ask, "--workload", "lora", "--seq-len", "2048")
+    assert lora["attention_flops_per_token"] == pytest.approx(6 * 12 * 2048 * 2048)
 
 
 def test_a_4090_beside_a_3090_fine_tunes_a_14b_with_lora_split_over_both(capsys):
