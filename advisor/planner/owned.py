@@ -159,7 +159,9 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
         return total / sum(m / v for m, v in values)
 
     devices = sum(n for _, _, n in mem)
-    turns = [(m / acc.mem_bandwidth_bps if acc.mem_bandwidth_bps else m, acc) for m, acc, _ in mem]
+    # each card's share of a step: its layers' bytes at its bandwidth (by memory alone where a card names none)
+    read = all(acc.mem_bandwidth_bps for _, acc, _ in mem)
+    turns = [(m / acc.mem_bandwidth_bps if read else m, acc) for m, acc, _ in mem]
     power = sum(t * (acc.tdp_w or 0.0) for t, acc in turns) / sum(t for t, _ in turns)
     first = members[0][0]
     name = " + ".join(f"{n} x {acc.name}" if n > 1 else acc.name for acc, n in members)
@@ -173,7 +175,8 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
         int8_ops=harmonic(lambda a: a.int8_ops),
         tdp_w=power or None, launch_price_usd=None,
         street_price_usd=None, derived=True,
-        derivation=(("pool", f"layers split over {name} by memory (llama.cpp --split-mode layer --tensor-split): "
+        derivation=(("pool", f"layers split over {name} by memory (llama.cpp --split-mode layer --tensor-split; "
+                             "transformers device_map=\"auto\" for a training framework that trains a model so placed): "
                              "memory summed less 1 GiB of compute buffers per further device, bandwidth and compute "
                              "their memory-weighted harmonic mean, power one busy card's at a time (the devices run in "
                              "turn)"),))
