@@ -131,6 +131,7 @@ def local_target(acc_id: str, catalog: Catalog, host: HostFigures | None) -> Own
 
 
 POOL_KINDS = ("consumer", "workstation")
+POOL_ID_PREFIX = "pool-"  # a pool's accelerator id: its parts, "pool-1xrtx-4090-1xrtx-3090"
 POOL_DEVICE_RESERVE_BYTES = 2**30  # llama.cpp's compute buffers and context on each device beyond the first
 
 
@@ -166,7 +167,7 @@ def pool_unequal(owned: Sequence[OwnedHardware]) -> OwnedHardware | None:
     first = members[0][0]
     name = " + ".join(f"{n} x {acc.name}" if n > 1 else acc.name for acc, n in members)
     pool = replace(
-        first, id="pool-" + "-".join(f"{n}x{acc.id}" for acc, n in members), name=name,
+        first, id=POOL_ID_PREFIX + "-".join(f"{n}x{acc.id}" for acc, n in members), name=name,
         memory_bytes=int(total - (devices - 1) * POOL_DEVICE_RESERVE_BYTES), gpu_memory_share=None,
         mem_bandwidth_bps=harmonic(lambda a: a.mem_bandwidth_bps),
         fp32_flops=harmonic(lambda a: a.fp32_flops), tf32_flops=harmonic(lambda a: a.tf32_flops),

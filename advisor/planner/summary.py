@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from advisor import units
 from advisor.cost.ownership import SpendLine, monthly_spend_usd
 from advisor.job import JOB_FIELDS
+from advisor.planner.owned import POOL_ID_PREFIX
 
 CHART_JOBS_PER_MONTH = 4.0  # the cadence of the cost-over-time chart when none is stated (the buy advisor's)
 
@@ -78,7 +79,10 @@ def headline_parts(result, cadence_hint: str = "--jobs-per-month") -> list[str]:
     mine = owned_option(result)
     if mine is not None:
         who = "This machine" if mine.this_machine else ("Fleet" if mine.origin.startswith("fleet") else "Your GPUs")
-        what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
+        if mine.accelerator.startswith(POOL_ID_PREFIX):  # unequal cards as one pool: named by its parts, no count
+            what = f"{mine.accelerator_name}, layers split over them"
+        else:
+            what = f"{mine.devices} x {mine.accelerator_name}" + (" (derived from the driver)" if mine.derived else "")
         if not mine.fits:
             need = units.fmt_mem(mine.memory_per_device_bytes)
             have = units.fmt_mem(mine.capacity_bytes)

@@ -223,6 +223,9 @@ def test_a_4090_beside_a_3090_fine_tunes_a_14b_with_lora_split_over_both(capsys)
     halves = (by_id["owned:rtx-4090"]["hours"] + by_id["owned:rtx-3090"]["hours"]) / 2.0
     assert mine["hours"] == pytest.approx(halves, rel=0.01)
     assert mine["hours"] == pytest.approx(7.95, rel=0.05)
+    # the headline names the pool by its cards (it is no driver-derived part, and no count of one device)
+    _, text = _run(capsys, "plan", *ask)
+    assert "This machine (GeForce RTX 4090 + GeForce RTX 3090, layers split over them): fits" in text
     # advisor models and the app's What-fits card say the same of this machine
     fit = _json(capsys, "models", "qwen2.5-14b", "--fake-gpu", "4090+3090")["models"][0]["fits"]["lora"]
     assert fit["fits"] and fit["per_device_bytes"] == mine["memory_per_device_bytes"]
