@@ -482,6 +482,12 @@ def vllm_hybrid_block_tokens(arch: ModelArch, bytes_per_value: float = 2.0, tp: 
     return int(_pad(-(-state // token), VLLM_BLOCK))
 
 
+def kv_value_bytes(kv_cache_bits: float, precision: str) -> float:
+    """Bytes of one cached value: the cache's bits over eight, at most one byte beside fp8 weights (an fp8 model
+    keeps an 8-bit cache at most) and two otherwise. The plan's memory and speed and the server's pool alike."""
+    return min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8.0)
+
+
 def kv_token_bytes(arch: ModelArch, bytes_per_value: float = 2.0) -> float:
     """Cache bytes one more token of context adds to a sequence while it is within every window: the attention
     layers' keys and values (``model.kv_values_per_token``); linear layers keep a fixed state, which no token adds
@@ -586,6 +592,5 @@ def inference_memory(arch: ModelArch, params: float, *, precision: str, devices:
     projector = projector_bytes if weight_bytes else 0.0
     host = host_weight_bytes(arch, total_weights - projector, engine)
     weights = (total_weights - host - projector) / devices + projector
-    kv_value_bytes = min(1.0 if precision == "fp8" else 2.0, kv_cache_bits / 8)
-    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes, engine) / kv_shards(arch, devices, engine)
+    kv = kv_cache_bytes(arch, context, batch, kv_value_bytes(kv_cache_bits, precision), engine) / kv_shards(arch, devices, engine)
     return MemoryBreakdown(int(weights), 0, 0, 0, int(kv), overhead_bytes(weights + kv), int(host))

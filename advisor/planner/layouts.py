@@ -165,7 +165,7 @@ def offloaded_memory(req: PlanRequest, arch: ModelArch, params: int, context: in
     ``-ngl N``, ``estimate.local.offload_plan``): the GPU side split over ``devices``, the host side in
     ``host_offload_bytes``."""
     sizes = layer_sizes(arch, params, precision=req.precision, quant=req.quant, context=context, batch=req.batch,
-                        kv_bytes_per_value=min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8))
+                        kv_bytes_per_value=memory.kv_value_bytes(req.kv_cache_bits, req.precision))
     split = offload_plan(sizes, req.gpu_layers, gpu_bandwidth_bps=1.0, cpu_bandwidth_bps=1.0,
                          gpu_capacity_bytes=0, host_capacity_bytes=0, gpu_overhead_bytes=0)
     n = req.gpu_layers

@@ -28,6 +28,7 @@ from advisor.estimate.local import (
     offload_plan,
     usable_host_bytes,
 )
+from advisor.estimate.memory import kv_value_bytes
 from advisor.estimate.model import ModelArch
 from advisor.estimate.priors import ETA_MEM_PRIOR
 from advisor.hw.records import GPU_LOST
@@ -228,7 +229,7 @@ def offloaded_decode(decode: DecodeEstimate, req, arch: ModelArch, params: int, 
     host = hw.host or HostFigures(memory_total_bytes=16 * 2**30, physical_cores=8)
     host_bw, host_origin = host_bandwidth(host)
     sizes = layer_sizes(arch, params, precision=req.precision, quant=req.quant, context=context, batch=req.batch,
-                        kv_bytes_per_value=min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8))
+                        kv_bytes_per_value=kv_value_bytes(req.kv_cache_bits, req.precision))
     split = offload_plan(sizes, req.gpu_layers, gpu_bandwidth_bps=acc.mem_bandwidth_bps * devices,
                          cpu_bandwidth_bps=host_bw, gpu_capacity_bytes=owned_capacity(hw) * devices,
                          host_capacity_bytes=usable_host_bytes(host), eta_gpu=ETA_MEM_PRIOR)

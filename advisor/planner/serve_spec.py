@@ -176,8 +176,7 @@ class ModelServing:
 
     def kv_bytes_per_token(self) -> float:
         """KV bytes of one token, all layers (fp8 weights keep an 8-bit cache at most)."""
-        bits = min(self.kv_bits, 8 if self.precision == "fp8" else 16)
-        return memory.kv_token_bytes(self.arch, bits / 8.0)
+        return memory.kv_token_bytes(self.arch, memory.kv_value_bytes(self.kv_bits, self.precision))
 
     def weights_of(self, choice: RuntimeChoice) -> float:
         """The weights' bytes in the runtime's format (a file's own bytes when the request reads them)."""
@@ -189,8 +188,7 @@ class ModelServing:
         context when it has one larger than any pool: the plan's largest context and serve's cache alike."""
         if pool_bytes <= 0:
             return 0
-        bits = min(self.kv_bits, 8 if self.precision == "fp8" else 16)
-        return memory.largest_context(self.arch, pool_bytes, 1, bits / 8.0)
+        return memory.largest_context(self.arch, pool_bytes, 1, memory.kv_value_bytes(self.kv_bits, self.precision))
 
 
 # Runtimes that multiply an NVFP4 checkpoint's linear layers on FP4 tensor cores: each layer's input is quantised to

@@ -366,7 +366,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     eta_note = "" if found is None else found.origin
     # the KV cache is read as 16-bit data: at the 16-bit efficiency, moved by what was learned for the format
     eta_kv = min(1.0, prof.eta_for("f16") * scaled / prof.eta_for(fmt.cls))
-    kv_value = min(1.0 if req.precision == "fp8" else 2.0, req.kv_cache_bits / 8)
+    kv_value = memory.kv_value_bytes(req.kv_cache_bits, req.precision)
     # The matrix multiplies run at the quantised kernel's peak (llama.cpp's int8 MMQ on NVIDIA; the format's own
     # type for fp8 and W8A8; fp4 for NVFP4 on FP4 units, serve_spec.fp4_products) or at the 16-bit peak; the
     # attention at the fp16 peak.
