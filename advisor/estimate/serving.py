@@ -157,6 +157,9 @@ class ServerSpec:
         kv_shards: into how many parts the devices split each token's cache (``estimate.memory.kv_shards``: at
             most the KV heads under tensor parallelism, 1 for MLA's latent, which every GPU keeps whole); 0: one
             part a device.
+        host_overlap_s: the host's time a step for each running sequence where the host prepares the next step
+            while the devices run this one (TensorRT-LLM's overlap scheduler): a decode step takes at least
+            ``host_overlap_s x batch`` (``planner.serve_spec.RuntimeServing.host_overlap_per_seq_s``); 0: none.
     """
 
     weight_bytes: float
@@ -194,6 +197,7 @@ class ServerSpec:
     unread_bytes: float = 0.0
     prompt_params: float = 0.0
     decode_first: bool = False
+    host_overlap_s: float = 0.0
 
     def prompt_matmul_s(self, tokens: float) -> float:
         """One device's seconds for the matrix multiplies of ``tokens`` prompt tokens at the prefill rate:
@@ -238,7 +242,8 @@ class ServerSpec:
             raise ValueError("unread_bytes must be zero or more and less than the weights")
         if self.max_seqs < 1 or self.chunk_tokens < 0 or self.step_overhead_s < 0 or self.slot_tokens < 0 \
                 or not self.prefill_overhead_s >= 0 \
-                or not self.per_seq_s >= 0 or not 0 <= self.per_token_s <= self.per_seq_s:
+                or not self.per_seq_s >= 0 or not 0 <= self.per_token_s <= self.per_seq_s \
+                or not self.host_overlap_s >= 0:
             raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence time and slot size "
                              "not negative; the per-token link time at most the per-sequence time")
 
@@ -299,8 +304,9 @@ def decode_step_s(spec: ServerSpec, batch: float, mean_context: float, extra_tok
     with ``n`` the devices working in parallel: the matrix products and the attention over the caches run as
     kernels one after the other, so their times add; within each the reading and the arithmetic overlap; the prompt
     tokens' link time ``t_tok`` (tensor-parallel all-reduces, expert dispatch) adds to the step as a decode token's
-    does (docs/method.md, "Serving under load"). At one sequence it is the single-request step (reading weights and
-    cache) it was before.
+    does (docs/method.md, "Serving under load"). The whole is at least ``h * B`` where the host prepares the next
+    step while the devices run this one (``host_overlap_s``: TensorRT-LLM's overlap scheduler). At one sequence it
+    is the single-request step (reading weights and cache) it was before.
     """
     return step_function(spec)(batch, mean_context, _mixed_prompt_s(spec, extra_tokens, extra_flops),
                                extra_tokens * spec.per_token_s)
@@ -318,15 +324,16 @@ def step_function(spec: ServerSpec) -> Callable[[float, float, float, float], fl
     pair = spec.attn_flops_per_pair
     flops = spec.decode_flops * n
     two_p = 2.0 * spec.active_params
-    s0, hs = spec.step_overhead_s, spec.per_seq_s
+    s0, hs, host = spec.step_overhead_s, spec.per_seq_s, spec.host_overlap_s
     dense = spec.expert_fraction >= 1.0
 
     def step(batch: float, mean_context: float, prompt_s: float, link_s: float) -> float:
         t_weights = read * (1.0 if dense else touched(spec, batch)) / mem_rate
         t_kv = batch * mean_context * kv_bytes * kv_replicas / kv_rate
         t_att = batch * mean_context * pair / flops
-        return (products_s(t_weights, two_p * batch / flops, prompt_s) + (t_att if t_att > t_kv else t_kv) + s0
-                + (batch - 1.0 if batch > 1.0 else 0.0) * hs + link_s)
+        t = (products_s(t_weights, two_p * batch / flops, prompt_s) + (t_att if t_att > t_kv else t_kv) + s0
+             + (batch - 1.0 if batch > 1.0 else 0.0) * hs + link_s)
+        return t if t > host * batch else host * batch  # the host's next step overlaps this one (host_overlap_s)
     return step
 
 

@@ -304,6 +304,7 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
     (o1, _ctx_run, a0, moe, c1, kv, kv_run, s0, hs, p_mean, chunked, chunks, link_chunk, per_step, pre_chunk,
      cv_p2) = q.terms
     spec = q.spec
+    host = spec.host_overlap_s
     share = (batch - 1.0) / batch if batch is not None else 1.0  # the prefills that hold a request up: the others'
     pass_fixed = q.pass_fixed
     open_long = chunks > 1 and batch is None  # an open stream's prompt longer than the budget (``first_token``)
@@ -318,15 +319,19 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
         batch."""
         mem = a0 * touched(spec, dec) if moe else a0
         cmp_ = c1 * dec
-        step = (mem if mem > cmp_ else cmp_) + kv + kv_run * (dec - 1.0) + s0 + hs * (dec - 1.0)
+        gpu = (mem if mem > cmp_ else cmp_) + kv + kv_run * (dec - 1.0) + s0 + hs * (dec - 1.0)
+        floor = host * dec  # the host's work for the next step overlaps this one (ServerSpec.host_overlap_s)
+        step = gpu if gpu > floor else floor
         # a step carrying a chunk is a prefill pass: its products in series with the weights' read
         # (serving.products_s); it holds the others up by what it adds to their step (a lone user's prompt runs on
-        # its own: estimate.serving.single_request, the plan's one request)
+        # its own: estimate.serving.single_request, the plan's one request), beyond the host's time where that binds
         if chunked and dec * share >= 0.5:
             g2 = products_s(mem, cmp_, pre_chunk)
-            stall = chunks * (g2 - (mem if mem > cmp_ else cmp_) + link_chunk)
+            with_chunk = gpu + g2 - (mem if mem > cmp_ else cmp_) + link_chunk
+            stall = chunks * ((with_chunk if with_chunk > floor else floor) - step)
             d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
-            service = chunks * (g2 + link_chunk + kv_run * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0))
+            own = g2 + link_chunk + kv_run * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0)
+            service = chunks * (own if own > floor else floor)
             carrying = step  # a step with prompts in it: the decode's step plus their stalls
         else:  # the prompt runs on its own: every decoding request waits for its pass
             service = stall = p_mean

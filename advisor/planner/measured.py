@@ -341,7 +341,21 @@ def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
     ep = dispatch_s(m, model.arch, acc) if replicas > 1 else 0.0
     if ep > 0:  # each token's experts sit on the other ranks: its dispatch and combine cross the link
         spec = dataclasses.replace(spec, per_seq_s=spec.per_seq_s + ep, per_token_s=spec.per_token_s + ep)
+    if spec.host_overlap_s > 0 and not pytorch_executor(m):
+        spec = dataclasses.replace(spec, host_overlap_s=0.0)  # a compiled engine's C++ executor: not measured
     return spec
+
+
+def pytorch_executor(m: Measurement) -> bool:
+    """Whether TensorRT-LLM's PyTorch executor ran a row, whose host time a request the runtime's figure is
+    (``serve_spec.RuntimeServing.host_overlap_per_seq_s``, measured on it): the row's software names the PyTorch
+    backend or a release of 1.0 or later (its default backend since 1.0). Earlier releases, and runs that name none
+    (MLPerf's 2024 rounds, NIM's TensorRT-LLM profiles), ran compiled engines on the C++ executor."""
+    software = m.software.lower()
+    if "pytorch" in software:
+        return True
+    release = re.search(r"\b(\d+)\.(\d+)", software)
+    return release is not None and int(release.group(1)) >= 1
 
 
 def dispatch_s(m: Measurement, arch, acc) -> float:

@@ -62,6 +62,9 @@ class RuntimeServing:
         eager_prefill: whether a prefill pass launches its kernels one by one from Python (vLLM and SGLang capture
             CUDA graphs for decode batches only), paying the host time per kernel the step fit holds
             (``prefill_overhead_s``); a C++ engine's launches (TurboMind, TensorRT-LLM) are within its step.
+        host_overlap_per_seq_s: host time a step for each request a rank runs, where the host prepares the next
+            step while the devices run this one, so a step takes the larger of the two
+            (``estimate.serving.ServerSpec.host_overlap_s``), where a published figure gives it; 0: not modelled.
     """
 
     memory_fraction: float
@@ -76,7 +79,12 @@ class RuntimeServing:
     mixed_prefill: bool = True
     decode_first: bool = False
     eager_prefill: bool = False
+    host_overlap_per_seq_s: float = 0.0
 
+
+# TensorRT-LLM's PyTorch executor: 45.11 ms of host work an iteration at 1,536 requests a rank (PR #10273, GB200 with
+# gpt-oss-120b, attention data parallel over 2 ranks, max_batch_size 1536, 3,072 concurrent 1k/1k requests)
+TRTLLM_HOST_STEP_S, TRTLLM_HOST_REQUESTS = 45.11e-3, 1536
 
 RUNTIME_SERVING = {
     "vllm": RuntimeServing(1.0, 1.5 * GIB, 2048, 256,
@@ -114,7 +122,12 @@ RUNTIME_SERVING = {
                                    "perf-overview.md: --ep, enable_attention_dp); a request admitted only with cache "
                                    "for its whole prompt and output (capacity scheduler policy GUARANTEED_NO_EVICT, "
                                    "the default: docs/source/performance/performance-tuning-guide/"
-                                   "useful-runtime-flags.md)", expert_parallel=True, reserve_whole=True),
+                                   "useful-runtime-flags.md); the host's work for the next step runs while the "
+                                   "devices run this one (overlap scheduler, on by default: docs/source/features/"
+                                   "overlap-scheduler.md), 45.11 ms an iteration at 1,536 requests a rank "
+                                   "(PR #10273, GB200), so a step takes at least 29.4 us a running request",
+                                   expert_parallel=True, reserve_whole=True,
+                                   host_overlap_per_seq_s=TRTLLM_HOST_STEP_S / TRTLLM_HOST_REQUESTS),
     "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
                                 "llama.cpp server: continuous batching of the slots on by default, prompt batches "
                                 "of -b 2048, layers split over GPUs (-sm layer) (tools/server/README.md); compute "
@@ -515,6 +528,8 @@ def replica_spec(model: ModelServing, acc: Accelerator, devices: int, choice: Ru
         reserve_whole=srv.reserve_whole and batching == "continuous", routed_share=routed_share,
         decode_first=srv.decode_first,
         routed_pick=routed_pick, kv_shards=kv_parts(model, devices, choice),
+        # each rank's host runs its own requests where the attention runs data-parallel, else every request
+        host_overlap_s=srv.host_overlap_per_seq_s / (devices if attention_data_parallel(model, choice) else 1),
         # what a step does not read: the plan's request's own figure, else the same rule (estimate.memory)
         unread_bytes=speed.unread_bytes if speed is not None else memory.unread_weight_bytes(
             model.arch, weights, model.projector_bytes if model.weight_bytes else 0.0))

@@ -4,6 +4,7 @@ requests started together, and the analytical queue against a simulation at high
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -283,3 +284,29 @@ def test_attention_data_parallel_keeps_the_weights_outside_the_routed_experts_wh
     assert replicated_bytes(trt, moe, weights, 1) == 0.0
     assert replicated_bytes(trt, dense, 140e9, 8) == 0.0
     assert replicated_bytes(vllm, moe, weights, 8) == 0.0
+
+
+def test_tensorrt_llm_s_step_takes_at_least_its_host_s_time_for_the_requests_a_rank_runs():
+    # TensorRT-LLM's PyTorch executor prepares the next step on the host while the GPU runs this one: 45.11 ms an
+    # iteration at 1,536 requests a rank (PR #10273), 29.37 us a request. Qwen3-30B-A3B's 3 B active parameters at
+    # 2,048 requests on one B200: the GPU's step is shorter than the host's 2,048 x 29.37 us = 60.1 ms
+    from advisor.catalog.runtimes import choose
+    from advisor.planner.serve_spec import model_serving, replica_spec
+
+    cat = load_catalog(use_user_file=False)
+    b200 = cat.accelerators["b200"]
+    arch = cat.model("qwen3-30b-a3b")
+    trt = choose("tensorrt-llm", "fp8", None, 16, "NVIDIA", "datacenter")
+    model = model_serving(arch, 30.5e9, 3.3e9, "fp8", 8)
+    lengths = Lengths(128, 128)
+    s, _ = replica_spec(model, b200, 1, trt, max_seqs=2048, lengths=lengths)
+    assert s.host_overlap_s == pytest.approx(45.11e-3 / 1536, rel=1e-12)
+    assert decode_step_s(s, 2048, 192) == pytest.approx(2048 * 45.11e-3 / 1536, rel=1e-12)
+    # a lone request's step is the GPU's (one user is the plan's request, whatever the host's overlap)
+    assert decode_step_s(s, 1, 192) == decode_step_s(dataclasses.replace(s, host_overlap_s=0.0), 1, 192)
+    # on eight devices with attention data parallel each rank's host runs an eighth of the requests
+    s8, _ = replica_spec(model, b200, 8, trt, max_seqs=2048, lengths=lengths)
+    assert s8.host_overlap_s == pytest.approx(45.11e-3 / 1536 / 8, rel=1e-12)
+    # a runtime without a published figure has none
+    vllm = choose("vllm", "fp8", None, 16, "NVIDIA", "datacenter")
+    assert replica_spec(model, b200, 1, vllm, max_seqs=2048, lengths=lengths)[0].host_overlap_s == 0.0

@@ -367,3 +367,24 @@ def test_a_trtllm_bench_row_is_planned_at_the_limits_its_harness_set():
         with pytest.raises(ValueError, match="limits"):
             harness_limits(bad, model, setup[3], acc, setup[2])
         assert predict(bad, CAT).predicted is None
+
+
+def test_only_tensorrt_llm_s_pytorch_executor_runs_pay_its_measured_host_time():
+    # the host time a request (PR #10273) was measured on the PyTorch executor, TensorRT-LLM's default since 1.0;
+    # releases before it and the 2024 runs that name no release ran compiled engines on the C++ executor
+    from advisor.planner.measured import pytorch_executor, row_setup, row_spec
+
+    rows = {m.row_id: m for m in bundled_measurements()}
+    kinds = {}
+    for m in rows.values():
+        if "tensorrt" in m.software.lower():
+            kinds.setdefault(m.software, pytorch_executor(m))
+    assert kinds["tensorrt-llm 1.0 (trtllm-bench)"] is True
+    assert kinds["tensorrt-llm (trtllm-bench throughput, PyTorch backend)"] is True
+    assert not any(kinds[s] for s in ("tensorrt-llm", "tensorrt-llm 0.5.0", "tensorrt-llm 0.7a", "nim (TensorRT-LLM)"))
+    cat = load_catalog(use_user_file=False)
+    for rid, host in (("trtllm-perf-qwen3-30b-a3b-b200-tp1-128in-128out", 45.11e-3 / 1536),
+                      ("trtllm-h200-launch-llama-2-13b-b128-tp1-128in-2048out", 0.0)):
+        m = rows[rid]
+        acc = cat.accelerators[m.accelerator_id]
+        assert row_spec(m, row_setup(m, cat, acc), acc).host_overlap_s == pytest.approx(host, rel=1e-12)
