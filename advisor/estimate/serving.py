@@ -244,8 +244,8 @@ class ServerSpec:
                 or not self.prefill_overhead_s >= 0 \
                 or not self.per_seq_s >= 0 or not 0 <= self.per_token_s <= self.per_seq_s \
                 or not self.host_overlap_s >= 0:
-            raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence time and slot size "
-                             "not negative; the per-token link time at most the per-sequence time")
+            raise ValueError("max_seqs must be at least 1; chunk, step overhead, per-sequence and host time and slot "
+                             "size not negative; the per-token link time at most the per-sequence time")
 
 
 # ---------------------------------------------------------------------------------------------- capacity

@@ -124,8 +124,9 @@ RUNTIME_SERVING = {
                                    "the default: docs/source/performance/performance-tuning-guide/"
                                    "useful-runtime-flags.md); the host's work for the next step runs while the "
                                    "devices run this one (overlap scheduler, on by default: docs/source/features/"
-                                   "overlap-scheduler.md), 45.11 ms an iteration at 1,536 requests a rank "
-                                   "(PR #10273, GB200), so a step takes at least 29.4 us a running request",
+                                   f"overlap-scheduler.md), {TRTLLM_HOST_STEP_S * 1e3:.2f} ms an iteration at "
+                                   f"{TRTLLM_HOST_REQUESTS:,} requests a rank (PR #10273, GB200), so a step takes at "
+                                   f"least {TRTLLM_HOST_STEP_S / TRTLLM_HOST_REQUESTS * 1e6:.1f} us a running request",
                                    expert_parallel=True, reserve_whole=True,
                                    host_overlap_per_seq_s=TRTLLM_HOST_STEP_S / TRTLLM_HOST_REQUESTS),
     "llama.cpp": RuntimeServing(1.0, 1.0 * GIB, 2048, 64,
