@@ -292,3 +292,21 @@ def test_one_user_first_token_is_the_prompt_alone_with_the_pass_time():
     p = serve_at(eager, lengths, users=1)
     assert p.ttft_p50_s == pytest.approx(prefill_s(eager, 1000), rel=1e-9)
     assert single_request(eager, 1000, 200).ttft_s == pytest.approx(prefill_s(eager, 1000), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(users=st.integers(1, 600), prompt=st.floats(1, 4000), output=st.floats(2, 1000), host=st.floats(0, 500e-6),
+       batch=st.floats(1, 2048), ctx=st.floats(0, 8000))
+def test_a_host_bound_step_is_never_shorter_than_either_side_and_only_slows_the_load(users, prompt, output, host,
+                                                                                     batch, ctx):
+    # the host's next step overlaps the devices' (TensorRT-LLM's overlap scheduler): a step is the longer of the two,
+    # so it is at least the host's time and the devices' step, and a load served with it is no faster than without
+    free, bound = spec(chunk_tokens=2048), spec(chunk_tokens=2048, host_overlap_s=host)
+    step = decode_step_s(bound, batch, ctx)
+    assert step >= decode_step_s(free, batch, ctx) and step >= host * batch * (1 - 1e-12)
+    assert step == pytest.approx(max(decode_step_s(free, batch, ctx), host * batch), rel=1e-12)
+    lengths = Lengths(prompt, output, 0.5, 0.5)
+    with_host, without = serve_at(bound, lengths, users=users), serve_at(free, lengths, users=users)
+    # (within the queue's solve: serving_queue._TOL, 2e-4 of a bracket)
+    assert with_host.output_tokens_per_s <= without.output_tokens_per_s * (1 + 2e-4)
+    assert with_host.tpot_p50_s >= without.tpot_p50_s * (1 - 2e-4)
