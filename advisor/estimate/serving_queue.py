@@ -324,11 +324,16 @@ def _kit(q: _Replica, batch: float | None) -> tuple:
         step = gpu if gpu > floor else floor
         # a step carrying a chunk is a prefill pass: its products in series with the weights' read
         # (serving.products_s); it holds the others up by what it adds to their step (a lone user's prompt runs on
-        # its own: estimate.serving.single_request, the plan's one request), beyond the host's time where that binds
+        # its own: estimate.serving.single_request, the plan's one request), beyond its share of the time the host
+        # leaves the devices idle where the host binds: the prompts' chunks a step takes share it, about
+        # dec x chunks / (O - 1) of them a step in a steady state (each sequence that ends is followed by a prompt)
         if chunked and dec * share >= 0.5:
             g2 = products_s(mem, cmp_, pre_chunk)
-            with_chunk = gpu + g2 - (mem if mem > cmp_ else cmp_) + link_chunk
-            stall = chunks * ((with_chunk if with_chunk > floor else floor) - step)
+            extra = g2 - (mem if mem > cmp_ else cmp_) + link_chunk
+            if floor > gpu:
+                sharing = dec * chunks / (o1 if o1 > 1.0 else 1.0)
+                extra -= (floor - gpu) / (sharing if sharing > 1.0 else 1.0)
+            stall = chunks * (extra if extra > 0.0 else 0.0)
             d_o = dec * share  # the others decoding in the prompt's steps (their caches; none for a lone user)
             own = g2 + link_chunk + kv_run * d_o + s0 + hs * (d_o - 1.0 if d_o > 1.0 else 0.0)
             service = chunks * (own if own > floor else floor)

@@ -307,6 +307,7 @@ def test_a_host_bound_step_is_never_shorter_than_either_side_and_only_slows_the_
     assert step == pytest.approx(max(decode_step_s(free, batch, ctx), host * batch), rel=1e-12)
     lengths = Lengths(prompt, output, 0.5, 0.5)
     with_host, without = serve_at(bound, lengths, users=users), serve_at(free, lengths, users=users)
-    # (within the queue's solve: serving_queue._TOL, 2e-4 of a bracket)
-    assert with_host.output_tokens_per_s <= without.output_tokens_per_s * (1 + 2e-4)
-    assert with_host.tpot_p50_s >= without.tpot_p50_s * (1 - 2e-4)
+    # (within 0.1 %: the solve's tolerance and, for prompts of a few tokens, the first token's spread term; a
+    # prompt's chunks once each took the whole of the host's slack, and a load ran 9 % faster with the host)
+    assert with_host.output_tokens_per_s <= without.output_tokens_per_s * (1 + 1e-3)
+    assert with_host.tpot_p50_s >= without.tpot_p50_s * (1 - 1e-3)
