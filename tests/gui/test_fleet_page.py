@@ -31,6 +31,10 @@ def test_fleet_page_greys_the_dead_node_and_places_the_plan(make_window, qtbot):
     page._on_timer_timeout()
     text = page.fit_label.text()
     assert text.startswith("Where it fits now (simulated)") and "sim-dead" in text and "Choice:" in text
+    # the launch line is wider than a 1024-pixel window's page; it scrolls in its own box, the page does not
+    assert page.fit_label.sizeHint().width() > 900
+    assert page.minimumSizeHint().width() < 1024 - 200
+    assert page.fit_scroll.height() >= page.fit_label.sizeHint().height()  # every line shown, none cut
     w.show_page("machine")
     assert not page.timer.isActive()  # a hidden page reads nothing
 

@@ -15,7 +15,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Slot
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+)
 
 from advisor.fleet.model import summarise
 from advisor.gui.pages.base import Page
@@ -131,7 +141,14 @@ class FleetPage(Page):
         self.fit_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fit_label.setToolTip("Where the Planner's job fits now: the nodes ranked by GPUs free for it, and "
                                   "the launch line")
-        layout.addWidget(self.fit_label)
+        # the ranking's long lines (the launch line) scroll on their own, so the page fits a 1024-pixel window
+        self.fit_scroll = QScrollArea()
+        self.fit_scroll.setWidget(self.fit_label)
+        self.fit_scroll.setWidgetResizable(True)
+        self.fit_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.fit_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout.addWidget(self.fit_scroll)
+        self._show_fit("")
         self.node_model = RecordTableModel(node_columns())
         self.gpu_model = RecordTableModel(gpu_columns())
         self.process_model = RecordTableModel(process_columns())
@@ -195,7 +212,13 @@ class FleetPage(Page):
         self.node_model.set_rows([(n, summarise(n)) for n in view.nodes])
         self.gpu_model.set_rows([(n, g) for n in view.nodes for g in n.gpus])
         self.process_model.set_rows([(n, p) for n in view.nodes for p in n.processes if p.running])
-        self.fit_label.setText(self._fit_text(view))
+        self._show_fit(self._fit_text(view))
+
+    def _show_fit(self, text: str) -> None:
+        """The fit's lines, their box as tall as they are (and its scroll bar) and as wide as the page."""
+        self.fit_label.setText(text)
+        self.fit_scroll.setFixedHeight((self.fit_label.sizeHint().height() if text else 0)
+                                       + self.fit_scroll.horizontalScrollBar().sizeHint().height())
 
     def _fit_text(self, view) -> str:
         from advisor.commands.fleet_fit import fleet_now_text
