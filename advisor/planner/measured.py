@@ -347,15 +347,13 @@ def row_spec(m: Measurement, setup: tuple, acc, compute_scale: float = 1.0):
 
 
 def pytorch_executor(m: Measurement) -> bool:
-    """Whether TensorRT-LLM's PyTorch executor ran a row, whose host time a request the runtime's figure is
-    (``serve_spec.RuntimeServing.host_overlap_per_seq_s``, measured on it): the row's software names the PyTorch
-    backend or a release of 1.0 or later (its default backend since 1.0). Earlier releases, and runs that name none
+    """Whether TensorRT-LLM's PyTorch executor ran a row: the executor the runtime's host time a request was
+    measured on (``serve_spec.RuntimeServing.host_overlap_per_seq_s``). The row's software names the PyTorch
+    backend or a release of 1.0 or later (its default backend since 1.0); earlier releases, and runs that name none
     (MLPerf's 2024 rounds, NIM's TensorRT-LLM profiles), ran compiled engines on the C++ executor."""
     software = m.software.lower()
-    if "pytorch" in software:
-        return True
-    release = re.search(r"\b(\d+)\.(\d+)", software)
-    return release is not None and int(release.group(1)) >= 1
+    release = re.search(r"\b(\d+)\.\d", software)
+    return "pytorch" in software or (release is not None and int(release.group(1)) >= 1)
 
 
 def dispatch_s(m: Measurement, arch, acc) -> float:
