@@ -13,6 +13,7 @@ from pathlib import Path
 
 from advisor.commands._json import print_json
 from advisor.commands._terminal import echo
+from advisor.commands.monitor_run import run_sampler, usd_per_kwh
 from advisor.units import mem_value, memory_unit
 
 ONCE_SETTLE_S = 0.25
@@ -63,15 +64,6 @@ def _price(text: str) -> float:
     if not math.isfinite(value) or not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be between 0 and 100 USD per kWh, got {text!r}")
     return value
-
-
-def usd_per_kwh(args) -> float:
-    """The electricity price of the books: ``--usd-per-kwh``, else the cost assumptions' home price."""
-    if getattr(args, "usd_per_kwh", None) is not None:
-        return args.usd_per_kwh
-    from advisor.cost.assumptions import CostAssumptions
-
-    return CostAssumptions().electricity_usd_per_kwh
 
 
 def format_line(sample, simulated: bool) -> str:
@@ -157,21 +149,12 @@ def run(args: argparse.Namespace) -> int:
 
         sampler.add_listener(BookKeeper(sampler, usd_per_kwh(args), on_end=_print_end))
         sampler.add_listener(_print_line)
-        _run(sampler, args.duration)
+        run_sampler(sampler, args.duration)
         if sampler.last_error:
             echo(f"warning: {sampler.last_error}", file=sys.stderr)
         return 0
     finally:
         gpu.close()
-
-
-def _run(sampler, duration) -> None:
-    try:
-        sampler.run(duration_s=duration)  # in this thread: Ctrl-C ends it
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sampler.stop()
 
 
 def _once(sampler, gpu, status, as_json: bool, keeper, banner: str) -> int:
@@ -226,7 +209,7 @@ def _record(sampler, gpu, banner: str, args) -> int:
         sampler.add_listener(keeper)
         sampler.add_listener(recorder)
         echo(banner, file=sys.stderr, flush=True)
-        _run(sampler, args.duration)
+        run_sampler(sampler, args.duration)
     finally:
         recorder.close()
     books = keeper.finish()
@@ -290,7 +273,7 @@ def _live(sampler, gpu, banner: str, duration, price: float) -> int:
         sampler.add_listener(keeper)
         sampler.add_listener(_draw)
         with keys(_on_key):
-            _run(sampler, duration)
+            run_sampler(sampler, duration)
     if sampler.last_error:
         console.print(term_text(f"warning: {sampler.last_error}", style="yellow", max_chars=None))
     return 0

@@ -61,7 +61,7 @@ def follow(sampler, gpu, banner: str, args) -> int:
     (a long job's recording is not lost to a bad target at its end)."""
     from advisor.cli import UsageError
     from advisor.commands._terminal import echo
-    from advisor.commands.monitor import _run, usd_per_kwh
+    from advisor.commands.monitor_run import run_sampler, usd_per_kwh
     from advisor.monitor.accounting import merge, process_key
     from advisor.monitor.books import BookKeeper
 
@@ -87,7 +87,7 @@ def follow(sampler, gpu, banner: str, args) -> int:
     sampler.add_listener(_until_gone)
     for line in (banner, f"following PID {args.pid} until it ends (Ctrl-C stops)"):
         echo(line, file=sys.stderr, flush=True)
-    _run(sampler, args.duration)
+    run_sampler(sampler, args.duration)
     still = _same_process()
     mine = [b for b in keeper.finish() if b.pid == args.pid and (started_s is None or process_key(b)[1] == started_s)]
     if not mine:

@@ -39,7 +39,7 @@ def serve_metrics(sampler, gpu, banner: str, args, price: float) -> int:
     """Sample and serve until Ctrl-C or ``--duration``."""
     from advisor.cli import UsageError
     from advisor.commands._terminal import echo
-    from advisor.commands.monitor import _run
+    from advisor.commands.monitor_run import run_sampler
     from advisor.monitor.books import BookKeeper
     from advisor.monitor.exporter import MetricsExporter, serve
     from advisor.monitor.snapshot import read_infos
@@ -59,7 +59,7 @@ def serve_metrics(sampler, gpu, banner: str, args, price: float) -> int:
         where = host if ":" not in host else f"[{host}]"
         echo(banner, file=sys.stderr, flush=True)
         echo(f"serving metrics on http://{where}:{server.server_address[1]}/metrics", file=sys.stderr, flush=True)
-        _run(sampler, args.duration)
+        run_sampler(sampler, args.duration)
     finally:
         server.shutdown()
         server.server_close()

@@ -151,7 +151,7 @@ def run(args) -> int:
                 raise UsageError(f"serve: {exc}") from None
             print(f"report written: {written}", file=sys.stderr)
     if args.bench or args.launch:  # a command that measures the plan, or the server's launch line
-        from advisor.report.launch import LaunchError
+        from advisor.report.launch_text import LaunchError
         from advisor.report.serve_bench import render_serve_bench
         from advisor.report.serve_launch import render_serve_launch
 

@@ -20,30 +20,20 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from advisor.report.launch_text import (  # noqa: F401 (LaunchError: this module's API too)
+    SKYPILOT_ACCELERATORS,
+    SKYPILOT_CLOUDS,
+    LaunchError,
+    comment_text,
+    path_word,
+    yaml_text,
+)
+
 KINDS = ("torchrun", "sbatch", "skypilot")
 MASTER_PORT = 29500
 
-# Catalog id -> SkyPilot accelerator name.
-SKYPILOT_ACCELERATORS = {
-    "h100-sxm": "H100", "h100-pcie": "H100", "h100-nvl": "H100-NVL", "h200": "H200", "gh200-96gb": "GH200",
-    "b200": "B200", "a100-40gb-sxm": "A100", "a100-80gb-sxm": "A100-80GB", "a100-80gb-pcie": "A100-80GB",
-    "v100-sxm2-16gb": "V100", "v100-pcie-16gb": "V100", "v100-sxm2-32gb": "V100-32GB", "t4": "T4", "l4": "L4",
-    "l40s": "L40S", "a10g": "A10G", "a10": "A10", "rtx-a6000": "A6000", "rtx-6000-ada": "RTX6000-Ada",
-    "rtx-3090": "RTX3090", "rtx-4090": "RTX4090", "rtx-5090": "RTX5090", "mi300x": "MI300X", "mi325x": "MI325X",
-    "gaudi2": "Gaudi2", "gaudi3": "Gaudi3", "trainium1": "Trainium", "trainium2": "Trainium2",
-    "inferentia2": "Inferentia2", "tpu-v4": "tpu-v4-8", "tpu-v5e": "tpu-v5litepod-1", "tpu-v5p": "tpu-v5p-8",
-    "tpu-v6e": "tpu-v6e-1",
-}
-# Provider names (lower case) in option ids -> SkyPilot cloud names; others are left for SkyPilot to choose.
-SKYPILOT_CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure", "lambda": "lambda", "runpod": "runpod",
-                   "vast.ai": "vast", "vast": "vast", "oci": "oci", "paperspace": "paperspace", "nebius": "nebius",
-                   "fluidstack": "fluidstack", "cudo": "cudo", "digitalocean": "do", "coreweave": "kubernetes"}
 _INSTANCE_TYPE_CLOUDS = ("aws", "gcp", "azure")
 _MAX_PER_NODE = {"owned": 8, "home": 4, "onprem": 8, "cloud": 8}
-
-
-class LaunchError(ValueError):
-    """The option cannot be launched as asked (unknown id, no time estimate, unknown kind); one line."""
 
 
 @dataclass(frozen=True)
@@ -202,15 +192,9 @@ def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
-def _safe(text) -> str:
-    """One line of printable text for a comment: control characters (newline, carriage return, line and
-    paragraph separators) become ``?``, so the text cannot leave the comment."""
-    return "".join(c if c.isprintable() else "?" for c in str(text))
-
-
 def _header(r: LaunchResources, doc: dict, comment: str = "#") -> list[str]:
     model = (doc.get("model") or {}).get("name") or "custom model"
-    return [_safe(line) for line in _header_lines(r, doc, model, comment)]
+    return [comment_text(line) for line in _header_lines(r, doc, model, comment)]
 
 
 def _header_lines(r: LaunchResources, doc: dict, model: str, comment: str) -> list[str]:
@@ -223,13 +207,6 @@ def _header_lines(r: LaunchResources, doc: dict, model: str, comment: str) -> li
             f"{comment} replace train.py with your training script",
             f"{comment} advisor-resources: accelerator={r.accelerator} devices={r.devices} nodes={r.nodes} "
             f"gpus_per_node={r.gpus_per_node} time_limit_s={r.time_limit_s}"]
-
-
-def path_word(path: str) -> str:
-    """A file path as a launcher's word that cannot be read as an option: ``./--x`` for ``--x`` (the same
-    file; a quoted word is still an option to the program that parses it)."""
-    path = str(path)
-    return "./" + path if path.startswith("-") else path
 
 
 def _script(script: str, script_args) -> str:
@@ -275,22 +252,6 @@ def render_sbatch(doc: dict, option_id: str, *, script: str = "train.py", script
     return "\n".join(lines) + "\n"
 
 
-def _yaml_dump(data: dict) -> str:
-    """YAML text of ``data`` by the PyYAML emitter (safe dumper; multi-line strings as literal blocks)."""
-    import yaml
-
-    class _Dumper(yaml.SafeDumper):
-        pass
-
-    def _str(dumper, value):
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    _Dumper.add_representer(str, _str)
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=False,
-                     width=10_000)
-
-
 def render_skypilot(doc: dict, option_id: str, *, script: str = "train.py", script_args=(),
                     setup: str = "pip install torch", **kw) -> str:
     """A SkyPilot task YAML (``sky launch task.yaml``, or ``sky jobs launch`` for spot)."""
@@ -313,7 +274,7 @@ def render_skypilot(doc: dict, option_id: str, *, script: str = "train.py", scri
     ]) + "\n"
     task = {"name": r.job_name, "resources": resources, "num_nodes": r.nodes, "envs": dict(r.env),
             "setup": str(setup) + "\n", "run": run}
-    return "\n".join(_header(r, doc)) + "\n" + _yaml_dump(task)
+    return "\n".join(_header(r, doc)) + "\n" + yaml_text(task)
 
 
 def render_launch(kind: str, doc: dict, option_id: str | None = None, **kw) -> str:

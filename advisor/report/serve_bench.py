@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from advisor.report.launch import LaunchError, _safe
+from advisor.report.launch_text import LaunchError, comment_text
 from advisor.report.serve_launch import PORTS, model_repo, pick_option
 
 BENCH_KINDS = ("vllm", "sglang", "guidellm", "llama-server")
@@ -86,9 +86,9 @@ def render_serve_bench(kind: str, doc: dict, option_id: str | None = None) -> st
     port = PORTS[server]
     t = doc.get("targets") or {}
     target = ", ".join(f"{k} {float(v):g} s" for k, v in t.items() if isinstance(v, (int, float))) or "none given"
-    lines = [f"# measures {_safe(o.get('id'))} ({_safe(o.get('accelerator_name'))}) served by {server} on port "
+    lines = [f"# measures {comment_text(o.get('id'))} ({comment_text(o.get('accelerator_name'))}) served by {server} on port "
              f"{port}: {prompt} prompt / {output} output tokens (spread {spread:g}), concurrency "
-             f"{', '.join(map(str, rungs))} around the predicted knee of {_knee(doc, o):.0f}; target {_safe(target)}",
+             f"{', '.join(map(str, rungs))} around the predicted knee of {_knee(doc, o):.0f}; target {comment_text(target)}",
              "# then: advisor runs import the saved results (the plan learns from your box)"]
     if kind == "guidellm":
         lines.append(_line(["guidellm", "benchmark", "--target", f"http://127.0.0.1:{port}", "--model", repo,

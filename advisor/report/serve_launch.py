@@ -21,7 +21,14 @@ from __future__ import annotations
 import re
 import shlex
 
-from advisor.report.launch import SKYPILOT_ACCELERATORS, SKYPILOT_CLOUDS, LaunchError, _safe, _yaml_dump, path_word
+from advisor.report.launch_text import (
+    SKYPILOT_ACCELERATORS,
+    SKYPILOT_CLOUDS,
+    LaunchError,
+    comment_text,
+    path_word,
+    yaml_text,
+)
 
 SERVE_KINDS = ("vllm", "llama-server", "sglang", "skypilot")
 RUNTIME_OF = {"vllm": "vllm", "llama-server": "llama.cpp", "sglang": "sglang"}
@@ -76,7 +83,7 @@ def _words(kind: str, doc: dict, o: dict, port: int | None = None) -> list[str]:
     port = port or PORTS.get(kind, 8000)
     if kind == "vllm":
         if repo.startswith("-"):
-            raise LaunchError(f"launch: the model name {_safe(repo)!r} starts with '-': vllm serve would read it as "
+            raise LaunchError(f"launch: the model name {comment_text(repo)!r} starts with '-': vllm serve would read it as "
                               "an option; name the model by its Hugging Face repository or a path")
         words = ["vllm", "serve", repo, "--tensor-parallel-size", str(tp),
                  "--max-num-seqs", str(launch.get("max_num_seqs", 256)),
@@ -122,9 +129,9 @@ def render_serve_launch(kind: str, doc: dict, option_id: str | None = None) -> s
     if kind not in SERVE_KINDS:
         raise LaunchError(f"launch: unknown server {kind!r} (one of {', '.join(SERVE_KINDS)})")
     o = pick_option(doc, kind, option_id)
-    head = [f"# {_safe(o.get('id'))}: {_safe(o.get('accelerator_name'))}, {o.get('replicas', 1)} replica(s) of "
+    head = [f"# {comment_text(o.get('id'))}: {comment_text(o.get('accelerator_name'))}, {o.get('replicas', 1)} replica(s) of "
             f"{o.get('devices_per_replica', 1)} device(s); sized by advisor serve for "
-            f"{_safe(_load_words(doc))}"]
+            f"{comment_text(_load_words(doc))}"]
     if kind == "skypilot":
         return "\n".join(head) + "\n" + _skypilot(doc, o)
     replicas = int(o.get("replicas") or 1)
@@ -167,4 +174,4 @@ def _skypilot(doc: dict, o: dict) -> str:
         "resources": resources,
         "run": " ".join(shlex.quote(w) for w in words[:-2]) + f" --host 0.0.0.0 --port {port}\n",
     }
-    return _yaml_dump(spec)
+    return yaml_text(spec)
