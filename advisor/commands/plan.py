@@ -438,6 +438,7 @@ def render_table(result, top: int | None = 12, explain: bool = False) -> str:
     header = (f"  {'option':<{width}} {'dev':>4} {'fits':>4} {'time':>10} {'time, 80 %':>21} {'$/dev-h':>8} {'total':>11} "
               f"{'total, 80 %':>21} {rate_head:>10} {'comm':>5}  cost parts")
     lines.append(header)
+    marks, note_lines = option_notes(shown)
     for o in shown:
         rate = units.fmt_usd(o.usd_per_million_tokens) if inference else f"{o.tokens_per_s:,.0f}"
         per_h = "-" if o.usd_per_device_hour is None else f"{o.usd_per_device_hour:.2f}"
@@ -449,15 +450,13 @@ def render_table(result, top: int | None = 12, explain: bool = False) -> str:
         if o.kind in ("home", "onprem") and o.accelerator in mine:
             parts += "  [buying again the cards you own]"
         if o.note:
-            parts += "  (*)"
+            parts += f"  {marks[o.note]}"
         lines.append(f"  {_clip(o.id, width):<{width}} {o.devices:>4} {'yes' if o.fits else 'NO':>4} {units.fmt_hours(o.hours):>10} "
                      f"{_range(o.hours_interval, units.fmt_hours):>21} {per_h:>8} {units.fmt_usd(o.cost_usd):>11} "
                      f"{_range(o.cost_usd_interval, units.fmt_usd):>21} {rate:>10} {_comm(o):>5}  {parts}")
     if top is not None and len(ranked) > top:
         lines.append(f"  ... {len(ranked) - top} more (--all to list them, --json for scripts)")
-    noted = [o for o in shown if o.note]
-    for note in dict.fromkeys(o.note for o in noted):
-        lines.append(f"  (*) {note} ({sum(o.note == note for o in noted)} option(s) above)")
+    lines.extend(note_lines)
     best = result.best()
     if best is not None and best.time_split_s:
         split = best.time_split_s
@@ -556,6 +555,36 @@ def inference_lines(result) -> list[str]:
     text = inference_sentence(result)
     return ["", text] if text else []
 
+
+
+def _clauses(note: str) -> list[str]:
+    """A note's clauses: its parts between ``"; "`` outside brackets (a bracket's own ``"; "`` stays in its clause)."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(note):
+        depth += c in "([" and 1 or (-1 if c in ")]" else 0)
+        if depth == 0 and note.startswith("; ", i):
+            out.append(note[start:i])
+            start = i + 2
+    out.append(note[start:])
+    return [c for c in out if c]
+
+
+def option_notes(options) -> tuple[dict[str, str], list[str]]:
+    """``({note: its mark}, footnote lines)`` for the options shown. One note is marked ``(*)``; several are numbered
+    ``(*1)``, ``(*2)``, ... in the order of the table, the clauses every one of them shares said once above them, so
+    each numbered line says only what sets its options apart."""
+    notes = list(dict.fromkeys(o.note for o in options if o.note))
+    count = {n: sum(o.note == n for o in options) for n in notes}
+    if len(notes) <= 1:
+        return {n: "(*)" for n in notes}, [f"  (*) {n} ({count[n]} option(s) above)" for n in notes]
+    parts = {n: _clauses(n) for n in notes}
+    common = [c for c in parts[notes[0]] if all(c in parts[n] for n in notes[1:])]
+    marks = {n: f"(*{i})" for i, n in enumerate(notes, 1)}
+    lines = [f"  (*) on every marked option: {'; '.join(common)}"] if common else []
+    for n in notes:
+        own = [c for c in parts[n] if c not in common]
+        lines.append(f"  {marks[n]} {'; '.join(own) or 'nothing more'} ({count[n]} option(s) above)")
+    return marks, lines
 
 def _clip(text: str, width: int) -> str:
     """Shorten in the middle so the end (``:spot``, the instance) stays visible."""

@@ -141,3 +141,28 @@ def test_a_purchase_of_the_cards_you_own_is_marked(capsys):
     doc = json.loads(out)
     assert [o["id"] for o in doc["options"] if o.get("buys_owned_cards")] == ["home:rtx-4090"]
     assert doc["options"][0]["utilisation"]["stated"] is False  # the owned option: the busy hours behind it
+
+
+def test_several_notes_are_numbered_and_say_their_shared_clauses_once():
+    from types import SimpleNamespace as O
+
+    from advisor.commands.plan import option_notes
+
+    a = "prior kept (consumer parts; no runs); calibrated: x1.08; range x/÷1.19"
+    b = "prior kept (QLoRA); calibrated: x1.08; range x/÷1.18"
+    marks, lines = option_notes([O(note=a), O(note=b), O(note=None), O(note=a)])
+    assert marks == {a: "(*1)", b: "(*2)"}
+    assert lines == ["  (*) on every marked option: calibrated: x1.08",
+                     "  (*1) prior kept (consumer parts; no runs); range x/÷1.19 (2 option(s) above)",  # "; " in brackets kept
+                     "  (*2) prior kept (QLoRA); range x/÷1.18 (1 option(s) above)"]
+    assert option_notes([O(note=a), O(note=a)]) == ({a: "(*)"}, [f"  (*) {a} (2 option(s) above)"])
+    assert option_notes([O(note="")]) == ({}, [])
+
+
+def test_each_option_row_carries_the_mark_of_its_own_note(capsys):
+    assert main(["plan", "--model", "qwen2.5-32b", "--workload", "qlora", "--fake-gpu", "2x4090"]) == 0
+    out = capsys.readouterr().out
+    notes = [line.strip() for line in out.splitlines() if line.strip().startswith("(*") and "option(s) above" in line]
+    marked = {m.group(1) for m in re.finditer(r"  \(\*(\d+)\)$", out, re.M)}  # the table rows' marks
+    assert len(notes) >= 2 and all(n.startswith(f"(*{i})") for i, n in enumerate(notes, 1))
+    assert marked == {str(i) for i in range(1, len(notes) + 1)}
