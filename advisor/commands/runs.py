@@ -56,8 +56,8 @@ def register(subparsers) -> None:
     add_fake_gpu(p)
     p.set_defaults(run=run, runs_action=None)
     sub = p.add_subparsers(dest="runs_action", parser_class=type(p), metavar="ACTION")
-    imp = sub.add_parser("import", help="import run files (Trainer state, llama-bench, vLLM bench or start-up log, "
-                                        "advisor job)",
+    imp = sub.add_parser("import", help="import run files (Trainer state, llama-bench, vLLM or SGLang bench, "
+                                        "GuideLLM, vLLM start-up log, advisor job)",
                          description="Import what your jobs measured. Flags fill what a file does not say.")
     imp.add_argument("files", nargs="+", metavar="FILE")
     imp.add_argument("--accelerator", metavar="ID", help="catalog id of the accelerator that ran it (cpu: the CPU)")
@@ -161,8 +161,9 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
         print_json({"schema": SCHEMA, "runs": rows}, indent=2)
         return 0
     if not rows:
-        print("no runs imported yet: advisor runs import FILE (a trainer_state.json, llama-bench output, "
-              "a vLLM benchmark result)")
+        from advisor.runs import READS
+
+        print(f"no runs imported yet: advisor runs import FILE ({READS})")
         return 0
     print(f"{'id':>4}  {'date':10}  {'kind':12}  {'figure':13}  {'model':24}  {'accelerator':14}  {'measured':>14}  "
           f"{'at import':>10}  {'now':>10}  {'error':>6}  range  machine")

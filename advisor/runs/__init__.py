@@ -24,7 +24,11 @@ from advisor.runs.common import ImportOptions, RunImportError, parse_json, read_
 from advisor.runs.plausible import check_plausible
 from advisor.runs.record import checked_record
 
-__all__ = ["ImportOptions", "RunImportError", "checked", "import_file"]
+__all__ = ["READS", "ImportOptions", "RunImportError", "checked", "import_file"]
+
+# What ``import_file`` reads, in the words every surface that asks for a file uses (the CLI's hint, the Runs page).
+READS = ("a trainer_state.json, llama-bench output, a vLLM (vllm bench serve) or SGLang (bench_serving) benchmark "
+         "result, a GuideLLM report, a vLLM start-up log or an advisor monitor job")
 
 
 def import_file(path: str | Path, opts: ImportOptions | None = None, catalog=None) -> list[RunRecord]:

@@ -14,7 +14,10 @@ def test_runs_page_imports_plots_and_forgets(make_window, qtbot, tmp_path):
     w.show_page("runs")
     page = w.page("runs")
     qtbot.waitUntil(page.is_ready, timeout=10000)
+    from advisor.runs import READS
+
     assert page.model.rowCount() == 0 and "No runs imported yet" in page.message.text()
+    assert READS in page.message.text()  # the same list of files as the CLI's hint (tests/runs/test_importers.py)
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"global_step": 3')

@@ -238,3 +238,17 @@ def test_guidellm_later_schema_scheduler_strategy(tmp_path):
 def test_vllm_bench_names_its_model_by_model_id():
     (rec,) = import_file(FIX / "vllm-bench" / "vllm-inf-concurrency32.json", _opts(accelerator="h100-sxm"))
     assert rec.params == 8030261248 and rec.layers == 32 and not rec.notes  # the llama-3.1-8b preset, no --model
+
+
+def test_the_empty_list_names_every_kind_of_file_the_importers_read(capsys, tmp_path, monkeypatch):
+    from advisor.cli import main
+    from advisor.runs import READS
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))  # an empty run store
+    assert main(["runs"]) == 0
+    assert READS in capsys.readouterr().out
+    # one name for each importer (advisor.runs: trainer, llama_bench, vllm_bench, sglang_bench, guidellm, vllm_startup,
+    # monitor_job), so a file the importers read is never missing from what the hint asks for
+    for name in ("trainer_state.json", "llama-bench", "vllm bench serve", "bench_serving", "GuideLLM", "start-up log",
+                 "monitor job"):
+        assert name in READS

@@ -229,8 +229,9 @@ class RunsPage(Page):
         plots.set_empty_text(self.plot, None if values else "No run with a prediction yet: import one above")
         self._show_load()
         if not self.rows:
-            self.message.setText("No runs imported yet: Import… a trainer_state.json, llama-bench output or a vLLM "
-                                 "benchmark result (or: advisor runs import FILE).")
+            from advisor.runs import READS
+
+            self.message.setText(f"No runs imported yet: Import… {READS} (or: advisor runs import FILE).")
         else:
             held = [r["range_held"] for r in self.rows if r["range_held"] is not None]
             within = [r for r in self.rows if r["error_factor"] and 1 / BAND <= r["error_factor"] <= BAND]
@@ -259,7 +260,7 @@ class RunsPage(Page):
 
     @Slot()
     def _on_import_clicked(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, "Import runs", "", "Run files (*.json *.jsonl *.csv);;All files (*)")
+        files, _ = QFileDialog.getOpenFileNames(self, "Import runs", "", "Run files (*.json *.jsonl *.csv *.log *.txt);;All files (*)")
         if files:
             self.import_files(files)
 
