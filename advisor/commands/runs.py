@@ -165,12 +165,15 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
 
         print(f"no runs imported yet: advisor runs import FILE ({READS})")
         return 0
-    print(f"{'id':>4}  {'date':10}  {'kind':12}  {'figure':13}  {'model':24}  {'accelerator':14}  {'measured':>14}  "
+    print(f"{'id':>4}  {'date':10}  {'kind':12}  {'figure':15}  {'model':24}  {'accelerator':14}  {'measured':>14}  "
           f"{'at import':>10}  {'now':>10}  {'error':>6}  range  machine")
     for r in rows:
         print(_line(r))
     for r in rows:
-        if r["teaches"] is False:
+        if r["teaches"] is False and ((r.get("load") or {}).get("shape") or {}).get("requests_per_s") is not None:
+            print(f"run {r['id']} teaches nothing of the speed: at an offered rate the rate sets its output tokens/s "
+                  f"where the server keeps up (its times per token are compared below)")
+        elif r["teaches"] is False:
             print(f"run {r['id']} teaches nothing: no efficiency up to the hardware's limits gives its "
                   f"{r['compared']['measured']:,.0f} tokens/s on the plan of its job (check its accelerator and "
                   f"model: --accelerator, --model)")
@@ -219,7 +222,7 @@ def _line(r: dict) -> str:
     model = cell(r["model"] or "-", 24)
     acc = f"{cell(r['accelerator']['id'] or '?', 10)} x{r['accelerator']['devices']}"
     spec = ".2f" if r["compared"]["figure"] == "max_concurrency" else ".0f"  # requests at once, not tokens/s
-    return (f"{r['id']:>4}  {cell(r['recorded_at'][:10], 10):10}  {r['kind']:12}  {r['compared']['label']:13}  "
+    return (f"{r['id']:>4}  {cell(r['recorded_at'][:10], 10):10}  {r['kind']:12}  {r['compared']['label']:15}  "
             f"{model:24}  {acc:14}  {_fmt(r['compared']['measured'], spec):>14}  "
             f"{_fmt(pi.get('tokens_per_s'), spec):>10}  {_fmt(pn.get('tokens_per_s'), spec):>10}  "
             f"{_fmt(r['error_factor'], '.2f'):>6}  {held:5}  {where}")

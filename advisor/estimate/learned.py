@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.estimate import decode
 from advisor.estimate import utilisation as U
@@ -286,12 +286,20 @@ def serving_scale(calib, *, acc, runtime: str | None, figure: str, forward: Call
     total, wlk = taught.total_w - (out[0] if out else 0.0), taught.total_wlk - (out[0] * out[1] if out else 0.0)
     k = math.exp(wlk / total)
     heavy = [f for f in taught.heaviest if out is None or f[2] is not out[2]][:PAIR_RECORDS]
-    width = _width(_pair_errors(heavy, lambda lk: lk), base_width_log)
+    # the pairs' width changes only where the record left out is among the heaviest: worked out once otherwise
+    memo = (out[2].content_sha256 if out is not None and len(heavy) < len(taught.heaviest) else None, base_width_log)
+    width = taught.widths.get(memo)
+    if width is None:
+        width = taught.widths[memo] = _width(_pair_errors(heavy, lambda lk: lk), base_width_log)
     here = taught.here - (1 if out is not None and machine_id and out[2].machine_id == machine_id else 0)
     if here <= 0:
         width = max(width, width_log)
     what = f"{SERVING_FIGURES[figure]} at x{k:.2f} the runtime's published speed"
-    used = tuple(r for _, _, r in taught.found if out is None or r is not out[2])
+    if out is None:
+        used = taught.records
+    else:  # the records but the one left out, copied as a slice
+        i = taught.position[out[2].content_sha256]
+        used = taught.records[:i] + taught.records[i + 1:]
     return Learned(k, _origin([(w, r) for w, _, r in heavy], machine_id, what, n), "learned", width, used)
 
 
@@ -307,6 +315,9 @@ class _Taught:
     total_wlk: float
     heaviest: tuple  # found by weight, heaviest first (newest first among equals), for the pairs
     here: int  # records of this machine
+    records: tuple = ()  # the records of ``found``, in its order
+    position: dict = field(default_factory=dict)  # a record's hash -> its place in ``records``
+    widths: dict = field(default_factory=dict, compare=False)  # (hash left out or None, base) -> the pairs' width
 
 
 _TAUGHT_SETS: dict[tuple, _Taught] = {}
@@ -328,9 +339,11 @@ def _taught_serving(runs: tuple, machine_id: str | None, acc_id: str, runtime: s
             found.append((_weight(rec, machine_id, 0.0, 0.0), math.log(k), rec))
     newest = sorted(found, key=lambda v: v[2].recorded_at, reverse=True)
     heaviest = tuple(sorted(newest, key=lambda v: -v[0])[:PAIR_RECORDS + 1])
+    records = tuple(r for _, _, r in found)
     taught = _Taught(runs, tuple(found), {r.content_sha256: (w, lk, r) for w, lk, r in found},
                      sum(w for w, _, _ in found), sum(w * lk for w, lk, _ in found), heaviest,
-                     sum(1 for _, _, r in found if machine_id and r.machine_id == machine_id))
+                     sum(1 for _, _, r in found if machine_id and r.machine_id == machine_id), records,
+                     {r.content_sha256: i for i, r in enumerate(records)})
     if len(_TAUGHT_SETS) > 64:
         _TAUGHT_SETS.clear()
     _TAUGHT_SETS[key] = taught
@@ -342,7 +355,8 @@ SERVING_RUN_KINDS = ("vllm-bench", "sglang-bench", "guidellm")  # serving benchm
 
 def taught_figure(rec: RunRecord, figure: str) -> float | None:
     """What a record measured of ``figure``: a llama-bench test's own figure, or for a serving benchmark run at
-    a stated concurrency (``rec.batch``) its generated tokens/s, the decode of that many requests at once."""
+    a stated concurrency (``rec.batch``) its generated tokens/s, its load's (the forward model the planner passes
+    plans that load: ``runs.load.record_forward``)."""
     value = getattr(rec.measured, figure)
     if value is None and figure == "decode_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch:
         value = rec.measured.tokens_per_s

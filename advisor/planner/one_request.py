@@ -19,7 +19,7 @@ from advisor.estimate.serving import Lengths as ServeLengths
 from advisor.planner.calibrated import calibrate_serving
 from advisor.planner.request import Lengths, PlanRequest
 from advisor.planner.serve_spec import ModelServing, kv_parts, reserve_bytes
-from advisor.planner.timing import serving_timing
+from advisor.planner.timing import learned_timing, serving_timing
 
 # A machine's GPUs are planned on all of them when that is at least this much faster than the fewest that fit (the
 # plan's owned options and a serve at one user alike): a layout that gains less is not worth its power.
@@ -38,13 +38,21 @@ def request_lengths(lengths: ServeLengths) -> Lengths:
 
 
 def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: ModelServing, lens: Lengths,
-                  calib=None) -> ServingSpeed:
-    """The calibrated numbers of one request of ``lens`` on ``devices`` of ``acc`` (the plan's timing, batch 1)."""
+                  calib=None, decode_scale: float | None = None) -> ServingSpeed:
+    """The calibrated numbers of one request of ``lens`` on ``devices`` of ``acc`` (the plan's timing, batch 1).
+
+    ``decode_scale``: the decode at that factor on the runtime's published speed, nothing learned from the user's
+    runs (``timing.learned_timing``): what ``calib`` gives where the user's runs teach that factor, and the forward
+    model the learner inverts for a serving run at its load (``runs.load.record_forward``)."""
     one = req if req.batch == 1 else req.model_copy(update={"batch": 1})
-    t = serving_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, calib,
-                       int(model.weight_bytes) if model.weight_bytes else None,
-                       projector_bytes=int(model.projector_bytes))
-    t = calibrate_serving(t, one, acc, model.arch.is_moe)
+    weights = int(model.weight_bytes) if model.weight_bytes else None
+    if decode_scale is not None:
+        t = learned_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, weights,
+                           "measured", projector_bytes=int(model.projector_bytes), decode_scale=decode_scale)
+    else:
+        t = serving_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, calib,
+                           weights, projector_bytes=int(model.projector_bytes))
+        t = calibrate_serving(t, one, acc, model.arch.is_moe)
     if t.speed is None or not math.isfinite(t.speed.eta_mem):
         raise ValueError(f"{acc.id}: no serving speed")
     return t.speed

@@ -157,7 +157,7 @@ def _utilisation(req, acc, arch, precision, calib, model, active, seq_len
     found = learned.training_utilisation(calib, acc=acc, workload=req.workload, precision=precision,
                                          software=getattr(req, "framework", None), active_params=active,
                                          seq_len=seq_len, model=model,
-                                         forward=lambda rec: record_forward(rec, acc, "training"))
+                                         forward=lambda rec: forward_of(calib)(rec, acc, "training"))
     if found is not None:
         return found.value, found.origin, found.source, "", found.width_log
     why = _fitted_reason(req, acc, arch, precision)
@@ -355,7 +355,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     base_width = bundled_utilisation_model().half_width_calibrated_log
     found = learned.serving_scale(
         calib, acc=acc, runtime=choice.runtime.id, figure="decode_tokens_per_s", width_log=DECODE_WIDTH_LOG,
-        base_width_log=base_width, forward=lambda rec: record_forward(rec, acc, "decode"))
+        base_width_log=base_width, forward=lambda rec: forward_of(calib)(rec, acc, "decode"))
     if found is not None:
         decode_scale = found.value
     probe = None if found is not None else learned.decode_bandwidth_efficiency(
@@ -381,7 +381,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     # the user's prompt-processing runs on this accelerator and runtime scale the prefill kernels (estimate.learned)
     pre = learned.serving_scale(calib, acc=acc, runtime=choice.runtime.id, figure="prefill_tokens_per_s",
                                 width_log=DECODE_WIDTH_LOG, base_width_log=base_width,
-                                forward=lambda rec: record_forward(rec, acc, "prefill"))
+                                forward=lambda rec: forward_of(calib)(rec, acc, "prefill"))
     if pre is not None:
         prefill_scale = pre.value
     mm_eta = min(1.0, mm_eta * prefill_scale)
@@ -432,6 +432,27 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
                   mean_cache=lens.mean_cache)
 
 
+def learned_timing(req: PlanRequest, acc: Accelerator, arch, params: int, active: int, lens: Lengths, devices: int,
+                   weight_bytes: int | None, kept: str, projector_bytes: int = 0, **fixed) -> Timing:
+    """The plan's serving timing with one part at a value the learner sets (``fixed``: ``decode_scale`` or
+    ``prefill_scale``) and nothing learned from the user's runs (``calib`` None): the timing, then the published
+    fits for the part not being learned, the learned part kept as measured (``kept``: ``measured`` or
+    ``prefill_measured``), as ``calibrate_serving`` keeps it once learned. The forward model of ``record_forward``
+    and of a serving run's load (``one_request.request_speed``'s ``decode_scale``)."""
+    from advisor.planner.calibrated import calibrate_serving  # it imports this module
+
+    t = serving_timing(req, acc, arch, params, active, lens, devices, None, weight_bytes,
+                       projector_bytes=projector_bytes, **fixed)
+    return calibrate_serving(t.with_(**{kept: True}), req, acc, arch.is_moe)
+
+
+def forward_of(calib):
+    """How the learner plans one of the user's runs (a record -> its forward model at an accelerator): the
+    calibration's own rule where it has one (``store.calibration.Calibration.record_forward``: a serving benchmark's
+    run through its load's plan), else the plan of the record's own job (``record_forward``)."""
+    return getattr(calib, "record_forward", None) or record_forward
+
+
 @functools.lru_cache(maxsize=256)
 def _record_job(rec):
     return record_job(rec)
@@ -444,10 +465,9 @@ def record_forward(rec, acc: Accelerator, what: str):
     ``what``: ``decode`` (generated tokens/s at a factor on the runtime's decode step),
     ``prefill`` (prompt tokens/s at a factor on the prefill kernels' efficiencies) or ``training`` (training
     tokens/s at a utilisation, on the record's devices in one machine with their links).
-    Each is the planner's own function with nothing learned in it (``calib`` None).
+    Each is the planner's own function with nothing learned in it (``calib`` None). A serving benchmark's run at
+    its load teaches through that load's plan instead (``runs.load.record_forward``).
     """
-    from advisor.planner.calibrated import calibrate_serving  # it imports this module
-
     job = _record_job(rec)
     if job is None:
         return None
@@ -457,11 +477,8 @@ def record_forward(rec, acc: Accelerator, what: str):
             return None
 
         def served(kept: str, **fixed) -> Timing:
-            # the plan's own function: the timing, then the published fits for the part not being learned (the
-            # learned part kept as measured, as calibrate_serving keeps it once learned)
-            t = serving_timing(req, acc, job.arch, job.params, job.active, job.lens, rec.devices, None,
-                               job.weight_bytes, **fixed)
-            return calibrate_serving(t.with_(**{kept: True}), req, acc, job.arch.is_moe)
+            return learned_timing(req, acc, job.arch, job.params, job.active, job.lens, rec.devices, job.weight_bytes,
+                                  kept, **fixed)
 
         if what == "decode":
             return lambda k: served("measured", decode_scale=k).tokens_per_s

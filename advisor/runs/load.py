@@ -87,6 +87,63 @@ def run_measurement(rec: RunRecord, group: str = "serving", weight_format: str |
         checkpointing="", value=value, published=value, unit=unit, settings=settings, statistic="p50")
 
 
+def at_load(rec: RunRecord) -> bool:
+    """Whether ``rec`` is a serving benchmark's run at a load of its own (users at once: ``--max-concurrency``,
+    GuideLLM's streams; or an offered rate): its generated tokens/s is its load's, which the load's plan gives
+    (``served_load``) and which ``advisor runs`` compares it on."""
+    return (rec.kind in SERVING_RUN_KINDS and not rec.training and (bool(rec.batch) or rec.request_rate is not None)
+            and bool(rec.output_tokens) and bool(rec.accelerator_id) and bool(rec.params))
+
+
+def plan_format(rec: RunRecord, acc) -> str | None:
+    """The weight format the plan of ``rec``'s own job assumes (its runtime's usual one where the record names
+    none: ``planner.request.runtime_choice``), as its planned option's software names it (``runs.predict``)."""
+    from advisor.planner.record_job import record_job
+    from advisor.planner.request import runtime_choice
+
+    job = record_job(rec)
+    if job is None:
+        return None
+    try:
+        return runtime_choice(job.request, acc).weight_format.id
+    except (ValueError, KeyError):
+        return None
+
+
+def record_forward(rec: RunRecord, acc, what: str, catalog=None):
+    """The forward model the learner inverts for ``rec`` (``estimate.learned``): for a serving benchmark's run at
+    its load of users (``at_load``) and ``what`` ``decode``, the load's generated tokens/s as ``served_load`` plans
+    it, one request's decode at the factor (``planner.measured.shown_figures``' ``decode_scale``), so that the run
+    imported and its load planned again gives its measured figure back; None for a run at an offered rate (which
+    teaches no factor: the rate sets its throughput where the server keeps up) or a job that cannot be planned;
+    otherwise the plan of the record's own job (``planner.timing.record_forward``).
+
+    Args:
+        catalog: the catalog the load is planned with (default: ``load_catalog()``).
+    """
+    from advisor.planner.timing import record_forward as job_forward
+
+    if what != "decode" or not at_load(rec):
+        return job_forward(rec, acc, what)
+    if rec.request_rate is not None:  # the rate sets its throughput wherever the server keeps up: no factor
+        return None
+    from advisor.planner.measured import shown_figures
+
+    if catalog is None:
+        from advisor.catalog import load_catalog
+
+        catalog = load_catalog()
+    m = run_measurement(rec, weight_format=plan_format(rec, acc))
+    if m is None or shown_figures(m, catalog, ("serving",)) is None:
+        return None
+
+    def forward(k: float) -> float:
+        figures = shown_figures(m, catalog, ("serving",), decode_scale=k)
+        return 0.0 if figures is None else figures["serving"][0]
+
+    return forward
+
+
 def run_runtime(rec: RunRecord) -> str | None:
     """The runtime a serving run is planned with (the runtime its row names: ``measured.serve_job_values``), or
     None: not a serving run, or software the planner has no profile of (the runtime needs no weight format)."""

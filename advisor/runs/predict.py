@@ -4,7 +4,8 @@ The record itself is left out of what the planner learns from, so the prediction
 have said without it. The compared figure is the one the run measured (``compared_figure``): training tokens/s,
 the decode tokens/s of a generation test, the prompt tokens/s of a prompt-processing test, the generated
 tokens/s of a serving run at its load (its throughput, first token and time per output token at the run's
-shape besides: ``runs.load``). ``error_factor`` is predicted / measured (above 1: the plan was too
+shape besides: ``runs.load``; for a run of users at once its generated tokens/s is its load's, one computation).
+``error_factor`` is predicted / measured (above 1: the plan was too
 optimistic); ``held`` whether the measured figure lies inside the plan's 80 % interval. ``advisor runs`` and
 the app's Runs page both take their rows from ``advisor.runs.listing``, which calls ``predict`` here.
 """
@@ -51,15 +52,19 @@ def compared_figure(rec: RunRecord) -> str:
 
 
 def figure_label(rec: RunRecord) -> str:
-    """The compared figure in words: ``training``, ``prompt`` (a prompt test), ``decode`` (one request) or
-    ``served at N`` (N requests at once)."""
+    """The compared figure in words: ``training``, ``prompt`` (a prompt test), ``decode`` (one request),
+    ``served at N`` (a serving benchmark's N users, or N requests at once) or ``served at R/s`` (an offered rate)."""
     if rec.training:
         return "training"
     if rec.kind == ENGINE_READING:
         return "concurrency" if compared_figure(rec) == "max_concurrency" else "KV tokens"
     if compared_figure(rec) == "prefill_tokens_per_s":
         return "prompt"
-    return "decode" if (rec.batch or 1) <= 1 else f"served at {rec.batch}"
+    from advisor.runs.load import at_load
+
+    if at_load(rec) and rec.request_rate is not None:
+        return f"served at {rec.request_rate:g}/s"
+    return f"served at {rec.batch}" if at_load(rec) or (rec.batch or 1) > 1 else "decode"
 
 
 def teaches(rec: RunRecord, catalog) -> bool | None:
@@ -67,7 +72,7 @@ def teaches(rec: RunRecord, catalog) -> bool | None:
     own job (``estimate.learned.taught_value``); None where that cannot be told (the CPU, planned on this
     machine's host figures; an accelerator not in the catalog)."""
     from advisor.estimate.learned import taught_value
-    from advisor.planner.timing import record_forward
+    from advisor.runs.load import record_forward
 
     acc = catalog.accelerators.get(rec.accelerator_id or "")
     if acc is None or rec.accelerator_id == "cpu" or rec.kind == ENGINE_READING:  # a reading teaches no speed
@@ -80,7 +85,7 @@ def teaches(rec: RunRecord, catalog) -> bool | None:
         what, figure = "prefill", "prefill_tokens_per_s"
     else:
         what, figure = "decode", "decode_tokens_per_s"
-    return taught_value(rec, figure, lambda r: record_forward(r, acc, what), key=acc.id) is not None
+    return taught_value(rec, figure, lambda r: record_forward(r, acc, what, catalog), key=acc.id) is not None
 
 
 _INDEX: dict[int, tuple[tuple, dict]] = {}  # id(runs) -> (runs, {accelerator id: records}), the last few
@@ -157,12 +162,16 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
         low, high = s.prefill_tokens_per_s_interval or (s.prefill_tokens_per_s, s.prefill_tokens_per_s)
         return Prediction(s.prefill_tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure)
     low, high = o.tokens_per_s_interval or (o.tokens_per_s, o.tokens_per_s)
-    from advisor.runs.load import served_load
+    from advisor.runs.load import at_load, served_load
 
     software = o.serving.software if o.serving is not None else None
     fmt = software.weight_format.id if software is not None else None  # the load is planned as the same job
-    return Prediction(o.tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure,
-                      served_load(rec, catalog, calibration, fmt))
+    load = served_load(rec, catalog, calibration, fmt)
+    tps = o.tokens_per_s
+    if load is not None and at_load(rec):  # a run of users at once: its load's plan is its figure (one computation)
+        f = load["figures"]["tokens_per_s"]
+        tps, low, high = f["predicted"], f["low"], f["high"]
+    return Prediction(tps, low, high, o.mfu_source, o.mfu_origin, figure, load)
 
 
 def compare(rec: RunRecord, pred: dict | None) -> tuple[float | None, bool | None]:

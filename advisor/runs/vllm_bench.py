@@ -21,6 +21,8 @@ from advisor.runs.common import MAX_COUNT, MAX_RATE, ImportOptions, RunImportErr
 from advisor.runs.serving_result import ServingResult, serving_record
 
 _Ms = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
+# How far two figures of one run computed from each other may part (rounding in the file, a client's own clock).
+CONSISTENT = 0.05
 
 
 class BenchServingFields(BaseModel):
@@ -42,6 +44,31 @@ class BenchServingFields(BaseModel):
     p99_ttft_ms: float | None = _Ms
     median_tpot_ms: float | None = _Ms
     p99_tpot_ms: float | None = _Ms
+    mean_e2e_latency_ms: float | None = _Ms
+    concurrency: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False)  # SGLang's: sum(e2e) / duration
+
+    def check_consistent(self) -> None:
+        """The figures of one run agree with each other, as the scripts compute them: the output throughput is the
+        output tokens over the duration; the requests' latencies add up to no more than ``--max-concurrency``
+        requests at a time could spend in the run; SGLang's ``concurrency`` is their sum over the duration.
+
+        Raises:
+            ValueError: naming the figures that disagree.
+        """
+        rate = self.total_output_tokens / self.duration
+        if abs(self.output_throughput - rate) > CONSISTENT * rate:
+            raise ValueError(f"output_throughput {self.output_throughput:g} is not total_output_tokens over duration "
+                             f"({rate:g} tokens/s)")
+        if self.mean_e2e_latency_ms is None:
+            return
+        busy = self.completed * self.mean_e2e_latency_ms / 1000.0  # request-seconds in flight
+        if self.max_concurrency is not None and busy > (1.0 + CONSISTENT) * self.max_concurrency * self.duration:
+            raise ValueError(f"{self.completed} requests of {self.mean_e2e_latency_ms:g} ms each need more than "
+                             f"{self.max_concurrency} at a time in {self.duration:g} s")
+        if self.concurrency is not None and abs(self.concurrency - busy / self.duration) > CONSISTENT * max(
+                self.concurrency, busy / self.duration):
+            raise ValueError(f"concurrency {self.concurrency:g} is not the requests' latencies over the duration "
+                             f"({busy / self.duration:.3g})")
 
     def shape(self) -> dict:
         """The run's load as ``ServingResult`` fields: its users (``--max-concurrency``; with no limit and an
@@ -49,8 +76,10 @@ class BenchServingFields(BaseModel):
         (None: unbounded).
 
         Raises:
-            ValueError: a finite rate above ``MAX_RATE``, or more completed requests than it sent.
+            ValueError: a finite rate above ``MAX_RATE``, more completed requests than it sent, or figures that
+                disagree (``check_consistent``).
         """
+        self.check_consistent()
         rate = None if self.request_rate is None or self.request_rate == float("inf") else self.request_rate
         if rate is not None and rate > 1e9:
             raise ValueError(f"request_rate {rate:g} is above 1e9 requests/s")

@@ -62,6 +62,14 @@ class Calibration:
         """True when a plan target (a catalog accelerator id, or ``"cpu"``) is the device measured."""
         return bool(self.accelerator_id) and self.accelerator_id == target_id
 
+    @staticmethod
+    def record_forward(rec, acc, what: str):
+        """The forward model the planner's learner inverts for one of the runs (``runs.load.record_forward``: a
+        serving benchmark's run through its load's plan, any other run through the plan of its own job)."""
+        from advisor.runs.load import record_forward
+
+        return record_forward(rec, acc, what)
+
 
 def calibration_file() -> Path:
     """Path of the calibration file (it may not exist)."""

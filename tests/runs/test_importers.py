@@ -252,3 +252,16 @@ def test_the_empty_list_names_every_kind_of_file_the_importers_read(capsys, tmp_
     for name in ("trainer_state.json", "llama-bench", "vllm bench serve", "bench_serving", "GuideLLM", "start-up log",
                  "monitor job"):
         assert name in READS
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"output_throughput": 500.0}, "not total_output_tokens over duration"),  # 20,480 tokens in 167.35 s: 122.4/s
+    ({"mean_e2e_latency_ms": 20000.0, "concurrency": None}, "need more than 1 at a time"),  # 40 x 20 s > 167 s
+    ({"concurrency": 0.3}, "is not the requests' latencies over the duration"),  # 40 x 4.1 s / 167.35 s = 0.98
+])
+def test_a_bench_serving_line_whose_figures_disagree_is_refused(tmp_path, change, says):
+    first = json.loads((FIX / "sglang-bench" / "sglang-random-1024-512.jsonl").read_text().splitlines()[0])
+    bad = tmp_path / "bench.jsonl"
+    bad.write_text(json.dumps({**first, **change}) + "\n")
+    with pytest.raises(RunImportError, match=says):
+        import_file(bad, _opts(accelerator="h100-sxm", model="llama-3.1-8b"))

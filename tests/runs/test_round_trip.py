@@ -54,12 +54,12 @@ def _reach(path: Path, opts: ImportOptions) -> list[float]:
     """The fastest each record's figure can be: the plan's forward model at the largest factor (every efficiency
     capped at 1)."""
     from advisor.estimate.learned import MAX_SCALE
-    from advisor.planner.timing import record_forward
+    from advisor.runs.load import record_forward  # the learner's own: a serving run through its load's plan
 
     out = []
     for r in import_file(path, opts):
         what = "prefill" if compared_figure(r) == "prefill_tokens_per_s" else "decode"
-        out.append(record_forward(r, CATALOG.accelerators[r.accelerator_id], what)(MAX_SCALE))
+        out.append(record_forward(r, CATALOG.accelerators[r.accelerator_id], what, CATALOG)(MAX_SCALE))
     return out
 
 

@@ -204,3 +204,54 @@ def test_a_rate_beyond_what_the_plan_carries_is_listed_with_the_reason(tmp_path,
     (row,) = json.loads(capsys.readouterr().out)["runs"]
     assert row["load"]["figures"] is None and "no steady state" in row["load"]["not_planned"]
     assert row["load"]["shape"]["requests_per_s"] == 20.0 and row["load"]["shape"]["users"] is None
+
+
+def test_a_run_of_users_is_compared_on_its_load_and_gives_it_back_once_learned():
+    """One computation: the figure ``advisor runs`` compares a run of users at once on is its load's plan (the
+    listing's column and the load line agree), and learning inverts that plan: the run imported and its load
+    planned again gives its measured output tokens/s within 2 % (rule 1). The fixture's 16 users measured
+    160 x 512 tokens / 61.7 s = 1,327.7 tokens/s; its 11.6 ms a token moves the planned time per token towards it."""
+    from advisor.store.calibration import with_runs
+
+    one, sixteen = import_file(SGLANG, ImportOptions(accelerator="h100-sxm", model="llama-3.1-8b",
+                                                    this_machine_id="here"))
+    for rec in (one, sixteen):
+        unseen = predict(rec, catalog=CATALOG, calibration=None)
+        shown = unseen.load["figures"]["tokens_per_s"]
+        assert (unseen.tokens_per_s, unseen.low, unseen.high) == (shown["predicted"], shown["low"], shown["high"])
+        after = predict(rec, catalog=CATALOG, calibration=with_runs(None, [rec], "here"), leave_out=False)
+        got = after.load["figures"]
+        assert after.tokens_per_s == got["tokens_per_s"]["predicted"]
+        assert got["tokens_per_s"]["predicted"] == pytest.approx(rec.measured.tokens_per_s, rel=0.02)
+        assert got["tokens_per_s"]["low"] <= rec.measured.tokens_per_s <= got["tokens_per_s"]["high"]
+        before_gap = abs(unseen.load["figures"]["tpot_p50_s"]["predicted"] - rec.measured.tpot_p50_s)
+        assert abs(got["tpot_p50_s"]["predicted"] - rec.measured.tpot_p50_s) < before_gap
+    assert sixteen.measured.tokens_per_s == pytest.approx(160 * 512 / 61.7, rel=1e-5)  # the file writes 1,327.71
+
+
+def test_the_listing_shows_one_planned_figure_for_a_run_of_users(capsys):
+    assert main(["runs", "import", str(SGLANG), "--accelerator", "h100-sxm", "--model", "llama-3.1-8b"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["runs"]
+    assert len(rows) == 2
+    for row in rows:  # the column the table shows is the load line's planned throughput
+        assert row["predicted_now"]["tokens_per_s"] == row["load"]["figures"]["tokens_per_s"]["predicted"]
+        assert row["compared"]["label"] == f"served at {row['load']['shape']['users']}"
+
+
+def test_a_run_at_a_rate_is_compared_on_its_load_and_teaches_no_speed(capsys):
+    """GuideLLM at 1.5 requests/s of 256 tokens: the load's plan carries it, 384 tokens/s, which the table's column
+    shows too; the rate set that figure, so no decode factor is learned from it (one at which the plan gives 384
+    would be any factor fast enough to keep up)."""
+    from advisor.runs.predict import teaches
+
+    (rec,) = import_file(GUIDELLM, _opts())
+    p = predict(rec, catalog=CATALOG, calibration=None)
+    assert p.tokens_per_s == pytest.approx(384.0) == p.load["figures"]["tokens_per_s"]["predicted"]
+    assert teaches(rec, CATALOG) is False
+    assert main(["runs", "import", str(GUIDELLM), "--accelerator", "h100-sxm"]) == 0
+    capsys.readouterr()
+    assert main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert "served at 1.5/s" in out and "teaches nothing of the speed: at an offered rate" in out
