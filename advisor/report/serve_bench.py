@@ -9,7 +9,8 @@ reads back, so the plan learns from the box (``estimate.learned``). Flags are ea
   ``--random-input-len``, ``--random-output-len``, ``--random-range-ratio``, ``--num-prompts``,
   ``--max-concurrency``, ``--request-rate``, ``--goodput ttft:MS tpot:MS``, ``--save-result``, ``--result-filename``.
 * SGLang: ``python -m sglang.bench_serving`` (sgl-project/sglang, ``python/sglang/bench_serving.py``): the same
-  random-dataset flags with ``--output-file``; it has no goodput option, so the target is a comment.
+  random-dataset flags with ``--output-file``, its range ratio read its own way (``random_lengths``); it has no
+  goodput option, so the target is a comment.
 * GuideLLM: ``guidellm benchmark`` (vllm-project/guidellm, "Run a Benchmark"): ``--target``, ``--rate-type
   concurrent`` with ``--rate`` the ladder, ``--data prompt_tokens=N,output_tokens=N``, ``--max-requests``,
   ``--output-path``.
@@ -57,6 +58,23 @@ def _lengths(doc: dict) -> tuple[int, int, float]:
     return prompt, output, spread
 
 
+def random_lengths(kind: str, prompt: int, output: int, spread: float) -> list[str]:
+    """The random dataset's flags that draw the plan's mean lengths at its spread (a coefficient of variation),
+    uniform as both tools draw them. ``vllm bench serve`` draws from ``[L (1 - r), L (1 + r)]`` with ``r`` below 1
+    (vllm-project/vllm ``vllm/benchmarks/datasets.py``, ``RandomDataset``): mean ``L``, spread ``r / sqrt 3``.
+    SGLang's ``bench_serving`` draws from ``[max(L r, 1), L]`` (``sample_random_requests``): ``r`` 1 is the
+    length exactly, 0 uniform up to it, so ``L`` is set above the mean, ``L = 2 m / (1 + r)`` with
+    ``r = (1 - s sqrt 3) / (1 + s sqrt 3)`` (mean ``m``, spread ``s``; at most 0.577, where ``r`` is 0)."""
+    root3 = math.sqrt(3.0)
+    if kind == "sglang":
+        r = max(0.0, (1.0 - spread * root3) / (1.0 + spread * root3))
+        top = 2.0 / (1.0 + r)
+        words = [round(prompt * top), round(output * top), f"{r:.3g}"]
+    else:
+        words = [prompt, output, f"{min(0.99, spread * root3):.3g}"]
+    return ["--random-input-len", str(words[0]), "--random-output-len", str(words[1]), "--random-range-ratio", words[2]]
+
+
 def _goodput(doc: dict) -> list[str]:
     t = doc.get("targets") or {}
     words = [f"{name}:{float(t[key]) * 1000:g}" for name, key in (("ttft", "ttft_p95_s"), ("tpot", "tpot_p95_s"))
@@ -102,9 +120,8 @@ def render_serve_bench(kind: str, doc: dict, option_id: str | None = None) -> st
                      "times with the target above")
     for c in rungs:
         n = str(max(MIN_PROMPTS, PROMPTS_PER_USER * c))
-        random = ["--dataset-name", "random", "--random-input-len", str(prompt), "--random-output-len", str(output),
-                  "--random-range-ratio", f"{spread:g}", "--num-prompts", n, "--max-concurrency", str(c),
-                  "--request-rate", "inf"]
+        random = ["--dataset-name", "random", *random_lengths(kind, prompt, output, spread), "--num-prompts", n,
+                  "--max-concurrency", str(c), "--request-rate", "inf"]
         if kind == "sglang":
             words = ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--host", "127.0.0.1",
                      "--port", str(port), "--model", repo, *random, "--output-file", f"sglang-c{c}.jsonl"]

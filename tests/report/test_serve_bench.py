@@ -61,3 +61,25 @@ def test_an_unknown_option_is_one_line_exit_2(capsys):
 
     assert main([*ASK, "--bench", "vllm", "--option", "no-such"]) == 2
     assert "no option" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.3, 0.577])
+def test_the_random_lengths_each_tool_draws_have_the_plans_mean_and_spread(spread):
+    """Each tool's uniform draw, worked from its own rule (``random_lengths``): vLLM on [L(1-r), L(1+r)], SGLang on
+    [L r, L]; the mean and the coefficient of variation of the draw are the plan's (1,000 and 300 tokens)."""
+    import math
+
+    from advisor.report.serve_bench import random_lengths
+
+    for kind in ("vllm", "sglang"):
+        flag = dict(zip(*[iter(random_lengths(kind, 1000, 300, spread))] * 2))
+        r, top = float(flag["--random-range-ratio"]), int(flag["--random-input-len"])
+        lo, hi = (top * (1 - r), top * (1 + r)) if kind == "vllm" else (top * r, top)
+        mean, cv = (lo + hi) / 2, (hi - lo) / math.sqrt(12) / ((lo + hi) / 2)
+        # vLLM's ratio stays below 1: a spread past 0.99 / sqrt 3 = 0.5716 is drawn at that
+        want = min(spread, 0.99 / math.sqrt(3)) if kind == "vllm" else spread
+        assert mean == pytest.approx(1000, rel=2e-3) and cv == pytest.approx(want, abs=2e-3)
+        out = int(flag["--random-output-len"])
+        assert ((out * (1 - r) + out * (1 + r)) / 2 if kind == "vllm" else (out * r + out) / 2) == pytest.approx(300, rel=5e-3)
+    # fixed lengths: vLLM's ratio 0, SGLang's 1 (its 0 would draw every length from 1 up)
+    assert random_lengths("sglang", 1000, 300, 0.0)[-1] == "1" and random_lengths("vllm", 1000, 300, 0.0)[-1] == "0"
