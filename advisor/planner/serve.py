@@ -150,6 +150,8 @@ class ServeResult:
     catalog_date: str = ""  # the catalog's date: price ages are measured from it
     # the catalog it was sized on (the advice sizes its changes on the same one: ``serve_advice``)
     catalog: Catalog | None = field(default=None, compare=False, repr=False)
+    # "Speed on X (runtime): from your run of DATE (FILE) ...": each part and runtime the user's runs set the speed of
+    learned: tuple[str, ...] = ()
 
     @property
     def moe(self) -> bool:
@@ -497,7 +499,26 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
     return ServeResult(request=job, model_name=jm.name or "model", lengths=lengths, lengths_origin=rl.origin,
                        targets=targets, by=by, load=load, options=tuple(options), assumptions=assumptions,
                        warnings=tuple(warnings), model=model, owned_hardware=tuple(owned_all),
-                       catalog_date=catalog.date, catalog=catalog)
+                       catalog_date=catalog.date, catalog=catalog, learned=_learned_speeds(options, catalog, calibration))
+
+
+def _learned_speeds(options, catalog: Catalog, calib) -> tuple[str, ...]:
+    """A line for each accelerator and runtime of the options that fit whose decode the user's runs set
+    (``timing.learned_decode``, the figure the options were sized with)."""
+    from advisor.planner.timing import learned_decode
+
+    if calib is None or not getattr(calib, "runs", ()):
+        return ()
+    seen, out = set(), []
+    for o in options:
+        acc = catalog.accelerators.get(o.accelerator)
+        if not o.fits or acc is None or (o.accelerator, o.runtime) in seen:
+            continue
+        seen.add((o.accelerator, o.runtime))
+        found = learned_decode(calib, acc, o.runtime)
+        if found is not None and found.source == "learned":
+            out.append(f"Speed on {o.accelerator_name} ({o.runtime}): {found.origin} (advisor runs)")
+    return tuple(out)
 
 
 def _one_answer_for_this_machine(options: list[ServeOption], by: str, load: float) -> list[ServeOption]:

@@ -353,9 +353,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     # the user's decode benchmarks on this accelerator and runtime, else the device-bandwidth probe
     # (estimate.learned), else the runtime's published efficiency for the format's class
     base_width = bundled_utilisation_model().half_width_calibrated_log
-    found = learned.serving_scale(
-        calib, acc=acc, runtime=choice.runtime.id, figure="decode_tokens_per_s", width_log=DECODE_WIDTH_LOG,
-        base_width_log=base_width, forward=lambda rec: forward_of(calib)(rec, acc, "decode"))
+    found = learned_decode(calib, acc, choice.runtime.id)
     if found is not None:
         decode_scale = found.value
     probe = None if found is not None else learned.decode_bandwidth_efficiency(
@@ -444,6 +442,16 @@ def learned_timing(req: PlanRequest, acc: Accelerator, arch, params: int, active
     t = serving_timing(req, acc, arch, params, active, lens, devices, None, weight_bytes,
                        projector_bytes=projector_bytes, **fixed)
     return calibrate_serving(t.with_(**{kept: True}), req, acc, arch.is_moe)
+
+
+def learned_decode(calib, acc: Accelerator, runtime_id: str) -> learned.Learned | None:
+    """What the user's runs on ``acc`` with a runtime teach of its decode (``estimate.learned.serving_scale``: the
+    factor on its published speed, with where it came from), or None: the one figure ``serving_timing`` plans with
+    and ``advisor serve`` names ("Speed on ...: from your run of ...")."""
+    return learned.serving_scale(
+        calib, acc=acc, runtime=runtime_id, figure="decode_tokens_per_s", width_log=DECODE_WIDTH_LOG,
+        base_width_log=bundled_utilisation_model().half_width_calibrated_log,
+        forward=lambda rec: forward_of(calib)(rec, acc, "decode"))
 
 
 def forward_of(calib):

@@ -117,6 +117,7 @@ def serve_document(result: ServeResult, changes: dict | None = None) -> dict:
         "closest_option": closest.id if closest else None,
         "options": [option_json(o, result.by, changes.get(o.id, ())) for o in result.options],
         "warnings": list(result.warnings),
+        "learned": list(result.learned),  # the speeds the user's runs set ("Speed on X (runtime): from your run ...")
         "inputs": {k: v for k, v in job.changed().items() if k not in ("workload",)},
     }
 

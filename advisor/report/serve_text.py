@@ -156,6 +156,7 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
                          f"({_usd(o.usd_per_million_output_tokens)} per million output tokens) at this load: "
                          f"energy{' and wear' if result.assumptions.owned_wear_usd_per_gpu_hour else ''}, "
                          f"{_usd(o.usd_per_hour)}/h")
+    lines.extend(result.learned)  # the speeds the user's own runs set
     cloud = result.cheapest("cloud")
     if cloud is not None:
         lines.append(f"Cheapest cloud at the same target: {_option_name(cloud)}: "

@@ -255,3 +255,27 @@ def test_a_run_at_a_rate_is_compared_on_its_load_and_teaches_no_speed(capsys):
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
     assert "served at 1.5/s" in out and "teaches nothing of the speed: at an offered rate" in out
+
+
+def test_serve_says_which_speeds_the_users_runs_set_on_every_surface(capsys):
+    """After an SGLang run on an H100 is imported, ``advisor serve`` on that part and runtime is sized with what it
+    teaches and says so: the same line in the text answer (which the Serve page and the reports take) and the JSON."""
+    from advisor.report.serve_text import answer_lines
+
+    assert main(["runs", "import", str(SGLANG), "--accelerator", "h100-sxm", "--model", "llama-3.1-8b"]) == 0
+    capsys.readouterr()
+    args = ["serve", "--model", "llama-3.1-8b", "--accelerator", "h100-sxm", "--runtime", "sglang", "--users", "16",
+            "--prompt-tokens", "1024", "--output-tokens", "512", "--precision", "bf16", "--no-own"]
+    assert main([*args, "--json"]) == 0
+    (line,) = json.loads(capsys.readouterr().out)["learned"]
+    assert line.startswith("Speed on H100 SXM5 80GB (sglang): from your run of ") and "sglang-random-1024-512" in line
+    assert main(args) == 0
+    assert line in capsys.readouterr().out.splitlines()
+    from advisor.job.serve import ServeJob
+    from advisor.planner.serve import serve_plan
+    from advisor.store.calibration import load_planner_calibration
+
+    job = ServeJob.from_mapping({"model": "llama-3.1-8b", "accelerator": ["h100-sxm"], "runtime": "sglang",
+                                 "users": 16, "prompt_tokens": 1024, "output_tokens": 512, "precision": "bf16"})
+    assert line in answer_lines(serve_plan(job, CATALOG, calibration=load_planner_calibration()))
+    assert serve_plan(job, CATALOG).learned == ()  # nothing learned without the runs
