@@ -96,16 +96,18 @@ def at_load(rec: RunRecord) -> bool:
 
 
 def plan_format(rec: RunRecord, acc) -> str | None:
-    """The weight format the plan of ``rec``'s own job assumes (its runtime's usual one where the record names
-    none: ``planner.request.runtime_choice``), as its planned option's software names it (``runs.predict``)."""
+    """The weight format the plan of ``rec``'s own job assumes on ``acc``, as its planned option's software names
+    it: the request as it runs there (``planner.request.as_run``: the runtime's usual file where the record names no
+    format, Q4_K_M under llama.cpp) and the runtime's choice for it (``runtime_choice``); None where the job cannot
+    be planned or ``acc`` is None (the CPU). Both the learner's forward model and ``runs.predict`` take it."""
     from advisor.planner.record_job import record_job
-    from advisor.planner.request import runtime_choice
+    from advisor.planner.request import as_run, runtime_choice
 
-    job = record_job(rec)
+    job = None if acc is None else record_job(rec)
     if job is None:
         return None
     try:
-        return runtime_choice(job.request, acc).weight_format.id
+        return runtime_choice(as_run(job.request, acc), acc).weight_format.id
     except (ValueError, KeyError):
         return None
 

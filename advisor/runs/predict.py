@@ -162,10 +162,10 @@ def predict(rec: RunRecord, *, catalog, calibration, host=None, leave_out: bool 
         low, high = s.prefill_tokens_per_s_interval or (s.prefill_tokens_per_s, s.prefill_tokens_per_s)
         return Prediction(s.prefill_tokens_per_s, low, high, o.mfu_source, o.mfu_origin, figure)
     low, high = o.tokens_per_s_interval or (o.tokens_per_s, o.tokens_per_s)
-    from advisor.runs.load import at_load, served_load
+    from advisor.runs.load import at_load, plan_format, served_load
 
-    software = o.serving.software if o.serving is not None else None
-    fmt = software.weight_format.id if software is not None else None  # the load is planned as the same job
+    # the load is planned as the same job, in the format the learner plans it in (runs.load.record_forward)
+    fmt = plan_format(rec, catalog.accelerators.get(rec.accelerator_id))  # the plan's own (tests/runs/test_round_trip)
     load = served_load(rec, catalog, calibration, fmt)
     tps = o.tokens_per_s
     if load is not None and at_load(rec):  # a run of users at once: its load's plan is its figure (one computation)

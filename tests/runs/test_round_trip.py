@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from advisor.catalog import load_catalog
 from advisor.runs import ImportOptions, import_file
+from advisor.runs.load import plan_format
 from advisor.runs.predict import compared_figure, predict, teaches
 from advisor.store.calibration import with_runs
 
@@ -48,6 +49,19 @@ def _round_trip(path: Path, opts: ImportOptions) -> None:
                                                                                before.tokens_per_s)
         assert after.low <= measured <= after.high
         assert teaches(rec, CATALOG) is True
+        if rec.workload == "inference":  # the format the load and the learner plan in is the plan's own
+            assert plan_format(rec, CATALOG.accelerators[rec.accelerator_id]) == _planned_format(rec)
+
+
+def _planned_format(rec) -> str:
+    """The weight format of the plan's option for the record's own job on its accelerator."""
+    from advisor.planner import PlanRequest, plan
+    from advisor.runs.predict import request_values
+
+    result = plan(PlanRequest.from_mapping(request_values(rec)), CATALOG, None, advise=False)
+    (o, *_) = [o for o in result.options if o.accelerator == rec.accelerator_id and o.devices == rec.devices
+               and o.feasible]
+    return o.serving.software.weight_format.id
 
 
 def _reach(path: Path, opts: ImportOptions) -> list[float]:
