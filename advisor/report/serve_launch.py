@@ -21,14 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from advisor.report.launch_text import (
-    SKYPILOT_ACCELERATORS,
-    SKYPILOT_CLOUDS,
-    LaunchError,
-    comment_text,
-    path_word,
-    yaml_text,
-)
+from advisor.report.launch_text import SKYPILOT_ACCELERATORS, SKYPILOT_CLOUDS, LaunchError, comment_text, path_word, yaml_text
 
 SERVE_KINDS = ("vllm", "llama-server", "sglang", "skypilot")
 RUNTIME_OF = {"vllm": "vllm", "llama-server": "llama.cpp", "sglang": "sglang"}
