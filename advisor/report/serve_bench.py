@@ -75,6 +75,28 @@ def random_lengths(kind: str, prompt: int, output: int, spread: float) -> list[s
     return ["--random-input-len", str(words[0]), "--random-output-len", str(words[1]), "--random-range-ratio", words[2]]
 
 
+def result_files(kind: str, rungs: list[int]) -> list[str]:
+    """The files the rungs save (``--save-result``/``--output-file``/``--output-path``), one per rung but GuideLLM's."""
+    if kind == "guidellm":
+        return ["guidellm-benchmarks.json"]
+    return [f"sglang-c{c}.jsonl" if kind == "sglang" else f"{kind}-c{c}.json" for c in rungs]
+
+
+def import_line(kind: str, doc: dict, option: dict, rungs: list[int]) -> str:
+    """The ``advisor runs import`` command that reads the rungs' results back as this option's runs: the model as the
+    plan named it (SGLang's lines name none), the option's accelerator and devices a replica, and for llama-server
+    the runtime (``vllm bench serve`` saves the client's backend, not the server's)."""
+    model = (doc.get("model") or {}).get("id") or (doc.get("model") or {}).get("name") or "MODEL"
+    words = ["advisor", "runs", "import", *result_files(kind, rungs), "--model", str(model)]
+    if option.get("accelerator"):
+        words += ["--accelerator", str(option["accelerator"])]
+    if isinstance(option.get("devices_per_replica"), int) and option["devices_per_replica"] >= 1:
+        words += ["--devices", str(option["devices_per_replica"])]
+    if kind == "llama-server":
+        words += ["--software", "llama.cpp"]
+    return _line(words)
+
+
 def _goodput(doc: dict) -> list[str]:
     t = doc.get("targets") or {}
     words = [f"{name}:{float(t[key]) * 1000:g}" for name, key in (("ttft", "ttft_p95_s"), ("tpot", "tpot_p95_s"))
@@ -107,13 +129,13 @@ def render_serve_bench(kind: str, doc: dict, option_id: str | None = None) -> st
     lines = [f"# measures {comment_text(o.get('id'))} ({comment_text(o.get('accelerator_name'))}) served by {server} on port "
              f"{port}: {prompt} prompt / {output} output tokens (spread {spread:g}), concurrency "
              f"{', '.join(map(str, rungs))} around the predicted knee of {_knee(doc, o):.0f}; target {comment_text(target)}",
-             "# then: advisor runs import the saved results (the plan learns from your box)"]
+             f"# then, to learn from your box: {comment_text(import_line(kind, doc, o, rungs))}"]
     if kind == "guidellm":
         lines.append(_line(["guidellm", "benchmark", "--target", f"http://127.0.0.1:{port}", "--model", repo,
                             "--rate-type", "concurrent", "--rate", ",".join(map(str, rungs)),
                             "--data", f"prompt_tokens={prompt},output_tokens={output}",
                             "--max-requests", str(max(MIN_PROMPTS, PROMPTS_PER_USER * rungs[-1])),
-                            "--output-path", "guidellm-benchmarks.json"]))
+                            "--output-path", result_files(kind, rungs)[0]]))
         return "\n".join(lines) + "\n"
     if kind == "sglang":
         lines.append("# sglang.bench_serving has no goodput option: compare its p95 first-token and per-token "
@@ -124,7 +146,7 @@ def render_serve_bench(kind: str, doc: dict, option_id: str | None = None) -> st
                   "--max-concurrency", str(c), "--request-rate", "inf"]
         if kind == "sglang":
             words = ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--host", "127.0.0.1",
-                     "--port", str(port), "--model", repo, *random, "--output-file", f"sglang-c{c}.jsonl"]
+                     "--port", str(port), "--model", repo, *random, "--output-file", f"sglang-c{c}.jsonl"]  # result_files
         else:
             backend = ["--backend", "vllm"] if kind == "vllm" else ["--backend", "openai", "--endpoint",
                                                                    "/v1/completions"]

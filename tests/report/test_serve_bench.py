@@ -83,3 +83,21 @@ def test_the_random_lengths_each_tool_draws_have_the_plans_mean_and_spread(sprea
         assert ((out * (1 - r) + out * (1 + r)) / 2 if kind == "vllm" else (out * r + out) / 2) == pytest.approx(300, rel=5e-3)
     # fixed lengths: vLLM's ratio 0, SGLang's 1 (its 0 would draw every length from 1 up)
     assert random_lengths("sglang", 1000, 300, 0.0)[-1] == "1" and random_lengths("vllm", 1000, 300, 0.0)[-1] == "0"
+
+
+@pytest.mark.parametrize("tool", ["vllm", "llama-server", "sglang", "guidellm"])
+def test_the_bench_says_the_import_that_reads_its_results_back(capsys, tool):
+    """The comment names the exact ``advisor runs import`` of the files the rungs save, with the plan's model, the
+    option's part and devices; llama-server's results say the runtime (the client saves its own backend)."""
+    doc = json.loads(_run(capsys, "--json"))
+    opt = next(o for o in doc["options"] if o["fits"] and o.get("meets_target") and o["kind"] == "cloud")
+    text = _run(capsys, "--bench", tool, "--option", opt["id"])
+    then = next(ln for ln in text.splitlines() if ln.startswith("# then, to learn from your box: "))
+    words = shlex.split(then.split(": ", 1)[1])
+    saved = [w for ln in text.splitlines() if not ln.startswith("#") for w in shlex.split(ln)
+             if w.endswith((".json", ".jsonl")) and not w.startswith("-")]
+    assert words[:3] == ["advisor", "runs", "import"] and words[3:3 + len(saved)] == saved
+    flag = dict(zip(words, words[1:]))
+    assert flag["--model"] == doc["model"]["id"] and flag["--accelerator"] == opt["accelerator"]
+    assert flag["--devices"] == str(opt["devices_per_replica"])
+    assert (flag.get("--software") == "llama.cpp") == (tool == "llama-server")
