@@ -355,11 +355,14 @@ SERVING_RUN_KINDS = ("vllm-bench", "sglang-bench", "guidellm")  # serving benchm
 
 def taught_figure(rec: RunRecord, figure: str) -> float | None:
     """What a record measured of ``figure``: a llama-bench test's own figure, or for a serving benchmark run at
-    a stated concurrency (``rec.batch``) its generated tokens/s, its load's (the forward model the planner passes
-    plans that load: ``runs.load.record_forward``)."""
+    a stated concurrency (``rec.batch``) its generated tokens/s and its prompt tokens over its first token's p50,
+    its load's (the forward model the planner passes plans that load: ``runs.load.record_forward``)."""
     value = getattr(rec.measured, figure)
     if value is None and figure == "decode_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch:
         value = rec.measured.tokens_per_s
+    if (value is None and figure == "prefill_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch
+            and rec.prompt_tokens and rec.measured.ttft_p50_s):
+        value = rec.prompt_tokens / rec.measured.ttft_p50_s  # its prompt over its first token's p50
     return value
 
 

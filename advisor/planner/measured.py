@@ -280,12 +280,13 @@ def of_replicas(point: ServePoint, replicas: int) -> ServePoint:
                    output_tokens_per_s=point.output_tokens_per_s * replicas)
 
 
-def row_setup(m: Measurement, catalog, acc, calib=None, decode_scale: float | None = None) -> tuple:
+def row_setup(m: Measurement, catalog, acc, calib=None, decode_scale: float | None = None,
+              prefill_scale: float | None = None) -> tuple:
     """``(job, model, lengths, choice, speed, replicas)`` of a published served row as ``serve_point_predictor`` plans
     it: its serving job (``serve_job_values``; one replica's share of the load where the row is planned as several,
     ``row_replicas``), the model's serving figures, the requests' lengths, the runtime choice on ``acc``, one
     request's calibrated speed on the replica, as ``advisor serve`` builds it (``one_request``; None where the request
-    cannot be timed), and the replicas. ``calib``, ``decode_scale``: as ``serve_point_predictor``'s."""
+    cannot be timed), and the replicas. ``calib``, ``decode_scale``, ``prefill_scale``: as ``serve_point_predictor``'s."""
     from advisor.estimate.serving import Lengths
     from advisor.job.serve import ServeJob, request_lengths
     from advisor.planner.one_request import request_lengths as one_request_lengths
@@ -309,7 +310,7 @@ def row_setup(m: Measurement, catalog, acc, calib=None, decode_scale: float | No
         job = ServeJob.from_mapping(values)
     try:
         speed = request_speed(job, acc, m.devices // replicas, model, one_request_lengths(lengths), calib,
-                              decode_scale)
+                              decode_scale, prefill_scale)
     except ValueError:
         speed = None
     return job, model, lengths, choice, speed, replicas
@@ -368,8 +369,8 @@ def dispatch_s(m: Measurement, arch, acc) -> float:
     return expert_dispatch_s(arch, row_layout(m).get("DEP", 1), intra_node_bps(acc))
 
 
-def serve_point_predictor(m: Measurement, catalog, acc, calib=None, decode_scale: float | None = None
-                          ) -> tuple[Callable[[float], ServePoint | None], str]:
+def serve_point_predictor(m: Measurement, catalog, acc, calib=None, decode_scale: float | None = None,
+                          prefill_scale: float | None = None) -> tuple[Callable[[float], ServePoint | None], str]:
     """``(at, class)``: ``at(t)`` is the serving model's steady state (``estimate.serving_queue.serve_at``) of the
     measured setup with the runtime's compute efficiencies scaled by ``e^t`` (``planner.serve_spec.replica_spec``),
     None where it is not stable; the class is the runtime and backend (``planner.calibrated.serving_class``).
@@ -385,8 +386,9 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None, decode_scale
     whose users start together (``serving_queue.serve_finite``), the prompts an earlier run on the same server left
     in its prefix cache as the row states them (``run_cached``). ``calib``: the planner's calibration with the
     user's runs, which one request's speed takes as ``advisor serve`` takes it (None: the published fit alone);
-    ``decode_scale``: one request's decode at that factor on the runtime's published speed instead, nothing learned
-    (``one_request.request_speed``: the forward model a serving run at its load teaches through).
+    ``decode_scale`` (with ``prefill_scale``): one request's decode (and prefill) at that factor on the runtime's
+    published speed instead, nothing learned (``one_request.request_speed``: the forward model a serving run at its
+    load teaches through).
 
     Raises:
         JobInputError: a setup the serving job refuses (an unknown runtime, format or model).
@@ -401,7 +403,7 @@ def serve_point_predictor(m: Measurement, catalog, acc, calib=None, decode_scale
     )
     from advisor.planner.calibrated import serve_capacity_spread, serving_class
 
-    job, model, lengths, choice, speed, replicas = row_setup(m, catalog, acc, calib, decode_scale)
+    job, model, lengths, choice, speed, replicas = row_setup(m, catalog, acc, calib, decode_scale, prefill_scale)
     users = job.users
     spread = serve_capacity_spread(choice, acc, model.arch.is_moe) if users is None else 0.0
     bounds = rate_bounds(m)
@@ -712,13 +714,14 @@ def shown_prediction(m: Measurement, catalog) -> tuple[float, tuple[float, float
 
 
 def shown_figures(m: Measurement, catalog, groups: tuple[str, ...] = SERVE_GROUPS, calib=None,
-                  decode_scale: float | None = None) -> dict[str, tuple[float, tuple[float, float]]] | None:
+                  decode_scale: float | None = None, prefill_scale: float | None = None
+                  ) -> dict[str, tuple[float, tuple[float, float]]] | None:
     """``{group: (figure, 80 % range)}`` of a served row's load as the planner shows it (``shown_prediction``), for
     each serving group in ``groups`` (``serving``: output tokens/s; ``ttft``, ``tpot``: the time as ``m.statistic``
     names it), from one served point: the figures a row of each group of the same setup and load would be given.
     ``calib``: the planner's calibration with the user's runs (``serve_point_predictor``); an imported benchmark
-    run is planned so (``runs.load``), and at a ``decode_scale`` (``serve_point_predictor``) when the learner
-    inverts it. None where the setup is not planned."""
+    run is planned so (``runs.load``), and at a ``decode_scale`` and ``prefill_scale`` (``serve_point_predictor``)
+    when the learner inverts it. None where the setup is not planned."""
     from advisor.planner.calibrated import serve_range_factors, serve_shown
     from advisor.planner.request import resolve_job_model, runtime_choice
 
@@ -728,7 +731,7 @@ def shown_figures(m: Measurement, catalog, groups: tuple[str, ...] = SERVE_GROUP
 
     acc = catalog.accelerators[m.accelerator_id]
     try:
-        at_point, _ = serve_point_predictor(m, catalog, acc, calib, decode_scale)
+        at_point, _ = serve_point_predictor(m, catalog, acc, calib, decode_scale, prefill_scale)
         job = ServeJob.from_mapping(serve_job_values(m))
         choice = runtime_choice(job, acc)
         moe = resolve_job_model(job, catalog).arch.is_moe

@@ -38,17 +38,21 @@ def request_lengths(lengths: ServeLengths) -> Lengths:
 
 
 def request_speed(req: PlanRequest, acc: Accelerator, devices: int, model: ModelServing, lens: Lengths,
-                  calib=None, decode_scale: float | None = None) -> ServingSpeed:
+                  calib=None, decode_scale: float | None = None, prefill_scale: float | None = None) -> ServingSpeed:
     """The calibrated numbers of one request of ``lens`` on ``devices`` of ``acc`` (the plan's timing, batch 1).
 
-    ``decode_scale``: the decode at that factor on the runtime's published speed, nothing learned from the user's
-    runs (``timing.learned_timing``): what ``calib`` gives where the user's runs teach that factor, and the forward
-    model the learner inverts for a serving run at its load (``runs.load.record_forward``)."""
+    ``decode_scale`` (with ``prefill_scale``, both): the decode (and the prefill) at that factor on the runtime's
+    published speed, nothing learned from the user's runs, the other part at its published fit
+    (``timing.learned_timing``): what ``calib`` gives where the user's runs teach those factors, and the forward model
+    the learner inverts for a serving run at its load (``runs.load.record_forward``)."""
     one = req if req.batch == 1 else req.model_copy(update={"batch": 1})
     weights = int(model.weight_bytes) if model.weight_bytes else None
     if decode_scale is not None:
+        kept, scales = ("measured",), {"decode_scale": decode_scale}
+        if prefill_scale is not None:
+            kept, scales = ("measured", "prefill_measured"), {**scales, "prefill_scale": prefill_scale}
         t = learned_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, weights,
-                           "measured", projector_bytes=int(model.projector_bytes), decode_scale=decode_scale)
+                           kept, projector_bytes=int(model.projector_bytes), **scales)
     else:
         t = serving_timing(one, acc, model.arch, int(model.params), int(model.active_params), lens, devices, calib,
                            weights, projector_bytes=int(model.projector_bytes))

@@ -377,9 +377,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     chunk = min(decode.PIPELINE_CHUNK, lens.prompt * req.batch)
     mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk, arch.is_moe) if mm_peak else prof.prefill_eta
     # the user's prompt-processing runs on this accelerator and runtime scale the prefill kernels (estimate.learned)
-    pre = learned.serving_scale(calib, acc=acc, runtime=choice.runtime.id, figure="prefill_tokens_per_s",
-                                width_log=DECODE_WIDTH_LOG, base_width_log=base_width,
-                                forward=lambda rec: forward_of(calib)(rec, acc, "prefill"))
+    pre = learned_decode(calib, acc, choice.runtime.id, "prefill")
     if pre is not None:
         prefill_scale = pre.value
     mm_eta = min(1.0, mm_eta * prefill_scale)
@@ -431,27 +429,28 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
 
 
 def learned_timing(req: PlanRequest, acc: Accelerator, arch, params: int, active: int, lens: Lengths, devices: int,
-                   weight_bytes: int | None, kept: str, projector_bytes: int = 0, **fixed) -> Timing:
-    """The plan's serving timing with one part at a value the learner sets (``fixed``: ``decode_scale`` or
+                   weight_bytes: int | None, kept: str | tuple[str, ...], projector_bytes: int = 0, **fixed) -> Timing:
+    """The plan's serving timing with parts at values the learner sets (``fixed``: ``decode_scale``,
     ``prefill_scale``) and nothing learned from the user's runs (``calib`` None): the timing, then the published
-    fits for the part not being learned, the learned part kept as measured (``kept``: ``measured`` or
-    ``prefill_measured``), as ``calibrate_serving`` keeps it once learned. The forward model of ``record_forward``
-    and of a serving run's load (``one_request.request_speed``'s ``decode_scale``)."""
+    fits for a part not being learned, the learned parts kept as measured (``kept``: ``measured``,
+    ``prefill_measured`` or both), as ``calibrate_serving`` keeps them once learned. The forward model of
+    ``record_forward`` and of a serving run's load (``one_request.request_speed``'s scales)."""
     from advisor.planner.calibrated import calibrate_serving  # it imports this module
 
     t = serving_timing(req, acc, arch, params, active, lens, devices, None, weight_bytes,
                        projector_bytes=projector_bytes, **fixed)
-    return calibrate_serving(t.with_(**{kept: True}), req, acc, arch.is_moe)
+    return calibrate_serving(t.with_(**{k: True for k in ((kept,) if isinstance(kept, str) else kept)}), req, acc,
+                             arch.is_moe)
 
 
-def learned_decode(calib, acc: Accelerator, runtime_id: str) -> learned.Learned | None:
-    """What the user's runs on ``acc`` with a runtime teach of its decode (``estimate.learned.serving_scale``: the
-    factor on its published speed, with where it came from), or None: the one figure ``serving_timing`` plans with
-    and ``advisor serve`` names ("Speed on ...: from your run of ...")."""
+def learned_decode(calib, acc: Accelerator, runtime_id: str, part: str = "decode") -> learned.Learned | None:
+    """What the user's runs on ``acc`` with a runtime teach of its decode (``part`` ``prefill``: of its prefill)
+    (``estimate.learned.serving_scale``: the factor on its published speed, with where it came from), or None: the
+    one figure ``serving_timing`` plans with and ``advisor serve`` names ("Speed on ...: from your run of ...")."""
     return learned.serving_scale(
-        calib, acc=acc, runtime=runtime_id, figure="decode_tokens_per_s", width_log=DECODE_WIDTH_LOG,
+        calib, acc=acc, runtime=runtime_id, figure=f"{part}_tokens_per_s", width_log=DECODE_WIDTH_LOG,
         base_width_log=bundled_utilisation_model().half_width_calibrated_log,
-        forward=lambda rec: forward_of(calib)(rec, acc, "decode"))
+        forward=lambda rec: forward_of(calib)(rec, acc, part))
 
 
 def forward_of(calib):

@@ -14,6 +14,8 @@ accelerator (itself left out: plan against actual), as ``advisor serve`` plans w
 
 from __future__ import annotations
 
+import math
+
 from advisor.estimate.learned import SERVING_RUN_KINDS
 from advisor.estimate.run_record import RunRecord
 
@@ -112,38 +114,99 @@ def plan_format(rec: RunRecord, acc) -> str | None:
         return None
 
 
+# The alternating solve of a serving run's two factors (``learned_pair``): rounds at most, and the share of each
+# measured figure the plan may miss it by once solved (a round moves the other factor's figure a little).
+PAIR_ROUNDS = 8
+PAIR_TOLERANCE = 1e-3
+_PAIRS: dict[tuple, tuple[float, float | None] | None] = {}
+
+
+def _load_figures(rec: RunRecord, acc, catalog):
+    """``(f, prompt)``: ``f(decode, prefill)`` is the run's load planned at those factors on the runtime's published
+    speed (``shown_figures``; a prefill of None: its published fit), ``(output tokens/s, first token p50)``; None where
+    the load is not planned."""
+    from advisor.planner.measured import shown_figures
+
+    m = run_measurement(rec, weight_format=plan_format(rec, acc))
+    if m is None or shown_figures(m, catalog, ("serving",)) is None:
+        return None
+
+    def f(decode: float, prefill: float | None) -> tuple[float, float]:
+        got = shown_figures(m, catalog, ("serving", "ttft"), decode_scale=decode, prefill_scale=prefill)
+        return (0.0, math.inf) if got is None else (got["serving"][0], got["ttft"][0])
+
+    return f
+
+
+def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | None:
+    """``(decode, prefill)``: the factors on the runtime's published speed at which the load's plan gives both the run's
+    output tokens/s and its first token's p50 (rule 1 for both figures), solved in turns (the decode from the
+    throughput at the prefill so far, the prefill from the first token at that decode, ``PAIR_ROUNDS`` at most); the
+    prefill None where the run measured no first token or no factor up to the hardware's limits gives it (then the
+    decode alone, at the published prefill); None where no decode factor gives the throughput. Solved once a record."""
+    from advisor.estimate.learned import MAX_SCALE, solve_increasing
+
+    key = (rec.content_sha256, rec.measured, acc.id, id(catalog))
+    if key in _PAIRS:
+        return _PAIRS[key]
+    figures = _load_figures(rec, acc, catalog)
+    tps, ttft, prompt = rec.measured.tokens_per_s, rec.measured.ttft_p50_s, rec.prompt_tokens
+    lo, hi = 1.0 / MAX_SCALE, MAX_SCALE
+    out: tuple[float, float | None] | None = None
+    if figures is not None and tps:
+        decode = solve_increasing(lambda k: figures(k, None)[0], tps, lo, hi)
+        out = None if decode is None else (decode, None)
+        if out is not None and ttft and prompt:
+            kd, kp = decode, None
+            for _ in range(PAIR_ROUNDS):
+                kp = solve_increasing(lambda k, d=kd: prompt / figures(d, k)[1], prompt / ttft, lo, hi)
+                kd = None if kp is None else solve_increasing(lambda k, p=kp: figures(k, p)[0], tps, lo, hi)
+                if kd is None or kp is None:
+                    break
+                got_tps, got_ttft = figures(kd, kp)
+                if abs(got_tps / tps - 1.0) <= PAIR_TOLERANCE and abs(got_ttft / ttft - 1.0) <= PAIR_TOLERANCE:
+                    out = (kd, kp)
+                    break
+    if len(_PAIRS) > 4096:
+        _PAIRS.clear()
+    _PAIRS[key] = out
+    return out
+
+
 def record_forward(rec: RunRecord, acc, what: str, catalog=None):
     """The forward model the learner inverts for ``rec`` (``estimate.learned``): for a serving benchmark's run at
-    its load of users (``at_load``) and ``what`` ``decode``, the load's generated tokens/s as ``served_load`` plans
-    it, one request's decode at the factor (``planner.measured.shown_figures``' ``decode_scale``), so that the run
-    imported and its load planned again gives its measured figure back; None for a run at an offered rate (which
-    teaches no factor: the rate sets its throughput where the server keeps up) or a job that cannot be planned;
-    otherwise the plan of the record's own job (``planner.timing.record_forward``).
+    its load of users (``at_load``), ``what`` ``decode``: the load's generated tokens/s as ``served_load`` plans it,
+    one request's decode at the factor (``planner.measured.shown_figures``' ``decode_scale``) and its prefill at the
+    factor the run teaches with it; ``prefill``: the prompt's tokens over the load's first token p50 at a prefill
+    factor, the decode at its own (``learned_pair``: both solved so that the run imported and its load planned again
+    gives its throughput and first token back); None for a run at an offered rate (which teaches no factor: the rate
+    sets its throughput where the server keeps up) or a job that cannot be planned; otherwise the plan of the
+    record's own job (``planner.timing.record_forward``).
 
     Args:
         catalog: the catalog the load is planned with (default: ``load_catalog()``).
     """
     from advisor.planner.timing import record_forward as job_forward
 
-    if what != "decode" or not at_load(rec):
+    if what not in ("decode", "prefill") or not at_load(rec):
         return job_forward(rec, acc, what)
     if rec.request_rate is not None:  # the rate sets its throughput wherever the server keeps up: no factor
         return None
-    from advisor.planner.measured import shown_figures
-
     if catalog is None:
         from advisor.catalog import load_catalog
 
         catalog = load_catalog()
-    m = run_measurement(rec, weight_format=plan_format(rec, acc))
-    if m is None or shown_figures(m, catalog, ("serving",)) is None:
+    figures = _load_figures(rec, acc, catalog)
+    if figures is None:
         return None
-
-    def forward(k: float) -> float:
-        figures = shown_figures(m, catalog, ("serving",), decode_scale=k)
-        return 0.0 if figures is None else figures["serving"][0]
-
-    return forward
+    pair = learned_pair(rec, acc, catalog)
+    if what == "decode":  # at the prefill the run teaches with it (its published fit where it teaches none)
+        prefill = None if pair is None else pair[1]
+        return lambda k: figures(k, prefill)[0]
+    if pair is None or pair[1] is None or not rec.prompt_tokens:
+        return None
+    decode, prompt = pair[0], rec.prompt_tokens
+    return lambda k: prompt / figures(decode, k)[1]  # prompt tokens over the first token, as taught_figure reads it
 
 
 def run_runtime(rec: RunRecord) -> str | None:

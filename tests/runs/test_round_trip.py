@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from advisor.catalog import load_catalog
 from advisor.runs import ImportOptions, import_file
-from advisor.runs.load import plan_format
+from advisor.runs.load import at_load, learned_pair, plan_format
 from advisor.runs.predict import compared_figure, predict, teaches
 from advisor.store.calibration import with_runs
 
@@ -51,6 +51,11 @@ def _round_trip(path: Path, opts: ImportOptions) -> None:
         assert teaches(rec, CATALOG) is True
         if rec.workload == "inference":  # the format the load and the learner plan in is the plan's own
             assert plan_format(rec, CATALOG.accelerators[rec.accelerator_id]) == _planned_format(rec)
+        pair = learned_pair(rec, CATALOG.accelerators[rec.accelerator_id], CATALOG) if at_load(rec) else None
+        if pair is not None and pair[1] is not None:  # a first token the run teaches comes back too
+            ttft = after.load["figures"]["ttft_p50_s"]
+            assert ttft["predicted"] == pytest.approx(rec.measured.ttft_p50_s, rel=TOLERANCE)
+            assert ttft["low"] <= rec.measured.ttft_p50_s <= ttft["high"]
 
 
 def _planned_format(rec) -> str:
