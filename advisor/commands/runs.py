@@ -171,8 +171,8 @@ def _list(args, only=None, catalog=None, machine=None) -> int:
         print(_line(r))
     for r in rows:
         if r["teaches"] is False and ((r.get("load") or {}).get("shape") or {}).get("requests_per_s") is not None:
-            print(f"run {r['id']} teaches nothing of the speed: at an offered rate the rate sets its output tokens/s "
-                  f"where the server keeps up (its times per token are compared below)")
+            print(f"run {r['id']} teaches nothing: no efficiency up to the hardware's limits gives its time per "
+                  f"output token at its rate (the rate sets its output tokens/s) on the plan of its load")
         elif r["teaches"] is False:
             print(f"run {r['id']} teaches nothing: no efficiency up to the hardware's limits gives its "
                   f"{r['compared']['measured']:,.0f} tokens/s on the plan of its job (check its accelerator and "

@@ -355,15 +355,20 @@ SERVING_RUN_KINDS = ("vllm-bench", "sglang-bench", "guidellm")  # serving benchm
 
 def taught_figure(rec: RunRecord, figure: str) -> float | None:
     """What a record measured of ``figure``: a llama-bench test's own figure, or for a serving benchmark run at
-    a stated concurrency (``rec.batch``) its generated tokens/s and its prompt tokens over its first token's p50,
-    its load's (the forward model the planner passes plans that load: ``runs.load.record_forward``)."""
+    a stated concurrency (``rec.batch``) its generated tokens/s (at an offered rate, which sets that, one over its
+    time per output token p50) and its prompt tokens over its first token's p50, its load's (the forward model the
+    planner passes plans that load: ``runs.load.record_forward``)."""
     value = getattr(rec.measured, figure)
-    if value is None and figure == "decode_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch:
-        value = rec.measured.tokens_per_s
-    if (value is None and figure == "prefill_tokens_per_s" and rec.kind in SERVING_RUN_KINDS and rec.batch
-            and rec.prompt_tokens and rec.measured.ttft_p50_s):
-        value = rec.prompt_tokens / rec.measured.ttft_p50_s  # its prompt over its first token's p50
-    return value
+    if value is not None or rec.kind not in SERVING_RUN_KINDS:
+        return value
+    m, at_rate = rec.measured, rec.request_rate is not None
+    if figure == "decode_tokens_per_s" and at_rate:  # the rate sets its throughput: one request's decode instead
+        return 1.0 / m.tpot_p50_s if m.tpot_p50_s else None
+    if figure == "decode_tokens_per_s" and rec.batch:
+        return m.tokens_per_s
+    if figure == "prefill_tokens_per_s" and (rec.batch or at_rate) and rec.prompt_tokens and m.ttft_p50_s:
+        return rec.prompt_tokens / m.ttft_p50_s  # its prompt over its first token's p50
+    return None
 
 
 MIN_UTILISATION = 1e-4  # the utilisations a training record is solved between: (MIN_UTILISATION, 1]

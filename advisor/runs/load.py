@@ -122,49 +122,55 @@ _PAIRS: dict[tuple, tuple[float, float | None] | None] = {}
 
 
 def _load_figures(rec: RunRecord, acc, catalog):
-    """``(f, prompt)``: ``f(decode, prefill)`` is the run's load planned at those factors on the runtime's published
-    speed (``shown_figures``; a prefill of None: its published fit), ``(output tokens/s, first token p50)``; None where
-    the load is not planned."""
+    """``f(decode, prefill)``: the run's load planned at those factors on the runtime's published speed
+    (``shown_figures``; a prefill of None: its published fit) as ``(speed, first token p50)``, the speed the figure a
+    serving run teaches its decode with (``estimate.learned.taught_figure``): a run of users its output tokens/s, a
+    run at an offered rate one request's tokens/s, one over its time per output token p50 (the rate sets its
+    throughput). None where the load is not planned."""
     from advisor.planner.measured import shown_figures
 
     m = run_measurement(rec, weight_format=plan_format(rec, acc))
     if m is None or shown_figures(m, catalog, ("serving",)) is None:
         return None
+    at_rate = rec.request_rate is not None
 
     def f(decode: float, prefill: float | None) -> tuple[float, float]:
-        got = shown_figures(m, catalog, ("serving", "ttft"), decode_scale=decode, prefill_scale=prefill)
-        return (0.0, math.inf) if got is None else (got["serving"][0], got["ttft"][0])
+        got = shown_figures(m, catalog, ("serving", "ttft", "tpot"), decode_scale=decode, prefill_scale=prefill)
+        if got is None:
+            return 0.0, math.inf
+        return (1.0 / got["tpot"][0] if at_rate else got["serving"][0]), got["ttft"][0]
 
     return f
 
 
 def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | None:
     """``(decode, prefill)``: the factors on the runtime's published speed at which the load's plan gives both the run's
-    output tokens/s and its first token's p50 (rule 1 for both figures), solved in turns (the decode from the
-    throughput at the prefill so far, the prefill from the first token at that decode, ``PAIR_ROUNDS`` at most); the
-    prefill None where the run measured no first token or no factor up to the hardware's limits gives it (then the
-    decode alone, at the published prefill); None where no decode factor gives the throughput. Solved once a record."""
-    from advisor.estimate.learned import MAX_SCALE, solve_increasing
+    speed (``_load_figures``: its output tokens/s, or at an offered rate its time per output token) and its first
+    token's p50 (rule 1 for both figures), solved in turns (the decode from the speed at the prefill so far, the
+    prefill from the first token at that decode, ``PAIR_ROUNDS`` at most); the prefill None where the run measured no
+    first token or no factor up to the hardware's limits gives it (then the decode alone, at the published prefill);
+    None where no decode factor gives the speed. Solved once a record."""
+    from advisor.estimate.learned import MAX_SCALE, solve_increasing, taught_figure
 
     key = (rec.content_sha256, rec.measured, acc.id, id(catalog))
     if key in _PAIRS:
         return _PAIRS[key]
     figures = _load_figures(rec, acc, catalog)
-    tps, ttft, prompt = rec.measured.tokens_per_s, rec.measured.ttft_p50_s, rec.prompt_tokens
+    speed, ttft, prompt = taught_figure(rec, "decode_tokens_per_s"), rec.measured.ttft_p50_s, rec.prompt_tokens
     lo, hi = 1.0 / MAX_SCALE, MAX_SCALE
     out: tuple[float, float | None] | None = None
-    if figures is not None and tps:
-        decode = solve_increasing(lambda k: figures(k, None)[0], tps, lo, hi)
+    if figures is not None and speed:
+        decode = solve_increasing(lambda k: figures(k, None)[0], speed, lo, hi)
         out = None if decode is None else (decode, None)
         if out is not None and ttft and prompt:
             kd, kp = decode, None
             for _ in range(PAIR_ROUNDS):
                 kp = solve_increasing(lambda k, d=kd: prompt / figures(d, k)[1], prompt / ttft, lo, hi)
-                kd = None if kp is None else solve_increasing(lambda k, p=kp: figures(k, p)[0], tps, lo, hi)
+                kd = None if kp is None else solve_increasing(lambda k, p=kp: figures(k, p)[0], speed, lo, hi)
                 if kd is None or kp is None:
                     break
-                got_tps, got_ttft = figures(kd, kp)
-                if abs(got_tps / tps - 1.0) <= PAIR_TOLERANCE and abs(got_ttft / ttft - 1.0) <= PAIR_TOLERANCE:
+                got_speed, got_ttft = figures(kd, kp)
+                if abs(got_speed / speed - 1.0) <= PAIR_TOLERANCE and abs(got_ttft / ttft - 1.0) <= PAIR_TOLERANCE:
                     out = (kd, kp)
                     break
     if len(_PAIRS) > 4096:
@@ -175,12 +181,12 @@ def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | N
 
 def record_forward(rec: RunRecord, acc, what: str, catalog=None):
     """The forward model the learner inverts for ``rec`` (``estimate.learned``): for a serving benchmark's run at
-    its load of users (``at_load``), ``what`` ``decode``: the load's generated tokens/s as ``served_load`` plans it,
+    its load (``at_load``), ``what`` ``decode``: the load's generated tokens/s as ``served_load`` plans it,
     one request's decode at the factor (``planner.measured.shown_figures``' ``decode_scale``) and its prefill at the
-    factor the run teaches with it; ``prefill``: the prompt's tokens over the load's first token p50 at a prefill
-    factor, the decode at its own (``learned_pair``: both solved so that the run imported and its load planned again
-    gives its throughput and first token back); None for a run at an offered rate (which teaches no factor: the rate
-    sets its throughput where the server keeps up) or a job that cannot be planned; otherwise the plan of the
+    factor the run teaches with it (at an offered rate, which sets the throughput where the server keeps up, one over
+    its time per output token p50 instead); ``prefill``: the prompt's tokens over the load's first token p50 at a
+    prefill factor, the decode at its own (``learned_pair``: both solved so that the run imported and its load planned
+    again gives its speed and first token back); None for a job that cannot be planned; otherwise the plan of the
     record's own job (``planner.timing.record_forward``).
 
     Args:
@@ -190,8 +196,6 @@ def record_forward(rec: RunRecord, acc, what: str, catalog=None):
 
     if what not in ("decode", "prefill") or not at_load(rec):
         return job_forward(rec, acc, what)
-    if rec.request_rate is not None:  # the rate sets its throughput wherever the server keeps up: no factor
-        return None
     if catalog is None:
         from advisor.catalog import load_catalog
 
@@ -200,7 +204,7 @@ def record_forward(rec: RunRecord, acc, what: str, catalog=None):
     if figures is None:
         return None
     pair = learned_pair(rec, acc, catalog)
-    if what == "decode":  # at the prefill the run teaches with it (its published fit where it teaches none)
+    if what == "decode":  # its speed at the prefill the run teaches with it (its published fit where it teaches none)
         prefill = None if pair is None else pair[1]
         return lambda k: figures(k, prefill)[0]
     if pair is None or pair[1] is None or not rec.prompt_tokens:

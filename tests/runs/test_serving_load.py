@@ -250,21 +250,29 @@ def test_the_listing_shows_one_planned_figure_for_a_run_of_users(capsys):
         assert row["compared"]["label"] == f"served at {row['load']['shape']['users']}"
 
 
-def test_a_run_at_a_rate_is_compared_on_its_load_and_teaches_no_speed(capsys):
+def test_a_run_at_a_rate_is_compared_on_its_load_and_teaches_through_its_times(capsys):
     """GuideLLM at 1.5 requests/s of 256 tokens: the load's plan carries it, 384 tokens/s, which the table's column
-    shows too; the rate set that figure, so no decode factor is learned from it (one at which the plan gives 384
-    would be any factor fast enough to keep up)."""
+    shows too. The rate set that figure, so the run teaches its decode from its time per output token (8.5 ms p50,
+    planned 6.7 ms unseen) and its prefill from its first token (30 ms p50, planned 20.1 ms): once learned its load
+    planned again gives both back within 2 %, at the same 384 tokens/s."""
     from advisor.runs.predict import teaches
+    from advisor.store.calibration import with_runs
 
     (rec,) = import_file(GUIDELLM, _opts())
     p = predict(rec, catalog=CATALOG, calibration=None)
     assert p.tokens_per_s == pytest.approx(384.0) == p.load["figures"]["tokens_per_s"]["predicted"]
-    assert teaches(rec, CATALOG) is False
+    assert p.load["figures"]["tpot_p50_s"]["predicted"] < 0.0075 and p.load["figures"]["ttft_p50_s"]["predicted"] < 0.025
+    assert teaches(rec, CATALOG) is True
+    after = predict(rec, catalog=CATALOG, calibration=with_runs(None, [rec], "this-machine"), leave_out=False)
+    got = after.load["figures"]
+    assert got["tpot_p50_s"]["predicted"] == pytest.approx(0.0085, rel=0.02)
+    assert got["ttft_p50_s"]["predicted"] == pytest.approx(0.030, rel=0.02)
+    assert after.tokens_per_s == pytest.approx(384.0)
     assert main(["runs", "import", str(GUIDELLM), "--accelerator", "h100-sxm"]) == 0
     capsys.readouterr()
     assert main(["runs"]) == 0
     out = capsys.readouterr().out
-    assert "served at 1.5/s" in out and "teaches nothing of the speed: at an offered rate" in out
+    assert "served at 1.5/s" in out and "teaches nothing" not in out
 
 
 def test_serve_says_which_speeds_the_users_runs_set_on_every_surface(capsys):
