@@ -118,7 +118,7 @@ def plan_format(rec: RunRecord, acc) -> str | None:
 # measured figure the plan may miss it by once solved (a round moves the other factor's figure a little).
 PAIR_ROUNDS = 8
 PAIR_TOLERANCE = 1e-3
-_PAIRS: dict[tuple, tuple[float, float | None] | None] = {}
+_PAIRS: dict[tuple, tuple[object, tuple[float, float | None] | None]] = {}  # key -> (its catalog, the pair)
 
 
 def _load_figures(rec: RunRecord, acc, catalog):
@@ -153,8 +153,9 @@ def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | N
     from advisor.estimate.learned import MAX_SCALE, solve_increasing, taught_figure
 
     key = (rec.content_sha256, rec.measured, acc.id, id(catalog))
-    if key in _PAIRS:
-        return _PAIRS[key]
+    hit = _PAIRS.get(key)
+    if hit is not None and hit[0] is catalog:  # the same catalog, not another one at a reused address
+        return hit[1]
     figures = _load_figures(rec, acc, catalog)
     speed, ttft, prompt = taught_figure(rec, "decode_tokens_per_s"), rec.measured.ttft_p50_s, rec.prompt_tokens
     lo, hi = 1.0 / MAX_SCALE, MAX_SCALE
@@ -175,7 +176,7 @@ def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | N
                     break
     if len(_PAIRS) > 4096:
         _PAIRS.clear()
-    _PAIRS[key] = out
+    _PAIRS[key] = (catalog, out)
     return out
 
 
