@@ -23,7 +23,9 @@ def test_page_lists_models_with_fits_and_plans_a_dense_one(make_window, qtbot, t
     w = make_window("2x4090")
     w.show_page("models")
     page = w.page("models")
-    qtbot.waitUntil(page.is_ready, timeout=30000)
+    # the scan done and shown again once the machine is known (machine_ready redraws the table, which clears a
+    # selection made before it: the note then names this machine's GPUs)
+    qtbot.waitUntil(lambda: page.is_ready() and "This machine: 2 GPU(s)" in page.note.text(), timeout=30000)
     rows = page.table_model.rows()
     assert [r.found.name for r in rows] == ["Qwen/Qwen2.5-7B", "Qwen/Qwen3-30B-A3B", "pub/Tiny-GGUF/Tiny-Q8_0.gguf"]
     qwen = rows[0]
