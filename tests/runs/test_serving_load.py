@@ -228,8 +228,9 @@ def test_a_run_of_users_is_compared_on_its_load_and_gives_it_back_once_learned()
         assert abs(got["tpot_p50_s"]["predicted"] - rec.measured.tpot_p50_s) < before_gap
     assert sixteen.measured.tokens_per_s == pytest.approx(160 * 512 / 61.7, rel=1e-5)  # the file writes 1,327.71
     # the first token is learned too where a prefill factor gives it: 16 users' 88 ms back (the plan unseen: 34 ms);
-    # one user's 21.3 ms for 1,024 tokens of an 8B model is faster than the plan allows at any efficiency (the
-    # products alone: 2 x 8.0e9 x 1,024 / 989e12 = 16.6 ms at the H100's whole bf16 peak), so it teaches the decode only
+    # one user's 21.3 ms for 1,024 tokens of an 8B model is faster than the plan allows at any efficiency (22.8 ms
+    # with every prefill efficiency at 1: the products alone take 2 x 8.0e9 x 1,024 / 989e12 = 16.6 ms at the H100's
+    # whole bf16 peak, the attention and the first decode step come on top), so it teaches the decode only
     from advisor.runs.load import learned_pair
 
     acc = CATALOG.accelerators["h100-sxm"]
