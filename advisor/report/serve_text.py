@@ -147,8 +147,11 @@ def answer_lines(result: ServeResult, changes: dict | None = None) -> list[str]:
         most = o.max_load_per_replica * reps
         split = "" if reps <= 1 else (f" ({load_number(result, o.max_load_per_replica)} a replica x {reps} replicas "
                                       f"of {o.devices_per_replica} GPU{'s' if o.devices_per_replica > 1 else ''})")
-        lines.append(f"  Most within the target: {load_number(result, most)} {_unit(result, most)}{split}" if most > 0 else
-                     "  Most within the target: none (one request alone misses it)")
+        t = result.targets
+        most_text = "Most within the target" if (t.ttft_p95_s, t.tpot_p95_s) != (None, None) else \
+            "Most it serves (no latency target)"
+        lines.append(f"  {most_text}: {load_number(result, most)} {_unit(result, most)}{split}" if most > 0 else
+                     f"  {most_text}: none (one request alone misses it)")
         for c in changes.get(o.id, ()):
             lines.append(f"  To change: {c.text}")
         if o.usd_per_million_requests is not None:

@@ -210,3 +210,10 @@ def test_a_mixture_of_experts_carries_the_moe_runs_ranges_and_a_dense_model_the_
         # the job's statement of its ranges is its kind's, as its options' are
         assert f"x/÷{math.exp(widths[kind]):.2f}" in doc["ranges"].split("time to first token within ")[1][:12]
     assert widths["moe"] > 1.2 * widths["dense"]
+
+
+def test_without_a_latency_target_the_most_is_not_said_to_be_within_one(capsys):
+    assert main(["serve", "--model", "llama-3.1-8b", "--fake-gpu", "2x4090", "--users", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Target: no latency target" in out and "Most it serves (no latency target): " in out
+    assert "within the target" not in out.split("option ")[0]  # the answer above the table
