@@ -561,8 +561,11 @@ def _clauses(note: str) -> list[str]:
     """A note's clauses: its parts between ``"; "`` outside brackets (a bracket's own ``"; "`` stays in its clause)."""
     out, depth, start = [], 0, 0
     for i, c in enumerate(note):
-        depth += c in "([" and 1 or (-1 if c in ")]" else 0)
-        if depth == 0 and note.startswith("; ", i):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and note.startswith("; ", i):
             out.append(note[start:i])
             start = i + 2
     out.append(note[start:])

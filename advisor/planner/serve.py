@@ -504,8 +504,8 @@ def serve_plan(job: ServeJob, catalog: Catalog | None = None, assumptions: CostA
 
 def _learned_speeds(options, catalog: Catalog, calib) -> tuple[str, ...]:
     """A line for each accelerator and runtime of the options that fit whose decode or prefill the user's runs set
-    (``timing.learned_decode``, the figures the options were sized with)."""
-    from advisor.planner.timing import learned_decode
+    (``timing.learned_speed``, the figures the options were sized with)."""
+    from advisor.planner.timing import learned_speed
 
     if calib is None or not getattr(calib, "runs", ()):
         return ()
@@ -515,7 +515,7 @@ def _learned_speeds(options, catalog: Catalog, calib) -> tuple[str, ...]:
         if not o.fits or acc is None or (o.accelerator, o.runtime) in seen:
             continue
         seen.add((o.accelerator, o.runtime))
-        found = [f for f in (learned_decode(calib, acc, o.runtime), learned_decode(calib, acc, o.runtime, "prefill"))
+        found = [f for f in (learned_speed(calib, acc, o.runtime), learned_speed(calib, acc, o.runtime, "prefill"))
                  if f is not None and f.source == "learned"]
         if found:
             out.append(f"Speed on {o.accelerator_name} ({o.runtime}): {'; '.join(f.origin for f in found)} "

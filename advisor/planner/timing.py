@@ -353,7 +353,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     # the user's decode benchmarks on this accelerator and runtime, else the device-bandwidth probe
     # (estimate.learned), else the runtime's published efficiency for the format's class
     base_width = bundled_utilisation_model().half_width_calibrated_log
-    found = learned_decode(calib, acc, choice.runtime.id)
+    found = learned_speed(calib, acc, choice.runtime.id)
     if found is not None:
         decode_scale = found.value
     probe = None if found is not None else learned.decode_bandwidth_efficiency(
@@ -377,7 +377,7 @@ def serving_timing(req: PlanRequest, acc: Accelerator, arch: ModelArch, params: 
     chunk = min(decode.PIPELINE_CHUNK, lens.prompt * req.batch)
     mm_eta = prefill_matmul_eta(choice, kernel, mm_peak, acc, chunk, arch.is_moe) if mm_peak else prof.prefill_eta
     # the user's prompt-processing runs on this accelerator and runtime scale the prefill kernels (estimate.learned)
-    pre = learned_decode(calib, acc, choice.runtime.id, "prefill")
+    pre = learned_speed(calib, acc, choice.runtime.id, "prefill")
     if pre is not None:
         prefill_scale = pre.value
     mm_eta = min(1.0, mm_eta * prefill_scale)
@@ -443,10 +443,10 @@ def learned_timing(req: PlanRequest, acc: Accelerator, arch, params: int, active
                              arch.is_moe)
 
 
-def learned_decode(calib, acc: Accelerator, runtime_id: str, part: str = "decode") -> learned.Learned | None:
-    """What the user's runs on ``acc`` with a runtime teach of its decode (``part`` ``prefill``: of its prefill)
-    (``estimate.learned.serving_scale``: the factor on its published speed, with where it came from), or None: the
-    one figure ``serving_timing`` plans with and ``advisor serve`` names ("Speed on ...: from your run of ...")."""
+def learned_speed(calib, acc: Accelerator, runtime_id: str, part: str = "decode") -> learned.Learned | None:
+    """What the user's runs on ``acc`` with a runtime teach of one part of its speed (``part``: ``decode`` or
+    ``prefill``; ``estimate.learned.serving_scale``: the factor on its published speed, with where it came from), or
+    None: the one figure ``serving_timing`` plans with and ``advisor serve`` names ("Speed on ...: from your run")."""
     return learned.serving_scale(
         calib, acc=acc, runtime=runtime_id, figure=f"{part}_tokens_per_s", width_log=DECODE_WIDTH_LOG,
         base_width_log=bundled_utilisation_model().half_width_calibrated_log,

@@ -118,7 +118,7 @@ def plan_format(rec: RunRecord, acc) -> str | None:
 # measured figure the plan may miss it by once solved (a round moves the other factor's figure a little).
 PAIR_ROUNDS = 8
 PAIR_TOLERANCE = 1e-3
-_PAIRS: dict[tuple, tuple[object, tuple[float, float | None] | None]] = {}  # key -> (its catalog, the pair)
+_TAUGHT: dict[tuple, tuple] = {}  # key -> (its catalog, the load's figures, the pair): worked out once a record
 
 
 def _load_figures(rec: RunRecord, acc, catalog):
@@ -143,6 +143,44 @@ def _load_figures(rec: RunRecord, acc, catalog):
     return f
 
 
+def _solve_pair(rec: RunRecord, figures) -> tuple[float, float | None] | None:
+    """The pair of ``learned_pair`` on the load's ``figures`` (``_load_figures``)."""
+    from advisor.estimate.learned import MAX_SCALE, solve_increasing, taught_figure
+
+    speed, ttft, prompt = taught_figure(rec, "decode_tokens_per_s"), rec.measured.ttft_p50_s, rec.prompt_tokens
+    lo, hi = 1.0 / MAX_SCALE, MAX_SCALE
+    if figures is None or not speed:
+        return None
+    kd = solve_increasing(lambda k: figures(k, None)[0], speed, lo, hi)
+    if kd is None or not (ttft and prompt):
+        return None if kd is None else (kd, None)
+    alone = (kd, None)  # the decode at the published prefill, where no prefill factor gives the first token
+    for _ in range(PAIR_ROUNDS):
+        kp = solve_increasing(lambda k, d=kd: prompt / figures(d, k)[1], prompt / ttft, lo, hi)
+        kd = None if kp is None else solve_increasing(lambda k, p=kp: figures(k, p)[0], speed, lo, hi)
+        if kd is None:
+            return alone
+        got_speed, got_ttft = figures(kd, kp)
+        if abs(got_speed / speed - 1.0) <= PAIR_TOLERANCE and abs(got_ttft / ttft - 1.0) <= PAIR_TOLERANCE:
+            return kd, kp
+    return alone
+
+
+def _taught_load(rec: RunRecord, acc, catalog) -> tuple:
+    """``(figures, pair)`` of a serving run's load (``_load_figures``, ``learned_pair``), worked out once a record
+    and catalog: the learner's forward models and ``learned_pair`` read the same."""
+    key = (rec.content_sha256, rec.measured, acc.id, id(catalog))
+    hit = _TAUGHT.get(key)
+    if hit is not None and hit[0] is catalog:  # the same catalog, not another one at a reused address
+        return hit[1], hit[2]
+    figures = _load_figures(rec, acc, catalog)
+    pair = _solve_pair(rec, figures)
+    if len(_TAUGHT) > 4096:
+        _TAUGHT.clear()
+    _TAUGHT[key] = (catalog, figures, pair)
+    return figures, pair
+
+
 def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | None:
     """``(decode, prefill)``: the factors on the runtime's published speed at which the load's plan gives both the run's
     speed (``_load_figures``: its output tokens/s, or at an offered rate its time per output token) and its first
@@ -150,34 +188,7 @@ def learned_pair(rec: RunRecord, acc, catalog) -> tuple[float, float | None] | N
     prefill from the first token at that decode, ``PAIR_ROUNDS`` at most); the prefill None where the run measured no
     first token or no factor up to the hardware's limits gives it (then the decode alone, at the published prefill);
     None where no decode factor gives the speed. Solved once a record."""
-    from advisor.estimate.learned import MAX_SCALE, solve_increasing, taught_figure
-
-    key = (rec.content_sha256, rec.measured, acc.id, id(catalog))
-    hit = _PAIRS.get(key)
-    if hit is not None and hit[0] is catalog:  # the same catalog, not another one at a reused address
-        return hit[1]
-    figures = _load_figures(rec, acc, catalog)
-    speed, ttft, prompt = taught_figure(rec, "decode_tokens_per_s"), rec.measured.ttft_p50_s, rec.prompt_tokens
-    lo, hi = 1.0 / MAX_SCALE, MAX_SCALE
-    out: tuple[float, float | None] | None = None
-    if figures is not None and speed:
-        decode = solve_increasing(lambda k: figures(k, None)[0], speed, lo, hi)
-        out = None if decode is None else (decode, None)
-        if out is not None and ttft and prompt:
-            kd, kp = decode, None
-            for _ in range(PAIR_ROUNDS):
-                kp = solve_increasing(lambda k, d=kd: prompt / figures(d, k)[1], prompt / ttft, lo, hi)
-                kd = None if kp is None else solve_increasing(lambda k, p=kp: figures(k, p)[0], speed, lo, hi)
-                if kd is None or kp is None:
-                    break
-                got_speed, got_ttft = figures(kd, kp)
-                if abs(got_speed / speed - 1.0) <= PAIR_TOLERANCE and abs(got_ttft / ttft - 1.0) <= PAIR_TOLERANCE:
-                    out = (kd, kp)
-                    break
-    if len(_PAIRS) > 4096:
-        _PAIRS.clear()
-    _PAIRS[key] = (catalog, out)
-    return out
+    return _taught_load(rec, acc, catalog)[1]
 
 
 def record_forward(rec: RunRecord, acc, what: str, catalog=None):
@@ -201,10 +212,9 @@ def record_forward(rec: RunRecord, acc, what: str, catalog=None):
         from advisor.catalog import load_catalog
 
         catalog = load_catalog()
-    figures = _load_figures(rec, acc, catalog)
+    figures, pair = _taught_load(rec, acc, catalog)
     if figures is None:
         return None
-    pair = learned_pair(rec, acc, catalog)
     if what == "decode":  # its speed at the prefill the run teaches with it (its published fit where it teaches none)
         prefill = None if pair is None else pair[1]
         return lambda k: figures(k, prefill)[0]
